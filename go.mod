@@ -1,0 +1,3 @@
+module github.com/shale-io/shale
+
+go 1.26.0
