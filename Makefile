@@ -1,0 +1,57 @@
+# Shale's two commands are `make run` and `make test`; both set up what they need.
+GO            ?= go
+BIN           := $(CURDIR)/bin
+STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
+DATA_DIR      ?= ./data
+FUZZTIME      ?= 30s
+TEST_TIMEOUT  ?= 25m
+BENCHTIME     ?= 1x
+
+export CGO_ENABLED ?= 1
+
+.PHONY: all build run test bench fuzz lint tools clean
+
+all: build
+
+## build: compile bin/shale
+build:
+	$(GO) build -o $(BIN)/shale ./cmd/shale
+
+## run: one node, embedded NATS, a filesystem bucket, Kafka on 127.0.0.1:9092
+run: build
+	$(BIN)/shale serve --data-dir $(DATA_DIR)
+
+## test: every test, with the race detector
+test: tools build
+	PATH="$(BIN):$$PATH" $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+## bench: benchmarks, each figure beside its peer as a ratio
+bench: build
+	$(GO) run ./internal/benchreport
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## lint: gofmt, go vet, staticcheck (pinned)
+lint: $(BIN)/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(BIN)/staticcheck ./...
+
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) $(GO) install $(STATICCHECK)
+
+## tools: test servers the suite starts itself
+tools:
+
+$(BIN)/versitygw:
+	GOBIN=$(BIN) $(GO) install $(VERSITYGW)
+
+clean:
+	rm -rf $(BIN) $(DATA_DIR)

@@ -1,0 +1,253 @@
+// Package config holds Shale's configuration: the broker's settings (a struct
+// fed by a YAML file, SHALE_* environment variables and flags, in that order of
+// precedence from lowest to highest) and the topic-level configs with Kafka's
+// names and defaults.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Broker is one node's configuration. Field tags give the YAML key; the flag
+// and environment names are derived from it (listen -> --listen, SHALE_LISTEN).
+type Broker struct {
+	NodeID      int32  `yaml:"node_id" doc:"This node's broker id, unique in the cluster."`
+	DataDir     string `yaml:"data_dir" doc:"Directory for partition logs, the embedded NATS store and the filesystem bucket."`
+	Listen      string `yaml:"listen" doc:"Address the Kafka protocol listens on."`
+	Advertise   string `yaml:"advertise" doc:"host:port clients are told to connect to; defaults to listen."`
+	AdminListen string `yaml:"admin_listen" doc:"HTTP address for /healthz, /readyz and /metrics; empty disables it."`
+	Rack        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+
+	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
+	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
+	NATSReplicas int    `yaml:"nats_replicas" doc:"Replicas of the control plane's JetStream buckets."`
+
+	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics on Metadata and Produce."`
+	NumPartitions            int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
+	DefaultReplicationFactor int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
+	MaxRequestBytes          int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
+
+	RetentionCheckInterval time.Duration `yaml:"retention_check_interval" doc:"log.retention.check.interval.ms."`
+	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
+	ShutdownTimeout        time.Duration `yaml:"shutdown_timeout" doc:"How long a graceful stop waits for in-flight requests."`
+
+	LogLevel  string `yaml:"log_level" doc:"debug, info, warn or error."`
+	LogFormat string `yaml:"log_format" doc:"text or json."`
+
+	// TopicDefaults are broker-wide topic config defaults with Kafka's topic
+	// config names (retention.ms: 3600000).
+	TopicDefaults map[string]string `yaml:"topic_defaults" doc:"Broker-wide defaults for topic configs, by topic config name."`
+}
+
+// Defaults returns the configuration of `make run`: one node on loopback.
+func Defaults() Broker {
+	return Broker{
+		NodeID:                   0,
+		DataDir:                  "./data",
+		Listen:                   "127.0.0.1:9092",
+		AdminListen:              "127.0.0.1:9644",
+		NATSListen:               "127.0.0.1:4222",
+		NATSReplicas:             1,
+		AutoCreateTopics:         true,
+		NumPartitions:            1,
+		DefaultReplicationFactor: 1,
+		MaxRequestBytes:          100 << 20,
+		RetentionCheckInterval:   30 * time.Second,
+		FlushCheckInterval:       time.Second,
+		ShutdownTimeout:          10 * time.Second,
+		LogLevel:                 "info",
+		LogFormat:                "text",
+		TopicDefaults:            map[string]string{},
+	}
+}
+
+// Validate checks the configuration and fills derived values (Advertise).
+func (b *Broker) Validate() error {
+	if b.NodeID < 0 {
+		return fmt.Errorf("%w: node_id %d is negative", ErrInvalidConfig, b.NodeID)
+	}
+	if b.DataDir == "" {
+		return fmt.Errorf("%w: data_dir is empty", ErrInvalidConfig)
+	}
+	if _, _, err := net.SplitHostPort(b.Listen); err != nil {
+		return fmt.Errorf("%w: listen %q: %v", ErrInvalidConfig, b.Listen, err)
+	}
+	if b.Advertise == "" {
+		b.Advertise = b.Listen
+	}
+	if _, port, err := net.SplitHostPort(b.Advertise); err != nil || port == "" {
+		return fmt.Errorf("%w: advertise %q: want host:port", ErrInvalidConfig, b.Advertise)
+	}
+	if b.NumPartitions < 1 {
+		return fmt.Errorf("%w: num_partitions %d", ErrInvalidConfig, b.NumPartitions)
+	}
+	if b.DefaultReplicationFactor < 1 {
+		return fmt.Errorf("%w: default_replication_factor %d", ErrInvalidConfig, b.DefaultReplicationFactor)
+	}
+	if b.MaxRequestBytes < 1024 {
+		return fmt.Errorf("%w: socket_request_max_bytes %d", ErrInvalidConfig, b.MaxRequestBytes)
+	}
+	switch b.LogFormat {
+	case "text", "json":
+	default:
+		return fmt.Errorf("%w: log_format %q", ErrInvalidConfig, b.LogFormat)
+	}
+	for k, v := range b.TopicDefaults {
+		if err := ValidateTopicValue(k, v); err != nil {
+			return fmt.Errorf("topic_defaults: %w", err)
+		}
+	}
+	return nil
+}
+
+// AdvertisedHostPort splits Advertise for Metadata responses.
+func (b *Broker) AdvertisedHostPort() (string, int32) {
+	host, port, _ := net.SplitHostPort(b.Advertise)
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}
+
+// LoadFile reads a YAML file over b. Unknown keys are an error.
+func (b *Broker) LoadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(b); err != nil {
+		return fmt.Errorf("config %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// fields walks the settable scalar fields with their YAML names.
+func (b *Broker) fields(fn func(name, doc string, v reflect.Value)) {
+	rv := reflect.ValueOf(b).Elem()
+	rt := rv.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || f.Type.Kind() == reflect.Map {
+			continue
+		}
+		fn(name, f.Tag.Get("doc"), rv.Field(i))
+	}
+}
+
+func setValue(v reflect.Value, s string) error {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Bool:
+		x, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		v.SetBool(x)
+	case reflect.Int, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.Type() == reflect.TypeOf(time.Duration(0)) {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return err
+			}
+			v.SetInt(int64(d))
+			return nil
+		}
+		x, err := strconv.ParseInt(s, 10, v.Type().Bits())
+		if err != nil {
+			return err
+		}
+		v.SetInt(x)
+	default:
+		return fmt.Errorf("unsupported kind %s", v.Kind())
+	}
+	return nil
+}
+
+// EnvName is the environment variable for a YAML key: listen -> SHALE_LISTEN.
+func EnvName(key string) string { return "SHALE_" + strings.ToUpper(key) }
+
+// FlagName is the flag for a YAML key: data_dir -> data-dir.
+func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// ApplyEnv sets fields from SHALE_* variables found by lookup (os.LookupEnv).
+func (b *Broker) ApplyEnv(lookup func(string) (string, bool)) error {
+	var firstErr error
+	b.fields(func(name, _ string, v reflect.Value) {
+		if s, ok := lookup(EnvName(name)); ok && firstErr == nil {
+			if err := setValue(v, s); err != nil {
+				firstErr = fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, EnvName(name), s, err)
+			}
+		}
+	})
+	return firstErr
+}
+
+// BindFlags registers a flag for every field on fs. Flags that the user sets
+// are applied to b when fs.Parse runs, so call LoadFile and ApplyEnv first
+// and parse the flags last.
+func (b *Broker) BindFlags(fs *flag.FlagSet) {
+	b.fields(func(name, doc string, v reflect.Value) {
+		fs.Func(FlagName(name), fmt.Sprintf("%s (env %s)", doc, EnvName(name)), func(s string) error {
+			return setValue(v, s)
+		})
+	})
+	fs.Func("topic-default", "a broker-wide topic config default, name=value (repeatable)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("want name=value")
+		}
+		if b.TopicDefaults == nil {
+			b.TopicDefaults = map[string]string{}
+		}
+		b.TopicDefaults[k] = v
+		return nil
+	})
+}
+
+// Reference writes a Markdown table of every setting, for docs/configuration.md.
+func Reference() string {
+	var sb strings.Builder
+	d := Defaults()
+	sb.WriteString("| YAML key | flag | environment | default | meaning |\n|---|---|---|---|---|\n")
+	d.fields(func(name, doc string, v reflect.Value) {
+		fmt.Fprintf(&sb, "| `%s` | `--%s` | `%s` | `%v` | %s |\n", name, FlagName(name), EnvName(name), v.Interface(), doc)
+	})
+	sb.WriteString("\nTopic configs (per topic, or broker-wide under `topic_defaults` / `--topic-default name=value`):\n\n| name | type | default | meaning |\n|---|---|---|---|\n")
+	for _, k := range TopicKeys {
+		fmt.Fprintf(&sb, "| `%s` | %s | `%s` | %s |\n", k.Name, k.Type, k.Default, k.Doc)
+	}
+	return sb.String()
+}
+
+func (t Type) String() string {
+	switch t {
+	case TypeBoolean:
+		return "boolean"
+	case TypeString:
+		return "string"
+	case TypeInt:
+		return "int"
+	case TypeShort:
+		return "short"
+	case TypeLong:
+		return "long"
+	case TypeDouble:
+		return "double"
+	case TypeList:
+		return "list"
+	}
+	return "unknown"
+}

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestBrokerPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shale.yaml")
+	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:1000\nnode_id: 3\nshutdown_timeout: 5s\ntopic_defaults:\n  retention.ms: \"1000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := Defaults()
+	if err := b.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SHALE_LISTEN": "127.0.0.1:2000", "SHALE_AUTO_CREATE_TOPICS_ENABLE": "false"}
+	if err := b.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	b.BindFlags(fs)
+	if err := fs.Parse([]string{"--listen", "127.0.0.1:3000", "--topic-default", "segment.bytes=1048576"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Listen != "127.0.0.1:3000" || b.NodeID != 3 || b.AutoCreateTopics || b.ShutdownTimeout != 5*time.Second {
+		t.Fatalf("precedence wrong: %+v", b)
+	}
+	if b.Advertise != b.Listen {
+		t.Fatalf("advertise %q", b.Advertise)
+	}
+	if b.TopicDefaults["retention.ms"] != "1000" || b.TopicDefaults["segment.bytes"] != "1048576" {
+		t.Fatalf("topic defaults %v", b.TopicDefaults)
+	}
+}
+
+func TestBrokerRejects(t *testing.T) {
+	for name, mut := range map[string]func(*Broker){
+		"listen":        func(b *Broker) { b.Listen = "nope" },
+		"partitions":    func(b *Broker) { b.NumPartitions = 0 },
+		"format":        func(b *Broker) { b.LogFormat = "xml" },
+		"topic default": func(b *Broker) { b.TopicDefaults = map[string]string{"retention.ms": "soon"} },
+		"unknown topic": func(b *Broker) { b.TopicDefaults = map[string]string{"no.such": "1"} },
+	} {
+		b := Defaults()
+		mut(&b)
+		if err := b.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte("lisen: x\n"), 0o644)
+	b := Defaults()
+	if err := b.LoadFile(path); err == nil {
+		t.Error("unknown yaml key accepted")
+	}
+}
+
+func TestTopicResolve(t *testing.T) {
+	tc := ResolveTopic(map[string]string{"retention.ms": "5"}, map[string]string{"retention.ms": "7", "segment.bytes": "100"})
+	if v, src, _ := tc.Get("retention.ms"); v != "5" || src != SourceTopic {
+		t.Fatalf("retention.ms %s %d", v, src)
+	}
+	if v, src, _ := tc.Get("segment.bytes"); v != "100" || src != SourceBroker {
+		t.Fatalf("segment.bytes %s %d", v, src)
+	}
+	if v, src, _ := tc.Get("cleanup.policy"); v != "delete" || src != SourceDefault {
+		t.Fatalf("cleanup.policy %s %d", v, src)
+	}
+	if tc.LocalRetentionMs() != 5 {
+		t.Fatalf("local retention follows retention.ms: %d", tc.LocalRetentionMs())
+	}
+	if tc.Millis(FlushMs) <= 0 {
+		t.Fatal("flush.ms max must saturate, not overflow")
+	}
+}
+
+func TestValidateTopicValue(t *testing.T) {
+	good := map[string]string{"retention.ms": "-1", "compression.type": "zstd", "unclean.leader.election.enable": "true", "min.cleanable.dirty.ratio": "0.3"}
+	for k, v := range good {
+		if err := ValidateTopicValue(k, v); err != nil {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	bad := map[string]string{"retention.ms": "-3", "compression.type": "brotli", "segment.bytes": "99999999999", "min.insync.replicas": "0", "message.timestamp.type": "Now"}
+	for k, v := range bad {
+		if err := ValidateTopicValue(k, v); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	if err := ValidateTopicValue("nope", "1"); !errors.Is(err, ErrUnknownConfig) {
+		t.Errorf("unknown: %v", err)
+	}
+}
