@@ -1,0 +1,37 @@
+package controlplane
+
+import "errors"
+
+// Sentinel errors. Store methods wrap them with %w and detail; test with
+// errors.Is. The protocol edge translates them to Kafka error codes.
+var (
+	// ErrTopicExists: CreateTopic for a name that already exists
+	// (TOPIC_ALREADY_EXISTS).
+	ErrTopicExists = errors.New("controlplane: topic already exists")
+	// ErrUnknownTopic: the named topic does not exist
+	// (UNKNOWN_TOPIC_OR_PARTITION).
+	ErrUnknownTopic = errors.New("controlplane: unknown topic")
+	// ErrInvalidTopicName: the name breaks Kafka's topic name rules
+	// (INVALID_TOPIC_EXCEPTION).
+	ErrInvalidTopicName = errors.New("controlplane: invalid topic name")
+	// ErrInvalidReplicationFactor: the replication factor is < 1 or larger
+	// than the number of live brokers (INVALID_REPLICATION_FACTOR).
+	ErrInvalidReplicationFactor = errors.New("controlplane: invalid replication factor")
+	// ErrInvalidPartitions: a partition count < 1, or a CreatePartitions
+	// count not above the current one (INVALID_PARTITIONS).
+	ErrInvalidPartitions = errors.New("controlplane: invalid partition count")
+	// ErrInvalidPartitionState: an UpdatePartition argument that is not a
+	// consistent partition state (no revision, leader not a replica, ...).
+	ErrInvalidPartitionState = errors.New("controlplane: invalid partition state")
+	// ErrConflict: a compare-and-set lost because someone else wrote first.
+	// Re-read and retry.
+	ErrConflict = errors.New("controlplane: conflicting write")
+	// ErrInvalidBroker: a Broker registration with a bad id, host or port.
+	ErrInvalidBroker = errors.New("controlplane: invalid broker")
+	// ErrBrokerIDInUse: another live process holds this node id's
+	// registration (DUPLICATE_BROKER_REGISTRATION). It frees up once that
+	// process stops its keepalive and the key expires.
+	ErrBrokerIDInUse = errors.New("controlplane: broker id registered by another process")
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("controlplane: store closed")
+)

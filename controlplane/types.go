@@ -1,0 +1,107 @@
+package controlplane
+
+import (
+	"maps"
+	"slices"
+)
+
+// Topic is a topic's metadata. Values returned by a Store are copies the
+// caller owns.
+type Topic struct {
+	Name string
+	ID   TopicID
+	// Partitions is the partition count; partitions are 0..Partitions-1.
+	Partitions        int32
+	ReplicationFactor int16
+	// Configs holds only the explicitly set topic configs (Kafka names, e.g.
+	// "retention.ms"); defaults are resolved elsewhere.
+	Configs map[string]string
+	// Internal marks Kafka's internal topics (__consumer_offsets,
+	// __transaction_state).
+	Internal bool
+}
+
+func (t Topic) clone() Topic {
+	t.Configs = maps.Clone(t.Configs)
+	return t
+}
+
+// PartitionState is the replicated state of one partition.
+type PartitionState struct {
+	TopicID   TopicID
+	Topic     string
+	Partition int32
+	// Replicas lists the assigned brokers; the first is the preferred leader.
+	Replicas []int32
+	// Leader is the leading broker, or -1 when there is none.
+	Leader      int32
+	LeaderEpoch int32
+	// ISR is the in-sync replica set, a subset of Replicas.
+	ISR []int32
+	// PartitionEpoch is bumped by every UpdatePartition.
+	PartitionEpoch int32
+	// Revision is the KV revision this state was read at or written as; pass
+	// it back to UpdatePartition for compare-and-set.
+	Revision uint64
+}
+
+func (p PartitionState) clone() PartitionState {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	return p
+}
+
+// Broker is a registered broker's identity and Kafka listener address.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	// Rack is the broker's rack (Kafka's broker.rack); empty when unset.
+	Rack string
+}
+
+// EventKind says what changed.
+type EventKind int
+
+// Event kinds.
+const (
+	// TopicCreated: a topic appeared (Event.Topic).
+	TopicCreated EventKind = iota + 1
+	// TopicChanged: a topic's partition count or configs changed (Event.Topic).
+	TopicChanged
+	// TopicDeleted: a topic was deleted (Event.Topic is its last known value).
+	TopicDeleted
+	// PartitionChanged: a partition state was created or changed
+	// (Event.Partition).
+	PartitionChanged
+	// PartitionDeleted: a partition state was removed with its topic
+	// (Event.Partition is its last known value).
+	PartitionDeleted
+	// BrokerUp: a broker registered (Event.Broker).
+	BrokerUp
+	// BrokerDown: a broker's registration expired or was removed
+	// (Event.Broker is its last known value).
+	BrokerDown
+)
+
+var eventKindNames = [...]string{
+	TopicCreated: "TopicCreated", TopicChanged: "TopicChanged", TopicDeleted: "TopicDeleted",
+	PartitionChanged: "PartitionChanged", PartitionDeleted: "PartitionDeleted",
+	BrokerUp: "BrokerUp", BrokerDown: "BrokerDown",
+}
+
+func (k EventKind) String() string {
+	if k > 0 && int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return "EventKind(?)"
+}
+
+// Event is one change to the cached metadata. Only the field named by Kind
+// is set. Subscribers own the event's slices and maps.
+type Event struct {
+	Kind      EventKind
+	Topic     Topic
+	Partition PartitionState
+	Broker    Broker
+}
