@@ -1,0 +1,234 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn serves one client connection with three goroutines: the reader
+// (serve's own goroutine), the dispatcher and the writer. They hand requests
+// on in order through two bounded channels, reader -> dispatcher -> writer,
+// and each closes its outgoing channel when it stops, so the connection
+// drains in order and the writer is the last to finish.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	info ConnInfo
+	log  *slog.Logger
+
+	// ctx is passed to handlers and Reply.Wait; cancel is called when the
+	// connection closes or is forced down.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	stopping atomic.Bool  // no new request is read once set
+	inflight atomic.Int64 // requests read and not yet written or dropped
+}
+
+// item is one request on its way through the connection.
+type item struct {
+	req   Request
+	h     Handler       // nil when early is set
+	early kmsg.Response // answer known at decode time (UNSUPPORTED_VERSION)
+	frame *[]byte       // pooled frame the request may alias; released after the reply
+	reply Reply
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	c := &conn{s: s, nc: nc}
+	c.info = ConnInfo{ID: id, Listener: s.cfg.ListenerName, Remote: nc.RemoteAddr()}
+	c.log = s.log.With("conn", id, "listener", s.cfg.ListenerName, "remote", c.info.Remote.String())
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// serve runs the connection until it is drained, then closes it.
+func (c *conn) serve() {
+	defer c.cancel()
+	defer c.nc.Close()
+
+	reqs := make(chan *item, c.s.cfg.ReadAhead)
+	out := make(chan *item, c.s.cfg.ReadAhead)
+	writerDone := make(chan struct{})
+	go c.dispatch(reqs, out)
+	go func() {
+		defer close(writerDone)
+		c.write(out)
+	}()
+	c.read(reqs)
+	<-writerDone
+}
+
+// stopReading makes the reader stop after the frame it is reading; requests
+// already read are still handled and answered. Safe to call from any
+// goroutine, more than once.
+func (c *conn) stopReading() {
+	c.stopping.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// forceClose closes the socket and cancels the handlers' context.
+func (c *conn) forceClose() {
+	c.stopping.Store(true)
+	c.cancel()
+	c.nc.Close()
+}
+
+// read is the reader: it reads and decodes frames and passes them to the
+// dispatcher, until EOF, bad input, stopReading or a closed connection. It
+// closes reqs when it returns.
+func (c *conn) read(reqs chan<- *item) {
+	defer close(reqs)
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	for {
+		size, err := c.readSize(br)
+		if err != nil {
+			c.readEnded(err)
+			return
+		}
+		if size < minFrameSize {
+			c.log.Warn("ingest: closing connection", "err", fmt.Errorf("%w: %d", ErrFrameSize, size))
+			return
+		}
+		if size > c.s.cfg.MaxRequestBytes {
+			c.log.Warn("ingest: closing connection", "err",
+				fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, c.s.cfg.MaxRequestBytes))
+			return
+		}
+		frame := getFrame(int(size))
+		if _, err := io.ReadFull(br, *frame); err != nil {
+			putFrame(frame)
+			c.readEnded(fmt.Errorf("reading %d-byte request: %w", size, err))
+			return
+		}
+		d, err := c.s.reg.decodeFrame(*frame)
+		if err != nil {
+			putFrame(frame)
+			c.log.Warn("ingest: closing connection", "err", err)
+			return
+		}
+		it := &item{req: d.req, h: d.h, early: d.early, frame: frame}
+		it.req.Conn = &c.info
+		c.inflight.Add(1)
+		select {
+		case reqs <- it:
+		case <-c.ctx.Done():
+			c.drop(it)
+			return
+		}
+	}
+}
+
+// readSize reads the next size prefix. While requests are in flight, the
+// idle timeout does not close the connection: the read is re-armed. Peek
+// keeps a partial prefix buffered across deadlines.
+func (c *conn) readSize(br *bufio.Reader) (int32, error) {
+	for {
+		var deadline time.Time
+		if c.s.cfg.IdleTimeout > 0 {
+			deadline = time.Now().Add(c.s.cfg.IdleTimeout)
+		}
+		c.nc.SetReadDeadline(deadline)
+		// Checked after arming: a concurrent stopReading either sees our
+		// deadline and overrides it, or set stopping before we load it.
+		if c.stopping.Load() {
+			return 0, errStopped
+		}
+		p, err := br.Peek(4)
+		if err == nil {
+			size := int32(binary.BigEndian.Uint32(p))
+			br.Discard(4)
+			return size, nil
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !c.stopping.Load() && c.inflight.Load() > 0 {
+			continue
+		}
+		return 0, err
+	}
+}
+
+// errStopped: the reader stopped because of stopReading.
+var errStopped = errors.New("stopped reading")
+
+// readEnded logs why the reader stopped, quietly when it is the ordinary end
+// of a connection.
+func (c *conn) readEnded(err error) {
+	var ne net.Error
+	switch {
+	case c.stopping.Load() || errors.Is(err, errStopped) || c.ctx.Err() != nil:
+		c.log.Debug("ingest: stopped reading", "err", err)
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+		c.log.Debug("ingest: client closed connection")
+	case errors.As(err, &ne) && ne.Timeout():
+		c.log.Info("ingest: closing idle connection", "idle_timeout", c.s.cfg.IdleTimeout)
+	default:
+		c.log.Warn("ingest: closing connection", "err", err)
+	}
+}
+
+// dispatch is the dispatcher: it calls the handlers one request at a time in
+// arrival order and passes the replies to the writer. After a handler error
+// it stops the reader, drops what is still queued, and closes out, so that
+// the replies to earlier requests still go out.
+func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
+	defer close(out)
+	failed := false
+	for it := range reqs {
+		if failed || c.ctx.Err() != nil {
+			c.drop(it)
+			continue
+		}
+		if it.early != nil {
+			it.reply = Reply{Response: it.early}
+		} else if err := c.handle(it); err != nil {
+			c.log.Error("ingest: closing connection after handler failure",
+				"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
+			c.drop(it)
+			failed = true
+			c.stopReading()
+			continue
+		}
+		select {
+		case out <- it:
+		case <-c.ctx.Done():
+			c.drop(it)
+		}
+	}
+}
+
+// handle calls it's handler, recovering a panic, and validates the reply.
+func (c *conn) handle(it *item) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, v, debug.Stack())
+		}
+	}()
+	reply, err := it.h(c.ctx, &it.req)
+	if err != nil {
+		return err
+	}
+	if err := reply.validate(&it.req); err != nil {
+		return err
+	}
+	it.reply = reply
+	return nil
+}
+
+// drop releases a request that will not be answered.
+func (c *conn) drop(it *item) {
+	c.inflight.Add(-1)
+	putFrame(it.frame)
+	it.frame = nil
+}

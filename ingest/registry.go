@@ -1,0 +1,94 @@
+package ingest
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Registry maps API keys to handlers and their supported version ranges.
+// ApiVersions answers from it, so what is registered is what is advertised.
+//
+// Register is safe to call concurrently with serving, but handlers are
+// normally registered before Server.Serve. Lookups on the request path take
+// no lock: they read an immutable snapshot.
+type Registry struct {
+	mu   sync.Mutex // serialises Register
+	snap atomic.Pointer[registrySnapshot]
+}
+
+// registrySnapshot is immutable once published.
+type registrySnapshot struct {
+	byKey []registration // indexed by key; h == nil when unregistered
+	keys  []kmsg.ApiVersionsResponseApiKey
+}
+
+type registration struct {
+	min, max int16
+	h        Handler
+}
+
+// NewRegistry returns a registry with ApiVersions (key 18, v0-v4) registered.
+func NewRegistry() *Registry {
+	r := &Registry{}
+	r.snap.Store(&registrySnapshot{})
+	r.Register(apiVersionsKey, 0, apiVersionsMaxVersion, r.handleApiVersions)
+	return r
+}
+
+// Register serves key at versions minVersion..maxVersion with h.
+//
+// It panics, as a broken program invariant, when key is unknown to kmsg, the
+// range is empty, negative or beyond what kmsg can decode, h is nil, or key
+// is already registered.
+func (r *Registry) Register(key int16, minVersion, maxVersion int16, h Handler) {
+	proto := kmsg.RequestForKey(key)
+	switch {
+	case proto == nil:
+		panic(fmt.Sprintf("ingest: Register: unknown API key %d", key))
+	case h == nil:
+		panic(fmt.Sprintf("ingest: Register: nil handler for %s", kmsg.NameForKey(key)))
+	case minVersion < 0 || maxVersion < minVersion || maxVersion > proto.MaxVersion():
+		panic(fmt.Sprintf("ingest: Register: %s: invalid versions %d-%d (kmsg decodes up to %d)",
+			kmsg.NameForKey(key), minVersion, maxVersion, proto.MaxVersion()))
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	if int(key) < len(old.byKey) && old.byKey[key].h != nil {
+		panic(fmt.Sprintf("ingest: Register: %s registered twice", kmsg.NameForKey(key)))
+	}
+	byKey := make([]registration, max(len(old.byKey), int(key)+1))
+	copy(byKey, old.byKey)
+	byKey[key] = registration{min: minVersion, max: maxVersion, h: h}
+
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for k, reg := range byKey {
+		if reg.h == nil {
+			continue
+		}
+		e := kmsg.NewApiVersionsResponseApiKey()
+		e.ApiKey, e.MinVersion, e.MaxVersion = int16(k), reg.min, reg.max
+		keys = append(keys, e)
+	}
+	r.snap.Store(&registrySnapshot{byKey: byKey, keys: keys})
+}
+
+// lookup returns the registration of key, and false when key is not
+// registered.
+func (r *Registry) lookup(key int16) (registration, bool) {
+	s := r.snap.Load()
+	if key < 0 || int(key) >= len(s.byKey) || s.byKey[key].h == nil {
+		return registration{}, false
+	}
+	return s.byKey[key], true
+}
+
+// apiKeys returns the registered ranges sorted by key. The caller must not
+// modify the returned slice.
+func (r *Registry) apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	return r.snap.Load().keys
+}

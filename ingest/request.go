@@ -1,0 +1,124 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves one API key. It is called by the connection's dispatcher,
+// one request at a time per connection and in arrival order; different
+// connections call it concurrently, so a Handler must be safe for concurrent
+// use.
+//
+// ctx is cancelled when the connection closes or the server is forced down.
+// A Handler translates expected failures to Kafka error codes in its
+// response; a returned error (or a panic) closes the connection with a log
+// line, after the replies to earlier requests on it have been written.
+type Handler func(ctx context.Context, req *Request) (Reply, error)
+
+// Request is one decoded request.
+//
+// Msg, and any byte slice inside it (a produce request's records), may alias
+// the connection's pooled frame buffer: they are valid until the request's
+// reply has been written (after Reply.Wait or Reply.Body has returned). A
+// handler that keeps any of it longer must copy it. Strings are copies.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	// ClientID is the header's client id; a null client id is "".
+	ClientID string
+	// Msg is the decoded body, of the kmsg type for Key, at Version.
+	Msg kmsg.Request
+	// Conn describes the connection the request came on. It is shared by
+	// all requests of the connection and must not be modified.
+	Conn *ConnInfo
+}
+
+// ConnInfo describes one client connection.
+type ConnInfo struct {
+	// ID is unique among the connections of one Server, starting at 1.
+	ID uint64
+	// Listener is ServerConfig.ListenerName, for example "PLAINTEXT".
+	Listener string
+	// Remote is the client's address.
+	Remote net.Addr
+}
+
+// Reply is what a Handler answers. Exactly one of its fields must be set:
+//
+//   - Response: encoded and written in request order.
+//   - NoResponse: nothing is written (an acks=0 produce); later replies keep
+//     their order.
+//   - Wait: called by the connection's writer, in request order, after the
+//     handler has returned and while later requests on the same connection
+//     are already being handled (an acks=all produce appends in the handler
+//     and waits for replication in Wait). The ctx passed to Wait is cancelled
+//     when the connection closes or the server is forced down. An error from
+//     Wait closes the connection.
+//   - Body: a pre-encoded response body written by the connection's writer,
+//     for example with ResponseWriter.SendFile (zero-copy fetch).
+//
+// A response (from Response or Wait) must carry the request's key and
+// version, which the request's ResponseKind provides; Body must be encoded at
+// the request's version. The server writes the size, the correlation id and,
+// for flexible versions, the response header's tag buffer.
+type Reply struct {
+	Response   kmsg.Response
+	NoResponse bool
+	Wait       func(ctx context.Context) (kmsg.Response, error)
+	Body       BodyWriter
+}
+
+// BodyWriter writes a response body that the server has not encoded itself.
+type BodyWriter interface {
+	// Len is the exact number of bytes WriteTo writes. It is called once,
+	// before WriteTo.
+	Len() int
+	// WriteTo writes the body. Writing a different number of bytes than
+	// Len closes the connection with ErrBodyLength.
+	WriteTo(w *ResponseWriter) error
+}
+
+// validate reports ErrInvalidReply unless exactly one field is set and a
+// Response matches the request.
+func (r *Reply) validate(req *Request) error {
+	set := 0
+	if r.Response != nil {
+		set++
+	}
+	if r.NoResponse {
+		set++
+	}
+	if r.Wait != nil {
+		set++
+	}
+	if r.Body != nil {
+		set++
+	}
+	if set != 1 {
+		return fmt.Errorf("%w: %d fields set, want exactly one", ErrInvalidReply, set)
+	}
+	if r.Response != nil {
+		return checkResponse(req.Key, req.Version, r.Response)
+	}
+	return nil
+}
+
+// checkResponse reports ErrInvalidReply if resp cannot answer a request of
+// key and version. ApiVersions may answer at v0 (the downgrade of KIP-511).
+func checkResponse(key, version int16, resp kmsg.Response) error {
+	if resp == nil {
+		return fmt.Errorf("%w: nil response", ErrInvalidReply)
+	}
+	if resp.Key() != key {
+		return fmt.Errorf("%w: response key %d for request key %d", ErrInvalidReply, resp.Key(), key)
+	}
+	if v := resp.GetVersion(); v != version && !(key == apiVersionsKey && v == 0) {
+		return fmt.Errorf("%w: %s response v%d for request v%d", ErrInvalidReply, kmsg.NameForKey(key), v, version)
+	}
+	return nil
+}

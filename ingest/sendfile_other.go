@@ -1,0 +1,16 @@
+//go:build !linux
+
+package ingest
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+var errSendfileUnsupported = errors.New("sendfile unsupported")
+
+// sendFile is only implemented on Linux; elsewhere SendFile copies.
+func sendFile(syscall.RawConn, *os.File, int64, int) (int, error) {
+	return 0, errSendfileUnsupported
+}

@@ -1,0 +1,168 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server accepts Kafka client connections and serves them from a Registry.
+//
+// Shutdown order: stop accepting (listeners are closed), stop reading new
+// requests on every connection, let the requests already read be handled
+// and their replies (including Reply.Wait) be written, then close the
+// connections. If Shutdown's context ends first, the remaining connections
+// are closed at once and their contexts cancelled.
+type Server struct {
+	cfg ServerConfig
+	reg *Registry
+	log *slog.Logger
+
+	nextConnID atomic.Uint64
+	conns      sync.WaitGroup // one per connection, Done when all its goroutines have returned
+	shutdown   sync.Once
+	closing    chan struct{} // closed when Shutdown starts
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		closed    bool // set once by Shutdown; no listener or connection is added after
+	}
+}
+
+// NewServer returns a server for reg. Zero fields of cfg take their defaults;
+// an invalid cfg makes Serve fail. A nil log discards logs.
+func NewServer(cfg ServerConfig, reg *Registry, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg.Defaults(), reg: reg, log: log, closing: make(chan struct{})}
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown, and then returns
+// ErrServerClosed; it closes ln. It may be called for several listeners
+// concurrently. Other accept errors are retried with a backoff unless ln
+// was closed by someone else, which returns the error.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.cfg.Validate(); err != nil {
+		ln.Close()
+		return err
+	}
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrackListener(ln)
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.closing:
+				return ErrServerClosed
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("ingest: accept failed, retrying", "listener", s.cfg.ListenerName, "backoff", backoff, "err", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// startConn registers nc and starts its goroutines, or closes it when the
+// server is shutting down.
+func (s *Server) startConn(nc net.Conn) {
+	c := newConn(s, nc, s.nextConnID.Add(1))
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.conns.Done()
+		defer s.untrackConn(c)
+		c.serve()
+	}()
+}
+
+// Shutdown stops the server gracefully (see Server) and returns when every
+// connection is closed, or ctx's error when ctx ends first, after closing the
+// remaining connections. It is idempotent and safe to call concurrently.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdown.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		close(s.closing)
+		for ln := range s.mu.listeners {
+			ln.Close()
+		}
+		for c := range s.mu.conns {
+			c.stopReading()
+		}
+		s.mu.Unlock()
+	})
+
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.mu.conns {
+			c.forceClose()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.listeners, ln)
+}
+
+func (s *Server) untrackConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.conns, c)
+}
