@@ -26,7 +26,7 @@ type logSink struct {
 }
 
 func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
-func (s *logSink) WithGroup(string) slog.Handler              { return s }
+func (s *logSink) WithGroup(string) slog.Handler            { return s }
 func (s *logSink) WithAttrs(as []slog.Attr) slog.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,7 +58,7 @@ type logSinkView struct {
 }
 
 func (v *logSinkView) Enabled(context.Context, slog.Level) bool { return true }
-func (v *logSinkView) WithGroup(string) slog.Handler              { return v }
+func (v *logSinkView) WithGroup(string) slog.Handler            { return v }
 func (v *logSinkView) WithAttrs(as []slog.Attr) slog.Handler {
 	return &logSinkView{sink: v.sink, attrs: append(append([]slog.Attr(nil), v.attrs...), as...)}
 }
