@@ -1,0 +1,89 @@
+package segment
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Config is the per-partition log configuration. Field comments give the
+// Kafka topic or broker setting each field mirrors.
+type Config struct {
+	// SegmentBytes (segment.bytes): roll the active segment when the next
+	// batch would make it larger than this. Default 1 GiB.
+	SegmentBytes int64 `yaml:"segment_bytes"`
+	// SegmentMs (segment.ms): roll when the first batch of the active
+	// segment is older than this (its max timestamp against Now). Default 7 days.
+	SegmentMs time.Duration `yaml:"segment_ms"`
+	// IndexIntervalBytes (index.interval.bytes): add an index entry after at
+	// least this many bytes of log since the previous one. Default 4096.
+	IndexIntervalBytes int `yaml:"index_interval_bytes"`
+	// SegmentIndexBytes (segment.index.bytes): size each index file is
+	// preallocated to; a full index rolls the segment. Default 10 MiB.
+	SegmentIndexBytes int `yaml:"segment_index_bytes"`
+	// FlushMessages (flush.messages): fsync after this many appended records;
+	// 0 means never by count.
+	FlushMessages int64 `yaml:"flush_messages"`
+	// FlushMs (flush.ms): MaybeFlush fsyncs when the last flush is older than
+	// this; 0 means never by time.
+	FlushMs time.Duration `yaml:"flush_ms"`
+	// FileDeleteDelay (file.delete.delay.ms): deleted segments are renamed
+	// with a .deleted suffix and closed and removed only after this delay, so
+	// readers holding their *os.File keep working. Default 60 s.
+	FileDeleteDelay time.Duration `yaml:"file_delete_delay"`
+
+	// OnRoll, if set, is called after each roll with the new active
+	// segment's base offset, while the log's writer lock is held: it may call
+	// the Log's read methods but not Append, Roll, Truncate, Flush or Close.
+	OnRoll func(newBaseOffset int64) `yaml:"-"`
+	// Decompress, if set, decompresses a batch's records section for codec
+	// (1 gzip, 2 snappy, 3 lz4, 4 zstd). OffsetForTimestamp uses it to find
+	// the first record at or after a timestamp inside compressed batches;
+	// Defaults sets it to franz-go's decompressor.
+	Decompress func(codec int8, data []byte) ([]byte, error) `yaml:"-"`
+	// Now is the clock (segment.ms, flush.ms, deletion delays). Default time.Now.
+	Now func() time.Time `yaml:"-"`
+	// Logger receives recovery and deletion reports. Default slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// Defaults returns Kafka's defaults.
+func Defaults() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * time.Hour,
+		IndexIntervalBytes: 4096,
+		SegmentIndexBytes:  10 << 20,
+		FileDeleteDelay:    time.Minute,
+		Decompress:         defaultDecompress,
+		Now:                time.Now,
+		Logger:             slog.Default(),
+	}
+}
+
+// Validate reports the first field out of range, wrapping ErrInvalidConfig.
+// A nil Now or Logger is invalid; start from Defaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("%w: segment.bytes %d not in [%d, %d]", ErrInvalidConfig, c.SegmentBytes, batchHeaderSize, math.MaxInt32)
+	case c.SegmentMs <= 0:
+		return fmt.Errorf("%w: segment.ms %v must be positive", ErrInvalidConfig, c.SegmentMs)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("%w: index.interval.bytes %d is negative", ErrInvalidConfig, c.IndexIntervalBytes)
+	case c.SegmentIndexBytes < 2*timeIndexEntrySize:
+		return fmt.Errorf("%w: segment.index.bytes %d holds fewer than 2 entries", ErrInvalidConfig, c.SegmentIndexBytes)
+	case c.FlushMessages < 0:
+		return fmt.Errorf("%w: flush.messages %d is negative", ErrInvalidConfig, c.FlushMessages)
+	case c.FlushMs < 0:
+		return fmt.Errorf("%w: flush.ms %v is negative", ErrInvalidConfig, c.FlushMs)
+	case c.FileDeleteDelay < 0:
+		return fmt.Errorf("%w: file.delete.delay.ms %v is negative", ErrInvalidConfig, c.FileDeleteDelay)
+	case c.Now == nil:
+		return fmt.Errorf("%w: nil Now clock", ErrInvalidConfig)
+	case c.Logger == nil:
+		return fmt.Errorf("%w: nil Logger", ErrInvalidConfig)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package segment
+
+import (
+	"fmt"
+	"time"
+)
+
+// DeleteSegmentsBefore is retention: it removes every segment whose next
+// offset is <= newLogStart, never the active one (Roll first to delete up
+// to the LEO), and sets the log start offset to max(current, newLogStart),
+// persisting it in the log-start-offset file. newLogStart may lie inside a
+// segment; that segment stays but offsets below newLogStart become out of
+// range. Removed segments are renamed .deleted and closed and removed after
+// FileDeleteDelay (on a later MaybeFlush or Close), so a reader holding a
+// ReadResult.File keeps reading valid bytes until then. newLogStart above
+// the LEO is ErrOffsetOutOfRange.
+func (l *Log) DeleteSegmentsBefore(newLogStart int64) (deleted int, err error) {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return 0, ErrClosed
+	}
+	if newLogStart > l.mu.leo {
+		return 0, fmt.Errorf("%w: new log start %d above log end %d", ErrOffsetOutOfRange, newLogStart, l.mu.leo)
+	}
+	segs := l.mu.segments
+	for deleted < len(segs)-1 && segs[deleted].next <= newLogStart {
+		deleted++
+	}
+	start := max(l.mu.logStart, newLogStart)
+	if deleted > 0 {
+		start = max(start, segs[deleted].base)
+	}
+	if start != l.mu.logStart {
+		// Persist first: a crash must not resurrect offsets we dropped.
+		if err := writeOffsetFile(l.dir, logStartOffsetFile, start); err != nil {
+			return 0, err
+		}
+	}
+	gone := append([]*segment(nil), segs[:deleted]...)
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	epochsChanged := epochs.truncateFromStart(start)
+	if epochsChanged {
+		if err := epochs.write(l.dir); err != nil {
+			return 0, err
+		}
+	}
+	l.mu.Lock()
+	l.mu.segments = append(segs[:0:0], segs[deleted:]...)
+	l.mu.logStart = start
+	l.mu.epochs = epochs
+	l.mu.Unlock()
+	return deleted, l.scheduleDelete(gone)
+}
+
+// scheduleDelete renames segments already unlinked from the log to .deleted
+// and removes them after FileDeleteDelay (at once when the delay is 0).
+// REQUIRES: writer lock held; the segments are no longer in l.mu.segments.
+func (l *Log) scheduleDelete(gone []*segment) error {
+	due := l.cfg.Now().Add(l.cfg.FileDeleteDelay)
+	var first error
+	for _, s := range gone {
+		if err := s.renameDeleted(); err != nil && first == nil {
+			first = err
+		}
+		l.logger.Info("scheduled segment for deletion", "file", fileName(s.base, logSuffix), "delay", l.cfg.FileDeleteDelay)
+		l.w.pendingDeletes = append(l.w.pendingDeletes, pendingDelete{seg: s, due: due})
+	}
+	if l.cfg.FileDeleteDelay == 0 {
+		if err := l.removeDueLocked(due); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// removeDueLocked closes and removes the deleted segments due at or before now.
+// REQUIRES: writer lock held.
+func (l *Log) removeDueLocked(now time.Time) error {
+	var first error
+	keep := l.w.pendingDeletes[:0]
+	for _, p := range l.w.pendingDeletes {
+		if p.due.After(now) {
+			keep = append(keep, p)
+			continue
+		}
+		if err := p.seg.close(false); err != nil && first == nil {
+			first = err
+		}
+		if err := p.seg.removeFiles(); err != nil && first == nil {
+			first = err
+		}
+	}
+	clear(l.w.pendingDeletes[len(keep):])
+	l.w.pendingDeletes = keep
+	return first
+}
+
+// PendingDeletes is the number of deleted segments whose files still wait
+// for file.delete.delay.
+func (l *Log) PendingDeletes() int {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	return len(l.w.pendingDeletes)
+}

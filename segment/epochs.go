@@ -1,0 +1,181 @@
+package segment
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// EpochEntry says that leader epoch Epoch wrote its first batch at StartOffset.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// UndefinedEpoch and UndefinedEpochOffset are Kafka's answers for an epoch the
+// log cannot place (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET).
+const (
+	UndefinedEpoch       int32 = -1
+	UndefinedEpochOffset int64 = -1
+)
+
+// epochCache is the leader-epoch history, ordered by epoch and start offset.
+// It is a plain value: the Log guards it (see Log.mu) and persists it.
+type epochCache []EpochEntry
+
+func (c epochCache) latest() (EpochEntry, bool) {
+	if len(c) == 0 {
+		return EpochEntry{}, false
+	}
+	return c[len(c)-1], true
+}
+
+// assign records that epoch started at offset, if epoch is newer than the
+// latest one; entries at or after offset are dropped first. It reports
+// whether the cache changed. Older epochs are ignored, as Kafka does.
+func (c *epochCache) assign(epoch int32, offset int64) bool {
+	if epoch < 0 {
+		return false
+	}
+	if last, ok := c.latest(); ok && epoch <= last.Epoch {
+		return false
+	}
+	c.truncateFromEnd(offset)
+	*c = append(*c, EpochEntry{Epoch: epoch, StartOffset: offset})
+	return true
+}
+
+// truncateFromEnd drops the entries starting at or after end (follower
+// truncation to end). It reports whether the cache changed.
+func (c *epochCache) truncateFromEnd(end int64) bool {
+	n := len(*c)
+	for n > 0 && (*c)[n-1].StartOffset >= end {
+		n--
+	}
+	changed := n != len(*c)
+	*c = (*c)[:n]
+	return changed
+}
+
+// truncateFromStart drops the entries wholly before start and moves the start
+// offset of the entry covering start up to start (log start moved up).
+func (c *epochCache) truncateFromStart(start int64) bool {
+	i := 0
+	for i+1 < len(*c) && (*c)[i+1].StartOffset <= start {
+		i++
+	}
+	changed := i > 0
+	*c = append((*c)[:0], (*c)[i:]...)
+	if len(*c) > 0 && (*c)[0].StartOffset < start {
+		(*c)[0].StartOffset = start
+		changed = true
+	}
+	return changed
+}
+
+// endOffsetFor answers OffsetForLeaderEpoch as Kafka's LeaderEpochFileCache
+// does: for the latest epoch, the log end offset; otherwise the largest
+// epoch <= requested and the start offset of the first epoch above it; an
+// epoch above every known one, or an empty cache, gives undefined.
+func (c epochCache) endOffsetFor(requested int32, leo int64) (int32, int64) {
+	if requested < 0 {
+		return UndefinedEpoch, UndefinedEpochOffset
+	}
+	if last, ok := c.latest(); ok && last.Epoch == requested {
+		return requested, leo
+	}
+	hi := -1 // first entry with Epoch > requested
+	for i, e := range c {
+		if e.Epoch > requested {
+			hi = i
+			break
+		}
+	}
+	if hi < 0 {
+		return UndefinedEpoch, UndefinedEpochOffset
+	}
+	if hi == 0 {
+		return requested, c[0].StartOffset
+	}
+	return c[hi-1].Epoch, c[hi].StartOffset
+}
+
+// encode renders Kafka's leader-epoch-checkpoint text: version 0, the count,
+// then one "epoch startOffset" line per entry.
+func (c epochCache) encode() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(c))
+	for _, e := range c {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return b.Bytes()
+}
+
+func (c epochCache) write(dir string) error {
+	return writeFileAtomic(dir, epochCheckpointFile, c.encode())
+}
+
+// readEpochCheckpoint parses the checkpoint in dir. A missing file is an
+// empty cache; a malformed one is ErrCorruption.
+func readEpochCheckpoint(dir string) (epochCache, error) {
+	data, err := os.ReadFile(filepath.Join(dir, epochCheckpointFile))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseEpochCheckpoint(data)
+}
+
+func parseEpochCheckpoint(data []byte) (epochCache, error) {
+	bad := func(why string) (epochCache, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrCorruption, epochCheckpointFile, why)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return strings.TrimSpace(sc.Text()), true
+	}
+	if v, ok := line(); !ok || v != "0" {
+		return bad("version is not 0")
+	}
+	v, ok := line()
+	if !ok {
+		return bad("no count")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return bad("bad count " + strconv.Quote(v))
+	}
+	var c epochCache
+	for i := 0; i < n; i++ {
+		v, ok := line()
+		if !ok {
+			return bad(fmt.Sprintf("%d entries, want %d", i, n))
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 {
+			return bad("bad entry " + strconv.Quote(v))
+		}
+		ep, err1 := strconv.ParseInt(f[0], 10, 32)
+		off, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || ep < 0 || off < 0 {
+			return bad("bad entry " + strconv.Quote(v))
+		}
+		if last, ok := c.latest(); ok && (int32(ep) <= last.Epoch || off < last.StartOffset) {
+			return bad("entries out of order")
+		}
+		c = append(c, EpochEntry{Epoch: int32(ep), StartOffset: off})
+	}
+	if v, ok := line(); ok && v != "" {
+		return bad("trailing data")
+	}
+	return c, nil
+}

@@ -1,0 +1,100 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// File names in a partition directory.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted"
+	cleanedSuffix   = ".cleaned"
+	swapSuffix      = ".swap"
+	tmpSuffix       = ".tmp"
+
+	epochCheckpointFile = "leader-epoch-checkpoint"
+	logStartOffsetFile  = "log-start-offset"
+	recoveryPointFile   = "recovery-point"
+	cleanShutdownFile   = ".clean-shutdown"
+)
+
+// fileName is Kafka's segment file name: the base offset, 20 digits, zero padded.
+func fileName(base int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", base, suffix)
+}
+
+// parseSegmentName returns the base offset of a "<20 digits><suffix>" name.
+func parseSegmentName(name, suffix string) (int64, bool) {
+	stem, ok := strings.CutSuffix(name, suffix)
+	if !ok || len(stem) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(stem, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// writeFileAtomic replaces dir/name with data: a temp file, fsync, rename,
+// fsync of the directory. A crash leaves the old or the new contents.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+tmpSuffix)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes renames, creations and removals in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if e := d.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// writeOffsetFile stores one decimal offset (log-start-offset, recovery-point).
+func writeOffsetFile(dir, name string, v int64) error {
+	return writeFileAtomic(dir, name, []byte(strconv.FormatInt(v, 10)+"\n"))
+}
+
+// readOffsetFile reads a file written by writeOffsetFile. ok is false when
+// the file is missing or does not hold one non-negative number.
+func readOffsetFile(dir, name string) (v int64, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0, false
+	}
+	v, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}

@@ -1,0 +1,61 @@
+package segment
+
+// Flush fsyncs every segment up to the log end offset and records the
+// recovery point (the recovery-point file), so that a crash afterwards
+// re-checks only later data.
+func (l *Log) Flush() error {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.flushLocked()
+}
+
+// MaybeFlush does the log's time-based work; the owner calls it
+// periodically (the Log has no goroutine of its own). It flushes when
+// FlushMs is set and the last flush is at least FlushMs old, and closes and
+// removes segments whose file.delete.delay has passed.
+func (l *Log) MaybeFlush() error {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	now := l.cfg.Now()
+	err := l.removeDueLocked(now)
+	if l.cfg.FlushMs > 0 && now.Sub(l.w.lastFlush) >= l.cfg.FlushMs {
+		if e := l.flushLocked(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// flushLocked fsyncs the segments not yet synced and writes the recovery point.
+// REQUIRES: writer lock held.
+func (l *Log) flushLocked() error {
+	segs := l.mu.segments
+	for _, s := range segs {
+		if s.synced {
+			continue
+		}
+		if err := s.sync(); err != nil {
+			return err
+		}
+		if s != segs[len(segs)-1] {
+			s.synced = true
+		}
+	}
+	l.w.unflushed = 0
+	l.w.lastFlush = l.cfg.Now()
+	if l.w.recoveryPoint == l.mu.leo {
+		return nil
+	}
+	if err := writeOffsetFile(l.dir, recoveryPointFile, l.mu.leo); err != nil {
+		return err
+	}
+	l.w.recoveryPoint = l.mu.leo
+	return nil
+}
+

@@ -1,0 +1,140 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmapIndex is a file of fixed-size entries, memory-mapped read-write. The
+// file is preallocated to the configured maximum while its segment is active
+// and trimmed to the used entries when the segment is rolled or closed, as
+// Kafka does.
+//
+// Locking: the owning Log mutates entries and n with its writer lock and
+// l.mu both held, and remaps (resize, close) only with both held; readers
+// hold l.mu (read) while they look entries up, so a mapping never disappears
+// under a reader.
+type mmapIndex struct {
+	f         *os.File
+	entrySize int
+	data      []byte // the mapping; nil when the file is empty
+	n         int    // entries in use
+}
+
+// openIndex opens or creates the index at path. n is the whole entries the
+// file holds; the caller checks them (sanityCheck) before trusting them.
+func openIndex(path string, entrySize int) (*mmapIndex, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	x := &mmapIndex{f: f, entrySize: entrySize}
+	size := st.Size() - st.Size()%int64(entrySize)
+	if err := x.mapSize(size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	x.n = int(size) / entrySize
+	return x, nil
+}
+
+// mapSize truncates or extends the file to size and maps it. Any previous
+// mapping must already be gone.
+func (x *mmapIndex) mapSize(size int64) error {
+	if err := x.f.Truncate(size); err != nil {
+		return err
+	}
+	if err := x.f.Sync(); err != nil {
+		return err
+	}
+	if size == 0 {
+		x.data = nil
+		return nil
+	}
+	b, err := unix.Mmap(int(x.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmap %s: %w", x.f.Name(), err)
+	}
+	x.data = b
+	return nil
+}
+
+func (x *mmapIndex) unmap() error {
+	if x.data == nil {
+		return nil
+	}
+	err := unix.Munmap(x.data)
+	x.data = nil
+	return err
+}
+
+// capacity is how many entries the current mapping holds.
+func (x *mmapIndex) capacity() int { return len(x.data) / x.entrySize }
+
+func (x *mmapIndex) full() bool { return x.n >= x.capacity() }
+
+// resize remaps the file to room for maxBytes (rounded down to whole entries,
+// and never below the used entries): trim with maxBytes 0, expand for an
+// active segment with the configured segment.index.bytes.
+func (x *mmapIndex) resize(maxBytes int) error {
+	size := int64(maxBytes - maxBytes%x.entrySize)
+	if used := int64(x.n * x.entrySize); size < used {
+		size = used
+	}
+	if int64(len(x.data)) == size {
+		return nil
+	}
+	if err := x.sync(); err != nil {
+		return err
+	}
+	if err := x.unmap(); err != nil {
+		return err
+	}
+	return x.mapSize(size)
+}
+
+// truncateTo keeps the first n entries and zeroes the rest of the mapping.
+func (x *mmapIndex) truncateTo(n int) {
+	if n >= x.n {
+		return
+	}
+	clear(x.data[n*x.entrySize : x.n*x.entrySize])
+	x.n = n
+}
+
+// reset drops every entry.
+func (x *mmapIndex) reset() { x.truncateTo(0) }
+
+func (x *mmapIndex) entry(i int) []byte {
+	return x.data[i*x.entrySize : (i+1)*x.entrySize]
+}
+
+func (x *mmapIndex) sync() error {
+	if x.data == nil {
+		return nil
+	}
+	return unix.Msync(x.data, unix.MS_SYNC)
+}
+
+// close unmaps and closes the file, trimming it to the used entries first
+// when trim is set.
+func (x *mmapIndex) close(trim bool) error {
+	var err error
+	if trim {
+		err = x.resize(0)
+	}
+	if e := x.unmap(); err == nil {
+		err = e
+	}
+	if e := x.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}

@@ -1,0 +1,184 @@
+package segment
+
+import (
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Log is one partition's log on local disk.
+//
+// Concurrency: one appender and many readers. Every mutation (Append,
+// AppendAsFollower, Roll, Truncate, DeleteSegmentsBefore, Flush, MaybeFlush,
+// Close) takes the writer lock, which it holds across its disk I/O, so
+// mutations are serialized. State that readers see lives in mu and changes
+// only while both the writer lock and mu are held; readers (Read,
+// OffsetForTimestamp, Epochs, Segments, ...) take mu for reading, so they
+// never wait for an fsync and never see a half-applied append. Lock order:
+// writer, then mu.
+type Log struct {
+	dir    string
+	cfg    Config
+	logger *slog.Logger
+
+	// writer serializes mutations; w is the state only mutations touch.
+	writer sync.Mutex
+	w      struct {
+		unflushed      int64     // records appended since the last flush
+		lastFlush      time.Time // clock time of the last flush
+		recoveryPoint  int64     // offsets below are fsynced
+		pendingDeletes []pendingDelete
+		scans          int // segments recovered by a full batch scan (tests)
+	}
+
+	mu struct {
+		sync.RWMutex
+		segments []*segment // sorted by base offset; the last is active
+		logStart int64
+		leo      int64
+		epochs   epochCache
+		closed   bool
+	}
+}
+
+// pendingDelete is a segment renamed .deleted, to be closed and removed at due.
+type pendingDelete struct {
+	seg *segment
+	due time.Time
+}
+
+// active returns the active segment.
+// REQUIRES: l.mu held (read) or the writer lock.
+func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
+
+// segmentFor returns the index of the segment whose base is the largest <=
+// offset, or -1.
+// REQUIRES: l.mu held (read) or the writer lock.
+func (l *Log) segmentFor(offset int64) int {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return i - 1
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset the log serves.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart
+}
+
+// LogEndOffset is the offset the next appended record will get (LEO).
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.leo
+}
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	return l.w.recoveryPoint
+}
+
+// Size is the total size in bytes of the segments' .log files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// SegmentInfo describes one segment for retention and tiering.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64 // offset after the segment's last batch
+	Size         int64 // bytes in .log
+	MaxTimestamp int64 // largest batch max timestamp; -1 when empty
+	LastModified time.Time
+	Active       bool
+}
+
+// Segments lists the segments in offset order. The caller owns the slice.
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]SegmentInfo, len(l.mu.segments))
+	for i, s := range l.mu.segments {
+		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size,
+			MaxTimestamp: s.maxTs, Active: i == len(l.mu.segments)-1}
+		if st, err := s.log.Stat(); err == nil {
+			out[i].LastModified = st.ModTime()
+		}
+	}
+	return out
+}
+
+// Epochs returns the leader-epoch history. The caller owns the slice.
+func (l *Log) Epochs() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]EpochEntry(nil), l.mu.epochs...)
+}
+
+// LatestEpoch returns the newest leader epoch in the log, or UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if e, ok := l.mu.epochs.latest(); ok {
+		return e.Epoch
+	}
+	return UndefinedEpoch
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <=
+// requested and the offset where it ended (the start offset of the next
+// higher epoch, or the LEO for the latest epoch). An epoch above every known
+// one, or a log without epochs, gives (UndefinedEpoch, UndefinedEpochOffset).
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+}
+
+// Close flushes, seals and trims every index, closes the files and writes
+// the clean-shutdown marker, so the next Open trusts the files without a
+// rescan. Segments waiting for delayed deletion are removed now. Close is
+// idempotent; every other method returns ErrClosed afterwards.
+func (l *Log) Close() error {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	err := l.flushLocked()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.closed = true
+	for _, s := range l.mu.segments {
+		s.sealTimeIndex()
+		if e := s.close(true); err == nil {
+			err = e
+		}
+	}
+	for _, p := range l.w.pendingDeletes {
+		p.seg.close(false)
+		p.seg.removeFiles()
+	}
+	l.w.pendingDeletes = nil
+	if err == nil {
+		// The marker goes last: only a fully flushed, trimmed log is clean.
+		if err = writeFileAtomic(l.dir, cleanShutdownFile, nil); err != nil {
+			os.Remove(l.dir + "/" + cleanShutdownFile)
+		}
+	}
+	return err
+}

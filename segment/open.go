@@ -1,0 +1,369 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// Open opens the partition log in dir, creating dir and an empty first
+// segment when needed, and recovers it.
+//
+// After a clean Close (the .clean-shutdown marker exists) the files are
+// trusted: only the index sizes and entries and the last few batch headers of
+// each segment are checked. Otherwise every segment from the one holding the
+// recovery point to the end is re-read batch by batch (header, CRC, offsets
+// contiguous with the previous batch); the first torn or corrupt batch and
+// everything after it is truncated and logged, and the indexes of the
+// re-read segments are rebuilt. Missing or inconsistent indexes of any
+// segment are rebuilt; stray .deleted, .cleaned, .swap and temp files are
+// removed.
+func Open(dir string, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("dir", dir)}
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	marker := filepath.Join(dir, cleanShutdownFile)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	if err := l.load(clean); err != nil {
+		for _, s := range l.mu.segments {
+			s.close(false)
+		}
+		return nil, err
+	}
+	if clean {
+		// From here on a crash must lead to a full recovery.
+		if err := os.Remove(marker); err != nil {
+			l.closeAllLocked()
+			return nil, err
+		}
+		if err := syncDir(dir); err != nil {
+			l.closeAllLocked()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// closeAllLocked closes every segment after a failed Open.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) closeAllLocked() {
+	for _, s := range l.mu.segments {
+		s.close(false)
+	}
+	l.mu.segments = nil
+}
+
+// listDir removes stray files and returns the base offsets of the .log files
+// and the set of index files present.
+func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	present = make(map[string]bool)
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		if strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleanedSuffix) ||
+			strings.HasSuffix(name, swapSuffix) || strings.HasSuffix(name, tmpSuffix) {
+			l.logger.Info("removing stray file", "file", name)
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if b, ok := parseSegmentName(name, logSuffix); ok {
+			bases = append(bases, b)
+			continue
+		}
+		present[name] = true
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	have := make(map[int64]bool, len(bases))
+	for _, b := range bases {
+		have[b] = true
+	}
+	for name := range present {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if b, ok := parseSegmentName(name, suf); ok && !have[b] {
+				l.logger.Info("removing index without a log", "file", name)
+				if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	return bases, present, nil
+}
+
+// load opens every segment, checks or recovers it, and sets the log's
+// offsets and epoch cache.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) load(clean bool) error {
+	bases, present, err := l.listDir()
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		bases = []int64{0}
+	}
+	epochs, err := readEpochCheckpoint(l.dir)
+	epochsOK := err == nil
+	if err != nil {
+		l.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the batches", "err", err)
+		epochs = nil
+	}
+	l.mu.epochs = epochs
+	recoverFrom := len(bases)
+	if !clean {
+		rp, _ := readOffsetFile(l.dir, recoveryPointFile)
+		recoverFrom = max(sort.Search(len(bases), func(i int) bool { return bases[i] > rp })-1, 0)
+	}
+	next := bases[0]
+	for i, base := range bases {
+		if base != next {
+			l.logger.Warn("segment does not follow the previous one; dropping it and every later segment",
+				"file", fileName(base, logSuffix), "base", base, "expected", next)
+			l.removeSegmentFiles(bases[i:])
+			break
+		}
+		s, err := openSegment(l.dir, base)
+		if err != nil {
+			return err
+		}
+		l.mu.segments = append(l.mu.segments, s)
+		trusted := i < recoverFrom && present[fileName(base, indexSuffix)] && present[fileName(base, timeIndexSuffix)]
+		if trusted {
+			if err := l.checkTrusted(s); err != nil {
+				l.logger.Warn("segment failed its sanity check; re-reading it", "file", fileName(base, logSuffix), "err", err)
+				trusted = false
+			}
+		}
+		if !trusted {
+			truncated, err := l.recoverSegment(s, i == len(bases)-1)
+			if err != nil {
+				return err
+			}
+			if truncated && i+1 < len(bases) {
+				l.logger.Warn("dropping segments after a truncated one", "from", fileName(bases[i+1], logSuffix), "count", len(bases)-i-1)
+				l.removeSegmentFiles(bases[i+1:])
+				break
+			}
+		}
+		next = s.next
+	}
+	return l.finishLoad(clean, epochsOK)
+}
+
+// finishLoad sets offsets, fixes the epoch cache and readies the active segment.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) finishLoad(clean, epochsOK bool) error {
+	segs := l.mu.segments
+	for _, s := range segs[:len(segs)-1] {
+		s.sealTimeIndex()
+		if err := s.idx.resize(0); err != nil {
+			return err
+		}
+		if err := s.tidx.resize(0); err != nil {
+			return err
+		}
+		s.synced = clean
+	}
+	act := l.active()
+	if err := act.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	if err := act.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	if act.size > 0 && act.firstTs < 0 {
+		var buf [batchHeaderSize]byte
+		h, err := act.readHeader(0, act.size, &buf)
+		if err != nil {
+			return err
+		}
+		act.firstTs = h.MaxTimestamp
+	}
+	l.mu.leo = act.next
+	lso, ok := readOffsetFile(l.dir, logStartOffsetFile)
+	if !ok {
+		lso = segs[0].base
+	}
+	l.mu.logStart = min(max(lso, segs[0].base), l.mu.leo)
+
+	if !epochsOK {
+		if err := l.rebuildEpochs(); err != nil {
+			return err
+		}
+	}
+	c1 := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	c2 := l.mu.epochs.truncateFromStart(l.mu.logStart)
+	if !epochsOK || c1 || c2 {
+		if err := l.mu.epochs.write(l.dir); err != nil {
+			return err
+		}
+	}
+	l.w.lastFlush = l.cfg.Now()
+	if clean {
+		l.w.recoveryPoint = l.mu.leo
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// rebuildEpochs recomputes the epoch cache from every batch header.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) rebuildEpochs() error {
+	l.mu.epochs = nil
+	var buf [batchHeaderSize]byte
+	for _, s := range l.mu.segments {
+		for pos := int64(0); pos < s.size; {
+			h, err := s.readHeader(pos, s.size, &buf)
+			if err != nil {
+				return err
+			}
+			l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			pos += int64(h.Size())
+		}
+	}
+	return nil
+}
+
+func (l *Log) removeSegmentFiles(bases []int64) {
+	for _, b := range bases {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := os.Remove(filepath.Join(l.dir, fileName(b, suf))); err != nil && !os.IsNotExist(err) {
+				l.logger.Warn("removing segment file", "file", fileName(b, suf), "err", err)
+			}
+		}
+	}
+}
+
+// checkTrusted loads a segment without reading its data: the indexes must be
+// consistent with the .log size, and the batches after the last offset index
+// entry (at most index.interval.bytes plus one batch) must parse. It sets
+// next, maxTs and the index bookkeeping as if the segment had never been
+// closed.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) checkTrusted(s *segment) error {
+	if err := s.idx.sanityCheck(s.size); err != nil {
+		return err
+	}
+	pos, lastIdx := int64(0), int64(-1)
+	if s.idx.n > 0 {
+		lastIdx, pos = s.idx.at(s.idx.n - 1)
+	}
+	s.next, s.maxTs, s.offMaxTs = s.base, -1, s.base
+	var buf [batchHeaderSize]byte
+	first := true
+	for p := pos; p < s.size; {
+		h, err := s.readHeader(p, s.size, &buf)
+		if err != nil {
+			return err
+		}
+		if first && lastIdx >= 0 && h.LastOffset() != lastIdx {
+			return fmt.Errorf("%w: last index entry says offset %d at %d, batch there ends at %d", ErrCorruption, lastIdx, p, h.LastOffset())
+		}
+		if !first && h.BaseOffset != s.next || first && pos == 0 && h.BaseOffset != s.base {
+			return fmt.Errorf("%w: batch at %d has base offset %d, expected %d", ErrCorruption, p, h.BaseOffset, s.next)
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		if p == 0 {
+			s.firstTs = h.MaxTimestamp
+		}
+		first = false
+		s.next = h.NextOffset()
+		p += int64(h.Size())
+	}
+	if ts, off := s.tidx.last(); ts > s.maxTs {
+		s.maxTs, s.offMaxTs = ts, off
+	}
+	if err := s.tidx.sanityCheck(s.next); err != nil {
+		return err
+	}
+	s.bytesSinceIndex = s.size - pos
+	return nil
+}
+
+// recoverSegment re-reads every batch of s (header, CRC, contiguous offsets
+// from s.base), rebuilds its indexes and truncates the file at the first bad
+// batch. It reports whether it truncated.
+// REQUIRES: writer lock and l.mu held.
+func (l *Log) recoverSegment(s *segment, last bool) (truncated bool, err error) {
+	l.w.scans++
+	fileSize := s.size
+	s.idx.reset()
+	s.tidx.reset()
+	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return false, err
+	}
+	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return false, err
+	}
+	s.size, s.next, s.maxTs, s.offMaxTs, s.firstTs, s.bytesSinceIndex = 0, s.base, -1, s.base, -1, 0
+	var (
+		hbuf   [batchHeaderSize]byte
+		data   []byte
+		reason error
+	)
+	for pos := int64(0); pos < fileSize; {
+		h, err := s.readHeader(pos, fileSize, &hbuf)
+		if err != nil {
+			reason = err
+			break
+		}
+		if h.BaseOffset != s.next {
+			reason = fmt.Errorf("%w: base offset %d, expected %d", ErrCorruption, h.BaseOffset, s.next)
+			break
+		}
+		if h.LastOffset()-s.base > 1<<31-1 {
+			reason = fmt.Errorf("%w: offset %d does not fit the segment's relative offsets", ErrCorruption, h.LastOffset())
+			break
+		}
+		if cap(data) < h.Size() {
+			data = make([]byte, h.Size())
+		}
+		data = data[:h.Size()]
+		if _, err := s.log.ReadAt(data, pos); err != nil {
+			reason = err
+			break
+		}
+		if err := batch.VerifyCRC(data); err != nil {
+			reason = err
+			break
+		}
+		s.applyBatch(&h, pos, int64(l.cfg.IndexIntervalBytes))
+		l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		pos += int64(h.Size())
+	}
+	if s.size == fileSize {
+		return false, nil
+	}
+	if reason == nil {
+		reason = errors.New("unknown")
+	}
+	l.logger.Warn("truncating log at a torn or corrupt batch",
+		"file", filepath.Base(s.log.Name()), "position", s.size, "bytes", fileSize-s.size, "reason", reason.Error())
+	if err := s.log.Truncate(s.size); err != nil {
+		return true, err
+	}
+	return true, nil
+}

@@ -1,0 +1,237 @@
+package segment
+
+import "fmt"
+
+// Roll closes the active segment to appends and starts a new one at the log
+// end offset, as the size and time triggers do. Rolling an empty active
+// segment does nothing.
+func (l *Log) Roll() error {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.rollLocked()
+}
+
+// rollLocked fsyncs the active segment, seals and trims its indexes, and
+// makes a new empty segment at the LEO the active one; then calls OnRoll.
+// REQUIRES: writer lock held.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	base := l.mu.leo
+	if err := old.sync(); err != nil {
+		return err
+	}
+	s, err := openSegment(l.dir, base)
+	if err != nil {
+		return err
+	}
+	if s.size != 0 {
+		s.close(false)
+		return fmt.Errorf("%w: new segment %s already holds %d bytes", ErrCorruption, fileName(base, logSuffix), s.size)
+	}
+	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		s.close(false)
+		return err
+	}
+	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		s.close(false)
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		s.close(false)
+		return err
+	}
+	l.mu.Lock()
+	old.sealTimeIndex()
+	err = old.idx.resize(0)
+	if e := old.tidx.resize(0); err == nil {
+		err = e
+	}
+	old.synced = true
+	l.mu.segments = append(l.mu.segments, s)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.logger.Debug("rolled segment", "base", base, "previous", old.base, "size", old.size)
+	if l.cfg.OnRoll != nil {
+		l.cfg.OnRoll(base)
+	}
+	return nil
+}
+
+// Truncate drops every batch at or after offset (follower truncation after
+// OffsetForLeaderEpoch): whole later segments, the tail of the segment that
+// holds offset, their index entries and the epoch cache entries past the new
+// end. A batch that straddles offset is dropped whole, so the new log end
+// offset is the base of that batch (<= offset). Truncating at or past the
+// LEO does nothing. Truncating below the log start offset empties the log
+// and restarts it at offset. Readers that hold a ReadResult into dropped
+// bytes may read garbage: the caller orders truncation after the fetches it
+// serves, as Kafka does.
+func (l *Log) Truncate(offset int64) error {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	if offset >= l.mu.leo {
+		return nil
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset <= l.mu.logStart {
+		return l.truncateFullyLocked(offset)
+	}
+	i := l.segmentFor(offset)
+	s := l.mu.segments[i]
+	pos, h, found, err := s.findBatch(offset, s.size)
+	if err != nil {
+		return err
+	}
+	newEnd := s.next
+	if found {
+		newEnd = h.BaseOffset
+	} else {
+		pos = s.size
+	}
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	if epochs.truncateFromEnd(newEnd) {
+		if err := epochs.write(l.dir); err != nil {
+			return err
+		}
+	}
+	gone := append([]*segment(nil), l.mu.segments[i+1:]...)
+	l.mu.Lock()
+	err = s.log.Truncate(pos)
+	if err == nil {
+		err = l.truncateSegmentLocked(s, pos, newEnd)
+	}
+	l.mu.segments = l.mu.segments[:i+1]
+	l.mu.leo = newEnd
+	l.mu.epochs = epochs
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.w.recoveryPoint = min(l.w.recoveryPoint, newEnd)
+	for _, g := range gone {
+		if e := g.close(false); err == nil {
+			err = e
+		}
+		if e := g.removeFiles(); err == nil {
+			err = e
+		}
+	}
+	if err == nil {
+		err = writeOffsetFile(l.dir, recoveryPointFile, l.w.recoveryPoint)
+	}
+	return err
+}
+
+// truncateSegmentLocked makes s, cut at pos with next offset newEnd, the
+// active segment again: index entries past the end go, the indexes regain
+// their preallocated size, and the timestamps are recomputed from the
+// remaining batch headers.
+// REQUIRES: writer lock and l.mu held; the .log is already truncated to pos.
+func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
+	s.idx.truncateToOffset(newEnd)
+	s.tidx.truncateToOffset(newEnd)
+	s.size, s.next, s.synced = pos, newEnd, false
+	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	s.maxTs, s.offMaxTs, s.firstTs = -1, s.base, -1
+	var buf [batchHeaderSize]byte
+	for p := int64(0); p < s.size; {
+		h, err := s.readHeader(p, s.size, &buf)
+		if err != nil {
+			return err
+		}
+		if p == 0 {
+			s.firstTs = h.MaxTimestamp
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		p += int64(h.Size())
+	}
+	_, lastPos := s.idx.lookup(newEnd)
+	if s.idx.n == 0 {
+		s.bytesSinceIndex = s.size
+	} else {
+		s.bytesSinceIndex = s.size - lastPos
+	}
+	return nil
+}
+
+// truncateFullyLocked drops every segment and restarts the log empty at offset.
+// REQUIRES: writer lock held.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	l.mu.Lock()
+	old := l.mu.segments
+	l.mu.segments = nil
+	var err error
+	for _, s := range old {
+		if e := s.close(false); err == nil {
+			err = e
+		}
+		if e := s.removeFiles(); err == nil {
+			err = e
+		}
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s, err := l.startEmptyLocked(offset)
+	if err != nil {
+		// No segment is left to append to: the log is unusable until reopened.
+		l.mu.Lock()
+		l.mu.closed = true
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Lock()
+	l.mu.segments = []*segment{s}
+	l.mu.logStart, l.mu.leo, l.mu.epochs = offset, offset, nil
+	l.mu.Unlock()
+	l.w.recoveryPoint = offset
+	if err := writeOffsetFile(l.dir, recoveryPointFile, offset); err != nil {
+		return err
+	}
+	return syncDir(l.dir)
+}
+
+// startEmptyLocked creates the files of an empty log starting at offset.
+// REQUIRES: writer lock held.
+func (l *Log) startEmptyLocked(offset int64) (*segment, error) {
+	s, err := openSegment(l.dir, offset)
+	if err != nil {
+		return nil, err
+	}
+	err = s.idx.resize(l.cfg.SegmentIndexBytes)
+	if err == nil {
+		err = s.tidx.resize(l.cfg.SegmentIndexBytes)
+	}
+	if err == nil {
+		err = writeOffsetFile(l.dir, logStartOffsetFile, offset)
+	}
+	if err == nil {
+		err = (epochCache(nil)).write(l.dir)
+	}
+	if err != nil {
+		s.close(false)
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,197 @@
+package segment
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/shale-io/shale/segment/batch"
+)
+
+const batchHeaderSize = batch.HeaderSize
+
+// segment is one .log file and its two indexes.
+//
+// Locking: base and the file handles never change. The other fields change
+// only while the Log's writer lock and l.mu are both held; the writer reads
+// them with only the writer lock, readers with l.mu held.
+type segment struct {
+	dir  string
+	base int64
+	log  *os.File
+	idx  offsetIndex
+	tidx timeIndex
+
+	size            int64 // bytes of whole batches in .log
+	next            int64 // offset after the last batch; base when empty
+	maxTs           int64 // largest batch max timestamp; -1 when empty
+	offMaxTs        int64 // last offset of the batch that holds maxTs
+	firstTs         int64 // max timestamp of the first batch (segment.ms); -1 when empty
+	bytesSinceIndex int64
+	synced          bool // every byte is fsynced (rolled segments)
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, fileName(s.base, suffix))
+}
+
+// openSegment opens (creating when missing) the three files of the segment at
+// base. The indexes are opened as found; the loader checks or rebuilds them.
+func openSegment(dir string, base int64) (*segment, error) {
+	s := &segment{dir: dir, base: base, next: base, maxTs: -1, offMaxTs: base, firstTs: -1}
+	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.log = f
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.size = st.Size()
+	idx, err := openIndex(s.path(indexSuffix), offsetIndexEntrySize)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	tidx, err := openIndex(s.path(timeIndexSuffix), timeIndexEntrySize)
+	if err != nil {
+		idx.close(false)
+		f.Close()
+		return nil, err
+	}
+	s.idx = offsetIndex{mmapIndex: idx, base: base}
+	s.tidx = timeIndex{mmapIndex: tidx, base: base}
+	return s, nil
+}
+
+// readHeader reads and parses the batch header at pos. A header that is
+// short, malformed, or whose batch would run past limit is ErrCorruption.
+func (s *segment) readHeader(pos, limit int64, buf *[batchHeaderSize]byte) (batch.Header, error) {
+	if limit-pos < batchHeaderSize {
+		return batch.Header{}, fmt.Errorf("%w: %s: %d bytes at position %d, short of a batch header",
+			ErrCorruption, filepath.Base(s.log.Name()), limit-pos, pos)
+	}
+	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return batch.Header{}, fmt.Errorf("%w: %s at %d: %w", ErrCorruption, filepath.Base(s.log.Name()), pos, err)
+	}
+	h, err := batch.ParseHeader(buf[:])
+	if err != nil {
+		return h, fmt.Errorf("%w: %s at %d: %w", ErrCorruption, filepath.Base(s.log.Name()), pos, err)
+	}
+	if int64(h.Size()) > limit-pos {
+		return h, fmt.Errorf("%w: %s at %d: batch of %d bytes runs past %d", ErrCorruption, filepath.Base(s.log.Name()), pos, h.Size(), limit)
+	}
+	return h, nil
+}
+
+// findBatch returns the position and header of the first batch at or after
+// the index entry for target whose last offset is >= target. found is false
+// when no batch in the segment's first size bytes qualifies.
+// REQUIRES: l.mu held (read) or the writer lock.
+func (s *segment) findBatch(target int64, size int64) (pos int64, h batch.Header, found bool, err error) {
+	_, pos = s.idx.lookup(target)
+	var buf [batchHeaderSize]byte
+	for pos < size {
+		h, err = s.readHeader(pos, size, &buf)
+		if err != nil {
+			return pos, h, false, err
+		}
+		if h.LastOffset() >= target {
+			return pos, h, true, nil
+		}
+		pos += int64(h.Size())
+	}
+	return pos, h, false, nil
+}
+
+// applyBatch updates the segment's metadata and indexes for a batch written
+// at pos, as Kafka's LogSegment.append does: an index entry (batch last
+// offset, batch position) once more than interval bytes were appended since
+// the previous entry. Full indexes are left alone (the caller rolls first).
+// REQUIRES: writer lock and l.mu held.
+func (s *segment) applyBatch(h *batch.Header, pos int64, interval int64) {
+	if pos == 0 {
+		s.firstTs = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTs {
+		s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
+	}
+	if s.bytesSinceIndex > interval {
+		if !s.idx.full() {
+			s.idx.append(h.LastOffset(), pos)
+		}
+		if !s.timeIndexFull() {
+			s.tidx.maybeAppend(s.maxTs, s.offMaxTs)
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int64(h.Size())
+	s.size = pos + int64(h.Size())
+	s.next = h.NextOffset()
+}
+
+// timeIndexFull keeps the last slot free for the final entry written when
+// the segment stops being active (Kafka's TimeIndex.isFull).
+func (s *segment) timeIndexFull() bool { return s.tidx.n >= s.tidx.capacity()-1 }
+
+// sealTimeIndex records the segment's max timestamp as the time index's last
+// entry, as Kafka does when a segment is rolled or closed.
+// REQUIRES: writer lock and l.mu held.
+func (s *segment) sealTimeIndex() {
+	if s.maxTs >= 0 && s.tidx.n < s.tidx.capacity() {
+		s.tidx.maybeAppend(s.maxTs, s.offMaxTs)
+	}
+}
+
+// sync fsyncs the log and msyncs the indexes.
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.idx.sync(); err != nil {
+		return err
+	}
+	return s.tidx.sync()
+}
+
+// close releases the files, trimming the indexes when trim is set.
+func (s *segment) close(trim bool) error {
+	err := s.idx.close(trim)
+	if e := s.tidx.close(trim); err == nil {
+		err = e
+	}
+	if e := s.log.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// renameDeleted renames the three files with a .deleted suffix; open
+// handles keep working.
+func (s *segment) renameDeleted() error {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeFiles removes the segment's files, renamed or not.
+func (s *segment) removeFiles() error {
+	var first error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, p := range []string{s.path(suf), s.path(suf) + deletedSuffix} {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
