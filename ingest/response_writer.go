@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -60,6 +61,7 @@ func (w *ResponseWriter) SendFile(f *os.File, offset int64, n int) error {
 		}
 		sent, err := sendFile(w.raw, f, offset, n)
 		w.n += sent
+		zeroCopyBytes.Add(int64(sent))
 		if err == nil {
 			return nil
 		}
@@ -92,6 +94,9 @@ func (w *ResponseWriter) copyFile(f *os.File, offset int64, n int) error {
 	}
 	return nil
 }
+
+// zeroCopyBytes counts the bytes sent with sendfile(2), process-wide.
+var zeroCopyBytes atomic.Int64
 
 const copyBufSize = 64 << 10
 
