@@ -58,4 +58,3 @@ func (l *Log) flushLocked() error {
 	l.w.recoveryPoint = l.mu.leo
 	return nil
 }
-

@@ -172,3 +172,9 @@ func readAll(t testing.TB, l *Log, from int64) []byte {
 	}
 	return out
 }
+
+// fixCRC recomputes a batch's CRC after a test edits it.
+func fixCRC(b []byte) {
+	c := batch.ComputeCRC(b)
+	b[17], b[18], b[19], b[20] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
+}

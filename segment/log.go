@@ -182,3 +182,11 @@ func (l *Log) Close() error {
 	}
 	return err
 }
+
+// scanCount is how many segments Open or later recovery re-read batch by
+// batch (tests use it to prove a clean reopen reads no data).
+func (l *Log) scanCount() int {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	return l.w.scans
+}
