@@ -1,0 +1,233 @@
+// Package fetch is Shale's read path: Fetch, ListOffsets and
+// OffsetForLeaderEpoch. Local data goes from the segment files to the socket
+// with sendfile; offsets below the high watermark only are visible.
+package fetch
+
+// Fetch (key 1), versions 4-12.
+//
+//   - v4: IsolationLevel; LastStableOffset and AbortedTransactions (always
+//     the high watermark and none: Shale has no transactions).
+//   - v5: LogStartOffset in the response.
+//   - v7: fetch sessions (KIP-227): Shale declines them and answers session
+//     id 0, so clients send full fetches.
+//   - v11: rack-aware fetching fields (KIP-392): no preferred read replica (-1).
+//   - v12: flexible versions; DivergingEpoch etc. stay unset.
+//
+// A fetch reads each partition from its requested offset up to the high
+// watermark, within the partition's max bytes and the response's max bytes
+// (the first batch of the first non-empty partition is sent even when it is
+// larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
+// high watermark moving rather than by polling, until max_wait_ms.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/segment"
+)
+
+// ConsumeObserver receives per-topic egress figures (metrics). Optional.
+type ConsumeObserver interface {
+	Fetched(topic string, bytes int)
+}
+
+// RegisterFetch serves Fetch on reg.
+func RegisterFetch(reg *ingest.Registry, leaders ingest.Leaders, obs ConsumeObserver, log *slog.Logger) {
+	h := &fetchHandler{leaders: leaders, obs: obs, log: log}
+	reg.Register(1, 4, 12, h.handle)
+}
+
+type fetchHandler struct {
+	leaders ingest.Leaders
+	obs     ConsumeObserver
+	log     *slog.Logger
+}
+
+type partResult struct {
+	partition int32
+	errCode   int16
+	hw        int64
+	logStart  int64
+	reads     []segment.ReadResult
+	size      int
+}
+
+type topicResult struct {
+	topic string
+	parts []partResult
+}
+
+func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.FetchRequest)
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	maxBytes := int(r.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 1
+	}
+	for {
+		res, total, waitOn, failed := h.readAll(r, maxBytes)
+		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			h.observe(res)
+			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+		}
+		if !waitAny(ctx, waitOn, time.Until(deadline)) {
+			// Timed out or cancelled: answer with what is there now.
+			res, _, _, _ = h.readAll(r, maxBytes)
+			h.observe(res)
+			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+		}
+	}
+}
+
+func (h *fetchHandler) observe(res []topicResult) {
+	if h.obs == nil {
+		return
+	}
+	for _, t := range res {
+		n := 0
+		for _, p := range t.parts {
+			n += p.size
+		}
+		if n > 0 {
+			h.obs.Fetched(t.topic, n)
+		}
+	}
+}
+
+// readAll reads every requested partition once. failed is true when some
+// partition carries an error (the client should hear about it at once).
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool) {
+	minOne := true
+	for _, t := range r.Topics {
+		tr := topicResult{topic: t.Topic}
+		for _, p := range t.Partitions {
+			pr := partResult{partition: p.Partition, hw: -1, logStart: -1}
+			rep, err := h.leaders.Leader(t.Topic, p.Partition)
+			if err != nil {
+				pr.errCode = ingest.ErrorCode(err)
+				failed = true
+				tr.parts = append(tr.parts, pr)
+				continue
+			}
+			if p.CurrentLeaderEpoch >= 0 {
+				if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
+					pr.errCode, failed = code, true
+					tr.parts = append(tr.parts, pr)
+					continue
+				}
+			}
+			waitOn = append(waitOn, rep.HWChanged())
+			pr.hw, pr.logStart = rep.HighWatermark(), rep.Log().LogStartOffset()
+			off, limit := p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total)
+			for limit > 0 || minOne {
+				rr, err := rep.Read(off, max(limit, 0), minOne)
+				if err != nil {
+					if !errors.Is(err, segment.ErrOffsetOutOfRange) {
+						h.log.Error("fetch read failed", "topic", t.Topic, "partition", p.Partition, "offset", off, "err", err)
+					}
+					if len(pr.reads) == 0 {
+						pr.errCode, failed = ingest.ErrorCode(err), true
+					}
+					break
+				}
+				if rr.Size == 0 {
+					if rr.NextOffset <= off {
+						break
+					}
+					off = rr.NextOffset // an empty tail of a closed segment: go on to the next
+					continue
+				}
+				pr.reads = append(pr.reads, rr)
+				pr.size += rr.Size
+				total += rr.Size
+				limit -= rr.Size
+				minOne = false
+				off = rr.NextOffset
+			}
+			tr.parts = append(tr.parts, pr)
+		}
+		res = append(res, tr)
+	}
+	return res, total, waitOn, failed
+}
+
+// checkEpoch fences a fetch that names another leader epoch (KIP-320).
+func checkEpoch(requested, current int32) int16 {
+	switch {
+	case requested < current:
+		return kerr.FencedLeaderEpoch.Code
+	case requested > current:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// waitAny blocks until one of chans is closed (true), or d passes or ctx ends (false).
+func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, c := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	i, _, _ := reflect.Select(cases)
+	return i >= 2
+}
+
+// encodeFetch writes the response body for version v (4-12).
+func encodeFetch(v int16, res []topicResult) *body {
+	e := &encoder{b: &body{buf: make([]byte, 0, 256)}, flexible: v >= 12}
+	e.i32(0) // ThrottleMillis
+	if v >= 7 {
+		e.i16(0) // ErrorCode
+		e.i32(0) // SessionID: sessions declined
+	}
+	e.arrayLen(len(res))
+	for _, t := range res {
+		e.str(t.topic)
+		e.arrayLen(len(t.parts))
+		for _, p := range t.parts {
+			e.i32(p.partition)
+			e.i16(p.errCode)
+			e.i64(p.hw)
+			e.i64(p.hw) // LastStableOffset: no transactions
+			if v >= 5 {
+				e.i64(p.logStart)
+			}
+			e.arrayLen(0) // AbortedTransactions
+			if v >= 11 {
+				e.i32(-1) // PreferredReadReplica
+			}
+			e.bytesLen(p.size)
+			for _, rr := range p.reads {
+				e.file(rr.File, rr.Position, rr.Size)
+			}
+			e.tags()
+		}
+		e.tags()
+	}
+	e.tags()
+	return e.finish()
+}

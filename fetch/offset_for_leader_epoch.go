@@ -1,0 +1,50 @@
+package fetch
+
+// OffsetForLeaderEpoch (key 23), versions 0-4.
+//
+//   - v1: LeaderEpoch in the response (the largest epoch <= the requested one).
+//   - v2: CurrentLeaderEpoch in the request: FENCED_LEADER_EPOCH when it is
+//     older than this leader's, UNKNOWN_LEADER_EPOCH when newer.
+//   - v3: ReplicaID (followers); v4 flexible versions.
+//
+// The answer is the end offset of the requested epoch: the start offset of
+// the next larger epoch, or the log end offset for the latest one (KIP-101,
+// KIP-279). A follower truncates its divergent tail there.
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+// RegisterOffsetForLeaderEpoch serves OffsetForLeaderEpoch on reg.
+func RegisterOffsetForLeaderEpoch(reg *ingest.Registry, leaders ingest.Leaders, log *slog.Logger) {
+	reg.Register(23, 0, 4, func(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+		r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
+		resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.LeaderEpoch, rp.EndOffset = -1, -1
+				rep, err := leaders.Leader(t.Topic, p.Partition)
+				switch {
+				case err != nil:
+					rp.ErrorCode = ingest.ErrorCode(err)
+				case p.CurrentLeaderEpoch >= 0 && checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()) != 0:
+					rp.ErrorCode = checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch())
+				default:
+					rp.LeaderEpoch, rp.EndOffset = rep.Log().EndOffsetForEpoch(p.LeaderEpoch)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return ingest.Reply{Response: resp}, nil
+	})
+}

@@ -1,0 +1,146 @@
+package ingest
+
+// Produce (key 0), versions 3-11.
+//
+//   - v3: one record batch (magic 2) per partition, transactional id field.
+//   - v5: LogStartOffset in the response.
+//   - v8: RecordErrors and ErrorMessage in the response (KIP-467).
+//   - v9: flexible versions.
+//   - v10-11: no wire change that matters here (KIP-951 leader hints are
+//     left empty, as are the v12+ transaction fields).
+//
+// acks=0 writes no response (later responses keep their order), acks=1
+// answers after the local append, acks=all (-1) appends in the handler and
+// waits in Reply.Wait until the high watermark passes the batch, so the next
+// request on the connection is handled meanwhile. Any other acks value is
+// INVALID_REQUIRED_ACKS. A bad batch fails only its own partition.
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/partition"
+)
+
+// Leaders finds the replica that this node leads for a partition.
+type Leaders interface {
+	// Leader returns the local leader replica, or an error wrapping
+	// partition.ErrUnknownTopicOrPartition or partition.ErrNotLeader.
+	Leader(topic string, p int32) (*partition.Replica, error)
+}
+
+// ProduceObserver receives per-topic ingest figures (metrics). Optional.
+type ProduceObserver interface {
+	Produced(topic string, bytes, records int)
+}
+
+// RegisterProduce serves Produce on reg.
+func RegisterProduce(reg *Registry, leaders Leaders, obs ProduceObserver, log *slog.Logger) {
+	h := &produceHandler{leaders: leaders, obs: obs, log: log}
+	reg.Register(0, 3, 11, h.handle)
+}
+
+type produceHandler struct {
+	leaders Leaders
+	obs     ProduceObserver
+	log     *slog.Logger
+}
+
+type pendingAck struct {
+	replica *partition.Replica
+	last    int64
+	resp    *kmsg.ProduceResponseTopicPartition
+}
+
+func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error) {
+	r := req.Msg.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	acks := r.Acks
+	validAcks := acks == 0 || acks == 1 || acks == -1
+	var pending []pendingAck
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			prp := &rt.Partitions[len(rt.Partitions)-1]
+			if !validAcks {
+				prp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			if r.TransactionID != nil {
+				prp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
+			rep, err := h.leaders.Leader(t.Topic, p.Partition)
+			if err == nil && acks == -1 && int64(rep.ISRSize()) < rep.Config().Int64(config.MinInsyncReplicas) {
+				err = partition.ErrNotEnoughReplicas
+			}
+			if err != nil {
+				prp.ErrorCode = ErrorCode(err)
+				continue
+			}
+			res, err := rep.AppendLeader(p.Records)
+			if err != nil {
+				prp.ErrorCode = ErrorCode(err)
+				msg := err.Error()
+				prp.ErrorMessage = &msg
+				logUnexpected(h.log, "Produce", t.Topic, p.Partition, err)
+				if prp.ErrorCode != kerr.KafkaStorageError.Code {
+					h.log.Debug("produce rejected", "topic", t.Topic, "partition", p.Partition, "err", err)
+				}
+				continue
+			}
+			prp.BaseOffset, prp.LogAppendTime, prp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			if h.obs != nil && !res.Duplicate {
+				h.obs.Produced(t.Topic, len(p.Records), int(res.LastOffset-res.BaseOffset+1))
+			}
+			if acks == -1 {
+				pending = append(pending, pendingAck{replica: rep, last: res.LastOffset})
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	switch {
+	case acks == 0:
+		return Reply{NoResponse: true}, nil
+	case len(pending) == 0:
+		return Reply{Response: resp}, nil
+	}
+	// Point the pending acks at their response entries now that the slices are final.
+	i := 0
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			rp := &resp.Topics[ti].Partitions[pi]
+			if i < len(pending) && rp.ErrorCode == 0 && rp.BaseOffset >= 0 {
+				pending[i].resp = rp
+				i++
+			}
+		}
+	}
+	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
+	return Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		for _, pa := range pending {
+			if err := pa.replica.WaitForHW(wctx, pa.last); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				pa.resp.ErrorCode = ErrorCode(err)
+				if err == context.DeadlineExceeded {
+					pa.resp.ErrorCode = kerr.RequestTimedOut.Code
+				}
+			}
+		}
+		return resp, nil
+	}}, nil
+}

@@ -1,0 +1,476 @@
+// Package partition is one local replica of one partition: its segment log,
+// its role and leader epoch, the log end offset and high watermark, the
+// idempotent-producer state, and the waiters for acks=all and long polls.
+//
+// It sits above segment (bytes on disk) and below the protocol packages
+// (ingest's Produce, fetch's Fetch), which translate its errors to Kafka codes.
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// Errors of the append path, beside those of batch and ProducerState.
+var (
+	// ErrNotLeader: this replica does not lead the partition (NOT_LEADER_OR_FOLLOWER).
+	ErrNotLeader = errors.New("partition: not the leader")
+	// ErrInvalidTimestamp: a CreateTime timestamp is outside the topic's
+	// message.timestamp.before/after.max.ms window (INVALID_TIMESTAMP).
+	ErrInvalidTimestamp = errors.New("partition: timestamp out of range")
+	// ErrOneBatch: Produce v3+ carries exactly one record batch per partition (INVALID_RECORD).
+	ErrOneBatch = errors.New("partition: a produce must carry exactly one record batch")
+	// ErrTransactional: transactions are not supported (TRANSACTIONAL_ID_AUTHORIZATION_FAILED is
+	// not right either; the produce path answers INVALID_TXN_STATE).
+	ErrTransactional = errors.New("partition: transactional batches are not supported")
+	// ErrControlBatch: clients may not write control batches (INVALID_RECORD).
+	ErrControlBatch = errors.New("partition: control batches may not be produced")
+	// ErrClosed: the replica is closed.
+	ErrClosed = errors.New("partition: replica closed")
+)
+
+// Options configure a Replica.
+type Options struct {
+	Dir         string              // the partition directory, <data dir>/<topic>-<partition>
+	Topic       string              // topic name
+	Partition   int32               // partition number
+	Config      *config.TopicConfig // effective topic config
+	LeaderEpoch int32               // the epoch this node leads in
+	Now         func() time.Time    // clock; default time.Now
+	Logger      *slog.Logger        // default slog.Default()
+	// MaxDecompressed bounds the size of one decompressed batch during
+	// broker-side recompression. Default 64 MiB.
+	MaxDecompressed int
+}
+
+// Replica is one partition's local replica. Appends are serialised by
+// appendMu; reads go to the segment log concurrently.
+type Replica struct {
+	topic     string
+	partition int32
+	dir       string
+	log       *segment.Log
+	logger    *slog.Logger
+	now       func() time.Time
+	maxDecomp int
+
+	// appendMu serialises appends, so producer state and offsets agree.
+	appendMu  sync.Mutex
+	producers *ProducerState // REQUIRES: appendMu held
+
+	mu struct {
+		sync.Mutex
+		cfg         *config.TopicConfig
+		leaderEpoch int32
+		leader      bool
+		hw          int64
+		hwChanged   chan struct{} // closed and replaced whenever hw moves
+		closed      bool
+	}
+}
+
+// SegmentConfig turns a topic config into the segment log's config.
+func SegmentConfig(tc *config.TopicConfig, now func() time.Time, logger *slog.Logger) segment.Config {
+	c := segment.Defaults()
+	c.SegmentBytes = tc.Int64(config.SegmentBytes)
+	c.SegmentMs = tc.Millis(config.SegmentMs)
+	c.IndexIntervalBytes = int(tc.Int64(config.IndexIntervalBytes))
+	c.SegmentIndexBytes = int(tc.Int64(config.SegmentIndexBytes))
+	if n := tc.Int64(config.FlushMessages); n < 1<<62 {
+		c.FlushMessages = n
+	}
+	if d := tc.Millis(config.FlushMs); d < 1<<62 {
+		c.FlushMs = d
+	}
+	c.FileDeleteDelay = tc.Millis(config.FileDeleteDelayMs)
+	if now != nil {
+		c.Now = now
+	}
+	if logger != nil {
+		c.Logger = logger
+	}
+	return c
+}
+
+// Open opens (recovering if needed) the replica's log and rebuilds its
+// producer state from the newest snapshot plus the batches after it.
+func Open(opts Options) (*Replica, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxDecompressed == 0 {
+		opts.MaxDecompressed = 64 << 20
+	}
+	r := &Replica{
+		topic: opts.Topic, partition: opts.Partition, dir: opts.Dir,
+		logger:    opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
+		now:       opts.Now,
+		maxDecomp: opts.MaxDecompressed,
+	}
+	segCfg := SegmentConfig(opts.Config, opts.Now, r.logger)
+	segCfg.OnRoll = r.onRoll
+	l, err := segment.Open(opts.Dir, segCfg)
+	if err != nil {
+		return nil, err
+	}
+	r.log = l
+	ps, from := LoadLatestSnapshot(opts.Dir, l.LogEndOffset())
+	if err := r.replayProducers(ps, max(from, l.LogStartOffset())); err != nil {
+		l.Close()
+		return nil, err
+	}
+	r.producers = ps
+	r.mu.cfg = opts.Config
+	r.mu.leaderEpoch = opts.LeaderEpoch
+	r.mu.leader = true
+	r.mu.hw = l.LogEndOffset()
+	r.mu.hwChanged = make(chan struct{})
+	return r, nil
+}
+
+// replayProducers applies the batch headers from offset `from` to the log end.
+func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
+	for off := from; off < r.log.LogEndOffset(); {
+		b, err := r.log.ReadBytes(off, 1<<20, r.log.LogEndOffset(), true)
+		if err != nil {
+			return fmt.Errorf("replaying producer state at %d: %w", off, err)
+		}
+		if len(b) == 0 {
+			break
+		}
+		next := off
+		err = batch.Split(b, func(h *batch.Header, _ []byte) error {
+			ps.Update(h)
+			next = h.NextOffset()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("replaying producer state at %d: %w", off, err)
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return nil
+}
+
+// onRoll snapshots producer state at each segment roll. The log calls it with
+// its writer lock held, from inside an Append (so appendMu is held) or Roll.
+func (r *Replica) onRoll(newBase int64) {
+	if err := r.producers.WriteSnapshot(r.dir, newBase, 3); err != nil {
+		r.logger.Warn("producer state snapshot failed", "offset", newBase, "err", err)
+	}
+}
+
+// Log exposes the segment log for reads (fetch, retention, tiering).
+func (r *Replica) Log() *segment.Log { return r.log }
+
+// Topic and Partition name the replica.
+func (r *Replica) Topic() string    { return r.topic }
+func (r *Replica) Partition() int32 { return r.partition }
+
+// Config returns the effective topic config.
+func (r *Replica) Config() *config.TopicConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.cfg
+}
+
+// SetConfig installs a new effective topic config (AlterConfigs). Segment
+// settings take effect for the next segment.
+func (r *Replica) SetConfig(tc *config.TopicConfig) {
+	r.mu.Lock()
+	r.mu.cfg = tc
+	r.mu.Unlock()
+	if err := r.log.SetConfig(SegmentConfig(tc, r.now, r.logger)); err != nil {
+		r.logger.Warn("new topic config not applied to the log", "err", err)
+	}
+}
+
+// LeaderEpoch returns the current leader epoch.
+func (r *Replica) LeaderEpoch() int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.leaderEpoch
+}
+
+// HighWatermark returns the high watermark: consumers see offsets below it.
+func (r *Replica) HighWatermark() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.hw
+}
+
+// HWChanged returns a channel closed the next time the high watermark moves
+// (or the replica closes). Long polls select on it instead of sleeping.
+func (r *Replica) HWChanged() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.hwChanged
+}
+
+// setHW moves the high watermark and wakes waiters.
+// REQUIRES: r.mu held.
+func (r *Replica) setHW(hw int64) {
+	if hw == r.mu.hw {
+		return
+	}
+	r.mu.hw = hw
+	close(r.mu.hwChanged)
+	r.mu.hwChanged = make(chan struct{})
+}
+
+// AppendResult is what a produce answers for one partition.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	Duplicate      bool // a retried batch: nothing was written, offsets are the original ones
+}
+
+// AppendLeader validates one producer's record set (exactly one batch),
+// applies the topic's compression and timestamp type, checks idempotence,
+// and appends. The returned error wraps batch's, ProducerState's or this
+// package's sentinels.
+func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
+	r.mu.Lock()
+	tc, epoch, leader, closed := r.mu.cfg, r.mu.leaderEpoch, r.mu.leader, r.mu.closed
+	r.mu.Unlock()
+	if closed {
+		return AppendResult{}, ErrClosed
+	}
+	if !leader {
+		return AppendResult{}, ErrNotLeader
+	}
+	h, err := batch.Validate(records, int(tc.Int64(config.MaxMessageBytes)))
+	if err != nil {
+		if errors.Is(err, batch.ErrCorrupt) && len(records) > batch.HeaderSize {
+			if h2, err2 := batch.ParseHeader(records); err2 == nil && h2.Size() < len(records) {
+				return AppendResult{}, ErrOneBatch
+			}
+		}
+		return AppendResult{}, err
+	}
+	if h.Control() {
+		return AppendResult{}, ErrControlBatch
+	}
+	if h.Transactional() {
+		return AppendResult{}, ErrTransactional
+	}
+	now := r.now().UnixMilli()
+	logAppendTime := int64(-1)
+	if tc.String(config.MessageTimestampType) == "LogAppendTime" {
+		logAppendTime = now
+	} else if err := checkTimestamps(&h, now, tc); err != nil {
+		return AppendResult{}, err
+	}
+
+	// Compression: the topic's compression.type wins unless it is "producer".
+	if want, ok := targetCodec(tc.String(config.CompressionType)); ok && want != h.Codec() {
+		out, err := batch.Recompress(nil, records, want, r.maxDecomp)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		records = out
+		if h, err = batch.ParseHeader(records); err != nil {
+			return AppendResult{}, err
+		}
+	} else {
+		// Never stamp the caller's buffer in place: it may be a pooled request buffer.
+		records = append([]byte(nil), records...)
+	}
+	if logAppendTime >= 0 {
+		batch.SetLogAppendTime(records, logAppendTime)
+	}
+
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	dup, err := r.producers.Check(&h)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if dup != nil {
+		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: logAppendTime,
+			LogStartOffset: r.log.LogStartOffset(), Duplicate: true}, nil
+	}
+	info, err := r.log.Append(records, epoch)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	for i := range info.Batches {
+		bi := &info.Batches[i]
+		h.BaseOffset = bi.BaseOffset
+		r.producers.Update(&h)
+	}
+	r.mu.Lock()
+	// One replica in the ISR: the high watermark is the log end offset.
+	r.setHW(r.log.LogEndOffset())
+	r.mu.Unlock()
+	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
+		LogStartOffset: r.log.LogStartOffset()}, nil
+}
+
+func targetCodec(compressionType string) (batch.Codec, bool) {
+	switch compressionType {
+	case "uncompressed", "none":
+		return batch.CodecNone, true
+	case "gzip":
+		return batch.CodecGzip, true
+	case "snappy":
+		return batch.CodecSnappy, true
+	case "lz4":
+		return batch.CodecLZ4, true
+	case "zstd":
+		return batch.CodecZstd, true
+	}
+	return 0, false
+}
+
+func checkTimestamps(h *batch.Header, now int64, tc *config.TopicConfig) error {
+	before, after := tc.Int64(config.MessageTimestampBeforeMax), tc.Int64(config.MessageTimestampAfterMax)
+	for _, ts := range [2]int64{h.FirstTimestamp, h.MaxTimestamp} {
+		if ts < 0 && ts != -1 {
+			return fmt.Errorf("%w: timestamp %d", ErrInvalidTimestamp, ts)
+		}
+		if ts == -1 {
+			continue
+		}
+		if now-ts > before || ts-now > after {
+			return fmt.Errorf("%w: timestamp %d, broker time %d", ErrInvalidTimestamp, ts, now)
+		}
+	}
+	return nil
+}
+
+// WaitForHW blocks until the high watermark passes offset or ctx ends. With
+// one replica the append itself moves the high watermark, so acks=all returns
+// at once; replication makes this wait real.
+func (r *Replica) WaitForHW(ctx context.Context, offset int64) error {
+	for {
+		r.mu.Lock()
+		hw, ch, closed := r.mu.hw, r.mu.hwChanged, r.mu.closed
+		r.mu.Unlock()
+		if hw > offset {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Read returns file positions of whole batches from offset, below the high
+// watermark, for the fetch path (see segment.Log.Read).
+func (r *Replica) Read(offset int64, maxBytes int, minOneBatch bool) (segment.ReadResult, error) {
+	return r.log.Read(offset, maxBytes, r.HighWatermark(), minOneBatch)
+}
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords),
+// deleting whole segments below it. offset must not pass the high watermark.
+func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
+	if hw := r.HighWatermark(); offset > hw || offset < 0 {
+		return 0, fmt.Errorf("%w: %d not in [0, %d]", segment.ErrOffsetOutOfRange, offset, hw)
+	}
+	if _, err := r.log.DeleteSegmentsBefore(offset); err != nil {
+		return 0, err
+	}
+	return r.log.LogStartOffset(), nil
+}
+
+// MaybeFlush applies flush.ms (called periodically by the owner).
+func (r *Replica) MaybeFlush() error { return r.log.MaybeFlush() }
+
+// Close flushes, snapshots producer state at the log end, and closes the log
+// with its clean-shutdown marker. Waiters are woken with ErrClosed.
+func (r *Replica) Close() error {
+	r.mu.Lock()
+	if r.mu.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.closed = true
+	close(r.mu.hwChanged)
+	r.mu.hwChanged = make(chan struct{})
+	r.mu.Unlock()
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 3); err != nil {
+		r.logger.Warn("producer state snapshot at close failed", "err", err)
+	}
+	return r.log.Close()
+}
+
+// ErrUnknownTopicOrPartition: no such partition on this node (UNKNOWN_TOPIC_OR_PARTITION).
+var ErrUnknownTopicOrPartition = errors.New("partition: unknown topic or partition")
+
+// ErrNotEnoughReplicas: acks=all with fewer in-sync replicas than
+// min.insync.replicas (NOT_ENOUGH_REPLICAS).
+var ErrNotEnoughReplicas = errors.New("partition: not enough in-sync replicas")
+
+// ISRSize is the number of in-sync replicas (this replica alone until
+// replication arrives).
+func (r *Replica) ISRSize() int { return 1 }
+
+// RetentionPlan decides, without touching the disk, the new log start offset
+// that time and size retention call for: the next offset of the last closed
+// segment that is past retention.ms (by its max timestamp) or whose removal
+// still leaves at least retention.bytes. It returns -1 when nothing is
+// due. The active segment is never chosen.
+func RetentionPlan(segs []segment.SegmentInfo, now time.Time, retentionMs, retentionBytes int64) int64 {
+	var total int64
+	for _, s := range segs {
+		total += s.Size
+	}
+	newStart := int64(-1)
+	for i, s := range segs {
+		if s.Active || i == len(segs)-1 {
+			break
+		}
+		expired := retentionMs >= 0 && s.MaxTimestamp >= 0 && now.UnixMilli()-s.MaxTimestamp > retentionMs
+		// As Kafka: a segment goes for size only if what stays is still at
+		// least retention.bytes.
+		oversize := retentionBytes >= 0 && total-s.Size >= retentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= s.Size
+		newStart = s.NextOffset
+	}
+	return newStart
+}
+
+// ApplyRetention deletes the closed segments that retention.ms and
+// retention.bytes no longer keep, moving the log start offset.
+func (r *Replica) ApplyRetention(now time.Time) error {
+	tc := r.Config()
+	if tc.String(config.CleanupPolicy) == "compact" {
+		return nil
+	}
+	start := RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
+	if start < 0 || start <= r.log.LogStartOffset() {
+		return nil
+	}
+	n, err := r.log.DeleteSegmentsBefore(start)
+	if err == nil && n > 0 {
+		r.logger.Info("retention deleted segments", "segments", n, "log_start_offset", r.log.LogStartOffset())
+	}
+	return err
+}
