@@ -1,0 +1,144 @@
+package controlplane
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// RegisterBroker registers b as this node's broker and keeps the
+// registration alive until Close or DeregisterBroker: a goroutine owned by
+// the Store refreshes the key every KeepaliveInterval, well inside
+// BrokerTTL. Calling it again replaces the registered details. It fails with
+// ErrBrokerIDInUse while another process's registration for b.NodeID is
+// alive (a restarted broker waits for its old key to expire, as in Kafka).
+func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if b.NodeID < 0 || b.Host == "" || b.Port <= 0 {
+		return fmt.Errorf("%w: %+v", ErrInvalidBroker, b)
+	}
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	if s.reg.active && s.reg.broker.NodeID != b.NodeID {
+		return fmt.Errorf("%w: this store already registered node %d", ErrInvalidBroker, s.reg.broker.NodeID)
+	}
+	rev, err := s.putBroker(ctx, b, 0)
+	if err != nil {
+		return err
+	}
+	s.reg.active, s.reg.broker, s.reg.rev = true, b, rev
+	if !s.reg.started {
+		s.reg.started = true
+		s.wg.Go(s.keepalive)
+	}
+	return nil
+}
+
+// putBroker writes this store's registration for b: compare-and-set on
+// lastRev when it is known, else create, else take over a key that holds
+// this store's own incarnation. It updates the cache from the result.
+func (s *Store) putBroker(ctx context.Context, b Broker, lastRev uint64) (uint64, error) {
+	key := brokerKey(b.NodeID)
+	data := encodeBroker(b, s.incarnation)
+	var rev uint64
+	var err error
+	if lastRev > 0 {
+		rev, err = s.brokersKV.Update(ctx, key, data, lastRev)
+	}
+	if lastRev == 0 || isWrongLastSeq(err) {
+		rev, err = s.brokersKV.Create(ctx, key, data)
+		if isWrongLastSeq(err) {
+			e, gerr := s.brokersKV.Get(ctx, key)
+			switch {
+			case isKeyGone(gerr): // expired between Create and Get
+				rev, err = s.brokersKV.Create(ctx, key, data)
+			case gerr != nil:
+				return 0, fmt.Errorf("controlplane: read broker %d: %w", b.NodeID, gerr)
+			default:
+				rec, derr := decodeBroker(e.Value())
+				if derr == nil && rec.Incarnation != s.incarnation {
+					return 0, fmt.Errorf("%w: node %d at %s:%d", ErrBrokerIDInUse, b.NodeID, rec.Host, rec.Port)
+				}
+				rev, err = s.brokersKV.Update(ctx, key, data, e.Revision())
+			}
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("controlplane: register broker %d: %w", b.NodeID, err)
+	}
+	s.apply((*cache).applyBroker, change{key: key, rev: rev, value: data})
+	return rev, nil
+}
+
+// keepalive refreshes the registration until Close. A failed refresh is
+// logged and retried at the next tick; losing the node id to another
+// process ends the registration.
+func (s *Store) keepalive() {
+	t := time.NewTicker(s.cfg.KeepaliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.reg.Lock()
+		if s.reg.active {
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.KeepaliveInterval)
+			rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
+			cancel()
+			switch {
+			case err == nil:
+				s.reg.rev = rev
+			case errors.Is(err, ErrBrokerIDInUse):
+				s.log.Error("broker registration taken over; keepalive stopped", "node", s.reg.broker.NodeID, "err", err)
+				s.reg.active = false
+			case s.ctx.Err() == nil:
+				s.log.Warn("broker keepalive failed", "node", s.reg.broker.NodeID, "err", err)
+			}
+		}
+		s.reg.Unlock()
+	}
+}
+
+// DeregisterBroker stops the keepalive and deletes this node's registration,
+// for a clean shutdown: other nodes see BrokerDown at once instead of after
+// BrokerTTL. It is a no-op when nothing is registered.
+func (s *Store) DeregisterBroker(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	if !s.reg.active {
+		return nil
+	}
+	s.reg.active = false
+	key := brokerKey(s.reg.broker.NodeID)
+	rev, err := kvDelete(ctx, s.js, BucketBrokers, key, s.reg.rev)
+	if err != nil {
+		return err
+	}
+	s.apply((*cache).applyBroker, change{key: key, rev: rev, deleted: true})
+	return nil
+}
+
+// Brokers returns the live brokers, sorted by node id. The caller owns the
+// slice.
+func (s *Store) Brokers() []Broker {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Broker, 0, len(s.mu.c.brokers))
+	for _, e := range s.mu.c.brokers {
+		if !e.deleted {
+			out = append(out, e.val.broker())
+		}
+	}
+	slices.SortFunc(out, func(a, b Broker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	return out
+}

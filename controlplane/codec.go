@@ -1,0 +1,96 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The KV values are JSON, with ids as hex strings, so an operator can read
+// them with `nats kv get`. Field names are part of the stored format.
+
+type topicRecord struct {
+	Name              string            `json:"name"`
+	ID                string            `json:"id"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	Internal          bool              `json:"internal,omitempty"`
+}
+
+type partitionRecord struct {
+	TopicID        string  `json:"topic_id"`
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	Replicas       []int32 `json:"replicas"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+type brokerRecord struct {
+	NodeID int32  `json:"node_id"`
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+	Rack   string `json:"rack,omitempty"`
+	// Incarnation is random per Store, so a second process claiming the same
+	// node id is told apart from a re-registration.
+	Incarnation string `json:"incarnation"`
+}
+
+func encodeTopic(t Topic) []byte {
+	return mustJSON(topicRecord{Name: t.Name, ID: t.ID.Hex(), Partitions: t.Partitions,
+		ReplicationFactor: t.ReplicationFactor, Configs: t.Configs, Internal: t.Internal})
+}
+
+func decodeTopic(b []byte) (Topic, error) {
+	var r topicRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Topic{}, fmt.Errorf("controlplane: decode topic: %w", err)
+	}
+	id, err := ParseTopicID(r.ID)
+	if err != nil {
+		return Topic{}, err
+	}
+	return Topic{Name: r.Name, ID: id, Partitions: r.Partitions, ReplicationFactor: r.ReplicationFactor,
+		Configs: r.Configs, Internal: r.Internal}, nil
+}
+
+func encodePartition(p PartitionState) []byte {
+	return mustJSON(partitionRecord{TopicID: p.TopicID.Hex(), Topic: p.Topic, Partition: p.Partition,
+		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch})
+}
+
+func decodePartition(b []byte, rev uint64) (PartitionState, error) {
+	var r partitionRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return PartitionState{}, fmt.Errorf("controlplane: decode partition: %w", err)
+	}
+	id, err := ParseTopicID(r.TopicID)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	return PartitionState{TopicID: id, Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, Revision: rev}, nil
+}
+
+func encodeBroker(b Broker, incarnation string) []byte {
+	return mustJSON(brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation})
+}
+
+func decodeBroker(b []byte) (brokerRecord, error) {
+	var r brokerRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("controlplane: decode broker: %w", err)
+	}
+	return r, nil
+}
+
+// mustJSON marshals values whose types cannot fail to marshal.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("controlplane: marshal %T: %v", v, err))
+	}
+	return b
+}

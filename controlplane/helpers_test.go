@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/shale-io/shale/infra/natsembed"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startNATS starts one embedded NATS server for the test.
+func startNATS(t *testing.T) *natsembed.Server {
+	t.Helper()
+	s, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func connect(t *testing.T, s *natsembed.Server) *nats.Conn {
+	t.Helper()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// openStore opens a Store on its own connection; closed at cleanup.
+func openStore(t *testing.T, nc *nats.Conn, cfg StoreConfig) *Store {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := Open(ctx, nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recorder collects events from a subscription.
+type recorder struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func record(s *Store) *recorder {
+	r := &recorder{}
+	s.Subscribe(func(e Event) {
+		r.mu.Lock()
+		r.evs = append(r.evs, e)
+		r.mu.Unlock()
+	})
+	return r
+}
+
+func (r *recorder) has(match func(Event) bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.evs {
+		if match(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) count(match func(Event) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.evs {
+		if match(e) {
+			n++
+		}
+	}
+	return n
+}
+
+func broker(id int32) Broker { return Broker{NodeID: id, Host: "127.0.0.1", Port: 9090 + id} }

@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Partition returns the state of partition p of the named topic from the
+// cache.
+func (s *Store) Partition(topic string, p int32) (PartitionState, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.mu.c.liveTopic(topic)
+	if !ok {
+		return PartitionState{}, false
+	}
+	e := s.mu.c.partitions[t.val.ID][p]
+	if e == nil || e.deleted {
+		return PartitionState{}, false
+	}
+	return e.val.clone(), true
+}
+
+// Partitions returns the states of the named topic's partitions from the
+// cache, sorted by partition; nil for an unknown topic. The caller owns the
+// result.
+func (s *Store) Partitions(topic string) []PartitionState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.mu.c.liveTopic(topic)
+	if !ok {
+		return nil
+	}
+	parts := s.mu.c.partitions[t.val.ID]
+	out := make([]PartitionState, 0, len(parts))
+	for _, e := range parts {
+		if !e.deleted {
+			out = append(out, e.val.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionState) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out
+}
+
+// UpdatePartition writes st as the new state of partition (st.TopicID,
+// st.Partition) if the stored state is still at st.Revision, with
+// PartitionEpoch set to st.PartitionEpoch+1; st should be a state read from
+// the store and then modified. It returns the state as written, with its new
+// Revision. When another writer got there first (or the partition was
+// deleted) it returns ErrConflict and writes nothing: re-read and decide
+// again. ErrInvalidPartitionState when st has no revision, no replicas,
+// duplicate replicas, an ISR member or leader (other than -1) outside the
+// replicas.
+func (s *Store) UpdatePartition(ctx context.Context, st PartitionState) (PartitionState, error) {
+	if err := s.checkOpen(); err != nil {
+		return PartitionState{}, err
+	}
+	if err := validatePartitionState(st); err != nil {
+		return PartitionState{}, err
+	}
+	st = st.clone()
+	st.PartitionEpoch++
+	key := partitionKey(st.TopicID, st.Partition)
+	data := encodePartition(st)
+	rev, err := s.partsKV.Update(ctx, key, data, st.Revision)
+	if err != nil {
+		if isWrongLastSeq(err) {
+			return PartitionState{}, fmt.Errorf("%w: partition %s-%d at revision %d: %w", ErrConflict, st.Topic, st.Partition, st.Revision, err)
+		}
+		return PartitionState{}, fmt.Errorf("controlplane: update partition %s-%d: %w", st.Topic, st.Partition, err)
+	}
+	st.Revision = rev
+	s.apply((*cache).applyPartition, change{key: key, rev: rev, value: data})
+	return st, nil
+}
+
+func validatePartitionState(st PartitionState) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %s-%d: %s", ErrInvalidPartitionState, st.Topic, st.Partition, why)
+	}
+	switch {
+	case st.Revision == 0:
+		return bad("no revision; read the state from the store first")
+	case st.TopicID.IsZero():
+		return bad("no topic id")
+	case st.Partition < 0:
+		return bad("negative partition")
+	case len(st.Replicas) == 0:
+		return bad("no replicas")
+	}
+	seen := make(map[int32]bool, len(st.Replicas))
+	for _, r := range st.Replicas {
+		if seen[r] {
+			return bad(fmt.Sprintf("replica %d listed twice", r))
+		}
+		seen[r] = true
+	}
+	if st.Leader != -1 && !seen[st.Leader] {
+		return bad(fmt.Sprintf("leader %d is not a replica", st.Leader))
+	}
+	inISR := make(map[int32]bool, len(st.ISR))
+	for _, r := range st.ISR {
+		if !seen[r] || inISR[r] {
+			return bad(fmt.Sprintf("ISR %v is not a set of replicas", st.ISR))
+		}
+		inISR[r] = true
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket names.
+const (
+	BucketBrokers    = "shale_brokers"
+	BucketTopics     = "shale_topics"
+	BucketPartitions = "shale_partitions"
+	BucketCluster    = "shale_cluster"
+)
+
+const clusterIDKey = "cluster_id"
+
+// StoreConfig configures Open. The zero value is valid for one node.
+type StoreConfig struct {
+	// Replicas is the replica count of the buckets: 1 for one NATS server,
+	// 3 for a NATS cluster. Default 1. It takes effect when a bucket is
+	// created; an existing bucket keeps its settings.
+	Replicas int
+	// BrokerTTL is how long a broker registration lives without keepalive.
+	// Default 6s; at least 1s (JetStream's limit-marker minimum).
+	BrokerTTL time.Duration
+	// KeepaliveInterval is how often RegisterBroker's loop refreshes the
+	// registration. Default BrokerTTL/3; must be below BrokerTTL.
+	KeepaliveInterval time.Duration
+	// Logger receives the store's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c StoreConfig) withDefaults() (StoreConfig, error) {
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.BrokerTTL == 0 {
+		c.BrokerTTL = 6 * time.Second
+	}
+	if c.KeepaliveInterval == 0 {
+		c.KeepaliveInterval = c.BrokerTTL / 3
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Replicas < 1 || c.Replicas > 5:
+		return c, fmt.Errorf("controlplane: Replicas %d: want 1..5", c.Replicas)
+	case c.BrokerTTL < time.Second:
+		return c, fmt.Errorf("controlplane: BrokerTTL %v: want at least 1s", c.BrokerTTL)
+	case c.KeepaliveInterval <= 0 || c.KeepaliveInterval >= c.BrokerTTL:
+		return c, fmt.Errorf("controlplane: KeepaliveInterval %v: want between 0 and BrokerTTL %v", c.KeepaliveInterval, c.BrokerTTL)
+	}
+	return c, nil
+}
+
+// Store is one node's handle on the cluster metadata. All methods are safe
+// for concurrent use. Reads (Topic, Topics, Partition, Brokers, ...) come
+// from the in-memory cache and never block on the network; they reflect
+// every write this Store made and, after watcher delay, every other
+// writer's. Writes take a context that bounds their round trips.
+//
+// Goroutines: one watcher per bucket, one event dispatcher, and the broker
+// keepalive once RegisterBroker is called. Close stops them all.
+type Store struct {
+	log         *slog.Logger
+	cfg         StoreConfig
+	js          jetstream.JetStream
+	brokersKV   jetstream.KeyValue
+	topicsKV    jetstream.KeyValue
+	partsKV     jetstream.KeyValue
+	clusterID   string
+	incarnation string
+	bus         *eventBus
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.RWMutex
+		c cache
+	}
+
+	reg struct {
+		sync.Mutex
+		active  bool // a registration is being kept alive
+		started bool // the keepalive goroutine runs
+		broker  Broker
+		rev     uint64
+	}
+}
+
+// Open creates the buckets if absent, reads or creates the cluster id,
+// starts the watchers and waits until the cache holds the buckets' current
+// contents. ctx bounds Open only. The caller keeps ownership of nc and must
+// Close the Store before closing nc.
+func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: jetstream: %w", err)
+	}
+	s := &Store{log: cfg.Logger.With("component", "controlplane"), cfg: cfg, js: js,
+		incarnation: randomID(), bus: newEventBus()}
+	s.mu.c = newCache()
+	ttl := cfg.BrokerTTL
+	buckets := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&s.brokersKV, jetstream.KeyValueConfig{Bucket: BucketBrokers, Description: "Shale broker registry",
+			TTL: ttl, LimitMarkerTTL: max(ttl, time.Second), Replicas: cfg.Replicas}},
+		{&s.topicsKV, jetstream.KeyValueConfig{Bucket: BucketTopics, Description: "Shale topics", Replicas: cfg.Replicas}},
+		{&s.partsKV, jetstream.KeyValueConfig{Bucket: BucketPartitions, Description: "Shale partition state", Replicas: cfg.Replicas}},
+	}
+	for _, b := range buckets {
+		if *b.kv, err = s.bucket(ctx, b.cfg); err != nil {
+			return nil, err
+		}
+	}
+	clusterKV, err := s.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketCluster, Description: "Shale cluster identity", Replicas: cfg.Replicas})
+	if err != nil {
+		return nil, err
+	}
+	if s.clusterID, err = loadClusterID(ctx, clusterKV); err != nil {
+		return nil, err
+	}
+
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Go(func() { s.bus.run(s.ctx) })
+	watches := []struct {
+		kv    jetstream.KeyValue
+		apply func(*cache, *slog.Logger, change) []Event
+	}{
+		{s.brokersKV, (*cache).applyBroker},
+		{s.topicsKV, (*cache).applyTopic},
+		{s.partsKV, (*cache).applyPartition},
+	}
+	ready := make([]chan struct{}, len(watches))
+	for i, w := range watches {
+		// The watch lives as long as its context: s.ctx, not Open's ctx.
+		kw, err := w.kv.WatchAll(s.ctx)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("controlplane: watch %s: %w", w.kv.Bucket(), err)
+		}
+		ready[i] = make(chan struct{})
+		s.wg.Go(func() { s.watch(kw, w.apply, ready[i]) })
+	}
+	for _, r := range ready {
+		select {
+		case <-r:
+		case <-ctx.Done():
+			s.Close()
+			return nil, fmt.Errorf("controlplane: initial load: %w", ctx.Err())
+		}
+	}
+	return s, nil
+}
+
+// bucket creates a bucket or binds to an existing one. An existing bucket
+// whose settings differ from cfg is used as it is, with a warning.
+func (s *Store) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := s.js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		s.log.Warn("bucket exists with other settings; using it as is", "bucket", cfg.Bucket)
+		kv, err = s.js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// loadClusterID returns the cluster id, creating it if this is the first
+// node: create-if-absent, so concurrent first nodes agree on one id.
+func loadClusterID(ctx context.Context, kv jetstream.KeyValue) (string, error) {
+	id := randomID()
+	_, err := kv.Create(ctx, clusterIDKey, []byte(id))
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", fmt.Errorf("controlplane: create cluster id: %w", err)
+	}
+	e, err := kv.Get(ctx, clusterIDKey)
+	if err != nil {
+		return "", fmt.Errorf("controlplane: read cluster id: %w", err)
+	}
+	return string(e.Value()), nil
+}
+
+// randomID returns 16 random bytes in Kafka's id form (base64url, 22 chars).
+func randomID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("controlplane: crypto/rand failed: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// watch applies a watcher's changes to the cache until Close. ready is
+// closed once the watcher has delivered the bucket's initial contents.
+func (s *Store) watch(kw jetstream.KeyWatcher, apply func(*cache, *slog.Logger, change) []Event, ready chan struct{}) {
+	defer func() { _ = kw.Stop() }()
+	initial := true
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case e, ok := <-kw.Updates():
+			if !ok {
+				if s.ctx.Err() == nil {
+					s.log.Error("KV watcher stopped; cache no longer follows other writers")
+				}
+				return
+			}
+			if e == nil {
+				if initial {
+					initial = false
+					close(ready)
+				}
+				continue
+			}
+			s.apply(apply, changeFromEntry(e))
+		}
+	}
+}
+
+// apply applies one change to the cache and publishes the resulting events,
+// under s.mu so events come out in cache order.
+func (s *Store) apply(fn func(*cache, *slog.Logger, change) []Event, ch change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bus.publish(fn(&s.mu.c, s.log, ch)...)
+}
+
+// ClusterID returns the cluster's id, created by the first node to open the
+// store (Kafka's cluster id form: 22 base64url characters).
+func (s *Store) ClusterID() string { return s.clusterID }
+
+// Subscribe calls fn for every change the cache applies from now on, from one
+// goroutine, in cache order, and returns a function that stops the calls
+// (a call in progress may finish). fn must not block for long; it may call
+// the Store. Changes before Subscribe are not replayed: subscribe first,
+// then read the current state, and tolerate seeing a change twice.
+func (s *Store) Subscribe(fn func(Event)) (unsubscribe func()) {
+	return s.bus.subscribe(fn)
+}
+
+// Close stops the keepalive, the watchers and the event dispatcher, in that
+// order of cancellation, and waits for them. It does not remove this node's
+// broker registration (it expires after BrokerTTL; see DeregisterBroker) and
+// does not close the NATS connection. Idempotent. Writes after Close return
+// ErrClosed.
+func (s *Store) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+func (s *Store) checkOpen() error {
+	if s.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
