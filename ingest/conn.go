@@ -208,7 +208,7 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 	}
 }
 
-// handle calls it's handler, recovering a panic, and validates the reply.
+// handle calls the item's handler, recovering a panic, and validates the reply.
 func (c *conn) handle(it *item) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
