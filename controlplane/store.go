@@ -70,8 +70,9 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 // every write this Store made and, after watcher delay, every other
 // writer's. Writes take a context that bounds their round trips.
 //
-// Goroutines: one watcher per bucket, one event dispatcher, and the broker
-// keepalive once RegisterBroker is called. Close stops them all.
+// Goroutines: one event dispatcher, the broker keepalive once RegisterBroker
+// is called, and (owned by the NATS client) one delivery goroutine per
+// bucket watch. Close stops them all.
 type Store struct {
 	log         *slog.Logger
 	cfg         StoreConfig
@@ -82,6 +83,8 @@ type Store struct {
 	clusterID   string
 	incarnation string
 	bus         *eventBus
+
+	watches []*bucketWatch // set by Open, stopped by Close
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -142,28 +145,25 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(func() { s.bus.run(s.ctx) })
-	watches := []struct {
-		kv    jetstream.KeyValue
+	watched := []struct {
+		name  string
 		apply func(*cache, *slog.Logger, change) []Event
 	}{
-		{s.brokersKV, (*cache).applyBroker},
-		{s.topicsKV, (*cache).applyTopic},
-		{s.partsKV, (*cache).applyPartition},
+		{BucketBrokers, (*cache).applyBroker},
+		{BucketTopics, (*cache).applyTopic},
+		{BucketPartitions, (*cache).applyPartition},
 	}
-	ready := make([]chan struct{}, len(watches))
-	for i, w := range watches {
-		// The watch lives as long as its context: s.ctx, not Open's ctx.
-		kw, err := w.kv.WatchAll(s.ctx)
+	for _, b := range watched {
+		w, err := startWatch(nc, b.name, func(ch change) { s.apply(b.apply, ch) })
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("controlplane: watch %s: %w", w.kv.Bucket(), err)
+			return nil, err
 		}
-		ready[i] = make(chan struct{})
-		s.wg.Go(func() { s.watch(kw, w.apply, ready[i]) })
+		s.watches = append(s.watches, w)
 	}
-	for _, r := range ready {
+	for _, w := range s.watches {
 		select {
-		case <-r:
+		case <-w.ready:
 		case <-ctx.Done():
 			s.Close()
 			return nil, fmt.Errorf("controlplane: initial load: %w", ctx.Err())
@@ -213,34 +213,6 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// watch applies a watcher's changes to the cache until Close. ready is
-// closed once the watcher has delivered the bucket's initial contents.
-func (s *Store) watch(kw jetstream.KeyWatcher, apply func(*cache, *slog.Logger, change) []Event, ready chan struct{}) {
-	defer func() { _ = kw.Stop() }()
-	initial := true
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case e, ok := <-kw.Updates():
-			if !ok {
-				if s.ctx.Err() == nil {
-					s.log.Error("KV watcher stopped; cache no longer follows other writers")
-				}
-				return
-			}
-			if e == nil {
-				if initial {
-					initial = false
-					close(ready)
-				}
-				continue
-			}
-			s.apply(apply, changeFromEntry(e))
-		}
-	}
-}
-
 // apply applies one change to the cache and publishes the resulting events,
 // under s.mu so events come out in cache order.
 func (s *Store) apply(fn func(*cache, *slog.Logger, change) []Event, ch change) {
@@ -262,14 +234,17 @@ func (s *Store) Subscribe(fn func(Event)) (unsubscribe func()) {
 	return s.bus.subscribe(fn)
 }
 
-// Close stops the keepalive, the watchers and the event dispatcher, in that
-// order of cancellation, and waits for them. It does not remove this node's
+// Close stops the keepalive and the event dispatcher, unsubscribes the
+// watches, and waits for the goroutines it owns. It does not remove this node's
 // broker registration (it expires after BrokerTTL; see DeregisterBroker) and
 // does not close the NATS connection. Idempotent. Writes after Close return
 // ErrClosed.
 func (s *Store) Close() {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	for _, w := range s.watches {
+		w.stop()
 	}
 	s.wg.Wait()
 }
