@@ -178,3 +178,16 @@ func fixCRC(b []byte) {
 	c := batch.ComputeCRC(b)
 	b[17], b[18], b[19], b[20] = byte(c>>24), byte(c>>16), byte(c>>8), byte(c)
 }
+
+// closeForCrashTest releases the files without the clean-shutdown marker,
+// as if the process died (tests only).
+func (l *Log) closeForCrashTest() {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.closed = true
+	for _, s := range l.mu.segments {
+		s.close(false)
+	}
+}
