@@ -1,0 +1,42 @@
+package broker
+
+// DeleteRecords (key 21), versions 0-2.
+//
+//   - v2: flexible versions.
+//
+// Moves each partition's log start offset up to the requested offset (-1
+// means the high watermark), deleting whole segments below it. An offset
+// above the high watermark is OFFSET_OUT_OF_RANGE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+func (n *Node) handleDeleteRecords(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DeleteRecordsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewDeleteRecordsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			rp.Partition, rp.LowWatermark = p.Partition, -1
+			rep, err := n.replicas.Leader(t.Topic, p.Partition)
+			if err == nil {
+				off := p.Offset
+				if off == -1 {
+					off = rep.HighWatermark()
+				}
+				rp.LowWatermark, err = rep.DeleteRecordsBefore(off)
+			}
+			rp.ErrorCode = ingest.ErrorCode(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return ingest.Reply{Response: resp}, nil
+}

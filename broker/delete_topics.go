@@ -1,0 +1,60 @@
+package broker
+
+// DeleteTopics (key 20), versions 0-6.
+//
+//   - v4: flexible versions.  v5: ErrorMessage.
+//   - v6: topics may be named by TopicID (KIP-516).
+//
+// The control plane forgets the topic at once; each node closes and deletes
+// its local replicas when it sees the change.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/ingest"
+)
+
+func (n *Node) handleDeleteTopics(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	type target struct {
+		name *string
+		id   [16]byte
+	}
+	var targets []target
+	for _, name := range r.TopicNames {
+		s := name
+		targets = append(targets, target{name: &s})
+	}
+	for _, t := range r.Topics {
+		targets = append(targets, target{name: t.Topic, id: t.TopicID})
+	}
+	for _, t := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.name, t.id
+		name := ""
+		if t.name != nil {
+			name = *t.name
+		} else if topic, ok := n.store.TopicByID(controlplane.TopicID(t.id)); ok {
+			name = topic.Name
+			rt.Topic = &topic.Name
+		} else {
+			rt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		if topic, ok := n.store.Topic(name); ok {
+			rt.TopicID = topic.ID
+		}
+		if err := n.store.DeleteTopic(ctx, name); err != nil {
+			rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	n.reconcile()
+	return ingest.Reply{Response: resp}, nil
+}

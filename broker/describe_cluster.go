@@ -1,0 +1,31 @@
+package broker
+
+// DescribeCluster (key 60), versions 0-1.
+//
+//   - v0: brokers, cluster id, controller (KIP-700).  v1: EndpointType.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+func (n *Node) handleDescribeCluster(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterID = n.store.ClusterID()
+	resp.ControllerID = n.controllerID()
+	resp.EndpointType = 1
+	for _, b := range n.store.Brokers() {
+		mb := kmsg.NewDescribeClusterResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			mb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	return ingest.Reply{Response: resp}, nil
+}

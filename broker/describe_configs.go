@@ -1,0 +1,105 @@
+package broker
+
+// DescribeConfigs (key 32), versions 0-4.
+//
+//   - v1: Source and synonyms (Shale reports the value's own source, no
+//     synonym chain).  v3: ConfigType and Documentation.  v4: flexible.
+//
+// Topic resources list every topic config Shale knows with its effective
+// value and where it came from (topic, broker default, Kafka default).
+// Broker resources list the broker's own settings under Kafka's names.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/ingest"
+)
+
+const (
+	resourceTopic  = 2
+	resourceBroker = 4
+)
+
+func (n *Node) brokerSettings() map[string]string {
+	return map[string]string{
+		"broker.id":                  strconv.Itoa(int(n.cfg.NodeID)),
+		"auto.create.topics.enable":  strconv.FormatBool(n.cfg.AutoCreateTopics),
+		"num.partitions":             strconv.Itoa(int(n.cfg.NumPartitions)),
+		"default.replication.factor": strconv.Itoa(int(n.cfg.DefaultReplicationFactor)),
+		"socket.request.max.bytes":   strconv.Itoa(int(n.cfg.MaxRequestBytes)),
+		"advertised.listeners":       "PLAINTEXT://" + n.cfg.Advertise,
+		"broker.rack":                n.cfg.Rack,
+	}
+}
+
+func (n *Node) handleDescribeConfigs(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DescribeConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, res := range r.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		wanted := func(name string) bool {
+			if res.ConfigNames == nil {
+				return true
+			}
+			for _, w := range res.ConfigNames {
+				if w == name {
+					return true
+				}
+			}
+			return false
+		}
+		switch res.ResourceType {
+		case resourceTopic:
+			t, ok := n.store.Topic(res.ResourceName)
+			if !ok {
+				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rr.ErrorMessage = errMessage(fmt.Errorf("unknown topic %q", res.ResourceName))
+				break
+			}
+			tc := config.ResolveTopic(t.Configs, n.cfg.TopicDefaults)
+			for _, name := range tc.Names() {
+				if !wanted(name) {
+					continue
+				}
+				v, src, _ := tc.Get(name)
+				key, _ := config.LookupTopicKey(name)
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				val := v
+				c.Name, c.Value, c.Source, c.IsDefault = name, &val, kmsg.ConfigSource(src), src == config.SourceDefault
+				c.ConfigType = kmsg.ConfigType(key.Type)
+				if r.IncludeDocumentation {
+					doc := key.Doc
+					c.Documentation = &doc
+				}
+				rr.Configs = append(rr.Configs, c)
+			}
+		case resourceBroker:
+			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
+				rr.ErrorCode = kerr.InvalidRequest.Code
+				rr.ErrorMessage = errMessage(fmt.Errorf("this is broker %d", n.cfg.NodeID))
+				break
+			}
+			for name, v := range n.brokerSettings() {
+				if !wanted(name) {
+					continue
+				}
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				val := v
+				c.Name, c.Value, c.ReadOnly, c.Source = name, &val, true, kmsg.ConfigSource(config.SourceBroker)
+				rr.Configs = append(rr.Configs, c)
+			}
+		default:
+			rr.ErrorCode = kerr.InvalidRequest.Code
+			rr.ErrorMessage = errMessage(fmt.Errorf("resource type %d is not supported", res.ResourceType))
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return ingest.Reply{Response: resp}, nil
+}

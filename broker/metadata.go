@@ -1,0 +1,104 @@
+package broker
+
+// Metadata (key 3), versions 0-12.
+//
+//   - v1: ControllerID, IsInternal; an empty topic list means none (null means all).
+//   - v2: ClusterID.  v4: AllowAutoTopicCreation.  v5: OfflineReplicas.
+//   - v7: LeaderEpoch.  v9: flexible versions.  v10: TopicID.
+//   - v12: topics may be named by id alone.
+//
+// Unknown topics are created when auto.create.topics.enable is on and the
+// request allows it; the answer then already carries the new partitions.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/ingest"
+)
+
+func (n *Node) handleMetadata(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	for _, b := range n.store.Brokers() {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			mb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	cid := n.store.ClusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = n.controllerID()
+
+	var names []string
+	created := false
+	if r.Topics == nil || (req.Version == 0 && len(r.Topics) == 0) {
+		for _, t := range n.store.Topics() {
+			names = append(names, t.Name)
+		}
+	} else {
+		for _, rt := range r.Topics {
+			switch {
+			case rt.Topic != nil:
+				names = append(names, *rt.Topic)
+			case rt.TopicID != [16]byte{}:
+				if t, ok := n.store.TopicByID(controlplane.TopicID(rt.TopicID)); ok {
+					names = append(names, t.Name)
+				} else {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
+					resp.Topics = append(resp.Topics, mt)
+				}
+			}
+		}
+	}
+	autoCreate := n.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
+	for _, name := range names {
+		mt := kmsg.NewMetadataResponseTopic()
+		topic := name
+		mt.Topic = &topic
+		t, ok := n.store.Topic(name)
+		if !ok && autoCreate {
+			var err error
+			t, err = n.store.CreateTopic(ctx, name, n.cfg.NumPartitions, n.cfg.DefaultReplicationFactor, nil)
+			if err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
+				mt.ErrorCode = adminErrorCode(err)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			t, ok = n.store.Topic(name)
+			created = true
+		}
+		if !ok {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if err := controlplane.ValidateTopicName(name); err != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		if created {
+			n.reconcile()
+		}
+		mt.TopicID = t.ID
+		mt.IsInternal = t.Internal
+		for _, st := range n.store.Partitions(name) {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.LeaderEpoch = st.Partition, st.Leader, st.LeaderEpoch
+			mp.Replicas, mp.ISR = st.Replicas, st.ISR
+			if st.Leader < 0 {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return ingest.Reply{Response: resp}, nil
+}

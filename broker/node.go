@@ -1,0 +1,375 @@
+// Package broker wires one Shale node together: the control-plane store on
+// NATS, the local replicas, the Kafka front door with every API handler, and
+// the background loops (retention, flushing). It is the composition package:
+// cmd/shale and the tests start nodes through it.
+//
+// The metadata and admin API handlers (Metadata, CreateTopics, DeleteTopics,
+// CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+// DeleteRecords, DescribeCluster) live here too, one file per API: they
+// combine the control plane with the local replicas.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/fetch"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/ingest"
+)
+
+// Node is one running Shale broker.
+type Node struct {
+	cfg    config.Broker
+	logger *slog.Logger
+
+	nats     *natsembed.Server // nil with an external NATS
+	nc       *nats.Conn
+	store    *controlplane.Store
+	replicas *Replicas
+	pids     *producerIDs
+	server   *ingest.Server
+	admin    *http.Server
+	kafkaLn  net.Listener
+	adminLn  net.Listener
+
+	reconcileCh chan struct{}
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
+	ready       chan struct{}
+}
+
+// Start starts a node: the embedded NATS server (unless cfg.NATS names an
+// external one), the control-plane store, the local replicas, the Kafka
+// listener and the admin HTTP listener. cfg must have passed Validate.
+func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node, err error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), reconcileCh: make(chan struct{}, 1), ready: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			n.Close(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := n.startNATS(); err != nil {
+		return nil, err
+	}
+	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, Logger: n.logger})
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	// Listen before registering, so that a port 0 (tests) is advertised as
+	// the port actually bound.
+	n.kafkaLn, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	if _, p, _ := net.SplitHostPort(cfg.Advertise); p == "0" {
+		h, _, _ := net.SplitHostPort(cfg.Advertise)
+		_, bound, _ := net.SplitHostPort(n.kafkaLn.Addr().String())
+		cfg.Advertise = net.JoinHostPort(h, bound)
+		n.cfg.Advertise = cfg.Advertise
+	}
+	host, port := cfg.AdvertisedHostPort()
+	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack}); err != nil {
+		return nil, fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
+	}
+	n.pids, err = newProducerIDs(ctx, n.nc, cfg.NATSReplicas)
+	if err != nil {
+		return nil, err
+	}
+	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, n.logger)
+	if err := n.replicas.Reconcile(); err != nil {
+		return nil, fmt.Errorf("opening local replicas: %w", err)
+	}
+
+	reg := ingest.NewRegistry()
+	n.registerAPIs(reg)
+	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes}, reg, n.logger)
+	if cfg.AdminListen != "" {
+		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			return nil, err
+		}
+	}
+
+	loopCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	unsubscribe := n.store.Subscribe(func(ev controlplane.Event) {
+		switch ev.Kind {
+		case controlplane.TopicCreated, controlplane.TopicChanged, controlplane.TopicDeleted,
+			controlplane.PartitionChanged, controlplane.PartitionDeleted:
+			n.reconcileSoon()
+		}
+	})
+	n.goLoop(func() { <-loopCtx.Done(); unsubscribe() })
+	n.goLoop(func() { n.reconcileLoop(loopCtx) })
+	n.goLoop(func() { n.retentionLoop(loopCtx) })
+	n.goLoop(func() { n.flushLoop(loopCtx) })
+	n.goLoop(func() {
+		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, ingest.ErrServerClosed) {
+			n.logger.Error("kafka listener stopped", "err", err)
+		}
+	})
+	if n.adminLn != nil {
+		n.admin = &http.Server{Handler: n.adminMux(), ReadHeaderTimeout: 10 * time.Second}
+		n.goLoop(func() {
+			if err := n.admin.Serve(n.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.logger.Error("admin listener stopped", "err", err)
+			}
+		})
+	}
+	close(n.ready)
+	n.logger.Info("shale node started", "kafka", n.kafkaLn.Addr().String(), "advertise", cfg.Advertise,
+		"admin", cfg.AdminListen, "data_dir", cfg.DataDir, "cluster_id", n.store.ClusterID())
+	return n, nil
+}
+
+func (n *Node) startNATS() error {
+	if n.cfg.NATS != "" {
+		nc, err := nats.Connect(n.cfg.NATS, nats.Name(fmt.Sprintf("shale-%d", n.cfg.NodeID)), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connecting to NATS %s: %w", n.cfg.NATS, err)
+		}
+		n.nc = nc
+		return nil
+	}
+	host, portStr, err := net.SplitHostPort(n.cfg.NATSListen)
+	if err != nil {
+		return fmt.Errorf("nats_listen %q: %w", n.cfg.NATSListen, err)
+	}
+	var port int
+	fmt.Sscanf(portStr, "%d", &port)
+	srv, err := natsembed.Start(natsembed.Config{
+		StoreDir: filepath.Join(n.cfg.DataDir, "nats"), Host: host, Port: port,
+		ServerName: fmt.Sprintf("shale-%d", n.cfg.NodeID), Logger: n.logger.With("component", "nats"),
+	})
+	if err != nil {
+		return fmt.Errorf("embedded NATS: %w", err)
+	}
+	n.nats = srv
+	n.nc, err = srv.Connect()
+	return err
+}
+
+// register registers this broker in the control plane. After a crash the
+// previous process's registration lives until its TTL runs out; like a Kafka
+// broker fenced until its old session expires, the node retries until then.
+func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
+	deadline := time.Now().Add(15 * time.Second) // the default broker TTL (6 s) with room to spare
+	for {
+		err := n.store.RegisterBroker(ctx, b)
+		if err == nil || !errors.Is(err, controlplane.ErrBrokerIDInUse) || time.Now().After(deadline) {
+			return err
+		}
+		n.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) registerAPIs(reg *ingest.Registry) {
+	ingest.RegisterProduce(reg, n.replicas, nil, n.logger)
+	ingest.RegisterInitProducerID(reg, n.pids, n.logger)
+	fetch.RegisterFetch(reg, n.replicas, nil, n.logger)
+	fetch.RegisterListOffsets(reg, n.replicas, n.logger)
+	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
+	reg.Register(3, 0, 12, n.handleMetadata)
+	reg.Register(19, 0, 7, n.handleCreateTopics)
+	reg.Register(20, 0, 6, n.handleDeleteTopics)
+	reg.Register(37, 0, 3, n.handleCreatePartitions)
+	reg.Register(32, 0, 4, n.handleDescribeConfigs)
+	reg.Register(33, 0, 2, n.handleAlterConfigs)
+	reg.Register(44, 0, 1, n.handleIncrementalAlterConfigs)
+	reg.Register(21, 0, 2, n.handleDeleteRecords)
+	reg.Register(60, 0, 1, n.handleDescribeCluster)
+}
+
+// KafkaAddr is the address the Kafka listener is bound to.
+func (n *Node) KafkaAddr() string { return n.kafkaLn.Addr().String() }
+
+// AdminAddr is the admin HTTP address, or "" when disabled.
+func (n *Node) AdminAddr() string {
+	if n.adminLn == nil {
+		return ""
+	}
+	return n.adminLn.Addr().String()
+}
+
+// Store exposes the control-plane store (for tools and tests).
+func (n *Node) Store() *controlplane.Store { return n.store }
+
+// Replicas exposes the local replicas (for tools and tests).
+func (n *Node) Replicas() *Replicas { return n.replicas }
+
+// controllerID is the lowest live broker id until controller election
+// arrives with the multi-node control plane.
+func (n *Node) controllerID() int32 {
+	ids := []int32{}
+	for _, b := range n.store.Brokers() {
+		ids = append(ids, b.NodeID)
+	}
+	if len(ids) == 0 {
+		return n.cfg.NodeID
+	}
+	return slices.Min(ids)
+}
+
+func (n *Node) goLoop(fn func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn()
+	}()
+}
+
+// reconcile brings local replicas in line with the control plane now.
+func (n *Node) reconcile() {
+	if err := n.replicas.Reconcile(); err != nil {
+		n.logger.Error("reconciling replicas", "err", err)
+	}
+}
+
+func (n *Node) reconcileSoon() {
+	select {
+	case n.reconcileCh <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) reconcileLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.reconcileCh:
+			n.reconcile()
+		}
+	}
+}
+
+func (n *Node) flushLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.FlushCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, rep := range n.replicas.All() {
+				if err := rep.MaybeFlush(); err != nil {
+					n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (n *Node) retentionLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.RetentionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.applyRetention(time.Now())
+		}
+	}
+}
+
+// applyRetention runs time and size retention on every replica once.
+func (n *Node) applyRetention(now time.Time) {
+	for _, rep := range n.replicas.All() {
+		if err := rep.ApplyRetention(now); err != nil {
+			n.logger.Error("retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+		}
+	}
+}
+
+func (n *Node) adminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if n.nc == nil || !n.nc.IsConnected() {
+			http.Error(w, "control plane disconnected", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// Close stops the node gracefully: stop accepting and finish in-flight
+// requests, stop the background loops, flush and close every replica (which
+// writes the clean-shutdown markers), then leave the control plane and stop
+// NATS. It is idempotent.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.server != nil {
+			if n.kafkaLn != nil {
+				// Serve may not have started; closing the listener ends it either way.
+				defer n.kafkaLn.Close()
+			}
+			errs = append(errs, n.server.Shutdown(ctx))
+		} else if n.kafkaLn != nil {
+			n.kafkaLn.Close()
+		}
+		if n.admin != nil {
+			errs = append(errs, n.admin.Shutdown(ctx))
+		} else if n.adminLn != nil {
+			n.adminLn.Close()
+		}
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.wg.Wait()
+		if n.replicas != nil {
+			errs = append(errs, n.replicas.Close())
+		}
+		if n.store != nil {
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := n.store.DeregisterBroker(dctx); err != nil {
+				n.logger.Warn("deregistering from the control plane", "err", err)
+			}
+			cancel()
+			n.store.Close()
+		}
+		if n.nc != nil {
+			n.nc.Close()
+		}
+		if n.nats != nil {
+			n.nats.Shutdown()
+		}
+		n.closeErr = errors.Join(errs...)
+		if n.closeErr != nil && strings.Contains(n.closeErr.Error(), "context") {
+			n.logger.Warn("graceful stop cut short", "err", n.closeErr)
+		}
+	})
+	return n.closeErr
+}

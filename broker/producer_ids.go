@@ -1,0 +1,81 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// producerIDBlock is how many producer ids a node reserves at once.
+const producerIDBlock = 1000
+
+// producerIDs hands out producer ids unique across the cluster and across
+// restarts: each node reserves blocks by compare-and-set on one key-value
+// record holding the next unreserved id, as Kafka's controller does with
+// AllocateProducerIds.
+type producerIDs struct {
+	kv jetstream.KeyValue
+
+	mu        sync.Mutex
+	next, end int64 // the current block: [next, end)
+}
+
+func newProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*producerIDs, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
+		Bucket: "shale_producer_ids", History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("producer id bucket: %w", err)
+	}
+	return &producerIDs{kv: kv}, nil
+}
+
+const producerIDKey = "next_block"
+
+// NextProducerID implements ingest.ProducerIDs.
+func (p *producerIDs) NextProducerID(ctx context.Context) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next < p.end {
+		id := p.next
+		p.next++
+		return id, nil
+	}
+	for attempt := 0; attempt < 20; attempt++ {
+		var start int64
+		var err error
+		entry, gerr := p.kv.Get(ctx, producerIDKey)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			_, err = p.kv.Create(ctx, producerIDKey, []byte(strconv.FormatInt(producerIDBlock, 10)))
+		case gerr != nil:
+			return 0, gerr
+		default:
+			start, err = strconv.ParseInt(string(entry.Value()), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("producer id record %q: %w", entry.Value(), err)
+			}
+			_, err = p.kv.Update(ctx, producerIDKey, []byte(strconv.FormatInt(start+producerIDBlock, 10)), entry.Revision())
+		}
+		if err == nil {
+			p.next, p.end = start+1, start+producerIDBlock
+			return start, nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	return 0, fmt.Errorf("reserving a producer id block: too much contention")
+}

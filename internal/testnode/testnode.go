@@ -1,0 +1,69 @@
+// Package testnode starts real Shale nodes for tests: in-process through
+// package broker, on 127.0.0.1 with random ports and a temporary data dir.
+package testnode
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/infra/config"
+)
+
+// Option adjusts a node's config before it starts.
+type Option func(*config.Broker)
+
+// WithTopicDefault sets a broker-wide topic config default.
+func WithTopicDefault(name, value string) Option {
+	return func(c *config.Broker) { c.TopicDefaults[name] = value }
+}
+
+// Config returns a loopback config with random ports under dir.
+func Config(dir string, opts ...Option) config.Broker {
+	c := config.Defaults()
+	c.DataDir = dir
+	c.Listen = "127.0.0.1:0"
+	c.Advertise = ""
+	c.AdminListen = "127.0.0.1:0"
+	c.NATSListen = "127.0.0.1:-1"
+	c.RetentionCheckInterval = 200 * time.Millisecond
+	c.FlushCheckInterval = 100 * time.Millisecond
+	c.TopicDefaults = map[string]string{}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Logger is quiet unless SHALE_TEST_LOG is set.
+func Logger() *slog.Logger {
+	if os.Getenv("SHALE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Start starts a node in dir and stops it when the test ends.
+func Start(t testing.TB, dir string, opts ...Option) *broker.Node {
+	t.Helper()
+	cfg := Config(dir, opts...)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := broker.Start(ctx, cfg, Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n.Close(ctx)
+	})
+	return n
+}
