@@ -25,14 +25,14 @@ type Broker struct {
 	DataDir     string `yaml:"data_dir" doc:"Directory for partition logs, the embedded NATS store and the filesystem bucket."`
 	Listen      string `yaml:"listen" doc:"Address the Kafka protocol listens on."`
 	Advertise   string `yaml:"advertise" doc:"host:port clients are told to connect to; defaults to listen."`
-	AdminListen string `yaml:"admin_listen" doc:"HTTP address for /healthz, /readyz and /metrics; empty disables it."`
+	AdminListen string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
 	Rack        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
 	NATSReplicas int    `yaml:"nats_replicas" doc:"Replicas of the control plane's JetStream buckets."`
 
-	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics on Metadata and Produce."`
+	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
 	NumPartitions            int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
 	DefaultReplicationFactor int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
 	MaxRequestBytes          int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
