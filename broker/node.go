@@ -205,6 +205,7 @@ func (n *Node) registerAPIs(reg *ingest.Registry) {
 	reg.Register(44, 0, 1, n.handleIncrementalAlterConfigs)
 	reg.Register(21, 0, 2, n.handleDeleteRecords)
 	reg.Register(60, 0, 1, n.handleDescribeCluster)
+	n.registerGroupAPIs(reg)
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.

@@ -1,0 +1,47 @@
+// Package objstore is Shale's narrow seam to object storage: put an object
+// from a reader of known size, read a byte range, list by prefix, stat and
+// delete. Providers (a filesystem bucket, S3) implement Bucket; cross-cutting
+// behaviour (retries, metrics, key prefixes) wraps a Bucket rather than living
+// in each provider. It imports no other Shale package.
+package objstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotFound: the object does not exist. Providers wrap it with %w.
+var ErrNotFound = errors.New("objstore: object not found")
+
+// ErrInvalidRange: a ranged read outside the object.
+var ErrInvalidRange = errors.New("objstore: invalid range")
+
+// Attrs describe a stored object.
+type Attrs struct {
+	Key          string
+	Size         int64
+	LastModified time.Time
+}
+
+// Bucket is an object store. Keys are slash-separated paths without a leading
+// slash. Implementations are safe for concurrent use.
+type Bucket interface {
+	// Put stores size bytes read from r under key, replacing nothing: callers
+	// never overwrite an object (Shale's keys are unique), but providers need
+	// not enforce it. The object is visible whole or not at all.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// GetRange returns a reader of length bytes starting at offset; length
+	// -1 reads to the end. The caller closes the reader.
+	GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	// List calls fn for each object whose key starts with prefix, in
+	// lexical key order. Returning an error from fn stops the listing.
+	List(ctx context.Context, prefix string, fn func(Attrs) error) error
+	// Stat returns an object's attributes, or ErrNotFound.
+	Stat(ctx context.Context, key string) (Attrs, error)
+	// Delete removes an object; deleting a missing object is not an error.
+	Delete(ctx context.Context, key string) error
+	// Close releases the provider's resources.
+	Close() error
+}
