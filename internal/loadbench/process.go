@@ -1,0 +1,268 @@
+package loadbench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrNotReady is returned when a child server did not accept the topic
+// before the start deadline.
+var ErrNotReady = errors.New("loadbench: server not ready")
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
+// is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// Process is a server running as a child process. Close stops it; it is
+// safe to call more than once.
+type Process struct {
+	cmd   *exec.Cmd
+	addr  string
+	stdin io.WriteCloser
+	done  chan struct{}
+	err   error // set before done is closed
+}
+
+// Addr is the Kafka address of the child.
+func (p *Process) Addr() string { return p.addr }
+
+// Pid is the child's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// CPUTime reads utime+stime of the child from /proc/<pid>/stat. Threads are
+// included; children of the child are not (neither server starts any).
+func (p *Process) CPUTime() (time.Duration, error) {
+	return procCPU(p.cmd.Process.Pid)
+}
+
+// Close stops the child (SIGTERM, then SIGKILL after 15 s) and waits for it.
+func (p *Process) Close() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
+
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU returns utime+stime from the text of /proc/<pid>/stat. The
+// command name (field 2) may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("loadbench: malformed /proc stat %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("loadbench: short /proc stat %q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("loadbench: /proc stat field %q: %w", s, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start(cmd *exec.Cmd, stdin bool) (*Process, error) {
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	if stdin {
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		p.stdin = w
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// StartShale runs `bin serve` on loopback ports with its data under dir and
+// a log file dir/shale.log, creates cfg's topic, and returns once the topic
+// accepts metadata requests with a leader for every partition.
+func StartShale(ctx context.Context, bin, dir string, cfg Config) (*Process, error) {
+	var ports [3]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	logf, err := os.Create(dir + "/shale.log")
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	cmd := exec.Command(bin, "serve",
+		"--data-dir", dir+"/data",
+		"--listen", addr,
+		"--admin-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		"--log-level", "warn",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p, err := start(cmd, false)
+	if err != nil {
+		return nil, err
+	}
+	p.addr = addr
+	if err := createTopic(ctx, p, cfg); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%w (log in %s/shale.log)", err, dir)
+	}
+	return p, nil
+}
+
+// createTopic creates the topic (tolerating "already exists") and waits until
+// every partition has a leader, retrying until a 60 s deadline.
+func createTopic(ctx context.Context, p *Process, cfg Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var last error
+	for ctx.Err() == nil {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%w: server exited: %v", ErrNotReady, p.err)
+		default:
+		}
+		last = tryCreate(ctx, adm, cfg)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrNotReady, last)
+}
+
+func tryCreate(ctx context.Context, adm *kadm.Client, cfg Config) error {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(rctx, cfg.Partitions, 1, nil, cfg.Topic)
+	if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+		return err
+	}
+	if resp.Err != nil && !strings.Contains(resp.Err.Error(), "TOPIC_ALREADY_EXISTS") {
+		return resp.Err
+	}
+	md, err := adm.Metadata(rctx, cfg.Topic)
+	if err != nil {
+		return err
+	}
+	t, ok := md.Topics[cfg.Topic]
+	if !ok || t.Err != nil || int32(len(t.Partitions)) != cfg.Partitions {
+		return fmt.Errorf("topic %s not ready: %+v", cfg.Topic, t)
+	}
+	for _, pd := range t.Partitions {
+		if pd.Err != nil || pd.Leader < 0 {
+			return fmt.Errorf("partition %d has no leader: %v", pd.Partition, pd.Err)
+		}
+	}
+	return nil
+}
+
+// StartSelf runs the current executable with args, expecting it to call
+// ServeKfake: it reads the address the child prints on its first stdout line.
+// The child stops when its stdin is closed (by Close) or on SIGTERM.
+func StartSelf(ctx context.Context, args ...string) (*Process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p, err := start(cmd, true)
+	if err != nil {
+		return nil, err
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case line, ok := <-lines:
+		addr, found := strings.CutPrefix(line, "addr ")
+		if !ok || !found {
+			p.Close()
+			return nil, fmt.Errorf("%w: child printed %q", ErrNotReady, line)
+		}
+		p.addr = addr
+	case <-ctx.Done():
+		p.Close()
+		return nil, fmt.Errorf("%w: no address from child", ErrNotReady)
+	}
+	return p, nil
+}
