@@ -161,7 +161,7 @@ func (n *Node) startNATS() error {
 	fmt.Sscanf(portStr, "%d", &port)
 	srv, err := natsembed.Start(natsembed.Config{
 		StoreDir: filepath.Join(n.cfg.DataDir, "nats"), Host: host, Port: port,
-		ServerName: fmt.Sprintf("shale-%d", n.cfg.NodeID), Logger: n.logger.With("component", "nats"),
+		ServerName: fmt.Sprintf("shale-%d", n.cfg.NodeID), Logger: natsLogger(n.logger),
 	})
 	if err != nil {
 		return fmt.Errorf("embedded NATS: %w", err)
