@@ -1,3 +1,177 @@
+// Command benchreport is `make bench`: it runs the go-test benchmarks of the
+// storage and network hot paths and a franz-go client load against a Shale
+// node and against franz-go's in-memory kfake cluster, and prints every
+// figure beside its peer measured in the same run, with the ratio. Absolute
+// figures drift on a shared machine; ratios drift much less.
+//
+//	go run ./internal/benchreport [-quick] [-records N] [-benchtime D] [-count N]
+//
+// See docs/benchmarks.md for what each line means.
 package main
 
-func main() {}
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/shale-io/shale/internal/loadbench"
+)
+
+type options struct {
+	quick        bool
+	benchtime    string
+	count        int
+	records      int
+	phaseTimeout time.Duration
+	shaleBin     string
+	skipGoBench  bool
+	skipLoad     bool
+	rawPath      string
+	serveKfake   bool
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "short run: -benchtime 100ms, 50k records (a few minutes)")
+	flag.StringVar(&o.benchtime, "benchtime", "", "go test -benchtime per benchmark (default 500ms, 100ms with -quick)")
+	flag.IntVar(&o.count, "count", 3, "go test -count; the report uses medians")
+	flag.IntVar(&o.records, "records", 0, "records of the load run (default 200000, 50000 with -quick)")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 2*time.Minute, "bound on each load phase (produce, consume) per server")
+	flag.StringVar(&o.shaleBin, "shale-bin", "", "shale binary; empty builds ./cmd/shale into a temporary dir")
+	flag.BoolVar(&o.skipGoBench, "skip-gobench", false, "skip the go test benchmarks")
+	flag.BoolVar(&o.skipLoad, "skip-load", false, "skip the client load benchmark")
+	flag.StringVar(&o.rawPath, "raw", "", "also write the raw go test output to this file")
+	flag.BoolVar(&o.serveKfake, "serve-kfake", false, "internal: run as the kfake child process")
+	flag.Parse()
+
+	cfg := loadbench.DefaultConfig()
+	if o.serveKfake {
+		if err := loadbench.ServeKfake(cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "kfake child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.benchtime == "" {
+		o.benchtime = map[bool]string{false: "500ms", true: "100ms"}[o.quick]
+	}
+	if o.records == 0 {
+		o.records = map[bool]int{false: 200_000, true: 50_000}[o.quick]
+	}
+	if err := run(context.Background(), os.Stdout, o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer, o options) error {
+	start := time.Now()
+	procs := runtime.GOMAXPROCS(0)
+	fmt.Fprintf(w, "Shale benchmark report  %s  %s/%s  GOMAXPROCS=%d  NumCPU=%d\n",
+		start.Format(time.RFC3339), runtime.GOOS, runtime.GOARCH, procs, runtime.NumCPU())
+	fmt.Fprintln(w, "Every figure is beside its peer from the same run; read the ratios, not the absolute figures.")
+	var failed []string
+	if !o.skipGoBench {
+		fmt.Fprintf(w, "\n== go test -bench (benchtime %s, count %d, medians) ==\n", o.benchtime, o.count)
+		raw := io.Discard
+		if o.rawPath != "" {
+			f, err := os.Create(o.rawPath)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			raw = f
+		}
+		samples, err := runGoBench(ctx, o.benchtime, o.count, procs, raw)
+		if err != nil {
+			failed = append(failed, err.Error())
+			fmt.Fprintf(w, "  WARNING: %v (figures below are from the packages that ran)\n", err)
+		}
+		med := Medians(samples)
+		used := writeGoBench(w, med)
+		writeOthers(w, med, used)
+	}
+	if !o.skipLoad {
+		if err := runLoad(ctx, w, o); err != nil {
+			failed = append(failed, err.Error())
+			fmt.Fprintf(w, "  FAILED: %v\n", err)
+		}
+	}
+	fmt.Fprintf(w, "\nreport took %v\n", time.Since(start).Round(time.Second))
+	if len(failed) > 0 {
+		return fmt.Errorf("%d part(s) failed", len(failed))
+	}
+	return nil
+}
+
+// runLoad runs the client load against kfake, then against Shale, each a
+// child process, and prints both with the ratios.
+func runLoad(ctx context.Context, w io.Writer, o options) error {
+	cfg := loadbench.DefaultConfig()
+	cfg.Records, cfg.PhaseTimeout = o.records, o.phaseTimeout
+	fmt.Fprintf(w, "\n== client load: franz-go, %d records x %d B, %d partitions, acks=all, no compression ==\n",
+		cfg.Records, cfg.RecordBytes, cfg.Partitions)
+	tmp, err := os.MkdirTemp("", "shale-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := o.shaleBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "shale")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/shale")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/shale: %w", err)
+		}
+	}
+
+	kf, err := loadbench.StartSelf(ctx, "-serve-kfake")
+	if err != nil {
+		return fmt.Errorf("start kfake: %w", err)
+	}
+	kres, kerr := loadbench.Run(ctx, kf, cfg)
+	kf.Close()
+	if kerr != nil {
+		return fmt.Errorf("kfake: %w", kerr)
+	}
+
+	dir := filepath.Join(tmp, "node")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	node, err := loadbench.StartShale(ctx, bin, dir, cfg)
+	if err != nil {
+		return fmt.Errorf("start shale: %w", err)
+	}
+	sres, serr := loadbench.Run(ctx, node, cfg)
+	node.Close()
+	if serr != nil {
+		return fmt.Errorf("shale: %w", serr)
+	}
+	writeLoad(w, sres, kres)
+	return nil
+}
+
+func writeLoad(w io.Writer, s, k loadbench.Result) {
+	line := func(label string, sv, kv float64, unit, goal string) {
+		ratio := 0.0
+		if kv > 0 {
+			ratio = sv / kv
+		}
+		fmt.Fprintf(w, "  %-30s shale %9.1f %-7s vs kfake %9.1f %-7s ratio %5.3f%s\n", label, sv, unit, kv, unit, ratio, verdict(goal, ratio))
+	}
+	line("produce throughput", s.Produce.MBps(), k.Produce.MBps(), "MB/s", ">= 1.5")
+	line("consume throughput", s.Consume.MBps(), k.Consume.MBps(), "MB/s", ">= 1.5")
+	line("server CPU per GB produced", s.Produce.CPUSecPerGB(), k.Produce.CPUSecPerGB(), "CPU s", "")
+	line("server CPU per GB consumed", s.Consume.CPUSecPerGB(), k.Consume.CPUSecPerGB(), "CPU s", "")
+	fmt.Fprintf(w, "  (wall: shale produce %v consume %v; kfake produce %v consume %v)\n",
+		s.Produce.Wall.Round(time.Millisecond), s.Consume.Wall.Round(time.Millisecond),
+		k.Produce.Wall.Round(time.Millisecond), k.Consume.Wall.Round(time.Millisecond))
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+)
+
+// benchPackages are the packages whose `go test -bench` figures the report reads.
+var benchPackages = []string{"./segment", "./segment/batch", "./ingest"}
+
+// runGoBench runs every benchmark of benchPackages once per count with the
+// given -benchtime and -cpu procs, copying the raw output to raw, and returns
+// the parsed samples. A package that fails to build or whose benchmarks fail
+// is reported in the returned error, but the samples of the others are kept.
+func runGoBench(ctx context.Context, benchtime string, count, procs int, raw io.Writer) ([]Sample, error) {
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchtime", benchtime,
+		"-count", strconv.Itoa(count), "-cpu", strconv.Itoa(procs)}
+	args = append(args, benchPackages...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, raw)
+	cmd.Stderr = io.MultiWriter(&out, raw)
+	runErr := cmd.Run()
+	samples, err := ParseBench(&out, procs)
+	if err != nil {
+		return samples, err
+	}
+	if runErr != nil {
+		return samples, fmt.Errorf("go %v: %w", args, runErr)
+	}
+	return samples, nil
+}
