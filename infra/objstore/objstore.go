@@ -33,7 +33,10 @@ type Bucket interface {
 	// not enforce it. The object is visible whole or not at all.
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	// GetRange returns a reader of length bytes starting at offset; length
-	// -1 reads to the end. The caller closes the reader.
+	// -1 reads to the end. The caller closes the reader. A missing object
+	// is ErrNotFound. offset must lie in [0, size] (offset == size reads
+	// nothing) and length must be -1 or >= 0, else ErrInvalidRange; a range
+	// running past the end is a short read, not an error (see CheckRange).
 	GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
 	// List calls fn for each object whose key starts with prefix, in
 	// lexical key order. Returning an error from fn stops the listing.
