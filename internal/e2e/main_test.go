@@ -1,0 +1,33 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// shaleBin is the path of the binary built once by TestMain.
+var shaleBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "shale-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	shaleBin = filepath.Join(dir, "shale")
+	cmd := exec.Command("go", "build", "-o", shaleBin, "github.com/shale-io/shale/cmd/shale")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building shale:", err)
+		return 1
+	}
+	return m.Run()
+}
