@@ -76,4 +76,3 @@ func TestEncodeFetchDecodesWithKmsg(t *testing.T) {
 		}
 	}
 }
-
