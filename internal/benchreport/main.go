@@ -160,17 +160,17 @@ func runLoad(ctx context.Context, w io.Writer, o options) error {
 }
 
 func writeLoad(w io.Writer, s, k loadbench.Result) {
-	line := func(label string, sv, kv float64, unit, goal string) {
+	line := func(label string, sv, kv float64, unit, dir, goal string) {
 		ratio := 0.0
 		if kv > 0 {
 			ratio = sv / kv
 		}
-		fmt.Fprintf(w, "  %-30s shale %9.1f %-7s vs kfake %9.1f %-7s ratio %5.3f%s\n", label, sv, unit, kv, unit, ratio, verdict(goal, ratio))
+		fmt.Fprintf(w, "  %-30s shale %9.1f %-7s vs kfake %9.1f %-7s ratio %5.3f (%s)%s\n", label, sv, unit, kv, unit, ratio, dir, verdict(goal, ratio))
 	}
-	line("produce throughput", s.Produce.MBps(), k.Produce.MBps(), "MB/s", ">= 1.5")
-	line("consume throughput", s.Consume.MBps(), k.Consume.MBps(), "MB/s", ">= 1.5")
-	line("server CPU per GB produced", s.Produce.CPUSecPerGB(), k.Produce.CPUSecPerGB(), "CPU s", "")
-	line("server CPU per GB consumed", s.Consume.CPUSecPerGB(), k.Consume.CPUSecPerGB(), "CPU s", "")
+	line("produce throughput", s.Produce.MBps(), k.Produce.MBps(), "MB/s", "higher is better", ">= 1.5")
+	line("consume throughput", s.Consume.MBps(), k.Consume.MBps(), "MB/s", "higher is better", ">= 1.5")
+	line("server CPU per GB produced", s.Produce.CPUSecPerGB(), k.Produce.CPUSecPerGB(), "CPU s", "lower is better", "")
+	line("server CPU per GB consumed", s.Consume.CPUSecPerGB(), k.Consume.CPUSecPerGB(), "CPU s", "lower is better", "")
 	fmt.Fprintf(w, "  (wall: shale produce %v consume %v; kfake produce %v consume %v)\n",
 		s.Produce.Wall.Round(time.Millisecond), s.Consume.Wall.Round(time.Millisecond),
 		k.Produce.Wall.Round(time.Millisecond), k.Consume.Wall.Round(time.Millisecond))

@@ -105,8 +105,12 @@ func writeGoBench(w io.Writer, med map[Key]map[string]float64) map[Key]bool {
 			}
 			used[Key{modPath + r.pkg, joinName(peerName, peerSub)}] = true
 			ratio := fig / pv
-			fmt.Fprintf(w, "  %-34s %12s  vs %-24s %12s  ratio %5.3f%s\n", label, formatFig(fig, r.unit),
-				r.peerDesc, formatFig(pv, r.unit), ratio, verdict(r.goal, ratio))
+			dir := "higher is better"
+			if r.unit == "ns/op" {
+				dir = "lower is better"
+			}
+			fmt.Fprintf(w, "  %-34s %12s  vs %-24s %12s  ratio %5.3f (%s)%s\n", label, formatFig(fig, r.unit),
+				r.peerDesc, formatFig(pv, r.unit), ratio, dir, verdict(r.goal, ratio))
 		}
 	}
 	return used

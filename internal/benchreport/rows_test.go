@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWriteGoBench(t *testing.T) {
+	out := `pkg: github.com/shale-io/shale/segment
+BenchmarkAppend-2 100 1000 ns/op 400.00 MB/s
+BenchmarkPlainWrite-2 100 1000 ns/op 500.00 MB/s
+BenchmarkNew-2 100 42 ns/op
+pkg: github.com/shale-io/shale/ingest
+BenchmarkRoundTrip/server-2 100 90000 ns/op 1.00 MB/s
+BenchmarkRoundTrip/tcp-echo-2 100 30000 ns/op 3.00 MB/s
+`
+	samples, err := ParseBench(strings.NewReader(out), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	med := Medians(samples)
+	used := writeGoBench(&b, med)
+	writeOthers(&b, med, used)
+	got := b.String()
+	for _, want := range []string{
+		"ratio 0.800 (higher is better)  goal >= 0.80 met",
+		"ratio 3.000 (lower is better)",
+		"MISSING: no BenchmarkOffsetLookup in ./segment",
+		"segment BenchmarkNew",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "segment BenchmarkAppend ") || strings.Contains(got, "tcp-echo ") {
+		t.Errorf("benchmarks used by a row are listed again under others:\n%s", got)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		goal  string
+		ratio float64
+		want  string
+	}{
+		{">= 1.5", 1.497, "  goal >= 1.5 NOT MET"},
+		{">= 1.5", 1.5, "  goal >= 1.5 met"},
+		{"<= 2", 2.5, "  goal <= 2 NOT MET"},
+		{"", 9, ""},
+	} {
+		if got := verdict(c.goal, c.ratio); got != c.want {
+			t.Errorf("verdict(%q, %v) = %q, want %q", c.goal, c.ratio, got, c.want)
+		}
+	}
+}
