@@ -1,0 +1,116 @@
+package controlplane
+
+import (
+	"slices"
+	"testing"
+)
+
+func liveSet(ids ...int32) func(int32) bool {
+	return func(b int32) bool { return slices.Contains(ids, b) }
+}
+
+func ps(leader, epoch int32, replicas, isr []int32) PartitionState {
+	return PartitionState{Topic: "t", Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}
+}
+
+func TestElectOnBrokerChange(t *testing.T) {
+	cases := []struct {
+		name       string
+		st         PartitionState
+		live       []int32
+		unclean    bool
+		wantLeader int32
+		wantEpoch  int32
+		wantISR    []int32
+		changed    bool
+	}{
+		{"all live, nothing to do", ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3}), []int32{1, 2, 3}, false, 1, 3, []int32{1, 2, 3}, false},
+		{"follower dies: ISR shrinks, leader stays", ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3}), []int32{1, 2}, false, 1, 3, []int32{1, 2}, true},
+		{"leader dies: next ISR replica in assignment order", ps(1, 3, []int32{1, 2, 3}, []int32{3, 1, 2}), []int32{2, 3}, false, 2, 4, []int32{3, 2}, true},
+		{"leader dies, only out-of-sync replicas live: offline", ps(1, 3, []int32{1, 2, 3}, []int32{1}), []int32{2, 3}, false, -1, 4, []int32{1}, true},
+		{"same, unclean allowed: first live replica, ISR reset", ps(1, 3, []int32{1, 2, 3}, []int32{1}), []int32{2, 3}, true, 2, 4, []int32{2}, true},
+		{"everyone dead: last ISR member kept", ps(2, 5, []int32{1, 2, 3}, []int32{2, 3}), nil, false, -1, 6, []int32{2}, true},
+		{"offline partition, last leader returns", ps(-1, 6, []int32{1, 2, 3}, []int32{2}), []int32{2}, false, 2, 7, []int32{2}, true},
+		{"offline partition, an out-of-sync replica returns: still offline", ps(-1, 6, []int32{1, 2, 3}, []int32{2}), []int32{3}, false, -1, 6, []int32{2}, false},
+	}
+	for _, c := range cases {
+		d := ElectOnBrokerChange(c.st, liveSet(c.live...), c.unclean)
+		if d.State.Leader != c.wantLeader || d.State.LeaderEpoch != c.wantEpoch || !slices.Equal(d.State.ISR, c.wantISR) || d.Changed != c.changed {
+			t.Errorf("%s: leader %d epoch %d isr %v changed %v; want %d %d %v %v", c.name,
+				d.State.Leader, d.State.LeaderEpoch, d.State.ISR, d.Changed, c.wantLeader, c.wantEpoch, c.wantISR, c.changed)
+		}
+		if d.Changed == false && d.LeaderChanged {
+			t.Errorf("%s: leader changed without a change", c.name)
+		}
+	}
+}
+
+// TestElectionNeverLosesTheISR: whatever brokers are live, the new leader is
+// either an ISR member or (unclean only) a live replica; the ISR is never
+// empty and only shrinks to live members or the last one standing.
+func TestElectionNeverLosesTheISR(t *testing.T) {
+	replicas := []int32{1, 2, 3}
+	for mask := 0; mask < 8; mask++ {
+		var live []int32
+		for i, r := range replicas {
+			if mask&(1<<i) != 0 {
+				live = append(live, r)
+			}
+		}
+		for isrMask := 1; isrMask < 8; isrMask++ {
+			var isr []int32
+			for i, r := range replicas {
+				if isrMask&(1<<i) != 0 {
+					isr = append(isr, r)
+				}
+			}
+			for _, leader := range isr {
+				st := ps(leader, 0, replicas, isr)
+				d := ElectOnBrokerChange(st, liveSet(live...), false)
+				if len(d.State.ISR) == 0 {
+					t.Fatalf("live %v isr %v: empty ISR", live, isr)
+				}
+				for _, m := range d.State.ISR {
+					if !slices.Contains(isr, m) {
+						t.Fatalf("live %v isr %v: %d joined the ISR", live, isr, m)
+					}
+				}
+				if l := d.State.Leader; l >= 0 && (!slices.Contains(isr, l) || !slices.Contains(live, l)) {
+					t.Fatalf("live %v isr %v: clean election chose %d", live, isr, l)
+				}
+				if d.LeaderChanged != (d.State.LeaderEpoch == 1) {
+					t.Fatalf("epoch must move exactly when the leader does")
+				}
+			}
+		}
+	}
+}
+
+func TestElectPreferredAndMoveAway(t *testing.T) {
+	st := ps(2, 4, []int32{1, 2, 3}, []int32{1, 2, 3})
+	if d := ElectPreferred(st, liveSet(1, 2, 3)); d.State.Leader != 1 || d.State.LeaderEpoch != 5 {
+		t.Fatalf("preferred: %+v", d.State)
+	}
+	if d := ElectPreferred(st, liveSet(2, 3)); d.Changed {
+		t.Fatalf("preferred replica dead: no change expected: %+v", d.State)
+	}
+	d := MoveLeaderAway(st, 2, liveSet(1, 2, 3))
+	if d.State.Leader != 1 || slices.Contains(d.State.ISR, 2) || d.State.LeaderEpoch != 5 {
+		t.Fatalf("move away: %+v", d.State)
+	}
+	solo := ps(2, 4, []int32{2}, []int32{2})
+	if d := MoveLeaderAway(solo, 2, liveSet(2)); d.Changed {
+		t.Fatalf("a single replica keeps leading through a clean stop: %+v", d.State)
+	}
+}
+
+func TestReassign(t *testing.T) {
+	st := ps(1, 2, []int32{1, 2}, []int32{1, 2})
+	d := Reassign(st, []int32{3, 2}, liveSet(1, 2, 3))
+	if !slices.Equal(d.State.Replicas, []int32{3, 2}) || d.State.Leader != 3 && d.State.Leader != 2 || slices.Contains(d.State.ISR, 1) {
+		t.Fatalf("reassign: %+v", d.State)
+	}
+	if !d.LeaderChanged || d.State.LeaderEpoch != 3 {
+		t.Fatalf("leader 1 was removed, so the leader and epoch must move: %+v", d.State)
+	}
+}
