@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shale-io/shale/infra/config"
@@ -65,6 +66,14 @@ type Replica struct {
 	// appendMu serialises appends, so producer state and offsets agree.
 	appendMu  sync.Mutex
 	producers *ProducerState // REQUIRES: appendMu held
+
+	// remote is the tiering manager's view of the remote segments.
+	remote struct {
+		sync.Mutex
+		state RemoteState
+		known bool
+	}
+	diskFull atomic.Bool // refuse appends with ErrDiskFull
 
 	mu struct {
 		sync.Mutex
@@ -255,6 +264,9 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	if !leader {
 		return AppendResult{}, ErrNotLeader
 	}
+	if r.diskFull.Load() {
+		return AppendResult{}, ErrDiskFull
+	}
 	h, err := batch.Validate(records, int(tc.Int64(config.MaxMessageBytes)))
 	if err != nil {
 		if errors.Is(err, batch.ErrCorrupt) && len(records) > batch.HeaderSize {
@@ -304,7 +316,7 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	}
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: logAppendTime,
-			LogStartOffset: r.log.LogStartOffset(), Duplicate: true}, nil
+			LogStartOffset: r.LogStartOffset(), Duplicate: true}, nil
 	}
 	info, err := r.log.Append(records, epoch)
 	if err != nil {
@@ -320,7 +332,7 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	r.setHW(r.log.LogEndOffset())
 	r.mu.Unlock()
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
-		LogStartOffset: r.log.LogStartOffset()}, nil
+		LogStartOffset: r.LogStartOffset()}, nil
 }
 
 func targetCodec(compressionType string) (batch.Codec, bool) {
@@ -458,13 +470,21 @@ func RetentionPlan(segs []segment.SegmentInfo, now time.Time, retentionMs, reten
 }
 
 // ApplyRetention deletes the closed segments that retention.ms and
-// retention.bytes no longer keep, moving the log start offset.
+// retention.bytes no longer keep, moving the local log start offset. With
+// remote.storage.enable, only segments committed to the bucket go, once past
+// local.retention.ms/bytes (see TieredRetentionPlan); the remote ones are
+// the tiering manager's to delete.
 func (r *Replica) ApplyRetention(now time.Time) error {
 	tc := r.Config()
 	if tc.String(config.CleanupPolicy) == "compact" {
 		return nil
 	}
-	start := RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
+	var start int64
+	if tc.Bool(config.RemoteStorageEnable) {
+		start = r.tieredRetention(now, tc)
+	} else {
+		start = RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
+	}
 	if start < 0 || start <= r.log.LogStartOffset() {
 		return nil
 	}

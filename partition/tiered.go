@@ -1,0 +1,114 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/segment"
+)
+
+// ErrDiskFull: the data directory's filesystem is past the broker's
+// disk_high_watermark; produce is refused until tiering and retention free
+// space (KAFKA_STORAGE_ERROR, which clients retry).
+var ErrDiskFull = errors.New("partition: data disk above its high-water mark")
+
+// RemoteState is what the tiering manager tells a replica about its remote
+// (tiered) segments.
+type RemoteState struct {
+	// LogStart is the lowest offset held in remote segments, or -1 when
+	// there are none.
+	LogStart int64
+	// CopiedNext: every local segment whose next offset is <= CopiedNext is
+	// committed remotely (CopyFinished). Local retention never deletes
+	// past it.
+	CopiedNext int64
+}
+
+// SetRemoteState records the partition's remote state (the tiering manager
+// calls it after each pass). Safe for concurrent use.
+func (r *Replica) SetRemoteState(s RemoteState) {
+	r.remote.Lock()
+	r.remote.state = s
+	r.remote.known = true
+	r.remote.Unlock()
+}
+
+// RemoteState returns the last state set, and false when none was set.
+func (r *Replica) RemoteState() (RemoteState, bool) {
+	r.remote.Lock()
+	defer r.remote.Unlock()
+	return r.remote.state, r.remote.known
+}
+
+// LogStartOffset is the partition's log start: the first offset retained
+// anywhere, remote or local.
+func (r *Replica) LogStartOffset() int64 {
+	local := r.log.LogStartOffset()
+	if s, ok := r.RemoteState(); ok && s.LogStart >= 0 && s.LogStart < local {
+		return s.LogStart
+	}
+	return local
+}
+
+// LocalLogStartOffset is the first offset still on local disk.
+func (r *Replica) LocalLogStartOffset() int64 { return r.log.LogStartOffset() }
+
+// SetDiskFull turns the disk high-water mark refusal of appends on or off.
+func (r *Replica) SetDiskFull(full bool) { r.diskFull.Store(full) }
+
+// SnapshotAtOrBelow returns the path and offset of the newest producer-state
+// snapshot file at or below offset; ok is false when there is none. The file
+// may be removed by a later roll: open it promptly and tolerate ENOENT.
+func (r *Replica) SnapshotAtOrBelow(offset int64) (path string, at int64, ok bool) {
+	offs := listSnapshots(r.dir)
+	for i := len(offs) - 1; i >= 0; i-- {
+		if offs[i] <= offset {
+			return snapshotName(r.dir, offs[i]), offs[i], true
+		}
+	}
+	return "", 0, false
+}
+
+// SegmentPath returns the path of a segment file of this replica: base is
+// the segment's base offset, suffix ".log", ".index" or ".timeindex".
+func (r *Replica) SegmentPath(base int64, suffix string) string {
+	return filepath.Join(r.dir, segmentFileName(base, suffix))
+}
+
+func segmentFileName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
+
+// TieredRetentionPlan decides, without touching the disk, the new local log
+// start of a replica with remote storage on: the next offset of the last of
+// a run of closed segments, from the oldest, that are each committed
+// remotely (next offset <= copiedNext) and past local retention
+// (local.retention.ms by max timestamp, or local.retention.bytes) or past
+// total retention. It returns -1 when nothing is due; the active segment is
+// never chosen.
+func TieredRetentionPlan(segs []segment.SegmentInfo, now time.Time, localMs, localBytes, totalMs, totalBytes, copiedNext int64) int64 {
+	byLocal := RetentionPlan(segs, now, localMs, localBytes)
+	byTotal := RetentionPlan(segs, now, totalMs, totalBytes)
+	want := max(byLocal, byTotal)
+	start := int64(-1)
+	for _, s := range segs {
+		if s.Active || s.NextOffset > want || s.NextOffset > copiedNext {
+			break
+		}
+		start = s.NextOffset
+	}
+	return start
+}
+
+// tieredRetention is ApplyRetention for a replica with remote storage on.
+// Until the tiering manager has reported (SetRemoteState), nothing is
+// deleted.
+func (r *Replica) tieredRetention(now time.Time, tc *config.TopicConfig) int64 {
+	s, ok := r.RemoteState()
+	if !ok {
+		return -1
+	}
+	return TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
+		tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
+}
