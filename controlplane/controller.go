@@ -1,0 +1,205 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// BucketController holds the controller lease: one key, created only if
+// absent, renewed by revision, expiring with the bucket's TTL.
+const BucketController = "shale_controller"
+
+const controllerKey = "lease"
+
+// ControllerConfig configures a node's controller candidate.
+type ControllerConfig struct {
+	// NodeID is this node's broker id.
+	NodeID int32
+	// LeaseTTL is how long a lease lives without renewal; another node takes
+	// over within about this time after the controller dies. Default 3 s.
+	LeaseTTL time.Duration
+	// Unclean reports unclean.leader.election.enable for a topic. Nil: false.
+	Unclean func(topic string) bool
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Controller is a node's candidacy for the controller role. Every node runs
+// one; the one holding the lease applies the election rules (election.go) to
+// every partition whenever brokers come and go, by compare-and-set on the
+// partition records, so a deposed controller's stale decision can never
+// overwrite a newer one.
+type Controller struct {
+	store *Store
+	kv    jetstream.KeyValue
+	cfg   ControllerConfig
+	log   *slog.Logger
+
+	poke   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	holder  atomic.Int32 // the controller's node id as last seen, -1 unknown
+	leading atomic.Bool  // this node holds the lease
+	leaseRv uint64       // owned by the loop goroutine
+	unsub   func()
+}
+
+// StartController joins the controller election.
+func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Controller, error) {
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 3 * time.Second
+	}
+	if cfg.LeaseTTL < time.Second {
+		return nil, fmt.Errorf("controlplane: controller lease %v: want at least 1s", cfg.LeaseTTL)
+	}
+	if cfg.Unclean == nil {
+		cfg.Unclean = func(string) bool { return false }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	kv, err := s.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket: BucketController, History: 1, TTL: cfg.LeaseTTL,
+		Replicas: max(s.cfg.Replicas, 1), Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	c := &Controller{store: s, kv: kv, cfg: cfg, log: cfg.Logger.With("component", "controller"),
+		poke: make(chan struct{}, 1), cancel: cancel}
+	c.holder.Store(-1)
+	c.unsub = s.Subscribe(func(ev Event) {
+		switch ev.Kind {
+		case BrokerUp, BrokerDown, TopicCreated, TopicChanged, PartitionChanged:
+			c.Poke()
+		}
+	})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.loop(lctx)
+	}()
+	return c, nil
+}
+
+// Poke asks the loop to run now.
+func (c *Controller) Poke() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// ID is the node id of the current controller as this node last saw it, or
+// -1 when unknown.
+func (c *Controller) ID() int32 { return c.holder.Load() }
+
+// IsController reports whether this node holds the lease.
+func (c *Controller) IsController() bool { return c.leading.Load() }
+
+// Close stops the loop and, when holding the lease, releases it so another
+// node takes over at once.
+func (c *Controller) Close() {
+	c.unsub()
+	c.cancel()
+	c.wg.Wait()
+	if c.leading.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := c.kv.Delete(ctx, controllerKey, jetstream.LastRevision(c.leaseRv)); err != nil {
+			c.log.Debug("releasing the controller lease", "err", err)
+		}
+		c.leading.Store(false)
+	}
+}
+
+func (c *Controller) loop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		c.step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.poke:
+		}
+	}
+}
+
+// step renews or acquires the lease, then, as controller, reconciles every
+// partition with the live brokers.
+func (c *Controller) step(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+	defer cancel()
+	me := []byte(strconv.FormatInt(int64(c.cfg.NodeID), 10))
+	if c.leading.Load() {
+		rev, err := c.kv.Update(rctx, controllerKey, me, c.leaseRv)
+		if err != nil {
+			c.log.Warn("controller lease lost", "err", err)
+			c.leading.Store(false)
+		} else {
+			c.leaseRv = rev
+		}
+	}
+	if !c.leading.Load() {
+		if rev, err := c.kv.Create(rctx, controllerKey, me); err == nil {
+			c.leaseRv = rev
+			c.leading.Store(true)
+			c.log.Info("became controller", "node", c.cfg.NodeID, "lease_revision", rev)
+		} else if entry, gerr := c.kv.Get(rctx, controllerKey); gerr == nil {
+			if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
+				c.holder.Store(int32(id))
+			}
+		} else if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+			c.holder.Store(-1)
+		}
+	}
+	if !c.leading.Load() {
+		return
+	}
+	c.holder.Store(c.cfg.NodeID)
+	c.reconcile(ctx)
+}
+
+// reconcile applies ElectOnBrokerChange to every partition.
+func (c *Controller) reconcile(ctx context.Context) {
+	live := map[int32]bool{}
+	for _, b := range c.store.Brokers() {
+		live[b.NodeID] = true
+	}
+	isLive := func(b int32) bool { return live[b] }
+	for _, t := range c.store.Topics() {
+		unclean := c.cfg.Unclean(t.Name)
+		for _, st := range c.store.Partitions(t.Name) {
+			d := ElectOnBrokerChange(st, isLive, unclean)
+			if !d.Changed || !c.leading.Load() {
+				continue
+			}
+			uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+			_, err := c.store.UpdatePartition(uctx, d.State)
+			cancel()
+			switch {
+			case err == nil:
+				if d.LeaderChanged {
+					c.log.Info("elected leader", "topic", t.Name, "partition", st.Partition,
+						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
+				}
+			case errors.Is(err, ErrConflict):
+				c.Poke() // someone wrote first: decide again on the fresh state
+			default:
+				c.log.Warn("updating partition", "topic", t.Name, "partition", st.Partition, "err", err)
+			}
+		}
+	}
+}
