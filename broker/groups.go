@@ -1,9 +1,60 @@
 package broker
 
-import "github.com/shale-io/shale/ingest"
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/ingest"
+)
+
+// groupMinSessionTimeout is group.min.session.timeout.ms. Kafka's default
+// is 6 s; Shale accepts sessions from 1 s so that tests and latency-minded
+// deployments can detect a dead consumer sooner. Not configurable yet.
+const groupMinSessionTimeout = time.Second
 
 // registerGroupAPIs registers the consumer group coordinator's APIs
 // (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
 // DeleteGroups). The group package owns them; this is the wiring.
-func (n *Node) registerGroupAPIs(reg *ingest.Registry) {}
+//
+// The coordinator owns no goroutine beyond the lifetime of the
+// __consumer_offsets replicas it serves: its groups stop when their
+// partition's replica closes (which Node.Close does last), so it needs no
+// place in the node's shutdown order.
+func (n *Node) registerGroupAPIs(reg *ingest.Registry) {
+	c := group.New(group.Config{
+		ReplicationFactor: n.cfg.DefaultReplicationFactor,
+		MinSessionTimeout: groupMinSessionTimeout,
+		Logger:            n.logger,
+	}, n.replicas, groupCluster{n})
+	c.Register(reg)
+}
+
+// groupCluster is the control plane as the group coordinator sees it.
+type groupCluster struct{ n *Node }
+
+// EnsureTopic implements group.Cluster.
+func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
+	if _, err := gc.n.store.CreateTopic(ctx, name, partitions, rf, configs); err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
+		return err
+	}
+	gc.n.reconcile()
+	return nil
+}
+
+// PartitionLeader implements group.Cluster.
+func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, bool) {
+	st, ok := gc.n.store.Partition(topic, p)
+	if !ok || st.Leader < 0 {
+		return group.Broker{}, false
+	}
+	for _, b := range gc.n.store.Brokers() {
+		if b.NodeID == st.Leader {
+			return group.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port}, true
+		}
+	}
+	return group.Broker{}, false
+}

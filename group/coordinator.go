@@ -1,0 +1,298 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// Config configures a Coordinator. Zero fields take the defaults.
+type Config struct {
+	// Partitions is offsets.topic.num.partitions (default 50). Every node
+	// of a cluster must agree on it.
+	Partitions int32
+	// ReplicationFactor is the offsets topic's replication factor when this
+	// node creates it (default 1).
+	ReplicationFactor int16
+	// MinSessionTimeout and MaxSessionTimeout are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms
+	// (defaults 6 s and 30 min); a JoinGroup outside them gets
+	// INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// CommitTimeout bounds the wait for the high watermark after an
+	// append (offsets.commit.timeout.ms, default 5 s).
+	CommitTimeout time.Duration
+	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
+	MaxMetadataBytes int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Partitions <= 0 {
+		c.Partitions = 50
+	}
+	if c.ReplicationFactor <= 0 {
+		c.ReplicationFactor = 1
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 5 * time.Second
+	}
+	if c.MaxMetadataBytes <= 0 {
+		c.MaxMetadataBytes = 4096
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Broker is where a client finds a coordinator.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+}
+
+// Cluster is what the coordinator needs of the control plane.
+type Cluster interface {
+	// EnsureTopic creates the topic unless it exists; an existing topic is
+	// success. It returns once this node's replicas reflect the topic.
+	EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error
+	// PartitionLeader is the broker leading a partition, false when the
+	// partition is unknown or has no live leader.
+	PartitionLeader(topic string, p int32) (Broker, bool)
+}
+
+// Coordinator is this node's group coordinator. It is safe for concurrent
+// use; Close stops it.
+type Coordinator struct {
+	cfg     Config
+	leaders ingest.Leaders
+	cluster Cluster
+	log     *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // load goroutines and group runners
+
+	mu struct {
+		sync.Mutex
+		shards map[int32]*shard
+		closed bool
+	}
+}
+
+// New returns a coordinator serving the groups whose offsets partitions
+// leaders says this node leads.
+func New(cfg Config, leaders ingest.Leaders, cluster Cluster) *Coordinator {
+	cfg.setDefaults()
+	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, log: cfg.Logger.With("component", "group")}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.shards = map[int32]*shard{}
+	return c
+}
+
+// Register serves the group APIs on reg.
+func (c *Coordinator) Register(reg *ingest.Registry) {
+	reg.Register(10, 0, 4, c.handleFindCoordinator)
+	reg.Register(11, 0, 9, c.handleJoinGroup)
+	reg.Register(14, 0, 5, c.handleSyncGroup)
+	reg.Register(12, 0, 4, c.handleHeartbeat)
+	reg.Register(13, 0, 5, c.handleLeaveGroup)
+	reg.Register(8, 0, 8, c.handleOffsetCommit)
+	reg.Register(9, 0, 8, c.handleOffsetFetch)
+	reg.Register(47, 0, 0, c.handleOffsetDelete)
+	reg.Register(16, 0, 4, c.handleListGroups)
+	reg.Register(15, 0, 5, c.handleDescribeGroups)
+	reg.Register(42, 0, 2, c.handleDeleteGroups)
+}
+
+// Close stops every group (held requests are answered NOT_COORDINATOR) and
+// waits for the coordinator's goroutines. It is idempotent. The replicas
+// are the caller's: close them after.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	for _, sh := range c.mu.shards {
+		c.unloadLocked(sh)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *Coordinator) goTracked(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// lookup returns the runner of group id. With create, an unknown group is
+// created (Empty). A nil runner and nil error: no such group.
+func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
+	p := PartitionFor(id, c.cfg.Partitions)
+	rep, err := c.leaders.Leader(OffsetsTopic, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, ErrClosed
+	}
+	sh := c.mu.shards[p]
+	if err != nil {
+		if sh != nil {
+			c.unloadLocked(sh)
+		}
+		return nil, fmt.Errorf("%w: %s-%d: %v", ErrNotCoordinator, OffsetsTopic, p, err)
+	}
+	if sh == nil || sh.replica != rep {
+		if sh != nil {
+			c.unloadLocked(sh)
+		}
+		sh = &shard{partition: p, replica: rep, groups: map[string]*runner{}}
+		c.mu.shards[p] = sh
+		c.goTracked(func() { c.load(sh) })
+		c.goTracked(func() { c.watch(sh) })
+		return nil, ErrLoadInProgress
+	}
+	if !sh.ready {
+		return nil, ErrLoadInProgress
+	}
+	r := sh.groups[id]
+	if r == nil && create {
+		r = c.startRunnerLocked(sh, newGroup(id, &c.cfg, nil))
+	}
+	return r, nil
+}
+
+// groupsLoaded returns the runners of every loaded group (ListGroups).
+func (c *Coordinator) groupsLoaded() []*runner {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*runner
+	for _, sh := range c.mu.shards {
+		if sh.ready {
+			for _, r := range sh.groups {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// unloadLocked stops sh's groups and forgets it. REQUIRES: c.mu held.
+func (c *Coordinator) unloadLocked(sh *shard) {
+	for _, r := range sh.groups {
+		r.stopOnce()
+	}
+	sh.groups = map[string]*runner{}
+	sh.unloaded = true
+	if c.mu.shards[sh.partition] == sh {
+		delete(c.mu.shards, sh.partition)
+	}
+}
+
+// watch unloads sh when its replica closes (the node stops, or the
+// partition moves away) or the coordinator closes.
+func (c *Coordinator) watch(sh *shard) {
+	sh.replica.WaitForHW(c.ctx, math.MaxInt64) // returns only on close
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unloadLocked(sh)
+}
+
+// forget drops a dead group's runner. It is called by the runner itself.
+func (c *Coordinator) forget(sh *shard, r *runner) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sh.groups[r.g.id] == r {
+		delete(sh.groups, r.g.id)
+	}
+}
+
+// append writes records to sh's partition as one batch and returns the
+// last offset; the caller waits for the high watermark to pass it.
+func (c *Coordinator) append(sh *shard, records []record) (int64, error) {
+	now := c.cfg.Now().UnixMilli()
+	recs := make([]batch.Record, len(records))
+	for i, r := range records {
+		recs[i] = batch.Record{Key: r.key, Value: r.value}
+	}
+	opts := batch.NoProducer()
+	opts.FirstTimestamp = now
+	b, err := batch.Build(nil, opts, recs)
+	if err != nil {
+		return -1, err
+	}
+	res, err := sh.replica.AppendLeader(b)
+	if err != nil {
+		return -1, fmt.Errorf("%w: appending to %s-%d: %v", ErrNotCoordinator, OffsetsTopic, sh.partition, err)
+	}
+	return res.LastOffset, nil
+}
+
+// call runs fn on r's goroutine and waits for its one reply, then for the
+// high watermark the reply asks for. The response is NOT_COORDINATOR-like
+// (from onGone) when the group stops before answering.
+func (c *Coordinator) call(ctx context.Context, r *runner, fn func(g *group, send replyFn), onGone func() kmsg.Response) (kmsg.Response, error) {
+	type answer struct {
+		resp kmsg.Response
+		hw   int64
+	}
+	ch := make(chan answer, 1)
+	send := func(resp kmsg.Response, hw int64) { ch <- answer{resp, hw} }
+	if !r.submit(ctx, func(g *group) { fn(g, send) }) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return onGone(), nil
+	}
+	var a answer
+	select {
+	case a = <-ch:
+	case <-r.done:
+		select {
+		case a = <-ch:
+		default:
+			return onGone(), nil
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if a.hw >= 0 {
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+		defer cancel()
+		if err := r.shard.replica.WaitForHW(wctx, a.hw); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.log.Warn("offsets append not replicated in time", "group", r.g.id, "err", err)
+			return onGone(), nil
+		}
+	}
+	return a.resp, nil
+}

@@ -1,0 +1,70 @@
+package group
+
+// DeleteGroups (key 42), versions 0-2.
+//
+//   - v2: flexible versions.
+//
+// Only a group without members may be deleted (NON_EMPTY_GROUP); an
+// unknown one is GROUP_ID_NOT_FOUND. Deletion writes tombstones for the
+// group's metadata and every committed offset, then the group is Dead and
+// forgotten.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DeleteGroupsRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, id := range r.Groups {
+			dg := kmsg.NewDeleteGroupsResponseGroup()
+			dg.Group = id
+			rn, err := c.lookup(id, false)
+			switch {
+			case err != nil:
+				dg.ErrorCode = errorCode(err)
+			case rn == nil:
+				dg.ErrorCode = kerr.GroupIDNotFound.Code
+			default:
+				_, err := c.call(ctx, rn, func(g *group, send replyFn) {
+					var hw int64
+					dg.ErrorCode, hw = g.deleteGroup()
+					send(nil, hw)
+				}, func() kmsg.Response { dg.ErrorCode = kerr.GroupIDNotFound.Code; return nil })
+				if err != nil {
+					return nil, err
+				}
+			}
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
+	}}, nil
+}
+
+// deleteGroup tombstones the group and marks it Dead (its runner then
+// stops and forgets it).
+func (g *group) deleteGroup() (int16, int64) {
+	switch {
+	case g.state == StateDead:
+		return kerr.GroupIDNotFound.Code, -1
+	case len(g.members) > 0 || g.state != StateEmpty:
+		return kerr.NonEmptyGroup.Code, -1
+	}
+	recs := []record{{key: groupKey(g.id)}}
+	for tp := range g.offsets {
+		recs = append(recs, record{key: offsetKey(g.id, tp)})
+	}
+	hw, err := g.persist(recs)
+	if err != nil {
+		return errorCode(err), -1
+	}
+	g.offsets = map[topicPartition]offsetEntry{}
+	g.setState(StateDead)
+	return 0, hw
+}

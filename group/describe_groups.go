@@ -1,0 +1,58 @@
+package group
+
+// DescribeGroups (key 15), versions 0-5.
+//
+//   - v3: AuthorizedOperations (answered as not computed).
+//   - v4: GroupInstanceID per member.  v5: flexible versions.
+//
+// An unknown group is described as Dead with no error, as Kafka does.
+// Members carry their metadata for the chosen protocol and their
+// assignment once a protocol is chosen.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.DescribeGroupsRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, id := range r.Groups {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.State, dg.AuthorizedOperations = id, StateDead.String(), -2147483648
+			rn, err := c.lookup(id, false)
+			if err != nil {
+				dg.ErrorCode = errorCode(err)
+			} else if rn != nil {
+				_, err := c.call(ctx, rn, func(g *group, send replyFn) {
+					g.describe(&dg)
+					send(nil, -1)
+				}, func() kmsg.Response { dg.State = StateDead.String(); return nil })
+				if err != nil {
+					return nil, err
+				}
+			}
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
+	}}, nil
+}
+
+func (g *group) describe(dg *kmsg.DescribeGroupsResponseGroup) {
+	dg.State, dg.ProtocolType, dg.Protocol = g.state.String(), g.protocolType, g.protocol
+	for _, id := range g.memberIDs() {
+		m := g.members[id]
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+		if g.protocol != "" && g.state != StatePreparingRebalance {
+			md, _ := m.metadataFor(g.protocol)
+			dm.ProtocolMetadata = md
+			dm.MemberAssignment = m.assignment
+		}
+		dg.Members = append(dg.Members, dm)
+	}
+}

@@ -1,0 +1,84 @@
+package group
+
+// FindCoordinator (key 10), versions 0-4.
+//
+//   - v1: CoordinatorType (0 group, 1 transaction), ErrorMessage.
+//   - v3: flexible versions.  v4: a batch of keys (KIP-699), answered
+//     per key.
+//
+// The coordinator of a group is the leader of __consumer_offsets
+// partition PartitionFor(group). The topic is created on first use
+// (compacted, internal). Transaction coordinators are not supported
+// (COORDINATOR_NOT_AVAILABLE).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+// offsetsTopicConfigs are the configs the offsets topic is created with.
+var offsetsTopicConfigs = map[string]string{
+	"cleanup.policy":   "compact",
+	"compression.type": "producer",
+	"segment.bytes":    "104857600",
+}
+
+func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.FindCoordinatorRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		keys := r.CoordinatorKeys
+		if req.Version < 4 {
+			keys = []string{r.CoordinatorKey}
+		}
+		for _, key := range keys {
+			b, err := c.findCoordinator(ctx, key, r.CoordinatorType)
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.NodeID, rc.Host, rc.Port = key, b.NodeID, b.Host, b.Port
+			if err != nil {
+				rc.NodeID, rc.Host, rc.Port = -1, "", -1
+				rc.ErrorCode = errorCode(err)
+				if rc.ErrorCode == kerr.UnknownServerError.Code || rc.ErrorCode == kerr.NotCoordinator.Code {
+					rc.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				}
+				msg := err.Error()
+				rc.ErrorMessage = &msg
+			}
+			if req.Version >= 4 {
+				resp.Coordinators = append(resp.Coordinators, rc)
+				continue
+			}
+			resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port =
+				rc.ErrorCode, rc.ErrorMessage, rc.NodeID, rc.Host, rc.Port
+		}
+		return resp, nil
+	}}, nil
+}
+
+// findCoordinator is the broker leading key's offsets partition, creating
+// the offsets topic on first use.
+func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType int8) (Broker, error) {
+	if keyType != 0 {
+		return Broker{}, fmt.Errorf("%w: coordinator type %d is not supported", ErrCoordinatorNotAvailable, keyType)
+	}
+	if key == "" {
+		return Broker{}, fmt.Errorf("%w: empty group id", ErrCoordinatorNotAvailable)
+	}
+	p := PartitionFor(key, c.cfg.Partitions)
+	b, ok := c.cluster.PartitionLeader(OffsetsTopic, p)
+	if ok {
+		return b, nil
+	}
+	if err := c.cluster.EnsureTopic(ctx, OffsetsTopic, c.cfg.Partitions, c.cfg.ReplicationFactor, offsetsTopicConfigs); err != nil {
+		return Broker{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, OffsetsTopic, err)
+	}
+	if b, ok = c.cluster.PartitionLeader(OffsetsTopic, p); !ok {
+		return Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
+	}
+	return b, nil
+}

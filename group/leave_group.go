@@ -1,0 +1,110 @@
+package group
+
+// LeaveGroup (key 13), versions 0-5.
+//
+//   - v3: a batch of members, each by member id or group instance id
+//     (KIP-345), with an error per member.
+//   - v4: flexible versions.  v5: Reason per member.
+//
+// Each member that leaves triggers a rebalance of the rest.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+// leaving is one member of a LeaveGroup.
+type leaving struct {
+	memberID   string
+	instanceID *string
+}
+
+func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.LeaveGroupRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		var ls []leaving
+		if req.Version < 3 {
+			ls = []leaving{{memberID: r.MemberID}}
+		} else {
+			for _, m := range r.Members {
+				ls = append(ls, leaving{memberID: m.MemberID, instanceID: m.InstanceID})
+			}
+		}
+		rn, err := c.lookup(r.Group, false)
+		switch {
+		case r.Group == "":
+			resp.ErrorCode = kerr.InvalidGroupID.Code
+		case err != nil:
+			resp.ErrorCode = errorCode(err)
+		case rn == nil && req.Version < 3:
+			resp.ErrorCode = kerr.UnknownMemberID.Code
+		case rn == nil:
+			for _, l := range ls {
+				resp.Members = append(resp.Members, leaveResult(l, kerr.UnknownMemberID.Code))
+			}
+		}
+		if resp.ErrorCode != 0 || rn == nil {
+			return resp, nil
+		}
+		return c.call(ctx, rn, func(g *group, send replyFn) {
+			codes := g.leave(ls)
+			if req.Version < 3 {
+				resp.ErrorCode = codes[0]
+			} else {
+				for i, l := range ls {
+					resp.Members = append(resp.Members, leaveResult(l, codes[i]))
+				}
+			}
+			send(resp, -1)
+		}, func() kmsg.Response { resp.ErrorCode = kerr.NotCoordinator.Code; return resp })
+	}}, nil
+}
+
+func leaveResult(l leaving, code int16) kmsg.LeaveGroupResponseMember {
+	m := kmsg.NewLeaveGroupResponseMember()
+	m.MemberID, m.InstanceID, m.ErrorCode = l.memberID, l.instanceID, code
+	return m
+}
+
+// leave removes the members and rebalances; it returns a code per member.
+func (g *group) leave(ls []leaving) []int16 {
+	codes := make([]int16, len(ls))
+	left := false
+	for i, l := range ls {
+		id := l.memberID
+		if l.instanceID != nil {
+			known, ok := g.static[*l.instanceID]
+			switch {
+			case !ok:
+				codes[i] = kerr.UnknownMemberID.Code
+				continue
+			case id != "" && id != known:
+				codes[i] = kerr.FencedInstanceID.Code
+				continue
+			}
+			id = known
+		}
+		if _, ok := g.pending[id]; ok {
+			delete(g.pending, id)
+			continue
+		}
+		m, ok := g.members[id]
+		if !ok {
+			codes[i] = kerr.UnknownMemberID.Code
+			continue
+		}
+		g.removeMember(m)
+		left = true
+	}
+	if left && g.state != StateEmpty && g.state != StateDead {
+		g.rebalance()
+	} else if g.state == StatePreparingRebalance && g.allJoined() {
+		g.completeJoin()
+	}
+	return codes
+}

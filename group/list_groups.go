@@ -1,0 +1,58 @@
+package group
+
+// ListGroups (key 16), versions 0-4.
+//
+//   - v3: flexible versions.  v4: StatesFilter and GroupState (KIP-518).
+//
+// Lists the groups this node coordinates (the loaded offsets partitions);
+// clients ask every broker and merge.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+// summary is a group's listing.
+type summary struct {
+	id, protocolType string
+	state            State
+}
+
+func (c *Coordinator) handleListGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.ListGroupsRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+		var all []summary
+		for _, rn := range c.groupsLoaded() {
+			var s summary
+			ok := false
+			_, err := c.call(ctx, rn, func(g *group, send replyFn) {
+				s, ok = summary{g.id, g.protocolType, g.state}, true
+				send(nil, -1)
+			}, func() kmsg.Response { return nil })
+			if err != nil {
+				return nil, err
+			}
+			if ok && s.state != StateDead {
+				all = append(all, s)
+			}
+		}
+		slices.SortFunc(all, func(a, b summary) int { return strings.Compare(a.id, b.id) })
+		for _, s := range all {
+			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(f string) bool {
+				return strings.EqualFold(f, s.state.String())
+			}) {
+				continue
+			}
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.ProtocolType, lg.GroupState = s.id, s.protocolType, s.state.String()
+			resp.Groups = append(resp.Groups, lg)
+		}
+		return resp, nil
+	}}, nil
+}

@@ -1,0 +1,172 @@
+package group
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// shard is one __consumer_offsets partition this node leads: the replica
+// and its groups. Its fields are guarded by the coordinator's mu, except
+// replica and partition, which never change.
+type shard struct {
+	partition int32
+	replica   *partition.Replica
+	ready     bool // loaded
+	unloaded  bool // replaced or closed: a late load must not publish
+	groups    map[string]*runner
+}
+
+// loadedGroup is what reading a partition leaves of one group.
+type loadedGroup struct {
+	meta    *kmsg.GroupMetadataValue // nil: no live metadata record
+	offsets map[topicPartition]offsetEntry
+}
+
+// readLoadBytes bounds one read of the offsets partition at load.
+const readLoadBytes = 1 << 20
+
+// readPartition replays rep from its log start to its high watermark and
+// returns the live state per group: the last record per key wins, a
+// tombstone deletes.
+func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
+	groups := map[string]*loadedGroup{}
+	get := func(id string) *loadedGroup {
+		lg := groups[id]
+		if lg == nil {
+			lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}}
+			groups[id] = lg
+		}
+		return lg
+	}
+	l := rep.Log()
+	hw := rep.HighWatermark()
+	for off := l.LogStartOffset(); off < hw; {
+		b, err := l.ReadBytes(off, readLoadBytes, hw, true)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
+		}
+		if len(b) == 0 {
+			break
+		}
+		next := off
+		err = batch.Split(b, func(h *batch.Header, one []byte) error {
+			next = h.NextOffset()
+			if h.Control() {
+				return nil
+			}
+			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
+				k, err := decodeKey(r.Key)
+				if err != nil {
+					return nil // not ours (a newer record type): skip, as Kafka skips unknown versions
+				}
+				lg := get(k.group)
+				switch {
+				case k.kind == kindOffset && r.Value == nil:
+					delete(lg.offsets, k.tp)
+				case k.kind == kindOffset:
+					e, err := decodeOffsetValue(r.Value)
+					if err != nil {
+						return err
+					}
+					lg.offsets[k.tp] = e
+				case r.Value == nil:
+					lg.meta = nil
+				default:
+					v, err := decodeGroupValue(r.Value)
+					if err != nil {
+						return err
+					}
+					lg.meta = v
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	for id, lg := range groups {
+		if lg.meta == nil && len(lg.offsets) == 0 {
+			delete(groups, id)
+		}
+	}
+	return groups, nil
+}
+
+// restore turns a loaded group into a live one at now: members are back
+// with their assignments and a fresh session, so that those still alive
+// keep heartbeating and the others expire.
+func restore(g *group, lg *loadedGroup, now time.Time) {
+	g.now = now
+	g.offsets = lg.offsets
+	v := lg.meta
+	if v == nil {
+		g.setState(StateEmpty)
+		return
+	}
+	g.protocolType, g.generation = v.ProtocolType, v.Generation
+	if v.Protocol != nil {
+		g.protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		g.leader = *v.Leader
+	}
+	for _, vm := range v.Members {
+		m := &member{
+			id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+			rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			protocols:        []protocol{{name: g.protocol, metadata: append([]byte(nil), vm.Subscription...)}},
+			assignment:       append([]byte(nil), vm.Assignment...),
+		}
+		if m.rebalanceTimeout <= 0 {
+			m.rebalanceTimeout = m.sessionTimeout
+		}
+		g.members[m.id] = m
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+		g.touch(m)
+	}
+	if len(g.members) == 0 {
+		g.protocol, g.leader = "", ""
+		g.setState(StateEmpty)
+		return
+	}
+	g.setState(StateStable)
+}
+
+// load reads sh's partition and publishes its groups, unless sh was
+// unloaded meanwhile. On failure the shard is dropped, so that the next
+// request tries again.
+func (c *Coordinator) load(sh *shard) {
+	start := time.Now()
+	groups, err := readPartition(sh.replica)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sh.unloaded || c.mu.closed {
+		return
+	}
+	if err != nil {
+		c.log.Error("loading groups failed", "partition", sh.partition, "err", err)
+		c.unloadLocked(sh)
+		return
+	}
+	now := c.cfg.Now()
+	for id, lg := range groups {
+		g := newGroup(id, &c.cfg, nil)
+		restore(g, lg, now)
+		c.startRunnerLocked(sh, g)
+	}
+	sh.ready = true
+	c.log.Info("loaded groups", "partition", sh.partition, "groups", len(groups), "took", time.Since(start))
+}

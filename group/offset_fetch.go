@@ -1,0 +1,168 @@
+package group
+
+// OffsetFetch (key 9), versions 0-8.
+//
+//   - v1: offsets from __consumer_offsets (v0 read ZooKeeper's; both are
+//     served the same here).  v2: top-level ErrorCode; null topics fetch
+//     every committed offset of the group.  v5: LeaderEpoch.
+//   - v6: flexible versions.  v7: RequireStable (no transactions, so
+//     nothing is ever unstable).  v8: several groups per request.
+//
+// A partition without a committed offset answers offset -1. A group this
+// node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
+// top in v2-v7, per partition in v0-v1).
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/ingest"
+)
+
+// fetchTopic is one topic of an OffsetFetch; nil partitions: all committed.
+type fetchTopic struct {
+	topic      string
+	partitions []int32
+}
+
+// fetchedOffset is one answer of an OffsetFetch.
+type fetchedOffset struct {
+	tp    topicPartition
+	entry offsetEntry
+	found bool
+}
+
+func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.OffsetFetchRequest)
+	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if req.Version >= 8 {
+			for _, rg := range r.Groups {
+				var ts []fetchTopic
+				if rg.Topics != nil {
+					ts = []fetchTopic{}
+					for _, t := range rg.Topics {
+						ts = append(ts, fetchTopic{t.Topic, t.Partitions})
+					}
+				}
+				got, code, err := c.fetchOffsets(ctx, rg.Group, ts)
+				if err != nil {
+					return nil, err
+				}
+				og := kmsg.NewOffsetFetchResponseGroup()
+				og.Group, og.ErrorCode = rg.Group, code
+				for _, t := range groupByTopic(got) {
+					ot := kmsg.NewOffsetFetchResponseGroupTopic()
+					ot.Topic = t[0].tp.topic
+					for _, f := range t {
+						op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = f.tp.partition, -1, -1, kmsg.StringPtr("")
+						if f.found {
+							op.Offset, op.LeaderEpoch, op.Metadata = f.entry.offset, f.entry.leaderEpoch, kmsg.StringPtr(f.entry.metadata)
+						}
+						ot.Partitions = append(ot.Partitions, op)
+					}
+					og.Topics = append(og.Topics, ot)
+				}
+				resp.Groups = append(resp.Groups, og)
+			}
+			return resp, nil
+		}
+		var ts []fetchTopic
+		if r.Topics != nil || req.Version < 2 {
+			ts = []fetchTopic{}
+			for _, t := range r.Topics {
+				ts = append(ts, fetchTopic{t.Topic, t.Partitions})
+			}
+		}
+		got, code, err := c.fetchOffsets(ctx, r.Group, ts)
+		if err != nil {
+			return nil, err
+		}
+		resp.ErrorCode = code
+		if code != 0 && req.Version < 2 {
+			// No top-level code before v2: put it on every partition.
+			for _, t := range ts {
+				for _, p := range t.partitions {
+					got = append(got, fetchedOffset{tp: topicPartition{t.topic, p}})
+				}
+			}
+		}
+		for _, t := range groupByTopic(got) {
+			ot := kmsg.NewOffsetFetchResponseTopic()
+			ot.Topic = t[0].tp.topic
+			for _, f := range t {
+				op := kmsg.NewOffsetFetchResponseTopicPartition()
+				op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = f.tp.partition, -1, -1, kmsg.StringPtr("")
+				if f.found {
+					op.Offset, op.LeaderEpoch, op.Metadata = f.entry.offset, f.entry.leaderEpoch, kmsg.StringPtr(f.entry.metadata)
+				}
+				if req.Version < 2 {
+					op.ErrorCode = code
+				}
+				ot.Partitions = append(ot.Partitions, op)
+			}
+			resp.Topics = append(resp.Topics, ot)
+		}
+		return resp, nil
+	}}, nil
+}
+
+// fetchOffsets reads one group's committed offsets: those of topics, or
+// all with nil topics. A non-zero code is the group's error.
+func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic) ([]fetchedOffset, int16, error) {
+	rn, err := c.lookup(groupID, false)
+	if err != nil {
+		return nil, errorCode(err), nil
+	}
+	if rn == nil {
+		return answerOffsets(nil, topics), 0, nil
+	}
+	var got []fetchedOffset
+	code := int16(0)
+	_, err = c.call(ctx, rn, func(g *group, send replyFn) {
+		got = answerOffsets(g.offsets, topics)
+		send(nil, -1)
+	}, func() kmsg.Response { code = kerr.NotCoordinator.Code; return nil })
+	return got, code, err
+}
+
+// answerOffsets picks the asked offsets out of committed (all of them for
+// nil topics), sorted by topic and partition.
+func answerOffsets(committed map[topicPartition]offsetEntry, topics []fetchTopic) []fetchedOffset {
+	var out []fetchedOffset
+	if topics == nil {
+		for tp, e := range committed {
+			out = append(out, fetchedOffset{tp: tp, entry: e, found: true})
+		}
+	}
+	for _, t := range topics {
+		for _, p := range t.partitions {
+			tp := topicPartition{t.topic, p}
+			e, ok := committed[tp]
+			out = append(out, fetchedOffset{tp: tp, entry: e, found: ok})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b fetchedOffset) int {
+		return cmp.Or(cmp.Compare(a.tp.topic, b.tp.topic), cmp.Compare(a.tp.partition, b.tp.partition))
+	})
+	return out
+}
+
+// groupByTopic splits sorted offsets into runs of one topic each.
+func groupByTopic(fs []fetchedOffset) [][]fetchedOffset {
+	var out [][]fetchedOffset
+	for i := 0; i < len(fs); {
+		j := i
+		for j < len(fs) && fs[j].tp.topic == fs[i].tp.topic {
+			j++
+		}
+		out = append(out, fs[i:j])
+		i = j
+	}
+	return out
+}

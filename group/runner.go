@@ -1,0 +1,81 @@
+package group
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// runner owns one group: its goroutine is the only one that touches g.
+// Others submit closures. The runner stops when its shard is unloaded, the
+// coordinator closes, or the group dies (DeleteGroups).
+type runner struct {
+	g      *group
+	shard  *shard
+	events chan func(*group)
+	stop   chan struct{} // closed to ask the loop to end
+	done   chan struct{} // closed when the loop has ended
+	once   sync.Once
+}
+
+// startRunnerLocked starts g's goroutine in sh. REQUIRES: c.mu held.
+func (c *Coordinator) startRunnerLocked(sh *shard, g *group) *runner {
+	r := &runner{g: g, shard: sh, events: make(chan func(*group), 16), stop: make(chan struct{}), done: make(chan struct{})}
+	g.persist = func(recs []record) (int64, error) { return c.append(sh, recs) }
+	sh.groups[g.id] = r
+	c.goTracked(func() { c.run(r) })
+	return r
+}
+
+func (r *runner) stopOnce() { r.once.Do(func() { close(r.stop) }) }
+
+// submit queues fn; false when the runner has ended or ctx ended first.
+func (r *runner) submit(ctx context.Context, fn func(*group)) bool {
+	select {
+	case r.events <- fn:
+		return true
+	case <-r.done:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// run is the group's loop: events and timers, each applied with the time
+// read once.
+func (c *Coordinator) run(r *runner) {
+	defer close(r.done)
+	g := r.g
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Hour
+		if next := g.nextDeadline(); !next.IsZero() {
+			wait = max(next.Sub(c.cfg.Now()), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case fn := <-r.events:
+			g.now = c.cfg.Now()
+			fn(g)
+		case <-timer.C:
+			g.now = c.cfg.Now()
+			g.tick()
+		case <-r.stop:
+			g.now = c.cfg.Now()
+			g.shutdown()
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		if g.state == StateDead {
+			c.forget(r.shard, r)
+			g.shutdown()
+			return
+		}
+	}
+}
