@@ -191,3 +191,9 @@ func (l *Log) closeForCrashTest() {
 		s.close(false)
 	}
 }
+
+var errNoData = errorString("read returned no data below the LEO")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -51,7 +51,7 @@ func (x *mmapIndex) mapSize(size int64) error {
 	if err := x.f.Truncate(size); err != nil {
 		return err
 	}
-	if err := x.f.Sync(); err != nil {
+	if err := fsync(x.f); err != nil {
 		return err
 	}
 	if size == 0 {

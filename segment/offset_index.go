@@ -43,6 +43,15 @@ func (x *offsetIndex) floor(target int64) int {
 	return i - 1
 }
 
+// floorPosition is the index of the last entry with position <= pos, or -1.
+func (x *offsetIndex) floorPosition(pos int64) int {
+	i := sort.Search(x.n, func(i int) bool {
+		_, p := x.at(i)
+		return p > pos
+	})
+	return i - 1
+}
+
 // append adds (offset, pos). The caller guarantees offset - base fits in
 // 32 bits, offsets and positions grow, and the index is not full.
 func (x *offsetIndex) append(offset int64, pos int64) {

@@ -271,6 +271,16 @@ func (l *Log) checkTrusted(s *segment) error {
 	}
 	s.next, s.maxTs, s.offMaxTs = s.base, -1, s.base
 	var buf [batchHeaderSize]byte
+	if s.size > 0 {
+		h, err := s.readHeader(0, s.size, &buf)
+		if err != nil {
+			return err
+		}
+		if h.BaseOffset != s.base {
+			return fmt.Errorf("%w: first batch has base offset %d, segment base %d", ErrCorruption, h.BaseOffset, s.base)
+		}
+		s.firstTs = h.MaxTimestamp
+	}
 	first := true
 	for p := pos; p < s.size; {
 		h, err := s.readHeader(p, s.size, &buf)
@@ -285,9 +295,6 @@ func (l *Log) checkTrusted(s *segment) error {
 		}
 		if h.MaxTimestamp > s.maxTs {
 			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
-		}
-		if p == 0 {
-			s.firstTs = h.MaxTimestamp
 		}
 		first = false
 		s.next = h.NextOffset()

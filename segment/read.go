@@ -69,6 +69,18 @@ func (s *segment) readFrom(pos int64, h batch.Header, maxBytes int, maxOffset in
 	res := ReadResult{Position: pos, FirstOffset: h.BaseOffset, NextOffset: h.BaseOffset}
 	var buf [batchHeaderSize]byte
 	end := pos
+	// Jump over whole batches with the index: its entries sit at batch
+	// starts, so the last entry within maxBytes whose batch ends below
+	// maxOffset bounds a run of whole, wanted batches; scan headers only
+	// from there.
+	if j := min(s.idx.floorPosition(pos+int64(maxBytes)), s.idx.floor(maxOffset-1)); j >= 0 {
+		if _, p := s.idx.at(j); p > pos && p < s.size {
+			jh, err := s.readHeader(p, s.size, &buf)
+			if err == nil {
+				end, h, res.NextOffset = p, jh, jh.BaseOffset
+			}
+		}
+	}
 	for {
 		if h.LastOffset() >= maxOffset {
 			break

@@ -137,8 +137,7 @@ func (l *Log) Truncate(offset int64) error {
 
 // truncateSegmentLocked makes s, cut at pos with next offset newEnd, the
 // active segment again: index entries past the end go, the indexes regain
-// their preallocated size, and the timestamps are recomputed from the
-// remaining batch headers.
+// their preallocated size, and the max timestamp is recomputed.
 // REQUIRES: writer lock and l.mu held; the .log is already truncated to pos.
 func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 	s.idx.truncateToOffset(newEnd)
@@ -150,27 +149,28 @@ func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
 		return err
 	}
-	s.maxTs, s.offMaxTs, s.firstTs = -1, s.base, -1
+	// As Kafka: the time index's last entry, then the batches after the
+	// last offset index entry (headers the log wrote or Open checked).
+	s.maxTs, s.offMaxTs = s.tidx.last()
+	if pos == 0 {
+		s.firstTs = -1
+	}
+	from := int64(0)
+	if s.idx.n > 0 {
+		_, from = s.idx.at(s.idx.n - 1)
+	}
 	var buf [batchHeaderSize]byte
-	for p := int64(0); p < s.size; {
+	for p := from; p < s.size; {
 		h, err := s.readHeader(p, s.size, &buf)
 		if err != nil {
 			return err
-		}
-		if p == 0 {
-			s.firstTs = h.MaxTimestamp
 		}
 		if h.MaxTimestamp > s.maxTs {
 			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
 		}
 		p += int64(h.Size())
 	}
-	_, lastPos := s.idx.lookup(newEnd)
-	if s.idx.n == 0 {
-		s.bytesSinceIndex = s.size
-	} else {
-		s.bytesSinceIndex = s.size - lastPos
-	}
+	s.bytesSinceIndex = s.size - from
 	return nil
 }
 

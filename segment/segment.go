@@ -151,7 +151,7 @@ func (s *segment) sealTimeIndex() {
 
 // sync fsyncs the log and msyncs the indexes.
 func (s *segment) sync() error {
-	if err := s.log.Sync(); err != nil {
+	if err := fsync(s.log); err != nil {
 		return err
 	}
 	if err := s.idx.sync(); err != nil {
