@@ -168,11 +168,14 @@ func (s *stream) flush(granted int64, d time.Duration) {
 	}
 }
 
-// stop ends the producer loop and closes the client (failing what is still
-// buffered). It is idempotent.
+// stop ends the producer loop, fails what is still buffered (waiting for
+// those promises to run) and closes the client. It is idempotent.
 func (s *stream) stop() {
 	s.cancel()
 	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.cl.AbortBufferedRecords(ctx)
 	s.cl.Close()
 }
 
