@@ -81,24 +81,23 @@ func (r *Replica) SegmentPath(base int64, suffix string) string {
 func segmentFileName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
 
 // TieredRetentionPlan decides, without touching the disk, the new local log
-// start of a replica with remote storage on: the next offset of the last of
-// a run of closed segments, from the oldest, that are each committed
-// remotely (next offset <= copiedNext) and past local retention
-// (local.retention.ms by max timestamp, or local.retention.bytes) or past
-// total retention. It returns -1 when nothing is due; the active segment is
+// start of a replica with remote storage on. Local retention
+// (local.retention.ms by max timestamp, local.retention.bytes) deletes a run
+// of closed segments from the oldest only as far as they are committed
+// remotely (next offset <= copiedNext); total retention (retention.ms,
+// retention.bytes) deletes past it too, as the data is due to go
+// everywhere. It returns -1 when nothing is due; the active segment is
 // never chosen.
 func TieredRetentionPlan(segs []segment.SegmentInfo, now time.Time, localMs, localBytes, totalMs, totalBytes, copiedNext int64) int64 {
 	byLocal := RetentionPlan(segs, now, localMs, localBytes)
-	byTotal := RetentionPlan(segs, now, totalMs, totalBytes)
-	want := max(byLocal, byTotal)
 	start := int64(-1)
 	for _, s := range segs {
-		if s.Active || s.NextOffset > want || s.NextOffset > copiedNext {
+		if s.Active || s.NextOffset > byLocal || s.NextOffset > copiedNext {
 			break
 		}
 		start = s.NextOffset
 	}
-	return start
+	return max(start, RetentionPlan(segs, now, totalMs, totalBytes))
 }
 
 // tieredRetention is ApplyRetention for a replica with remote storage on.

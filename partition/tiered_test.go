@@ -29,7 +29,7 @@ func TestTieredRetentionPlan(t *testing.T) {
 		{"local bytes, upload bounds it", -1, 0, -1, -1, 20, 20},
 		{"within local retention", 100_000, -1, -1, -1, 30, -1},
 		{"total retention, uploaded", 100_000, -1, 1000, -1, 30, 20},
-		{"total retention, not uploaded", -1, -1, 1000, -1, 0, -1},
+		{"total retention, not uploaded", -1, -1, 1000, -1, 0, 20},
 		{"upload ends inside a segment", 1000, -1, -1, -1, 15, 10},
 	} {
 		got := TieredRetentionPlan(segs, now, tc.localMs, tc.localBytes, tc.totalMs, tc.totalBytes, tc.copied)

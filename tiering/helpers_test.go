@@ -1,0 +1,218 @@
+package tiering
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/infra/objstore/fsbucket"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fixture is one node's worth of tiering: NATS, the store, the remote log,
+// a filesystem bucket behind a fault injector, and one leader replica of a
+// tiered topic.
+type fixture struct {
+	store  *controlplane.Store
+	meta   *controlplane.RemoteLog
+	fs     *fsbucket.Bucket
+	bucket *faultBucket
+	topic  controlplane.Topic
+	rep    *partition.Replica
+	now    time.Time // the managers' clock
+}
+
+func newFixture(t *testing.T, configs map[string]string) *fixture {
+	t.Helper()
+	ctx := testCtx(t)
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 1, Host: "127.0.0.1", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := controlplane.OpenRemoteLog(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(meta.Close)
+	fs, err := fsbucket.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: st, meta: meta, fs: fs, bucket: &faultBucket{Bucket: fs}, now: time.Now()}
+	cfgs := map[string]string{config.RemoteStorageEnable: "true", config.SegmentBytes: "2048",
+		config.LocalRetentionBytes: "0"}
+	for k, v := range configs {
+		cfgs[k] = v
+	}
+	if f.topic, err = st.CreateTopic(ctx, "events", 1, 1, cfgs); err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := st.Partition("events", 0)
+	f.rep, err = partition.Open(partition.Options{Dir: t.TempDir(), Topic: "events", Partition: 0,
+		Config: config.ResolveTopic(cfgs, nil), LeaderEpoch: ps.LeaderEpoch, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.rep.Close() })
+	return f
+}
+
+func (f *fixture) manager(t *testing.T, mod func(*Config)) *Manager {
+	t.Helper()
+	cfg := Config{NodeID: 1, Bucket: f.bucket, Store: f.store, Meta: f.meta, Prefix: "tier",
+		Replicas: func() []*partition.Replica { return []*partition.Replica{f.rep} },
+		OrphanGrace: time.Minute, Now: func() time.Time { return f.now }, Logger: quiet()}
+	if mod != nil {
+		mod(&cfg)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// produce appends n batches of 10 records each.
+func (f *fixture) produce(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		recs := make([]batch.Record, 10)
+		for j := range recs {
+			recs[j] = batch.Record{Key: fmt.Appendf(nil, "k%d", j), Value: fmt.Appendf(nil, "value-%d-%d", i, j), TimestampDelta: int64(j)}
+		}
+		opts := batch.NoProducer()
+		opts.FirstTimestamp = time.Now().UnixMilli()
+		b, err := batch.Build(nil, opts, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.rep.AppendLeader(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// bucketKeys lists every object in the bucket, sorted.
+func bucketKeys(t *testing.T, b objstore.Bucket) []string {
+	t.Helper()
+	var keys []string
+	if err := b.List(context.Background(), "", func(a objstore.Attrs) error {
+		keys = append(keys, a.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkNoOrphans asserts that every object is referenced by a CopyFinished
+// record and every such record's objects exist.
+func (f *fixture) checkNoOrphans(t *testing.T) {
+	t.Helper()
+	ref := map[string]bool{}
+	for _, rec := range f.meta.ListRemoteSegments(f.topic.ID, 0) {
+		if rec.State != controlplane.CopyFinished {
+			t.Errorf("record %s left in %v", rec.SegmentID, rec.State)
+		}
+		for _, k := range rec.Objects {
+			ref[k] = true
+			if _, err := f.fs.Stat(context.Background(), k); err != nil {
+				t.Errorf("object %s of record %s: %v", k, rec.SegmentID, err)
+			}
+		}
+	}
+	for _, k := range bucketKeys(t, f.fs) {
+		if !ref[k] {
+			t.Errorf("unreferenced object %s", k)
+		}
+	}
+}
+
+// faultBucket wraps a bucket with injected failures.
+type faultBucket struct {
+	objstore.Bucket
+	mu   sync.Mutex
+	down bool // every call fails
+	// afterPut runs after a successful Put (cut-off tests).
+	afterPut func(key string)
+}
+
+var errInjected = fmt.Errorf("injected bucket failure")
+
+func (b *faultBucket) setDown(v bool) { b.mu.Lock(); b.down = v; b.mu.Unlock() }
+func (b *faultBucket) isDown() bool   { b.mu.Lock(); defer b.mu.Unlock(); return b.down }
+
+func (b *faultBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if b.isDown() {
+		return errInjected
+	}
+	if err := b.Bucket.Put(ctx, key, r, size); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	hook := b.afterPut
+	b.mu.Unlock()
+	if hook != nil {
+		hook(key)
+	}
+	return nil
+}
+
+func (b *faultBucket) Delete(ctx context.Context, key string) error {
+	if b.isDown() {
+		return errInjected
+	}
+	return b.Bucket.Delete(ctx, key)
+}
+
+func (b *faultBucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	if b.isDown() {
+		return errInjected
+	}
+	return b.Bucket.List(ctx, prefix, fn)
+}
+
+func hasSuffix(keys []string, s string) int {
+	n := 0
+	for _, k := range keys {
+		if strings.HasSuffix(k, s) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,218 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/partition"
+)
+
+// Config configures a Manager.
+type Config struct {
+	NodeID int32
+	Bucket objstore.Bucket
+	Store  *controlplane.Store
+	Meta   *controlplane.RemoteLog
+	// Replicas returns this node's open replicas; the manager tiers those
+	// this node leads whose topic has remote.storage.enable=true.
+	Replicas func() []*partition.Replica
+	// Prefix is the key prefix of every object (s3_prefix).
+	Prefix string
+	// Interval between passes. Default 5s.
+	Interval time.Duration
+	// Workers bounds the partitions worked on at once. Default 2.
+	Workers int
+	// OrphanGrace: an object not referenced by committed metadata, or a
+	// CopyStarted record, is removed once older than this. Default 5m.
+	OrphanGrace time.Duration
+	// ReconcileEvery: the bucket is listed to find orphans every this many
+	// passes (LIST requests cost). Default 12.
+	ReconcileEvery int
+	// IsController: this node cleans up the remote data of deleted topics.
+	// Default: never.
+	IsController func() bool
+	// DataDir and DiskHighWatermark: when the filesystem holding DataDir is
+	// fuller than this fraction, produce is refused (partition.ErrDiskFull).
+	// 0 disables the check.
+	DataDir           string
+	DiskHighWatermark float64
+	Now               func() time.Time
+	Logger            *slog.Logger
+}
+
+// Stats are the manager's counters since it started.
+type Stats struct {
+	SegmentsUploaded      uint64
+	BytesUploaded         uint64
+	UploadFailures        uint64 // uploads that failed (bucket down, fenced, ...)
+	RemoteSegmentsDeleted uint64 // by total retention
+	OrphansDeleted        uint64 // objects and abandoned records removed by the reconciler
+	Passes                uint64
+	DiskFull              bool
+}
+
+type counters struct {
+	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
+	diskFull                                                                               atomic.Bool
+}
+
+// Manager is one node's tiering loop. One goroutine, started by Start and
+// stopped by Close, runs a pass every Interval; a pass works on up to
+// Workers partitions at once. RunOnce runs a pass on the caller's goroutine
+// (tests, tools); it must not run concurrently with the loop on the same
+// partitions, so use one or the other.
+type Manager struct {
+	cfg    Config
+	bucket objstore.Bucket
+	meta   *controlplane.RemoteLog
+	log    *slog.Logger
+	now    func() time.Time
+	stats  counters
+
+	passMu sync.Mutex // serialises passes
+
+	startOnce, closeOnce sync.Once
+	cancel               context.CancelFunc
+	done                 chan struct{}
+}
+
+// New validates cfg and returns a stopped Manager.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Bucket == nil || cfg.Store == nil || cfg.Meta == nil || cfg.Replicas == nil {
+		return nil, errors.New("tiering: Config needs Bucket, Store, Meta and Replicas")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.OrphanGrace == 0 {
+		cfg.OrphanGrace = 5 * time.Minute
+	}
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = 12
+	}
+	if cfg.IsController == nil {
+		cfg.IsController = func() bool { return false }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DiskHighWatermark < 0 || cfg.DiskHighWatermark > 1 {
+		return nil, fmt.Errorf("tiering: DiskHighWatermark %v: want 0..1", cfg.DiskHighWatermark)
+	}
+	return &Manager{cfg: cfg, bucket: cfg.Bucket, meta: cfg.Meta, now: cfg.Now,
+		log: cfg.Logger.With("component", "tiering"), done: make(chan struct{})}, nil
+}
+
+// Start starts the loop. Idempotent.
+func (m *Manager) Start() {
+	m.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		m.cancel = cancel
+		go m.loop(ctx)
+	})
+}
+
+// Close stops the loop and waits for a pass in progress (its bucket calls
+// see a canceled context). Idempotent. It closes neither the bucket nor
+// the metadata.
+func (m *Manager) Close() {
+	m.closeOnce.Do(func() {
+		if m.cancel == nil {
+			close(m.done)
+			return
+		}
+		m.cancel()
+		<-m.done
+	})
+}
+
+func (m *Manager) loop(ctx context.Context) {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.pass(ctx, m.stats.passes.Load()%uint64(m.cfg.ReconcileEvery) == 0)
+		}
+	}
+}
+
+// RunOnce runs one pass now: uploads, remote retention, local retention, and
+// with reconcile the bucket listing and orphan removal.
+func (m *Manager) RunOnce(ctx context.Context, reconcile bool) { m.pass(ctx, reconcile) }
+
+// Stats returns the counters.
+func (m *Manager) Stats() Stats {
+	return Stats{SegmentsUploaded: m.stats.segmentsUploaded.Load(), BytesUploaded: m.stats.bytesUploaded.Load(),
+		UploadFailures: m.stats.uploadFailures.Load(), RemoteSegmentsDeleted: m.stats.remoteDeleted.Load(),
+		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load()}
+}
+
+// LogStartOffset returns the log start (remote or local) of a local replica
+// of the partition, for the fetch path; ok is false when there is none here.
+func (m *Manager) LogStartOffset(topic string, p int32) (int64, bool) {
+	for _, rep := range m.cfg.Replicas() {
+		if rep.Topic() == topic && rep.Partition() == p {
+			return rep.LogStartOffset(), true
+		}
+	}
+	return 0, false
+}
+
+func (m *Manager) pass(ctx context.Context, reconcile bool) {
+	m.passMu.Lock()
+	defer m.passMu.Unlock()
+	defer m.stats.passes.Add(1)
+	reps := m.cfg.Replicas()
+	m.checkDisk(reps)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, m.cfg.Workers) // the worker pool's bound
+	for _, rep := range reps {
+		t, ok := m.target(rep)
+		if !ok {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			m.partitionPass(ctx, t, reconcile)
+		})
+	}
+	wg.Wait()
+	if reconcile && m.cfg.IsController() {
+		m.cleanDeletedTopics(ctx)
+	}
+}
+
+// target reports whether this node leads rep's partition with remote storage on.
+func (m *Manager) target(rep *partition.Replica) (target, bool) {
+	if !rep.Config().Bool(config.RemoteStorageEnable) {
+		return target{}, false
+	}
+	top, ok := m.cfg.Store.Topic(rep.Topic())
+	if !ok {
+		return target{}, false
+	}
+	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())
+	if !ok || st.Leader != m.cfg.NodeID {
+		return target{}, false
+	}
+	return target{rep: rep, id: top.ID, epoch: rep.LeaderEpoch()}, true
+}

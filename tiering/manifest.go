@@ -1,0 +1,73 @@
+package tiering
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+)
+
+// Manifest is the small JSON object written beside a segment's objects, so
+// that the bucket alone describes what it holds.
+type Manifest struct {
+	Topic         string                    `json:"topic"`
+	TopicID       string                    `json:"topic_id"`
+	Partition     int32                     `json:"partition"`
+	SegmentID     string                    `json:"segment_id"`
+	BaseOffset    int64                     `json:"base_offset"`
+	EndOffset     int64                     `json:"end_offset"`
+	MaxTimestamp  int64                     `json:"max_timestamp"`
+	LeaderEpoch   int32                     `json:"leader_epoch"`
+	SegmentEpochs []controlplane.EpochEntry `json:"segment_epochs"`
+	Objects       map[Kind]ManifestObject   `json:"objects"`
+	CreatedAt     time.Time                 `json:"created_at"`
+}
+
+// ManifestObject is one object of the segment.
+type ManifestObject struct {
+	Key  string `json:"key"`
+	Size int64  `json:"size"`
+}
+
+// EncodeEpochs writes leader-epoch entries in Kafka's leader-epoch-checkpoint
+// format: version 0, the count, then "epoch start_offset" lines.
+func EncodeEpochs(es []controlplane.EpochEntry) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "0\n%d\n", len(es))
+	for _, e := range es {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return []byte(b.String())
+}
+
+// DecodeEpochs parses EncodeEpochs' output.
+func DecodeEpochs(data []byte) ([]controlplane.EpochEntry, error) {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != "0" {
+		return nil, fmt.Errorf("tiering: epochs: bad header")
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n != len(lines)-2 {
+		return nil, fmt.Errorf("tiering: epochs: count %q for %d lines", lines[1], len(lines)-2)
+	}
+	out := make([]controlplane.EpochEntry, 0, n)
+	for _, l := range lines[2:] {
+		var e controlplane.EpochEntry
+		if _, err := fmt.Sscanf(l, "%d %d", &e.Epoch, &e.StartOffset); err != nil {
+			return nil, fmt.Errorf("tiering: epochs: line %q: %w", l, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func encodeManifest(m Manifest) []byte {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("tiering: marshal manifest: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,140 @@
+package tiering
+
+import (
+	"context"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
+)
+
+// partitionPass is one pass over one led partition: upload, report the
+// remote state to the replica, total retention on the remote segments,
+// local retention, and optionally the bucket reconciliation.
+func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
+	logger := m.log.With("topic", t.rep.Topic(), "partition", t.rep.Partition())
+	prefix := PartitionPrefix(m.cfg.Prefix, t.rep.Topic(), t.id, t.rep.Partition())
+	p := t.rep.Partition()
+	hw := t.rep.HighWatermark()
+	local := t.rep.Log().Segments()
+	remote := m.meta.ListRemoteSegments(t.id, p)
+	for _, seg := range UploadPlan(local, remote, hw) {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := m.upload(ctx, t, seg, prefix); err != nil {
+			m.stats.uploadFailures.Add(1)
+			logger.Warn("segment upload failed; local segments kept", "base_offset", seg.BaseOffset, "err", err)
+			break // later segments wait: uploads go in offset order
+		}
+		m.stats.segmentsUploaded.Add(1)
+	}
+	remote = m.meta.ListRemoteSegments(t.id, p)
+	tc := t.rep.Config()
+	for _, rec := range RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes)) {
+		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+			logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
+			break
+		}
+		m.stats.remoteDeleted.Add(1)
+	}
+	if reconcile {
+		m.reconcilePartition(ctx, t, prefix, logger)
+	}
+	remote = m.meta.ListRemoteSegments(t.id, p)
+	start, ok := controlplane.RemoteLogStartOffset(remote)
+	if !ok {
+		start = -1
+	}
+	t.rep.SetRemoteState(partition.RemoteState{LogStart: start, CopiedNext: CopiedNext(t.rep.Log().Segments(), remote)})
+	if err := t.rep.ApplyRetention(m.now()); err != nil {
+		logger.Warn("local retention failed", "err", err)
+	}
+}
+
+// UploadPlan returns the closed, non-empty local segments below the high
+// watermark whose offsets are not yet all in CopyFinished remote segments,
+// in offset order.
+func UploadPlan(local []segment.SegmentInfo, remote []controlplane.RemoteSegment, hw int64) []segment.SegmentInfo {
+	var out []segment.SegmentInfo
+	for _, s := range local {
+		if s.Active || s.NextOffset > hw {
+			break
+		}
+		if s.NextOffset > s.BaseOffset && !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Covered reports whether every offset in [from, to] lies in a CopyFinished
+// segment of remote (sorted by base offset). An empty range is covered.
+func Covered(remote []controlplane.RemoteSegment, from, to int64) bool {
+	pos := from
+	for _, r := range remote {
+		if pos > to {
+			break
+		}
+		if r.State == controlplane.CopyFinished && r.BaseOffset <= pos && r.EndOffset >= pos {
+			pos = r.EndOffset + 1
+		}
+	}
+	return pos > to
+}
+
+// CopiedNext returns the next offset of the longest run of local segments,
+// from the oldest, that are committed remotely; the local log start when
+// the oldest is not.
+func CopiedNext(local []segment.SegmentInfo, remote []controlplane.RemoteSegment) int64 {
+	if len(local) == 0 {
+		return 0
+	}
+	next := local[0].BaseOffset
+	for _, s := range local {
+		if s.Active || !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+			break
+		}
+		next = s.NextOffset
+	}
+	return next
+}
+
+// RemoteRetentionPlan returns the remote segments to delete for total
+// retention, oldest first: records already in DeleteStarted or
+// DeleteFinished (an interrupted delete, resumed), then the run of oldest
+// CopyFinished segments past retention.ms (by max timestamp) or whose
+// removal still leaves retention.bytes, counting the remote bytes and the
+// local bytes not yet uploaded.
+func RemoteRetentionPlan(remote []controlplane.RemoteSegment, local []segment.SegmentInfo, now time.Time, retentionMs, retentionBytes int64) []controlplane.RemoteSegment {
+	var out []controlplane.RemoteSegment
+	var total int64
+	for _, r := range remote {
+		switch r.State {
+		case controlplane.DeleteStarted, controlplane.DeleteFinished:
+			out = append(out, r)
+		case controlplane.CopyFinished:
+			total += r.Size
+		}
+	}
+	for _, s := range local {
+		if !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+			total += s.Size
+		}
+	}
+	for _, r := range remote {
+		if r.State != controlplane.CopyFinished {
+			continue
+		}
+		expired := retentionMs >= 0 && r.MaxTimestamp >= 0 && now.UnixMilli()-r.MaxTimestamp > retentionMs
+		oversize := retentionBytes >= 0 && total-r.Size >= retentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= r.Size
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package tiering
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/objstore"
+)
+
+// reconcilePartition brings a led partition's bucket prefix in line with its
+// metadata: CopyStarted records older than the grace period (an upload cut
+// off by a crash or a change of leader) are deleted with their objects,
+// interrupted deletes are finished, and objects that no record references
+// are deleted once older than the grace period (the grace covers an upload
+// whose CopyStarted record this node's cache has not seen yet).
+func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix string, logger *slog.Logger) {
+	now := m.now()
+	for _, rec := range m.meta.ListRemoteSegments(t.id, t.rep.Partition()) {
+		stale := rec.State == controlplane.CopyStarted && now.Sub(rec.UpdatedAt) > m.cfg.OrphanGrace
+		if !stale && rec.State != controlplane.DeleteStarted && rec.State != controlplane.DeleteFinished {
+			continue
+		}
+		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+			logger.Warn("reconciler: removing an abandoned remote segment failed", "segment", rec.SegmentID, "err", err)
+			continue
+		}
+		m.stats.orphansDeleted.Add(1)
+	}
+	referenced := map[string]bool{}
+	for _, rec := range m.meta.ListRemoteSegments(t.id, t.rep.Partition()) {
+		for _, k := range rec.Objects {
+			referenced[k] = true
+		}
+	}
+	var orphans []string
+	err := m.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
+		if !referenced[a.Key] && now.Sub(a.LastModified) > m.cfg.OrphanGrace {
+			orphans = append(orphans, a.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		logger.Warn("reconciler: listing the bucket failed", "prefix", prefix, "err", err)
+		return
+	}
+	for _, k := range orphans {
+		if err := m.bucket.Delete(ctx, k); err != nil {
+			logger.Warn("reconciler: deleting an orphan failed", "key", k, "err", err)
+			return
+		}
+		logger.Info("reconciler: deleted unreferenced object", "key", k)
+		m.stats.orphansDeleted.Add(1)
+	}
+}
+
+// cleanDeletedTopics removes the objects and records of topics that no
+// longer exist (the controller's job). A re-created topic has a new id, so
+// it never shares a record or a key prefix with the deleted one.
+func (m *Manager) cleanDeletedTopics(ctx context.Context) {
+	for _, id := range m.meta.RemoteTopicIDs() {
+		if _, ok := m.cfg.Store.TopicByID(id); ok {
+			continue
+		}
+		for _, p := range m.meta.RemotePartitions(id) {
+			if err := m.cleanDeletedPartition(ctx, id, p); err != nil {
+				m.log.Warn("cleaning a deleted topic's remote data failed", "topic_id", id.Hex(), "partition", p, "err", err)
+			}
+		}
+	}
+}
+
+func (m *Manager) cleanDeletedPartition(ctx context.Context, id controlplane.TopicID, p int32) error {
+	prefixes := map[string]bool{}
+	for _, rec := range m.meta.ListRemoteSegments(id, p) {
+		for _, k := range rec.Objects {
+			prefixes[path.Dir(k)+"/"] = true
+			if err := m.bucket.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+		if err := m.meta.DeleteRemoteSegmentRecord(ctx, rec); err != nil && !errors.Is(err, controlplane.ErrConflict) {
+			return err
+		}
+		m.stats.orphansDeleted.Add(1)
+	}
+	// Objects no record listed (a writer cut off mid-way): everything under
+	// the partition's prefix belongs to the deleted topic id.
+	for prefix := range prefixes {
+		var keys []string
+		if err := m.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
+			keys = append(keys, a.Key)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := m.bucket.Delete(ctx, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

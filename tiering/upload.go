@@ -1,0 +1,161 @@
+package tiering
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
+)
+
+// ErrSegmentGone: a local segment file vanished during its upload
+// (truncation or retention); the upload is abandoned and retried later.
+var ErrSegmentGone = errors.New("tiering: local segment file is gone")
+
+// target is one partition this node leads, as the manager sees it in one pass.
+type target struct {
+	rep   *partition.Replica
+	id    controlplane.TopicID
+	epoch int32 // the replica's leader epoch: the writer's fencing token
+}
+
+// object is one object to put: from a file or from bytes.
+type object struct {
+	kind Kind
+	key  string
+	path string // read from this file when data is nil
+	data []byte
+	size int64
+}
+
+// segmentEpochs restricts the log's leader-epoch history to one segment: the
+// entry in force at its base offset, then those starting inside it.
+func segmentEpochs(all []segment.EpochEntry, base, next int64) []controlplane.EpochEntry {
+	var out []controlplane.EpochEntry
+	for _, e := range all {
+		if e.StartOffset >= next {
+			break
+		}
+		ce := controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+		if e.StartOffset <= base {
+			out = out[:0]
+		}
+		out = append(out, ce)
+	}
+	return out
+}
+
+// upload copies one closed segment and commits its metadata: CopyStarted
+// (listing every key it will write), the objects, then CopyFinished. On a
+// failure after CopyStarted it tries to delete what it wrote and retire the
+// record; what it cannot clean up the reconciler does later.
+func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo, prefix string) (controlplane.RemoteSegment, error) {
+	segID := controlplane.NewSegmentID()
+	key := func(k Kind) string { return SegmentKey(prefix, seg.BaseOffset, t.epoch, segID, k) }
+	var objs []object
+	for _, f := range []struct {
+		kind   Kind
+		suffix string
+	}{{KindLog, ".log"}, {KindIndex, ".index"}, {KindTimeIndex, ".timeindex"}} {
+		p := t.rep.SegmentPath(seg.BaseOffset, f.suffix)
+		st, err := os.Stat(p)
+		if err != nil {
+			return controlplane.RemoteSegment{}, fmt.Errorf("%w: %v", ErrSegmentGone, err)
+		}
+		objs = append(objs, object{kind: f.kind, key: key(f.kind), path: p, size: st.Size()})
+	}
+	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
+	ep := EncodeEpochs(epochs)
+	objs = append(objs, object{kind: KindEpochs, key: key(KindEpochs), data: ep, size: int64(len(ep))})
+	if p, _, ok := t.rep.SnapshotAtOrBelow(seg.NextOffset); ok {
+		if data, err := os.ReadFile(p); err == nil {
+			objs = append(objs, object{kind: KindSnapshot, key: key(KindSnapshot), data: data, size: int64(len(data))})
+		}
+	}
+	man := Manifest{Topic: t.rep.Topic(), TopicID: t.id.Hex(), Partition: t.rep.Partition(), SegmentID: segID,
+		BaseOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, MaxTimestamp: seg.MaxTimestamp,
+		LeaderEpoch: t.epoch, SegmentEpochs: epochs, Objects: map[Kind]ManifestObject{}, CreatedAt: m.now().UTC()}
+	for _, o := range objs {
+		man.Objects[o.kind] = ManifestObject{Key: o.key, Size: o.size}
+	}
+	md := encodeManifest(man)
+	objs = append(objs, object{kind: KindManifest, key: key(KindManifest), data: md, size: int64(len(md))})
+
+	rec := controlplane.RemoteSegment{TopicID: t.id, Partition: t.rep.Partition(), SegmentID: segID,
+		BaseOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, MaxTimestamp: seg.MaxTimestamp,
+		Size: objs[0].size, LeaderEpoch: t.epoch, SegmentEpochs: epochs, State: controlplane.CopyStarted}
+	for _, o := range objs {
+		rec.Objects = append(rec.Objects, o.key)
+	}
+	rec, err := m.meta.PutRemoteSegment(ctx, rec, 0)
+	if err != nil {
+		return controlplane.RemoteSegment{}, fmt.Errorf("tiering: copy started: %w", err)
+	}
+	for _, o := range objs {
+		if err := m.put(ctx, o); err != nil {
+			m.abandon(ctx, t, rec)
+			return controlplane.RemoteSegment{}, fmt.Errorf("tiering: put %s: %w", o.key, err)
+		}
+		m.stats.bytesUploaded.Add(uint64(o.size))
+	}
+	done := rec
+	done.State = controlplane.CopyFinished
+	if done, err = m.meta.PutRemoteSegment(ctx, done, rec.Revision); err != nil {
+		if !errors.Is(err, controlplane.ErrFenced) {
+			m.abandon(ctx, t, rec)
+		}
+		return controlplane.RemoteSegment{}, fmt.Errorf("tiering: copy finished: %w", err)
+	}
+	return done, nil
+}
+
+func (m *Manager) put(ctx context.Context, o object) error {
+	if o.data != nil {
+		return m.bucket.Put(ctx, o.key, bytes.NewReader(o.data), o.size)
+	}
+	f, err := os.Open(o.path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSegmentGone, err)
+	}
+	defer f.Close()
+	// A closed segment does not change; read exactly the size recorded.
+	return m.bucket.Put(ctx, o.key, io.LimitReader(f, o.size), o.size)
+}
+
+// abandon cleans up a failed upload at once if it can (best effort).
+func (m *Manager) abandon(ctx context.Context, t target, rec controlplane.RemoteSegment) {
+	if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+		m.log.Info("failed upload left for the reconciler", "topic", t.rep.Topic(), "partition", t.rep.Partition(),
+			"segment", rec.SegmentID, "err", err)
+	}
+}
+
+// deleteRemote runs a record through DeleteStarted, deletes its objects, then
+// DeleteFinished and removes the record. A record already in DeleteStarted
+// or DeleteFinished resumes where it stopped. epoch is the writer's epoch.
+func (m *Manager) deleteRemote(ctx context.Context, epoch int32, rec controlplane.RemoteSegment) error {
+	var err error
+	if rec.State == controlplane.CopyStarted || rec.State == controlplane.CopyFinished {
+		rec.State, rec.LeaderEpoch = controlplane.DeleteStarted, max(rec.LeaderEpoch, epoch)
+		if rec, err = m.meta.PutRemoteSegment(ctx, rec, rec.Revision); err != nil {
+			return err
+		}
+	}
+	if rec.State == controlplane.DeleteStarted {
+		for _, k := range rec.Objects {
+			if err := m.bucket.Delete(ctx, k); err != nil {
+				return fmt.Errorf("tiering: delete %s: %w", k, err)
+			}
+		}
+		rec.State, rec.LeaderEpoch = controlplane.DeleteFinished, max(rec.LeaderEpoch, epoch)
+		if rec, err = m.meta.PutRemoteSegment(ctx, rec, rec.Revision); err != nil {
+			return err
+		}
+	}
+	return m.meta.DeleteRemoteSegmentRecord(ctx, rec)
+}
