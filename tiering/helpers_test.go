@@ -93,7 +93,7 @@ func newFixture(t *testing.T, configs map[string]string) *fixture {
 func (f *fixture) manager(t *testing.T, mod func(*Config)) *Manager {
 	t.Helper()
 	cfg := Config{NodeID: 1, Bucket: f.bucket, Store: f.store, Meta: f.meta, Prefix: "tier",
-		Replicas: func() []*partition.Replica { return []*partition.Replica{f.rep} },
+		Replicas:    func() []*partition.Replica { return []*partition.Replica{f.rep} },
 		OrphanGrace: time.Minute, Now: func() time.Time { return f.now }, Logger: quiet()}
 	if mod != nil {
 		mod(&cfg)
