@@ -162,15 +162,35 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config) (*Process, err
 	p.addr = addr
 	if err := createTopic(ctx, p, cfg); err != nil {
 		p.Close()
-		return nil, fmt.Errorf("%w (log in %s/shale.log)", err, dir)
+		return nil, fmt.Errorf("%w; last lines of the server log:\n%s", err, logTail(dir+"/shale.log", 2048))
 	}
 	return p, nil
 }
 
+// logTail returns up to the last n bytes of the file at path, or a note
+// saying why it could not be read.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	off := max(st.Size()-n, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+		return err.Error()
+	}
+	return string(b)
+}
+
 // createTopic creates the topic (tolerating "already exists") and waits until
-// every partition has a leader, retrying until a 60 s deadline.
+// every partition has a leader, retrying until a 90 s deadline.
 func createTopic(ctx context.Context, p *Process, cfg Config) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
 	if err != nil {
