@@ -8,7 +8,9 @@ import (
 	"testing"
 )
 
-// shaleBin is the path of the binary built once by TestMain.
+// shaleBin is the path of the binary built once by TestMain, or the one
+// named by SHALE_E2E_BIN (to test a release build, or a snapshot of the
+// tree while it is being edited).
 var shaleBin string
 
 func TestMain(m *testing.M) {
@@ -16,6 +18,10 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
+	if bin := os.Getenv("SHALE_E2E_BIN"); bin != "" {
+		shaleBin = bin
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "shale-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
