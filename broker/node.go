@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +39,9 @@ type Node struct {
 	nats     *natsembed.Server // nil with an external NATS
 	nc       *nats.Conn
 	store    *controlplane.Store
+	ctrl     *controlplane.Controller
 	replicas *Replicas
+	tiering  *nodeTiering // see tiering.go
 	pids     *producerIDs
 	server   *ingest.Server
 	admin    *http.Server
@@ -99,8 +100,21 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, err
 	}
 	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, n.logger)
+	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
+		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
+		Unclean: func(topic string) bool {
+			t, ok := n.store.Topic(topic)
+			return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
 	if err := n.replicas.Reconcile(); err != nil {
 		return nil, fmt.Errorf("opening local replicas: %w", err)
+	}
+	if err := n.startTiering(ctx); err != nil {
+		return nil, fmt.Errorf("tiering: %w", err)
 	}
 
 	reg := ingest.NewRegistry()
@@ -125,6 +139,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.reconcileLoop(loopCtx) })
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
 	n.goLoop(func() { n.flushLoop(loopCtx) })
+	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() {
 		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, ingest.ErrServerClosed) {
 			n.logger.Error("kafka listener stopped", "err", err)
@@ -225,17 +240,9 @@ func (n *Node) Store() *controlplane.Store { return n.store }
 // Replicas exposes the local replicas (for tools and tests).
 func (n *Node) Replicas() *Replicas { return n.replicas }
 
-// controllerID is the lowest live broker id until controller election
-// arrives with the multi-node control plane.
+// controllerID is the node holding the controller lease, as last seen.
 func (n *Node) controllerID() int32 {
-	ids := []int32{}
-	for _, b := range n.store.Brokers() {
-		ids = append(ids, b.NodeID)
-	}
-	if len(ids) == 0 {
-		return n.cfg.NodeID
-	}
-	return slices.Min(ids)
+	return n.ctrl.ID()
 }
 
 func (n *Node) goLoop(fn func()) {
@@ -332,6 +339,7 @@ func (n *Node) adminMux() *http.ServeMux {
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		n.controlledShutdown(ctx)
 		if n.server != nil {
 			if n.kafkaLn != nil {
 				// Serve may not have started; closing the listener ends it either way.
@@ -350,8 +358,12 @@ func (n *Node) Close(ctx context.Context) error {
 			n.cancel()
 		}
 		n.wg.Wait()
+		n.stopTiering()
 		if n.replicas != nil {
 			errs = append(errs, n.replicas.Close())
+		}
+		if n.ctrl != nil {
+			n.ctrl.Close()
 		}
 		if n.store != nil {
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -40,6 +40,8 @@ func ErrorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, partition.ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, partition.ErrDiskFull):
+		return kerr.KafkaStorageError.Code // retriable: tiering and retention free space
 	case errors.Is(err, partition.ErrClosed), errors.Is(err, segment.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, segment.ErrOffsetOutOfRange):

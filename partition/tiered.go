@@ -101,12 +101,12 @@ func TieredRetentionPlan(segs []segment.SegmentInfo, now time.Time, localMs, loc
 }
 
 // tieredRetention is ApplyRetention for a replica with remote storage on.
-// Until the tiering manager has reported (SetRemoteState), nothing is
-// deleted.
+// Until the tiering manager has reported (SetRemoteState), nothing counts as
+// uploaded and only total retention deletes.
 func (r *Replica) tieredRetention(now time.Time, tc *config.TopicConfig) int64 {
 	s, ok := r.RemoteState()
 	if !ok {
-		return -1
+		s.CopiedNext = -1
 	}
 	return TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
 		tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)

@@ -207,7 +207,7 @@ func (m *Manager) target(rep *partition.Replica) (target, bool) {
 		return target{}, false
 	}
 	top, ok := m.cfg.Store.Topic(rep.Topic())
-	if !ok {
+	if !ok || top.Internal {
 		return target{}, false
 	}
 	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())

@@ -32,6 +32,9 @@ type Broker struct {
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
 	NATSReplicas int    `yaml:"nats_replicas" doc:"Replicas of the control plane's JetStream buckets."`
 
+	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a node cut off from NATS this long stops leading."`
+	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
+
 	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
 	NumPartitions            int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
 	DefaultReplicationFactor int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
@@ -43,6 +46,17 @@ type Broker struct {
 
 	LogLevel  string `yaml:"log_level" doc:"debug, info, warn or error."`
 	LogFormat string `yaml:"log_format" doc:"text or json."`
+
+	S3Endpoint  string `yaml:"s3_endpoint" doc:"S3 endpoint URL of the cold tier (MinIO, versitygw, ...); empty with an empty s3_bucket uses the filesystem bucket under data_dir/bucket."`
+	S3Bucket    string `yaml:"s3_bucket" doc:"S3 bucket of the cold tier; credentials come from the standard AWS chain."`
+	S3Region    string `yaml:"s3_region" doc:"S3 region."`
+	S3Prefix    string `yaml:"s3_prefix" doc:"Key prefix of every object Shale writes to the bucket."`
+	S3PathStyle bool   `yaml:"s3_path_style" doc:"Path-style S3 addressing (MinIO and most S3-compatible stores)."`
+
+	RemoteStorageEnableDefault bool          `yaml:"remote_storage_enable_default" doc:"Broker default of the topic config remote.storage.enable."`
+	TieringInterval            time.Duration `yaml:"tiering_interval" doc:"How often the tiering loop uploads closed segments and applies remote retention."`
+	OrphanGrace                time.Duration `yaml:"remote_orphan_grace" doc:"An object in the bucket that no committed metadata references is deleted once older than this."`
+	DiskHighWatermark          float64       `yaml:"disk_high_watermark" doc:"Used fraction of the data directory's filesystem above which produce gets a retriable KAFKA_STORAGE_ERROR; 0 disables."`
 
 	// TopicDefaults are broker-wide topic config defaults with Kafka's topic
 	// config names (retention.ms: 3600000).
@@ -58,6 +72,8 @@ func Defaults() Broker {
 		AdminListen:              "127.0.0.1:9644",
 		NATSListen:               "127.0.0.1:4222",
 		NATSReplicas:             1,
+		BrokerSessionTimeout:     6 * time.Second,
+		ControllerLease:          3 * time.Second,
 		AutoCreateTopics:         true,
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
@@ -68,6 +84,11 @@ func Defaults() Broker {
 		LogLevel:                 "info",
 		LogFormat:                "text",
 		TopicDefaults:            map[string]string{},
+
+		RemoteStorageEnableDefault: true,
+		TieringInterval:            5 * time.Second,
+		OrphanGrace:                5 * time.Minute,
+		DiskHighWatermark:          0.95,
 	}
 }
 
@@ -88,6 +109,9 @@ func (b *Broker) Validate() error {
 	if _, port, err := net.SplitHostPort(b.Advertise); err != nil || port == "" {
 		return fmt.Errorf("%w: advertise %q: want host:port", ErrInvalidConfig, b.Advertise)
 	}
+	if b.BrokerSessionTimeout < time.Second || b.ControllerLease < time.Second {
+		return fmt.Errorf("%w: broker_session_timeout and controller_lease must be at least 1s", ErrInvalidConfig)
+	}
 	if b.NumPartitions < 1 {
 		return fmt.Errorf("%w: num_partitions %d", ErrInvalidConfig, b.NumPartitions)
 	}
@@ -101,6 +125,21 @@ func (b *Broker) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("%w: log_format %q", ErrInvalidConfig, b.LogFormat)
+	}
+	if b.DiskHighWatermark < 0 || b.DiskHighWatermark > 1 {
+		return fmt.Errorf("%w: disk_high_watermark %v: want 0..1", ErrInvalidConfig, b.DiskHighWatermark)
+	}
+	if b.TieringInterval <= 0 || b.OrphanGrace <= 0 {
+		return fmt.Errorf("%w: tiering_interval and remote_orphan_grace must be positive", ErrInvalidConfig)
+	}
+	if (b.S3Endpoint != "") && b.S3Bucket == "" {
+		return fmt.Errorf("%w: s3_endpoint without s3_bucket", ErrInvalidConfig)
+	}
+	if _, set := b.TopicDefaults[RemoteStorageEnable]; !set && b.RemoteStorageEnableDefault {
+		if b.TopicDefaults == nil {
+			b.TopicDefaults = map[string]string{}
+		}
+		b.TopicDefaults[RemoteStorageEnable] = "true"
 	}
 	for k, v := range b.TopicDefaults {
 		if err := ValidateTopicValue(k, v); err != nil {
@@ -170,6 +209,12 @@ func setValue(v reflect.Value, s string) error {
 			return err
 		}
 		v.SetInt(x)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(x)
 	default:
 		return fmt.Errorf("unsupported kind %s", v.Kind())
 	}

@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/infra/objstore/fsbucket"
+	"github.com/shale-io/shale/tiering"
+)
+
+// errS3NotWired: the S3 provider is not wired into the node yet.
+var errS3NotWired = errors.New("broker: s3_bucket is set but this build wires only the filesystem bucket")
+
+// nodeTiering is the node's cold tier: the bucket, the remote segment
+// metadata and the tiering loop. Owned by Node; stopped by stop.
+type nodeTiering struct {
+	bucket  objstore.Bucket
+	meta    *controlplane.RemoteLog
+	manager *tiering.Manager
+}
+
+// startTiering opens the bucket (the filesystem bucket under
+// <data dir>/bucket unless S3 is configured) and the remote metadata, and
+// starts the tiering loop over this node's replicas.
+func (n *Node) startTiering(ctx context.Context) error {
+	if n.cfg.S3Bucket != "" {
+		return errS3NotWired
+	}
+	b, err := fsbucket.New(filepath.Join(n.cfg.DataDir, "bucket"))
+	if err != nil {
+		return fmt.Errorf("filesystem bucket: %w", err)
+	}
+	t := &nodeTiering{bucket: b}
+	if t.meta, err = controlplane.OpenRemoteLog(ctx, n.store); err != nil {
+		b.Close()
+		return err
+	}
+	t.manager, err = tiering.New(tiering.Config{NodeID: n.cfg.NodeID, Bucket: b, Store: n.store, Meta: t.meta,
+		Replicas: n.replicas.All, Prefix: n.cfg.S3Prefix, Interval: n.cfg.TieringInterval,
+		OrphanGrace: n.cfg.OrphanGrace, IsController: func() bool { return n.controllerID() == n.cfg.NodeID },
+		DataDir: n.cfg.DataDir, DiskHighWatermark: n.cfg.DiskHighWatermark, Logger: n.logger})
+	if err != nil {
+		t.meta.Close()
+		b.Close()
+		return err
+	}
+	t.manager.Start()
+	n.tiering = t
+	return nil
+}
+
+// stopTiering stops the loop, then closes the metadata and the bucket.
+// Safe when tiering never started.
+func (n *Node) stopTiering() {
+	if n.tiering == nil {
+		return
+	}
+	n.tiering.manager.Close()
+	n.tiering.meta.Close()
+	n.tiering.bucket.Close()
+}
+
+// Tiering exposes the tiering manager (for tools and tests); nil before Start.
+func (n *Node) Tiering() *tiering.Manager {
+	if n.tiering == nil {
+		return nil
+	}
+	return n.tiering.manager
+}
+
+// RemoteLog exposes the remote segment metadata (for the fetch path, tools
+// and tests); nil before Start.
+func (n *Node) RemoteLog() *controlplane.RemoteLog {
+	if n.tiering == nil {
+		return nil
+	}
+	return n.tiering.meta
+}
+
+// Bucket exposes the cold tier's bucket (for tools and tests); nil before Start.
+func (n *Node) Bucket() objstore.Bucket {
+	if n.tiering == nil {
+		return nil
+	}
+	return n.tiering.bucket
+}
