@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickstartKcat runs the README's quickstart against the binary:
+//
+//	echo 'hello shale' | kcat -P -b ADDR -t greetings
+//	kcat -C -b ADDR -t greetings -o beginning -e
+//
+// kcat is an optional system tool (librdkafka's CLI); without it on PATH the
+// test is skipped.
+func TestQuickstartKcat(t *testing.T) {
+	t.Parallel()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if kcat, err = exec.LookPath("kafkacat"); err != nil {
+			t.Skip("kcat (or kafkacat) is not on PATH; install it to run the README quickstart")
+		}
+	}
+	n := newNode(t, t.TempDir())
+	n.start()
+	n.waitReady()
+
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcat, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kcat %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errb.String())
+		}
+		return out.String()
+	}
+	run("hello shale\n", "-P", "-b", n.kafka, "-t", "greetings")
+	got := run("", "-C", "-b", n.kafka, "-t", "greetings", "-o", "beginning", "-e")
+	if got != "hello shale\n" {
+		t.Fatalf("kcat consumed %q, want %q", got, "hello shale\n")
+	}
+	n.checkNoPanic()
+}
