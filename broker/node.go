@@ -75,7 +75,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.startNATS(); err != nil {
 		return nil, err
 	}
-	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, Logger: n.logger})
+	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, BrokerTTL: cfg.BrokerSessionTimeout, Logger: n.logger})
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
@@ -190,7 +190,7 @@ func (n *Node) startNATS() error {
 // previous process's registration lives until its TTL runs out; like a Kafka
 // broker fenced until its old session expires, the node retries until then.
 func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
-	deadline := time.Now().Add(15 * time.Second) // the default broker TTL (6 s) with room to spare
+	deadline := time.Now().Add(n.cfg.BrokerSessionTimeout + 5*time.Second)
 	for {
 		err := n.store.RegisterBroker(ctx, b)
 		if err == nil || !errors.Is(err, controlplane.ErrBrokerIDInUse) || time.Now().After(deadline) {

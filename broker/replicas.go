@@ -41,6 +41,8 @@ type Replicas struct {
 		replicas map[replicaKey]*partition.Replica
 		topicIDs map[string]controlplane.TopicID
 		closed   bool
+		// steppedDown: the node lost the control plane; no replica leads.
+		steppedDown bool
 	}
 }
 
@@ -56,6 +58,13 @@ func (r *Replicas) Leader(topic string, p int32) (*partition.Replica, error) {
 	r.mu.RLock()
 	rep, ok := r.mu.replicas[replicaKey{topic, p}]
 	r.mu.RUnlock()
+	if ok && !rep.IsLeader() {
+		leader := int32(-1)
+		if st, known := r.store.Partition(topic, p); known {
+			leader = st.Leader
+		}
+		return nil, fmt.Errorf("%w: %s-%d is led by %d", partition.ErrNotLeader, topic, p, leader)
+	}
 	if !ok {
 		if st, known := r.store.Partition(topic, p); known && st.Leader != r.nodeID {
 			return nil, fmt.Errorf("%w: %s-%d is led by %d", partition.ErrNotLeader, topic, p, st.Leader)
@@ -160,6 +169,7 @@ func (r *Replicas) Reconcile() error {
 		t := topics[k.topic]
 		if open {
 			existing.SetConfig(r.TopicConfig(t))
+			r.applyRole(existing, st, false)
 			continue
 		}
 		if err := r.open(t, st); err != nil {
@@ -202,7 +212,52 @@ func (r *Replicas) open(t controlplane.Topic, st controlplane.PartitionState) er
 	}
 	r.mu.replicas[replicaKey{t.Name, st.Partition}] = rep
 	r.mu.topicIDs[t.Name] = t.ID
+	r.mu.Unlock()
+	r.applyRole(rep, st, true)
+	r.mu.Lock()
 	return nil
+}
+
+// applyRole makes a replica leader or follower as the partition state says,
+// and logs each change (tests check from these lines that no two nodes lead
+// one partition in the same epoch).
+func (r *Replicas) applyRole(rep *partition.Replica, st controlplane.PartitionState, opened bool) {
+	r.mu.RLock()
+	down := r.mu.steppedDown
+	r.mu.RUnlock()
+	leader := st.Leader == r.nodeID && !down
+	if rep.SetLeadership(leader, st.LeaderEpoch) || opened {
+		role := "follower"
+		if leader {
+			role = "leader"
+		}
+		r.logger.Info("became "+role, "topic", st.Topic, "partition", st.Partition, "leader_epoch", st.LeaderEpoch, "leader", st.Leader)
+	}
+}
+
+// StepDown makes every local replica a follower (the node lost the control
+// plane for longer than its session) until Resume.
+func (r *Replicas) StepDown() {
+	r.mu.Lock()
+	r.mu.steppedDown = true
+	reps := make([]*partition.Replica, 0, len(r.mu.replicas))
+	for _, rep := range r.mu.replicas {
+		reps = append(reps, rep)
+	}
+	r.mu.Unlock()
+	for _, rep := range reps {
+		if rep.IsLeader() {
+			rep.SetLeadership(false, rep.LeaderEpoch())
+			r.logger.Warn("stepped down: control plane unreachable", "topic", rep.Topic(), "partition", rep.Partition())
+		}
+	}
+}
+
+// Resume lets Reconcile hand leadership back after StepDown.
+func (r *Replicas) Resume() {
+	r.mu.Lock()
+	r.mu.steppedDown = false
+	r.mu.Unlock()
 }
 
 // Close closes every replica (flush, producer snapshot, clean marker).

@@ -373,13 +373,16 @@ func checkTimestamps(h *batch.Header, now int64, tc *config.TopicConfig) error {
 func (r *Replica) WaitForHW(ctx context.Context, offset int64) error {
 	for {
 		r.mu.Lock()
-		hw, ch, closed := r.mu.hw, r.mu.hwChanged, r.mu.closed
+		hw, ch, closed, leader := r.mu.hw, r.mu.hwChanged, r.mu.closed, r.mu.leader
 		r.mu.Unlock()
 		if hw > offset {
 			return nil
 		}
 		if closed {
 			return ErrClosed
+		}
+		if !leader {
+			return ErrNotLeader
 		}
 		select {
 		case <-ch:

@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+)
+
+// sessionLoop enforces the rule that a node cut off from the control plane
+// for longer than its broker session stops acting as leader: the controller
+// will have elected others by then. It resumes, and reconciles with the
+// control plane's view, once NATS is back.
+func (n *Node) sessionLoop(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	var downSince time.Time
+	stepped := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.nc.IsConnected() {
+			if stepped {
+				n.logger.Info("control plane reachable again; reconciling")
+				n.replicas.Resume()
+				n.reconcile()
+				stepped = false
+			}
+			downSince = time.Time{}
+			continue
+		}
+		if downSince.IsZero() {
+			downSince = time.Now()
+		}
+		if !stepped && time.Since(downSince) > n.cfg.BrokerSessionTimeout {
+			n.replicas.StepDown()
+			stepped = true
+		}
+	}
+}
+
+// controlledShutdown moves leadership of this node's partitions to other
+// in-sync replicas before it stops (Kafka's controlled shutdown), by
+// compare-and-set on each partition record, and waits a bounded time for it
+// to take effect. Partitions with no other live in-sync replica keep their
+// leader: a clean stop never takes a partition offline.
+func (n *Node) controlledShutdown(ctx context.Context) {
+	if n.store == nil || n.replicas == nil {
+		return
+	}
+	live := map[int32]bool{}
+	for _, b := range n.store.Brokers() {
+		live[b.NodeID] = true
+	}
+	isLive := func(b int32) bool { return live[b] }
+	deadline := time.Now().Add(5 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	for _, t := range n.store.Topics() {
+		for _, st := range n.store.Partitions(t.Name) {
+			if st.Leader != n.cfg.NodeID || len(st.Replicas) < 2 {
+				continue
+			}
+			for attempt := 0; attempt < 5 && time.Now().Before(deadline); attempt++ {
+				d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, isLive)
+				if !d.Changed {
+					break
+				}
+				uctx, cancel := context.WithDeadline(context.Background(), deadline)
+				_, err := n.store.UpdatePartition(uctx, d.State)
+				cancel()
+				if err == nil {
+					n.logger.Info("controlled shutdown moved leadership", "topic", t.Name, "partition", st.Partition,
+						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
+					break
+				}
+				if !errors.Is(err, controlplane.ErrConflict) {
+					n.logger.Warn("controlled shutdown", "topic", t.Name, "partition", st.Partition, "err", err)
+					break
+				}
+				fresh, ok := n.store.Partition(t.Name, st.Partition)
+				if !ok || fresh.Leader != n.cfg.NodeID || slices.Equal(fresh.Replicas, []int32{n.cfg.NodeID}) {
+					break
+				}
+				st = fresh
+			}
+		}
+	}
+	n.reconcile()
+}
