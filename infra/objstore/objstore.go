@@ -48,3 +48,20 @@ type Bucket interface {
 	// Close releases the provider's resources.
 	Close() error
 }
+
+// ErrTransient marks an error a retry may cure: a 5xx, throttling (429,
+// 503 SlowDown), a timeout, a reset connection. Providers wrap such errors
+// with it (fmt.Errorf("...: %w: %w", ErrTransient, err)); IsRetryable and
+// WithRetries rely on the marker.
+var ErrTransient = errors.New("objstore: transient error")
+
+// IsRetryable reports whether err is worth retrying: it carries
+// ErrTransient and is neither ErrNotFound, ErrInvalidRange nor ErrInvalidKey.
+// Context cancellation and deadlines are never retryable here; WithRetries
+// tells its own per-attempt timeouts apart from the caller's.
+func IsRetryable(err error) bool {
+	if err == nil || !errors.Is(err, ErrTransient) {
+		return false
+	}
+	return !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalidRange) && !errors.Is(err, ErrInvalidKey)
+}
