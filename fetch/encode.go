@@ -7,18 +7,21 @@ import (
 	"github.com/shale-io/shale/ingest"
 )
 
-// body is a Fetch response body built from encoded bytes and file ranges, so
-// record batches go from the segment files to the socket without passing
-// through user space (ingest.ResponseWriter.SendFile).
+// body is a Fetch response body built from encoded bytes, file ranges and
+// in-memory byte slices: local record batches go from the segment files to
+// the socket without passing through user space
+// (ingest.ResponseWriter.SendFile); batches read from remote segments are
+// already in memory and are written as they are.
 type body struct {
 	buf    []byte  // encoded fields; file ranges are spliced in at marks
 	pieces []piece // in order
 	n      int
 }
 
-// piece is either buf[from:to] or a file range.
+// piece is buf[from:to], a file range, or mem.
 type piece struct {
 	from, to int
+	mem      []byte
 	file     *os.File
 	pos      int64
 	size     int
@@ -30,6 +33,12 @@ func (b *body) WriteTo(w *ingest.ResponseWriter) error {
 	for _, p := range b.pieces {
 		if p.file != nil {
 			if err := w.SendFile(p.file, p.pos, p.size); err != nil {
+				return err
+			}
+			continue
+		}
+		if p.mem != nil {
+			if _, err := w.Write(p.mem); err != nil {
 				return err
 			}
 			continue
@@ -95,6 +104,14 @@ func (e *encoder) file(f *os.File, pos int64, size int) {
 	e.cut()
 	e.b.pieces = append(e.b.pieces, piece{file: f, pos: pos, size: size})
 	e.b.n += size
+}
+
+// raw splices bytes into the body at the current position; the body keeps
+// b until it is written.
+func (e *encoder) raw(b []byte) {
+	e.cut()
+	e.b.pieces = append(e.b.pieces, piece{mem: b})
+	e.b.n += len(b)
 }
 
 // cut closes the current run of encoded bytes as a piece.

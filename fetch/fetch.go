@@ -18,12 +18,23 @@ package fetch
 // (the first batch of the first non-empty partition is sent even when it is
 // larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
 // high watermark moving rather than by polling, until max_wait_ms.
+//
+// Cold reads (with WithRemote): an offset between the log start (remote) and
+// the local log start is read from remote segments. Those reads run
+// concurrently, on the RemoteReader's own workers, while the local
+// partitions of the same request are read as usual; the fetch waits for them
+// up to max(max_wait_ms, the remote min wait) and then answers at once (a
+// consumer reading history does not long-poll). A remote read that fails
+// answers its partition KAFKA_STORAGE_ERROR, one that is still running
+// REQUEST_TIMED_OUT: both retriable, never an empty success. The response's
+// LogStartOffset is the remote log start when there is remote data.
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,9 +49,9 @@ type ConsumeObserver interface {
 	Fetched(topic string, bytes int)
 }
 
-// RegisterFetch serves Fetch on reg.
-func RegisterFetch(reg *ingest.Registry, leaders ingest.Leaders, obs ConsumeObserver, log *slog.Logger) {
-	h := &fetchHandler{leaders: leaders, obs: obs, log: log}
+// RegisterFetch serves Fetch on reg. Options: WithRemote, WithRemoteMinWait.
+func RegisterFetch(reg *ingest.Registry, leaders ingest.Leaders, obs ConsumeObserver, log *slog.Logger, opts ...Option) {
+	h := &fetchHandler{leaders: leaders, obs: obs, log: log, opts: buildOptions(opts)}
 	reg.Register(1, 4, 12, h.handle)
 }
 
@@ -48,6 +59,7 @@ type fetchHandler struct {
 	leaders ingest.Leaders
 	obs     ConsumeObserver
 	log     *slog.Logger
+	opts    options
 }
 
 type partResult struct {
@@ -56,7 +68,21 @@ type partResult struct {
 	hw        int64
 	logStart  int64
 	reads     []segment.ReadResult
+	cold      []byte // batches read from remote segments, sent before reads
 	size      int
+}
+
+// coldRead is a partition of a fetch to be read from remote segments.
+type coldRead struct {
+	topic      string
+	partition  int32
+	offset     int64
+	budget     int
+	minOne     bool
+	ti, pi     int // where its partResult is
+	batches    []byte
+	err        error
+	nextOffset int64
 }
 
 type topicResult struct {
@@ -72,14 +98,25 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 		maxBytes = 1
 	}
 	for {
-		res, total, waitOn, failed := h.readAll(r, maxBytes)
+		res, total, waitOn, failed, cold := h.readAll(r, maxBytes)
+		if len(cold) > 0 {
+			coldDeadline := deadline
+			if d := time.Now().Add(h.opts.remoteMinWait); d.After(coldDeadline) {
+				coldDeadline = d
+			}
+			h.readCold(ctx, res, cold, coldDeadline)
+			h.observe(res)
+			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			h.observe(res)
 			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
 		if !waitAny(ctx, waitOn, time.Until(deadline)) {
-			// Timed out or cancelled: answer with what is there now.
-			res, _, _, _ = h.readAll(r, maxBytes)
+			// Timed out or cancelled: answer with what is there now. (Data
+			// that moved below the local log start meanwhile is read from
+			// remote at the next fetch.)
+			res, _, _, _, _ = h.readAll(r, maxBytes)
 			h.observe(res)
 			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
@@ -101,9 +138,45 @@ func (h *fetchHandler) observe(res []topicResult) {
 	}
 }
 
-// readAll reads every requested partition once. failed is true when some
-// partition carries an error (the client should hear about it at once).
-func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool) {
+// readCold runs the cold reads concurrently until each finishes or the
+// deadline passes, and stores their batches or errors in res.
+func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*coldRead, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range cold {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.batches, c.nextOffset, c.err = h.opts.remote.Read(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
+		}()
+	}
+	wg.Wait()
+	for _, c := range cold {
+		pr := &res[c.ti].parts[c.pi]
+		if c.err != nil {
+			pr.errCode = ingest.ErrorCode(c.err)
+			if !errors.Is(c.err, segment.ErrOffsetOutOfRange) {
+				h.log.Warn("remote fetch failed", "topic", c.topic, "partition", c.partition, "offset", c.offset, "err", c.err)
+			}
+			continue
+		}
+		if len(c.batches) == 0 && c.minOne {
+			// Nothing between the remote data and the local log start: a
+			// gap the client must not take for an empty success.
+			pr.errCode = kerr.KafkaStorageError.Code
+			h.log.Warn("no remote or local data at offset", "topic", c.topic, "partition", c.partition, "offset", c.offset)
+			continue
+		}
+		pr.cold = c.batches
+		pr.size += len(c.batches)
+	}
+}
+
+// readAll reads every requested local partition once and lists those to be
+// read from remote segments (cold). failed is true when some partition
+// carries an error (the client should hear about it at once).
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
 	minOne := true
 	for _, t := range r.Topics {
 		tr := topicResult{topic: t.Topic}
@@ -123,8 +196,28 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 					continue
 				}
 			}
+			localStart := rep.Log().LogStartOffset()
+			pr.hw, pr.logStart = rep.HighWatermark(), localStart
+			rs := int64(-1)
+			if h.opts.remote != nil {
+				if rs = h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs < localStart {
+					pr.logStart = rs
+				}
+			}
+			if rs >= 0 && rs < localStart && p.FetchOffset < localStart {
+				// A cold read reserves its budget now: it runs after this
+				// pass, concurrently with the other cold reads.
+				budget := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
+				if budget > 0 || minOne {
+					cold = append(cold, &coldRead{topic: t.Topic, partition: p.Partition, offset: p.FetchOffset,
+						budget: budget, minOne: minOne, ti: len(res), pi: len(tr.parts)})
+					total += budget
+					minOne = false
+				}
+				tr.parts = append(tr.parts, pr)
+				continue
+			}
 			waitOn = append(waitOn, rep.HWChanged())
-			pr.hw, pr.logStart = rep.HighWatermark(), rep.Log().LogStartOffset()
 			off, limit := p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total)
 			for limit > 0 || minOne {
 				rr, err := rep.Read(off, max(limit, 0), minOne)
@@ -155,7 +248,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 		}
 		res = append(res, tr)
 	}
-	return res, total, waitOn, failed
+	return res, total, waitOn, failed, cold
 }
 
 // checkEpoch fences a fetch that names another leader epoch (KIP-320).
@@ -221,6 +314,9 @@ func encodeFetch(v int16, res []topicResult) *body {
 				e.i32(-1) // PreferredReadReplica
 			}
 			e.bytesLen(p.size)
+			if len(p.cold) > 0 {
+				e.raw(p.cold)
+			}
 			for _, rr := range p.reads {
 				e.file(rr.File, rr.Position, rr.Size)
 			}

@@ -1,6 +1,6 @@
 package fetch
 
-// ListOffsets (key 2), versions 1-8.
+// ListOffsets (key 2), versions 1-9.
 //
 //   - v1: one offset per partition (the v0 multi-offset form is not served).
 //   - v2: IsolationLevel (the same answer: no transactions).
@@ -8,10 +8,15 @@ package fetch
 //   - v6: flexible versions.
 //   - v7: MAX_TIMESTAMP (-3): the offset of the record with the largest timestamp.
 //   - v8: EARLIEST_LOCAL (-4, KIP-405): the first offset on local disk.
+//   - v9: LATEST_TIERED (-5, KIP-1005): the last offset in remote segments,
+//     -1 when there is none.
 //
-// LATEST (-1) is the high watermark; EARLIEST (-2) the log start offset; a
-// timestamp finds the first offset whose timestamp is at or after it through
-// the .timeindex, or -1 when there is none below the high watermark.
+// LATEST (-1) is the high watermark; EARLIEST (-2) the log start offset (the
+// remote log start when the partition has remote data); a timestamp finds
+// the first offset whose timestamp is at or after it through the remote
+// .timeindex objects first (remote data is the older), then the local
+// .timeindex, or -1 when there is none below the high watermark.
+// MAX_TIMESTAMP looks at local data only.
 
 import (
 	"context"
@@ -24,62 +29,95 @@ import (
 	"github.com/shale-io/shale/segment"
 )
 
-// RegisterListOffsets serves ListOffsets on reg.
-func RegisterListOffsets(reg *ingest.Registry, leaders ingest.Leaders, log *slog.Logger) {
-	reg.Register(2, 1, 8, func(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
-		r := req.Msg.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
-				rep, err := leaders.Leader(t.Topic, p.Partition)
-				if err == nil && p.CurrentLeaderEpoch >= 0 {
-					if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
-						rp.ErrorCode = code
-						rt.Partitions = append(rt.Partitions, rp)
-						continue
-					}
+// RegisterListOffsets serves ListOffsets on reg. Options: WithRemote.
+func RegisterListOffsets(reg *ingest.Registry, leaders ingest.Leaders, log *slog.Logger, opts ...Option) {
+	h := &listOffsetsHandler{leaders: leaders, log: log, remote: buildOptions(opts).remote}
+	reg.Register(2, 1, 9, h.handle)
+}
+
+type listOffsetsHandler struct {
+	leaders ingest.Leaders
+	log     *slog.Logger
+	remote  RemoteReader // nil: local only
+}
+
+func (h *listOffsetsHandler) handle(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+	r := req.Msg.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			rep, err := h.leaders.Leader(t.Topic, p.Partition)
+			if err == nil && p.CurrentLeaderEpoch >= 0 {
+				if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
+					rp.ErrorCode = code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
 				}
-				if err != nil {
-					rp.ErrorCode = ingest.ErrorCode(err)
-				} else {
-					var err error
-					rp.Offset, rp.Timestamp, err = lookupOffset(rep, p.Timestamp)
-					if err != nil {
-						log.Error("offset lookup failed", "topic", t.Topic, "partition", p.Partition, "timestamp", p.Timestamp, "err", err)
-						rp.ErrorCode = ingest.ErrorCode(err)
-					} else if rp.Offset >= 0 {
-						rp.LeaderEpoch = epochAt(rep.Log().Epochs(), rp.Offset)
-					}
-				}
-				rt.Partitions = append(rt.Partitions, rp)
 			}
-			resp.Topics = append(resp.Topics, rt)
+			if err != nil {
+				rp.ErrorCode = ingest.ErrorCode(err)
+			} else {
+				var err error
+				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp)
+				if err != nil {
+					h.log.Error("offset lookup failed", "topic", t.Topic, "partition", p.Partition, "timestamp", p.Timestamp, "err", err)
+					rp.ErrorCode = ingest.ErrorCode(err)
+					rp.Offset, rp.Timestamp = -1, -1
+				} else if rp.Offset >= 0 {
+					rp.LeaderEpoch = epochAt(rep.Log().Epochs(), rp.Offset)
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		return ingest.Reply{Response: resp}, nil
-	})
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return ingest.Reply{Response: resp}, nil
 }
 
 // lookupOffset answers one ListOffsets query: (offset, timestamp).
-func lookupOffset(rep *partition.Replica, ts int64) (int64, int64, error) {
+func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Replica, ts int64) (int64, int64, error) {
 	l, hw := rep.Log(), rep.HighWatermark()
+	topic, p := rep.Topic(), rep.Partition()
 	switch ts {
 	case -1: // LATEST
 		return hw, -1, nil
 	case -2: // EARLIEST
-		return l.LogStartOffset(), -1, nil
+		start := l.LogStartOffset()
+		if h.remote != nil {
+			if rs := h.remote.LogStartOffset(topic, p); rs >= 0 && rs < start {
+				start = rs
+			}
+		}
+		return start, -1, nil
 	case -4: // EARLIEST_LOCAL
 		return l.LogStartOffset(), -1, nil
+	case -5: // LATEST_TIERED
+		if h.remote == nil {
+			return -1, -1, nil
+		}
+		return h.remote.LastTieredOffset(topic, p), -1, nil
 	case -3: // MAX_TIMESTAMP
 		off, mts, ok, err := l.MaxTimestampOffset()
 		if err != nil || !ok || off >= hw {
 			return -1, -1, err
 		}
 		return off, mts, nil
+	}
+	if h.remote != nil && h.remote.LogStartOffset(topic, p) >= 0 {
+		rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
+		off, found, ok, err := h.remote.OffsetForTimestamp(rctx, topic, p, ts)
+		cancel()
+		if err != nil {
+			return -1, -1, err
+		}
+		if ok && off < hw {
+			return off, found, nil
+		}
 	}
 	off, found, ok, err := l.OffsetForTimestamp(ts)
 	if err != nil || !ok || off >= hw {
