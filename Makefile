@@ -48,7 +48,7 @@ $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install $(STATICCHECK)
 
 ## tools: test servers the suite starts itself
-tools:
+tools: $(BIN)/versitygw
 
 $(BIN)/versitygw:
 	GOBIN=$(BIN) $(GO) install $(VERSITYGW)
