@@ -220,6 +220,9 @@ func (n *Node) registerAPIs(reg *ingest.Registry) {
 	reg.Register(44, 0, 1, n.handleIncrementalAlterConfigs)
 	reg.Register(21, 0, 2, n.handleDeleteRecords)
 	reg.Register(60, 0, 1, n.handleDescribeCluster)
+	reg.Register(43, 0, 2, n.handleElectLeaders)
+	reg.Register(45, 0, 0, n.handleAlterPartitionReassignments)
+	reg.Register(46, 0, 0, n.handleListPartitionReassignments)
 	n.registerGroupAPIs(reg)
 }
 

@@ -1,0 +1,48 @@
+package testnode
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/natsembed"
+)
+
+// WithNATS points the node at an external NATS server instead of starting
+// the embedded one.
+func WithNATS(url string) Option { return func(c *config.Broker) { c.NATS = url } }
+
+// WithNodeID sets the broker id.
+func WithNodeID(id int32) Option { return func(c *config.Broker) { c.NodeID = id } }
+
+// WithSession shortens the broker session and the controller lease, so that
+// failover tests run in seconds.
+func WithSession(d time.Duration) Option {
+	return func(c *config.Broker) { c.BrokerSessionTimeout, c.ControllerLease = d, d }
+}
+
+// StartNATS starts a standalone NATS server with JetStream for a cluster of
+// nodes, stopped when the test ends.
+func StartNATS(t testing.TB, dir string) *natsembed.Server {
+	t.Helper()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1, Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// StartCluster starts n nodes (ids 1..n) on one standalone NATS server.
+func StartCluster(t testing.TB, dir string, n int, opts ...Option) ([]*broker.Node, *natsembed.Server) {
+	t.Helper()
+	srv := StartNATS(t, dir)
+	nodes := make([]*broker.Node, n)
+	for i := range nodes {
+		o := append([]Option{WithNATS(srv.ClientURL()), WithNodeID(int32(i + 1))}, opts...)
+		nodes[i] = Start(t, filepath.Join(dir, "node", string(rune('a'+i))), o...)
+	}
+	return nodes, srv
+}
