@@ -16,6 +16,8 @@ usage:
   shale serve [flags]                     run a node (shale serve -h lists the flags)
   shale segment dump [--records] [--output json] FILE...
                                           print .log, .index and .timeindex files
+  shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output json]
+                                          nodes, controller, and each partition's leader, epoch and ISR
 `
 
 func main() {
@@ -34,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(args) > 1 && args[1] == "dump" {
 			return segmentDump(args[2:], stdout, stderr)
 		}
+	case "cluster":
+		return clusterCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// clusterStatus is `shale cluster status`: the nodes, the controller, and
+// each partition's leader, epoch, replicas and ISR, as any node reports them
+// through the Kafka protocol.
+type clusterStatusOut struct {
+	ClusterID  string             `json:"cluster_id"`
+	Controller int32              `json:"controller"`
+	Brokers    []clusterBroker    `json:"brokers"`
+	Partitions []clusterPartition `json:"partitions"`
+}
+
+type clusterBroker struct {
+	NodeID int32  `json:"node_id"`
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+	Rack   string `json:"rack,omitempty"`
+}
+
+type clusterPartition struct {
+	Topic       string  `json:"topic"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	Error       string  `json:"error,omitempty"`
+}
+
+func clusterCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "status" {
+		fmt.Fprintln(stderr, "usage: shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output text|json]")
+		return 2
+	}
+	fs := flag.NewFlagSet("shale cluster status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "a node's Kafka address")
+	topic := fs.String("topic", "", "only this topic")
+	output := fs.String("output", "text", "text or json")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...))
+	if err != nil {
+		fmt.Fprintf(stderr, "shale cluster status: %v\n", err)
+		return 1
+	}
+	defer cl.Close()
+	var topics []string
+	if *topic != "" {
+		topics = []string{*topic}
+	}
+	m, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	if err != nil {
+		fmt.Fprintf(stderr, "shale cluster status: %v\n", err)
+		return 1
+	}
+	out := clusterStatusOut{ClusterID: m.Cluster, Controller: m.Controller}
+	for _, b := range m.Brokers {
+		cb := clusterBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port}
+		if b.Rack != nil {
+			cb.Rack = *b.Rack
+		}
+		out.Brokers = append(out.Brokers, cb)
+	}
+	for _, t := range m.Topics.Sorted() {
+		for _, p := range t.Partitions.Sorted() {
+			cp := clusterPartition{Topic: t.Topic, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, ISR: p.ISR}
+			if p.Err != nil {
+				cp.Error = p.Err.Error()
+			}
+			out.Partitions = append(out.Partitions, cp)
+		}
+	}
+	sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].NodeID < out.Brokers[j].NodeID })
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "cluster %s, controller %d\n\n", out.ClusterID, out.Controller)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tADDRESS\tRACK\tCONTROLLER")
+	for _, b := range out.Brokers {
+		ctrl := ""
+		if b.NodeID == out.Controller {
+			ctrl = "*"
+		}
+		fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%s\n", b.NodeID, b.Host, b.Port, b.Rack, ctrl)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tERROR")
+	for _, p := range out.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.Leader, p.LeaderEpoch, ints(p.Replicas), ints(p.ISR), p.Error)
+	}
+	tw.Flush()
+	return 0
+}
+
+func ints(xs []int32) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
