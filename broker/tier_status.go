@@ -1,0 +1,135 @@
+package broker
+
+// The admin endpoint behind `shale tier status`, and the constructor of the
+// node's cold reader (tiering/coldread) for the fetch path.
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/fetch"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/tiering/coldread"
+)
+
+// TierStatusPath is the admin HTTP path of the tier status; ?topic=T
+// restricts it to one topic.
+const TierStatusPath = "/v1/tier/status"
+
+// TierPartitionStatus is one local partition's line of the tier status.
+// Offsets are -1 when unknown or absent.
+type TierPartitionStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// LogStartOffset is the first offset retained anywhere (remote or local).
+	LogStartOffset int64 `json:"log_start_offset"`
+	// LocalLogStartOffset is the first offset on this node's disk.
+	LocalLogStartOffset int64 `json:"local_log_start_offset"`
+	HighWatermark       int64 `json:"high_watermark"`
+	// LastTieredOffset is the last offset in readable remote segments.
+	LastTieredOffset int64 `json:"last_tiered_offset"`
+	RemoteSegments   int   `json:"remote_segments"`
+	RemoteBytes      int64 `json:"remote_bytes"`
+	// UploadLagSegments and UploadLagBytes count the closed local segments
+	// holding offsets above LastTieredOffset: what tiering has still to copy.
+	UploadLagSegments int   `json:"upload_lag_segments"`
+	UploadLagBytes    int64 `json:"upload_lag_bytes"`
+	// UploadLagOffsets is HighWatermark - (LastTieredOffset + 1), the active
+	// segment included.
+	UploadLagOffsets int64 `json:"upload_lag_offsets"`
+}
+
+// TierStatus is the body of GET /v1/tier/status.
+type TierStatus struct {
+	NodeID     int32                 `json:"node_id"`
+	Partitions []TierPartitionStatus `json:"partitions"`
+}
+
+// tierStatusHandler serves TierStatusPath from this node's replicas and the
+// remote segment metadata (the lead mounts it on the admin mux).
+func (n *Node) tierStatusHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		var remote func(topic string, p int32) []controlplane.RemoteSegment
+		if rl := n.RemoteLog(); rl != nil {
+			remote = func(topic string, p int32) []controlplane.RemoteSegment {
+				t, ok := n.store.Topic(topic)
+				if !ok {
+					return nil
+				}
+				return rl.ListRemoteSegments(t.ID, p)
+			}
+		}
+		st := tierStatusOf(n.cfg.NodeID, n.replicas.All(), remote, r.URL.Query().Get("topic"))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(st)
+	})
+}
+
+// tierStatusOf computes the status of reps (those of topic only, unless
+// topic is ""), sorted by topic and partition. remote lists a partition's
+// remote segment records; nil means no tiering.
+func tierStatusOf(node int32, reps []*partition.Replica, remote func(string, int32) []controlplane.RemoteSegment, topic string) TierStatus {
+	st := TierStatus{NodeID: node, Partitions: []TierPartitionStatus{}}
+	for _, rep := range reps {
+		if topic != "" && rep.Topic() != topic {
+			continue
+		}
+		l := rep.Log()
+		ps := TierPartitionStatus{Topic: rep.Topic(), Partition: rep.Partition(), LocalLogStartOffset: l.LogStartOffset(),
+			HighWatermark: rep.HighWatermark(), LastTieredOffset: -1}
+		ps.LogStartOffset = ps.LocalLogStartOffset
+		if remote != nil {
+			segs := remote(rep.Topic(), rep.Partition())
+			if start, ok := controlplane.RemoteLogStartOffset(segs); ok && start < ps.LogStartOffset {
+				ps.LogStartOffset = start
+			}
+			if end, ok := controlplane.RemoteLogEndOffset(segs); ok {
+				ps.LastTieredOffset = end
+			}
+			for _, s := range segs {
+				if s.State == controlplane.CopyFinished {
+					ps.RemoteSegments++
+					ps.RemoteBytes += s.Size
+				}
+			}
+		}
+		for _, s := range l.Segments() {
+			if !s.Active && s.NextOffset > ps.LastTieredOffset+1 && s.Size > 0 {
+				ps.UploadLagSegments++
+				ps.UploadLagBytes += s.Size
+			}
+		}
+		ps.UploadLagOffsets = max(ps.HighWatermark-(ps.LastTieredOffset+1), 0)
+		st.Partitions = append(st.Partitions, ps)
+	}
+	slices.SortFunc(st.Partitions, func(a, b TierPartitionStatus) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return st
+}
+
+// newColdReader returns the reader of remote segments for the fetch path,
+// or nil when the node has no cold tier. The caller closes it (before
+// stopping tiering, which closes the bucket).
+func (n *Node) newColdReader() (*coldread.Reader, error) {
+	if n.RemoteLog() == nil || n.Bucket() == nil {
+		return nil, nil
+	}
+	return coldread.New(coldread.Defaults(), n.Bucket(), n.RemoteLog(), n.store, n.logger)
+}
+
+// fetchOptions are the fetch and list-offsets options for cold reads
+// through r; none when r is nil (no tiering).
+func fetchOptions(r *coldread.Reader) []fetch.Option {
+	if r == nil {
+		return nil
+	}
+	return []fetch.Option{fetch.WithRemote(r)}
+}
