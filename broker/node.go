@@ -161,7 +161,20 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 
 func (n *Node) startNATS() error {
 	if n.cfg.NATS != "" {
-		nc, err := nats.Connect(n.cfg.NATS, nats.Name(fmt.Sprintf("shale-%d", n.cfg.NodeID)), nats.MaxReconnects(-1))
+		opts := []nats.Option{nats.Name(fmt.Sprintf("shale-%d", n.cfg.NodeID)), nats.MaxReconnects(-1)}
+		if n.cfg.NATSCreds != "" {
+			opts = append(opts, nats.UserCredentials(n.cfg.NATSCreds))
+		}
+		if n.cfg.NATSUser != "" {
+			opts = append(opts, nats.UserInfo(n.cfg.NATSUser, n.cfg.NATSPassword))
+		}
+		if n.cfg.NATSTLSCA != "" {
+			opts = append(opts, nats.RootCAs(n.cfg.NATSTLSCA))
+		}
+		if n.cfg.NATSTLSCert != "" {
+			opts = append(opts, nats.ClientCert(n.cfg.NATSTLSCert, n.cfg.NATSTLSKey))
+		}
+		nc, err := nats.Connect(n.cfg.NATS, opts...)
 		if err != nil {
 			return fmt.Errorf("connecting to NATS %s: %w", n.cfg.NATS, err)
 		}

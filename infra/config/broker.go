@@ -31,6 +31,12 @@ type Broker struct {
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
 	NATSReplicas int    `yaml:"nats_replicas" doc:"Replicas of the control plane's JetStream buckets."`
+	NATSCreds    string `yaml:"nats_creds" doc:"NATS credentials file (JWT and nkey seed) for an external cluster."`
+	NATSUser     string `yaml:"nats_user" doc:"NATS user name for an external cluster (with nats_password)."`
+	NATSPassword string `yaml:"nats_password" doc:"NATS password; prefer SHALE_NATS_PASSWORD to a file or flag."`
+	NATSTLSCA    string `yaml:"nats_tls_ca" doc:"CA certificate file to verify an external NATS cluster's TLS certificates."`
+	NATSTLSCert  string `yaml:"nats_tls_cert" doc:"Client certificate file for NATS TLS (with nats_tls_key)."`
+	NATSTLSKey   string `yaml:"nats_tls_key" doc:"Client key file for NATS TLS."`
 
 	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a node cut off from NATS this long stops leading."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
