@@ -208,9 +208,14 @@ type tiered struct {
 // tieredFixture writes n records, uploads every segment, and opens a Reader
 // with cfg over an fsbucket (wrapped by wrap, if set).
 func tieredFixture(t testing.TB, n int, cfg Config, wrap func(objstore.Bucket) objstore.Bucket) *tiered {
+	return tieredFixtureSized(t, n, 32<<10, cfg, wrap)
+}
+
+// tieredFixtureSized is tieredFixture with segments of segmentBytes.
+func tieredFixtureSized(t testing.TB, n int, segmentBytes int64, cfg Config, wrap func(objstore.Bucket) objstore.Bucket) *tiered {
 	t.Helper()
 	st, rl, top := controlPlane(t, "cold")
-	dir, all := writeLog(t, n, 10, 32<<10, batch.CodecNone)
+	dir, all := writeLog(t, n, 10, segmentBytes, batch.CodecNone)
 	fb, err := fsbucket.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package coldread
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/segment/batch"
@@ -44,7 +45,7 @@ func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, 
 
 // read is Read on a pool worker.
 func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) ([]byte, int64, error) {
-	var out []byte
+	out := make([]byte, 0, min(maxBytes, 16<<20))
 	next := offset
 	end, _ := controlplane.RemoteLogEndOffset(segs)
 	for next <= end {
@@ -55,14 +56,16 @@ func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, of
 			}
 			return nil, offset, fmt.Errorf("%w: offset %d", ErrNoRemoteSegment, next)
 		}
-		b, n, full, err := r.readSegment(ctx, s, next, maxBytes-len(out), minOne && len(out) == 0)
+		var n int64
+		var full bool
+		var err error
+		out, n, full, err = r.readSegment(ctx, s, next, maxBytes-len(out), minOne && len(out) == 0, out)
 		if err != nil {
 			if len(out) > 0 {
 				break // serve what is read; the next read reports the error
 			}
 			return nil, offset, err
 		}
-		out = append(out, b...)
 		if full {
 			next = max(n, next)
 			break
@@ -79,28 +82,28 @@ func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, of
 	return out, next, nil
 }
 
-// readSegment reads whole batches of s from the one holding offset, at most
-// maxBytes (minOne: at least one). full is true when the budget stopped the
-// read before the end of the segment; next is the offset after the last
-// batch read (offset when none).
-func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) (b []byte, next int64, full bool, err error) {
+// readSegment appends to dst whole batches of s from the one holding offset,
+// at most maxBytes (minOne: at least one). full is true when the budget
+// stopped the read before the end of the segment; next is the offset after
+// the last batch read (offset when none). On error dst is returned as given.
+func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool, dst []byte) (_ []byte, next int64, full bool, err error) {
 	idx, err := r.offsetIndexFor(ctx, s)
 	if err != nil {
-		return nil, offset, false, err
+		return dst, offset, false, err
 	}
 	key, err := objectKey(s, "log")
 	if err != nil {
-		return nil, offset, false, err
+		return dst, offset, false, err
 	}
 	obj := object{r: r, key: key, size: s.Size}
 	pos := idx.lookup(offset)
 	var h batch.Header
 	for {
 		if pos >= s.Size {
-			return nil, offset, false, nil // offset lies past the segment's batches
+			return dst, offset, false, nil // offset lies past the segment's batches
 		}
 		if h, err = obj.header(ctx, pos); err != nil {
-			return nil, offset, false, err
+			return dst, offset, false, err
 		}
 		if h.LastOffset() >= offset {
 			break
@@ -108,6 +111,14 @@ func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, 
 		pos += int64(h.Size())
 	}
 	from, to, next := pos, pos, offset
+	// Jump over whole batches with the index: its entries sit at batch
+	// starts, so the last entry within the budget bounds a run of whole
+	// batches; headers are scanned only from there.
+	if p := idx.floorPosition(from + int64(maxBytes)); p > from && p < s.Size {
+		if jh, err := obj.header(ctx, p); err == nil {
+			to, h, next = p, jh, jh.BaseOffset
+		}
+	}
 	for {
 		size := int64(h.Size())
 		if to-from+size > int64(maxBytes) && !(to == from && minOne) {
@@ -123,17 +134,17 @@ func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, 
 			if to > from {
 				break
 			}
-			return nil, offset, false, err
+			return dst, offset, false, err
 		}
 	}
 	if to == from {
-		return nil, offset, full, nil
+		return dst, offset, full, nil
 	}
-	b, err = obj.read(ctx, from, to)
+	out, err := obj.appendRange(ctx, dst, from, to)
 	if err != nil {
-		return nil, offset, false, err
+		return dst, offset, false, err
 	}
-	return b, next, full, nil
+	return out, next, full, nil
 }
 
 // object reads a .log object through the chunk cache.
@@ -148,9 +159,23 @@ func (o object) header(ctx context.Context, pos int64) (batch.Header, error) {
 	if pos+batch.HeaderSize > o.size {
 		return batch.Header{}, fmt.Errorf("%w: %s: batch header at %d runs past the object's %d bytes", ErrRemoteRead, o.key, pos, o.size)
 	}
-	b, err := o.read(ctx, pos, pos+batch.HeaderSize)
-	if err != nil {
-		return batch.Header{}, err
+	var b []byte
+	cs := o.r.cfg.ChunkBytes
+	if i := pos / cs; (pos+batch.HeaderSize-1)/cs == i {
+		// Within one chunk: parse in place.
+		c, err := o.chunk(ctx, i)
+		if err != nil {
+			return batch.Header{}, err
+		}
+		if lo := pos - i*cs; lo+batch.HeaderSize <= int64(len(c)) {
+			b = c[lo : lo+batch.HeaderSize]
+		}
+	}
+	if b == nil {
+		var err error
+		if b, err = o.appendRange(ctx, nil, pos, pos+batch.HeaderSize); err != nil {
+			return batch.Header{}, err
+		}
 	}
 	h, err := batch.ParseHeader(b)
 	if err != nil {
@@ -162,10 +187,11 @@ func (o object) header(ctx context.Context, pos int64) (batch.Header, error) {
 	return h, nil
 }
 
-// read copies [from, to) of the object out of its chunks.
-func (o object) read(ctx context.Context, from, to int64) ([]byte, error) {
+// appendRange appends [from, to) of the object, copied out of its chunks,
+// to dst.
+func (o object) appendRange(ctx context.Context, dst []byte, from, to int64) ([]byte, error) {
 	cs := o.r.cfg.ChunkBytes
-	out := make([]byte, 0, to-from)
+	out := slices.Grow(dst, int(to-from))
 	for pos := from; pos < to; {
 		i := pos / cs
 		c, err := o.chunk(ctx, i)

@@ -46,6 +46,16 @@ func (x *offsetIndex) lookup(target int64) int64 {
 	return x.positions[i-1]
 }
 
+// floorPosition returns the position of the last entry whose position is
+// <= pos, or -1 when there is none.
+func (x *offsetIndex) floorPosition(pos int64) int64 {
+	i := sort.Search(len(x.positions), func(i int) bool { return x.positions[i] > pos })
+	if i == 0 {
+		return -1
+	}
+	return x.positions[i-1]
+}
+
 func (x *offsetIndex) bytes() int64 { return int64(len(x.offsets))*16 + 64 }
 
 // timeIndex is a parsed remote .timeindex (8-byte timestamp, 4-byte relative

@@ -59,7 +59,7 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, s controlplane.RemoteSe
 			return -1, -1, false, err
 		}
 		if h.MaxTimestamp >= ts {
-			b, err := obj.read(ctx, pos, pos+int64(h.Size()))
+			b, err := obj.appendRange(ctx, nil, pos, pos+int64(h.Size()))
 			if err != nil {
 				return -1, -1, false, err
 			}
