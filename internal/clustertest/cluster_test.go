@@ -1,0 +1,147 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// quietLogger drops the in-process NATS servers' logs.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startNodes starts nodes 1..n on natsURLs with data under dir and waits
+// until each is ready.
+func startNodes(t *testing.T, dir, natsURLs string, n int, extra ...string) []*node {
+	t.Helper()
+	nodes := make([]*node, n)
+	for i := range nodes {
+		nodes[i] = newNode(t, dir, int32(i+1), natsURLs, extra...)
+		nodes[i].start()
+	}
+	for _, nd := range nodes {
+		nd.waitReady()
+	}
+	return nodes
+}
+
+// liveIDs is the set of nodes with a live run.
+func liveIDs(nodes []*node) map[int32]bool {
+	out := map[int32]bool{}
+	for _, n := range nodes {
+		if n.alive() {
+			out[n.id] = true
+		}
+	}
+	return out
+}
+
+// view is what one node's Metadata says about the cluster and one topic.
+type view struct {
+	controller int32
+	brokers    []int32 // sorted
+	parts      map[int32]kmsg.MetadataResponseTopicPartition
+}
+
+// viewFrom asks n for the cluster and topic. A topic-level error, or a
+// topic that does not have exactly want partitions, is an error.
+func viewFrom(ctx context.Context, n *node, topic string, want int) (view, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := n.metadata(rctx, topic)
+	if err != nil {
+		return view{}, err
+	}
+	v := view{controller: resp.ControllerID, parts: map[int32]kmsg.MetadataResponseTopicPartition{}}
+	for _, b := range resp.Brokers {
+		v.brokers = append(v.brokers, b.NodeID)
+	}
+	slices.Sort(v.brokers)
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		if rt.ErrorCode != 0 {
+			return view{}, fmt.Errorf("topic %s: error code %d", topic, rt.ErrorCode)
+		}
+		for _, p := range rt.Partitions {
+			v.parts[p.Partition] = p
+		}
+	}
+	if len(v.parts) != want {
+		return view{}, fmt.Errorf("topic %s: %d partitions, want %d", topic, len(v.parts), want)
+	}
+	return v, nil
+}
+
+// healedFor returns "" when v shows a live controller and a live leader for
+// every partition, else what is still missing. live is the set of running
+// nodes.
+func (v view) healedFor(live map[int32]bool) string {
+	var missing []string
+	if !live[v.controller] {
+		missing = append(missing, fmt.Sprintf("controller %d not live", v.controller))
+	}
+	for p, pd := range v.parts {
+		if pd.ErrorCode != 0 || !live[pd.Leader] {
+			missing = append(missing, fmt.Sprintf("partition %d leader %d (error %d)", p, pd.Leader, pd.ErrorCode))
+		}
+	}
+	slices.Sort(missing)
+	return strings.Join(missing, "; ")
+}
+
+// leaderClaimed reports whether node n's stderr says it became leader of
+// topic-partition in epoch: the metadata's leader has taken the role.
+func leaderClaimed(n *node, topic string, partition, epoch int32) bool {
+	cs, err := claims(n.stderr.String(), "became leader", "node")
+	if err != nil {
+		return false
+	}
+	return slices.Contains(cs, leadClaim{node: n.id, topic: topic, partition: partition, epoch: epoch})
+}
+
+// checkEpochs fails the test if two nodes ever became leader of one
+// partition in the same leader epoch, or two controllers elected different
+// leaders for one partition and epoch, reading every run's stderr of every
+// node. It returns how many leader claims it read.
+func checkEpochs(t *testing.T, nodes []*node) int {
+	t.Helper()
+	var became, elected []leadClaim
+	for _, n := range nodes {
+		log := n.stderr.String()
+		cs, err := claims(log, "became leader", "node")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.node != n.id {
+				t.Fatalf("node %d logged a leader claim as node %d", n.id, c.node)
+			}
+		}
+		became = append(became, cs...)
+		es, err := claims(log, "elected leader", "leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		elected = append(elected, es...)
+	}
+	if bad := epochConflicts(became); len(bad) > 0 {
+		t.Fatalf("two nodes led one partition in the same epoch:\n%s", strings.Join(bad, "\n"))
+	}
+	if bad := epochConflicts(elected); len(bad) > 0 {
+		t.Fatalf("controllers elected different leaders for one partition and epoch:\n%s", strings.Join(bad, "\n"))
+	}
+	return len(became)
+}
+
+// countLines counts the lines of n's stderr whose msg is msg.
+func countLines(n *node, msg string) int {
+	return strings.Count(n.stderr.String(), `msg="`+msg+`"`)
+}
