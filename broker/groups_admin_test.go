@@ -1,0 +1,191 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// commitSimple commits offsets for a group without members (kadm's
+// CommitOffsets: generation -1), retrying while the coordinator loads.
+func commitSimple(t *testing.T, adm *kadm.Client, grp string, os kadm.Offsets) {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	for {
+		resp, err := adm.CommitOffsets(ctx, grp, os)
+		if err == nil && resp.Error() == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("commit %s: %v / %v", grp, err, resp.Error())
+		}
+	}
+}
+
+func TestGroupAdminAPIs(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	createTopic(t, adm, "adm-a", 2)
+	createTopic(t, adm, "adm-b", 1)
+	produceN(t, addr, "adm-a", 20, "x")
+
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "adm-a", Partition: 0, At: 3, LeaderEpoch: -1, Metadata: "m0"})
+	os.Add(kadm.Offset{Topic: "adm-a", Partition: 1, At: 4, LeaderEpoch: -1})
+	os.Add(kadm.Offset{Topic: "adm-b", Partition: 0, At: 5, LeaderEpoch: -1})
+	commitSimple(t, adm, "simple", os)
+	got := committed(t, adm, "simple")
+	if o, _ := got.Lookup("adm-a", 0); o.At != 3 || o.Metadata != "m0" {
+		t.Fatalf("fetched %+v", o)
+	}
+
+	ctx := ctxT(t, 60*time.Second)
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed["simple"]; !ok || l.State != "Empty" {
+		t.Fatalf("ListGroups: %+v", listed)
+	}
+
+	// OffsetDelete on an empty group drops just the named partitions.
+	del := kadm.TopicsSet{}
+	del.Add("adm-b", 0)
+	dres, err := adm.DeleteOffsets(ctx, "simple", del)
+	if err != nil || dres.Error() != nil {
+		t.Fatalf("DeleteOffsets: %v %v", err, dres.Error())
+	}
+	got = committed(t, adm, "simple")
+	if _, ok := got.Lookup("adm-b", 0); ok {
+		t.Fatalf("adm-b still committed: %+v", got)
+	}
+	if o, ok := got.Lookup("adm-a", 1); !ok || o.At != 4 {
+		t.Fatalf("adm-a-1 lost: %+v", got)
+	}
+
+	// An active consumer group: not deletable, its subscribed topics'
+	// offsets neither.
+	cl := newClient(t, addr, kgo.ConsumerGroup("active"), kgo.ConsumeTopics("adm-a"),
+		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for range 3 {
+		cl.PollFetches(ctxT(t, 2*time.Second))
+	}
+	waitStable(t, adm, "active", 1)
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dg, err := adm.DeleteGroup(ctx, "active")
+	if !errors.Is(dg.Err, kerr.NonEmptyGroup) {
+		t.Fatalf("DeleteGroup(active): %v %+v", err, dg)
+	}
+	del = kadm.TopicsSet{}
+	del.Add("adm-a", 0)
+	dres, err = adm.DeleteOffsets(ctx, "active", del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pe := dres["adm-a"][0]; !errors.Is(pe, kerr.GroupSubscribedToTopic) {
+		t.Fatalf("DeleteOffsets on a subscribed topic: %v", dres)
+	}
+	described, err := adm.DescribeGroups(ctx, "active", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["active"]; d.State != "Stable" || d.ProtocolType != "consumer" || len(d.Members) != 1 {
+		t.Fatalf("describe active: %+v", d)
+	}
+	if d := described["nope"]; d.State != "Dead" || d.Err != nil {
+		t.Fatalf("describe unknown: %+v", d)
+	}
+
+	// DeleteGroups on the empty group removes it and its offsets.
+	dg, err = adm.DeleteGroup(ctx, "simple")
+	if err != nil || dg.Err != nil {
+		t.Fatalf("DeleteGroup(simple): %v %+v", err, dg)
+	}
+	if got := committed(t, adm, "simple"); len(got) != 0 {
+		t.Fatalf("offsets after delete: %+v", got)
+	}
+	dg, _ = adm.DeleteGroup(ctx, "simple")
+	if !errors.Is(dg.Err, kerr.GroupIDNotFound) {
+		t.Fatalf("second delete: %+v", dg)
+	}
+	listed, err = adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["simple"]; ok {
+		t.Fatalf("deleted group listed: %+v", listed)
+	}
+}
+
+func TestGroupOffsetsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := testnode.Start(t, dir)
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	createTopic(t, adm, "rs", 3)
+	ends := produceN(t, addr, "rs", 90, "v")
+
+	// A consumer group commits everything, then closes (leaves).
+	cl := newClient(t, addr, kgo.ConsumerGroup("rg"), kgo.ConsumeTopics("rs"), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxT(t, 60*time.Second)
+	seen := 0
+	for seen < 90 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of 90", seen)
+		}
+		seen += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	// Offsets overwritten many times: the last one wins after the restart.
+	for i := range 20 {
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "rs", Partition: 0, At: int64(i), LeaderEpoch: -1})
+		commitSimple(t, adm, "overwritten", os)
+	}
+	before := committed(t, adm, "rg")
+	for p, end := range ends {
+		if o, _ := before.Lookup("rs", p); o.At != end {
+			t.Fatalf("before restart: partition %d at %d, want %d", p, o.At, end)
+		}
+	}
+	adm.Close()
+
+	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	n2 := testnode.Start(t, dir)
+	adm2 := kadm.NewClient(newClient(t, n2.KafkaAddr()))
+	after := committed(t, adm2, "rg")
+	for p, end := range ends {
+		if o, ok := after.Lookup("rs", p); !ok || o.At != end {
+			t.Errorf("after restart: partition %d at %+v, want %d", p, o, end)
+		}
+	}
+	if o, _ := committed(t, adm2, "overwritten").Lookup("rs", 0); o.At != 19 {
+		t.Errorf("overwritten offset after restart: %d, want 19", o.At)
+	}
+	described, err := adm2.DescribeGroups(ctxT(t, 10*time.Second), "rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["rg"]; d.State != "Empty" || d.ProtocolType != "consumer" {
+		t.Errorf("rg after restart: %+v", d)
+	}
+}
