@@ -32,6 +32,9 @@ type record struct {
 	Key       []byte
 	Value     []byte
 	Headers   []header
+	// ProducerID is the batch's producer id as franz-go reports it (-1 for
+	// a non-idempotent producer); only franzConsume fills it.
+	ProducerID int64
 }
 
 func (r record) String() string {
@@ -181,7 +184,7 @@ func franzConsume(t *testing.T, addr, topic string, want [numPartitions][]record
 		}
 		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("franz-go fetch partition %d: %v", p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			rec := record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+			rec := record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, ProducerID: r.ProducerID}
 			for _, h := range r.Headers {
 				rec.Headers = append(rec.Headers, header{Key: h.Key, Value: h.Value})
 			}
@@ -190,4 +193,20 @@ func franzConsume(t *testing.T, addr, topic string, want [numPartitions][]record
 		})
 	}
 	return got
+}
+
+// checkIdempotent reads the topic again with franz-go and asserts that every
+// record is byte-identical there too and was written in a batch that carries
+// a producer id, that is, that the client's idempotent producer was in use.
+func checkIdempotent(t *testing.T, addr, topic string, want [numPartitions][]record) {
+	t.Helper()
+	got := franzConsume(t, addr, topic, want)
+	for p := range numPartitions {
+		checkPartition(t, p, want[p], got[p], true)
+		for _, r := range got[p] {
+			if r.ProducerID < 0 {
+				t.Fatalf("record %v has no producer id: the producer was not idempotent", r)
+			}
+		}
+	}
 }

@@ -126,6 +126,7 @@ func TestSaramaProduceConsumeEveryCodec(t *testing.T) {
 			for p := range numPartitions {
 				checkPartition(t, p, want[p], got[p], true)
 			}
+			checkIdempotent(t, n.KafkaAddr(), topic, want)
 		})
 	}
 }
