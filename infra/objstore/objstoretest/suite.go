@@ -358,6 +358,14 @@ func testShortBody(t *testing.T, b objstore.Bucket) {
 	if _, err := b.Stat(ctx, "short/obj"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Errorf("Stat after a failed Put: %v, want ErrNotFound", err)
 	}
+	// A reader that is not seekable, longer than size: exactly size bytes
+	// are stored.
+	if err := b.Put(ctx, "short/plain", onlyReader{bytes.NewReader(body)}, 900); err != nil {
+		t.Fatalf("Put from a plain reader: %v", err)
+	}
+	if got := mustGet(t, ctx, b, "short/plain", 0, -1); !bytes.Equal(got, body[:900]) {
+		t.Errorf("plain reader: stored %d bytes, want the first 900", len(got))
+	}
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := b.Put(canceled, "short/canceled", bytes.NewReader(body), 1000); err == nil {
