@@ -37,7 +37,8 @@ type S3Server struct {
 // the module root (where `make tools` installs it), then $PATH.
 func VersityGWPath() (string, error) {
 	if p := os.Getenv("SHALE_VERSITYGW"); p != "" {
-		return p, nil
+		_, err := os.Stat(p)
+		return p, err
 	}
 	if dir, err := os.Getwd(); err == nil {
 		for ; ; dir = filepath.Dir(dir) {
