@@ -158,8 +158,11 @@ func (g *group) join(j joinRequest, w *waiter) {
 }
 
 // replaceStatic gives a static member that rejoins without its member id a
-// new id, fencing the old one (KIP-345). A Stable group with unchanged
-// protocols keeps its assignment and does not rebalance.
+// new id, fencing the old one (KIP-345). As in Kafka, a Stable group whose
+// selected protocol stays the same with the new member's protocols does not
+// rebalance: the member keeps its assignment, the answer names the leader
+// as it was (the old id when this member led) and tells a leader to skip
+// the assignment (KIP-814).
 func (g *group) replaceStatic(old *member, j joinRequest, w *waiter) {
 	resp := w.resp.(*kmsg.JoinGroupResponse)
 	for _, held := range []*waiter{old.join, old.sync} {
@@ -168,7 +171,7 @@ func (g *group) replaceStatic(old *member, j joinRequest, w *waiter) {
 		}
 	}
 	old.join, old.sync = nil, nil
-	unchanged := old.sameProtocols(j.protocols)
+	prevLeader := g.leader
 	m := j.newMember(newMemberID(*j.instanceID))
 	m.assignment, m.synced = old.assignment, old.synced
 	delete(g.members, old.id)
@@ -178,8 +181,9 @@ func (g *group) replaceStatic(old *member, j joinRequest, w *waiter) {
 		g.leader = m.id
 	}
 	g.touch(m)
-	if g.state == StateStable && unchanged {
+	if g.state == StateStable && g.selectProtocol() == g.protocol {
 		g.fillJoin(m, resp)
+		resp.LeaderID = prevLeader
 		resp.SkipAssignment = m.id == g.leader
 		hw, err := g.persistMetadata()
 		if err != nil {

@@ -184,7 +184,8 @@ func TestStaticMemberRejoinWithoutRebalance(t *testing.T) {
 
 	// Restart: same instance id, no member id, same protocols.
 	r2 := joinResp(t, h.join(5, "", &inst, "a"))
-	if r2.ErrorCode != 0 || r2.Generation != 1 || r2.MemberID == old || h.g.state != StateStable {
+	if r2.ErrorCode != 0 || r2.Generation != 1 || r2.MemberID == old || h.g.state != StateStable ||
+		r2.LeaderID != old || !r2.SkipAssignment {
 		t.Fatalf("static rejoin: %+v, state %v", r2, h.g.state)
 	}
 	if s := syncResp(t, h.sync(r2.MemberID, 1, nil)); s.ErrorCode != 0 || string(s.MemberAssignment) != "A" {
@@ -194,10 +195,14 @@ func TestStaticMemberRejoinWithoutRebalance(t *testing.T) {
 	if code := h.g.heartbeat(old, &inst, 1); code != kerr.FencedInstanceID.Code {
 		t.Fatalf("old incarnation heartbeat: %d, want FENCED_INSTANCE_ID", code)
 	}
-	// Changed protocols do rebalance.
-	jr := h.join(5, "", &inst, "changed")
-	if r3 := joinResp(t, jr); r3.Generation != 2 {
+	// New metadata for the same protocol does not rebalance either (Kafka
+	// looks at the selected protocol only); the member's metadata is the new one.
+	r3 := joinResp(t, h.join(5, "", &inst, "changed"))
+	if r3.Generation != 1 || r3.LeaderID != r2.MemberID || !r3.SkipAssignment {
 		t.Fatalf("static rejoin with new metadata: %+v", r3)
+	}
+	if md, _ := h.g.members[r3.MemberID].metadataFor("range"); string(md) != "changed" {
+		t.Fatalf("metadata %q", md)
 	}
 }
 

@@ -1,0 +1,199 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// describeOne describes grp once (waitStable has made sure it is stable).
+func describeOne(t *testing.T, adm *kadm.Client, grp string) kadm.DescribedGroup {
+	t.Helper()
+	described, err := adm.DescribeGroups(ctxT(t, 10*time.Second), grp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return described[grp]
+}
+
+// A static member that restarts gets a new member id and keeps its
+// partitions (KIP-345: no rebalance when nothing changed).
+func TestGroupStaticMemberRestart(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	createTopic(t, adm, "static", 4)
+	seen := &seenSet{m: map[string]int{}}
+	static := func(id string) kgo.Opt { return kgo.InstanceID(id) }
+
+	var bAssigned atomic.Int32 // rebalances member b took part in
+	a := startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
+	startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("b"),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { bAssigned.Add(1) }))
+	waitStable(t, adm, "sg", 2)
+	rebalancesBefore := bAssigned.Load()
+	before := describeOne(t, adm, "sg")
+	var aID string
+	var aAssigned []int32
+	for _, m := range before.Members {
+		if m.InstanceID != nil && *m.InstanceID == "a" {
+			aID = m.MemberID
+			ca, _ := m.Assigned.AsConsumer()
+			aAssigned = ca.Topics[0].Partitions
+		}
+	}
+	if aID == "" {
+		t.Fatalf("no member with instance id a: %+v", before.Members)
+	}
+
+	// "a" restarts: a static member's Close sends no LeaveGroup, and the
+	// new process rejoins under the same instance id within the session.
+	a.stop()
+	startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
+	ends := produceN(t, addr, "static", 200, "s")
+	waitStable(t, adm, "sg", 2)
+	after := describeOne(t, adm, "sg")
+	for _, m := range after.Members {
+		if m.InstanceID == nil || *m.InstanceID != "a" {
+			continue
+		}
+		if m.MemberID == aID {
+			t.Fatalf("instance a kept member id %s; a static rejoin gets a new one", aID)
+		}
+		ca, _ := m.Assigned.AsConsumer()
+		if fmt.Sprint(ca.Topics[0].Partitions) != fmt.Sprint(aAssigned) {
+			t.Fatalf("instance a's assignment moved from %v to %v", aAssigned, ca.Topics[0].Partitions)
+		}
+	}
+	if got := bAssigned.Load(); got != rebalancesBefore {
+		t.Fatalf("member b was assigned %d more times: a's restart rebalanced the group", got-rebalancesBefore)
+	}
+	// Both keep consuming: everything is seen and committed.
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if seen.missing([]string{"s"}, 200) == 0 {
+			got := committed(t, adm, "sg")
+			done := true
+			for p, end := range ends {
+				if o, _ := got.Lookup("static", p); o.At != end {
+					done = false
+				}
+			}
+			if done {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("static group did not consume everything: %d missing", seen.missing([]string{"s"}, 200))
+		}
+		<-tick.C
+	}
+}
+
+// saramaHandler records every message and marks it after "processing";
+// sarama commits marked offsets (auto-commit) and on leaving.
+type saramaHandler struct{ seen *seenSet }
+
+func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		h.seen.add(&kgo.Record{Value: msg.Value})
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
+
+func startSarama(t *testing.T, addr, grp, topic string, seen *seenSet) (stop func()) {
+	t.Helper()
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	c.Consumer.Offsets.Initial = sarama.OffsetOldest
+	c.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
+	c.Consumer.Group.Session.Timeout = 3 * time.Second
+	c.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
+	c.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	c.Consumer.MaxWaitTime = 200 * time.Millisecond
+	g, err := sarama.NewConsumerGroup([]string{addr}, grp, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if err := g.Consume(ctx, []string{topic}, saramaHandler{seen}); err != nil && ctx.Err() == nil {
+				t.Logf("sarama consume: %v", err)
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			g.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestGroupSaramaConsumerGroup(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	createTopic(t, adm, "sar", 4)
+	seen := &seenSet{m: map[string]int{}}
+	ends := map[int32]int64{}
+	produce := func(tag string) {
+		for p, e := range produceN(t, addr, "sar", 200, tag) {
+			ends[p] = max(ends[p], e)
+		}
+	}
+	stop1 := startSarama(t, addr, "sarama-group", "sar", seen)
+	produce("a")
+	startSarama(t, addr, "sarama-group", "sar", seen)
+	waitStable(t, adm, "sarama-group", 2)
+	produce("b")
+	stop1() // leaves
+	produce("c")
+	startSarama(t, addr, "sarama-group", "sar", seen)
+	produce("d")
+
+	deadline := time.Now().Add(90 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	tags := []string{"a", "b", "c", "d"}
+	for {
+		miss, behind := seen.missing(tags, 200), 0
+		if miss == 0 {
+			got := committed(t, adm, "sarama-group")
+			for p, end := range ends {
+				if o, _ := got.Lookup("sar", p); o.At != end {
+					behind++
+				}
+			}
+			if behind == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sarama group: %d records never consumed, %d partitions behind", miss, behind)
+		}
+		<-tick.C
+	}
+}
