@@ -32,6 +32,10 @@ type Config struct {
 	CommitTimeout time.Duration
 	// MaxMetadataBytes is offset.metadata.max.bytes (default 4096).
 	MaxMetadataBytes int
+	// CompactAfterRecords starts a compaction of an offsets partition
+	// after this many records were appended to it (default 20000; see
+	// compact.go).
+	CompactAfterRecords int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -56,6 +60,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxMetadataBytes <= 0 {
 		c.MaxMetadataBytes = 4096
+	}
+	if c.CompactAfterRecords <= 0 {
+		c.CompactAfterRecords = 20000
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -252,6 +259,7 @@ func (c *Coordinator) append(sh *shard, records []record) (int64, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: appending to %s-%d: %v", ErrNotCoordinator, OffsetsTopic, sh.partition, err)
 	}
+	c.noteAppended(sh, len(records))
 	return res.LastOffset, nil
 }
 

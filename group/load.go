@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,6 +20,9 @@ type shard struct {
 	ready     bool // loaded
 	unloaded  bool // replaced or closed: a late load must not publish
 	groups    map[string]*runner
+
+	sinceCompact atomic.Int64 // records appended since the last compaction
+	compacting   atomic.Bool
 }
 
 // loadedGroup is what reading a partition leaves of one group.
