@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -31,6 +32,23 @@ func (n *Node) registerGroupAPIs(reg *ingest.Registry) {
 		Logger:            n.logger,
 	}, n.replicas, groupCluster{n})
 	c.Register(reg)
+	groupCoordinators.Store(n, c)
+}
+
+// groupCoordinators holds each node's coordinator, so that the group
+// wiring stays in this file.
+var groupCoordinators sync.Map // *Node -> *group.Coordinator
+
+// stopGroups stops n's group coordinator: held JoinGroup and SyncGroup
+// requests are answered NOT_COORDINATOR at once, so that a graceful
+// shutdown does not wait out a rebalance. Node.Close should call it before
+// the Kafka server's Shutdown; without that call the groups stop when the
+// replicas close, and a held join delays the shutdown until its context
+// ends. Idempotent.
+func stopGroups(n *Node) {
+	if c, ok := groupCoordinators.LoadAndDelete(n); ok {
+		c.(*group.Coordinator).Close()
+	}
 }
 
 // groupCluster is the control plane as the group coordinator sees it.
