@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -176,11 +178,11 @@ func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
 		}
 		return nil, fmt.Errorf("%w: %s-%d: %v", ErrNotCoordinator, OffsetsTopic, p, err)
 	}
-	if sh == nil || sh.replica != rep {
+	if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
 		if sh != nil {
 			c.unloadLocked(sh)
 		}
-		sh = &shard{partition: p, replica: rep, groups: map[string]*runner{}}
+		sh = &shard{partition: p, replica: rep, epoch: rep.LeaderEpoch(), groups: map[string]*runner{}}
 		c.mu.shards[p] = sh
 		c.goTracked(func() { c.load(sh) })
 		c.goTracked(func() { c.watch(sh) })
@@ -223,10 +225,23 @@ func (c *Coordinator) unloadLocked(sh *shard) {
 	}
 }
 
-// watch unloads sh when its replica closes (the node stops, or the
-// partition moves away) or the coordinator closes.
+// watch unloads sh when its replica stops leading (a new leader epoch
+// elsewhere), closes (the node stops, the partition moves away), or the
+// coordinator closes.
 func (c *Coordinator) watch(sh *shard) {
-	sh.replica.WaitForHW(c.ctx, math.MaxInt64) // returns only on close
+	for {
+		// The high watermark never passes MaxInt64: this returns on a role
+		// change, close, ctx, or a shrunk ISR (which is no reason to unload).
+		err := sh.replica.WaitForHW(c.ctx, math.MaxInt64)
+		if c.ctx.Err() != nil || !errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend) ||
+			sh.replica.LeaderEpoch() != sh.epoch {
+			break
+		}
+		select {
+		case <-sh.replica.HWChanged():
+		case <-c.ctx.Done():
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unloadLocked(sh)

@@ -17,8 +17,9 @@ import (
 type shard struct {
 	partition int32
 	replica   *partition.Replica
-	ready     bool // loaded
-	unloaded  bool // replaced or closed: a late load must not publish
+	epoch     int32 // the leader epoch the shard was loaded in
+	ready     bool  // loaded
+	unloaded  bool  // replaced or closed: a late load must not publish
 	groups    map[string]*runner
 
 	sinceCompact atomic.Int64 // records appended since the last compaction
