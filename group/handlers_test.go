@@ -137,3 +137,23 @@ func TestJoinBeforeKIP394(t *testing.T) {
 		t.Fatalf("tiny session timeout: %v", kerr.ErrorForCode(code))
 	}
 }
+
+func TestRefusedRequestsLeaveNoGroup(t *testing.T) {
+	rep := openOffsetsReplica(t, t.TempDir())
+	t.Cleanup(func() { rep.Close() })
+	c := newTestCoordinator(t, rep, 0)
+	join := kmsg.NewJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType, join.SessionTimeoutMillis = 9, "bad", "consumer", 1
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	r := serve(t, c.handleJoinGroup, &join, func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode })
+	if r.ErrorCode != kerr.InvalidSessionTimeout.Code {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	commitOne(t, c, "kept", "t", 0, 1)
+	list := kmsg.NewListGroupsRequest()
+	list.Version = 4
+	lr := serve(t, c.handleListGroups, &list, func(r *kmsg.ListGroupsResponse) int16 { return r.ErrorCode })
+	if len(lr.Groups) != 1 || lr.Groups[0].Group != "kept" || lr.Groups[0].GroupState != "Empty" {
+		t.Fatalf("ListGroups after a refused join: %+v", lr.Groups)
+	}
+}

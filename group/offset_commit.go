@@ -61,9 +61,13 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *ingest.Reques
 		if r.Group == "" {
 			return failAll(kerr.InvalidGroupID.Code), nil
 		}
-		rn, err := c.lookup(r.Group, true)
-		if err != nil {
+		simple := r.MemberID == "" && (req.Version < 1 || r.Generation < 0)
+		rn, err := c.lookup(r.Group, simple)
+		switch {
+		case err != nil:
 			return failAll(errorCode(err)), nil
+		case rn == nil:
+			return failAll(kerr.UnknownMemberID.Code), nil // a member's commit to a group that does not exist
 		}
 		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation}
 		if req.Version < 1 {

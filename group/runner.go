@@ -72,10 +72,21 @@ func (c *Coordinator) run(r *runner) {
 			default:
 			}
 		}
+		if g.phantom() {
+			g.setState(StateDead) // created by a request that left nothing behind
+		}
 		if g.state == StateDead {
 			c.forget(r.shard, r)
 			g.shutdown()
 			return
 		}
 	}
+}
+
+// phantom: the group was created by a request that was then refused (a
+// bad join, a rejected commit): no member, no member id handed out, no
+// offset, never a generation. It has nothing in __consumer_offsets and is
+// dropped, as if never created.
+func (g *group) phantom() bool {
+	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0
 }
