@@ -37,9 +37,11 @@ const readLoadBytes = 1 << 20
 
 // readPartition replays rep from its log start to its high watermark and
 // returns the live state per group: the last record per key wins, a
-// tombstone deletes.
-func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
-	groups := map[string]*loadedGroup{}
+// tombstone deletes. Records that do not decode (written by something else
+// than a coordinator: the topic is writable) are skipped and counted in
+// skipped; an unreadable log is an error.
+func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skipped int, err error) {
+	groups = map[string]*loadedGroup{}
 	get := func(id string) *loadedGroup {
 		lg := groups[id]
 		if lg == nil {
@@ -53,7 +55,7 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 	for off := l.LogStartOffset(); off < hw; {
 		b, err := l.ReadBytes(off, readLoadBytes, hw, true)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
+			return nil, skipped, fmt.Errorf("reading %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
 		}
 		if len(b) == 0 {
 			break
@@ -67,7 +69,8 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
 				k, err := decodeKey(r.Key)
 				if err != nil {
-					return nil // not ours (a newer record type): skip, as Kafka skips unknown versions
+					skipped++
+					return nil
 				}
 				lg := get(k.group)
 				switch {
@@ -76,7 +79,8 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 				case k.kind == kindOffset:
 					e, err := decodeOffsetValue(r.Value)
 					if err != nil {
-						return err
+						skipped++
+						return nil
 					}
 					lg.offsets[k.tp] = e
 				case r.Value == nil:
@@ -84,7 +88,8 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 				default:
 					v, err := decodeGroupValue(r.Value)
 					if err != nil {
-						return err
+						skipped++
+						return nil
 					}
 					lg.meta = v
 				}
@@ -92,7 +97,7 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 			})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("decoding %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
+			return nil, skipped, fmt.Errorf("decoding %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
 		}
 		if next <= off {
 			break
@@ -104,7 +109,7 @@ func readPartition(rep *partition.Replica) (map[string]*loadedGroup, error) {
 			delete(groups, id)
 		}
 	}
-	return groups, nil
+	return groups, skipped, nil
 }
 
 // restore turns a loaded group into a live one at now: members are back
@@ -155,7 +160,7 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 // request tries again.
 func (c *Coordinator) load(sh *shard) {
 	start := time.Now()
-	groups, err := readPartition(sh.replica)
+	groups, skipped, err := readPartition(sh.replica)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sh.unloaded || c.mu.closed {
@@ -173,5 +178,8 @@ func (c *Coordinator) load(sh *shard) {
 		c.startRunnerLocked(sh, g)
 	}
 	sh.ready = true
+	if skipped > 0 {
+		c.log.Warn("skipped records that do not decode", "partition", sh.partition, "records", skipped)
+	}
 	c.log.Info("loaded groups", "partition", sh.partition, "groups", len(groups), "took", time.Since(start))
 }

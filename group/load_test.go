@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/segment/batch"
 )
 
 func describe(t *testing.T, c *Coordinator, grp string) kmsg.DescribeGroupsResponseGroup {
@@ -66,5 +68,38 @@ func TestLoadRestoresMembers(t *testing.T) {
 			t.Fatalf("restored member never expired: %+v", describe(t, c2, "live"))
 		}
 		<-tick.C
+	}
+}
+
+// Records that are not a coordinator's (the topic is writable) are skipped
+// at load, not fatal to the partition's groups.
+func TestLoadSkipsForeignRecords(t *testing.T) {
+	rep := openOffsetsReplica(t, t.TempDir())
+	t.Cleanup(func() { rep.Close() })
+	c := newTestCoordinator(t, rep, 0)
+	commitOne(t, c, "g", "t", 0, 5)
+	c.Close()
+	recs := []batch.Record{
+		{Key: []byte("not a key"), Value: []byte("x")},
+		{Key: offsetKey("g", topicPartition{"t", 1}), Value: []byte{0, 3, 1}}, // truncated value
+		{OffsetDelta: 2, Key: offsetKey("g", topicPartition{"t", 2}), Value: offsetValue(offsetEntry{offset: 9})},
+	}
+	b, err := batch.Build(nil, batch.NoProducer(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rep.AppendLeader(b); err != nil {
+		t.Fatal(err)
+	}
+	groups, skipped, err := readPartition(rep)
+	if err != nil || skipped != 2 || len(groups["g"].offsets) != 2 {
+		t.Fatalf("readPartition: %v skipped %d, groups %+v", err, skipped, groups)
+	}
+	c2 := newTestCoordinator(t, rep, 0)
+	if got := fetchOne(t, c2, "g", "t", 0); got != 5 {
+		t.Fatalf("t-0 at %d, want 5", got)
+	}
+	if got := fetchOne(t, c2, "g", "t", 2); got != 9 {
+		t.Fatalf("t-2 at %d, want 9", got)
 	}
 }
