@@ -19,7 +19,8 @@ import (
 // value "<tag>-<i>", and returns the end offset per partition.
 func produceN(t *testing.T, addr, topic string, n int, tag string) map[int32]int64 {
 	t.Helper()
-	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	// A delivery timeout turns a stuck produce into an error, not a hang.
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("%s-%d", tag, i))}
