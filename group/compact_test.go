@@ -28,7 +28,7 @@ func (o oneReplica) Leader(topic string, p int32) (*partition.Replica, error) {
 	return o.rep, nil
 }
 
-func openOffsetsReplica(t *testing.T, dir string) *partition.Replica {
+func openOffsetsReplica(t testing.TB, dir string) *partition.Replica {
 	t.Helper()
 	rep, err := partition.Open(partition.Options{Dir: dir, Topic: OffsetsTopic, Partition: 0,
 		Config: config.ResolveTopic(offsetsTopicConfigs, nil), Logger: quietLogger()})
