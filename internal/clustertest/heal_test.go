@@ -114,7 +114,10 @@ func TestNATSClusterHeal(t *testing.T) {
 
 	// Produce and consume through the survivors.
 	seeds := kgo.SeedBrokers(survivors[0].kafka, survivors[1].kafka)
-	prod, err := kgo.NewClient(seeds, kgo.DefaultProduceTopic(topic), kgo.ProduceRequestTimeout(10*time.Second))
+	// RecordDeliveryTimeout bounds the produce: an idempotent producer
+	// otherwise retries for ever, and ProduceSync ignores ctx once buffered.
+	prod, err := kgo.NewClient(seeds, kgo.DefaultProduceTopic(topic), kgo.ProduceRequestTimeout(10*time.Second),
+		kgo.RecordDeliveryTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
