@@ -28,7 +28,9 @@ import (
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/tiering/coldread"
 )
 
 // Node is one running Shale broker.
@@ -40,13 +42,17 @@ type Node struct {
 	nc       *nats.Conn
 	store    *controlplane.Store
 	ctrl     *controlplane.Controller
-	replicas *Replicas
-	tiering  *nodeTiering // see tiering.go
-	pids     *producerIDs
-	server   *ingest.Server
-	admin    *http.Server
-	kafkaLn  net.Listener
-	adminLn  net.Listener
+	cold     *coldread.Reader
+	fetchers *replicaFetchers
+
+	bucketMetrics *objstore.Counters
+	replicas      *Replicas
+	tiering       *nodeTiering // see tiering.go
+	pids          *producerIDs
+	server        *ingest.Server
+	admin         *http.Server
+	kafkaLn       net.Listener
+	adminLn       net.Listener
 
 	reconcileCh chan struct{}
 	cancel      context.CancelFunc
@@ -100,6 +106,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, err
 	}
 	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, n.logger)
+	n.fetchers = newReplicaFetchers(cfg.NodeID, n.store, n.logger)
+	n.replicas.onFollow = n.fetchers.Update
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
 		Unclean: func(topic string) bool {
@@ -115,6 +123,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
+	}
+	if n.cold, err = n.newColdReader(); err != nil {
+		return nil, fmt.Errorf("cold reads: %w", err)
 	}
 
 	reg := ingest.NewRegistry()
@@ -140,6 +151,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
 	n.goLoop(func() { n.flushLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
+	n.goLoop(func() { n.isrLoop(loopCtx) })
 	n.goLoop(func() {
 		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, ingest.ErrServerClosed) {
 			n.logger.Error("kafka listener stopped", "err", err)
@@ -221,8 +233,8 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 func (n *Node) registerAPIs(reg *ingest.Registry) {
 	ingest.RegisterProduce(reg, n.replicas, nil, n.logger)
 	ingest.RegisterInitProducerID(reg, n.pids, n.logger)
-	fetch.RegisterFetch(reg, n.replicas, nil, n.logger)
-	fetch.RegisterListOffsets(reg, n.replicas, n.logger)
+	fetch.RegisterFetch(reg, n.replicas, nil, n.logger, fetchOptions(n.cold)...)
+	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
 	reg.Register(3, 0, 12, n.handleMetadata)
 	reg.Register(19, 0, 7, n.handleCreateTopics)
@@ -338,6 +350,7 @@ func (n *Node) adminMux() *http.ServeMux {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
+	mux.Handle(TierStatusPath, n.tierStatusHandler())
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if n.nc == nil || !n.nc.IsConnected() {
 			http.Error(w, "control plane disconnected", http.StatusServiceUnavailable)
@@ -361,6 +374,7 @@ func (n *Node) Close(ctx context.Context) error {
 				// Serve may not have started; closing the listener ends it either way.
 				defer n.kafkaLn.Close()
 			}
+			stopGroups(n)
 			errs = append(errs, n.server.Shutdown(ctx))
 		} else if n.kafkaLn != nil {
 			n.kafkaLn.Close()
@@ -374,6 +388,12 @@ func (n *Node) Close(ctx context.Context) error {
 			n.cancel()
 		}
 		n.wg.Wait()
+		if n.fetchers != nil {
+			n.fetchers.Close()
+		}
+		if n.cold != nil {
+			n.cold.Close()
+		}
 		n.stopTiering()
 		if n.replicas != nil {
 			errs = append(errs, n.replicas.Close())

@@ -35,6 +35,9 @@ type Replicas struct {
 
 	// reconcileMu serialises Reconcile: handlers and the event loop both call it.
 	reconcileMu sync.Mutex
+	// onFollow receives the partitions this node follows after each
+	// Reconcile (the replica fetchers). Set before the first Reconcile.
+	onFollow func(map[replicaKey]followed)
 
 	mu struct {
 		sync.RWMutex
@@ -176,6 +179,18 @@ func (r *Replicas) Reconcile() error {
 			errs = append(errs, err)
 		}
 	}
+	if r.onFollow != nil {
+		follow := map[replicaKey]followed{}
+		r.mu.RLock()
+		down := r.mu.steppedDown
+		for k, rep := range r.mu.replicas {
+			if st, ok := want[k]; ok && !down && st.Leader >= 0 && st.Leader != r.nodeID {
+				follow[k] = followed{rep: rep, leader: st.Leader, epoch: st.LeaderEpoch}
+			}
+		}
+		r.mu.RUnlock()
+		r.onFollow(follow)
+	}
 	return errors.Join(errs...)
 }
 
@@ -226,6 +241,7 @@ func (r *Replicas) applyRole(rep *partition.Replica, st controlplane.PartitionSt
 	down := r.mu.steppedDown
 	r.mu.RUnlock()
 	leader := st.Leader == r.nodeID && !down
+	rep.SetAssignment(r.nodeID, st.Replicas, st.ISR)
 	if rep.SetLeadership(leader, st.LeaderEpoch) || opened {
 		role := "follower"
 		if leader {
@@ -272,4 +288,13 @@ func (r *Replicas) Close() error {
 		errs = append(errs, rep.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Local returns the local replica of a partition whatever its role (tools
+// and tests).
+func (r *Replicas) Local(topic string, p int32) (*partition.Replica, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rep, ok := r.mu.replicas[replicaKey{topic, p}]
+	return rep, ok
 }

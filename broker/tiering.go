@@ -2,18 +2,40 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/infra/objstore/fsbucket"
+	"github.com/shale-io/shale/infra/objstore/s3bucket"
 	"github.com/shale-io/shale/tiering"
 )
 
-// errS3NotWired: the S3 provider is not wired into the node yet.
-var errS3NotWired = errors.New("broker: s3_bucket is set but this build wires only the filesystem bucket")
+// openBucket opens the cold tier: S3 when s3_bucket is set, else the
+// filesystem bucket under <data dir>/bucket; either way wrapped with retries
+// (jittered backoff on transient failures) and request metrics.
+func (n *Node) openBucket(ctx context.Context) (objstore.Bucket, error) {
+	var b objstore.Bucket
+	if n.cfg.S3Bucket != "" {
+		s3b, err := s3bucket.New(ctx, s3bucket.Config{Endpoint: n.cfg.S3Endpoint, Bucket: n.cfg.S3Bucket,
+			Region: n.cfg.S3Region, PathStyle: n.cfg.S3PathStyle})
+		if err != nil {
+			return nil, fmt.Errorf("s3 bucket: %w", err)
+		}
+		b = s3b
+	} else {
+		fb, err := fsbucket.New(filepath.Join(n.cfg.DataDir, "bucket"))
+		if err != nil {
+			return nil, fmt.Errorf("filesystem bucket: %w", err)
+		}
+		b = fb
+	}
+	var rc objstore.RetryConfig
+	rc.Defaults()
+	n.bucketMetrics = &objstore.Counters{}
+	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketMetrics), nil
+}
 
 // nodeTiering is the node's cold tier: the bucket, the remote segment
 // metadata and the tiering loop. Owned by Node; stopped by stop.
@@ -27,12 +49,9 @@ type nodeTiering struct {
 // <data dir>/bucket unless S3 is configured) and the remote metadata, and
 // starts the tiering loop over this node's replicas.
 func (n *Node) startTiering(ctx context.Context) error {
-	if n.cfg.S3Bucket != "" {
-		return errS3NotWired
-	}
-	b, err := fsbucket.New(filepath.Join(n.cfg.DataDir, "bucket"))
+	b, err := n.openBucket(ctx)
 	if err != nil {
-		return fmt.Errorf("filesystem bucket: %w", err)
+		return err
 	}
 	t := &nodeTiering{bucket: b}
 	if t.meta, err = controlplane.OpenRemoteLog(ctx, n.store); err != nil {

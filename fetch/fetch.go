@@ -41,6 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
 
@@ -198,6 +199,23 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 			}
 			localStart := rep.Log().LogStartOffset()
 			pr.hw, pr.logStart = rep.HighWatermark(), localStart
+			if r.ReplicaID >= 0 {
+				// A follower's fetch: its offset is its log end, which moves
+				// the high watermark; it reads past the high watermark, up to
+				// the log end, and only what is local (section "Replication"
+				// in docs/replication.md).
+				hw, err := rep.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now())
+				if err != nil {
+					pr.errCode, failed = ingest.ErrorCode(err), true
+					tr.parts = append(tr.parts, pr)
+					continue
+				}
+				pr.hw = hw
+				waitOn = append(waitOn, rep.LEOChanged())
+				total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
+				tr.parts = append(tr.parts, pr)
+				continue
+			}
 			rs := int64(-1)
 			if h.opts.remote != nil {
 				if rs = h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs < localStart {
@@ -218,37 +236,45 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 				continue
 			}
 			waitOn = append(waitOn, rep.HWChanged())
-			off, limit := p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total)
-			for limit > 0 || minOne {
-				rr, err := rep.Read(off, max(limit, 0), minOne)
-				if err != nil {
-					if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-						h.log.Error("fetch read failed", "topic", t.Topic, "partition", p.Partition, "offset", off, "err", err)
-					}
-					if len(pr.reads) == 0 {
-						pr.errCode, failed = ingest.ErrorCode(err), true
-					}
-					break
-				}
-				if rr.Size == 0 {
-					if rr.NextOffset <= off {
-						break
-					}
-					off = rr.NextOffset // an empty tail of a closed segment: go on to the next
-					continue
-				}
-				pr.reads = append(pr.reads, rr)
-				pr.size += rr.Size
-				total += rr.Size
-				limit -= rr.Size
-				minOne = false
-				off = rr.NextOffset
-			}
+			total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, pr.hw, &failed)
 			tr.parts = append(tr.parts, pr)
 		}
 		res = append(res, tr)
 	}
 	return res, total, waitOn, failed, cold
+}
+
+// readLocal gathers file ranges of whole batches from off, below maxOffset
+// (the high watermark for consumers, the log end for followers), within
+// limit bytes (one batch anyway when *minOne). It returns the bytes added.
+func (h *fetchHandler) readLocal(rep *partition.Replica, pr *partResult, topic string, off int64, limit int, minOne *bool, maxOffset int64, failed *bool) int {
+	added := 0
+	for limit > 0 || *minOne {
+		rr, err := rep.Log().Read(off, max(limit, 0), maxOffset, *minOne)
+		if err != nil {
+			if !errors.Is(err, segment.ErrOffsetOutOfRange) {
+				h.log.Error("fetch read failed", "topic", topic, "partition", pr.partition, "offset", off, "err", err)
+			}
+			if len(pr.reads) == 0 {
+				pr.errCode, *failed = ingest.ErrorCode(err), true
+			}
+			break
+		}
+		if rr.Size == 0 {
+			if rr.NextOffset <= off {
+				break
+			}
+			off = rr.NextOffset // an empty tail of a closed segment: go on to the next
+			continue
+		}
+		pr.reads = append(pr.reads, rr)
+		pr.size += rr.Size
+		added += rr.Size
+		limit -= rr.Size
+		*minOne = false
+		off = rr.NextOffset
+	}
+	return added
 }
 
 // checkEpoch fences a fetch that names another leader epoch (KIP-320).

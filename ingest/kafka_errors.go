@@ -34,12 +34,14 @@ func ErrorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, partition.ErrTransactional):
 		return kerr.InvalidTxnState.Code
-	case errors.Is(err, partition.ErrNotLeader):
+	case errors.Is(err, partition.ErrNotLeader), errors.Is(err, partition.ErrUnknownReplica):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, partition.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, partition.ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, partition.ErrDiskFull):
 		return kerr.KafkaStorageError.Code // retriable: tiering and retention free space
 	case errors.Is(err, partition.ErrClosed), errors.Is(err, segment.ErrClosed):

@@ -83,6 +83,15 @@ type Replica struct {
 		hw          int64
 		hwChanged   chan struct{} // closed and replaced whenever hw moves
 		closed      bool
+
+		// Replication (replication.go): the assignment as the control
+		// plane records it, and, while leading, each follower's progress.
+		self       int32
+		replicas   []int32
+		isr        []int32
+		followers  map[int32]*followerState
+		leoChanged chan struct{} // closed and replaced on every append
+		leaderAt   time.Time     // when this replica last became leader
 	}
 }
 
@@ -145,6 +154,9 @@ func Open(opts Options) (*Replica, error) {
 	r.mu.leader = true
 	r.mu.hw = l.LogEndOffset()
 	r.mu.hwChanged = make(chan struct{})
+	r.mu.leoChanged = make(chan struct{})
+	r.mu.self = -1
+	r.mu.leaderAt = opts.Now()
 	return r, nil
 }
 
@@ -328,8 +340,8 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 		r.producers.Update(&h)
 	}
 	r.mu.Lock()
-	// One replica in the ISR: the high watermark is the log end offset.
-	r.setHW(r.log.LogEndOffset())
+	r.signalAppendLocked()
+	r.maybeAdvanceHWLocked()
 	r.mu.Unlock()
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
 		LogStartOffset: r.LogStartOffset()}, nil
@@ -383,6 +395,9 @@ func (r *Replica) WaitForHW(ctx context.Context, offset int64) error {
 		}
 		if !leader {
 			return ErrNotLeader
+		}
+		if r.isrBelowMin() {
+			return ErrNotEnoughReplicasAfterAppend
 		}
 		select {
 		case <-ch:
@@ -439,10 +454,6 @@ var ErrUnknownTopicOrPartition = errors.New("partition: unknown topic or partiti
 // ErrNotEnoughReplicas: acks=all with fewer in-sync replicas than
 // min.insync.replicas (NOT_ENOUGH_REPLICAS).
 var ErrNotEnoughReplicas = errors.New("partition: not enough in-sync replicas")
-
-// ISRSize is the number of in-sync replicas (this replica alone until
-// replication arrives).
-func (r *Replica) ISRSize() int { return 1 }
 
 // RetentionPlan decides, without touching the disk, the new log start offset
 // that time and size retention call for: the next offset of the last closed

@@ -11,7 +11,14 @@ func (r *Replica) SetLeadership(leader bool, epoch int32) bool {
 	if r.mu.leader == leader && r.mu.leaderEpoch == epoch {
 		return false
 	}
+	if leader && (!r.mu.leader || r.mu.leaderEpoch != epoch) {
+		// A new term: follower progress is learnt afresh from their fetches.
+		r.mu.leaderAt = r.now()
+		r.mu.followers = map[int32]*followerState{}
+	}
 	r.mu.leader, r.mu.leaderEpoch = leader, epoch
+	close(r.mu.leoChanged)
+	r.mu.leoChanged = make(chan struct{})
 	// Wake long polls and acks=all waiters: they re-check the role.
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})

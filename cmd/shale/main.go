@@ -16,6 +16,8 @@ usage:
   shale serve [flags]                     run a node (shale serve -h lists the flags)
   shale segment dump [--records] [--output json] FILE...
                                           print .log, .index and .timeindex files
+  shale tier status [--admin HOST:PORT] [--topic T] [--output json]
+                                          per partition: log start, local log start, high watermark, remote segments, upload lag
   shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output json]
                                           nodes, controller, and each partition's leader, epoch and ISR
 `
@@ -35,6 +37,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "segment":
 		if len(args) > 1 && args[1] == "dump" {
 			return segmentDump(args[2:], stdout, stderr)
+		}
+	case "tier":
+		if len(args) > 1 && args[1] == "status" {
+			return tierStatus(args[2:], stdout, stderr)
 		}
 	case "cluster":
 		return clusterCmd(args[1:], stdout, stderr)

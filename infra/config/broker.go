@@ -39,6 +39,7 @@ type Broker struct {
 	NATSTLSKey   string `yaml:"nats_tls_key" doc:"Client key file for NATS TLS."`
 
 	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a node cut off from NATS this long stops leading."`
+	ReplicaLagTimeMax    time.Duration `yaml:"replica_lag_time_max" doc:"replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
 
 	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
@@ -80,6 +81,7 @@ func Defaults() Broker {
 		NATSReplicas:             1,
 		BrokerSessionTimeout:     6 * time.Second,
 		ControllerLease:          3 * time.Second,
+		ReplicaLagTimeMax:        30 * time.Second,
 		AutoCreateTopics:         true,
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,

@@ -1,0 +1,392 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/partition"
+)
+
+// Replication, follower side: one fetcher per source node (the leader of the
+// partitions this node follows), sending Fetch requests that carry this
+// node's replica id — the same API and read path as consumers — and
+// appending the batches as the leader wrote them. A partition that has just
+// become a follower first asks the leader OffsetForLeaderEpoch and cuts only
+// its divergent tail (KIP-101, KIP-279).
+
+// followed is one partition this node follows.
+type followed struct {
+	rep    *partition.Replica
+	leader int32
+	epoch  int32
+}
+
+type fetchPart struct {
+	followed
+	needTruncate bool
+	pausedUntil  time.Time
+}
+
+// replicaFetchers owns the fetchers; Update is called after each reconcile.
+type replicaFetchers struct {
+	self   int32
+	store  *controlplane.Store
+	logger *slog.Logger
+	cfg    fetcherConfig
+
+	mu       sync.Mutex
+	byLeader map[int32]*fetcher
+	closed   bool
+}
+
+type fetcherConfig struct {
+	maxWait  time.Duration // replica.fetch.wait.max.ms
+	minBytes int32         // replica.fetch.min.bytes
+	maxBytes int32         // replica.fetch.response.max.bytes
+	partMax  int32         // replica.fetch.max.bytes
+}
+
+func newReplicaFetchers(self int32, store *controlplane.Store, logger *slog.Logger) *replicaFetchers {
+	return &replicaFetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
+		cfg:      fetcherConfig{maxWait: 500 * time.Millisecond, minBytes: 1, maxBytes: 10 << 20, partMax: 1 << 20},
+		byLeader: map[int32]*fetcher{}}
+}
+
+// Update installs the set of followed partitions, starting and stopping
+// fetchers per leader node.
+func (f *replicaFetchers) Update(parts map[replicaKey]followed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	byLeader := map[int32]map[replicaKey]followed{}
+	for k, p := range parts {
+		if byLeader[p.leader] == nil {
+			byLeader[p.leader] = map[replicaKey]followed{}
+		}
+		byLeader[p.leader][k] = p
+	}
+	for id, ft := range f.byLeader {
+		if _, ok := byLeader[id]; !ok {
+			ft.stop()
+			delete(f.byLeader, id)
+		}
+	}
+	for id, ps := range byLeader {
+		ft, ok := f.byLeader[id]
+		if !ok {
+			ft = f.startFetcher(id)
+			if ft == nil {
+				continue
+			}
+			f.byLeader[id] = ft
+		}
+		ft.set(ps)
+	}
+}
+
+// Close stops every fetcher.
+func (f *replicaFetchers) Close() {
+	f.mu.Lock()
+	f.closed = true
+	fts := f.byLeader
+	f.byLeader = map[int32]*fetcher{}
+	f.mu.Unlock()
+	for _, ft := range fts {
+		ft.stop()
+	}
+}
+
+func (f *replicaFetchers) startFetcher(leader int32) *fetcher {
+	var addr string
+	for _, b := range f.store.Brokers() {
+		if b.NodeID == leader {
+			addr = fmt.Sprintf("%s:%d", b.Host, b.Port)
+		}
+	}
+	if addr == "" {
+		return nil // the leader is not registered: the controller will move it
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("shale-replica-%d", f.self)),
+		kgo.RequestTimeoutOverhead(5*time.Second))
+	if err != nil {
+		f.logger.Error("replica fetcher client", "leader", leader, "err", err)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ft := &fetcher{f: f, leader: leader, cl: cl, cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
+		log: f.logger.With("leader", leader)}
+	go ft.run(ctx)
+	return ft
+}
+
+// fetcher replicates every partition led by one node.
+type fetcher struct {
+	f      *replicaFetchers
+	leader int32
+	cl     *kgo.Client
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	parts map[replicaKey]*fetchPart
+}
+
+func (ft *fetcher) set(ps map[replicaKey]followed) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	for k := range ft.parts {
+		if _, ok := ps[k]; !ok {
+			delete(ft.parts, k)
+		}
+	}
+	for k, p := range ps {
+		cur, ok := ft.parts[k]
+		if !ok || cur.epoch != p.epoch || cur.rep != p.rep {
+			ft.parts[k] = &fetchPart{followed: p, needTruncate: true}
+		}
+	}
+}
+
+func (ft *fetcher) stop() {
+	ft.cancel()
+	<-ft.done
+	ft.cl.Close()
+}
+
+func (ft *fetcher) snapshot() map[replicaKey]*fetchPart {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	out := make(map[replicaKey]*fetchPart, len(ft.parts))
+	for k, p := range ft.parts {
+		out[k] = p
+	}
+	return out
+}
+
+func (ft *fetcher) run(ctx context.Context) {
+	defer close(ft.done)
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		parts := ft.snapshot()
+		if err := ft.round(ctx, parts); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			ft.log.Debug("replica fetch failed", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if len(parts) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (ft *fetcher) broker() *kgo.Broker {
+	if bs := ft.cl.SeedBrokers(); len(bs) > 0 {
+		return bs[0]
+	}
+	return nil
+}
+
+// round truncates new followers, then sends one Fetch for every active
+// partition and applies the answer.
+func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) error {
+	b := ft.broker()
+	if b == nil {
+		return errors.New("no connection to the leader")
+	}
+	now := time.Now()
+	for k, p := range parts {
+		if p.needTruncate && now.After(p.pausedUntil) {
+			if err := ft.truncate(ctx, b, k, p); err != nil {
+				p.pausedUntil = now.Add(200 * time.Millisecond)
+				ft.log.Debug("truncation check failed", "topic", k.topic, "partition", k.partition, "err", err)
+				continue
+			}
+			p.needTruncate = false
+		}
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = ft.f.self
+	req.MaxWaitMillis = int32(ft.f.cfg.maxWait.Milliseconds())
+	req.MinBytes, req.MaxBytes = ft.f.cfg.minBytes, ft.f.cfg.maxBytes
+	topics := map[string]int{}
+	active := map[replicaKey]*fetchPart{}
+	for k, p := range parts {
+		if p.needTruncate || now.Before(p.pausedUntil) {
+			continue
+		}
+		i, ok := topics[k.topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = k.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[k.topic] = i
+		}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.CurrentLeaderEpoch = k.partition, p.epoch
+		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
+		fp.PartitionMaxBytes = ft.f.cfg.partMax
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+		active[k] = p
+	}
+	if len(active) == 0 {
+		if len(parts) > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return nil
+	}
+	kresp, err := b.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			k := replicaKey{t.Topic, rp.Partition}
+			p, ok := active[k]
+			if !ok {
+				continue
+			}
+			switch rp.ErrorCode {
+			case 0:
+				if err := p.rep.AppendFollower(rp.RecordBatches, rp.HighWatermark); err != nil {
+					if errors.Is(err, partition.ErrNotLeader) {
+						continue
+					}
+					ft.log.Warn("follower append failed; checking for divergence", "topic", k.topic, "partition", k.partition, "err", err)
+					p.needTruncate = true
+				}
+			case kerr.OffsetOutOfRange.Code:
+				p.needTruncate = true
+			default:
+				// Fenced, not leader, unknown epoch...: wait for the control
+				// plane to tell this node the new roles.
+				p.pausedUntil = time.Now().Add(200 * time.Millisecond)
+				ft.log.Debug("replica fetch partition error", "topic", k.topic, "partition", k.partition,
+					"err", kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	return nil
+}
+
+// truncate asks the leader for the end of this replica's latest epoch and
+// cuts the local log there.
+func (ft *fetcher) truncate(ctx context.Context, b *kgo.Broker, k replicaKey, p *fetchPart) error {
+	l := p.rep.Log()
+	epochs := l.Epochs()
+	if len(epochs) == 0 {
+		return nil // an empty log cannot diverge
+	}
+	latest := epochs[len(epochs)-1].Epoch
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = ft.f.self
+	t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	t.Topic = k.topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = k.partition, p.epoch, latest
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	kresp, err := b.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return errors.New("malformed OffsetForLeaderEpoch response")
+	}
+	r := resp.Topics[0].Partitions[0]
+	if r.ErrorCode != 0 {
+		return kerr.ErrorForCode(r.ErrorCode)
+	}
+	to := partition.TruncationPoint(epochs, l.LogEndOffset(), latest, r.LeaderEpoch, r.EndOffset)
+	if to < l.LogEndOffset() {
+		ft.log.Info("follower truncating divergent tail", "topic", k.topic, "partition", k.partition,
+			"from", l.LogEndOffset(), "to", to, "epoch", latest, "leader_epoch_answer", r.LeaderEpoch)
+		return p.rep.TruncateTo(to)
+	}
+	return nil
+}
+
+// isrLoop is the leader's side of ISR management: every interval it asks
+// each local leader replica which followers should leave (lagging past
+// replica.lag.time.max.ms) or join (caught up) the ISR, and commits the
+// change to the control plane by compare-and-set before it counts.
+func (n *Node) isrLoop(ctx context.Context) {
+	lag := n.cfg.ReplicaLagTimeMax
+	t := time.NewTicker(max(lag/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, rep := range n.replicas.All() {
+			if !rep.IsLeader() {
+				continue
+			}
+			ch := rep.ProposeISRChange(now, lag)
+			if len(ch.Shrink) == 0 && len(ch.Expand) == 0 {
+				continue
+			}
+			st, ok := n.store.Partition(rep.Topic(), rep.Partition())
+			if !ok || st.Leader != n.cfg.NodeID || st.LeaderEpoch != rep.LeaderEpoch() {
+				continue // fenced: the control plane has moved on
+			}
+			isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return slices.Contains(ch.Shrink, b) })
+			for _, b := range ch.Expand {
+				if !slices.Contains(isr, b) {
+					isr = append(isr, b)
+				}
+			}
+			if len(isr) == 0 || slices.Equal(isr, st.ISR) {
+				continue
+			}
+			st.ISR = isr
+			uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := n.store.UpdatePartition(uctx, st)
+			cancel()
+			if err != nil {
+				n.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+				continue
+			}
+			n.logger.Info("ISR changed", "topic", rep.Topic(), "partition", rep.Partition(), "isr", isr,
+				"shrink", ch.Shrink, "expand", ch.Expand)
+			n.reconcileSoon()
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// ErrNotEnoughReplicasAfterAppend: an acks=all write was appended, but the
+// ISR shrank below min.insync.replicas before it was replicated
+// (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+var ErrNotEnoughReplicasAfterAppend = errors.New("partition: ISR shrank below min.insync.replicas after the append")
+
+// followerState is what a leader knows of one follower, from its fetches.
+type followerState struct {
+	leo              int64     // the follower's log end offset (its fetch offset)
+	lastFetch        time.Time // when it last fetched
+	lastCaughtUp     time.Time // the last time it had everything the leader had
+	lastFetchLeaderL int64     // the leader's LEO at its previous fetch
+}
+
+// SetAssignment records the partition's replicas and ISR as the control
+// plane has them, and this node's id. The leader recomputes its high
+// watermark over the new ISR; followers it no longer has are forgotten.
+func (r *Replica) SetAssignment(self int32, replicas, isr []int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.self = self
+	r.mu.replicas = slices.Clone(replicas)
+	r.mu.isr = slices.Clone(isr)
+	if r.mu.followers == nil {
+		r.mu.followers = map[int32]*followerState{}
+	}
+	for id := range r.mu.followers {
+		if !slices.Contains(replicas, id) {
+			delete(r.mu.followers, id)
+		}
+	}
+	if r.mu.leader {
+		r.maybeAdvanceHWLocked()
+	}
+}
+
+// ISR returns the in-sync replicas as last set.
+func (r *Replica) ISR() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.mu.isr)
+}
+
+// ISRSize is the number of in-sync replicas (1 before any assignment: the
+// replica alone).
+func (r *Replica) ISRSize() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.isr == nil {
+		return 1
+	}
+	return len(r.mu.isr)
+}
+
+func (r *Replica) isrBelowMin() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.isr != nil && int64(len(r.mu.isr)) < r.mu.cfg.Int64(config.MinInsyncReplicas)
+}
+
+// signalAppendLocked wakes follower long polls waiting for new data.
+// REQUIRES: r.mu held.
+func (r *Replica) signalAppendLocked() {
+	close(r.mu.leoChanged)
+	r.mu.leoChanged = make(chan struct{})
+}
+
+// LEOChanged returns a channel closed at the next append (or role change):
+// follower fetches wait on it, since they read past the high watermark.
+func (r *Replica) LEOChanged() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.leoChanged
+}
+
+// maybeAdvanceHWLocked moves a leader's high watermark to the smallest log
+// end offset over the ISR, never backwards, and only while the ISR has at
+// least min.insync.replicas members (KIP-966): a write is committed only
+// once enough replicas hold it.
+// REQUIRES: r.mu held.
+func (r *Replica) maybeAdvanceHWLocked() {
+	if !r.mu.leader {
+		return
+	}
+	leo := r.log.LogEndOffset()
+	if r.mu.isr == nil || r.mu.self < 0 {
+		// No assignment yet: a replica alone.
+		if leo > r.mu.hw {
+			r.setHW(leo)
+		}
+		return
+	}
+	if int64(len(r.mu.isr)) < r.mu.cfg.Int64(config.MinInsyncReplicas) {
+		return
+	}
+	hw := leo
+	for _, id := range r.mu.isr {
+		if id == r.mu.self {
+			continue
+		}
+		f, ok := r.mu.followers[id]
+		if !ok {
+			return // an ISR member not heard from since this replica became leader
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw > r.mu.hw {
+		r.setHW(hw)
+	}
+}
+
+// FollowerFetch records a follower's fetch at fetchOffset (its log end
+// offset) on the leader, as Kafka's updateFollowerFetchState does: the
+// follower is caught up when it has everything the leader has now, or had
+// at its previous fetch. It returns the high watermark to send back.
+func (r *Replica) FollowerFetch(id int32, fetchOffset int64, now time.Time) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.leader {
+		return -1, ErrNotLeader
+	}
+	if r.mu.self >= 0 && !slices.Contains(r.mu.replicas, id) {
+		return -1, fmt.Errorf("%w: broker %d is not a replica of %s-%d", ErrUnknownReplica, id, r.topic, r.partition)
+	}
+	if r.mu.followers == nil {
+		r.mu.followers = map[int32]*followerState{}
+	}
+	f, ok := r.mu.followers[id]
+	if !ok {
+		f = &followerState{lastFetchLeaderL: -1}
+		r.mu.followers[id] = f
+	}
+	leo := r.log.LogEndOffset()
+	switch {
+	case fetchOffset >= leo:
+		f.lastCaughtUp = now
+	case f.lastFetchLeaderL >= 0 && fetchOffset >= f.lastFetchLeaderL:
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.leo = min(fetchOffset, leo)
+	f.lastFetch = now
+	f.lastFetchLeaderL = leo
+	r.maybeAdvanceHWLocked()
+	return r.mu.hw, nil
+}
+
+// ErrUnknownReplica: a fetch with a replica id that is not assigned the
+// partition (NOT_LEADER_OR_FOLLOWER for the fetcher to refresh its view).
+var ErrUnknownReplica = errors.New("partition: not an assigned replica")
+
+// ISRChange is a leader's proposal to the control plane.
+type ISRChange struct {
+	Shrink []int32 // followers that lagged past replica.lag.time.max.ms
+	Expand []int32 // followers that caught up to the high watermark
+}
+
+// ProposeISRChange decides, on the leader, which followers leave the ISR
+// (not caught up for longer than lagMax) and which join it (their log end
+// offset reached the high watermark and the start of the current leader
+// epoch). It is a pure function of the recorded fetch state and now; the
+// caller commits the result to the control plane by compare-and-set before
+// it counts (SetAssignment then installs it).
+func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ch ISRChange
+	if !r.mu.leader || r.mu.self < 0 {
+		return ch
+	}
+	epochStart := int64(0)
+	if es := r.log.Epochs(); len(es) > 0 {
+		if last := es[len(es)-1]; last.Epoch == r.mu.leaderEpoch {
+			epochStart = last.StartOffset
+		}
+	}
+	for _, id := range r.mu.replicas {
+		if id == r.mu.self {
+			continue
+		}
+		f, heard := r.mu.followers[id]
+		in := slices.Contains(r.mu.isr, id)
+		switch {
+		case in && heard && now.Sub(f.lastCaughtUp) > lagMax:
+			ch.Shrink = append(ch.Shrink, id)
+		case in && !heard && now.Sub(r.mu.leaderAt) > lagMax:
+			ch.Shrink = append(ch.Shrink, id)
+		case !in && heard && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.lastCaughtUp) <= lagMax:
+			ch.Expand = append(ch.Expand, id)
+		}
+	}
+	return ch
+}
+
+// AppendFollower appends batches fetched from the leader, keeping their
+// offsets and epochs, updates idempotent-producer state from them (so a new
+// leader rejects the duplicates the old one accepted), and sets the
+// follower's high watermark to min(leader's, own log end).
+func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	if len(records) > 0 {
+		if _, err := r.log.AppendAsFollower(records); err != nil {
+			return err
+		}
+		if err := batch.Split(records, func(h *batch.Header, _ []byte) error {
+			r.producers.Update(h)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(records) > 0 {
+		r.signalAppendLocked()
+	}
+	if hw := min(leaderHW, r.log.LogEndOffset()); hw >= 0 && hw != r.mu.hw && !r.mu.leader {
+		r.setHW(hw)
+	}
+	return nil
+}
+
+// TruncateTo drops every record at or after offset (a follower's divergent
+// tail, found through OffsetForLeaderEpoch), with the producer state and
+// the high watermark.
+func (r *Replica) TruncateTo(offset int64) error {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	if offset >= r.log.LogEndOffset() {
+		return nil
+	}
+	dropped := r.log.LogEndOffset() - offset
+	if err := r.log.Truncate(offset); err != nil {
+		return err
+	}
+	r.producers.TruncateTo(offset)
+	r.mu.Lock()
+	if r.mu.hw > offset {
+		r.setHW(offset)
+	}
+	r.mu.Unlock()
+	r.logger.Info("truncated divergent tail", "to", offset, "records", dropped)
+	return nil
+}
+
+// TruncationPoint decides where a new follower cuts its log, from the
+// leader's answer to OffsetForLeaderEpoch for the follower's latest epoch
+// (KIP-101, KIP-279): the end of the last epoch both logs share. It never
+// uses the follower's own high watermark, which is how Kafka lost
+// acknowledged writes before KIP-101.
+func TruncationPoint(local []segment.EpochEntry, localLEO int64, requested, leaderEpoch int32, leaderEnd int64) int64 {
+	if leaderEpoch < 0 || leaderEnd < 0 {
+		return localLEO // the leader knows no epoch at or below ours: keep the log, fetch resolves it
+	}
+	if leaderEpoch == requested {
+		return min(leaderEnd, localLEO)
+	}
+	// The leader's largest epoch at or below ours is smaller: our end of
+	// that epoch is where the next larger local epoch starts.
+	end := localLEO
+	for _, e := range local {
+		if e.Epoch > leaderEpoch {
+			end = e.StartOffset
+			break
+		}
+	}
+	return min(leaderEnd, end)
+}

@@ -1,0 +1,191 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// pair is a leader (node 1) and a follower (node 2) of one partition with
+// RF 2 and the given min.insync.replicas.
+func pair(t *testing.T, minISR string) (leader, follower *Replica) {
+	t.Helper()
+	cfg := map[string]string{"min.insync.replicas": minISR}
+	leader, follower = openTest(t, t.TempDir(), cfg, nil), openTest(t, t.TempDir(), cfg, nil)
+	t.Cleanup(func() { leader.Close(); follower.Close() })
+	leader.SetLeadership(true, 1)
+	follower.SetLeadership(false, 1)
+	leader.SetAssignment(1, []int32{1, 2}, []int32{1, 2})
+	follower.SetAssignment(2, []int32{1, 2}, []int32{1, 2})
+	return leader, follower
+}
+
+// replicate runs one follower fetch against the leader, as the fetch path does.
+func replicate(t *testing.T, leader, follower *Replica, now time.Time) {
+	t.Helper()
+	off := follower.Log().LogEndOffset()
+	hw, err := leader.FollowerFetch(2, off, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := leader.Log().ReadBytes(off, 1<<20, leader.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.AppendFollower(b, hw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHighWatermarkFollowsTheISR(t *testing.T) {
+	leader, follower := pair(t, "2")
+	now := time.Now()
+	res, err := leader.AppendLeader(build(t, idem(5, 0, now.UnixMilli()), 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader.HighWatermark() != 0 {
+		t.Fatalf("hw moved before the follower had the batch: %d", leader.HighWatermark())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	acked := make(chan error, 1)
+	go func() { acked <- leader.WaitForHW(ctx, res.LastOffset) }()
+	replicate(t, leader, follower, now) // follower fetches at 0, gets the batch
+	if leader.HighWatermark() != 0 {
+		t.Fatal("the follower's fetch at 0 does not prove it has the batch")
+	}
+	replicate(t, leader, follower, now) // the next fetch at 3 does
+	if leader.HighWatermark() != 3 {
+		t.Fatalf("hw %d, want 3", leader.HighWatermark())
+	}
+	if err := <-acked; err != nil {
+		t.Fatalf("acks=all waiter: %v", err)
+	}
+	replicate(t, leader, follower, now)
+	if follower.HighWatermark() != 3 {
+		t.Fatalf("follower learns the hw from fetch responses: %d", follower.HighWatermark())
+	}
+	// The follower's log is the leader's, byte for byte, with the epoch stamped.
+	lb, _ := leader.Log().ReadBytes(0, 1<<20, 3, true)
+	fb, _ := follower.Log().ReadBytes(0, 1<<20, 3, true)
+	if string(lb) != string(fb) {
+		t.Fatal("replica logs differ")
+	}
+	if h, _ := batch.ParseHeader(fb); h.PartitionLeaderEpoch != 1 {
+		t.Fatalf("epoch in batch %d", h.PartitionLeaderEpoch)
+	}
+	// Failover: the follower leads at epoch 2 and rejects the old leader's duplicate.
+	follower.SetLeadership(true, 2)
+	follower.SetAssignment(2, []int32{1, 2}, []int32{2})
+	dup, err := follower.AppendLeader(build(t, idem(5, 0, now.UnixMilli()), 3))
+	if err != nil || !dup.Duplicate || dup.BaseOffset != 0 {
+		t.Fatalf("new leader must answer the retried batch with its original offset: %+v %v", dup, err)
+	}
+}
+
+func TestMinISRHoldsTheHighWatermark(t *testing.T) {
+	leader, follower := pair(t, "2")
+	leader.SetAssignment(1, []int32{1, 2}, []int32{1}) // the follower was dropped
+	if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, leader, follower, time.Now())
+	replicate(t, leader, follower, time.Now())
+	if leader.HighWatermark() != 0 {
+		t.Fatalf("KIP-966: with ISR 1 < min.insync.replicas 2 the hw must not move, got %d", leader.HighWatermark())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leader.WaitForHW(ctx, 0); !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
+		t.Fatalf("acks=all under min ISR: %v", err)
+	}
+	if leader.ISRSize() != 1 {
+		t.Fatal("isr size")
+	}
+}
+
+func TestISRShrinkAndExpand(t *testing.T) {
+	leader, follower := pair(t, "1")
+	t0 := time.Now()
+	lag := 10 * time.Second
+	if ch := leader.ProposeISRChange(t0, lag); len(ch.Shrink)+len(ch.Expand) != 0 {
+		t.Fatalf("a fresh leader gives followers a lag period: %+v", ch)
+	}
+	if ch := leader.ProposeISRChange(t0.Add(2*lag), lag); len(ch.Shrink) != 1 || ch.Shrink[0] != 2 {
+		t.Fatalf("a silent ISR follower is dropped after replica.lag.time.max.ms: %+v", ch)
+	}
+	leader.SetAssignment(1, []int32{1, 2}, []int32{1})
+	for i := 0; i < 5; i++ {
+		if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The build helper's old timestamps roll a segment per batch, so the
+	// follower needs one fetch per batch to catch up.
+	replicate(t, leader, follower, t0.Add(2*lag))
+	if ch := leader.ProposeISRChange(t0.Add(2*lag), lag); len(ch.Expand) != 0 {
+		t.Fatalf("not caught up yet: %+v", ch)
+	}
+	for i := 0; i < 10 && follower.Log().LogEndOffset() < leader.Log().LogEndOffset(); i++ {
+		replicate(t, leader, follower, t0.Add(2*lag+time.Second))
+	}
+	replicate(t, leader, follower, t0.Add(2*lag+time.Second))
+	if ch := leader.ProposeISRChange(t0.Add(2*lag+time.Second), lag); len(ch.Expand) != 1 || ch.Expand[0] != 2 {
+		t.Fatalf("a caught-up follower rejoins: %+v", ch)
+	}
+	if _, err := leader.FollowerFetch(7, 0, t0); !errors.Is(err, ErrUnknownReplica) {
+		t.Fatalf("a fetch from a non-replica: %v", err)
+	}
+}
+
+func TestTruncationPoint(t *testing.T) {
+	local := []segment.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 50}, {Epoch: 3, StartOffset: 80}}
+	cases := []struct {
+		name          string
+		requested     int32
+		leaderEpoch   int32
+		leaderEnd     int64
+		localLEO, out int64
+	}{
+		{"same epoch, leader ends earlier: cut the divergent tail", 3, 3, 90, 100, 90},
+		{"same epoch, leader ahead: nothing to cut", 3, 3, 120, 100, 100},
+		{"leader never had epoch 3: cut where our epoch 3 began", 3, 2, 85, 100, 80},
+		{"leader's epoch 2 ended before ours did", 3, 2, 60, 100, 60},
+		{"leader knows nothing at or below: keep", 3, -1, -1, 100, 100},
+	}
+	for _, c := range cases {
+		if got := TruncationPoint(local, c.localLEO, c.requested, c.leaderEpoch, c.leaderEnd); got != c.out {
+			t.Errorf("%s: %d, want %d", c.name, got, c.out)
+		}
+	}
+}
+
+func TestTruncateToDropsTailAndProducerState(t *testing.T) {
+	r := openTest(t, t.TempDir(), nil, nil)
+	defer r.Close()
+	now := time.Now().UnixMilli()
+	if _, err := r.AppendLeader(build(t, idem(3, 0, now), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AppendLeader(build(t, idem(3, 2, now), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if r.Log().LogEndOffset() != 2 || r.HighWatermark() != 2 {
+		t.Fatalf("leo %d hw %d", r.Log().LogEndOffset(), r.HighWatermark())
+	}
+	// The truncated batch is no longer a duplicate: it is written again at offset 2.
+	res, err := r.AppendLeader(build(t, idem(3, 2, now), 2))
+	if err != nil || res.Duplicate || res.BaseOffset != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	_ = config.MinInsyncReplicas
+}
