@@ -22,6 +22,27 @@ func WithTopicDefault(name, value string) Option {
 	return func(c *config.Broker) { c.TopicDefaults[name] = value }
 }
 
+// WithS3 makes the node's cold tier the S3 bucket at endpoint (path-style
+// addressing, region us-east-1) instead of the filesystem bucket under the
+// data dir. Credentials come from the standard AWS chain: the test sets
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (t.Setenv) before Start.
+func WithS3(endpoint, bucket string) Option {
+	return func(c *config.Broker) {
+		c.S3Endpoint, c.S3Bucket, c.S3Region, c.S3PathStyle = endpoint, bucket, "us-east-1", true
+	}
+}
+
+// WithTiering sets the tiering loop's interval (tiering_interval).
+func WithTiering(interval time.Duration) Option {
+	return func(c *config.Broker) { c.TieringInterval = interval }
+}
+
+// WithOrphanGrace sets how old an unreferenced object must be before the
+// reconciler deletes it (remote_orphan_grace).
+func WithOrphanGrace(d time.Duration) Option {
+	return func(c *config.Broker) { c.OrphanGrace = d }
+}
+
 // Config returns a loopback config with random ports under dir.
 func Config(dir string, opts ...Option) config.Broker {
 	c := config.Defaults()
