@@ -24,6 +24,20 @@ type ServerConfig struct {
 	// It bounds a connection's memory to about 2*ReadAhead*MaxRequestBytes
 	// in the worst case. Default 8.
 	ReadAhead int `yaml:"read.ahead"`
+	// Observer, when set, is told about every request the server has
+	// answered or failed (request metrics). Optional.
+	Observer RequestObserver `yaml:"-"`
+}
+
+// RequestObserver receives one observation per request: its API key and
+// version, the time from the moment the request was read to the moment its
+// reply was written (Kafka's TotalTimeMs; for an acks=0 produce, until the
+// handler returned) and the error that closed the connection instead, if
+// any. Requests dropped unanswered because the connection closed earlier are
+// not reported. It must be safe for concurrent use and quick: it runs on
+// the connections' goroutines.
+type RequestObserver interface {
+	ObserveRequest(key, version int16, d time.Duration, err error)
 }
 
 const (

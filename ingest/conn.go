@@ -43,6 +43,7 @@ type item struct {
 	early kmsg.Response // answer known at decode time (UNSUPPORTED_VERSION)
 	frame *[]byte       // pooled frame the request may alias; released after the reply
 	reply Reply
+	read  time.Time // when the request was read, for RequestObserver
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -118,7 +119,7 @@ func (c *conn) read(reqs chan<- *item) {
 			c.log.Warn("ingest: closing connection", "err", err)
 			return
 		}
-		it := &item{req: d.req, h: d.h, early: d.early, frame: frame}
+		it := &item{req: d.req, h: d.h, early: d.early, frame: frame, read: time.Now()}
 		it.req.Conn = &c.info
 		c.inflight.Add(1)
 		select {
@@ -195,6 +196,7 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 		} else if err := c.handle(it); err != nil {
 			c.log.Error("ingest: closing connection after handler failure",
 				"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
+			c.observe(it, err)
 			c.drop(it)
 			failed = true
 			c.stopReading()
@@ -224,6 +226,13 @@ func (c *conn) handle(it *item) (err error) {
 	}
 	it.reply = reply
 	return nil
+}
+
+// observe reports a handled request to the server's RequestObserver.
+func (c *conn) observe(it *item, err error) {
+	if o := c.s.cfg.Observer; o != nil {
+		o.ObserveRequest(it.req.Key, it.req.Version, time.Since(it.read), err)
+	}
 }
 
 // drop releases a request that will not be answered.

@@ -27,6 +27,7 @@ func (c *conn) write(out <-chan *item) {
 		if err == nil && len(out) == 0 {
 			err = bw.Flush()
 		}
+		c.observe(it, err)
 		c.drop(it) // the reply is written: release the frame
 		if err != nil {
 			failed = true
