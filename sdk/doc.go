@@ -1,0 +1,15 @@
+// Package sdk is Shale's Go SDK for applications: a Producer, a Consumer
+// (with Replay of a bounded range of history, served by the cold tier when
+// it is older than the local disks), and an Admin client for topics, groups
+// and the tier status.
+//
+// It sits on top of franz-go's kgo and kadm and speaks only the Kafka
+// protocol (and, for TierStatus, the node's admin HTTP endpoint), so it
+// imports no other Shale package and works against any Shale node. Records
+// are kgo records (Record is an alias), and every type offers its kgo client
+// for what the SDK does not wrap.
+//
+// Constructors take functional options (WithSeeds, WithLinger, WithGroup,
+// ...). Producer, Consumer and Admin are safe for concurrent use unless a
+// method says otherwise; Close is idempotent.
+package sdk
