@@ -1,0 +1,224 @@
+package replicationtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/natsembed"
+)
+
+// cluster is three shale processes on one NATS server run in the test
+// process, and the one replicated topic a test works on.
+type cluster struct {
+	t     *testing.T
+	nodes []*node
+	topic string
+	parts int32
+}
+
+// startCluster starts NATS and nodes 1..3, waits until each is ready and
+// the controller sees all three, and creates topic with parts partitions,
+// replication factor 3 and min.insync.replicas=2.
+func startCluster(t *testing.T, topic string, parts int32, extra ...string) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
+	c := &cluster{t: t, topic: topic, parts: parts}
+	for i := range 3 {
+		c.nodes = append(c.nodes, newNode(t, dir, int32(i+1), srv.ClientURL(), extra...))
+		c.nodes[i].start()
+	}
+	for _, n := range c.nodes {
+		n.waitReady()
+	}
+	ctx := ctxFor(t, time.Minute)
+	adm := kadm.NewClient(c.nodes[0].client())
+	if err := waitFor(20*time.Second, func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
+	}); err != nil {
+		t.Fatal("three brokers and a controller: ", err)
+	}
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		t.Fatal(err)
+	}
+	c.waitSettled(60 * time.Second)
+	return c
+}
+
+// node returns node id.
+func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
+
+// live returns the nodes with a live run.
+func (c *cluster) live() []*node {
+	var out []*node
+	for _, n := range c.nodes {
+		if n.alive() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// partitionView is one partition as a node's Metadata shows it.
+type partitionView struct {
+	leader, epoch int32
+	isr           []int32
+}
+
+// viewFrom asks n (and only n) for the topic's partitions.
+func (c *cluster) viewFrom(ctx context.Context, n *node) (map[int32]partitionView, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(c.topic)
+	req.Topics = append(req.Topics, rt)
+	seeds := n.client().SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, errors.New("no seed broker")
+	}
+	kresp, err := seeds[0].Request(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	out := map[int32]partitionView{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != c.topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return nil, fmt.Errorf("topic %s: error %d", c.topic, t.ErrorCode)
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("partition %d: error %d", p.Partition, p.ErrorCode)
+			}
+			isr := slices.Clone(p.ISR)
+			slices.Sort(isr)
+			out[p.Partition] = partitionView{leader: p.Leader, epoch: p.LeaderEpoch, isr: isr}
+		}
+	}
+	if int32(len(out)) != c.parts {
+		return nil, fmt.Errorf("topic %s: %d partitions, want %d", c.topic, len(out), c.parts)
+	}
+	return out, nil
+}
+
+// view asks the live nodes in turn until one answers.
+func (c *cluster) view(ctx context.Context) (map[int32]partitionView, error) {
+	err := errors.New("no live node")
+	for _, n := range c.live() {
+		var v map[int32]partitionView
+		if v, err = c.viewFrom(ctx, n); err == nil {
+			return v, nil
+		}
+	}
+	return nil, err
+}
+
+// leaderOf returns the leader of partition p that the live nodes agree on,
+// and its epoch, once it is live and has logged taking the role, failing
+// the test after d. A leader other than the excluded ids is required.
+func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, int32) {
+	c.t.Helper()
+	ctx := ctxFor(c.t, d+5*time.Second)
+	var leader, epoch int32
+	var last string
+	err := waitFor(d, func() bool {
+		leader, epoch = -1, -1
+		for _, n := range c.live() {
+			v, err := c.viewFrom(ctx, n)
+			if err != nil {
+				last = fmt.Sprintf("node %d: %v", n.id, err)
+				return false
+			}
+			pv := v[p]
+			if leader >= 0 && (pv.leader != leader || pv.epoch != epoch) {
+				last = fmt.Sprintf("nodes disagree on partition %d: %d@%d and %d@%d", p, leader, epoch, pv.leader, pv.epoch)
+				return false
+			}
+			leader, epoch = pv.leader, pv.epoch
+		}
+		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || slices.Contains(exclude, leader) {
+			last = fmt.Sprintf("partition %d leader %d", p, leader)
+			return false
+		}
+		if !tookRole(c.node(leader), "became leader", c.topic, p, epoch) {
+			last = fmt.Sprintf("node %d has not logged becoming leader of %d in epoch %d", leader, p, epoch)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		c.t.Fatalf("partition %d: no agreed live leader after %v: %s", p, d, last)
+	}
+	return leader, epoch
+}
+
+// waitSettled waits until every node is live, every partition has a live
+// leader, and every ISR holds all three nodes: the state after which a
+// single node may be lost without losing acks=all writes.
+func (c *cluster) waitSettled(d time.Duration) {
+	c.t.Helper()
+	ctx := ctxFor(c.t, d+5*time.Second)
+	var last string
+	err := waitFor(d, func() bool {
+		for _, n := range c.nodes {
+			if !n.alive() {
+				last = fmt.Sprintf("node %d not live", n.id)
+				return false
+			}
+			v, err := c.viewFrom(ctx, n)
+			if err != nil {
+				last = fmt.Sprintf("node %d: %v", n.id, err)
+				return false
+			}
+			for p, pv := range v {
+				if !slices.Equal(pv.isr, []int32{1, 2, 3}) || pv.leader < 1 {
+					last = fmt.Sprintf("node %d: partition %d leader %d isr %v", n.id, p, pv.leader, pv.isr)
+					return false
+				}
+				if !tookRole(c.node(pv.leader), "became leader", c.topic, p, pv.epoch) {
+					last = fmt.Sprintf("partition %d: node %d not yet leader in epoch %d", p, pv.leader, pv.epoch)
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if err != nil {
+		c.t.Fatalf("cluster not settled after %v: %s", d, last)
+	}
+}
+
+// checkNoPanic checks every node's stderr for panics and races.
+func (c *cluster) checkNoPanic() {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		n.checkNoPanic()
+	}
+}
+
+// countLines counts the lines of n's stderr whose msg is msg.
+func countLines(n *node, msg string) int {
+	return strings.Count(n.stderr.String(), `msg="`+msg+`"`)
+}

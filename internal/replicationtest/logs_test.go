@@ -1,0 +1,99 @@
+package replicationtest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// parseLogfmt splits one line of slog's text format into its key=value
+// pairs. Quoted values are unquoted; a malformed quoted value is kept raw.
+func parseLogfmt(line string) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < len(line); {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		eq := strings.IndexByte(line[i:], '=')
+		if eq < 0 {
+			break
+		}
+		key := line[i : i+eq]
+		i += eq + 1
+		var val string
+		if i < len(line) && line[i] == '"' {
+			j := i + 1
+			for j < len(line) && line[j] != '"' {
+				if line[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			raw := line[i:min(j+1, len(line))]
+			if u, err := strconv.Unquote(raw); err == nil {
+				val = u
+			} else {
+				val = raw
+			}
+			i = j + 1
+		} else {
+			j := strings.IndexByte(line[i:], ' ')
+			if j < 0 {
+				j = len(line) - i
+			}
+			val = line[i : i+j]
+			i += j
+		}
+		if key != "" && !strings.ContainsRune(key, ' ') {
+			out[key] = val
+		}
+	}
+	return out
+}
+
+// tookRole reports whether n's stderr (any run) has a line with message
+// msg ("became leader" or "became follower") for topic-partition in epoch.
+func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
+	for _, line := range strings.Split(n.stderr.String(), "\n") {
+		if !strings.Contains(line, `msg="`+msg+`"`) {
+			continue
+		}
+		kv := parseLogfmt(line)
+		if kv["msg"] == msg && kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEpochs fails the test if two nodes ever logged becoming leader of
+// one partition in the same leader epoch. It returns how many such lines
+// it read; a "became leader" line it cannot parse is a failure.
+func checkEpochs(t *testing.T, nodes []*node) int {
+	t.Helper()
+	type key struct {
+		topic            string
+		partition, epoch string
+	}
+	by := map[key]string{}
+	count := 0
+	for _, n := range nodes {
+		for _, line := range strings.Split(n.stderr.String(), "\n") {
+			if !strings.Contains(line, `msg="became leader"`) {
+				continue
+			}
+			kv := parseLogfmt(line)
+			if kv["topic"] == "" || kv["partition"] == "" || kv["leader_epoch"] == "" || kv["node"] == "" {
+				t.Fatalf("node %d: unparsable line: %s", n.id, line)
+			}
+			count++
+			k := key{kv["topic"], kv["partition"], kv["leader_epoch"]}
+			if prev, ok := by[k]; ok && prev != kv["node"] {
+				t.Fatalf("%s-%s epoch %s led by nodes %s and %s", k.topic, k.partition, k.epoch, prev, kv["node"])
+			}
+			by[k] = kv["node"]
+		}
+	}
+	return count
+}
