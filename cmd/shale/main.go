@@ -20,6 +20,13 @@ usage:
                                           per partition: log start, local log start, high watermark, remote segments, upload lag
   shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output json]
                                           nodes, controller, and each partition's leader, epoch and ISR
+  shale topic create|list|describe|alter-config|delete ...
+                                          manage topics (shale topic -h)
+  shale produce TOPIC [FILE...]           produce lines from stdin or files (shale produce -h)
+  shale consume TOPIC                     print records (shale consume -h)
+  shale group list|describe|reset-offsets ...
+                                          consumer groups, lag, offset resets (shale group -h)
+  client verbs take --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default 127.0.0.1:9092) and --output text|json
 `
 
 func main() {
@@ -44,6 +51,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "cluster":
 		return clusterCmd(args[1:], stdout, stderr)
+	case "topic":
+		return topicCmd(args[1:], stdout, stderr)
+	case "produce":
+		return produceCmd(args[1:], stdout, stderr)
+	case "consume":
+		return consumeCmd(args[1:], stdout, stderr)
+	case "group":
+		return groupCmd(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestParseOffsetSpec(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
+	for in, want := range map[string]offsetSpec{
+		"start": {kind: offsetStart}, "earliest": {kind: offsetStart}, "beginning": {kind: offsetStart},
+		"end": {kind: offsetEnd}, "latest": {kind: offsetEnd},
+		"42": {kind: offsetExact, n: 42}, "0": {kind: offsetExact},
+		"-10":                   {kind: offsetFromEnd, n: 10},
+		"@1700000000000":        {kind: offsetTime, n: 1700000000000},
+		"@2026-01-02T03:04:05Z": {kind: offsetTime, n: ts},
+	} {
+		got, err := parseOffsetSpec(in)
+		if err != nil || got != want {
+			t.Errorf("parseOffsetSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "soon", "@yesterday", "1.5"} {
+		if _, err := parseOffsetSpec(bad); !errors.Is(err, errUsage) {
+			t.Errorf("parseOffsetSpec(%q) error %v, want errUsage", bad, err)
+		}
+	}
+}
+
+func TestFormatter(t *testing.T) {
+	r := &kgo.Record{Topic: "events", Partition: 2, Offset: 17, LeaderEpoch: 3, Key: []byte("k1"), Value: []byte("hello"),
+		Timestamp: time.UnixMilli(1700000000123).UTC(),
+		Headers:   []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: "b", Value: []byte("2")}}}
+	for spec, want := range map[string]string{
+		`%t/%p@%o e%e %k=%v (%K,%V) [%h] %H\n`: "events/2@17 e3 k1=hello (2,5) [a=1,b=2] 2\n",
+		`%T %d %s %S 100%%\t.`:                 "1700000000123 2023-11-14T22:13:20.123Z hello 5 100%\t.",
+		defaultFormat:                          "hello\n",
+		`{{.Key}}={{.Value}} {{index .Headers "b"}} {{.Offset}}\n`:      "k1=hello 2 17\n",
+		`{{range .HeaderList}}{{.Key}}{{end}} {{.Timestamp.UnixMilli}}`: "ab 1700000000123",
+		`a\\n\x`: `a\n\x`,
+	} {
+		f, err := newFormatter(spec)
+		if err != nil {
+			t.Fatalf("newFormatter(%q): %v", spec, err)
+		}
+		var b bytes.Buffer
+		if err := f(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("format %q = %q, want %q", spec, b.String(), want)
+		}
+	}
+	for _, bad := range []string{"%q", "50%", "{{.Nope"} {
+		if _, err := newFormatter(bad); !errors.Is(err, errUsage) {
+			t.Errorf("newFormatter(%q) error %v, want errUsage", bad, err)
+		}
+	}
+	var b bytes.Buffer
+	if err := appendJSONRecord(&b, &kgo.Record{Topic: "t", Value: []byte("v"), Timestamp: time.UnixMilli(5)}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"topic":"t","partition":0,"offset":0,"leader_epoch":0,"timestamp":5,"key":null,"value":"v","headers":[]}` + "\n"; b.String() != want {
+		t.Errorf("json record %s, want %s", b.String(), want)
+	}
+}
+
+func TestRenderProgress(t *testing.T) {
+	for _, c := range []struct {
+		done, total int64
+		unit        string
+		elapsed     time.Duration
+		want        string
+	}{
+		{500, 1000, "records", 5 * time.Second, "[==========>         ]  50%  500/1000 records  100 records/s  ETA 5s"},
+		{1000, 1000, "records", 2 * time.Second, "[====================] 100%  1000/1000 records  500 records/s  ETA 0s"},
+		{0, 1000, "records", 0, "[>                   ]   0%  0/1000 records  0 records/s  ETA ?"},
+		{3 << 20, 0, "bytes", time.Second, "3145728 bytes  3.0Mi bytes/s"},
+		{25000, 0, "records", 10 * time.Second, "25000 records  2.5k records/s"},
+	} {
+		if got := renderProgress(c.done, c.total, c.unit, c.elapsed); got != c.want {
+			t.Errorf("renderProgress(%d, %d, %s, %v)\n got %q\nwant %q", c.done, c.total, c.unit, c.elapsed, got, c.want)
+		}
+	}
+	// Not a terminal: no bar, and a nil bar is a no-op.
+	if p := newProgress(&bytes.Buffer{}, "records", 10); p != nil {
+		t.Fatal("progress bar on a buffer")
+	}
+	var p *progress
+	p.update(1)
+	p.finish(1)
+}
+
+func TestProgressRedrawsAtInterval(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Unix(100, 0)
+	p := &progress{w: &b, unit: "records", total: 10, start: now, interval: time.Second, now: func() time.Time { return now }}
+	p.update(1)
+	p.update(2) // same instant: skipped
+	now = now.Add(time.Second)
+	p.update(3)
+	p.finish(10)
+	if got := strings.Count(b.String(), "\r"); got != 3 {
+		t.Fatalf("%d redraws, want 3: %q", got, b.String())
+	}
+	if !strings.HasSuffix(b.String(), "100%  10/10 records  10 records/s  ETA 0s\x1b[K\n") {
+		t.Fatalf("final line %q", b.String())
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var h listFlag
+	fs.Var(&h, "H", "")
+	n := fs.Int("n", 0, "")
+	pos, err := parseInterspersed(fs, []string{"topic", "-H", "a=1", "f1", "-n", "3", "-H", "b=2", "--", "-f2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(pos, " ") != "topic f1 -f2" || *n != 3 || h.String() != "a=1,b=2" {
+		t.Fatalf("pos %q n %d h %q", pos, *n, h.String())
+	}
+	if _, err := parseInterspersed(fs, []string{"--nope"}); !errors.Is(err, errUsage) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+}

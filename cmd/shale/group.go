@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// errGroupActive is returned when offsets of a group with live members
+// would be reset: its members would overwrite the new offsets.
+var errGroupActive = errors.New("group has active members")
+
+const groupUsage = `shale group list
+       shale group describe GROUP...
+       shale group reset-offsets GROUP --topic T [--partition 0,1] --to earliest|latest|N|-N|@TIME [--dry-run]
+  common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
+
+// groupCmd is `shale group VERB ...`.
+func groupCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "usage: %s\n", groupUsage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "list", "ls":
+		err = groupList(args[1:], stdout, stderr)
+	case "describe":
+		err = groupDescribe(args[1:], stdout, stderr)
+	case "reset-offsets":
+		err = groupResetOffsets(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, "usage: %s\n", groupUsage)
+		return 0
+	default:
+		err = fmt.Errorf("%w: unknown verb %q", errUsage, args[0])
+	}
+	return exitCode(stderr, "shale group", groupUsage, err)
+}
+
+// groupListEntry is one row of `shale group list`.
+type groupListEntry struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	Coordinator  int32  `json:"coordinator"`
+}
+
+func groupList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("shale group list", "shale group list", stderr)
+	g := addGlobals(fs)
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected %q", errUsage, rest[0])
+	}
+	adm, err := g.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return err
+	}
+	entries := []groupListEntry{}
+	for _, lg := range groups.Sorted() {
+		entries = append(entries, groupListEntry{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
+	}
+	if g.json() {
+		return writeJSON(stdout, entries)
+	}
+	t := newTable(stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
+	for _, e := range entries {
+		t.row(e.Group, e.State, e.ProtocolType, e.Coordinator)
+	}
+	return t.flush()
+}
+
+// groupDescription is one group in `shale group describe`.
+type groupDescription struct {
+	Group        string         `json:"group"`
+	State        string         `json:"state"`
+	ProtocolType string         `json:"protocol_type"`
+	Protocol     string         `json:"protocol"`
+	Coordinator  int32          `json:"coordinator"`
+	Members      []groupMember  `json:"members"`
+	TotalLag     int64          `json:"total_lag"`
+	Partitions   []partitionLag `json:"partitions"`
+	Error        string         `json:"error,omitempty"`
+}
+
+type groupMember struct {
+	MemberID   string `json:"member_id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ClientID   string `json:"client_id"`
+	Host       string `json:"host"`
+}
+
+// partitionLag is a group's committed offset and lag in one partition; a
+// CurrentOffset of -1 means nothing is committed, and Lag is then the whole
+// retained log.
+type partitionLag struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	CurrentOffset int64  `json:"current_offset"`
+	LogEndOffset  int64  `json:"log_end_offset"`
+	Lag           int64  `json:"lag"`
+	MemberID      string `json:"member_id,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func groupDescribe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("shale group describe", "shale group describe GROUP...", stderr)
+	g := addGlobals(fs)
+	groups, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if len(groups) == 0 {
+		return fmt.Errorf("%w: name a group", errUsage)
+	}
+	adm, err := g.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	lags, err := adm.Lag(ctx, groups...)
+	if err != nil {
+		return err
+	}
+	var out []groupDescription
+	for _, name := range groups {
+		l, ok := lags[name]
+		if !ok {
+			out = append(out, groupDescription{Group: name, Error: "no answer for this group"})
+			continue
+		}
+		out = append(out, describeLag(l))
+	}
+	if g.json() {
+		return writeJSON(stdout, out)
+	}
+	for i, d := range out {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := printGroupDescription(stdout, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describeLag(l kadm.DescribedGroupLag) groupDescription {
+	d := groupDescription{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
+		Coordinator: l.Coordinator.NodeID, Members: []groupMember{}, Partitions: []partitionLag{}}
+	if err := l.Error(); err != nil {
+		d.Error = err.Error()
+	}
+	for _, m := range l.Members {
+		gm := groupMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		if m.InstanceID != nil {
+			gm.InstanceID = *m.InstanceID
+		}
+		d.Members = append(d.Members, gm)
+	}
+	for _, ml := range l.Lag.Sorted() {
+		if strings.HasPrefix(ml.Topic, "__") {
+			continue
+		}
+		pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, CurrentOffset: ml.Commit.At,
+			LogEndOffset: ml.End.Offset, Lag: ml.Lag}
+		if ml.Member != nil {
+			pl.MemberID = ml.Member.MemberID
+		}
+		if ml.Err != nil {
+			pl.Error = ml.Err.Error()
+		}
+		if pl.Lag > 0 {
+			d.TotalLag += pl.Lag
+		}
+		d.Partitions = append(d.Partitions, pl)
+	}
+	return d
+}
+
+func printGroupDescription(w io.Writer, d groupDescription) error {
+	t := newTable(w, "GROUP", d.Group)
+	t.row("COORDINATOR", d.Coordinator)
+	t.row("STATE", d.State)
+	t.row("PROTOCOL", strings.Trim(d.ProtocolType+"/"+d.Protocol, "/"))
+	t.row("MEMBERS", len(d.Members))
+	t.row("TOTAL-LAG", d.TotalLag)
+	if d.Error != "" {
+		t.row("ERROR", d.Error)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(d.Members) > 0 {
+		fmt.Fprintln(w)
+		t = newTable(w, "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST")
+		for _, m := range d.Members {
+			t.row(m.MemberID, m.InstanceID, m.ClientID, m.Host)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID", "ERROR")
+	for _, p := range d.Partitions {
+		t.row(p.Topic, p.Partition, offsetText(p.CurrentOffset), p.LogEndOffset, p.Lag, p.MemberID, p.Error)
+	}
+	return t.flush()
+}
+
+// offsetText prints -1 (nothing committed) as "-".
+func offsetText(o int64) string {
+	if o < 0 {
+		return "-"
+	}
+	return fmt.Sprint(o)
+}
+
+// sortedPartitions returns m's keys in order.
+func sortedPartitions[V any](m map[int32]V) []int32 {
+	ps := make([]int32, 0, len(m))
+	for p := range m {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	return ps
+}

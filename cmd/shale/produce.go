@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const produceUsage = `shale produce TOPIC [FILE...] [-K SEP] [-H k=v]... [-p N] [-z none|gzip|snappy|lz4|zstd] [--acks all|1|0]
+  one record per line of stdin (or of each FILE, in order); with -K the text before the
+  first SEP of a line is the key; common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
+
+// produceSummary is what `shale produce` reports when its input is done.
+type produceSummary struct {
+	Topic      string             `json:"topic"`
+	Records    int64              `json:"records"`
+	Bytes      int64              `json:"bytes"`
+	Partitions []producePartition `json:"partitions"`
+}
+
+// producePartition is the offset range written to one partition.
+type producePartition struct {
+	Partition   int32 `json:"partition"`
+	Records     int64 `json:"records"`
+	FirstOffset int64 `json:"first_offset"`
+	LastOffset  int64 `json:"last_offset"`
+}
+
+// produceOptions are the parsed flags of `shale produce`.
+type produceOptions struct {
+	g            *cliGlobals
+	topic        string
+	files        []string
+	keySep       string
+	headers      []kgo.RecordHeader
+	partition    int
+	compression  string
+	acks         string
+	maxLineBytes int
+}
+
+// produceCmd is `shale produce`.
+func produceCmd(args []string, stdout, stderr io.Writer) int {
+	return exitCode(stderr, "shale produce", produceUsage, produceMain(args, os.Stdin, stdout, stderr))
+}
+
+func produceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("shale produce", produceUsage, stderr)
+	o := produceOptions{g: addGlobals(fs)}
+	fs.StringVar(&o.keySep, "key-separator", "", "split each line into key SEP value at the first SEP")
+	fs.StringVar(&o.keySep, "K", "", "same as --key-separator")
+	var headers listFlag
+	fs.Var(&headers, "header", "a header k=v on every record (repeatable)")
+	fs.Var(&headers, "H", "same as --header")
+	fs.IntVar(&o.partition, "partition", -1, "write every record to this partition (-1: by key, murmur2 as the Java client)")
+	fs.IntVar(&o.partition, "p", -1, "same as --partition")
+	fs.StringVar(&o.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.StringVar(&o.compression, "z", "none", "same as --compression")
+	fs.StringVar(&o.acks, "acks", "all", "all (idempotent), 1 or 0")
+	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 1<<20, "longest line accepted")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := o.g.validate(); err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%w: no topic named", errUsage)
+	}
+	o.topic, o.files = pos[0], pos[1:]
+	for _, h := range headers {
+		k, v, err := splitKV(h)
+		if err != nil {
+			return err
+		}
+		o.headers = append(o.headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+	}
+	opts, err := o.clientOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := o.g.client(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	sum, err := produceAll(ctx, cl, o, stdin, stderr)
+	if sum != nil {
+		if o.g.json() {
+			if werr := writeJSON(stdout, sum); werr != nil && err == nil {
+				err = werr
+			}
+		} else {
+			printProduceSummary(stdout, sum)
+		}
+	}
+	return err
+}
+
+// clientOpts maps the flags to franz-go producer options.
+func (o produceOptions) clientOpts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	switch o.acks {
+	case "all", "-1":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return nil, fmt.Errorf("%w: --acks must be all, 1 or 0", errUsage)
+	}
+	var codec kgo.CompressionCodec
+	switch o.compression {
+	case "none", "":
+		codec = kgo.NoCompression()
+	case "gzip":
+		codec = kgo.GzipCompression()
+	case "snappy":
+		codec = kgo.SnappyCompression()
+	case "lz4":
+		codec = kgo.Lz4Compression()
+	case "zstd":
+		codec = kgo.ZstdCompression()
+	default:
+		return nil, fmt.Errorf("%w: unknown --compression %q", errUsage, o.compression)
+	}
+	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.RecordDeliveryTimeout(o.g.timeout))
+	if o.partition >= 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	return opts, nil
+}
+
+// produceAll sends every line of the inputs and waits for all of them. It
+// returns the summary of what was acknowledged (nil if nothing was sent) and
+// the first error: a failed record stops reading further input.
+func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.Reader, stderr io.Writer) (*produceSummary, error) {
+	var total int64
+	unit := "records"
+	if len(o.files) > 0 {
+		unit = "bytes"
+		for _, f := range o.files {
+			st, err := os.Stat(f)
+			if err != nil {
+				return nil, err
+			}
+			total += st.Size()
+		}
+	}
+	bar := newProgress(stderr, unit, total)
+	acc := newProduceTally(o.topic)
+	var sent, readBytes int64
+	send := func(line []byte) {
+		r := &kgo.Record{Topic: o.topic, Headers: o.headers}
+		if o.partition >= 0 {
+			r.Partition = int32(o.partition)
+		}
+		if o.keySep != "" {
+			if k, v, ok := bytes.Cut(line, []byte(o.keySep)); ok {
+				r.Key, line = k, v
+			}
+		}
+		r.Value = line
+		sent++
+		cl.Produce(ctx, r, acc.done)
+	}
+	readOne := func(in io.Reader) error {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), o.maxLineBytes)
+		for sc.Scan() {
+			if acc.failed() || ctx.Err() != nil {
+				return nil
+			}
+			line := bytes.Clone(sc.Bytes())
+			readBytes += int64(len(line)) + 1
+			send(line)
+			if unit == "bytes" {
+				bar.update(readBytes)
+			} else {
+				bar.update(sent)
+			}
+		}
+		return sc.Err()
+	}
+	var readErr error
+	if len(o.files) == 0 {
+		readErr = readOne(stdin)
+	}
+	for _, name := range o.files {
+		if readErr != nil {
+			break
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			readErr = err
+			break
+		}
+		readErr = readOne(f)
+		f.Close()
+	}
+	flushErr := cl.Flush(ctx)
+	if unit == "bytes" {
+		bar.finish(readBytes)
+	} else {
+		bar.finish(sent)
+	}
+	sum := acc.summary()
+	switch {
+	case acc.err() != nil:
+		return sum, fmt.Errorf("produce: %w", acc.err())
+	case readErr != nil:
+		return sum, fmt.Errorf("reading input: %w", readErr)
+	case flushErr != nil:
+		return sum, flushErr
+	case ctx.Err() != nil:
+		return sum, ctx.Err()
+	}
+	return sum, nil
+}
+
+// produceTally collects produce callbacks, which franz-go runs on its own
+// goroutines; mu guards every field.
+type produceTally struct {
+	mu       sync.Mutex
+	topic    string
+	records  int64
+	bytes    int64
+	parts    map[int32]*producePartition
+	firstErr error
+}
+
+func newProduceTally(topic string) *produceTally {
+	return &produceTally{topic: topic, parts: map[int32]*producePartition{}}
+}
+
+func (t *produceTally) done(r *kgo.Record, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		if t.firstErr == nil {
+			t.firstErr = err
+		}
+		return
+	}
+	t.records++
+	t.bytes += int64(len(r.Key) + len(r.Value))
+	p := t.parts[r.Partition]
+	if p == nil {
+		p = &producePartition{Partition: r.Partition, FirstOffset: r.Offset, LastOffset: r.Offset}
+		t.parts[r.Partition] = p
+	}
+	p.Records++
+	p.FirstOffset = min(p.FirstOffset, r.Offset)
+	p.LastOffset = max(p.LastOffset, r.Offset)
+}
+
+func (t *produceTally) failed() bool { return t.err() != nil }
+
+func (t *produceTally) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.firstErr
+}
+
+// summary returns a copy, partitions sorted.
+func (t *produceTally) summary() *produceSummary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &produceSummary{Topic: t.topic, Records: t.records, Bytes: t.bytes, Partitions: []producePartition{}}
+	for _, p := range t.parts {
+		s.Partitions = append(s.Partitions, *p)
+	}
+	sort.Slice(s.Partitions, func(i, j int) bool { return s.Partitions[i].Partition < s.Partitions[j].Partition })
+	return s
+}
+
+func printProduceSummary(w io.Writer, s *produceSummary) {
+	fmt.Fprintf(w, "produced %d %s (%d bytes) to %s\n", s.Records, plural(s.Records, "record"), s.Bytes, s.Topic)
+	if len(s.Partitions) == 0 {
+		return
+	}
+	t := newTable(w, "PARTITION", "RECORDS", "OFFSETS")
+	for _, p := range s.Partitions {
+		t.row(p.Partition, p.Records, fmt.Sprintf("%d-%d", p.FirstOffset, p.LastOffset))
+	}
+	t.flush()
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return strings.TrimSuffix(word, "s") + "s"
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicDescription is `shale topic describe`'s output.
+type topicDescription struct {
+	Topic             string             `json:"topic"`
+	ID                string             `json:"id"`
+	Internal          bool               `json:"internal"`
+	ReplicationFactor int                `json:"replication_factor"`
+	Configs           []topicConfig      `json:"configs"`
+	Partitions        []topicPartitionDs `json:"partitions"`
+}
+
+type topicConfig struct {
+	Name      string `json:"name"`
+	Value     string `json:"value"`
+	Source    string `json:"source"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+type topicPartitionDs struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	LogStartOffset int64   `json:"log_start_offset"`
+	HighWatermark  int64   `json:"high_watermark"`
+	Error          string  `json:"error,omitempty"`
+}
+
+func topicDescribe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("shale topic describe", "shale topic describe TOPIC [--all-configs]", stderr)
+	g := addGlobals(fs)
+	all := fs.Bool("all-configs", false, "list every config with its source, not only those set on the topic or broker")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("%w: name one topic", errUsage)
+	}
+	topic := rest[0]
+	adm, err := g.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	d, err := topicDetail(ctx, adm, topic)
+	if err != nil {
+		return err
+	}
+	desc := topicDescription{Topic: topic, ID: d.ID.String(), Internal: d.IsInternal,
+		ReplicationFactor: d.Partitions.NumReplicas(), Configs: []topicConfig{}}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return err
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return err
+	}
+	if rc.Err != nil {
+		return fmt.Errorf("configs: %s", errText(rc.Err, rc.ErrMessage))
+	}
+	for _, c := range rc.Configs {
+		if !*all && c.Source == kmsg.ConfigSourceDefaultConfig {
+			continue
+		}
+		desc.Configs = append(desc.Configs, topicConfig{Name: c.Key, Value: c.MaybeValue(), Source: c.Source.String(), Sensitive: c.Sensitive})
+	}
+	sort.Slice(desc.Configs, func(i, j int) bool { return desc.Configs[i].Name < desc.Configs[j].Name })
+	bounds, err := listBounds(ctx, adm, topic, nil)
+	if err != nil {
+		return err
+	}
+	for _, p := range d.Partitions.Sorted() {
+		pd := topicPartitionDs{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: bounds[p.Partition].start, HighWatermark: bounds[p.Partition].end}
+		if p.Err != nil {
+			pd.Error = p.Err.Error()
+		}
+		desc.Partitions = append(desc.Partitions, pd)
+	}
+	if g.json() {
+		return writeJSON(stdout, desc)
+	}
+	return printTopicDescription(stdout, desc)
+}
+
+func printTopicDescription(w io.Writer, d topicDescription) error {
+	t := newTable(w, "TOPIC", d.Topic)
+	t.row("ID", d.ID)
+	t.row("PARTITIONS", len(d.Partitions))
+	t.row("REPLICATION-FACTOR", d.ReplicationFactor)
+	t.row("INTERNAL", d.Internal)
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nCONFIGS")
+	t = newTable(w, "NAME", "VALUE", "SOURCE")
+	for _, c := range d.Configs {
+		v := c.Value
+		if c.Sensitive {
+			v = "(sensitive)"
+		}
+		t.row(c.Name, v, c.Source)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nPARTITIONS")
+	t = newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "HIGH-WATERMARK", "ERROR")
+	for _, p := range d.Partitions {
+		t.row(p.Partition, p.Leader, p.LeaderEpoch, int32List(p.Replicas), int32List(p.ISR), p.LogStartOffset, p.HighWatermark, p.Error)
+	}
+	return t.flush()
+}
+
+// alterResult is `shale topic alter-config`'s output.
+type alterResult struct {
+	Topic  string            `json:"topic"`
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+	DryRun bool              `json:"dry_run,omitempty"`
+}
+
+func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
+	const usageLine = "shale topic alter-config TOPIC [--set name=value]... [--delete name]... [--dry-run]"
+	fs := newFlagSet("shale topic alter-config", usageLine, stderr)
+	g := addGlobals(fs)
+	var sets, dels listFlag
+	fs.Var(&sets, "set", "set a config: name=value (repeatable)")
+	fs.Var(&sets, "s", "same as --set")
+	fs.Var(&dels, "delete", "remove a config from the topic, back to its default (repeatable)")
+	fs.Var(&dels, "d", "same as --delete")
+	dryRun := fs.Bool("dry-run", false, "have the broker validate the change without applying it")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("%w: name one topic", errUsage)
+	}
+	if len(sets)+len(dels) == 0 {
+		return fmt.Errorf("%w: nothing to change: give --set or --delete", errUsage)
+	}
+	res := alterResult{Topic: rest[0], Set: map[string]string{}, Delete: dels, DryRun: *dryRun}
+	var alters []kadm.AlterConfig
+	for _, s := range sets {
+		k, v, err := splitKV(s)
+		if err != nil {
+			return err
+		}
+		res.Set[k] = v
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range dels {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	adm, err := g.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	alter := adm.AlterTopicConfigs
+	if *dryRun {
+		alter = adm.ValidateAlterTopicConfigs
+	}
+	resp, err := alter(ctx, alters, res.Topic)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %s", r.Name, errText(r.Err, r.ErrMessage))
+		}
+	}
+	if g.json() {
+		return writeJSON(stdout, res)
+	}
+	verb := "altered"
+	if *dryRun {
+		verb = "validated (dry run, nothing changed)"
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", res.Topic, verb)
+	t := newTable(stdout, "NAME", "NEW-VALUE")
+	keys := make([]string, 0, len(res.Set))
+	for k := range res.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.row(k, res.Set[k])
+	}
+	for _, k := range dels {
+		t.row(k, "(default)")
+	}
+	return t.flush()
+}
