@@ -1,0 +1,154 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry holds one node's series. Its methods are safe for concurrent
+// use, and a nil *Registry ignores every observation, so that components
+// built without metrics need no checks.
+type Registry struct {
+	reg *prometheus.Registry
+
+	bytesIn    *prometheus.CounterVec
+	messagesIn *prometheus.CounterVec
+	bytesOut   *prometheus.CounterVec
+
+	requests     *prometheus.CounterVec
+	requestTime  *prometheus.HistogramVec
+	requestFails *prometheus.CounterVec
+
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+
+	objstore *objectStoreSeries
+}
+
+// requestTimeBuckets span a local produce (well under a millisecond) to a
+// long-polling fetch or an acks=all produce waiting on a slow follower.
+var requestTimeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// New returns a Registry with every series registered, the Go runtime and
+// process collectors included, and state read at each scrape (nil: no
+// scrape-time series). state is called on the scraping goroutine, once per
+// scrape; it must be safe for concurrent use.
+func New(state func() NodeState) *Registry {
+	r := &Registry{reg: prometheus.NewRegistry()}
+	r.bytesIn = r.counterVec("kafka_server_brokertopicmetrics_bytes_in_total",
+		"Record batch bytes appended by produce requests, per topic (Kafka BytesInPerSec).", "topic")
+	r.messagesIn = r.counterVec("kafka_server_brokertopicmetrics_messages_in_total",
+		"Records appended by produce requests, per topic (Kafka MessagesInPerSec).", "topic")
+	r.bytesOut = r.counterVec("kafka_server_brokertopicmetrics_bytes_out_total",
+		"Record bytes returned by fetch requests, consumers and followers, per topic (Kafka BytesOutPerSec).", "topic")
+	r.requests = r.counterVec("kafka_network_requestmetrics_requests_total",
+		"Requests answered or failed, per API and version (Kafka RequestsPerSec).", "request", "version")
+	r.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_total_time_seconds",
+		Help:    "Time from reading a request to writing its response, per API (Kafka TotalTimeMs).",
+		Buckets: requestTimeBuckets,
+	}, []string{"request"})
+	r.reg.MustRegister(r.requestTime)
+	r.requestFails = r.counterVec("shale_network_request_failures_total",
+		"Requests whose handler or response write failed and closed the connection, per API.", "request")
+	r.isrShrinks = r.counter("kafka_server_replicamanager_isr_shrinks_total",
+		"ISR shrinks committed by this node as partition leader (Kafka IsrShrinksPerSec).")
+	r.isrExpands = r.counter("kafka_server_replicamanager_isr_expands_total",
+		"ISR expansions committed by this node as partition leader (Kafka IsrExpandsPerSec).")
+	r.objstore = newObjectStoreSeries(r.reg)
+	if state != nil {
+		r.reg.MustRegister(&stateCollector{state: state})
+	}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+func (r *Registry) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	r.reg.MustRegister(c)
+	return c
+}
+
+func (r *Registry) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	r.reg.MustRegister(c)
+	return c
+}
+
+// Handler serves the registry in the Prometheus text (or, when asked,
+// OpenMetrics) exposition. A failure to collect one series is logged in the
+// response and does not hide the others.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
+}
+
+// Gatherer exposes the underlying registry (for tests and tools).
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Produced counts a produce request's append to topic: bytes of record
+// batches and records. It implements ingest.ProduceObserver.
+func (r *Registry) Produced(topic string, bytes, records int) {
+	if r == nil {
+		return
+	}
+	r.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+	r.messagesIn.WithLabelValues(topic).Add(float64(records))
+}
+
+// Fetched counts bytes returned for topic by a fetch. It implements
+// fetch.ConsumeObserver.
+func (r *Registry) Fetched(topic string, bytes int) {
+	if r == nil {
+		return
+	}
+	r.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// ObserveRequest counts one request of the named API (Kafka's name, for
+// example "Produce") and version, its total time, and whether it failed.
+func (r *Registry) ObserveRequest(api string, version int16, d time.Duration, failed bool) {
+	if r == nil {
+		return
+	}
+	r.requests.WithLabelValues(api, versionLabel(version)).Inc()
+	r.requestTime.WithLabelValues(api).Observe(d.Seconds())
+	if failed {
+		r.requestFails.WithLabelValues(api).Inc()
+	}
+}
+
+// ISRChanged counts one committed ISR change of a partition this node
+// leads: a shrink when followers left, an expansion when followers joined
+// (both when both).
+func (r *Registry) ISRChanged(shrunk, expanded bool) {
+	if r == nil {
+		return
+	}
+	if shrunk {
+		r.isrShrinks.Inc()
+	}
+	if expanded {
+		r.isrExpands.Inc()
+	}
+}
+
+// versionLabel formats small API versions without allocating.
+func versionLabel(v int16) string {
+	if v >= 0 && int(v) < len(versionLabels) {
+		return versionLabels[v]
+	}
+	return strconv.Itoa(int(v))
+}
+
+var versionLabels = func() []string {
+	out := make([]string, 32)
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()

@@ -1,0 +1,156 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/shale-io/shale/infra/objstore"
+)
+
+// scrape GETs the handler's text exposition and parses it.
+func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: status %d: %s", rec.Code, rec.Body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("parsing the exposition: %v", err)
+	}
+	return fams
+}
+
+// sample returns the value of the series name{labels} (a counter, gauge or
+// untyped value, or a histogram's count), and whether it exists.
+func sample(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, lp := range m.Label {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if got[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func want(t *testing.T, fams map[string]*dto.MetricFamily, v float64, name string, labels ...string) {
+	t.Helper()
+	got, ok := sample(fams, name, labels...)
+	if !ok {
+		t.Errorf("no series %s%v", name, labels)
+		return
+	}
+	if got != v {
+		t.Errorf("%s%v = %v, want %v", name, labels, got, v)
+	}
+}
+
+func TestTrafficSeries(t *testing.T) {
+	r := New(nil)
+	r.Produced("a", 100, 3)
+	r.Produced("a", 50, 2)
+	r.Produced("b", 7, 1)
+	r.Fetched("a", 120)
+	r.ObserveRequest("Produce", 9, 2*time.Millisecond, false)
+	r.ObserveRequest("Produce", 9, 3*time.Millisecond, false)
+	r.ObserveRequest("Fetch", 12, time.Millisecond, true)
+	r.ISRChanged(true, false)
+	r.ISRChanged(true, true)
+	sink := r.ObjectStoreSink()
+	sink.Observe(objstore.OpPut, 1000, time.Millisecond, nil)
+	sink.Observe(objstore.OpGet, 0, time.Millisecond, fmt.Errorf("get x: %w", objstore.ErrNotFound))
+	sink.Observe(objstore.OpGet, 0, time.Millisecond, errors.New("connection reset"))
+
+	f := scrape(t, r.Handler())
+	want(t, f, 150, "kafka_server_brokertopicmetrics_bytes_in_total", "topic", "a")
+	want(t, f, 5, "kafka_server_brokertopicmetrics_messages_in_total", "topic", "a")
+	want(t, f, 1, "kafka_server_brokertopicmetrics_messages_in_total", "topic", "b")
+	want(t, f, 120, "kafka_server_brokertopicmetrics_bytes_out_total", "topic", "a")
+	want(t, f, 2, "kafka_network_requestmetrics_requests_total", "request", "Produce", "version", "9")
+	want(t, f, 2, "kafka_network_requestmetrics_total_time_seconds", "request", "Produce")
+	want(t, f, 1, "shale_network_request_failures_total", "request", "Fetch")
+	if _, ok := sample(f, "shale_network_request_failures_total", "request", "Produce"); ok {
+		t.Errorf("a failure series for Produce, which never failed")
+	}
+	want(t, f, 2, "kafka_server_replicamanager_isr_shrinks_total")
+	want(t, f, 1, "kafka_server_replicamanager_isr_expands_total")
+	want(t, f, 1, "shale_objstore_requests_total", "operation", "put")
+	want(t, f, 1000, "shale_objstore_bytes_total", "operation", "put")
+	want(t, f, 2, "shale_objstore_requests_total", "operation", "get")
+	want(t, f, 1, "shale_objstore_errors_total", "operation", "get", "reason", "not_found")
+	want(t, f, 1, "shale_objstore_errors_total", "operation", "get", "reason", "error")
+	want(t, f, 2, "shale_objstore_request_duration_seconds", "operation", "get")
+	if _, ok := sample(f, "go_goroutines"); !ok {
+		t.Errorf("no Go runtime series")
+	}
+}
+
+func TestStateSeries(t *testing.T) {
+	st := NodeState{ActiveController: true, UnderReplicatedPartitions: 2, OfflinePartitions: 1,
+		Topics:   []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
+		Tiering:  &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
+		ColdRead: &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048}}
+	r := New(func() NodeState { return st })
+	f := scrape(t, r.Handler())
+	want(t, f, 1, "kafka_controller_kafkacontroller_active_controller_count")
+	want(t, f, 2, "kafka_server_replicamanager_under_replicated_partitions")
+	want(t, f, 1, "kafka_controller_kafkacontroller_offline_partitions_count")
+	want(t, f, 4096, "kafka_server_brokertopicmetrics_remote_copy_lag_bytes", "topic", "cold")
+	want(t, f, 2, "kafka_server_brokertopicmetrics_remote_copy_lag_segments", "topic", "cold")
+	want(t, f, 9000, "kafka_server_brokertopicmetrics_remote_log_size_bytes", "topic", "cold")
+	want(t, f, 3, "kafka_server_brokertopicmetrics_remote_log_metadata_count", "topic", "cold")
+	want(t, f, 9000, "kafka_server_brokertopicmetrics_remote_copy_bytes_total")
+	want(t, f, 3, "kafka_server_brokertopicmetrics_remote_copy_requests_total")
+	want(t, f, 1, "kafka_server_brokertopicmetrics_remote_copy_errors_total")
+	want(t, f, 500, "kafka_server_brokertopicmetrics_remote_fetch_bytes_total")
+	want(t, f, 0.75, "shale_coldread_chunk_cache_hit_ratio")
+	want(t, f, 2048, "shale_coldread_chunk_cache_bytes")
+
+	// Without a cold tier the tiering series are absent, not zero.
+	st = NodeState{}
+	f = scrape(t, r.Handler())
+	want(t, f, 0, "kafka_controller_kafkacontroller_active_controller_count")
+	if _, ok := sample(f, "kafka_server_brokertopicmetrics_remote_fetch_bytes_total"); ok {
+		t.Errorf("remote fetch series without a cold reader")
+	}
+}
+
+// TestNilRegistry: a nil Registry ignores observations.
+func TestNilRegistry(t *testing.T) {
+	var r *Registry
+	r.Produced("a", 1, 1)
+	r.Fetched("a", 1)
+	r.ObserveRequest("Produce", 3, time.Millisecond, false)
+	r.ISRChanged(true, true)
+	r.ObjectStoreSink().Observe(objstore.OpPut, 1, time.Millisecond, nil)
+}

@@ -1,0 +1,187 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// NodeState is what a node reports at scrape time: figures that are cheaper
+// to compute on demand than to keep current, and the counters that other
+// components already keep.
+type NodeState struct {
+	// ActiveController is true on the node holding the controller lease.
+	ActiveController bool
+	// UnderReplicatedPartitions counts the partitions this node leads whose
+	// ISR is smaller than their replica set.
+	UnderReplicatedPartitions int
+	// OfflinePartitions counts partitions with no leader; as in Kafka, only
+	// the active controller reports it (others report 0).
+	OfflinePartitions int
+	// Topics holds the remote-log figures of the partitions this node
+	// leads, one entry per topic; nil without a cold tier.
+	Topics []TopicTiering
+	// Tiering is the tiering loop's counters; nil without a cold tier.
+	Tiering *TieringCounters
+	// ColdRead is the cold reader's counters; nil without a cold tier.
+	ColdRead *ColdReadCounters
+}
+
+// TopicTiering is one topic's remote-log figures over the partitions this
+// node leads.
+type TopicTiering struct {
+	Topic string
+	// CopyLagBytes and CopyLagSegments count closed local segments not yet
+	// copied to the bucket.
+	CopyLagBytes    int64
+	CopyLagSegments int64
+	// RemoteLogSizeBytes and RemoteSegments count the copied segments.
+	RemoteLogSizeBytes int64
+	RemoteSegments     int64
+}
+
+// TieringCounters are the tiering loop's totals since the node started.
+type TieringCounters struct {
+	SegmentsCopied        uint64
+	BytesCopied           uint64
+	CopyErrors            uint64
+	RemoteSegmentsDeleted uint64
+	OrphansDeleted        uint64
+	Passes                uint64
+	DiskFull              bool
+}
+
+// ColdReadCounters are the cold reader's totals since the node started.
+type ColdReadCounters struct {
+	RemoteFetchBytes  int64
+	RemoteFetchErrors int64
+	ChunkHits         int64
+	ChunkMisses       int64
+	GetRequests       int64
+	GetBytes          int64
+	ReadAheads        int64
+	IndexHits         int64
+	IndexMisses       int64
+	CacheBytes        int64
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	descActiveController = desc("kafka_controller_kafkacontroller_active_controller_count",
+		"1 on the node holding the controller lease, else 0 (Kafka ActiveControllerCount).")
+	descUnderReplicated = desc("kafka_server_replicamanager_under_replicated_partitions",
+		"Partitions this node leads whose ISR is smaller than their replicas (Kafka UnderReplicatedPartitions).")
+	descOffline = desc("kafka_controller_kafkacontroller_offline_partitions_count",
+		"Partitions without a leader; reported by the active controller only (Kafka OfflinePartitionsCount).")
+
+	descCopyLagBytes = desc("kafka_server_brokertopicmetrics_remote_copy_lag_bytes",
+		"Bytes of closed local segments not yet copied to the bucket, over the partitions this node leads, per topic (KIP-963 RemoteCopyLagBytes).", "topic")
+	descCopyLagSegments = desc("kafka_server_brokertopicmetrics_remote_copy_lag_segments",
+		"Closed local segments not yet copied to the bucket, over the partitions this node leads, per topic (KIP-963 RemoteCopyLagSegments).", "topic")
+	descRemoteLogSize = desc("kafka_server_brokertopicmetrics_remote_log_size_bytes",
+		"Bytes of copied remote segments of the partitions this node leads, per topic (KIP-963 RemoteLogSizeBytes).", "topic")
+	descRemoteSegments = desc("kafka_server_brokertopicmetrics_remote_log_metadata_count",
+		"Copied remote segments of the partitions this node leads, per topic (KIP-963 RemoteLogMetadataCount).", "topic")
+
+	descCopyBytes = desc("kafka_server_brokertopicmetrics_remote_copy_bytes_total",
+		"Segment bytes copied to the bucket (KIP-405 RemoteCopyBytesPerSec).")
+	descCopyRequests = desc("kafka_server_brokertopicmetrics_remote_copy_requests_total",
+		"Segments copied to the bucket (KIP-405 RemoteCopyRequestsPerSec).")
+	descCopyErrors = desc("kafka_server_brokertopicmetrics_remote_copy_errors_total",
+		"Segment copies that failed (KIP-405 RemoteCopyErrorsPerSec).")
+	descDeleteRequests = desc("kafka_server_brokertopicmetrics_remote_delete_requests_total",
+		"Remote segments deleted by retention (KIP-963 RemoteDeleteRequestsPerSec).")
+	descOrphans = desc("shale_tiering_orphans_deleted_total",
+		"Bucket objects and abandoned metadata records removed by the reconciler.")
+	descPasses   = desc("shale_tiering_passes_total", "Tiering passes run.")
+	descDiskFull = desc("shale_tiering_disk_full",
+		"1 while the data disk is above its high watermark and local retention runs early.")
+
+	descRemoteFetchBytes = desc("kafka_server_brokertopicmetrics_remote_fetch_bytes_total",
+		"Record batch bytes read from remote segments for fetches (KIP-405 RemoteFetchBytesPerSec).")
+	descRemoteFetchErrors = desc("kafka_server_brokertopicmetrics_remote_fetch_errors_total",
+		"Remote reads and index lookups that failed (KIP-405 RemoteFetchErrorsPerSec).")
+	descChunkHits = desc("shale_coldread_chunk_cache_hits_total",
+		"Cold-read chunk lookups served from the chunk cache or a load in flight.")
+	descChunkMisses = desc("shale_coldread_chunk_cache_misses_total",
+		"Cold-read chunk lookups that had to GET from the bucket.")
+	descChunkHitRatio = desc("shale_coldread_chunk_cache_hit_ratio",
+		"Chunk-cache hits over lookups since the node started; 0 before the first lookup.")
+	descCacheBytes  = desc("shale_coldread_chunk_cache_bytes", "Bytes held in the cold-read chunk cache.")
+	descGetRequests = desc("shale_coldread_get_requests_total",
+		"Ranged GETs issued by cold reads (chunks and index objects).")
+	descGetBytes    = desc("shale_coldread_get_bytes_total", "Bytes received by cold-read GETs.")
+	descReadAheads  = desc("shale_coldread_read_aheads_total", "Chunks queued for read-ahead by sequential cold reads.")
+	descIndexHits   = desc("shale_coldread_index_cache_hits_total", "Remote offset and time index lookups served from cache.")
+	descIndexMisses = desc("shale_coldread_index_cache_misses_total", "Remote offset and time index lookups that had to GET.")
+)
+
+var allStateDescs = []*prometheus.Desc{
+	descActiveController, descUnderReplicated, descOffline,
+	descCopyLagBytes, descCopyLagSegments, descRemoteLogSize, descRemoteSegments,
+	descCopyBytes, descCopyRequests, descCopyErrors, descDeleteRequests, descOrphans, descPasses, descDiskFull,
+	descRemoteFetchBytes, descRemoteFetchErrors, descChunkHits, descChunkMisses, descChunkHitRatio, descCacheBytes,
+	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
+}
+
+// stateCollector turns a NodeState read at scrape time into series.
+type stateCollector struct {
+	state func() NodeState
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allStateDescs {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.state()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge(descActiveController, boolValue(st.ActiveController))
+	gauge(descUnderReplicated, float64(st.UnderReplicatedPartitions))
+	gauge(descOffline, float64(st.OfflinePartitions))
+	for _, t := range st.Topics {
+		gauge(descCopyLagBytes, float64(t.CopyLagBytes), t.Topic)
+		gauge(descCopyLagSegments, float64(t.CopyLagSegments), t.Topic)
+		gauge(descRemoteLogSize, float64(t.RemoteLogSizeBytes), t.Topic)
+		gauge(descRemoteSegments, float64(t.RemoteSegments), t.Topic)
+	}
+	if t := st.Tiering; t != nil {
+		counter(descCopyBytes, float64(t.BytesCopied))
+		counter(descCopyRequests, float64(t.SegmentsCopied))
+		counter(descCopyErrors, float64(t.CopyErrors))
+		counter(descDeleteRequests, float64(t.RemoteSegmentsDeleted))
+		counter(descOrphans, float64(t.OrphansDeleted))
+		counter(descPasses, float64(t.Passes))
+		gauge(descDiskFull, boolValue(t.DiskFull))
+	}
+	if r := st.ColdRead; r != nil {
+		counter(descRemoteFetchBytes, float64(r.RemoteFetchBytes))
+		counter(descRemoteFetchErrors, float64(r.RemoteFetchErrors))
+		counter(descChunkHits, float64(r.ChunkHits))
+		counter(descChunkMisses, float64(r.ChunkMisses))
+		ratio := 0.0
+		if n := r.ChunkHits + r.ChunkMisses; n > 0 {
+			ratio = float64(r.ChunkHits) / float64(n)
+		}
+		gauge(descChunkHitRatio, ratio)
+		gauge(descCacheBytes, float64(r.CacheBytes))
+		counter(descGetRequests, float64(r.GetRequests))
+		counter(descGetBytes, float64(r.GetBytes))
+		counter(descReadAheads, float64(r.ReadAheads))
+		counter(descIndexHits, float64(r.IndexHits))
+		counter(descIndexMisses, float64(r.IndexMisses))
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
