@@ -24,7 +24,9 @@ func TestColdReplayS3(t *testing.T) {
 	const topic = "cold"
 	createTopic(t, n.KafkaAddr(), topic, 1, tieredTopicConfig)
 	produceRange(t, n.KafkaAddr(), topic, 0, numRecords)
+	start := time.Now()
 	waitTiered(t, n, topic, 10, numRecords/2)
+	t.Logf("tiered %d segments in %v after the produce", len(finishedSegments(n, topic)), time.Since(start))
 
 	addr := n.KafkaAddr()
 	if got := listOffset(t, addr, topic, -2); got != 0 {
@@ -60,7 +62,9 @@ func TestColdReplayS3(t *testing.T) {
 		t.Fatalf("after restart: ListOffsets(timestamp of record %d) = %d", probe, got)
 	}
 
+	t.Logf("franz-go replay with a restart done at %v", time.Since(start))
 	consumeConfluent(t, addr, topic, numRecords)
+	t.Logf("librdkafka replay done at %v", time.Since(start))
 
 	mc := minioClient(t, env.srv.Endpoint)
 	waitFor(t, 30*time.Second, "the bucket to match the remote metadata", func() bool {
