@@ -129,8 +129,22 @@ func TestNATSClusterHeal(t *testing.T) {
 		sent[v] = true
 		recs = append(recs, &kgo.Record{Key: []byte(v), Value: []byte(v)})
 	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce through the survivors: %v", err)
+	// Wait for the promises against a deadline of our own: a record in
+	// flight to a broker that never answers would hold ProduceSync for ever.
+	results := make(chan error, len(recs))
+	for _, r := range recs {
+		prod.Produce(ctx, r, func(_ *kgo.Record, err error) { results <- err })
+	}
+	produceDeadline := time.After(60 * time.Second)
+	for answered := range len(recs) {
+		select {
+		case err := <-results:
+			if err != nil {
+				t.Fatalf("produce through the survivors: %v", err)
+			}
+		case <-produceDeadline:
+			t.Fatalf("produce through the survivors: %d records unanswered after 60s", len(recs)-answered)
+		}
 	}
 	cons, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {

@@ -24,10 +24,11 @@ import (
 // partition in the same leader epoch, and logs p50 and p99 of the failover
 // times.
 //
-// The topic enables unclean.leader.election.enable: replicas do not copy
-// data yet, so a restarted node never rejoins the ISR; after a few kills a
-// partition's ISR is one node, and killing it would leave the partition
-// offline for good under clean election.
+// The topic enables unclean.leader.election.enable, so that the loop
+// measures failover and not replication: when this test was written a
+// restarted node never rejoined the ISR, and even with ISR expansion a kill
+// may come before a restarted follower has caught up, which under clean
+// election would leave a partition whose only ISR member died offline.
 func TestKillLoopFailover(t *testing.T) {
 	const (
 		topic = "ha"
