@@ -11,6 +11,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
+	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/tiering/coldread"
 )
@@ -133,3 +134,8 @@ func fetchOptions(r *coldread.Reader) []fetch.Option {
 	}
 	return []fetch.Option{fetch.WithRemote(r)}
 }
+
+// BucketMetrics returns the totals of the node's bucket calls by operation
+// (objstore.OpPut, OpGet, ...), each call counted once however many
+// attempts its retries made; nil before Start. Safe for concurrent use.
+func (n *Node) BucketMetrics() *objstore.Counters { return n.bucketMetrics }

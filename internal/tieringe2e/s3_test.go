@@ -39,6 +39,8 @@ func TestColdReplayS3(t *testing.T) {
 	if lt := listOffset(t, addr, topic, -5); lt < localStart-1 {
 		t.Fatalf("LATEST_TIERED = %d, below the local log start %d", lt, localStart)
 	}
+	checkTierStatus(t, n, topic, numRecords/2, numRecords)
+
 	const probe = 12_345 // a remote segment's offset
 	if got := listOffset(t, addr, topic, baseTime.Add(probe*time.Millisecond).UnixMilli()); got != probe {
 		t.Fatalf("ListOffsets(timestamp of record %d) = %d", probe, got)
