@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // offsetKind says how an offsetSpec picks an offset in a partition.
@@ -98,6 +100,9 @@ func listBounds(ctx context.Context, adm *kadm.Client, topic string, parts []int
 	for p, e := range ends[topic] {
 		if len(want) > 0 && !want[p] {
 			continue
+		}
+		if errors.Is(e.Err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("%w %q", errUnknownTopic, topic)
 		}
 		if e.Err != nil {
 			return nil, fmt.Errorf("%s/%d end offset: %w", topic, p, e.Err)
