@@ -66,11 +66,11 @@ func startCluster(t *testing.T, topic string, parts int32, extra ...string) *clu
 // node returns node id.
 func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 
-// live returns the nodes with a live run.
+// live returns the nodes with a live run that is not paused.
 func (c *cluster) live() []*node {
 	var out []*node
 	for _, n := range c.nodes {
-		if n.alive() {
+		if n.alive() && !n.paused.Load() {
 			out = append(out, n)
 		}
 	}
@@ -158,7 +158,7 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 			}
 			leader, epoch = pv.leader, pv.epoch
 		}
-		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || slices.Contains(exclude, leader) {
+		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || c.node(leader).paused.Load() || slices.Contains(exclude, leader) {
 			last = fmt.Sprintf("partition %d leader %d", p, leader)
 			return false
 		}

@@ -42,7 +42,7 @@ func TestLeaderKillLoop(t *testing.T) {
 	}
 	lp.stop()
 	t.Logf("producer: %s", lp.summary())
-	n := lp.checkAcked(t)
+	n, _ := lp.checkAcked(t)
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %d became-leader lines, no epoch led twice", n, checkEpochs(t, c.nodes))
 	c.checkNoPanic()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ type node struct {
 
 	stderr lockedBuffer
 	runs   int
+	paused atomic.Bool // between pause and resume
 
 	mu struct {
 		sync.Mutex
@@ -200,16 +202,23 @@ func (n *node) kill() {
 	cl := n.mu.cl
 	n.mu.cmd, n.mu.done, n.mu.cl = nil, nil, nil
 	n.mu.Unlock()
+	n.paused.Store(false)
 	if cl != nil {
 		cl.Close()
 	}
 }
 
 // pause sends SIGSTOP: the process keeps its sockets but runs nothing.
-func (n *node) pause() { n.signal(syscall.SIGSTOP) }
+func (n *node) pause() {
+	n.signal(syscall.SIGSTOP)
+	n.paused.Store(true)
+}
 
 // resume sends SIGCONT to a paused run.
-func (n *node) resume() { n.signal(syscall.SIGCONT) }
+func (n *node) resume() {
+	n.signal(syscall.SIGCONT)
+	n.paused.Store(false)
+}
 
 func (n *node) signal(sig syscall.Signal) {
 	n.t.Helper()

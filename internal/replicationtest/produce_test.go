@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,7 @@ func (c *cluster) startProducer(interval time.Duration, max int64) *loadProducer
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(30*time.Second),
 		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.RequestTimeoutOverhead(3*time.Second), // a paused leader holds a request this long, not 10 s more
 		kgo.MaxBufferedRecords(256),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.MetadataMinAge(100*time.Millisecond))
@@ -108,10 +110,7 @@ func (lp *loadProducer) waitAcked(n int64, d time.Duration) {
 	lp.c.t.Helper()
 	want := lp.acked.Load() + n
 	if err := waitFor(d, func() bool { return lp.acked.Load() >= want }); err != nil {
-		lp.mu.Lock()
-		errs := fmt.Sprint(lp.errs)
-		lp.mu.Unlock()
-		lp.c.t.Fatalf("acknowledged %d records, want %d within %v; failures %v", lp.acked.Load(), want, d, errs)
+		lp.c.t.Fatalf("want %d acknowledged records within %v; %s", want, d, lp.summary())
 	}
 }
 
@@ -119,15 +118,20 @@ func (lp *loadProducer) waitAcked(n int64, d time.Duration) {
 func (lp *loadProducer) summary() string {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	return fmt.Sprintf("%d acknowledged, %d failed %v", lp.acked.Load(), lp.failed.Load(), lp.errs)
+	per := make([]int, lp.c.parts)
+	for p, as := range lp.acks {
+		per[p] = len(as)
+	}
+	return fmt.Sprintf("%d acknowledged %v, %d failed %v", lp.acked.Load(), per, lp.failed.Load(), lp.errs)
 }
 
 // checkAcked reads every partition from its start to its high watermark
 // and checks that each acknowledged record is there exactly once, at the
 // offset it was acknowledged with, that no record appears twice, and that
 // each partition's records are in the order they were produced. It returns
-// how many records it read.
-func (lp *loadProducer) checkAcked(t *testing.T) int {
+// how many of the producer's records it read, and the offsets of records
+// whose value starts with "x-" (written by a test, not the producer).
+func (lp *loadProducer) checkAcked(t *testing.T) (int, map[string]int64) {
 	t.Helper()
 	c := lp.c
 	ctx := ctxFor(t, 2*time.Minute)
@@ -157,6 +161,7 @@ func (lp *loadProducer) checkAcked(t *testing.T) int {
 	}
 	defer cons.Close()
 	got := map[int32][]ack{}
+	extras := map[string]int64{}
 	remaining := 0
 	for _, w := range want {
 		if w > 0 {
@@ -170,17 +175,21 @@ func (lp *loadProducer) checkAcked(t *testing.T) int {
 		}
 		fs.EachError(func(_ string, p int32, err error) { t.Logf("partition %d fetch: %v", p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= want[r.Partition] {
+				return
+			}
+			if r.Offset == want[r.Partition]-1 {
+				remaining--
+			}
+			if strings.HasPrefix(string(r.Value), "x-") {
+				extras[string(r.Value)] = r.Offset
+				return
+			}
 			seq, err := strconv.ParseInt(string(r.Value), 10, 64)
 			if err != nil {
 				t.Fatalf("partition %d offset %d: value %q", r.Partition, r.Offset, r.Value)
 			}
-			if r.Offset >= want[r.Partition] {
-				return
-			}
 			got[r.Partition] = append(got[r.Partition], ack{seq: seq, offset: r.Offset})
-			if r.Offset == want[r.Partition]-1 {
-				remaining--
-			}
 		})
 	}
 	seen := map[int64]int64{} // seq -> offset
@@ -215,5 +224,16 @@ func (lp *loadProducer) checkAcked(t *testing.T) int {
 			}
 		}
 	}
-	return total
+	return total, extras
+}
+
+// maxAckedOffset is the largest offset acknowledged in partition p, or -1.
+func (lp *loadProducer) maxAckedOffset(p int32) int64 {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	m := int64(-1)
+	for _, a := range lp.acks[p] {
+		m = max(m, a.offset)
+	}
+	return m
 }
