@@ -170,8 +170,11 @@ func WithAcks(a Acks) Option { return func(c *config) { c.acks = a } }
 // retried batch is never written twice).
 func WithIdempotence(on bool) Option { return func(c *config) { c.idempotent = on } }
 
-// WithDeliveryTimeout fails a record not acknowledged within d of being
-// sent (delivery.timeout.ms; default: retry until the context ends).
+// WithDeliveryTimeout fails a record not acknowledged within d
+// (delivery.timeout.ms; default: retry until the context ends). As in kgo,
+// d counts from the timestamp of the first record of its batch, so records
+// with timestamps older than d fail at once: leave it off when writing
+// records with historical timestamps.
 func WithDeliveryTimeout(d time.Duration) Option { return func(c *config) { c.deliveryTimeout = d } }
 
 // WithGroup makes the consumer a member of consumer group group, consuming
