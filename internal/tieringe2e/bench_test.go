@@ -1,0 +1,194 @@
+package tieringe2e
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/tiering"
+)
+
+// Sizes of the cold-replay benchmark: 1 KiB incompressible values in
+// 16 MiB segments, benchSegments of them in the bucket.
+const (
+	benchSegmentBytes = 16 << 20
+	benchValueBytes   = 1024
+	benchSegments     = 4
+	benchChunkBytes   = 8 << 20 // the cold reader's default chunk
+)
+
+// coldFixture is a node on versitygw whose topic holds benchSegments
+// segments only in the bucket.
+type coldFixture struct {
+	env      s3Env
+	dir      string
+	node     *broker.Node
+	topic    string
+	coldEnd  int64 // the local log start: every offset below is remote only
+	segs     []controlplane.RemoteSegment
+	logBytes int64 // .log bytes of segs
+	// uploadReqPerGB: bucket calls of every kind made while uploading, per
+	// GB uploaded (all objects of a segment, not only its .log).
+	uploadReqPerGB float64
+}
+
+func startColdFixture(b *testing.B) *coldFixture {
+	f := &coldFixture{env: startS3(b), dir: b.TempDir(), topic: "replay"}
+	f.node = startNode(b, f.dir, f.env.srv.Endpoint, f.env.bucket)
+	createTopic(b, f.node.KafkaAddr(), f.topic, 1, map[string]*string{
+		"segment.bytes": new("16777216"), "local.retention.bytes": new("1"), "remote.storage.enable": new("true"),
+	})
+	cl := newClient(b, f.node.KafkaAddr(), kgo.DefaultProduceTopic(f.topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
+	ctx := ctxT(b, 3*time.Minute)
+	total := (benchSegments*benchSegmentBytes)/benchValueBytes + 2000 // records take a little over benchValueBytes
+	val := make([]byte, benchValueBytes)
+	seed := uint32(1)
+	recs := make([]*kgo.Record, 0, 1000)
+	for i := 0; i < total; i++ {
+		v := make([]byte, len(val))
+		for j := range v {
+			seed = seed*1664525 + 1013904223
+			v[j] = byte(seed >> 24)
+		}
+		recs = append(recs, &kgo.Record{Value: v})
+		if len(recs) == cap(recs) || i == total-1 {
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+	cl.Close()
+	waitTiered(b, f.node, f.topic, benchSegments, 1)
+	waitFor(b, 60*time.Second, "every closed segment tiered and deleted locally", func() bool {
+		return len(f.node.Replicas().All()) > 0 && uploadLag(f.node, f.topic) == 0 && localSegments(f.node, f.topic) == 1
+	})
+	f.coldEnd = localLogStart(f.node, f.topic)
+	for _, s := range finishedSegments(f.node, f.topic) {
+		if s.EndOffset < f.coldEnd {
+			f.segs = append(f.segs, s)
+			f.logBytes += s.Size
+		}
+	}
+	if len(f.segs) < benchSegments {
+		b.Fatalf("%d cold segments, want %d", len(f.segs), benchSegments)
+	}
+	st := f.node.Tiering().Stats()
+	f.uploadReqPerGB = float64(requests(f.node.BucketMetrics())) / (float64(st.BytesUploaded) / 1e9)
+	return f
+}
+
+// uploadLag counts the closed local segments not yet tiered.
+func uploadLag(n *broker.Node, topic string) int {
+	for _, r := range n.Replicas().All() {
+		if r.Topic() == topic && r.Partition() == 0 {
+			return len(tiering.UploadPlan(r.Log().Segments(), finishedSegments(n, topic), r.HighWatermark()))
+		}
+	}
+	return -1
+}
+
+func localSegments(n *broker.Node, topic string) int {
+	for _, r := range n.Replicas().All() {
+		if r.Topic() == topic && r.Partition() == 0 {
+			return len(r.Log().Segments())
+		}
+	}
+	return -1
+}
+
+// requests sums the bucket calls of every operation.
+func requests(c *objstore.Counters) int64 {
+	var n int64
+	for _, s := range c.Snapshot() {
+		n += s.Requests
+	}
+	return n
+}
+
+// restart closes the node and starts a new one on the same data dir and
+// bucket, so the next replay starts with empty chunk and index caches.
+func (f *coldFixture) restart(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	f.node.Close(ctx)
+	cancel()
+	f.node = startNode(b, f.dir, f.env.srv.Endpoint, f.env.bucket)
+}
+
+// BenchmarkColdTierS3 measures a cold replay through Shale beside a plain
+// read of the same objects from the same versitygw server, in one run:
+//
+//   - ColdReplayS3: a franz-go consumer reads partition 0 from offset 0 up
+//     to the local log start (every byte from the bucket, the node restarted
+//     before each replay so that its caches are cold). MB/s counts the .log
+//     bytes of the replayed segments. It also reports S3 calls per GB
+//     replayed and per GB uploaded (from the node's bucket metrics).
+//   - PlainRangedGetS3: minio-go reads the same .log objects in sequential
+//     ranged GETs of the cold reader's chunk size (8 MiB).
+func BenchmarkColdTierS3(b *testing.B) {
+	f := startColdFixture(b)
+	b.Run("ColdReplayS3", func(b *testing.B) {
+		b.SetBytes(f.logBytes)
+		var calls int64
+		for range b.N {
+			b.StopTimer()
+			f.restart(b)
+			before := requests(f.node.BucketMetrics())
+			cl := newClient(b, f.node.KafkaAddr(), kgo.FetchMaxPartitionBytes(benchChunkBytes), kgo.FetchMaxBytes(4*benchChunkBytes),
+				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{f.topic: {0: kgo.NewOffset().At(0)}}))
+			ctx := ctxT(b, 2*time.Minute)
+			b.StartTimer()
+			for next := int64(0); next < f.coldEnd; {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					b.Fatalf("replay reached offset %d of %d before the deadline", next, f.coldEnd)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if r.Offset != next && r.Offset < f.coldEnd {
+						b.Fatalf("replay: offset %d, want %d", r.Offset, next)
+					}
+					next = r.Offset + 1
+				})
+			}
+			b.StopTimer()
+			cl.Close()
+			calls += requests(f.node.BucketMetrics()) - before
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(calls)/(float64(f.logBytes)*float64(b.N)/1e9), "req/GB-replayed")
+		b.ReportMetric(f.uploadReqPerGB, "req/GB-uploaded")
+	})
+	b.Run("PlainRangedGetS3", func(b *testing.B) {
+		mc := minioClient(b, f.env.srv.Endpoint)
+		ctx := ctxT(b, 5*time.Minute)
+		b.SetBytes(f.logBytes)
+		for range b.N {
+			for _, s := range f.segs {
+				key := tiering.ObjectKey(s, tiering.KindLog)
+				for off := int64(0); off < s.Size; off += benchChunkBytes {
+					opts := minio.GetObjectOptions{}
+					if err := opts.SetRange(off, min(off+benchChunkBytes, s.Size)-1); err != nil {
+						b.Fatal(err)
+					}
+					obj, err := mc.GetObject(ctx, f.env.bucket, key, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, err := io.Copy(io.Discard, obj)
+					obj.Close()
+					if err != nil || n != min(benchChunkBytes, s.Size-off) {
+						b.Fatalf("GET %s [%d,+%d): %d bytes, %v", key, off, benchChunkBytes, n, err)
+					}
+				}
+			}
+		}
+	})
+}
