@@ -33,9 +33,16 @@ func newProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*producer
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
+	// CreateKeyValue, not CreateOrUpdateKeyValue: concurrent stream updates
+	// of one replicated bucket (nodes starting together) can hang until the
+	// deadline on a NATS cluster.
+	cfg := jetstream.KeyValueConfig{
 		Bucket: "shale_producer_ids", History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
+	}
+	kv, err := js.CreateKeyValue(cctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(cctx, cfg.Bucket)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("producer id bucket: %w", err)
 	}

@@ -145,6 +145,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(func() { s.bus.run(s.ctx) })
+	s.wg.Go(s.resyncBrokers)
 	watched := []struct {
 		name  string
 		apply func(*cache, *slog.Logger, change) []Event
