@@ -152,3 +152,76 @@ func createTopicRF(t *testing.T, adm *kadm.Client, topic string, partitions int3
 		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
 	}
 }
+
+// TestGroupCoordinatorFailoverLiveMembers: two members keep consuming and
+// committing while the node hosting their coordinator stops; they find the
+// new coordinator, the group carries on there, and every record produced
+// before and after the failover is consumed (at least once) and committed.
+func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
+	const topic, grp, per = "folive", "folive-g", 200
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
+		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
+	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := ctxT(t, 120*time.Second)
+	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	createTopicRF(t, adm, topic, 4, 3)
+	seen := &seenSet{m: map[string]int{}}
+	ends := map[int32]int64{}
+	produce := func(addr, tag string) {
+		for p, e := range produceN(t, addr, topic, per, tag) {
+			ends[p] = max(ends[p], e)
+		}
+	}
+	// caughtUp reports whether every record of tags was consumed and every
+	// partition's commit reached its end.
+	caughtUp := func(adm *kadm.Client, tags ...string) bool {
+		if seen.missing(tags, per) > 0 {
+			return false
+		}
+		resp, err := adm.FetchOffsets(ctx, grp)
+		if err != nil || resp.Error() != nil {
+			return false
+		}
+		for p, end := range ends {
+			if o, ok := resp.Lookup(topic, p); !ok || o.At != end {
+				return false
+			}
+		}
+		return true
+	}
+	for range 2 {
+		startMember(t, seeds[0], grp, topic, kgo.CooperativeStickyBalancer(), seen, kgo.SeedBrokers(seeds...))
+	}
+	produce(seeds[0], "a")
+	waitStable(t, adm, grp, 2)
+	waitFor(t, 60*time.Second, "a consumed and committed", func() bool { return caughtUp(adm, "a") })
+
+	coord := adm.FindGroupCoordinators(ctx, grp)[grp]
+	if coord.Err != nil {
+		t.Fatal(coord.Err)
+	}
+	victim := coord.NodeID
+	t.Logf("coordinator of %s is node %d; stopping it under two live members", grp, victim)
+	if err := nodes[victim-1].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var survivors []string
+	for i, s := range seeds {
+		if int32(i+1) != victim {
+			survivors = append(survivors, s)
+		}
+	}
+	adm2 := kadm.NewClient(newClient(t, survivors[0], kgo.SeedBrokers(survivors...)))
+	produce(survivors[0], "b")
+	waitFor(t, 90*time.Second, "a and b consumed and committed through the new coordinator", func() bool {
+		return caughtUp(adm2, "a", "b")
+	})
+	if c := adm2.FindGroupCoordinators(ctx, grp)[grp]; c.Err != nil || c.NodeID == victim {
+		t.Fatalf("coordinator after failover: node %d, %v", c.NodeID, c.Err)
+	}
+	waitStable(t, adm2, grp, 2)
+}
