@@ -43,7 +43,8 @@ func shaleExec(t *testing.T, bin, addr, stdin string, args ...string) (string, s
 }
 
 // TestBinary runs the real binary: the bootstrap address comes from
-// SHALE_BOOTSTRAP, records from stdin.
+// SHALE_BOOTSTRAP, records from stdin. The commands are README.md's
+// quickstart, word for word.
 func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -61,6 +62,9 @@ func TestBinary(t *testing.T) {
 	ok("", "topic", "create", "quickstart", "-p", "1")
 	golden(t, "binary_produce.txt", ok("k1=hello\nk2=world\n", "produce", "quickstart", "--key-separator", "=", "--header", "app=demo"))
 	golden(t, "binary_consume.txt", ok("", "consume", "quickstart", "--until", "end", "--format", `%k %v %o %p %t %h\n`))
+	if out, errOut, code := shaleExec(t, bin, addr, "", "produce", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-key-separator") {
+		t.Fatalf("produce -h: exit %d\n%s", code, errOut)
+	}
 	if out, _, code := shaleExec(t, bin, addr, "", "consume"); code != 2 || out != "" {
 		t.Fatalf("consume without a topic: exit %d, stdout %q", code, out)
 	}

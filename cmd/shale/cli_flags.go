@@ -81,6 +81,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err // the usage is printed: exit 0
+			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 		rest := fs.Args()
