@@ -27,6 +27,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/metrics"
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
@@ -46,6 +47,7 @@ type Node struct {
 	fetchers *replicaFetchers
 
 	bucketMetrics *objstore.Counters
+	metrics       *metrics.Registry // see metrics.go
 	replicas      *Replicas
 	tiering       *nodeTiering // see tiering.go
 	pids          *producerIDs
@@ -70,6 +72,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), reconcileCh: make(chan struct{}, 1), ready: make(chan struct{})}
+	n.metrics = n.newMetrics()
 	defer func() {
 		if err != nil {
 			n.Close(context.Background())
@@ -130,7 +133,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 
 	reg := ingest.NewRegistry()
 	n.registerAPIs(reg)
-	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes}, reg, n.logger)
+	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: requestObserver{n.metrics}}, reg, n.logger)
 	if cfg.AdminListen != "" {
 		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 			return nil, err
@@ -231,9 +234,9 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 }
 
 func (n *Node) registerAPIs(reg *ingest.Registry) {
-	ingest.RegisterProduce(reg, n.replicas, nil, n.logger)
+	ingest.RegisterProduce(reg, n.replicas, n.metrics, n.logger)
 	ingest.RegisterInitProducerID(reg, n.pids, n.logger)
-	fetch.RegisterFetch(reg, n.replicas, nil, n.logger, fetchOptions(n.cold)...)
+	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
 	reg.Register(3, 0, 12, n.handleMetadata)
@@ -351,6 +354,7 @@ func (n *Node) adminMux() *http.ServeMux {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
+	n.mountMetrics(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if n.nc == nil || !n.nc.IsConnected() {
 			http.Error(w, "control plane disconnected", http.StatusServiceUnavailable)

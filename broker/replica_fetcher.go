@@ -386,6 +386,7 @@ func (n *Node) isrLoop(ctx context.Context) {
 			}
 			n.logger.Info("ISR changed", "topic", rep.Topic(), "partition", rep.Partition(), "isr", isr,
 				"shrink", ch.Shrink, "expand", ch.Expand)
+			n.metrics.ISRChanged(len(ch.Shrink) > 0, len(ch.Expand) > 0)
 			n.reconcileSoon()
 		}
 	}

@@ -33,8 +33,7 @@ func (n *Node) openBucket(ctx context.Context) (objstore.Bucket, error) {
 	}
 	var rc objstore.RetryConfig
 	rc.Defaults()
-	n.bucketMetrics = &objstore.Counters{}
-	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketMetrics), nil
+	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketSink()), nil
 }
 
 // nodeTiering is the node's cold tier: the bucket, the remote segment

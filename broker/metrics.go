@@ -1,0 +1,135 @@
+package broker
+
+// The node's side of the metrics: the registry (infra/metrics) is created
+// at Start, fed by the produce and fetch observers, the request observer of
+// the Kafka server, the ISR loop and the bucket's metrics sink, and reads
+// the rest from the node at scrape time (metricsState). /metrics and
+// /debug/pprof/ are served on the admin listener.
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/metrics"
+	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/partition"
+)
+
+// MetricsPath is the admin HTTP path of the Prometheus exposition.
+const MetricsPath = "/metrics"
+
+// newMetrics returns the node's registry, whose scrape-time series read n.
+func (n *Node) newMetrics() *metrics.Registry { return metrics.New(n.metricsState) }
+
+// metricsHandler serves the node's registry.
+func (n *Node) metricsHandler() http.Handler { return n.metrics.Handler() }
+
+// mountMetrics mounts MetricsPath and Go's profiler under /debug/pprof/ on
+// the admin mux.
+func (n *Node) mountMetrics(mux *http.ServeMux) {
+	mux.Handle(MetricsPath, n.metricsHandler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+}
+
+// requestObserver adapts the registry to ingest.RequestObserver, naming
+// each API by Kafka's name.
+type requestObserver struct{ r *metrics.Registry }
+
+func (o requestObserver) ObserveRequest(key, version int16, d time.Duration, err error) {
+	o.r.ObserveRequest(kmsg.NameForKey(key), version, d, err != nil)
+}
+
+// teeSink reports each bucket operation to several sinks.
+type teeSink []objstore.MetricsSink
+
+func (t teeSink) Observe(op string, bytes int64, d time.Duration, err error) {
+	for _, s := range t {
+		s.Observe(op, bytes, d, err)
+	}
+}
+
+// bucketSink is the metrics sink of the node's bucket: the in-memory
+// counters (n.bucketMetrics, set here) and the Prometheus series.
+func (n *Node) bucketSink() objstore.MetricsSink {
+	n.bucketMetrics = &objstore.Counters{}
+	return teeSink{n.bucketMetrics, n.metrics.ObjectStoreSink()}
+}
+
+// metricsState computes the scrape-time series from the control-plane
+// cache, the local replicas, the tiering manager and the cold reader. It
+// tolerates a node that is still starting (nil parts are skipped).
+func (n *Node) metricsState() metrics.NodeState {
+	var st metrics.NodeState
+	if n.store == nil || n.replicas == nil {
+		return st
+	}
+	self := n.cfg.NodeID
+	st.ActiveController = n.ctrl != nil && n.controllerID() == self
+	var leading []*partition.Replica
+	for _, rep := range n.replicas.All() {
+		if !rep.IsLeader() {
+			continue
+		}
+		leading = append(leading, rep)
+		if ps, ok := n.store.Partition(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
+			st.UnderReplicatedPartitions++
+		}
+	}
+	if st.ActiveController {
+		for _, t := range n.store.Topics() {
+			for _, ps := range n.store.Partitions(t.Name) {
+				if ps.Leader < 0 {
+					st.OfflinePartitions++
+				}
+			}
+		}
+	}
+	if rl := n.RemoteLog(); rl != nil {
+		remote := func(topic string, p int32) []controlplane.RemoteSegment {
+			t, ok := n.store.Topic(topic)
+			if !ok {
+				return nil
+			}
+			return rl.ListRemoteSegments(t.ID, p)
+		}
+		st.Topics = topicTiering(tierStatusOf(self, leading, remote, "").Partitions)
+	}
+	if m := n.Tiering(); m != nil {
+		s := m.Stats()
+		st.Tiering = &metrics.TieringCounters{SegmentsCopied: s.SegmentsUploaded, BytesCopied: s.BytesUploaded,
+			CopyErrors: s.UploadFailures, RemoteSegmentsDeleted: s.RemoteSegmentsDeleted, OrphansDeleted: s.OrphansDeleted,
+			Passes: s.Passes, DiskFull: s.DiskFull}
+	}
+	if n.cold != nil {
+		s := n.cold.Stats()
+		st.ColdRead = &metrics.ColdReadCounters{RemoteFetchBytes: s.RemoteFetchBytes, RemoteFetchErrors: s.Errors,
+			ChunkHits: s.ChunkHits, ChunkMisses: s.ChunkMisses, GetRequests: s.GetRequests, GetBytes: s.GetBytes,
+			ReadAheads: s.ReadAheads, IndexHits: s.IndexHits, IndexMisses: s.IndexMisses, CacheBytes: s.CacheBytes}
+	}
+	return st
+}
+
+// topicTiering sums per-partition tier status lines (sorted by topic) into
+// one entry per topic.
+func topicTiering(parts []TierPartitionStatus) []metrics.TopicTiering {
+	var out []metrics.TopicTiering
+	for _, p := range parts {
+		if len(out) == 0 || out[len(out)-1].Topic != p.Topic {
+			out = append(out, metrics.TopicTiering{Topic: p.Topic})
+		}
+		t := &out[len(out)-1]
+		t.CopyLagBytes += p.UploadLagBytes
+		t.CopyLagSegments += int64(p.UploadLagSegments)
+		t.RemoteLogSizeBytes += p.RemoteBytes
+		t.RemoteSegments += int64(p.RemoteSegments)
+	}
+	return out
+}
