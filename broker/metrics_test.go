@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -215,4 +217,89 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if !strings.Contains(adminGet(t, n, "/debug/pprof/goroutine?debug=1"), "goroutine profile") {
 		t.Errorf("/debug/pprof/goroutine?debug=1 is not a goroutine profile")
 	}
+}
+
+// TestMetricsReplicationHealth: on a 3-node cluster, stopping a follower
+// makes the leader report an under-replicated partition and the controller
+// report the offline partitions the follower led alone; restarting it makes
+// the leader expand the ISR (counted) and both gauges return to 0.
+func TestMetricsReplicationHealth(t *testing.T) {
+	dir := t.TempDir()
+	session := testnode.WithSession(2 * time.Second)
+	lag := func(c *config.Broker) { c.ReplicaLagTimeMax = 2 * time.Second }
+	nodes, srv := testnode.StartCluster(t, dir, 3, session, lag)
+	ctx := ctxT(t, 50*time.Second)
+	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
+	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	if r, err := adm.CreateTopic(ctx, 1, 3, nil, "urp"); err != nil || r.Err != nil {
+		t.Fatalf("create urp: %v %v", err, r.Err)
+	}
+	if r, err := adm.CreateTopic(ctx, 6, 1, nil, "solo"); err != nil || r.Err != nil {
+		t.Fatalf("create solo: %v %v", err, r.Err)
+	}
+	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("urp"), kgo.RecordDeliveryTimeout(30*time.Second))
+	if err := prod.ProduceSync(ctx, makeRecords("urp", 20, "a")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var m kadm.Metadata
+	waitFor(t, 20*time.Second, "leaders for every partition", func() bool {
+		var err error
+		m, err = adm.Metadata(ctx, "urp", "solo")
+		if err != nil || m.Controller < 1 || m.Topics["urp"].Partitions[0].Leader < 1 {
+			return false
+		}
+		for _, p := range m.Topics["solo"].Partitions {
+			if p.Leader < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	leaderID, ctrlID := m.Topics["urp"].Partitions[0].Leader, m.Controller
+	victim := int32(0)
+	for id := int32(1); id <= 3; id++ {
+		if id != leaderID && id != ctrlID {
+			victim = id
+			break
+		}
+	}
+	wantOffline := 0
+	for _, p := range m.Topics["solo"].Partitions {
+		if p.Leader == victim {
+			wantOffline++
+		}
+	}
+	if wantOffline == 0 {
+		t.Fatalf("no partition of solo on node %d: %+v", victim, m.Topics["solo"].Partitions)
+	}
+	leader, ctrl := nodes[leaderID-1], nodes[ctrlID-1]
+	if v := mustMetric(t, scrapeMetrics(t, ctrl), "kafka_controller_kafkacontroller_active_controller_count"); v != 1 {
+		t.Fatalf("controller %d reports active_controller_count %v", ctrlID, v)
+	}
+	if v := mustMetric(t, scrapeMetrics(t, nodes[victim-1]), "kafka_controller_kafkacontroller_active_controller_count"); v != 0 {
+		t.Fatalf("node %d, not the controller, reports active_controller_count %v", victim, v)
+	}
+	expandsBefore := mustMetric(t, scrapeMetrics(t, leader), "kafka_server_replicamanager_isr_expands_total")
+
+	if err := nodes[victim-1].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "under-replicated partition on the leader", func() bool {
+		return mustMetric(t, scrapeMetrics(t, leader), "kafka_server_replicamanager_under_replicated_partitions") == 1
+	})
+	waitFor(t, 20*time.Second, "offline partitions on the controller", func() bool {
+		return mustMetric(t, scrapeMetrics(t, ctrl), "kafka_controller_kafkacontroller_offline_partitions_count") == float64(wantOffline)
+	})
+
+	testnode.Start(t, filepath.Join(dir, "node", string(rune('a'+victim-1))),
+		testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(victim), session, lag)
+	waitFor(t, 30*time.Second, "ISR expanded and no partition under-replicated or offline", func() bool {
+		lf, cf := scrapeMetrics(t, leader), scrapeMetrics(t, ctrl)
+		return mustMetric(t, lf, "kafka_server_replicamanager_under_replicated_partitions") == 0 &&
+			mustMetric(t, lf, "kafka_server_replicamanager_isr_expands_total") > expandsBefore &&
+			mustMetric(t, cf, "kafka_controller_kafkacontroller_offline_partitions_count") == 0
+	})
 }
