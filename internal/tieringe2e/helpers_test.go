@@ -108,10 +108,13 @@ func recordAt(topic string, i int) *kgo.Record {
 
 // produceRange writes records [from, to) to partition 0 of topic, in
 // order, with an idempotent producer, and checks each landed at its index.
+// The delivery timeout bounds a stuck produce (an idempotent ProduceSync
+// ignores ctx once buffered); franz-go counts it from a record's
+// timestamp, baseTime, hence the margin over the package's run time.
 func produceRange(t testing.TB, addr, topic string, from, to int) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10), kgo.RecordDeliveryTimeout(60*time.Second))
+		kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10), kgo.RecordDeliveryTimeout(10*time.Minute))
 	defer cl.Close()
 	ctx := ctxT(t, 90*time.Second)
 	const chunk = 5000
