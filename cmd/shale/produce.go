@@ -27,7 +27,8 @@ type produceSummary struct {
 	Partitions []producePartition `json:"partitions"`
 }
 
-// producePartition is the offset range written to one partition.
+// producePartition is the offset range written to one partition; with
+// acks=0 the offsets are unknown and -1.
 type producePartition struct {
 	Partition   int32 `json:"partition"`
 	Records     int64 `json:"records"`
@@ -161,7 +162,7 @@ func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.
 		}
 	}
 	bar := newProgress(stderr, unit, total)
-	acc := newProduceTally(o.topic)
+	acc := newProduceTally(o.topic, o.acks == "0")
 	var sent, readBytes int64
 	send := func(line []byte) {
 		r := &kgo.Record{Topic: o.topic, Headers: o.headers}
@@ -236,14 +237,15 @@ func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.
 type produceTally struct {
 	mu       sync.Mutex
 	topic    string
+	noAcks   bool // acks=0: the broker answers nothing, offsets are unknown
 	records  int64
 	bytes    int64
 	parts    map[int32]*producePartition
 	firstErr error
 }
 
-func newProduceTally(topic string) *produceTally {
-	return &produceTally{topic: topic, parts: map[int32]*producePartition{}}
+func newProduceTally(topic string, noAcks bool) *produceTally {
+	return &produceTally{topic: topic, noAcks: noAcks, parts: map[int32]*producePartition{}}
 }
 
 func (t *produceTally) done(r *kgo.Record, err error) {
@@ -263,6 +265,10 @@ func (t *produceTally) done(r *kgo.Record, err error) {
 		t.parts[r.Partition] = p
 	}
 	p.Records++
+	if t.noAcks {
+		p.FirstOffset, p.LastOffset = -1, -1
+		return
+	}
 	p.FirstOffset = min(p.FirstOffset, r.Offset)
 	p.LastOffset = max(p.LastOffset, r.Offset)
 }
@@ -294,7 +300,11 @@ func printProduceSummary(w io.Writer, s *produceSummary) {
 	}
 	t := newTable(w, "PARTITION", "RECORDS", "OFFSETS")
 	for _, p := range s.Partitions {
-		t.row(p.Partition, p.Records, fmt.Sprintf("%d-%d", p.FirstOffset, p.LastOffset))
+		offsets := "- (acks=0)"
+		if p.FirstOffset >= 0 {
+			offsets = fmt.Sprintf("%d-%d", p.FirstOffset, p.LastOffset)
+		}
+		t.row(p.Partition, p.Records, offsets)
 	}
 	t.flush()
 }

@@ -103,6 +103,15 @@ func TestProduceConsume(t *testing.T) {
 		t.Fatalf("key k spread over %v: %q", parts, got)
 	}
 
+	// acks=0: records arrive (-n waits for them: nothing acknowledged
+	// them), but no offsets are known to report.
+	if out := cliOK(t, with("produce", "events", "testdata/input_p1.txt", "-p", "1", "--acks", "0")...); !strings.Contains(out, "- (acks=0)") {
+		t.Fatalf("acks=0 summary:\n%s", out)
+	}
+	if got := cliOK(t, with("consume", "events", "-p", "1", "-n", "4", "-f", `%o:%v `)...); got != "0:4 1:5 2:dave:4 3:erin:5 " {
+		t.Fatalf("after acks=0: %q", got)
+	}
+
 	for _, args := range [][]string{{"consume"}, {"consume", "events", "--until", "start"}, {"consume", "events", "-p", "0", "--group", "g"},
 		{"consume", "events", "-f", "%q"}, {"consume", "events", "-o", "soon"}, {"produce"}, {"produce", "events", "--acks", "2"},
 		{"produce", "events", "-z", "brotli"}, {"produce", "events", "-H", "novalue"}} {
