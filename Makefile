@@ -27,7 +27,7 @@ test: tools build
 	PATH="$(BIN):$$PATH" $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 ## bench: benchmarks, each figure beside its peer as a ratio
-bench: build
+bench: tools build
 	$(GO) run ./internal/benchreport
 
 ## fuzz: run every fuzz target for FUZZTIME each
