@@ -103,7 +103,7 @@ func mustMetric(t *testing.T, fams map[string]*dto.MetricFamily, name string, la
 // series moved and that the admin listener serves pprof.
 func TestMetricsAfterTraffic(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithTiering(100*time.Millisecond))
-	ctx := ctxT(t, 50*time.Second)
+	ctx := ctxT(t, 150*time.Second)
 	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
 	tiered := map[string]*string{"segment.bytes": new("16384"), "local.retention.bytes": new("32768"),
 		"remote.storage.enable": new("true")}
@@ -134,7 +134,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	}
 	// Tiering copies the closed segments and local retention drops the
 	// oldest, so that offset 0 is only in the bucket.
-	waitFor(t, 30*time.Second, "cold segments tiered and deleted locally", func() bool {
+	waitFor(t, 90*time.Second, "cold segments tiered and deleted locally", func() bool {
 		rep := replicaOn(n, "cold", 0)
 		return rep != nil && rep.Log().LogStartOffset() > 0 && n.Tiering().Stats().SegmentsUploaded > 0
 	})
