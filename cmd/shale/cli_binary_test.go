@@ -68,6 +68,7 @@ func TestBinary(t *testing.T) {
 	if out, _, code := shaleExec(t, bin, addr, "", "consume"); code != 2 || out != "" {
 		t.Fatalf("consume without a topic: exit %d, stdout %q", code, out)
 	}
+	t.Run("progress", func(t *testing.T) { testProgressOnTerminal(t, bin, addr) })
 	if _, errOut, code := shaleExec(t, bin, "127.0.0.1:1", "", "topic", "list", "--timeout", "2s"); code != 1 || errOut == "" {
 		t.Fatalf("unreachable node: exit %d: %s", code, errOut)
 	}
