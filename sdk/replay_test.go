@@ -11,12 +11,12 @@ import (
 )
 
 // coldTopic creates topic with small segments that leave the local disk as
-// soon as they are in the bucket, writes n records (record i at time
-// base + i s in partition i % partitions, one batch each so that segments
-// roll), and waits until offsets below minLocalStart are served only from
+// soon as they are in the bucket (and are kept forever), writes n records
+// (record i at time base + i s in partition i % partitions, one batch each
+// so that segments roll), and waits until offsets below minLocalStart are served only from
 // the cold tier.
 func coldTopic(ctx context.Context, a *sdk.Admin, topic string, partitions int32, n int, base time.Time, minLocalStart int64) error {
-	err := a.CreateTopic(ctx, topic, partitions, 1, map[string]string{"segment.bytes": "1024", "local.retention.bytes": "0"})
+	err := a.CreateTopic(ctx, topic, partitions, 1, map[string]string{"segment.bytes": "1024", "local.retention.bytes": "0", "retention.ms": "-1"})
 	if err != nil {
 		return err
 	}
