@@ -138,7 +138,9 @@ func (o produceOptions) clientOpts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown --compression %q", errUsage, o.compression)
 	}
-	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.RecordDeliveryTimeout(o.g.timeout))
+	// Like kcat and the Java producer: a topic the broker may auto-create
+	// (auto.create.topics.enable) is created on first use.
+	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.RecordDeliveryTimeout(o.g.timeout), kgo.AllowAutoTopicCreation())
 	if o.partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
