@@ -21,7 +21,7 @@ import (
 // cluster is three shale processes on one NATS server run in the test
 // process, and the one replicated topic a test works on.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*node
 	topic string
 	parts int32
@@ -30,7 +30,7 @@ type cluster struct {
 // startCluster starts NATS and nodes 1..3, waits until each is ready and
 // the controller sees all three, and creates topic with parts partitions,
 // replication factor 3 and min.insync.replicas=2.
-func startCluster(t *testing.T, topic string, parts int32, extra ...string) *cluster {
+func startCluster(t testing.TB, topic string, parts int32, extra ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,

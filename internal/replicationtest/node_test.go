@@ -29,7 +29,7 @@ const readyTimeout = 40 * time.Second
 // runs) run by a test as a child process. Its stderr across every run is
 // kept in one buffer, each run headed by a marker line.
 type node struct {
-	t     *testing.T
+	t     testing.TB
 	id    int32
 	dir   string   // data dir
 	args  []string // after "shale"
@@ -67,7 +67,7 @@ func (b *lockedBuffer) String() string {
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,7 +81,7 @@ func freeAddr(t *testing.T) string {
 // (comma-separated), with its data dir under dir, fresh Kafka and admin
 // ports, a 2 s broker session and controller lease, a 3 s replica.lag.time.max,
 // and extra flags.
-func newNode(t *testing.T, dir string, id int32, natsURLs string, extra ...string) *node {
+func newNode(t testing.TB, dir string, id int32, natsURLs string, extra ...string) *node {
 	n := &node{t: t, id: id, dir: filepath.Join(dir, fmt.Sprintf("node-%d", id)), kafka: freeAddr(t), admin: freeAddr(t)}
 	n.args = append([]string{"serve",
 		"--node-id", fmt.Sprint(id),
@@ -332,7 +332,7 @@ func waitFor(d time.Duration, cond func() bool) error {
 }
 
 // ctxFor is a context cancelled after d or at the end of the test.
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
