@@ -21,13 +21,15 @@ import (
 // cluster is three shale processes on one NATS server run in the test
 // process, and the one replicated topic a test works on.
 type cluster struct {
-	t     testing.TB
-	nodes []*node
-	topic string
-	parts int32
+	t       testing.TB
+	nodes   []*node
+	proxies []*natsProxy // node i+1 reaches NATS through proxies[i]
+	topic   string
+	parts   int32
 }
 
-// startCluster starts NATS and nodes 1..3, waits until each is ready and
+// startCluster starts NATS and nodes 1..3 (each reaching NATS through its
+// own natsProxy), waits until each is ready and
 // the controller sees all three, and creates topic with parts partitions,
 // replication factor 3 and min.insync.replicas=2.
 func startCluster(t testing.TB, topic string, parts int32, extra ...string) *cluster {
@@ -40,8 +42,11 @@ func startCluster(t testing.TB, topic string, parts int32, extra ...string) *clu
 	}
 	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
 	c := &cluster{t: t, topic: topic, parts: parts}
+	target := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	for i := range 3 {
-		c.nodes = append(c.nodes, newNode(t, dir, int32(i+1), srv.ClientURL(), extra...))
+		px := newNATSProxy(t, target)
+		c.proxies = append(c.proxies, px)
+		c.nodes = append(c.nodes, newNode(t, dir, int32(i+1), px.url(), extra...))
 		c.nodes[i].start()
 	}
 	for _, n := range c.nodes {
@@ -66,11 +71,12 @@ func startCluster(t testing.TB, topic string, parts int32, extra ...string) *clu
 // node returns node id.
 func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 
-// live returns the nodes with a live run that is not paused.
+// live returns the nodes with a live run that is neither paused nor cut
+// off from the control plane.
 func (c *cluster) live() []*node {
 	var out []*node
 	for _, n := range c.nodes {
-		if n.alive() && !n.paused.Load() {
+		if n.alive() && !n.paused.Load() && !n.cutOff.Load() {
 			out = append(out, n)
 		}
 	}
@@ -158,7 +164,7 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 			}
 			leader, epoch = pv.leader, pv.epoch
 		}
-		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || c.node(leader).paused.Load() || slices.Contains(exclude, leader) {
+		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || c.node(leader).paused.Load() || c.node(leader).cutOff.Load() || slices.Contains(exclude, leader) {
 			last = fmt.Sprintf("partition %d leader %d", p, leader)
 			return false
 		}

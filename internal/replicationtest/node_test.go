@@ -39,6 +39,7 @@ type node struct {
 	stderr lockedBuffer
 	runs   int
 	paused atomic.Bool // between pause and resume
+	cutOff atomic.Bool // its control plane is cut (natsProxy); its views are stale
 
 	mu struct {
 		sync.Mutex

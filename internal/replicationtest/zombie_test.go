@@ -2,6 +2,7 @@ package replicationtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,6 +84,84 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 		t.Fatalf("x-zombie, refused with code %d, is in the log at offset %d", r.code, off)
 	}
 	t.Logf("read back %d records; %s", n, lp.summary())
+	checkEpochs(t, c.nodes)
+	c.checkNoPanic()
+}
+
+// TestZombieLeaderCutFromControlPlane cuts a partition leader's NATS
+// connections (through its proxy) while its Kafka listener stays
+// reachable, and sends it acks=all writes throughout. The controller
+// elects another leader once its session expires; the zombie must step
+// down, and every write it acknowledged, before or after the election,
+// must be in the final log at the offset it gave. After the control plane
+// returns it must follow the new leader.
+func TestZombieLeaderCutFromControlPlane(t *testing.T) {
+	c := startCluster(t, "cutoff", 1)
+	lp := c.startProducer(2*time.Millisecond, 1_000_000)
+	lp.waitAcked(500, 30*time.Second)
+	zid, _ := c.leaderOf(0, 30*time.Second)
+	zombie := c.node(zid)
+	zb, err := zombie.seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 3*time.Minute)
+	type zack struct {
+		value  string
+		code   int16
+		offset int64
+	}
+	var zacks []zack
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // ends at stop or after 5000 writes
+		defer close(done)
+		for i := range 5000 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			v := fmt.Sprintf("x-z-%d", i)
+			code, off, err := rawProduce(rctx, zb, c.topic, 0, -1, v)
+			cancel()
+			if err == nil {
+				zacks = append(zacks, zack{v, code, off})
+			}
+		}
+	}()
+	zombie.cutOff.Store(true)
+	c.proxies[zid-1].setCut(true)
+	newLeader, newEpoch := c.leaderOf(0, 30*time.Second, zid)
+	if err := waitFor(30*time.Second, func() bool { return countLines(zombie, "stepped down: control plane unreachable") > 0 }); err != nil {
+		t.Fatalf("zombie %d never stepped down without its control plane", zid)
+	}
+	lp.waitAcked(200, 30*time.Second)
+	close(stop)
+	<-done
+	c.proxies[zid-1].setCut(false)
+	zombie.cutOff.Store(false)
+	if err := waitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
+		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
+	}
+	c.waitSettled(60 * time.Second)
+	lp.waitAcked(200, 30*time.Second)
+	lp.stop()
+	n, extras := lp.checkAcked(t)
+	c.checkReplicasIdentical(30 * time.Second)
+	codes := map[int16]int{}
+	for _, z := range zacks {
+		codes[z.code]++
+		if z.code != 0 {
+			continue
+		}
+		if off, ok := extras[z.value]; !ok || off != z.offset {
+			t.Fatalf("zombie %d acknowledged %s at offset %d; in the log: %v at %d", zid, z.value, z.offset, ok, off)
+		}
+	}
+	t.Logf("zombie %d answered %d acks=all writes, codes %v; node %d led in epoch %d; read back %d records; %s",
+		zid, len(zacks), codes, newLeader, newEpoch, n, lp.summary())
 	checkEpochs(t, c.nodes)
 	c.checkNoPanic()
 }
