@@ -263,6 +263,7 @@ type AppendResult struct {
 }
 
 // AppendLeader validates one producer's record set (exactly one batch),
+// modifying records in place (offsets, leader epoch, LogAppendTime),
 // applies the topic's compression and timestamp type, checks idempotence,
 // and appends. The returned error wraps batch's, ProducerState's or this
 // package's sentinels.
@@ -312,10 +313,13 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 		if h, err = batch.ParseHeader(records); err != nil {
 			return AppendResult{}, err
 		}
-	} else {
-		// Never stamp the caller's buffer in place: it may be a pooled request buffer.
-		records = append([]byte(nil), records...)
 	}
+	// Otherwise the batch is stamped (offsets, epoch, LogAppendTime) in the
+	// caller's buffer: the contract of AppendLeader is that the caller owns
+	// records for the duration of the call and lets it be modified (the
+	// produce path passes the request's frame, which is its own until the
+	// reply is written). Not copying saves an allocation and a copy per
+	// batch on the hot path.
 	if logAppendTime >= 0 {
 		batch.SetLogAppendTime(records, logAppendTime)
 	}
