@@ -27,7 +27,8 @@ const (
 // idempotence (rf3-acks-all), then the acks=all ack latency at a fixed rate
 // of half the rf3-acks-all rate just measured (rf3-acks-all-fixed-rate:
 // p50-ms, p99-ms, p999-ms, measured from each record's scheduled send time
-// so a stall is not hidden by sending later). Records are not compressed.
+// so a stall is not hidden by sending later), and the same at 1000
+// records per second (rf3-acks-all-1000rps). Records are not compressed.
 func BenchmarkReplicatedProduce(b *testing.B) {
 	c := startCluster(b, "bench3", 3)
 	ctx := ctxFor(b, 10*time.Minute)
@@ -48,6 +49,13 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 		}
 		for range b.N {
 			fixedRate(b, c, "bench3", rf3Rate/2)
+		}
+	})
+	// A light load beside it: where the latency floor is, apart from
+	// saturating two shared cores.
+	b.Run("rf3-acks-all-1000rps", func(b *testing.B) {
+		for range b.N {
+			fixedRate(b, c, "bench3", 1000)
 		}
 	})
 }
