@@ -3,7 +3,9 @@
 // run in the test process, a replication factor 3 topic with
 // min.insync.replicas=2, an idempotent franz-go producer with acks=all, and
 // faults injected from outside: SIGKILL and restart of partition leaders,
-// SIGSTOP/SIGCONT pauses, a lost unflushed tail, a wiped data dir. Each test
+// SIGSTOP/SIGCONT pauses, a lost unflushed tail, a wiped data dir, and a
+// leader cut from NATS (each node reaches NATS through a proxy in the test
+// process) while its Kafka listener stays reachable. Each test
 // ends by reading every partition back (every acknowledged record exactly
 // once, in order, at its acknowledged offset) and by comparing the replicas'
 // .log files batch by batch below the high watermark. Its benchmarks
