@@ -31,7 +31,7 @@ func (n *Node) openBucket(ctx context.Context) (objstore.Bucket, error) {
 		}
 		b = fb
 	}
-	var rc objstore.RetryConfig
+	rc := objstore.RetryConfig{PerAttemptTimeout: n.cfg.S3RequestTimeout}
 	rc.Defaults()
 	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketSink()), nil
 }

@@ -54,11 +54,12 @@ type Broker struct {
 	LogLevel  string `yaml:"log_level" doc:"debug, info, warn or error."`
 	LogFormat string `yaml:"log_format" doc:"text or json."`
 
-	S3Endpoint  string `yaml:"s3_endpoint" doc:"S3 endpoint URL of the cold tier (MinIO, versitygw, ...); empty with an empty s3_bucket uses the filesystem bucket under data_dir/bucket."`
-	S3Bucket    string `yaml:"s3_bucket" doc:"S3 bucket of the cold tier; credentials come from the standard AWS chain."`
-	S3Region    string `yaml:"s3_region" doc:"S3 region."`
-	S3Prefix    string `yaml:"s3_prefix" doc:"Key prefix of every object Shale writes to the bucket."`
-	S3PathStyle bool   `yaml:"s3_path_style" doc:"Path-style S3 addressing (MinIO and most S3-compatible stores)."`
+	S3Endpoint       string        `yaml:"s3_endpoint" doc:"S3 endpoint URL of the cold tier (MinIO, versitygw, ...); empty with an empty s3_bucket uses the filesystem bucket under data_dir/bucket."`
+	S3Bucket         string        `yaml:"s3_bucket" doc:"S3 bucket of the cold tier; credentials come from the standard AWS chain."`
+	S3Region         string        `yaml:"s3_region" doc:"S3 region."`
+	S3Prefix         string        `yaml:"s3_prefix" doc:"Key prefix of every object Shale writes to the bucket."`
+	S3PathStyle      bool          `yaml:"s3_path_style" doc:"Path-style S3 addressing (MinIO and most S3-compatible stores)."`
+	S3RequestTimeout time.Duration `yaml:"s3_request_timeout" doc:"Bound on one object-store request attempt (a stalled request is retried after it)."`
 
 	RemoteStorageEnableDefault bool          `yaml:"remote_storage_enable_default" doc:"Broker default of the topic config remote.storage.enable."`
 	TieringInterval            time.Duration `yaml:"tiering_interval" doc:"How often the tiering loop uploads closed segments and applies remote retention."`
@@ -82,6 +83,7 @@ func Defaults() Broker {
 		BrokerSessionTimeout:     6 * time.Second,
 		ControllerLease:          3 * time.Second,
 		ReplicaLagTimeMax:        30 * time.Second,
+		S3RequestTimeout:         2 * time.Minute,
 		AutoCreateTopics:         true,
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
