@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestZombieLeaderStaleEpoch pauses a partition's leader with an acks=all
@@ -22,10 +23,14 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 	lp.waitAcked(500, 30*time.Second)
 	zid, oldEpoch := c.leaderOf(0, 30*time.Second)
 	zombie := c.node(zid)
-	zb, err := zombie.seed()
+	// Its own client: the request waits on the paused node for longer than
+	// the default read timeout (request timeout plus 10 s).
+	zcl, err := kgo.NewClient(kgo.SeedBrokers(zombie.kafka), kgo.RequestTimeoutOverhead(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer zcl.Close()
+	zb := zcl.SeedBrokers()[0]
 	ctx := ctxFor(t, 2*time.Minute)
 	// Open the connection while the node runs, so the request only waits.
 	if code, _, err := rawProduce(ctx, zb, c.topic, 0, 1, "x-before"); err != nil || code != 0 {
