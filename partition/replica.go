@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -494,8 +495,13 @@ func RetentionPlan(segs []segment.SegmentInfo, now time.Time, retentionMs, reten
 // the tiering manager's to delete.
 func (r *Replica) ApplyRetention(now time.Time) error {
 	tc := r.Config()
-	if tc.String(config.CleanupPolicy) == "compact" {
-		return nil
+	if strings.Contains(tc.String(config.CleanupPolicy), "compact") {
+		if _, err := r.Compact(now); err != nil {
+			return err
+		}
+		if tc.String(config.CleanupPolicy) == "compact" {
+			return nil
+		}
 	}
 	var start int64
 	if tc.Bool(config.RemoteStorageEnable) {

@@ -75,6 +75,29 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		return nil, nil, err
 	}
 	present = make(map[string]bool)
+	// A cleaned segment that reached .log.swap is committed (ReplaceSegment
+	// fsyncs it before the rename): finish the swap, and drop that segment's
+	// indexes so they are rebuilt from the new bytes.
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, logSuffix+swapSuffix) {
+			continue
+		}
+		final := strings.TrimSuffix(name, swapSuffix)
+		l.logger.Info("completing an interrupted segment swap", "file", final)
+		if err := os.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, final)); err != nil {
+			return nil, nil, err
+		}
+		stem := strings.TrimSuffix(final, logSuffix)
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if err := os.Remove(filepath.Join(l.dir, stem+suf)); err != nil && !os.IsNotExist(err) {
+				return nil, nil, err
+			}
+		}
+	}
+	if ents, err = os.ReadDir(l.dir); err != nil {
+		return nil, nil, err
+	}
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() {

@@ -30,6 +30,9 @@ type segment struct {
 	firstTs         int64 // max timestamp of the first batch (segment.ms); -1 when empty
 	bytesSinceIndex int64
 	synced          bool // every byte is fsynced (rolled segments)
+	// renamed: the files carry the .deleted suffix; removeFiles must then
+	// leave the plain names alone (a cleaned segment reuses them).
+	renamed bool
 }
 
 func (s *segment) path(suffix string) string {
@@ -180,6 +183,7 @@ func (s *segment) renameDeleted() error {
 			return err
 		}
 	}
+	s.renamed = true
 	return nil
 }
 
@@ -187,7 +191,11 @@ func (s *segment) renameDeleted() error {
 func (s *segment) removeFiles() error {
 	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		for _, p := range []string{s.path(suf), s.path(suf) + deletedSuffix} {
+		paths := []string{s.path(suf), s.path(suf) + deletedSuffix}
+		if s.renamed {
+			paths = paths[1:]
+		}
+		for _, p := range paths {
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
 				first = err
 			}

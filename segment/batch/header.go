@@ -245,3 +245,28 @@ func Split(b []byte, fn func(h *Header, batch []byte) error) error {
 	}
 	return nil
 }
+
+// SetLastOffsetDelta rewrites the last offset delta and recomputes the CRC.
+// Log compaction uses it to keep a cleaned batch's original offset span when
+// its last records were dropped, as Kafka's cleaner does.
+func SetLastOffsetDelta(b []byte, delta int32) {
+	be := binary.BigEndian
+	be.PutUint32(b[offLastOffsetDelta:], uint32(delta))
+	be.PutUint32(b[offCRC:], ComputeCRC(b))
+}
+
+// EmptyLike returns a batch with the header of b (offsets, offset span,
+// epoch, timestamps, producer fields) and no records, uncompressed: what
+// log compaction leaves of a batch whose records all went, so that the
+// batch still accounts for its offsets and producer state.
+func EmptyLike(b []byte) []byte {
+	out := make([]byte, HeaderSize)
+	copy(out, b[:HeaderSize])
+	be := binary.BigEndian
+	be.PutUint32(out[offLength:], uint32(HeaderSize-LogOverhead))
+	attrs := be.Uint16(out[offAttributes:]) &^ attrCodecMask
+	be.PutUint16(out[offAttributes:], attrs)
+	be.PutUint32(out[offNumRecords:], 0)
+	be.PutUint32(out[offCRC:], ComputeCRC(out))
+	return out
+}
