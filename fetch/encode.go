@@ -57,7 +57,6 @@ type encoder struct {
 	mark     int // start of the bytes not yet cut into a piece
 }
 
-func (e *encoder) i8(v int8)   { e.b.buf = append(e.b.buf, byte(v)) }
 func (e *encoder) i16(v int16) { e.b.buf = binary.BigEndian.AppendUint16(e.b.buf, uint16(v)) }
 func (e *encoder) i32(v int32) { e.b.buf = binary.BigEndian.AppendUint32(e.b.buf, uint32(v)) }
 func (e *encoder) i64(v int64) { e.b.buf = binary.BigEndian.AppendUint64(e.b.buf, uint64(v)) }

@@ -100,14 +100,14 @@ type Replica struct {
 func SegmentConfig(tc *config.TopicConfig, now func() time.Time, logger *slog.Logger) segment.Config {
 	c := segment.Defaults()
 	c.SegmentBytes = tc.Int64(config.SegmentBytes)
-	c.SegmentMs = tc.Millis(config.SegmentMs)
+	c.SegmentAge = tc.Millis(config.SegmentMs)
 	c.IndexIntervalBytes = int(tc.Int64(config.IndexIntervalBytes))
 	c.SegmentIndexBytes = int(tc.Int64(config.SegmentIndexBytes))
 	if n := tc.Int64(config.FlushMessages); n < 1<<62 {
 		c.FlushMessages = n
 	}
 	if d := tc.Millis(config.FlushMs); d < 1<<62 {
-		c.FlushMs = d
+		c.FlushInterval = d
 	}
 	c.FileDeleteDelay = tc.Millis(config.FileDeleteDelayMs)
 	if now != nil {

@@ -183,7 +183,7 @@ func (l *Log) maybeRoll(h *batch.Header) error {
 	now := l.cfg.Now().UnixMilli()
 	switch {
 	case s.size+int64(h.Size()) > l.cfg.SegmentBytes,
-		s.firstTs >= 0 && now-s.firstTs > l.cfg.SegmentMs.Milliseconds(),
+		s.firstTs >= 0 && now-s.firstTs > l.cfg.SegmentAge.Milliseconds(),
 		s.idx.full(), s.timeIndexFull(),
 		h.LastOffset()-s.base > math.MaxInt32:
 		return l.rollLocked()

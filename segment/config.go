@@ -13,9 +13,9 @@ type Config struct {
 	// SegmentBytes (segment.bytes): roll the active segment when the next
 	// batch would make it larger than this. Default 1 GiB.
 	SegmentBytes int64 `yaml:"segment_bytes"`
-	// SegmentMs (segment.ms): roll when the first batch of the active
+	// SegmentAge (segment.ms): roll when the first batch of the active
 	// segment is older than this (its max timestamp against Now). Default 7 days.
-	SegmentMs time.Duration `yaml:"segment_ms"`
+	SegmentAge time.Duration `yaml:"segment_ms"`
 	// IndexIntervalBytes (index.interval.bytes): add an index entry after at
 	// least this many bytes of log since the previous one. Default 4096.
 	IndexIntervalBytes int `yaml:"index_interval_bytes"`
@@ -25,9 +25,9 @@ type Config struct {
 	// FlushMessages (flush.messages): fsync after this many appended records;
 	// 0 means never by count.
 	FlushMessages int64 `yaml:"flush_messages"`
-	// FlushMs (flush.ms): MaybeFlush fsyncs when the last flush is older than
+	// FlushInterval (flush.ms): MaybeFlush fsyncs when the last flush is older than
 	// this; 0 means never by time.
-	FlushMs time.Duration `yaml:"flush_ms"`
+	FlushInterval time.Duration `yaml:"flush_ms"`
 	// FileDeleteDelay (file.delete.delay.ms): deleted segments are renamed
 	// with a .deleted suffix and closed and removed only after this delay, so
 	// readers holding their *os.File keep working. Default 60 s.
@@ -52,7 +52,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		SegmentBytes:       1 << 30,
-		SegmentMs:          7 * 24 * time.Hour,
+		SegmentAge:         7 * 24 * time.Hour,
 		IndexIntervalBytes: 4096,
 		SegmentIndexBytes:  10 << 20,
 		FileDeleteDelay:    time.Minute,
@@ -68,16 +68,16 @@ func (c *Config) Validate() error {
 	switch {
 	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:
 		return fmt.Errorf("%w: segment.bytes %d not in [%d, %d]", ErrInvalidConfig, c.SegmentBytes, batchHeaderSize, math.MaxInt32)
-	case c.SegmentMs <= 0:
-		return fmt.Errorf("%w: segment.ms %v must be positive", ErrInvalidConfig, c.SegmentMs)
+	case c.SegmentAge <= 0:
+		return fmt.Errorf("%w: segment.ms %v must be positive", ErrInvalidConfig, c.SegmentAge)
 	case c.IndexIntervalBytes < 0:
 		return fmt.Errorf("%w: index.interval.bytes %d is negative", ErrInvalidConfig, c.IndexIntervalBytes)
 	case c.SegmentIndexBytes < 2*timeIndexEntrySize:
 		return fmt.Errorf("%w: segment.index.bytes %d holds fewer than 2 entries", ErrInvalidConfig, c.SegmentIndexBytes)
 	case c.FlushMessages < 0:
 		return fmt.Errorf("%w: flush.messages %d is negative", ErrInvalidConfig, c.FlushMessages)
-	case c.FlushMs < 0:
-		return fmt.Errorf("%w: flush.ms %v is negative", ErrInvalidConfig, c.FlushMs)
+	case c.FlushInterval < 0:
+		return fmt.Errorf("%w: flush.ms %v is negative", ErrInvalidConfig, c.FlushInterval)
 	case c.FileDeleteDelay < 0:
 		return fmt.Errorf("%w: file.delete.delay.ms %v is negative", ErrInvalidConfig, c.FileDeleteDelay)
 	case c.Now == nil:

@@ -24,7 +24,7 @@ func (l *Log) MaybeFlush() error {
 	}
 	now := l.cfg.Now()
 	err := l.removeDueLocked(now)
-	if l.cfg.FlushMs > 0 && now.Sub(l.w.lastFlush) >= l.cfg.FlushMs {
+	if l.cfg.FlushInterval > 0 && now.Sub(l.w.lastFlush) >= l.cfg.FlushInterval {
 		if e := l.flushLocked(); err == nil {
 			err = e
 		}

@@ -36,7 +36,7 @@ func TestRollTriggers(t *testing.T) {
 	t.Run("segment.ms", func(t *testing.T) {
 		clock := newFakeClock()
 		cfg := testConfig(clock)
-		cfg.SegmentMs = time.Hour
+		cfg.SegmentAge = time.Hour
 		l := openLog(t, t.TempDir(), cfg)
 		defer l.Close()
 		mustAppend(t, l, one(t), 0)

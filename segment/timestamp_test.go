@@ -120,7 +120,7 @@ func TestFlushPolicy(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig(clock)
 	cfg.FlushMessages = 5
-	cfg.FlushMs = time.Second
+	cfg.FlushInterval = time.Second
 	dir := t.TempDir()
 	l := openLog(t, dir, cfg)
 	defer l.Close()

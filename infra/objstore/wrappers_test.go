@@ -126,7 +126,7 @@ func (f *flaky) List(ctx context.Context, prefix string, fn func(objstore.Attrs)
 	return f.Bucket.List(ctx, prefix, fn)
 }
 
-var transient = fmt.Errorf("503 SlowDown: %w", objstore.ErrTransient)
+var errTransient503 = fmt.Errorf("503 SlowDown: %w", objstore.ErrTransient)
 
 func fastRetries() objstore.RetryConfig {
 	return objstore.RetryConfig{MaxAttempts: 4, BaseDelay: time.Microsecond, MaxDelay: time.Millisecond}
@@ -134,7 +134,7 @@ func fastRetries() objstore.RetryConfig {
 
 func TestRetriesTransient(t *testing.T) {
 	ctx := context.Background()
-	f := &flaky{Bucket: newFS(t), failures: 3, err: transient}
+	f := &flaky{Bucket: newFS(t), failures: 3, err: errTransient503}
 	c := &objstore.Counters{}
 	b := objstore.WithRetries(objstore.WithMetrics(f, c), fastRetries())
 	body := objstoretest.Body("retry", 10_000)
@@ -171,7 +171,7 @@ func TestRetriesTransient(t *testing.T) {
 }
 
 func TestRetriesGiveUp(t *testing.T) {
-	f := &flaky{Bucket: newFS(t), failures: 100, err: transient}
+	f := &flaky{Bucket: newFS(t), failures: 100, err: errTransient503}
 	b := objstore.WithRetries(f, fastRetries())
 	_, err := b.Stat(context.Background(), "k")
 	if !errors.Is(err, objstore.ErrTransient) || f.calls["stat"] != 4 {
@@ -189,7 +189,7 @@ func TestNoRetryOnPermanentErrors(t *testing.T) {
 		}
 	}
 	// A Put body that cannot be rewound gets one attempt.
-	f := &flaky{Bucket: newFS(t), failures: 1, err: transient}
+	f := &flaky{Bucket: newFS(t), failures: 1, err: errTransient503}
 	err := objstore.WithRetries(f, fastRetries()).Put(ctx, "k", io.LimitReader(strings.NewReader("abcd"), 4), 4)
 	if !errors.Is(err, objstore.ErrTransient) || f.calls["put"] != 1 {
 		t.Errorf("unseekable Put: %v after %d calls, want 1 call", err, f.calls["put"])
@@ -197,7 +197,7 @@ func TestNoRetryOnPermanentErrors(t *testing.T) {
 	// The caller's cancellation stops retrying.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	f = &flaky{Bucket: newFS(t), failures: 10, err: transient}
+	f = &flaky{Bucket: newFS(t), failures: 10, err: errTransient503}
 	if _, err := objstore.WithRetries(f, fastRetries()).Stat(cctx, "k"); err == nil || f.calls["stat"] != 1 {
 		t.Errorf("canceled: %v after %d calls", err, f.calls["stat"])
 	}
@@ -213,7 +213,7 @@ func TestListNotRetriedAfterFnSawKeys(t *testing.T) {
 	}
 	b := objstore.WithRetries(fs, fastRetries())
 	calls := 0
-	err := b.List(ctx, "", func(objstore.Attrs) error { calls++; return transient })
+	err := b.List(ctx, "", func(objstore.Attrs) error { calls++; return errTransient503 })
 	if !errors.Is(err, objstore.ErrTransient) || calls != 1 {
 		t.Errorf("List: err %v after %d fn calls, want 1", err, calls)
 	}

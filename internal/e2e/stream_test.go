@@ -139,15 +139,6 @@ func (s *stream) onAcked(n int64, fn func()) {
 // grant lets the stream produce n more records.
 func (s *stream) grant(n int) { s.grants <- n }
 
-// waitAcked waits until at least n records are acknowledged.
-func (s *stream) waitAcked(n int64, d time.Duration) {
-	s.t.Helper()
-	if err := waitFor(d, func() bool { return s.acked.Load() >= n }); err != nil {
-		s.t.Fatalf("%d of %d records acknowledged after %v (failed %d, last error %v)",
-			s.acked.Load(), n, d, s.failed.Load(), s.lastErr())
-	}
-}
-
 func (s *stream) lastErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -129,18 +129,6 @@ func (c *cluster) viewFrom(ctx context.Context, n *node) (map[int32]partitionVie
 	return out, nil
 }
 
-// view asks the live nodes in turn until one answers.
-func (c *cluster) view(ctx context.Context) (map[int32]partitionView, error) {
-	err := errors.New("no live node")
-	for _, n := range c.live() {
-		var v map[int32]partitionView
-		if v, err = c.viewFrom(ctx, n); err == nil {
-			return v, nil
-		}
-	}
-	return nil, err
-}
-
 // leaderOf returns the leader of partition p that the live nodes agree on,
 // and its epoch, once it is live and has logged taking the role, failing
 // the test after d. A leader other than the excluded ids is required.

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readyTimeout bounds a start. A node restarted after SIGKILL waits for its
@@ -251,26 +250,6 @@ func (n *node) client() *kgo.Client {
 		n.mu.cl = cl
 	}
 	return n.mu.cl
-}
-
-// metadata asks this node (and no other) for the cluster's metadata, and
-// for the given topics' partitions.
-func (n *node) metadata(ctx context.Context, topics ...string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	for _, t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	seeds := n.client().SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, errors.New("no seed broker")
-	}
-	resp, err := seeds[0].Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*kmsg.MetadataResponse), nil
 }
 
 // cleanup kills a run left live and logs stderr on failure.

@@ -75,7 +75,7 @@ func writeLog(t testing.TB, n, perBatch int, segmentBytes int64, codec batch.Cod
 	dir = t.TempDir()
 	cfg := segment.Defaults()
 	cfg.SegmentBytes = segmentBytes
-	cfg.SegmentMs = 100 * 365 * 24 * time.Hour // the records carry old timestamps
+	cfg.SegmentAge = 100 * 365 * 24 * time.Hour // the records carry old timestamps
 	cfg.IndexIntervalBytes = 512
 	cfg.SegmentIndexBytes = 1 << 16
 	cfg.Logger = quietLogger()

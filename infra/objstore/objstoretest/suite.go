@@ -392,22 +392,22 @@ func testConcurrent(t *testing.T, b objstore.Bucket) {
 				key := fmt.Sprintf("c/w%d/%02d", w, i)
 				body := Body(key, 1000+w*100+i)
 				if err := b.Put(gctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
-					return fmt.Errorf("Put %s: %w", key, err)
+					return fmt.Errorf("put %s: %w", key, err)
 				}
 				got, err := get(gctx, b, key, 0, -1)
 				if err != nil {
-					return fmt.Errorf("Get %s: %w", key, err)
+					return fmt.Errorf("get %s: %w", key, err)
 				}
 				if !bytes.Equal(got, body) {
-					return fmt.Errorf("Get %s: content differs", key)
+					return fmt.Errorf("get %s: content differs", key)
 				}
 				off := int64((w*7919 + i*104729) % len(shared))
 				got, err = get(gctx, b, "c/shared", off, 4096)
 				if err != nil {
-					return fmt.Errorf("Get shared@%d: %w", off, err)
+					return fmt.Errorf("get shared@%d: %w", off, err)
 				}
 				if !bytes.Equal(got, shared[off:min(off+4096, int64(len(shared)))]) {
-					return fmt.Errorf("Get shared@%d: content differs", off)
+					return fmt.Errorf("get shared@%d: content differs", off)
 				}
 			}
 			return nil

@@ -30,8 +30,9 @@ import (
 // Bucket is an objstore.Bucket on one S3 bucket (and optional key prefix).
 // It is safe for concurrent use.
 type Bucket struct {
-	cfg      Config
-	client   *s3.Client
+	cfg    Config
+	client *s3.Client
+	//lint:ignore SA1019 manager.Uploader still does multipart uploads; moving to transfermanager is a later change
 	uploader *manager.Uploader
 	idle     interface{ CloseIdleConnections() } // nil if the HTTP client has none
 }
@@ -73,6 +74,7 @@ func New(ctx context.Context, cfg Config) (*Bucket, error) {
 		}
 		o.UsePathStyle = cfg.PathStyle
 	})
+	//lint:ignore SA1019 manager.Uploader still does multipart uploads; moving to transfermanager is a later change
 	uploader := manager.NewUploader(client, func(u *manager.Uploader) {
 		u.PartSize = cfg.PartSize
 		u.Concurrency = cfg.Concurrency
@@ -108,6 +110,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64) e
 	if err != nil {
 		return fmt.Errorf("s3bucket: put %q: %w", key, err)
 	}
+	//lint:ignore SA1019 manager.Uploader still does multipart uploads; moving to transfermanager is a later change
 	_, err = b.uploader.Upload(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(b.cfg.Bucket),
 		Key:    aws.String(okey),
