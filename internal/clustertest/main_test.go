@@ -1,11 +1,10 @@
 package clustertest
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // shaleBin is the path of the binary built once by TestMain, or the one
@@ -13,26 +12,5 @@ import (
 var shaleBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	if bin := os.Getenv("SHALE_E2E_BIN"); bin != "" {
-		shaleBin = bin
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "shale-clustertest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shaleBin = filepath.Join(dir, "shale")
-	cmd := exec.Command("go", "build", "-o", shaleBin, "github.com/shale-io/shale/cmd/shale")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest: building shale:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(proctest.RunWithBinary(m, "clustertest", &shaleBin))
 }

@@ -1,39 +1,16 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // shaleBin is the path of the binary built once by TestMain, or the one
-// named by SHALE_E2E_BIN (to test a release build, or a snapshot of the
-// tree while it is being edited).
+// named by SHALE_E2E_BIN.
 var shaleBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	if bin := os.Getenv("SHALE_E2E_BIN"); bin != "" {
-		shaleBin = bin
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "shale-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	shaleBin = filepath.Join(dir, "shale")
-	cmd := exec.Command("go", "build", "-o", shaleBin, "github.com/shale-io/shale/cmd/shale")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building shale:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(proctest.RunWithBinary(m, "e2e", &shaleBin))
 }

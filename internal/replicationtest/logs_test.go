@@ -2,55 +2,14 @@ package replicationtest
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
-// parseLogfmt splits one line of slog's text format into its key=value
-// pairs. Quoted values are unquoted; a malformed quoted value is kept raw.
-func parseLogfmt(line string) map[string]string {
-	out := map[string]string{}
-	for i := 0; i < len(line); {
-		for i < len(line) && line[i] == ' ' {
-			i++
-		}
-		eq := strings.IndexByte(line[i:], '=')
-		if eq < 0 {
-			break
-		}
-		key := line[i : i+eq]
-		i += eq + 1
-		var val string
-		if i < len(line) && line[i] == '"' {
-			j := i + 1
-			for j < len(line) && line[j] != '"' {
-				if line[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			raw := line[i:min(j+1, len(line))]
-			if u, err := strconv.Unquote(raw); err == nil {
-				val = u
-			} else {
-				val = raw
-			}
-			i = j + 1
-		} else {
-			j := strings.IndexByte(line[i:], ' ')
-			if j < 0 {
-				j = len(line) - i
-			}
-			val = line[i : i+j]
-			i += j
-		}
-		if key != "" && !strings.ContainsRune(key, ' ') {
-			out[key] = val
-		}
-	}
-	return out
-}
+// parseLogfmt reads one slog text line (shared with the other process tests).
+var parseLogfmt = proctest.ParseLogfmt
 
 // tookRole reports whether n's stderr (any run) has a line with message
 // msg ("became leader" or "became follower") for topic-partition in epoch.
