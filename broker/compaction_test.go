@@ -48,18 +48,11 @@ func TestCompactedTopic(t *testing.T) {
 	// Poll (the retention loop compacts every 200 ms) until a consumer from
 	// the start sees exactly the latest value of every live key.
 	var got map[string]string
-	var records int
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, 60*time.Second, "compaction to leave one record per live key", func() bool {
+		var records int
 		got, records = readCompacted(t, n.KafkaAddr())
-		if records == len(last) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if records != len(last) {
-		t.Fatalf("after compaction the topic holds %d records, want %d (one per live key)", records, len(last))
-	}
+		return records == len(last)
+	})
 	for k, v := range last {
 		if got[k] != v {
 			t.Fatalf("key %s: %q, want its latest value %q", k, got[k], v)

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,15 +169,11 @@ func mustLeaderWait(t *testing.T, n interface {
 	Replicas() *broker.Replicas
 }, topic string, want int64) *partition.Replica {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rep, err := n.Replicas().Leader(topic, 0)
-		if err == nil && rep.HighWatermark() >= want {
-			return rep
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("partition %s-0 did not reach %d records: %v", topic, want, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var rep *partition.Replica
+	waitFor(t, 20*time.Second, fmt.Sprintf("partition %s-0 to reach %d records", topic, want), func() bool {
+		r, err := n.Replicas().Leader(topic, 0)
+		rep = r
+		return err == nil && r.HighWatermark() >= want
+	})
+	return rep
 }

@@ -77,19 +77,15 @@ func TestStoreSurvivesNATSNodeLoss(t *testing.T) {
 	// stream leaders and a has reconnected; retry transient errors.
 	retry := func(what string, op func(context.Context) error) {
 		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
-		for {
+		var err error
+		eventually(t, 45*time.Second, what, func() bool {
 			opCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := op(opCtx)
-			cancel()
-			if err == nil {
-				return
+			defer cancel()
+			if err = op(opCtx); err != nil {
+				t.Logf("%s: %v (retrying)", what, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still failing: %v", what, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err == nil
+		})
 	}
 	createOnce := func(s *Store, name string) func(context.Context) error {
 		return func(ctx context.Context) error {
