@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,6 +73,17 @@ func (g *cliGlobals) admin() (*kadm.Client, error) {
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
 	return adm, nil
+}
+
+// adminSession opens an admin client and a context bounded by --timeout,
+// as every admin verb needs; done closes both.
+func (g *cliGlobals) adminSession() (*kadm.Client, context.Context, func(), error) {
+	adm, err := g.admin()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	return adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
 // parseInterspersed parses flags anywhere among the positional arguments (as

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -64,13 +63,11 @@ func groupList(args []string, stdout, stderr io.Writer) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected %q", errUsage, rest[0])
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
 		return err
@@ -135,13 +132,11 @@ func groupDescribe(args []string, stdout, stderr io.Writer) error {
 	if len(groups) == 0 {
 		return fmt.Errorf("%w: name a group", errUsage)
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	lags, err := adm.Lag(ctx, groups...)
 	if err != nil {
 		return err

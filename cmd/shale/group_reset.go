@@ -60,13 +60,11 @@ func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
 	if len(partitions) > 0 && len(topics) > 1 {
 		return fmt.Errorf("%w: --partition needs exactly one --topic", errUsage)
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	plan, err := planReset(ctx, adm, rest[0], topics, partitions, spec, *dryRun)
 	if err != nil {
 		return err

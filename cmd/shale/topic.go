@@ -113,13 +113,11 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg[k] = &v
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	resp, err := adm.CreateTopics(ctx, int32(*partitions), int16(*replicas), cfg, topics...)
 	if err != nil {
 		return err
@@ -148,13 +146,11 @@ func topicDelete(args []string, stdout, stderr io.Writer) error {
 	if len(topics) == 0 {
 		return fmt.Errorf("%w: no topic named", errUsage)
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	resp, err := adm.DeleteTopics(ctx, topics...)
 	if err != nil {
 		return err
@@ -192,13 +188,11 @@ func topicList(args []string, stdout, stderr io.Writer) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected %q", errUsage, rest[0])
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	list := adm.ListTopics
 	if *internal {
 		list = adm.ListTopicsWithInternal

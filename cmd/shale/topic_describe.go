@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -53,13 +52,11 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: name one topic", errUsage)
 	}
 	topic := rest[0]
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	d, err := topicDetail(ctx, adm, topic)
 	if err != nil {
 		return err
@@ -175,13 +172,11 @@ func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
 	for _, k := range dels {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	adm, err := g.admin()
+	adm, ctx, done, err := g.adminSession()
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
+	defer done()
 	alter := adm.AlterTopicConfigs
 	if *dryRun {
 		alter = adm.ValidateAlterTopicConfigs
