@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -223,24 +224,7 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 // WriteSnapshot writes the state as of offset atomically (temp, fsync, rename)
 // and keeps only the newest `keep` snapshots.
 func (ps *ProducerState) WriteSnapshot(dir string, offset int64, keep int) error {
-	final := snapshotName(dir, offset)
-	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(ps.Encode()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := segment.WriteFileAtomic(dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
 		return err
 	}
 	offs := listSnapshots(dir)

@@ -44,6 +44,12 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 
 // writeFileAtomic replaces dir/name with data: a temp file, fsync, rename,
 // fsync of the directory. A crash leaves the old or the new contents.
+// WriteFileAtomic writes data to dir/name whole or not at all: a temporary
+// file, fsynced, renamed over name, and the directory fsynced. A leftover
+// temporary file is removed when the log opens. Layers above (producer-state
+// snapshots) use it for their own files in a partition directory.
+func WriteFileAtomic(dir, name string, data []byte) error { return writeFileAtomic(dir, name, data) }
+
 func writeFileAtomic(dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
