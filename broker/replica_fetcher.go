@@ -251,6 +251,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition, fp.CurrentLeaderEpoch = k.partition, p.epoch
 		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
+		fp.LastFetchedEpoch = p.rep.Log().LatestEpoch()
 		fp.PartitionMaxBytes = ft.f.cfg.partMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 		active[k] = p
@@ -294,6 +295,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 				// Fenced, not leader, unknown epoch...: wait for the control
 				// plane to tell this node the new roles.
 				p.pausedUntil = time.Now().Add(200 * time.Millisecond)
+				p.needTruncate = true // recheck divergence before fetching again
 				ft.log.Debug("replica fetch partition error", "topic", k.topic, "partition", k.partition,
 					"err", kerr.ErrorForCode(rp.ErrorCode))
 			}

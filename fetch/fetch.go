@@ -204,7 +204,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 				// the high watermark; it reads past the high watermark, up to
 				// the log end, and only what is local (section "Replication"
 				// in docs/replication.md).
-				hw, err := rep.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now())
+				hw, err := rep.FollowerFetch(r.ReplicaID, p.FetchOffset, p.LastFetchedEpoch, time.Now())
 				if err != nil {
 					pr.errCode, failed = ingest.ErrorCode(err), true
 					tr.parts = append(tr.parts, pr)

@@ -125,11 +125,28 @@ func (r *Replica) maybeAdvanceHWLocked() {
 // offset) on the leader, as Kafka's updateFollowerFetchState does: the
 // follower is caught up when it has everything the leader has now, or had
 // at its previous fetch. It returns the high watermark to send back.
-func (r *Replica) FollowerFetch(id int32, fetchOffset int64, now time.Time) (int64, error) {
+//
+// lastFetchedEpoch is the epoch of the follower's last batch (Fetch v12's
+// LastFetchedEpoch, -1 when unknown). A follower that holds data of a newer
+// epoch than this leader's proves the leader stale (a zombie): its fetch is
+// refused and not counted, so a deposed leader can never advance its high
+// watermark on a log that diverged from its own.
+func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.mu.leader {
 		return -1, ErrNotLeader
+	}
+	if lastFetchedEpoch > r.mu.leaderEpoch {
+		return -1, fmt.Errorf("%w: follower %d has epoch %d data, this leader is at epoch %d", ErrNotLeader, id, lastFetchedEpoch, r.mu.leaderEpoch)
+	}
+	if lastFetchedEpoch >= 0 {
+		// The follower's log must agree with ours up to fetchOffset: its last
+		// epoch must end, here, at or after its log end.
+		if e, end := r.log.EndOffsetForEpoch(lastFetchedEpoch); e != lastFetchedEpoch || end < fetchOffset {
+			return -1, fmt.Errorf("%w: follower %d diverged (epoch %d up to %d, ours ends at %d in epoch %d)",
+				ErrNotLeader, id, lastFetchedEpoch, fetchOffset, end, e)
+		}
 	}
 	if r.mu.self >= 0 && !slices.Contains(r.mu.replicas, id) {
 		return -1, fmt.Errorf("%w: broker %d is not a replica of %s-%d", ErrUnknownReplica, id, r.topic, r.partition)

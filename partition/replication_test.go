@@ -29,7 +29,7 @@ func pair(t *testing.T, minISR string) (leader, follower *Replica) {
 func replicate(t *testing.T, leader, follower *Replica, now time.Time) {
 	t.Helper()
 	off := follower.Log().LogEndOffset()
-	hw, err := leader.FollowerFetch(2, off, now)
+	hw, err := leader.FollowerFetch(2, off, follower.Log().LatestEpoch(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestISRShrinkAndExpand(t *testing.T) {
 	if ch := leader.ProposeISRChange(t0.Add(2*lag+time.Second), lag); len(ch.Expand) != 1 || ch.Expand[0] != 2 {
 		t.Fatalf("a caught-up follower rejoins: %+v", ch)
 	}
-	if _, err := leader.FollowerFetch(7, 0, t0); !errors.Is(err, ErrUnknownReplica) {
+	if _, err := leader.FollowerFetch(7, 0, -1, t0); !errors.Is(err, ErrUnknownReplica) {
 		t.Fatalf("a fetch from a non-replica: %v", err)
 	}
 }
@@ -188,4 +188,41 @@ func TestTruncateToDropsTailAndProducerState(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	_ = config.MinInsyncReplicas
+}
+
+// TestZombieLeaderRefusesNewerEpochFollower: a deposed leader (still at
+// epoch 1 in its own view) must not count a fetch from a follower that
+// already holds epoch-2 data, or it could acknowledge writes on a log that
+// diverged from the new leader's.
+func TestZombieLeaderRefusesNewerEpochFollower(t *testing.T) {
+	leader, follower := pair(t, "2")
+	if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, leader, follower, time.Now())
+	replicate(t, leader, follower, time.Now())
+	hw := leader.HighWatermark()
+	// The follower moves on to a new leader at epoch 2 and gets its data.
+	follower.SetLeadership(true, 2)
+	follower.SetAssignment(2, []int32{1, 2}, []int32{2})
+	if _, err := follower.AppendLeader(build(t, batch.NoProducer(), 3)); err != nil {
+		t.Fatal(err)
+	}
+	// The zombie appends at its stale epoch; the follower's fetch claims an
+	// offset past it, with epoch-2 data.
+	if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := leader.FollowerFetch(2, follower.Log().LogEndOffset(), follower.Log().LatestEpoch(), time.Now())
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a fetch proving a newer epoch: %v", err)
+	}
+	if leader.HighWatermark() != hw {
+		t.Fatalf("the zombie's high watermark moved: %d -> %d", hw, leader.HighWatermark())
+	}
+	// A follower whose epoch-1 log runs past the leader's epoch-1 end has diverged.
+	_, err = leader.FollowerFetch(2, leader.Log().LogEndOffset()+5, 1, time.Now())
+	if !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a fetch past the end of the shared epoch: %v", err)
+	}
 }
