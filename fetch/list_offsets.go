@@ -102,11 +102,7 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 		}
 		return h.remote.LastTieredOffset(topic, p), -1, nil
 	case -3: // MAX_TIMESTAMP
-		off, mts, ok, err := l.MaxTimestampOffset()
-		if err != nil || !ok || off >= hw {
-			return -1, -1, err
-		}
-		return off, mts, nil
+		return h.maxTimestamp(ctx, rep)
 	}
 	if h.remote != nil && h.remote.LogStartOffset(topic, p) >= 0 {
 		rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
@@ -124,6 +120,36 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 		return -1, -1, err
 	}
 	return off, found, nil
+}
+
+// maxTimestamp answers MAX_TIMESTAMP (KIP-734) over the whole log, remote
+// segments included: the first record holding the largest timestamp below
+// the high watermark. When the remote segments' largest timestamp is at
+// least the local one, the record is the first at that timestamp, found
+// through the remote .timeindex like a timestamp query.
+func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Replica) (int64, int64, error) {
+	l, hw := rep.Log(), rep.HighWatermark()
+	off, mts, ok, err := l.MaxTimestampOffset()
+	if err != nil {
+		return -1, -1, err
+	}
+	if h.remote != nil {
+		if rts, rok := h.remote.MaxTimestamp(rep.Topic(), rep.Partition()); rok && (!ok || rts >= mts) {
+			rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
+			roff, found, fok, err := h.remote.OffsetForTimestamp(rctx, rep.Topic(), rep.Partition(), rts)
+			cancel()
+			if err != nil {
+				return -1, -1, err
+			}
+			if fok && roff < hw {
+				return roff, found, nil
+			}
+		}
+	}
+	if !ok || off >= hw {
+		return -1, -1, nil
+	}
+	return off, mts, nil
 }
 
 // epochAt is the leader epoch of the batch holding offset, from the epoch cache.

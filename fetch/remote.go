@@ -26,6 +26,9 @@ type RemoteReader interface {
 	// OffsetForTimestamp returns the first remote record whose timestamp
 	// is >= ts; ok is false when no remote record qualifies.
 	OffsetForTimestamp(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, ok bool, err error)
+	// MaxTimestamp is the largest record timestamp in remote segments; ok
+	// is false when there is no remote data. Answers from memory.
+	MaxTimestamp(topic string, partition int32) (ts int64, ok bool)
 }
 
 // Option configures RegisterFetch and RegisterListOffsets.
