@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"text/tabwriter"
 	"time"
 
 	"github.com/shale-io/shale/broker"
@@ -81,12 +80,11 @@ func fetchTierStatus(admin, topic string, timeout time.Duration) (broker.TierSta
 }
 
 func writeTierStatus(w io.Writer, st broker.TierStatus) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLOG-START\tLOCAL-LOG-START\tHIGH-WATERMARK\tLAST-TIERED\tREMOTE-SEGMENTS\tREMOTE-BYTES\tUPLOAD-LAG-SEGMENTS\tUPLOAD-LAG-BYTES\tUPLOAD-LAG-OFFSETS\t")
+	t := newTable(w, "TOPIC", "PARTITION", "LOG-START", "LOCAL-LOG-START", "HIGH-WATERMARK", "LAST-TIERED",
+		"REMOTE-SEGMENTS", "REMOTE-BYTES", "UPLOAD-LAG-SEGMENTS", "UPLOAD-LAG-BYTES", "UPLOAD-LAG-OFFSETS")
 	for _, p := range st.Partitions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Topic, p.Partition, p.LogStartOffset,
-			p.LocalLogStartOffset, p.HighWatermark, p.LastTieredOffset, p.RemoteSegments, p.RemoteBytes,
-			p.UploadLagSegments, p.UploadLagBytes, p.UploadLagOffsets)
+		t.row(p.Topic, p.Partition, p.LogStartOffset, p.LocalLogStartOffset, p.HighWatermark, p.LastTieredOffset,
+			p.RemoteSegments, p.RemoteBytes, p.UploadLagSegments, p.UploadLagBytes, p.UploadLagOffsets)
 	}
-	tw.Flush()
+	t.flush()
 }

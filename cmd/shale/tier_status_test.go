@@ -52,6 +52,10 @@ func TestTierStatusCommand(t *testing.T) {
 		strings.Join(strings.Fields(lines[1]), " ") != "events 3 0 500 900 599 6 123456 1 4096 300" {
 		t.Fatalf("text output:\n%s", out.String())
 	}
+	// Columns are left-aligned under their headers.
+	if h, v := strings.Index(lines[0], "LOCAL-LOG-START"), strings.Index(lines[1], " 500 ")+1; h != v {
+		t.Fatalf("LOCAL-LOG-START at column %d, its value at %d:\n%s", h, v, out.String())
+	}
 	if code := tierStatus([]string{"--admin", "127.0.0.1:1"}, &out, &errOut); code != 1 {
 		t.Fatalf("unreachable admin: exit %d", code)
 	}
