@@ -38,6 +38,8 @@ type Replicas struct {
 	// onFollow receives the partitions this node follows after each
 	// Reconcile (the replica fetchers). Set before the first Reconcile.
 	onFollow func(map[replicaKey]followed)
+	// swept: the stray directories were removed (sweepStray, once).
+	swept bool
 
 	mu struct {
 		sync.RWMutex
@@ -164,6 +166,13 @@ func (r *Replicas) Reconcile() error {
 			errs = append(errs, err)
 		}
 		r.logger.Info("replica removed", "topic", rep.Topic(), "partition", rep.Partition())
+	}
+	if !r.swept {
+		if err := r.sweepStray(topics, want); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.swept = true
+		}
 	}
 	for k, st := range want {
 		r.mu.RLock()
