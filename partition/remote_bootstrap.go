@@ -1,0 +1,96 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/shale-io/shale/segment"
+)
+
+// ErrResetNotAhead: a remote bootstrap must move the replica's log forward,
+// past its log end; a replica that already reaches the offset fetches it.
+var ErrResetNotAhead = errors.New("partition: remote bootstrap offset is not past the log end")
+
+// RemoteTail is what a follower takes from the remote tail of its
+// partition instead of copying history (KIP-405): the remote segment
+// ending just below Offset, its leader-epoch history and its producer-state
+// snapshot.
+type RemoteTail struct {
+	// Offset is where the local log restarts: the end of the remote
+	// segment plus one, an offset the leader holds locally.
+	Offset int64
+	// LogStart is the partition's log start on the leader (the remote log
+	// start), reported by LogStartOffset until the tiering manager says
+	// otherwise.
+	LogStart int64
+	// Epochs is the leader-epoch history of the data below Offset (the
+	// remote segment's epochs object).
+	Epochs []segment.EpochEntry
+	// ProducerSnapshot is the producer-state snapshot uploaded with the
+	// segment (Encode's format), the state after every batch below
+	// Offset; nil when the segment has none (idempotence state then starts
+	// empty, as for a producer never seen).
+	ProducerSnapshot []byte
+}
+
+// ResetFromRemote restarts a follower's log, empty, at t.Offset, with the
+// remote tail's epoch history and producer state, discarding every local
+// record (all below t.Offset). Only a follower is reset, and only forward:
+// t.Offset must be above the log end (ErrResetNotAhead), which is the case
+// when the leader keeps only offsets from t.Offset on local disk and this
+// replica's log ends below them.
+//
+// Crash safety: the snapshot decoded from t.ProducerSnapshot is written
+// first, at t.Offset, then the log is reset (segment.Log.ResetTo). A crash
+// before the reset completes reopens the old log (or an empty one), whose
+// end is below t.Offset, so Open discards the new snapshot and rebuilds the
+// old state; a crash after it reopens the log at t.Offset with that
+// snapshot. Old snapshots are removed last.
+func (r *Replica) ResetFromRemote(t RemoteTail) error {
+	ps := NewProducerState()
+	if t.ProducerSnapshot != nil {
+		var err error
+		if ps, err = DecodeProducerState(t.ProducerSnapshot); err != nil {
+			return fmt.Errorf("remote producer snapshot: %w", err)
+		}
+	}
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	r.mu.Lock()
+	leader, closed := r.mu.leader, r.mu.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case leader:
+		return fmt.Errorf("%w: a leader is not reset from the remote tail", ErrNotLeader)
+	case t.Offset <= r.log.LogEndOffset():
+		return fmt.Errorf("%w: offset %d, log end %d", ErrResetNotAhead, t.Offset, r.log.LogEndOffset())
+	}
+	if err := ps.WriteSnapshot(r.dir, t.Offset, 3); err != nil {
+		return err
+	}
+	if err := r.log.ResetTo(t.Offset, t.Epochs); err != nil {
+		return err
+	}
+	r.producers = ps
+	for _, off := range listSnapshots(r.dir) {
+		if off < t.Offset {
+			if err := os.Remove(snapshotName(r.dir, off)); err != nil && !os.IsNotExist(err) {
+				r.logger.Warn("removing a snapshot of the discarded log", "offset", off, "err", err)
+			}
+		}
+	}
+	r.remote.Lock()
+	r.remote.state = RemoteState{LogStart: min(t.LogStart, t.Offset), CopiedNext: t.Offset}
+	r.remote.known = true
+	r.remote.Unlock()
+	r.mu.Lock()
+	r.setHW(t.Offset)
+	r.signalAppendLocked()
+	r.mu.Unlock()
+	r.logger.Info("follower log restarted from the remote tail", "offset", t.Offset, "log_start", t.LogStart,
+		"epochs", len(t.Epochs), "producers", ps.Len())
+	return nil
+}
