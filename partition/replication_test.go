@@ -226,3 +226,76 @@ func TestZombieLeaderRefusesNewerEpochFollower(t *testing.T) {
 		t.Fatalf("a fetch past the end of the shared epoch: %v", err)
 	}
 }
+
+// chanClosed reports whether ch is closed, without waiting.
+func chanClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestWakeUpsFollowTheData pins the contract that the acks=all path's long
+// polls rely on: a channel taken from LEOChanged or HWChanged before a
+// change is closed by that change, so a follower fetch or an acks=all
+// waiter that registered first is never left to its timeout (max_wait_ms,
+// the request timeout) while the data it waits for is there. Fetch takes
+// LEOChanged before it reads the log, so an append that races with the read
+// wakes it; a missed wake-up would show as follower rounds ending at
+// max_wait_ms and acks=all latencies near 500 ms.
+func TestWakeUpsFollowTheData(t *testing.T) {
+	leader, follower := pair(t, "2")
+	now := time.Now()
+
+	leo := leader.LEOChanged()
+	hwCh := leader.HWChanged()
+	if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if !chanClosed(leo) {
+		t.Fatal("an append did not close the LEOChanged channel taken before it")
+	}
+	if chanClosed(hwCh) {
+		t.Fatal("the high watermark moved before the follower had the batch")
+	}
+	if chanClosed(leader.LEOChanged()) {
+		t.Fatal("a channel taken after the append is already closed")
+	}
+
+	fleo, fhw := follower.LEOChanged(), follower.HWChanged()
+	replicate(t, leader, follower, now) // the follower gets the batch
+	if !chanClosed(fleo) {
+		t.Fatal("a follower append did not close the follower's LEOChanged")
+	}
+	if chanClosed(fhw) || chanClosed(hwCh) {
+		t.Fatal("no high watermark moved yet: the leader learns the follower's offset at its next fetch")
+	}
+	replicate(t, leader, follower, now) // its next fetch proves it has it
+	if !chanClosed(hwCh) {
+		t.Fatal("the follower's fetch moved the high watermark without closing HWChanged")
+	}
+	if !chanClosed(fhw) {
+		t.Fatal("the follower's high watermark moved without closing its HWChanged")
+	}
+
+	// An acks=all waiter registered before the append is woken by the
+	// follower's fetch, not by its context's end.
+	res, err := leader.AppendLeader(build(t, batch.NoProducer(), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acked := make(chan error, 1)
+	go func() { acked <- leader.WaitForHW(ctx, res.LastOffset) }()
+	replicate(t, leader, follower, now)
+	replicate(t, leader, follower, now)
+	if err := <-acked; err != nil {
+		t.Fatalf("acks=all waiter: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the waiter ended with its context, not with the high watermark")
+	}
+}
