@@ -95,6 +95,9 @@ func run(ctx context.Context, w io.Writer, o options) error {
 		}
 		med := Medians(samples)
 		used := writeGoBench(w, med)
+		for k := range writeGoals(w, med, goalRows) {
+			used[k] = true
+		}
 		writeOthers(w, med, used)
 	}
 	if !o.skipLoad {

@@ -2,9 +2,14 @@ package replicationtest
 
 import (
 	"crypto/rand"
+	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,10 +19,14 @@ import (
 
 const (
 	benchValueSize = 1024
-	// fixedRateRun bounds the latency run: at most this long and this
-	// many records.
-	fixedRateRun     = 2 * time.Second
-	fixedRateMaxRecs = 200_000
+	// fixedRateWarmup is sent at the run's rate before the measured part
+	// and not counted: a new client's first batches (connections, producer
+	// id, the first partition batches) are not the steady state.
+	fixedRateWarmup = 500 * time.Millisecond
+	// fixedRateRun bounds the measured part of a latency run: at most this
+	// long and this many records.
+	fixedRateRun     = 3 * time.Second
+	fixedRateMaxRecs = 300_000
 )
 
 // BenchmarkReplicatedProduce runs on three shale processes (one NATS
@@ -29,6 +38,14 @@ const (
 // p50-ms, p99-ms, p999-ms, measured from each record's scheduled send time
 // so a stall is not hidden by sending later), and the same at 1000
 // records per second (rf3-acks-all-1000rps). Records are not compressed.
+//
+// The latency runs also report the CPU of the measured part as shares of
+// the whole machine (all cores, 0-100): bench-cpu-% for the three brokers
+// plus this process (client, NATS), machine-cpu-% for everything running
+// on the machine. The three brokers and the client share the cores, so
+// the latency is only as good as the CPU left to them: machine-cpu-% near
+// 100 says the figure is one of a saturated machine, and machine-cpu-%
+// minus bench-cpu-% is what neighbours took.
 func BenchmarkReplicatedProduce(b *testing.B) {
 	c := startCluster(b, "bench3", 3)
 	ctx := ctxFor(b, 10*time.Minute)
@@ -123,9 +140,11 @@ func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64
 }
 
 // fixedRate produces 1 KiB records with acks=all at rate records per
-// second for fixedRateRun (at most fixedRateMaxRecs records) and reports
-// the ack latency percentiles, each latency measured from the time the
-// record was due.
+// second, fixedRateWarmup of them unmeasured and then fixedRateRun (at
+// most fixedRateMaxRecs records), and reports the ack latency percentiles
+// of the measured records, each latency measured from the time the record
+// was due, and the CPU shares of the measured part (see
+// BenchmarkReplicatedProduce).
 func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	cl := benchClient(b, c, topic, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	ctx := ctxFor(b, time.Minute)
@@ -133,16 +152,22 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	if count < 100 {
 		b.Fatalf("rate %.0f/s is too low to measure", rate)
 	}
+	warm := int(rate * fixedRateWarmup.Seconds())
+	total := warm + count
 	interval := time.Duration(float64(time.Second) / rate)
 	value := benchValue()
-	lat := make([]time.Duration, count)
+	lat := make([]time.Duration, total)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
+	var cpu0 cpuSample
 	b.ResetTimer()
 	start := time.Now()
-	for i := 0; i < count; {
+	for i := 0; i < total; {
 		now := time.Now()
-		for ; i < count; i++ { // send every record that is due
+		if i >= warm && cpu0.at.IsZero() {
+			cpu0 = sampleCPU(c) // the measured part starts
+		}
+		for ; i < total; i++ { // send every record that is due
 			due := start.Add(time.Duration(i) * interval)
 			if due.After(now) {
 				break
@@ -157,15 +182,17 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 				*slot = time.Since(due)
 			})
 		}
-		if i < count {
+		if i < total {
 			time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // pacing the load, not waiting on a condition
 		}
 	}
 	wg.Wait()
+	cpu1 := sampleCPU(c)
 	b.StopTimer()
 	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d records failed", n, count)
+		b.Fatalf("%d of %d records failed", n, total)
 	}
+	lat = lat[warm:]
 	slices.Sort(lat)
 	q := func(f float64) float64 {
 		return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))]) / float64(time.Millisecond)
@@ -174,4 +201,117 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(q(0.999), "p999-ms")
+	if bench, machine, ok := cpu1.sharesSince(cpu0); ok {
+		b.ReportMetric(bench, "bench-cpu-%")
+		b.ReportMetric(machine, "machine-cpu-%")
+	}
+}
+
+// cpuSample is the CPU time used so far by the benchmark's processes (the
+// brokers and this one) and by the whole machine, from /proc.
+type cpuSample struct {
+	at      time.Time
+	bench   time.Duration
+	machine time.Duration // busy time summed over all cores
+	ok      bool
+}
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+func sampleCPU(c *cluster) cpuSample {
+	s := cpuSample{at: time.Now(), ok: true}
+	for _, n := range c.nodes {
+		cmd, _ := n.current()
+		if cmd == nil || cmd.Process == nil {
+			s.ok = false
+			continue
+		}
+		d, err := procCPU(cmd.Process.Pid)
+		s.ok = s.ok && err == nil
+		s.bench += d
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		s.ok = false
+	}
+	s.bench += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m, err := machineBusy()
+	s.ok = s.ok && err == nil
+	s.machine = m
+	return s
+}
+
+// sharesSince returns the benchmark's and the machine's CPU between from
+// and s, in percent of all cores; ok is false where /proc could not be read.
+func (s cpuSample) sharesSince(from cpuSample) (bench, machine float64, ok bool) {
+	wall := s.at.Sub(from.at).Seconds() * float64(cpuCount())
+	if !s.ok || !from.ok || wall <= 0 {
+		return 0, 0, false
+	}
+	return 100 * (s.bench - from.bench).Seconds() / wall, 100 * (s.machine - from.machine).Seconds() / wall, true
+}
+
+// procCPU is a process's user+system CPU time from /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 || i+2 > len(s) {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+2:]) // f[0] is field 3 (state); utime, stime are fields 14, 15
+	if len(f) < 13 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	return time.Duration(u+st) * clockTick, nil
+}
+
+// machineBusy is the machine's non-idle CPU time (all but idle and iowait)
+// summed over all cores, from the first line of /proc/stat.
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, fmt.Errorf("malformed /proc/stat")
+	}
+	var busy int64
+	for i, x := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest times are already in user
+			continue
+		}
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed /proc/stat")
+		}
+		busy += v
+	}
+	return time.Duration(busy) * clockTick, nil
+}
+
+// cpuCount is the number of CPUs /proc/stat sums over.
+func cpuCount() int {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 1
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "cpu") && !strings.HasPrefix(l, "cpu ") {
+			n++
+		}
+	}
+	return max(n, 1)
 }
