@@ -1,0 +1,265 @@
+package tieringe2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/infra/objstore/objstoretest"
+)
+
+// killPoint is one place in a segment's upload (CopyStarted record, then
+// .log, .index, .timeindex, .epochs, .snapshot, manifest.json, then
+// CopyFinished) where TestKillMidUploadS3 SIGKILLs the node: the kill proxy
+// catches the first PUT of a key ending in suffix, in mode.
+type killPoint struct {
+	what   string
+	suffix string
+	mode   catchMode
+}
+
+var killPoints = []killPoint{
+	{"during the .log PUT", ".log", catchBefore},
+	{"after the .log landed, before the other objects", ".log", catchAfter},
+	{"during the .timeindex PUT, .log and .index landed", ".timeindex", catchBefore},
+	{"after manifest.json landed, before CopyFinished", ".manifest.json", catchAfter},
+	{"during a .log PUT that lands only after the restart reconciled its record away", ".log", catchLate},
+}
+
+// TestKillMidUploadS3 SIGKILLs a `shale serve` child process in the middle
+// of a segment upload to versitygw, once at each killPoint, restarting it on
+// the same data dir each time, while one idempotent acks=all franz-go
+// producer keeps writing through the kills. Afterwards every record is
+// acknowledged at its own offset and reads back from offset 0, through the
+// cold tier, exactly once, in order and byte-identical; and the bucket,
+// listed through minio-go, holds exactly the objects of the CopyFinished
+// remote segment records read from the node's control plane: the killed
+// uploads' objects, and a PUT that landed after its node died and after its
+// record was reconciled away, are all removed by the reconciler.
+func TestKillMidUploadS3(t *testing.T) {
+	const (
+		topic      = "killupload"
+		perRound   = 3000 // records produced per kill, ~4 segments of 64 KiB
+		sessionTTL = 2 * time.Second
+	)
+	env := startS3(t)
+	proxy := startKillProxy(t, env.srv.Endpoint, env.bucket)
+	mc := minioClient(t, env.srv.Endpoint)
+	n := newChildNode(t, t.TempDir(), "--s3-endpoint", proxy.URL, "--s3-bucket", env.bucket,
+		"--s3-region", objstoretest.Region, "--s3-path-style=true", "--tiering-interval", "100ms",
+		"--remote-orphan-grace", "1s", "--broker-session-timeout", sessionTTL.String(),
+		"--retention-check-interval", "200ms")
+	n.start()
+	n.waitReady()
+	begin := time.Now()
+	createTopic(t, n.kafka, topic, 1, tieredTopicConfig)
+
+	// One producer across every kill: its unacknowledged batches are retried
+	// against the restarted node, which must not write them twice.
+	cl := newClient(t, n.kafka, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.MaxBufferedRecords(len(killPoints)*perRound), kgo.RecordDeliveryTimeout(10*time.Minute))
+	acks := &ackTracker{}
+	ctx := ctxT(t, 2*time.Minute)
+	total := 0
+	var lateKey string
+	for i, kp := range killPoints {
+		proxy.arm(kp.suffix, kp.mode)
+		for range perRound {
+			cl.Produce(ctx, recordAt(topic, total), acks.promise(total))
+			total++
+		}
+		var key string
+		select {
+		case key = <-proxy.caught:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("kill %d (%s): no %s PUT reached the proxy in 30s", i+1, kp.what, kp.suffix)
+		}
+		n.kill()
+		checkCutOff(t, listBucket(t, mc, env.bucket), key, kp)
+		n.start()
+		took := n.waitReady()
+		t.Logf("kill %d %s: caught %s; %d of %d records acked; restarted in %v",
+			i+1, kp.what, key, acks.count(), total, took.Round(time.Millisecond))
+		if kp.mode == catchLate {
+			landLate(t, n, proxy, mc, env.bucket, key, sessionTTL)
+			lateKey = key
+		}
+		// The restarted node uploads the segment whose upload was killed
+		// (the next kill then cuts off a later one).
+		base := segmentBase(t, key)
+		waitFor(t, 30*time.Second, fmt.Sprintf("the segment at %d to be tiered after kill %d", base, i+1), func() bool {
+			return listOffset(t, n.kafka, topic, -5) >= base
+		})
+	}
+
+	fctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.Flush(fctx); err != nil {
+		t.Fatalf("flush: %v (%d of %d acked)", err, acks.count(), total)
+	}
+	if err := acks.err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := acks.count(); got != total {
+		t.Fatalf("%d of %d records acknowledged", got, total)
+	}
+	if hw := listOffset(t, n.kafka, topic, -1); hw != int64(total) {
+		t.Fatalf("high watermark %d, want %d: a record was written twice", hw, total)
+	}
+	t.Logf("all %d records acknowledged at %v", total, time.Since(begin).Round(time.Millisecond))
+
+	// Uploads and reconciliation settle: most of the log only in the bucket,
+	// and the bucket exactly what the committed metadata references.
+	waitFor(t, 60*time.Second, "local log start past half the log", func() bool {
+		return listOffset(t, n.kafka, topic, -4) >= int64(total/2)
+	})
+	var last string
+	if !poll(60*time.Second, func() bool {
+		last = bucketMatchesRemoteLog(t, readRemoteLog(t, n.nats, sessionTTL), mc, env.bucket)
+		return last == ""
+	}) {
+		t.Fatalf("the bucket does not match the remote metadata after 60s: %s\nbucket: %v", last, listBucket(t, mc, env.bucket))
+	}
+	if !sweptBy(n, lateKey) {
+		t.Fatalf("no reconciler log line deleting %s, the object that landed late", lateKey)
+	}
+	t.Logf("bucket matches the metadata at %v", time.Since(begin).Round(time.Millisecond))
+
+	if got := listOffset(t, n.kafka, topic, -2); got != 0 {
+		t.Fatalf("earliest offset %d, want 0 (the log start is in the bucket)", got)
+	}
+	consumeFranz(t, n.kafka, topic, 0, int64(total))
+	n.checkNoPanic()
+	t.Logf("replayed %d records from offset 0 at %v", total, time.Since(begin).Round(time.Millisecond))
+}
+
+// checkCutOff checks that the bucket, listed right after the kill, shows the
+// upload cut off at kp: the caught key is stored only when the PUT went
+// through (catchAfter), and the objects PUT before it are there.
+func checkCutOff(t *testing.T, keys []string, key string, kp killPoint) {
+	t.Helper()
+	has := func(k string) bool { _, ok := slices.BinarySearch(keys, k); return ok }
+	if want := kp.mode == catchAfter; has(key) != want {
+		t.Fatalf("kill %s: %s in the bucket = %v, want %v", kp.what, key, has(key), want)
+	}
+	if base, ok := strings.CutSuffix(key, ".timeindex"); ok {
+		for _, k := range []string{base + ".log", base + ".index"} {
+			if !has(k) {
+				t.Fatalf("kill %s: %s, uploaded before the held PUT, is not in the bucket", kp.what, k)
+			}
+		}
+	}
+}
+
+// landLate waits until the restarted node has no record referencing key
+// (its reconciler retired the killed upload's CopyStarted record), then
+// lets the caught PUT of key reach the S3 server, leaving an object that
+// no record references: only the reconciler's bucket sweep can remove it.
+func landLate(t *testing.T, n *childNode, proxy *killProxy, mc *minio.Client, bucket, key string, sessionTTL time.Duration) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the reconciler to retire the record of "+key, func() bool {
+		rl := readRemoteLog(t, n.nats, sessionTTL)
+		for _, id := range rl.RemoteTopicIDs() {
+			for _, p := range rl.RemotePartitions(id) {
+				for _, s := range rl.ListRemoteSegments(id, p) {
+					if slices.Contains(s.Objects, key) {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	if err := proxy.releaseLate(ctxT(t, 30*time.Second)); err != nil {
+		t.Fatalf("landing the late PUT: %v", err)
+	}
+	if !slices.Contains(listBucket(t, mc, bucket), key) {
+		t.Fatalf("the late PUT of %s answered 2xx but the object is not in the bucket", key)
+	}
+}
+
+// poll checks cond every 200 ms until it holds (true) or d passes (false).
+func poll(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
+}
+
+// segmentBase returns the base offset named by a segment object's key.
+func segmentBase(t *testing.T, key string) int64 {
+	t.Helper()
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	var base int64
+	if _, err := fmt.Sscanf(name, "%020d-", &base); err != nil {
+		t.Fatalf("key %s names no base offset: %v", key, err)
+	}
+	return base
+}
+
+// sweptBy reports whether the node logged deleting key as unreferenced.
+func sweptBy(n *childNode, key string) bool {
+	for _, kv := range n.logLines("reconciler: deleted unreferenced object") {
+		if kv["key"] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// ackTracker collects the producer's promises: record i must land at
+// offset i. Promises run on the client's goroutines.
+type ackTracker struct {
+	mu     sync.Mutex
+	acked  int
+	failed int
+	first  error
+}
+
+func (a *ackTracker) promise(i int) func(*kgo.Record, error) {
+	return func(r *kgo.Record, err error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if err == nil && r.Offset != int64(i) {
+			err = fmt.Errorf("record %d landed at offset %d", i, r.Offset)
+		}
+		if err != nil {
+			a.failed++
+			if a.first == nil {
+				a.first = fmt.Errorf("record %d: %w", i, err)
+			}
+			return
+		}
+		a.acked++
+	}
+}
+
+func (a *ackTracker) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.acked
+}
+
+// err describes the failed promises, or is nil.
+func (a *ackTracker) err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d records failed or landed at another offset; first: %w", a.failed, a.first)
+}
