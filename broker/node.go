@@ -127,6 +127,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
 	}
+	n.fetchers.setRemoteTier(n.tiering.meta, n.tiering.bucket) // followers rebuild from the remote tail
 	if n.cold, err = n.newColdReader(); err != nil {
 		return nil, fmt.Errorf("cold reads: %w", err)
 	}

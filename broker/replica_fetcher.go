@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,7 +23,9 @@ import (
 // node's replica id — the same API and read path as consumers — and
 // appending the batches as the leader wrote them. A partition that has just
 // become a follower first asks the leader OffsetForLeaderEpoch and cuts only
-// its divergent tail (KIP-101, KIP-279).
+// its divergent tail (KIP-101, KIP-279). A partition whose log ends below
+// the leader's local log start is rebuilt from the remote tail instead of
+// copying history (replica_bootstrap.go, KIP-405).
 
 // followed is one partition this node follows.
 type followed struct {
@@ -34,7 +37,10 @@ type followed struct {
 type fetchPart struct {
 	followed
 	needTruncate bool
-	pausedUntil  time.Time
+	// needBootstrap: the leader no longer holds this replica's log end
+	// locally; rebuild from the remote tail (replica_bootstrap.go).
+	needBootstrap bool
+	pausedUntil   time.Time
 }
 
 // replicaFetchers owns the fetchers; Update is called after each reconcile.
@@ -43,6 +49,7 @@ type replicaFetchers struct {
 	store  *controlplane.Store
 	logger *slog.Logger
 	cfg    fetcherConfig
+	tier   atomic.Pointer[remoteTier] // nil until tiering starts
 
 	mu       sync.Mutex
 	byLeader map[int32]*fetcher
@@ -221,6 +228,18 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	}
 	now := time.Now()
 	for k, p := range parts {
+		if p.needBootstrap && now.After(p.pausedUntil) {
+			switch err := ft.bootstrap(ctx, b, k, p); {
+			case err == nil:
+				p.needBootstrap = false
+			case errors.Is(err, errNotBehind):
+				p.needBootstrap, p.needTruncate = false, true // out of range for another reason: check divergence
+			default:
+				p.pausedUntil = now.Add(500 * time.Millisecond)
+				ft.log.Info("rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition, "err", err)
+				continue
+			}
+		}
 		if p.needTruncate && now.After(p.pausedUntil) {
 			if err := ft.truncate(ctx, b, k, p); err != nil {
 				p.pausedUntil = now.Add(200 * time.Millisecond)
@@ -237,7 +256,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	topics := map[string]int{}
 	active := map[replicaKey]*fetchPart{}
 	for k, p := range parts {
-		if p.needTruncate || now.Before(p.pausedUntil) {
+		if p.needTruncate || p.needBootstrap || now.Before(p.pausedUntil) {
 			continue
 		}
 		i, ok := topics[k.topic]
@@ -289,8 +308,11 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 					ft.log.Warn("follower append failed; checking for divergence", "topic", k.topic, "partition", k.partition, "err", err)
 					p.needTruncate = true
 				}
-			case kerr.OffsetOutOfRange.Code:
-				p.needTruncate = true
+			case kerr.OffsetMovedToTieredStorage.Code, kerr.OffsetOutOfRange.Code:
+				// Below the leader's local log start (KIP-405), or out of
+				// its range: bootstrap checks which, and hands a log that is
+				// not behind to the divergence check.
+				p.needBootstrap = true
 			default:
 				// Fenced, not leader, unknown epoch...: wait for the control
 				// plane to tell this node the new roles.

@@ -211,6 +211,16 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 					continue
 				}
 				pr.hw = hw
+				if p.FetchOffset < localStart && h.opts.remote != nil {
+					if rs := h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs <= p.FetchOffset {
+						// KIP-405: the offset is only in remote segments; the
+						// follower takes the remote tail's state from the
+						// bucket and fetches from the local log start.
+						pr.errCode, failed = kerr.OffsetMovedToTieredStorage.Code, true
+						tr.parts = append(tr.parts, pr)
+						continue
+					}
+				}
 				waitOn = append(waitOn, rep.LEOChanged())
 				total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
 				tr.parts = append(tr.parts, pr)
