@@ -7,9 +7,10 @@ import (
 
 // The pair for `make bench`: a cold replay of a partition's remote segments
 // through a fresh Reader (remote indexes, aligned chunks, read-ahead, 1 MiB
-// fetches) beside plain sequential ranged GETs of the same .log objects,
-// chunk-sized, through the same Bucket, in the same run. Their ratio is the
-// cold read path's overhead over the bucket itself.
+// fetches; with and without the copy out of the chunks) beside plain
+// sequential ranged GETs of the same .log objects, chunk-sized, through the
+// same Bucket, in the same run. Their ratio is the cold read path's
+// overhead over the bucket itself.
 
 const (
 	benchRecords      = 60_000
@@ -24,7 +25,15 @@ func benchFixture(b *testing.B) *tiered {
 	return f
 }
 
-func BenchmarkColdReplay(b *testing.B) {
+// BenchmarkColdReplay replays through Read, which copies the batches into
+// one slice for the caller.
+func BenchmarkColdReplay(b *testing.B) { benchReplay(b, false) }
+
+// BenchmarkColdReplayShared replays through ReadShared, as the fetch path
+// does: the batches stay in the cached chunks they were fetched into.
+func BenchmarkColdReplayShared(b *testing.B) { benchReplay(b, true) }
+
+func benchReplay(b *testing.B, shared bool) {
 	f := benchFixture(b)
 	rl, topics := f.reader.segs, f.reader.topics
 	b.ResetTimer()
@@ -35,11 +44,21 @@ func BenchmarkColdReplay(b *testing.B) {
 		}
 		n := 0
 		for off := int64(0); off < benchRecords; {
-			batches, next, err := r.Read(testCtx(b), f.topic, 0, off, benchFetchBytes, true)
+			var next int64
+			if shared {
+				var parts [][]byte
+				parts, next, err = r.ReadShared(testCtx(b), f.topic, 0, off, benchFetchBytes, true)
+				for _, p := range parts {
+					n += len(p)
+				}
+			} else {
+				var batches []byte
+				batches, next, err = r.Read(testCtx(b), f.topic, 0, off, benchFetchBytes, true)
+				n += len(batches)
+			}
 			if err != nil || next <= off {
 				b.Fatalf("read at %d: next %d, %v", off, next, err)
 			}
-			n += len(batches)
 			off = next
 		}
 		r.Close()

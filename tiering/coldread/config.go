@@ -29,15 +29,22 @@ type Config struct {
 	// TaskTimeout bounds one task's remote I/O, independently of the
 	// caller that submitted it. Default 30 s.
 	TaskTimeout time.Duration `yaml:"task_timeout"`
-	// ReadAhead turns on fetching the chunk after the one a read ended in.
+	// ReadAhead turns on read-ahead: a read queues the GETs of the chunks
+	// it needs after its first one, and of those a sequential reader will
+	// need next (as many bytes as the read asked for, at least
+	// ReadAheadChunks chunks), so that they run concurrently on the pool.
 	// Default true.
 	ReadAhead bool `yaml:"read_ahead"`
+	// ReadAheadChunks is the least number of chunks read ahead past the
+	// end of a read. Default 2. CacheBytes should hold about
+	// ReadAheadChunks+2 chunks for each partition replayed at once.
+	ReadAheadChunks int `yaml:"read_ahead_chunks"`
 }
 
 // Defaults returns the default configuration.
 func Defaults() Config {
 	return Config{ChunkBytes: 8 << 20, CacheBytes: 256 << 20, IndexCacheBytes: 32 << 20, Workers: 4,
-		QueueLength: 64, TaskTimeout: 30 * time.Second, ReadAhead: true}
+		QueueLength: 64, TaskTimeout: 30 * time.Second, ReadAhead: true, ReadAheadChunks: 2}
 }
 
 // Validate reports the first field out of range, wrapping ErrInvalidConfig.
@@ -65,6 +72,8 @@ func (c *Config) validateSizes() error {
 		return fmt.Errorf("%w: queue_length %d", ErrInvalidConfig, c.QueueLength)
 	case c.TaskTimeout <= 0:
 		return fmt.Errorf("%w: task_timeout %v", ErrInvalidConfig, c.TaskTimeout)
+	case c.ReadAhead && c.ReadAheadChunks < 1:
+		return fmt.Errorf("%w: read_ahead_chunks %d with read_ahead on", ErrInvalidConfig, c.ReadAheadChunks)
 	}
 	return nil
 }

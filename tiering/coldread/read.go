@@ -3,7 +3,6 @@ package coldread
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/segment/batch"
@@ -15,13 +14,36 @@ import (
 // is returned even when larger (KIP-74). nextOffset is the offset after the
 // last batch returned (offset itself when nothing is returned: offset past
 // the remote data, or a first batch over maxBytes without minOne). The
-// caller owns batches.
+// caller owns batches: Read is ReadShared with the pieces copied into one
+// slice.
 //
 // Errors: an offset below the remote log start (or no remote data) wraps
 // segment.ErrOffsetOutOfRange; bucket failures wrap ErrRemoteRead; an offset
 // inside the remote range that no segment holds, ErrNoRemoteSegment; a ctx
 // that ends first, its error (the read goes on in the background).
 func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches []byte, nextOffset int64, err error) {
+	parts, nextOffset, err := r.ReadShared(ctx, topic, p, offset, maxBytes, minOne)
+	if err != nil || len(parts) == 0 {
+		return nil, nextOffset, err
+	}
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	batches = make([]byte, 0, n)
+	for _, b := range parts {
+		batches = append(batches, b...)
+	}
+	return batches, nextOffset, nil
+}
+
+// ReadShared is Read without the copy: the batches come as pieces of the
+// cached chunks they lie in, in order, and their concatenation is what Read
+// returns (a batch that straddles two chunks comes in two pieces). The
+// pieces share memory with the chunk cache: the caller must not modify
+// them, and may hold them as long as it likes (an evicted chunk stays
+// valid while referenced). Arguments, results and errors as Read.
+func (r *Reader) ReadShared(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, nextOffset int64, err error) {
 	segs := r.segments(topic, p)
 	start, ok := controlplane.RemoteLogStartOffset(segs)
 	if !ok {
@@ -39,78 +61,89 @@ func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, 
 		r.stats.errors.Add(1)
 		return nil, offset, err
 	}
-	r.stats.remoteBytes.Add(int64(len(batches)))
+	for _, b := range batches {
+		r.stats.remoteBytes.Add(int64(len(b)))
+	}
 	return batches, nextOffset, nil
 }
 
-// read is Read on a pool worker.
-func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) ([]byte, int64, error) {
-	out := make([]byte, 0, min(maxBytes, 16<<20))
+// read is ReadShared on a pool worker.
+func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) ([][]byte, int64, error) {
+	var out [][]byte
+	n := 0 // bytes in out
 	next := offset
 	end, _ := controlplane.RemoteLogEndOffset(segs)
 	for next <= end {
 		s, ok := controlplane.SegmentForOffset(segs, next)
 		if !ok {
-			if len(out) > 0 {
+			if n > 0 {
 				break
 			}
 			return nil, offset, fmt.Errorf("%w: offset %d", ErrNoRemoteSegment, next)
 		}
-		var n int64
+		var m int
+		var after int64
 		var full bool
 		var err error
-		out, n, full, err = r.readSegment(ctx, s, next, maxBytes-len(out), minOne && len(out) == 0, out)
+		out, m, after, full, err = r.readSegment(ctx, segs, s, next, maxBytes-n, minOne && n == 0, out)
 		if err != nil {
-			if len(out) > 0 {
+			if n > 0 {
 				break // serve what is read; the next read reports the error
 			}
 			return nil, offset, err
 		}
+		n += m
 		if full {
-			next = max(n, next)
+			next = max(after, next)
 			break
 		}
-		next = s.EndOffset + 1
-		if n > next {
-			next = n
-		}
+		next = max(s.EndOffset+1, after)
 	}
-	r.readAhead(segs, next)
-	if len(out) == 0 {
+	if n == 0 {
 		return nil, offset, nil
 	}
 	return out, next, nil
 }
 
-// readSegment appends to dst whole batches of s from the one holding offset,
-// at most maxBytes (minOne: at least one). full is true when the budget
-// stopped the read before the end of the segment; next is the offset after
-// the last batch read (offset when none). On error dst is returned as given.
-func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool, dst []byte) (_ []byte, next int64, full bool, err error) {
+// readSegment appends to dst the pieces of whole batches of s from the one
+// holding offset, at most maxBytes (minOne: at least one), and returns how
+// many bytes it added. full is true when the budget stopped the read before
+// the end of the segment; next is the offset after the last batch read
+// (offset when none). On error dst is returned as given. With read-ahead
+// on, it first queues the loads of the chunks the read will need after its
+// first one and of those a sequential reader will need next.
+func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegment, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool, dst [][]byte) (_ [][]byte, added int, next int64, full bool, err error) {
 	idx, err := r.offsetIndexFor(ctx, s)
 	if err != nil {
-		return dst, offset, false, err
+		return dst, 0, offset, false, err
 	}
 	key, err := objectKey(s, "log")
 	if err != nil {
-		return dst, offset, false, err
+		return dst, 0, offset, false, err
 	}
 	obj := object{r: r, key: key, size: s.Size}
 	pos := idx.lookup(offset)
+	if r.cfg.ReadAhead {
+		cs := r.cfg.ChunkBytes
+		from := (pos/cs + 1) * cs // the read loads pos's chunk itself
+		want := int64(maxBytes) + max(int64(maxBytes), int64(r.cfg.ReadAheadChunks)*cs)
+		r.prefetch(segs, s, from, want-(from-pos))
+	}
 	var h batch.Header
 	for {
 		if pos >= s.Size {
-			return dst, offset, false, nil // offset lies past the segment's batches
+			return dst, 0, offset, false, nil // offset lies past the segment's batches
 		}
 		if h, err = obj.header(ctx, pos); err != nil {
-			return dst, offset, false, err
+			return dst, 0, offset, false, err
 		}
 		if h.LastOffset() >= offset {
 			break
 		}
 		pos += int64(h.Size())
 	}
-	from, to, next := pos, pos, offset
+	from, to := pos, pos
+	next = offset
 	// Jump over whole batches with the index: its entries sit at batch
 	// starts, so the last entry within the budget bounds a run of whole
 	// batches; headers are scanned only from there.
@@ -134,143 +167,15 @@ func (r *Reader) readSegment(ctx context.Context, s controlplane.RemoteSegment, 
 			if to > from {
 				break
 			}
-			return dst, offset, false, err
+			return dst, 0, offset, false, err
 		}
 	}
 	if to == from {
-		return dst, offset, full, nil
+		return dst, 0, offset, full, nil
 	}
-	out, err := obj.appendRange(ctx, dst, from, to)
+	out, err := obj.slices(ctx, dst, from, to)
 	if err != nil {
-		return dst, offset, false, err
+		return dst, 0, offset, false, err
 	}
-	return out, next, full, nil
-}
-
-// object reads a .log object through the chunk cache.
-type object struct {
-	r    *Reader
-	key  string
-	size int64
-}
-
-// header parses the batch header at pos.
-func (o object) header(ctx context.Context, pos int64) (batch.Header, error) {
-	if pos+batch.HeaderSize > o.size {
-		return batch.Header{}, fmt.Errorf("%w: %s: batch header at %d runs past the object's %d bytes", ErrRemoteRead, o.key, pos, o.size)
-	}
-	var b []byte
-	cs := o.r.cfg.ChunkBytes
-	if i := pos / cs; (pos+batch.HeaderSize-1)/cs == i {
-		// Within one chunk: parse in place.
-		c, err := o.chunk(ctx, i)
-		if err != nil {
-			return batch.Header{}, err
-		}
-		if lo := pos - i*cs; lo+batch.HeaderSize <= int64(len(c)) {
-			b = c[lo : lo+batch.HeaderSize]
-		}
-	}
-	if b == nil {
-		var err error
-		if b, err = o.appendRange(ctx, nil, pos, pos+batch.HeaderSize); err != nil {
-			return batch.Header{}, err
-		}
-	}
-	h, err := batch.ParseHeader(b)
-	if err != nil {
-		return h, fmt.Errorf("%w: %s at %d: %w", ErrRemoteRead, o.key, pos, err)
-	}
-	if pos+int64(h.Size()) > o.size {
-		return h, fmt.Errorf("%w: %s: batch at %d of %d bytes runs past the object's %d bytes", ErrRemoteRead, o.key, pos, h.Size(), o.size)
-	}
-	return h, nil
-}
-
-// appendRange appends [from, to) of the object, copied out of its chunks,
-// to dst.
-func (o object) appendRange(ctx context.Context, dst []byte, from, to int64) ([]byte, error) {
-	cs := o.r.cfg.ChunkBytes
-	out := slices.Grow(dst, int(to-from))
-	for pos := from; pos < to; {
-		i := pos / cs
-		c, err := o.chunk(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := pos-i*cs, min(to-i*cs, int64(len(c)))
-		if lo >= hi {
-			return nil, fmt.Errorf("%w: %s: chunk %d holds %d bytes, need byte %d", ErrRemoteRead, o.key, i, len(c), pos)
-		}
-		out = append(out, c[lo:hi]...)
-		pos = i*cs + hi
-	}
-	return out, nil
-}
-
-// chunk returns aligned chunk i, from the cache or one ranged GET.
-func (o object) chunk(ctx context.Context, i int64) ([]byte, error) {
-	cs := o.r.cfg.ChunkBytes
-	return o.r.chunks.Get(ctx, chunkKey{o.key, i}, func() ([]byte, error) {
-		length := min(cs, o.size-i*cs)
-		b, err := o.r.get(ctx, o.key, i*cs, length)
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(b)) != length {
-			return nil, fmt.Errorf("%w: %s chunk %d: %d bytes, want %d (object shorter than its metadata)", ErrRemoteRead, o.key, i, len(b), length)
-		}
-		return b, nil
-	})
-}
-
-// readAhead queues the chunk that holds offset next, if it is not cached,
-// for a sequential reader's next fetch. Best effort: dropped when the pool
-// queue is full.
-func (r *Reader) readAhead(segs []controlplane.RemoteSegment, next int64) {
-	if !r.cfg.ReadAhead {
-		return
-	}
-	s, ok := controlplane.SegmentForOffset(segs, next)
-	if !ok {
-		return
-	}
-	key, err := objectKey(s, "log")
-	if err != nil {
-		return
-	}
-	// The chunk holding next: from the index when it is cached, else the
-	// segment's first chunk when next is its base (a new segment).
-	var pos int64
-	if next != s.BaseOffset {
-		idxKey, err := objectKey(s, "index")
-		if err != nil {
-			return
-		}
-		idx, ok := r.offIdx.peek(idxKey)
-		if !ok {
-			return
-		}
-		pos = idx.lookup(next)
-	}
-	cs := r.cfg.ChunkBytes
-	// The read that ended at next touched the chunk holding pos already
-	// when it is the same segment; what a sequential reader needs next is
-	// the chunk after the one holding next's batch start.
-	for _, i := range []int64{pos / cs, pos/cs + 1} {
-		if i*cs >= s.Size || r.chunks.Contains(chunkKey{key, i}) {
-			continue
-		}
-		o := object{r: r, key: key, size: s.Size}
-		if r.pool.trySubmit(func(ctx context.Context) {
-			tctx, cancel := context.WithTimeout(ctx, r.cfg.TaskTimeout)
-			defer cancel()
-			if _, err := o.chunk(tctx, i); err != nil {
-				r.log.Debug("read-ahead failed", "object", key, "chunk", i, "err", err)
-			}
-		}) {
-			r.stats.readAheads.Add(1)
-		}
-		return
-	}
+	return out, int(to - from), next, full, nil
 }

@@ -1,0 +1,109 @@
+package coldread
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// waitCached polls until every key is in the chunk cache.
+func waitCached(t *testing.T, r *Reader, keys ...chunkKey) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range keys {
+		for !r.chunks.Contains(k) {
+			if time.Now().After(deadline) {
+				t.Fatalf("chunk %d of %s never read ahead (stats %+v)", k.index, k.object, r.Stats())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+func TestReadSharedIsReadWithoutTheCopy(t *testing.T) {
+	f := tieredFixture(t, records, smallConfig(), nil)
+	for _, maxBytes := range []int{1, 5000, 20_000, 1 << 20} {
+		var got []byte
+		pieces := 0
+		for off := int64(0); off < records; {
+			parts, next, err := f.reader.ReadShared(testCtx(t), f.topic, 0, off, maxBytes, true)
+			if err != nil || next <= off || len(parts) == 0 {
+				t.Fatalf("maxBytes %d: read at %d: %d pieces, next %d, %v", maxBytes, off, len(parts), next, err)
+			}
+			copied, cnext, err := f.reader.Read(testCtx(t), f.topic, 0, off, maxBytes, true)
+			if err != nil || cnext != next || !bytes.Equal(copied, bytes.Join(parts, nil)) {
+				t.Fatalf("maxBytes %d: Read at %d differs from ReadShared (next %d and %d, %v)", maxBytes, off, cnext, next, err)
+			}
+			for _, p := range parts {
+				if len(p) == 0 || len(p) > int(f.reader.cfg.ChunkBytes) {
+					t.Fatalf("maxBytes %d: a piece of %d bytes (chunks hold %d)", maxBytes, len(p), f.reader.cfg.ChunkBytes)
+				}
+				got = append(got, p...)
+			}
+			pieces += len(parts)
+			off = next
+		}
+		if !bytes.Equal(got, f.all) {
+			t.Fatalf("maxBytes %d: shared replay differs from the log (%d bytes, want %d)", maxBytes, len(got), len(f.all))
+		}
+		// 4 KiB chunks: a read of more than a chunk comes in several pieces.
+		if maxBytes > 5000 && pieces <= int(int64(len(f.all))/int64(maxBytes)) {
+			t.Fatalf("maxBytes %d: %d pieces for %d bytes", maxBytes, pieces, len(f.all))
+		}
+	}
+}
+
+func TestReadAheadQueuesTheReadsChunksAndAWindowPastIt(t *testing.T) {
+	f := tieredFixture(t, records, smallConfig(), nil)
+	key, _ := objectKey(f.segs[0].seg, "log")
+	// A read of 3 chunks from offset 0: chunks 1 and 2 are its own, loaded
+	// concurrently, then ReadAheadChunks (2) more past its end.
+	b, _, err := f.reader.Read(testCtx(t), f.topic, 0, 0, 3*4096, true)
+	if err != nil || !bytes.HasPrefix(f.all, b) {
+		t.Fatalf("read: %d bytes, %v", len(b), err)
+	}
+	waitCached(t, f.reader, chunkKey{key, 1}, chunkKey{key, 2}, chunkKey{key, 3}, chunkKey{key, 4})
+	if st := f.reader.Stats(); st.ReadAheads < 4 {
+		t.Fatalf("%d read-aheads counted, want at least 4", st.ReadAheads)
+	}
+}
+
+func TestReadAheadCrossesIntoTheNextSegment(t *testing.T) {
+	f := tieredFixture(t, records, smallConfig(), nil)
+	s0, s1 := f.segs[0].seg, f.segs[1].seg
+	// A small read of the last batch of segment 0: the window runs on into
+	// segment 1, whose .index is loaded too.
+	if _, _, err := f.reader.Read(testCtx(t), f.topic, 0, s0.EndOffset, 100, true); err != nil {
+		t.Fatal(err)
+	}
+	key1, _ := objectKey(s1, "log")
+	waitCached(t, f.reader, chunkKey{key1, 0})
+	idxKey, _ := objectKey(s1, "index")
+	deadline := time.Now().Add(10 * time.Second)
+	for !f.reader.offIdx.Contains(idxKey) {
+		if time.Now().After(deadline) {
+			t.Fatal("segment 1's index never read ahead")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// The next sequential read is served without a GET of its own.
+	gets := f.reader.Stats().GetRequests
+	if _, _, err := f.reader.Read(testCtx(t), f.topic, 0, s1.BaseOffset, 100, true); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.reader.Stats(); st.GetRequests > gets+int64(f.reader.cfg.ReadAheadChunks)+1 {
+		t.Fatalf("the read issued %d GETs beyond its read-ahead", st.GetRequests-gets)
+	}
+}
+
+func TestReadAheadIsBoundedByHalfTheCache(t *testing.T) {
+	cfg := smallConfig() // 64 KiB cache: at most 32 KiB (8 chunks) ahead
+	cfg.QueueLength = 1000
+	f := tieredFixture(t, records, cfg, nil)
+	segs := f.reader.segments(f.topic, 0)
+	f.reader.prefetch(segs, f.segs[0].seg, 0, 1<<30)
+	// Segments end mid-chunk: the chunk that holds the 32 KiB limit counts.
+	if got, want := f.reader.Stats().ReadAheads, cfg.CacheBytes/2/cfg.ChunkBytes; got < want || got > want+1 {
+		t.Fatalf("%d chunks read ahead with a %d-byte cache of %d-byte chunks, want %d or %d", got, cfg.CacheBytes, cfg.ChunkBytes, want, want+1)
+	}
+}
