@@ -108,7 +108,10 @@ func benchClient(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) *kgo.C
 }
 
 // produceMax produces b.N 1 KiB records as fast as acknowledgements allow
-// and returns the rate in records per second.
+// and returns the rate in records per second. It also reports the CPU
+// shares of the run (see BenchmarkReplicatedProduce): beside the latency
+// runs' they show what a record costs with big batches (linger 10 ms, a
+// full buffer) and with the latency runs' small ones (linger 0).
 func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64 {
 	cl := benchClient(b, c, topic, opts...)
 	ctx := ctxFor(b, 5*time.Minute)
@@ -117,6 +120,7 @@ func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64
 	var firstErr atomic.Value
 	b.SetBytes(benchValueSize)
 	b.ResetTimer()
+	cpu0 := sampleCPU(c)
 	begin := time.Now()
 	for range b.N {
 		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
@@ -130,12 +134,17 @@ func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64
 		b.Fatal(err)
 	}
 	took := time.Since(begin)
+	cpu1 := sampleCPU(c)
 	b.StopTimer()
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d of %d records failed: %v", n, b.N, firstErr.Load())
 	}
 	rate := float64(b.N) / took.Seconds()
 	b.ReportMetric(rate, "records/s")
+	if bench, machine, ok := cpu1.sharesSince(cpu0); ok {
+		b.ReportMetric(bench, "bench-cpu-%")
+		b.ReportMetric(machine, "machine-cpu-%")
+	}
 	return rate
 }
 
