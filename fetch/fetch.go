@@ -69,7 +69,7 @@ type partResult struct {
 	hw        int64
 	logStart  int64
 	reads     []segment.ReadResult
-	cold      []byte // batches read from remote segments, sent before reads
+	cold      [][]byte // pieces of batches read from remote segments, sent in order before reads
 	size      int
 }
 
@@ -81,9 +81,18 @@ type coldRead struct {
 	budget     int
 	minOne     bool
 	ti, pi     int // where its partResult is
-	batches    []byte
+	batches    [][]byte
 	err        error
 	nextOffset int64
+}
+
+// sharedRemoteReader is a RemoteReader that can also hand out its batches
+// without copying them, as read-only pieces that the caller may hold until
+// it has written them (tiering/coldread.Reader.ReadShared). readCold prefers
+// it: a cold fetch then goes from the chunk cache to the socket with no copy
+// in between.
+type sharedRemoteReader interface {
+	ReadShared(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, nextOffset int64, err error)
 }
 
 type topicResult struct {
@@ -149,7 +158,15 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.batches, c.nextOffset, c.err = h.opts.remote.Read(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
+			if sr, ok := h.opts.remote.(sharedRemoteReader); ok {
+				c.batches, c.nextOffset, c.err = sr.ReadShared(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
+				return
+			}
+			var b []byte
+			b, c.nextOffset, c.err = h.opts.remote.Read(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
+			if len(b) > 0 {
+				c.batches = [][]byte{b}
+			}
 		}()
 	}
 	wg.Wait()
@@ -170,7 +187,9 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 			continue
 		}
 		pr.cold = c.batches
-		pr.size += len(c.batches)
+		for _, b := range c.batches {
+			pr.size += len(b)
+		}
 	}
 }
 
@@ -350,8 +369,8 @@ func encodeFetch(v int16, res []topicResult) *body {
 				e.i32(-1) // PreferredReadReplica
 			}
 			e.bytesLen(p.size)
-			if len(p.cold) > 0 {
-				e.raw(p.cold)
+			for _, b := range p.cold {
+				e.raw(b)
 			}
 			for _, rr := range p.reads {
 				e.file(rr.File, rr.Position, rr.Size)
