@@ -14,11 +14,12 @@ import (
 	"testing"
 )
 
-// catchMode says what the kill proxy does with the PUT it catches.
+// catchMode says what the kill proxy does with the request it catches.
 type catchMode int
 
 const (
-	// catchBefore holds the PUT: it never reaches the S3 server.
+	// catchBefore holds the request (PUT or DELETE): it never reaches the
+	// S3 server.
 	catchBefore catchMode = iota
 	// catchAfter sends the PUT to the S3 server, then holds its answer:
 	// the object is stored but the uploader never learns it.
@@ -40,19 +41,21 @@ type heldPut struct {
 	body                 []byte
 }
 
-// killProxy sits between a node and the S3 server and catches one PUT per
-// arm, so that the test can kill the node at a chosen point of an upload.
+// killProxy sits between a node and the S3 server and catches one request
+// per arm, so that the test can kill the node at a chosen point of an
+// upload or of its clean-up.
 // Other requests pass through with their Host header kept (SigV4 stays
 // valid).
 type killProxy struct {
 	URL    string
 	bucket string
 	target *url.URL
-	// caught receives the key of each caught PUT (one per arm).
+	// caught receives the key of each caught request (one per arm).
 	caught chan string
 
 	mu struct {
 		sync.Mutex
+		method string
 		suffix string // "" when disarmed
 		mode   catchMode
 		late   *heldPut
@@ -72,11 +75,9 @@ func startKillProxy(t testing.TB, target, bucket string) *killProxy {
 	}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.URL.Path, "/"+bucket+"/")
-		if r.Method == http.MethodPut {
-			if mode, ok := p.take(key); ok {
-				p.serveCaught(w, r, key, mode)
-				return
-			}
+		if mode, ok := p.take(r.Method, key); ok {
+			p.serveCaught(w, r, key, mode)
+			return
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -85,18 +86,20 @@ func startKillProxy(t testing.TB, target, bucket string) *killProxy {
 	return p
 }
 
-// arm makes the proxy catch the next PUT of a key ending in suffix.
-func (p *killProxy) arm(suffix string, mode catchMode) {
+// arm makes the proxy catch the next request with method of a key ending
+// in suffix. catchAfter and catchLate are for PUTs only.
+func (p *killProxy) arm(method, suffix string, mode catchMode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.mu.suffix, p.mu.mode = suffix, mode
+	p.mu.method, p.mu.suffix, p.mu.mode = method, suffix, mode
 }
 
-// take disarms the proxy and returns its mode if key is the one armed for.
-func (p *killProxy) take(key string) (catchMode, bool) {
+// take disarms the proxy and returns its mode if the request is the one
+// armed for.
+func (p *killProxy) take(method, key string) (catchMode, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.suffix == "" || !strings.HasSuffix(key, p.mu.suffix) {
+	if p.mu.suffix == "" || method != p.mu.method || !strings.HasSuffix(key, p.mu.suffix) {
 		return 0, false
 	}
 	p.mu.suffix = ""

@@ -3,6 +3,7 @@ package tieringe2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -18,19 +19,23 @@ import (
 // killPoint is one place in a segment's upload (CopyStarted record, then
 // .log, .index, .timeindex, .epochs, .snapshot, manifest.json, then
 // CopyFinished) where TestKillMidUploadS3 SIGKILLs the node: the kill proxy
-// catches the first PUT of a key ending in suffix, in mode.
+// catches the first PUT of a key ending in suffix, in mode. With
+// killCleanup, the restarted node is killed again while its reconciler
+// deletes the cut-off upload (the DELETE of its manifest.json, the last of
+// its objects, held), leaving a DeleteStarted record to resume.
 type killPoint struct {
-	what   string
-	suffix string
-	mode   catchMode
+	what        string
+	suffix      string
+	mode        catchMode
+	killCleanup bool
 }
 
 var killPoints = []killPoint{
-	{"during the .log PUT", ".log", catchBefore},
-	{"after the .log landed, before the other objects", ".log", catchAfter},
-	{"during the .timeindex PUT, .log and .index landed", ".timeindex", catchBefore},
-	{"after manifest.json landed, before CopyFinished", ".manifest.json", catchAfter},
-	{"during a .log PUT that lands only after the restart reconciled its record away", ".log", catchLate},
+	{"during the .log PUT", ".log", catchBefore, false},
+	{"after the .log landed, before the other objects", ".log", catchAfter, false},
+	{"during the .timeindex PUT, .log and .index landed", ".timeindex", catchBefore, false},
+	{"after manifest.json landed, before CopyFinished", ".manifest.json", catchAfter, true},
+	{"during a .log PUT that lands only after the restart reconciled its record away", ".log", catchLate, false},
 }
 
 // TestKillMidUploadS3 SIGKILLs a `shale serve` child process in the middle
@@ -71,23 +76,33 @@ func TestKillMidUploadS3(t *testing.T) {
 	total := 0
 	var lateKey string
 	for i, kp := range killPoints {
-		proxy.arm(kp.suffix, kp.mode)
+		proxy.arm(http.MethodPut, kp.suffix, kp.mode)
 		for range perRound {
 			cl.Produce(ctx, recordAt(topic, total), acks.promise(total))
 			total++
 		}
-		var key string
-		select {
-		case key = <-proxy.caught:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("kill %d (%s): no %s PUT reached the proxy in 30s", i+1, kp.what, kp.suffix)
-		}
+		key := waitCaught(t, proxy, fmt.Sprintf("kill %d (%s)", i+1, kp.what))
 		n.kill()
 		checkCutOff(t, listBucket(t, mc, env.bucket), key, kp)
+		if kp.killCleanup {
+			proxy.arm(http.MethodDelete, key, catchBefore)
+		}
 		n.start()
 		took := n.waitReady()
 		t.Logf("kill %d %s: caught %s; %d of %d records acked; restarted in %v",
 			i+1, kp.what, key, acks.count(), total, took.Round(time.Millisecond))
+		if kp.killCleanup {
+			waitCaught(t, proxy, fmt.Sprintf("kill %d (the clean-up of %s)", i+1, key))
+			n.kill()
+			keys := listBucket(t, mc, env.bucket)
+			base, _ := strings.CutSuffix(key, ".manifest.json")
+			if !slices.Contains(keys, key) || slices.Contains(keys, base+".log") {
+				t.Fatalf("kill %d during the clean-up: the bucket should hold %s but not its .log: %v", i+1, key, keys)
+			}
+			n.start()
+			took := n.waitReady()
+			t.Logf("kill %d again during the reconciler's DELETE of %s; restarted in %v", i+1, key, took.Round(time.Millisecond))
+		}
 		if kp.mode == catchLate {
 			landLate(t, n, proxy, mc, env.bucket, key, sessionTTL)
 			lateKey = key
@@ -139,6 +154,21 @@ func TestKillMidUploadS3(t *testing.T) {
 	consumeFranz(t, n.kafka, topic, 0, int64(total))
 	n.checkNoPanic()
 	t.Logf("replayed %d records from offset 0 at %v", total, time.Since(begin).Round(time.Millisecond))
+}
+
+// waitCaught returns the key of the request the proxy caught, failing the
+// test after 30s.
+func waitCaught(t *testing.T, proxy *killProxy, what string) string {
+	t.Helper()
+	tm := time.NewTimer(30 * time.Second)
+	defer tm.Stop()
+	select {
+	case key := <-proxy.caught:
+		return key
+	case <-tm.C:
+		t.Fatalf("%s: no request reached the proxy in 30s", what)
+		return ""
+	}
 }
 
 // checkCutOff checks that the bucket, listed right after the kill, shows the
