@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, err
 	}
 	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, n.logger)
-	n.fetchers = newReplicaFetchers(cfg.NodeID, n.store, n.logger)
+	n.fetchers = newReplicaFetchers(cfg.NodeID, n.store, fetcherConfigFrom(cfg), n.logger)
 	n.replicas.onFollow = n.fetchers.Update
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,

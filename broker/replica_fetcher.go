@@ -9,17 +9,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 )
 
-// Replication, follower side: one fetcher per source node (the leader of the
-// partitions this node follows), sending Fetch requests that carry this
+// Replication, follower side: num.replica.fetchers fetchers per source node
+// (the leader of the partitions this node follows), each with its own
+// connection, partitions spread over them by a stable hash of topic and
+// partition (as Kafka's fetcher id), sending Fetch requests that carry this
 // node's replica id — the same API and read path as consumers — and
 // appending the batches as the leader wrote them. A partition that has just
 // become a follower first asks the leader OffsetForLeaderEpoch and cuts only
@@ -52,21 +56,54 @@ type replicaFetchers struct {
 	tier   atomic.Pointer[remoteTier] // nil until tiering starts
 
 	mu       sync.Mutex
-	byLeader map[int32]*fetcher
+	byLeader map[fetcherKey]*fetcher
 	closed   bool
 }
 
+// fetcherKey names one fetcher: its leader node and its index among that
+// node's num.replica.fetchers.
+type fetcherKey struct {
+	leader int32
+	index  int
+}
+
 type fetcherConfig struct {
+	fetchers int           // num.replica.fetchers
 	maxWait  time.Duration // replica.fetch.wait.max.ms
 	minBytes int32         // replica.fetch.min.bytes
 	maxBytes int32         // replica.fetch.response.max.bytes
 	partMax  int32         // replica.fetch.max.bytes
 }
 
-func newReplicaFetchers(self int32, store *controlplane.Store, logger *slog.Logger) *replicaFetchers {
+// fetcherConfigFrom takes the replica.fetch.* settings of a validated
+// broker config.
+func fetcherConfigFrom(b config.Broker) fetcherConfig {
+	return fetcherConfig{fetchers: max(b.NumReplicaFetchers, 1), maxWait: b.ReplicaFetchWaitMax,
+		minBytes: b.ReplicaFetchMinBytes, maxBytes: b.ReplicaFetchResponseMaxBytes, partMax: b.ReplicaFetchMaxBytes}
+}
+
+func newReplicaFetchers(self int32, store *controlplane.Store, cfg fetcherConfig, logger *slog.Logger) *replicaFetchers {
+	cfg.fetchers = max(cfg.fetchers, 1)
 	return &replicaFetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
-		cfg:      fetcherConfig{maxWait: 500 * time.Millisecond, minBytes: 1, maxBytes: 10 << 20, partMax: 1 << 20},
-		byLeader: map[int32]*fetcher{}}
+		cfg: cfg, byLeader: map[fetcherKey]*fetcher{}}
+}
+
+// fetcherIndex is the fetcher, of n per leader, that replicates k: Kafka's
+// abs(31 * topic.hashCode() + partition) % num.replica.fetchers, with Java's
+// String.hashCode over UTF-16, so the spread is stable across restarts.
+func fetcherIndex(k replicaKey, n int) int {
+	var h int32
+	for _, r := range utf16.Encode([]rune(k.topic)) {
+		h = 31*h + int32(r)
+	}
+	v := 31*h + k.partition
+	if v < 0 {
+		v = -v // as Kafka's Utils.abs: MinInt32 maps to 0 below
+	}
+	if v < 0 {
+		v = 0
+	}
+	return int(v) % n
 }
 
 // Update installs the set of followed partitions, starting and stopping
@@ -77,12 +114,13 @@ func (f *replicaFetchers) Update(parts map[replicaKey]followed) {
 	if f.closed {
 		return
 	}
-	byLeader := map[int32]map[replicaKey]followed{}
+	byLeader := map[fetcherKey]map[replicaKey]followed{}
 	for k, p := range parts {
-		if byLeader[p.leader] == nil {
-			byLeader[p.leader] = map[replicaKey]followed{}
+		fk := fetcherKey{leader: p.leader, index: fetcherIndex(k, f.cfg.fetchers)}
+		if byLeader[fk] == nil {
+			byLeader[fk] = map[replicaKey]followed{}
 		}
-		byLeader[p.leader][k] = p
+		byLeader[fk][k] = p
 	}
 	for id, ft := range f.byLeader {
 		if _, ok := byLeader[id]; !ok {
@@ -108,14 +146,15 @@ func (f *replicaFetchers) Close() {
 	f.mu.Lock()
 	f.closed = true
 	fts := f.byLeader
-	f.byLeader = map[int32]*fetcher{}
+	f.byLeader = map[fetcherKey]*fetcher{}
 	f.mu.Unlock()
 	for _, ft := range fts {
 		ft.stop()
 	}
 }
 
-func (f *replicaFetchers) startFetcher(leader int32) *fetcher {
+func (f *replicaFetchers) startFetcher(key fetcherKey) *fetcher {
+	leader := key.leader
 	var addr string
 	for _, b := range f.store.Brokers() {
 		if b.NodeID == leader {
@@ -125,23 +164,24 @@ func (f *replicaFetchers) startFetcher(leader int32) *fetcher {
 	if addr == "" {
 		return nil // the leader is not registered: the controller will move it
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("shale-replica-%d", f.self)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("shale-replica-%d-%d", f.self, key.index)),
 		kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		f.logger.Error("replica fetcher client", "leader", leader, "err", err)
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ft := &fetcher{f: f, leader: leader, cl: cl, cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
-		log: f.logger.With("leader", leader)}
+	ft := &fetcher{f: f, leader: leader, index: key.index, cl: cl, cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
+		log: f.logger.With("leader", leader, "fetcher", key.index)}
 	go ft.run(ctx)
 	return ft
 }
 
-// fetcher replicates every partition led by one node.
+// fetcher replicates the partitions led by one node that hash to its index.
 type fetcher struct {
 	f      *replicaFetchers
 	leader int32
+	index  int
 	cl     *kgo.Client
 	log    *slog.Logger
 	cancel context.CancelFunc
@@ -149,6 +189,13 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[replicaKey]*fetchPart
+	sent  sentFetch // REQUIRES: mu held
+}
+
+// sentFetch is what a fetcher last put on the wire (ReplicaFetchers).
+type sentFetch struct {
+	count                                                uint64
+	maxWaitMillis, minBytes, maxBytes, partitionMaxBytes int32
 }
 
 func (ft *fetcher) set(ps map[replicaKey]followed) {
@@ -284,6 +331,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		}
 		return nil
 	}
+	ft.mu.Lock()
+	ft.sent = sentFetch{count: ft.sent.count + 1, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
+		maxBytes: req.MaxBytes, partitionMaxBytes: req.Topics[0].Partitions[0].PartitionMaxBytes}
+	ft.mu.Unlock()
 	kresp, err := b.Request(ctx, req)
 	if err != nil {
 		return err
@@ -362,6 +413,50 @@ func (ft *fetcher) truncate(ctx context.Context, b *kgo.Broker, k replicaKey, p 
 		return p.rep.TruncateTo(to)
 	}
 	return nil
+}
+
+// ReplicaFetcherStatus describes one follower fetcher of a node.
+type ReplicaFetcherStatus struct {
+	Leader     int32    // the node it fetches from
+	Index      int      // 0 .. num_replica_fetchers-1
+	Partitions []string // "topic-partition", sorted
+	Fetches    uint64   // Fetch requests sent
+	// The settings of the last Fetch request sent, as on the wire.
+	MaxWaitMillis, MinBytes, MaxBytes, PartitionMaxBytes int32
+}
+
+// ReplicaFetchers lists this node's follower fetchers, by leader and index
+// (tools and tests).
+func (n *Node) ReplicaFetchers() []ReplicaFetcherStatus {
+	if n.fetchers == nil {
+		return nil
+	}
+	n.fetchers.mu.Lock()
+	fts := make([]*fetcher, 0, len(n.fetchers.byLeader))
+	for _, ft := range n.fetchers.byLeader {
+		fts = append(fts, ft)
+	}
+	n.fetchers.mu.Unlock()
+	out := make([]ReplicaFetcherStatus, 0, len(fts))
+	for _, ft := range fts {
+		ft.mu.Lock()
+		st := ReplicaFetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count,
+			MaxWaitMillis: ft.sent.maxWaitMillis, MinBytes: ft.sent.minBytes, MaxBytes: ft.sent.maxBytes,
+			PartitionMaxBytes: ft.sent.partitionMaxBytes}
+		for k := range ft.parts {
+			st.Partitions = append(st.Partitions, fmt.Sprintf("%s-%d", k.topic, k.partition))
+		}
+		ft.mu.Unlock()
+		slices.Sort(st.Partitions)
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b ReplicaFetcherStatus) int {
+		if a.Leader != b.Leader {
+			return int(a.Leader - b.Leader)
+		}
+		return a.Index - b.Index
+	})
+	return out
 }
 
 // isrLoop is the leader's side of ISR management: every interval it asks

@@ -42,6 +42,12 @@ type Broker struct {
 	ReplicaLagTimeMax    time.Duration `yaml:"replica_lag_time_max" doc:"replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
 
+	NumReplicaFetchers           int           `yaml:"num_replica_fetchers" doc:"num.replica.fetchers: fetchers (each its own connection) per leader node on a follower; partitions are spread over them by a stable hash of topic and partition."`
+	ReplicaFetchMinBytes         int32         `yaml:"replica_fetch_min_bytes" doc:"replica.fetch.min.bytes: a follower fetch waits on the leader until this many bytes are ready (or replica_fetch_wait_max)."`
+	ReplicaFetchMaxBytes         int32         `yaml:"replica_fetch_max_bytes" doc:"replica.fetch.max.bytes: bytes per partition in a follower fetch (the first batch is sent even when larger)."`
+	ReplicaFetchResponseMaxBytes int32         `yaml:"replica_fetch_response_max_bytes" doc:"replica.fetch.response.max.bytes: bytes in a whole follower fetch response (the first batch is sent even when larger)."`
+	ReplicaFetchWaitMax          time.Duration `yaml:"replica_fetch_wait_max" doc:"replica.fetch.wait.max.ms: how long the leader holds a follower fetch with fewer than replica_fetch_min_bytes ready; below replica_lag_time_max."`
+
 	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
 	NumPartitions            int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
 	DefaultReplicationFactor int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
@@ -74,26 +80,31 @@ type Broker struct {
 // Defaults returns the configuration of `make run`: one node on loopback.
 func Defaults() Broker {
 	return Broker{
-		NodeID:                   0,
-		DataDir:                  "./data",
-		Listen:                   "127.0.0.1:9092",
-		AdminListen:              "127.0.0.1:9644",
-		NATSListen:               "127.0.0.1:4222",
-		NATSReplicas:             1,
-		BrokerSessionTimeout:     6 * time.Second,
-		ControllerLease:          3 * time.Second,
-		ReplicaLagTimeMax:        30 * time.Second,
-		S3RequestTimeout:         2 * time.Minute,
-		AutoCreateTopics:         true,
-		NumPartitions:            1,
-		DefaultReplicationFactor: 1,
-		MaxRequestBytes:          100 << 20,
-		RetentionCheckInterval:   30 * time.Second,
-		FlushCheckInterval:       time.Second,
-		ShutdownTimeout:          10 * time.Second,
-		LogLevel:                 "info",
-		LogFormat:                "text",
-		TopicDefaults:            map[string]string{},
+		NodeID:                       0,
+		DataDir:                      "./data",
+		Listen:                       "127.0.0.1:9092",
+		AdminListen:                  "127.0.0.1:9644",
+		NATSListen:                   "127.0.0.1:4222",
+		NATSReplicas:                 1,
+		BrokerSessionTimeout:         6 * time.Second,
+		ControllerLease:              3 * time.Second,
+		ReplicaLagTimeMax:            30 * time.Second,
+		NumReplicaFetchers:           1,
+		ReplicaFetchMinBytes:         1,
+		ReplicaFetchMaxBytes:         1 << 20,
+		ReplicaFetchResponseMaxBytes: 10 << 20,
+		ReplicaFetchWaitMax:          500 * time.Millisecond,
+		S3RequestTimeout:             2 * time.Minute,
+		AutoCreateTopics:             true,
+		NumPartitions:                1,
+		DefaultReplicationFactor:     1,
+		MaxRequestBytes:              100 << 20,
+		RetentionCheckInterval:       30 * time.Second,
+		FlushCheckInterval:           time.Second,
+		ShutdownTimeout:              10 * time.Second,
+		LogLevel:                     "info",
+		LogFormat:                    "text",
+		TopicDefaults:                map[string]string{},
 
 		RemoteStorageEnableDefault: true,
 		TieringInterval:            5 * time.Second,
@@ -121,6 +132,16 @@ func (b *Broker) Validate() error {
 	}
 	if b.BrokerSessionTimeout < time.Second || b.ControllerLease < time.Second {
 		return fmt.Errorf("%w: broker_session_timeout and controller_lease must be at least 1s", ErrInvalidConfig)
+	}
+	if b.NumReplicaFetchers < 1 || b.NumReplicaFetchers > 64 {
+		return fmt.Errorf("%w: num_replica_fetchers %d: want 1..64", ErrInvalidConfig, b.NumReplicaFetchers)
+	}
+	if b.ReplicaFetchMinBytes < 1 || b.ReplicaFetchMaxBytes < 1 || b.ReplicaFetchResponseMaxBytes < 1 {
+		return fmt.Errorf("%w: replica_fetch_min_bytes, replica_fetch_max_bytes and replica_fetch_response_max_bytes must be positive", ErrInvalidConfig)
+	}
+	if b.ReplicaFetchWaitMax < 0 || b.ReplicaFetchWaitMax >= b.ReplicaLagTimeMax {
+		// As Kafka: a follower held longer than the lag limit would leave the ISR while it waits.
+		return fmt.Errorf("%w: replica_fetch_wait_max %v: want 0 up to below replica_lag_time_max %v", ErrInvalidConfig, b.ReplicaFetchWaitMax, b.ReplicaLagTimeMax)
 	}
 	if b.NumPartitions < 1 {
 		return fmt.Errorf("%w: num_partitions %d", ErrInvalidConfig, b.NumPartitions)

@@ -49,6 +49,9 @@ func TestBrokerRejects(t *testing.T) {
 		"format":        func(b *Broker) { b.LogFormat = "xml" },
 		"topic default": func(b *Broker) { b.TopicDefaults = map[string]string{"retention.ms": "soon"} },
 		"unknown topic": func(b *Broker) { b.TopicDefaults = map[string]string{"no.such": "1"} },
+		"fetchers":      func(b *Broker) { b.NumReplicaFetchers = 0 },
+		"fetch bytes":   func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
+		"fetch wait":    func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
 	} {
 		b := Defaults()
 		mut(&b)
