@@ -198,6 +198,7 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	wg.Wait()
 	if reconcile && m.cfg.IsController() {
 		m.cleanDeletedTopics(ctx)
+		m.abortCutUploads(ctx)
 	}
 }
 

@@ -271,10 +271,11 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs
 
 // AbortIncompleteMultipartUploads aborts the multipart uploads under the
 // bucket's prefix that were initiated more than olderThan ago (abandoned
-// by a crashed writer; they cost storage until aborted) and returns how
-// many it aborted. Uploads it cannot abort are reported in the error after
-// the rest are tried.
-func (b *Bucket) AbortIncompleteMultipartUploads(ctx context.Context, olderThan time.Duration) (int, error) {
+// by a crashed writer; they cost storage until aborted) and whose key keep
+// (when not nil) does not claim, and returns how many it aborted. Uploads
+// it cannot abort are reported in the error after the rest are tried. It
+// implements objstore.UploadAborter.
+func (b *Bucket) AbortIncompleteMultipartUploads(ctx context.Context, olderThan time.Duration, keep func(key string) bool) (int, error) {
 	cutoff := time.Now().Add(-olderThan)
 	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(b.cfg.Bucket)}
 	if b.cfg.Prefix != "" {
@@ -288,7 +289,7 @@ func (b *Bucket) AbortIncompleteMultipartUploads(ctx context.Context, olderThan 
 			return aborted, translate("list multipart uploads", b.cfg.Prefix, err)
 		}
 		for _, u := range out.Uploads {
-			if u.Initiated != nil && u.Initiated.After(cutoff) {
+			if u.Initiated != nil && u.Initiated.After(cutoff) || keep != nil && keep(aws.ToString(u.Key)) {
 				continue
 			}
 			_, err := b.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
