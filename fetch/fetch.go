@@ -82,17 +82,48 @@ type coldRead struct {
 	minOne     bool
 	ti, pi     int // where its partResult is
 	batches    [][]byte
+	release    func() // of batches, once the response is written; nil when there is nothing to release
 	err        error
 	nextOffset int64
 }
 
 // sharedRemoteReader is a RemoteReader that can also hand out its batches
-// without copying them, as read-only pieces that the caller may hold until
-// it has written them (tiering/coldread.Reader.ReadShared). readCold prefers
-// it: a cold fetch then goes from the chunk cache to the socket with no copy
-// in between.
+// without copying them, as read-only pieces of its cache that stay valid
+// until release is called (tiering/coldread.Reader.ReadShared). readCold
+// prefers it: a cold fetch then goes from the chunk cache to the socket with
+// no copy in between, and the response releases the pieces once written.
 type sharedRemoteReader interface {
-	ReadShared(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, nextOffset int64, err error)
+	ReadShared(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, release func(), nextOffset int64, err error)
+}
+
+// coldBody is a Fetch response body that splices pieces of the remote
+// reader's cache: it releases them once written. A body that is never
+// written (its connection closed first) leaves them to the GC.
+type coldBody struct {
+	*body
+	cold []*coldRead
+}
+
+// withColdRelease returns b, wrapped in a coldBody when some cold read
+// holds pieces to release.
+func withColdRelease(b *body, cold []*coldRead) ingest.BodyWriter {
+	for _, c := range cold {
+		if c.release != nil {
+			return &coldBody{body: b, cold: cold}
+		}
+	}
+	return b
+}
+
+func (b *coldBody) WriteTo(w *ingest.ResponseWriter) error {
+	defer func() {
+		for _, c := range b.cold {
+			if c.release != nil {
+				c.release()
+			}
+		}
+	}()
+	return b.body.WriteTo(w)
 }
 
 type topicResult struct {
@@ -116,7 +147,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			}
 			h.readCold(ctx, res, cold, coldDeadline)
 			h.observe(res)
-			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+			return ingest.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			h.observe(res)
@@ -159,7 +190,7 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 		go func() {
 			defer wg.Done()
 			if sr, ok := h.opts.remote.(sharedRemoteReader); ok {
-				c.batches, c.nextOffset, c.err = sr.ReadShared(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
+				c.batches, c.release, c.nextOffset, c.err = sr.ReadShared(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
 				return
 			}
 			var b []byte

@@ -47,10 +47,12 @@ func benchReplay(b *testing.B, shared bool) {
 			var next int64
 			if shared {
 				var parts [][]byte
-				parts, next, err = r.ReadShared(testCtx(b), f.topic, 0, off, benchFetchBytes, true)
+				var done func()
+				parts, done, next, err = r.ReadShared(testCtx(b), f.topic, 0, off, benchFetchBytes, true)
 				for _, p := range parts {
 					n += len(p)
 				}
+				done()
 			} else {
 				var batches []byte
 				batches, next, err = r.Read(testCtx(b), f.topic, 0, off, benchFetchBytes, true)

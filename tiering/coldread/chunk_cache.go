@@ -14,6 +14,10 @@ import (
 type lru[K comparable, V any] struct {
 	capacity int64
 	sizeOf   func(V) int64
+	// onEvict, when set, is called (with the lock held) for each value
+	// that leaves the cache: evicted, replaced or cleared. A value too
+	// large to be kept never entered, and is not passed.
+	onEvict func(V)
 
 	hits, misses atomic.Int64
 
@@ -132,8 +136,10 @@ func (c *lru[K, V]) addLocked(key K, val V) {
 		return
 	}
 	if el, ok := c.mu.entries[key]; ok {
-		c.mu.bytes -= el.Value.(*lruEntry[K, V]).size
+		e := el.Value.(*lruEntry[K, V])
+		c.mu.bytes -= e.size
 		c.mu.order.Remove(el)
+		c.evictedLocked(e.val)
 	}
 	c.mu.entries[key] = c.mu.order.PushFront(&lruEntry[K, V]{key: key, val: val, size: size})
 	c.mu.bytes += size
@@ -143,7 +149,29 @@ func (c *lru[K, V]) addLocked(key K, val V) {
 		c.mu.order.Remove(el)
 		delete(c.mu.entries, e.key)
 		c.mu.bytes -= e.size
+		c.evictedLocked(e.val)
 	}
+}
+
+// evictedLocked passes a value that left the cache to onEvict.
+// REQUIRES: c.mu held.
+func (c *lru[K, V]) evictedLocked(v V) {
+	if c.onEvict != nil {
+		c.onEvict(v)
+	}
+}
+
+// clear removes every cached value (loads in flight still complete and
+// are cached).
+func (c *lru[K, V]) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.mu.order.Front(); el != nil; el = el.Next() {
+		c.evictedLocked(el.Value.(*lruEntry[K, V]).val)
+	}
+	c.mu.entries = map[K]*list.Element{}
+	c.mu.order.Init()
+	c.mu.bytes = 0
 }
 
 // chunkKey names one aligned chunk of one object.
@@ -152,10 +180,20 @@ type chunkKey struct {
 	index  int64
 }
 
-// ChunkCache holds aligned chunks of remote .log objects, bounded by bytes.
+// ChunkCache is an LRU of byte slices bounded by their summed length (the
+// Reader's own chunk cache holds counted chunks: newChunkLRU).
 type ChunkCache = lru[chunkKey, []byte]
 
-// NewChunkCache returns a chunk cache holding at most capacity bytes.
+// NewChunkCache returns a cache of byte slices holding at most capacity
+// bytes.
 func NewChunkCache(capacity int64) *ChunkCache {
 	return newLRU[chunkKey](capacity, func(b []byte) int64 { return int64(len(b)) })
+}
+
+// newChunkLRU returns the Reader's chunk cache: at most capacity bytes of
+// chunk memory, dropping its reference to each chunk that leaves.
+func newChunkLRU(capacity int64) *lru[chunkKey, *chunk] {
+	c := newLRU[chunkKey](capacity, (*chunk).size)
+	c.onEvict = (*chunk).release
+	return c
 }

@@ -20,25 +20,29 @@ func (o object) header(ctx context.Context, pos int64) (batch.Header, error) {
 	if pos+batch.HeaderSize > o.size {
 		return batch.Header{}, fmt.Errorf("%w: %s: batch header at %d runs past the object's %d bytes", ErrRemoteRead, o.key, pos, o.size)
 	}
-	var b []byte
+	var h batch.Header
+	var err error
 	cs := o.r.cfg.ChunkBytes
 	if i := pos / cs; (pos+batch.HeaderSize-1)/cs == i {
 		// Within one chunk: parse in place.
-		c, err := o.chunk(ctx, i)
-		if err != nil {
-			return batch.Header{}, err
+		c, cerr := o.chunk(ctx, i)
+		if cerr != nil {
+			return batch.Header{}, cerr
 		}
-		if lo := pos - i*cs; lo+batch.HeaderSize <= int64(len(c)) {
-			b = c[lo : lo+batch.HeaderSize]
+		lo := pos - i*cs
+		if lo+batch.HeaderSize > int64(len(c.b)) {
+			c.release()
+			return batch.Header{}, fmt.Errorf("%w: %s: chunk %d holds %d bytes, need byte %d", ErrRemoteRead, o.key, i, len(c.b), pos+batch.HeaderSize-1)
 		}
-	}
-	if b == nil {
-		var err error
+		h, err = batch.ParseHeader(c.b[lo : lo+batch.HeaderSize])
+		c.release()
+	} else {
+		var b []byte
 		if b, err = o.appendRange(ctx, nil, pos, pos+batch.HeaderSize); err != nil {
 			return batch.Header{}, err
 		}
+		h, err = batch.ParseHeader(b)
 	}
-	h, err := batch.ParseHeader(b)
 	if err != nil {
 		return h, fmt.Errorf("%w: %s at %d: %w", ErrRemoteRead, o.key, pos, err)
 	}
@@ -49,33 +53,39 @@ func (o object) header(ctx context.Context, pos int64) (batch.Header, error) {
 }
 
 // slices appends to dst the pieces of cached chunks that hold [from, to)
-// of the object, in order, without copying: the pieces share the chunks'
-// memory, which the cache never modifies.
-func (o object) slices(ctx context.Context, dst [][]byte, from, to int64) ([][]byte, error) {
+// of the object, in order, without copying, and to held the chunks it
+// took a reference on (one per piece): the pieces stay valid until those
+// are released. On error it releases what it took and returns dst and held
+// as given.
+func (o object) slices(ctx context.Context, dst [][]byte, held []*chunk, from, to int64) ([][]byte, []*chunk, error) {
 	cs := o.r.cfg.ChunkBytes
+	n0, h0 := len(dst), len(held)
 	for pos := from; pos < to; {
 		i := pos / cs
 		c, err := o.chunk(ctx, i)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			held = append(held, c)
+			if lo, hi := pos-i*cs, min(to-i*cs, int64(len(c.b))); lo < hi {
+				dst = append(dst, c.b[lo:hi:hi])
+				pos = i*cs + hi
+				continue
+			}
+			err = fmt.Errorf("%w: %s: chunk %d holds %d bytes, need byte %d", ErrRemoteRead, o.key, i, len(c.b), pos)
 		}
-		lo, hi := pos-i*cs, min(to-i*cs, int64(len(c)))
-		if lo >= hi {
-			return nil, fmt.Errorf("%w: %s: chunk %d holds %d bytes, need byte %d", ErrRemoteRead, o.key, i, len(c), pos)
-		}
-		dst = append(dst, c[lo:hi:hi])
-		pos = i*cs + hi
+		releaseAll(held[h0:])
+		return dst[:n0], held[:h0], err
 	}
-	return dst, nil
+	return dst, held, nil
 }
 
 // appendRange appends [from, to) of the object, copied out of its chunks,
 // to dst.
 func (o object) appendRange(ctx context.Context, dst []byte, from, to int64) ([]byte, error) {
-	parts, err := o.slices(ctx, nil, from, to)
+	parts, held, err := o.slices(ctx, nil, nil, from, to)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseAll(held)
 	out := slices.Grow(dst, int(to-from))
 	for _, p := range parts {
 		out = append(out, p...)
@@ -83,18 +93,38 @@ func (o object) appendRange(ctx context.Context, dst []byte, from, to int64) ([]
 	return out, nil
 }
 
-// chunk returns aligned chunk i, from the cache or one ranged GET.
-func (o object) chunk(ctx context.Context, i int64) ([]byte, error) {
+// chunk returns aligned chunk i, from the cache or one ranged GET into a
+// recycled buffer, with a reference the caller must release.
+func (o object) chunk(ctx context.Context, i int64) (*chunk, error) {
 	cs := o.r.cfg.ChunkBytes
-	return o.r.chunks.Get(ctx, chunkKey{o.key, i}, func() ([]byte, error) {
+	load := func() (*chunk, error) {
 		length := min(cs, o.size-i*cs)
-		b, err := o.r.get(ctx, o.key, i*cs, length)
+		b := chunkBufs.get(int(length), int(cs))
+		n, err := o.r.getInto(ctx, o.key, i*cs, b)
+		if err == nil && int64(n) != length {
+			err = fmt.Errorf("%w: %s chunk %d: %d bytes, want %d (object shorter than its metadata)", ErrRemoteRead, o.key, i, n, length)
+		}
+		if err != nil {
+			chunkBufs.put(b)
+			return nil, err
+		}
+		return newChunk(b, &o.r.stats.recycled), nil
+	}
+	for {
+		c, err := o.r.chunks.Get(ctx, chunkKey{o.key, i}, load)
 		if err != nil {
 			return nil, err
 		}
-		if int64(len(b)) != length {
-			return nil, fmt.Errorf("%w: %s chunk %d: %d bytes, want %d (object shorter than its metadata)", ErrRemoteRead, o.key, i, len(b), length)
+		if c.acquire() {
+			return c, nil
 		}
-		return b, nil
-	})
+		// Evicted and recycled between the lookup and now: look again.
+	}
+}
+
+// releaseAll releases every chunk of held.
+func releaseAll(held []*chunk) {
+	for _, c := range held {
+		c.release()
+	}
 }

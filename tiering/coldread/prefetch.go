@@ -57,9 +57,12 @@ func (r *Reader) prefetchChunk(o object, i int64) bool {
 		}
 		tctx, cancel := context.WithTimeout(ctx, r.cfg.TaskTimeout)
 		defer cancel()
-		if _, err := o.chunk(tctx, i); err != nil {
+		c, err := o.chunk(tctx, i)
+		if err != nil {
 			r.log.Debug("read-ahead failed", "object", o.key, "chunk", i, "err", err)
+			return
 		}
+		c.release()
 	})
 	if ok {
 		r.stats.readAheads.Add(1)

@@ -26,7 +26,7 @@ func TestReadSharedIsReadWithoutTheCopy(t *testing.T) {
 		var got []byte
 		pieces := 0
 		for off := int64(0); off < records; {
-			parts, next, err := f.reader.ReadShared(testCtx(t), f.topic, 0, off, maxBytes, true)
+			parts, done, next, err := f.reader.ReadShared(testCtx(t), f.topic, 0, off, maxBytes, true)
 			if err != nil || next <= off || len(parts) == 0 {
 				t.Fatalf("maxBytes %d: read at %d: %d pieces, next %d, %v", maxBytes, off, len(parts), next, err)
 			}
@@ -41,6 +41,7 @@ func TestReadSharedIsReadWithoutTheCopy(t *testing.T) {
 				got = append(got, p...)
 			}
 			pieces += len(parts)
+			done()
 			off = next
 		}
 		if !bytes.Equal(got, f.all) {

@@ -3,6 +3,7 @@ package coldread
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/segment/batch"
@@ -22,10 +23,11 @@ import (
 // inside the remote range that no segment holds, ErrNoRemoteSegment; a ctx
 // that ends first, its error (the read goes on in the background).
 func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches []byte, nextOffset int64, err error) {
-	parts, nextOffset, err := r.ReadShared(ctx, topic, p, offset, maxBytes, minOne)
+	parts, done, nextOffset, err := r.ReadShared(ctx, topic, p, offset, maxBytes, minOne)
 	if err != nil || len(parts) == 0 {
 		return nil, nextOffset, err
 	}
+	defer done()
 	n := 0
 	for _, b := range parts {
 		n += len(b)
@@ -41,34 +43,49 @@ func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, 
 // cached chunks they lie in, in order, and their concatenation is what Read
 // returns (a batch that straddles two chunks comes in two pieces). The
 // pieces share memory with the chunk cache: the caller must not modify
-// them, and may hold them as long as it likes (an evicted chunk stays
-// valid while referenced). Arguments, results and errors as Read.
-func (r *Reader) ReadShared(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, nextOffset int64, err error) {
+// them, and must call release (once, never nil) when it no longer reads
+// them, at the latest once it has written them out; they stay valid until
+// then, evicted or not. Past release, their buffers may be refilled by
+// another GET. A caller that never calls release only keeps the buffers
+// from being recycled (the GC frees them). Arguments, other results and
+// errors as Read.
+func (r *Reader) ReadShared(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, release func(), nextOffset int64, err error) {
+	noop := func() {}
 	segs := r.segments(topic, p)
 	start, ok := controlplane.RemoteLogStartOffset(segs)
 	if !ok {
-		return nil, offset, outOfRange(offset, -1)
+		return nil, noop, offset, outOfRange(offset, -1)
 	}
 	if offset < start {
-		return nil, offset, outOfRange(offset, start)
+		return nil, noop, offset, outOfRange(offset, start)
 	}
+	// The task fills these; they are read only once run has seen it end.
+	// (A caller that gives up leaves the chunks the task holds to the GC.)
+	var parts [][]byte
+	var held []*chunk
+	var next int64
 	err = r.run(ctx, func(ctx context.Context) error {
 		var err error
-		batches, nextOffset, err = r.read(ctx, segs, offset, maxBytes, minOne)
+		parts, held, next, err = r.read(ctx, segs, offset, maxBytes, minOne)
 		return err
 	})
 	if err != nil {
 		r.stats.errors.Add(1)
-		return nil, offset, err
+		return nil, noop, offset, err
 	}
-	for _, b := range batches {
+	for _, b := range parts {
 		r.stats.remoteBytes.Add(int64(len(b)))
 	}
-	return batches, nextOffset, nil
+	if len(held) == 0 {
+		return parts, noop, next, nil
+	}
+	var once sync.Once
+	return parts, func() { once.Do(func() { releaseAll(held) }) }, next, nil
 }
 
-// read is ReadShared on a pool worker.
-func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) ([][]byte, int64, error) {
+// read is ReadShared on a pool worker; held are the chunks the pieces lie
+// in, one reference per piece, to be released by the caller.
+func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool) (_ [][]byte, held []*chunk, _ int64, _ error) {
 	var out [][]byte
 	n := 0 // bytes in out
 	next := offset
@@ -79,18 +96,18 @@ func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, of
 			if n > 0 {
 				break
 			}
-			return nil, offset, fmt.Errorf("%w: offset %d", ErrNoRemoteSegment, next)
+			return nil, nil, offset, fmt.Errorf("%w: offset %d", ErrNoRemoteSegment, next)
 		}
 		var m int
 		var after int64
 		var full bool
 		var err error
-		out, m, after, full, err = r.readSegment(ctx, segs, s, next, maxBytes-n, minOne && n == 0, out)
+		out, held, m, after, full, err = r.readSegment(ctx, segs, s, next, maxBytes-n, minOne && n == 0, out, held)
 		if err != nil {
 			if n > 0 {
 				break // serve what is read; the next read reports the error
 			}
-			return nil, offset, err
+			return nil, nil, offset, err
 		}
 		n += m
 		if full {
@@ -100,26 +117,27 @@ func (r *Reader) read(ctx context.Context, segs []controlplane.RemoteSegment, of
 		next = max(s.EndOffset+1, after)
 	}
 	if n == 0 {
-		return nil, offset, nil
+		return nil, nil, offset, nil
 	}
-	return out, next, nil
+	return out, held, next, nil
 }
 
 // readSegment appends to dst the pieces of whole batches of s from the one
-// holding offset, at most maxBytes (minOne: at least one), and returns how
-// many bytes it added. full is true when the budget stopped the read before
-// the end of the segment; next is the offset after the last batch read
-// (offset when none). On error dst is returned as given. With read-ahead
+// holding offset, at most maxBytes (minOne: at least one), and to held the
+// chunks they lie in, and returns how many bytes it added. full is true
+// when the budget stopped the read before the end of the segment; next is
+// the offset after the last batch read (offset when none). On error dst
+// and held are returned as given. With read-ahead
 // on, it first queues the loads of the chunks the read will need after its
 // first one and of those a sequential reader will need next.
-func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegment, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool, dst [][]byte) (_ [][]byte, added int, next int64, full bool, err error) {
+func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegment, s controlplane.RemoteSegment, offset int64, maxBytes int, minOne bool, dst [][]byte, held []*chunk) (_ [][]byte, _ []*chunk, added int, next int64, full bool, err error) {
 	idx, err := r.offsetIndexFor(ctx, s)
 	if err != nil {
-		return dst, 0, offset, false, err
+		return dst, held, 0, offset, false, err
 	}
 	key, err := objectKey(s, "log")
 	if err != nil {
-		return dst, 0, offset, false, err
+		return dst, held, 0, offset, false, err
 	}
 	obj := object{r: r, key: key, size: s.Size}
 	pos := idx.lookup(offset)
@@ -132,10 +150,10 @@ func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegm
 	var h batch.Header
 	for {
 		if pos >= s.Size {
-			return dst, 0, offset, false, nil // offset lies past the segment's batches
+			return dst, held, 0, offset, false, nil // offset lies past the segment's batches
 		}
 		if h, err = obj.header(ctx, pos); err != nil {
-			return dst, 0, offset, false, err
+			return dst, held, 0, offset, false, err
 		}
 		if h.LastOffset() >= offset {
 			break
@@ -167,15 +185,15 @@ func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegm
 			if to > from {
 				break
 			}
-			return dst, 0, offset, false, err
+			return dst, held, 0, offset, false, err
 		}
 	}
 	if to == from {
-		return dst, 0, offset, full, nil
+		return dst, held, 0, offset, full, nil
 	}
-	out, err := obj.slices(ctx, dst, from, to)
+	out, held, err := obj.slices(ctx, dst, held, from, to)
 	if err != nil {
-		return dst, 0, offset, false, err
+		return dst, held, 0, offset, false, err
 	}
-	return out, int(to - from), next, full, nil
+	return out, held, int(to - from), next, full, nil
 }

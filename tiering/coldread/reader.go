@@ -46,13 +46,13 @@ type Reader struct {
 	segs    Segments
 	topics  Topics
 	log     *slog.Logger
-	chunks  *ChunkCache
+	chunks  *lru[chunkKey, *chunk]
 	offIdx  *lru[string, *offsetIndex]
 	timeIdx *lru[string, *timeIndex]
 	pool    *pool
 
 	stats struct {
-		remoteBytes, getRequests, getBytes, readAheads, errors atomic.Int64
+		remoteBytes, getRequests, getBytes, readAheads, errors, recycled atomic.Int64
 	}
 }
 
@@ -74,15 +74,19 @@ func newReader(cfg Config, bucket objstore.Bucket, segs Segments, topics Topics,
 		logger = slog.Default()
 	}
 	return &Reader{cfg: cfg, bucket: bucket, segs: segs, topics: topics, log: logger,
-		chunks:  NewChunkCache(cfg.CacheBytes),
+		chunks:  newChunkLRU(cfg.CacheBytes),
 		offIdx:  newLRU[string](cfg.IndexCacheBytes, (*offsetIndex).bytes),
 		timeIdx: newLRU[string](cfg.IndexCacheBytes, (*timeIndex).bytes),
 		pool:    newPool(cfg.Workers, cfg.QueueLength)}, nil
 }
 
-// Close stops the workers; reads in flight fail with ErrClosed. Idempotent.
-// The bucket is the caller's to close.
-func (r *Reader) Close() { r.pool.close() }
+// Close stops the workers and empties the chunk cache (its buffers are
+// recycled once no reader holds them); reads in flight fail with ErrClosed.
+// Idempotent. The bucket is the caller's to close.
+func (r *Reader) Close() {
+	r.pool.close()
+	r.chunks.clear()
+}
 
 // Stats is a snapshot of the Reader's counters.
 type Stats struct {
@@ -96,6 +100,7 @@ type Stats struct {
 	IndexMisses      int64
 	Errors           int64 // failed reads and lookups
 	CacheBytes       int64 // bytes in the chunk cache now
+	ChunksRecycled   int64 // chunk buffers handed back for reuse (evicted and released)
 }
 
 // Stats returns the counters so far.
@@ -104,7 +109,7 @@ func (r *Reader) Stats() Stats {
 		ChunkMisses: r.chunks.misses.Load(), GetRequests: r.stats.getRequests.Load(), GetBytes: r.stats.getBytes.Load(),
 		ReadAheads: r.stats.readAheads.Load(),
 		IndexHits:  r.offIdx.hits.Load() + r.timeIdx.hits.Load(), IndexMisses: r.offIdx.misses.Load() + r.timeIdx.misses.Load(),
-		Errors: r.stats.errors.Load(), CacheBytes: r.chunks.Bytes()}
+		Errors: r.stats.errors.Load(), CacheBytes: r.chunks.Bytes(), ChunksRecycled: r.stats.recycled.Load()}
 }
 
 // segments returns the partition's remote segment records, or nil when the
@@ -180,31 +185,40 @@ func objectKey(s controlplane.RemoteSegment, kind string) (string, error) {
 	return "", fmt.Errorf("%w: segment %s [%d, %d] records no .%s object", ErrRemoteRead, s.SegmentID, s.BaseOffset, s.EndOffset, kind)
 }
 
-// get reads [off, off+length) of key (length -1: to the end) whole.
-func (r *Reader) get(ctx context.Context, key string, off, length int64) ([]byte, error) {
+// getObject reads the whole of key.
+func (r *Reader) getObject(ctx context.Context, key string) ([]byte, error) {
 	r.stats.getRequests.Add(1)
-	rc, err := r.bucket.GetRange(ctx, key, off, length)
+	rc, err := r.bucket.GetRange(ctx, key, 0, -1)
 	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s [%d, +%d): %w", ErrRemoteRead, key, off, length, err)
+		return nil, fmt.Errorf("%w: GET %s: %w", ErrRemoteRead, key, err)
 	}
 	defer rc.Close()
-	var buf []byte
-	if length >= 0 {
-		buf = make([]byte, length)
-		var n int
-		n, err = io.ReadFull(rc, buf)
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = nil // a short read at the end of the object
-		}
-		buf = buf[:n]
-	} else {
-		buf, err = io.ReadAll(rc)
-	}
+	buf, err := io.ReadAll(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: GET %s [%d, +%d): %w", ErrRemoteRead, key, off, length, err)
+		return nil, fmt.Errorf("%w: GET %s: %w", ErrRemoteRead, key, err)
 	}
 	r.stats.getBytes.Add(int64(len(buf)))
 	return buf, nil
+}
+
+// getInto reads [off, off+len(buf)) of key into buf and returns how many
+// bytes came (fewer at the end of the object).
+func (r *Reader) getInto(ctx context.Context, key string, off int64, buf []byte) (int, error) {
+	r.stats.getRequests.Add(1)
+	rc, err := r.bucket.GetRange(ctx, key, off, int64(len(buf)))
+	if err != nil {
+		return 0, fmt.Errorf("%w: GET %s [%d, +%d): %w", ErrRemoteRead, key, off, len(buf), err)
+	}
+	defer rc.Close()
+	n, err := io.ReadFull(rc, buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil // a short read at the end of the object
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: GET %s [%d, +%d): %w", ErrRemoteRead, key, off, len(buf), err)
+	}
+	r.stats.getBytes.Add(int64(n))
+	return n, nil
 }
 
 // offsetIndexFor returns the segment's parsed .index, from the cache or a GET.
@@ -214,7 +228,7 @@ func (r *Reader) offsetIndexFor(ctx context.Context, s controlplane.RemoteSegmen
 		return nil, err
 	}
 	return r.offIdx.Get(ctx, key, func() (*offsetIndex, error) {
-		b, err := r.get(ctx, key, 0, -1)
+		b, err := r.getObject(ctx, key)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +247,7 @@ func (r *Reader) timeIndexFor(ctx context.Context, s controlplane.RemoteSegment)
 		return nil, err
 	}
 	return r.timeIdx.Get(ctx, key, func() (*timeIndex, error) {
-		b, err := r.get(ctx, key, 0, -1)
+		b, err := r.getObject(ctx, key)
 		if err != nil {
 			return nil, err
 		}
