@@ -222,17 +222,27 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 }
 
 // WriteSnapshot writes the state as of offset atomically (temp, fsync, rename)
-// and keeps only the newest `keep` snapshots.
+// and, when keep > 0, keeps only the newest `keep` snapshots.
 func (ps *ProducerState) WriteSnapshot(dir string, offset int64, keep int) error {
 	if err := segment.WriteFileAtomic(dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
 		return err
 	}
 	offs := listSnapshots(dir)
-	for len(offs) > keep {
+	for keep > 0 && len(offs) > keep {
 		os.Remove(snapshotName(dir, offs[0]))
 		offs = offs[1:]
 	}
 	return nil
+}
+
+// PruneSnapshots removes the snapshots below offset (the log start: the
+// segments they were taken for are gone), except the newest of them, from
+// which recovery could still replay.
+func PruneSnapshots(dir string, offset int64) {
+	offs := listSnapshots(dir)
+	for i := 0; i+1 < len(offs) && offs[i+1] <= offset; i++ {
+		os.Remove(snapshotName(dir, offs[i]))
+	}
 }
 
 // listSnapshots returns the offsets of the snapshot files in dir, ascending.

@@ -67,6 +67,11 @@ type Replica struct {
 	// appendMu serialises appends, so producer state and offsets agree.
 	appendMu  sync.Mutex
 	producers *ProducerState // REQUIRES: appendMu held
+	// pending is the follower append in progress and pendingNext the end of
+	// its batches applied to producers so far (applyPendingBelow).
+	// REQUIRES: appendMu held.
+	pending     []byte
+	pendingNext int64
 
 	// remote is the tiering manager's view of the remote segments.
 	remote struct {
@@ -190,8 +195,13 @@ func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 
 // onRoll snapshots producer state at each segment roll. The log calls it with
 // its writer lock held, from inside an Append (so appendMu is held) or Roll.
+// Every local segment keeps the snapshot taken at its end (tiering uploads
+// it with the segment); retention prunes them with the segments. In a
+// follower's append of several batches, those before the roll are applied
+// first (applyPendingBelow).
 func (r *Replica) onRoll(newBase int64) {
-	if err := r.producers.WriteSnapshot(r.dir, newBase, 3); err != nil {
+	r.applyPendingBelow(newBase)
+	if err := r.producers.WriteSnapshot(r.dir, newBase, 0); err != nil {
 		r.logger.Warn("producer state snapshot failed", "offset", newBase, "err", err)
 	}
 }
@@ -427,6 +437,7 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 	if _, err := r.log.DeleteSegmentsBefore(offset); err != nil {
 		return 0, err
 	}
+	PruneSnapshots(r.dir, r.log.LogStartOffset())
 	return r.log.LogStartOffset(), nil
 }
 
@@ -447,7 +458,7 @@ func (r *Replica) Close() error {
 	r.mu.Unlock()
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
-	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 3); err != nil {
+	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 0); err != nil {
 		r.logger.Warn("producer state snapshot at close failed", "err", err)
 	}
 	return r.log.Close()
@@ -514,6 +525,7 @@ func (r *Replica) ApplyRetention(now time.Time) error {
 	}
 	n, err := r.log.DeleteSegmentsBefore(start)
 	if err == nil && n > 0 {
+		PruneSnapshots(r.dir, r.log.LogStartOffset())
 		r.logger.Info("retention deleted segments", "segments", n, "log_start_offset", r.log.LogStartOffset())
 	}
 	return err

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -220,6 +221,22 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 	return ch
 }
 
+// applyPendingBelow applies to producer state the batches of the follower
+// append in progress (r.pending) that end at or below offset and were not
+// applied yet. appendMu is held.
+func (r *Replica) applyPendingBelow(offset int64) {
+	if r.pending == nil {
+		return
+	}
+	batch.Split(r.pending, func(h *batch.Header, _ []byte) error {
+		if next := h.NextOffset(); next > r.pendingNext && next <= offset {
+			r.producers.Update(h)
+			r.pendingNext = next
+		}
+		return nil
+	})
+}
+
 // AppendFollower appends batches fetched from the leader, keeping their
 // offsets and epochs, updates idempotent-producer state from them (so a new
 // leader rejects the duplicates the old one accepted), and sets the
@@ -228,13 +245,15 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
 	if len(records) > 0 {
-		if _, err := r.log.AppendAsFollower(records); err != nil {
-			return err
+		// A roll inside this append snapshots producer state at the new
+		// segment's base: onRoll applies the batches below it first.
+		r.pending, r.pendingNext = records, -1
+		_, err := r.log.AppendAsFollower(records)
+		if err == nil {
+			r.applyPendingBelow(math.MaxInt64)
 		}
-		if err := batch.Split(records, func(h *batch.Header, _ []byte) error {
-			r.producers.Update(h)
-			return nil
-		}); err != nil {
+		r.pending = nil
+		if err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,14 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
 	ep := EncodeEpochs(epochs)
 	objs = append(objs, object{kind: KindEpochs, key: key(KindEpochs), data: ep, size: int64(len(ep))})
-	if p, _, ok := t.rep.SnapshotAtOrBelow(seg.NextOffset); ok {
+	if p, at, ok := t.rep.SnapshotAtOrBelow(seg.NextOffset); ok {
+		if at != seg.NextOffset {
+			// Each roll leaves a snapshot at the new segment's base, kept
+			// while the segment is local; an older one means producer
+			// state as of an earlier offset for a replica rebuilt from here.
+			m.log.Warn("no producer snapshot at the segment's end; uploading an older one", "topic", t.rep.Topic(),
+				"partition", t.rep.Partition(), "segment_end", seg.NextOffset, "snapshot_at", at)
+		}
 		if data, err := os.ReadFile(p); err == nil {
 			objs = append(objs, object{kind: KindSnapshot, key: key(KindSnapshot), data: data, size: int64(len(data))})
 		}
