@@ -187,6 +187,7 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	for _, rep := range reps {
 		t, ok := m.target(rep)
 		if !ok {
+			m.followerPass(rep)
 			continue
 		}
 		slots <- struct{}{}

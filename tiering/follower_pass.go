@@ -1,0 +1,36 @@
+package tiering
+
+import (
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/partition"
+)
+
+// followerPass gives a replica this node does not lead its partition's
+// remote state, from the metadata the leader commits, and applies local
+// retention: a follower's local segments go once the leader's uploads cover
+// them and they are past local retention, as on the leader, so followers
+// too keep only the hot tail (KIP-405). Followers never upload or delete
+// remote data.
+func (m *Manager) followerPass(rep *partition.Replica) {
+	if !rep.Config().Bool(config.RemoteStorageEnable) {
+		return
+	}
+	top, ok := m.cfg.Store.Topic(rep.Topic())
+	if !ok || top.Internal {
+		return
+	}
+	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())
+	if !ok || st.Leader == m.cfg.NodeID {
+		return // led here: partitionPass's (or not yet known)
+	}
+	remote := m.meta.ListRemoteSegments(top.ID, rep.Partition())
+	start, ok := controlplane.RemoteLogStartOffset(remote)
+	if !ok {
+		start = -1
+	}
+	rep.SetRemoteState(partition.RemoteState{LogStart: start, CopiedNext: CopiedNext(rep.Log().Segments(), remote)})
+	if err := rep.ApplyRetention(m.now()); err != nil {
+		m.log.Warn("follower local retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+	}
+}
