@@ -1,7 +1,12 @@
 // Package proctest holds what Shale's process-level test packages
-// (internal/e2e, internal/clustertest, internal/replicationtest) share:
-// building the shale binary once per package, and reading the slog text
-// lines the nodes print.
+// (internal/e2e, internal/clustertest, internal/replicationtest,
+// internal/tieringe2e) share: building the shale binary (RunWithBinary once
+// per package, Binary for one test), running it as child processes (Node:
+// start on fixed or free ports, wait until ready, SIGKILL, SIGTERM,
+// SIGSTOP/SIGCONT, restart with the same arguments, captured output checked
+// for panics and races), polling against a deadline, and reading the slog
+// text lines the nodes print. What a package adds to a node (a node id, a
+// Kafka client, a cluster) stays in that package, wrapped around Node.
 package proctest
 
 import (

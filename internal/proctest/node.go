@@ -1,0 +1,345 @@
+package proctest
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ReadyTimeout bounds WaitReady. A node restarted after SIGKILL first waits
+// for its old broker registration to expire (the broker session, retried
+// for up to 15 s), so a restart can legitimately take that long on a loaded
+// machine.
+const ReadyTimeout = 40 * time.Second
+
+// exitTimeout bounds the wait for a run to exit after SIGKILL, and the
+// clean-up's wait.
+const exitTimeout = 30 * time.Second
+
+// tailBytes is how much of the output Tail returns.
+const tailBytes = 8 << 10
+
+// Node is one child process (typically `shale serve`) and its restarts, run
+// by a test: every Start is a new run with the same binary, arguments and
+// environment, so the same data dir and ports. Its stdout and stderr across
+// every run are kept in one buffer, each run headed by the line
+// "=== <name>: run <n>: shale <args>".
+//
+// The child gets the test's environment without SHALE_* variables, plus
+// the Env option's; the kernel kills it if the test binary dies. A run
+// still live when the test ends is killed, and on failure the output's tail
+// is logged.
+//
+// Methods may be called from any goroutine, but Start, Kill, Stop and
+// WaitExit of one Node are meant to be called by one goroutine at a time
+// (the test's): they fail the test through testing.TB.
+type Node struct {
+	t     testing.TB
+	bin   string
+	args  []string // after bin
+	env   []string // added to the filtered environment
+	name  string   // in the run markers and failure messages
+	admin string   // admin HTTP address; "" if the node has none
+	kafka string   // Kafka address, if known
+	dir   string   // data dir, if known
+
+	out lockedBuffer
+
+	mu struct {
+		sync.Mutex
+		runs   int
+		cmd    *exec.Cmd
+		done   chan struct{} // closed when the current run has exited
+		paused bool          // between Pause and Resume of the current run
+	}
+}
+
+// Option sets up a Node at construction.
+type Option func(*Node)
+
+// Env adds KEY=value pairs to the child's environment (after the test's
+// own, without SHALE_* variables, so that these win).
+func Env(kv ...string) Option { return func(n *Node) { n.env = append(n.env, kv...) } }
+
+// Name names the node in its run markers and failure messages ("e2e",
+// "node 2"); the default is "shale".
+func Name(name string) Option { return func(n *Node) { n.name = name } }
+
+// AdminAddr is the admin HTTP address whose GET /readyz WaitReady polls.
+// Serve sets it; without it WaitReady fails the test.
+func AdminAddr(addr string) Option { return func(n *Node) { n.admin = addr } }
+
+// NewNode prepares bin with args; nothing runs until Start. Cleanup is
+// registered on t.
+func NewNode(t testing.TB, bin string, args []string, opts ...Option) *Node {
+	n := &Node{t: t, bin: bin, args: args, name: "shale"}
+	for _, o := range opts {
+		o(n)
+	}
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+// Serve prepares `bin serve --data-dir dataDir --listen K --admin-listen A
+// extra...`, with K and A free 127.0.0.1 addresses (see FreeAddr) kept
+// across its runs; nothing runs until Start.
+func Serve(t testing.TB, bin, dataDir string, extra []string, opts ...Option) *Node {
+	t.Helper()
+	kafka, admin := FreeAddr(t), FreeAddr(t)
+	args := append([]string{"serve", "--data-dir", dataDir, "--listen", kafka, "--admin-listen", admin}, extra...)
+	n := NewNode(t, bin, args, append([]Option{AdminAddr(admin)}, opts...)...)
+	n.kafka, n.dir = kafka, dataDir
+	return n
+}
+
+// Kafka is the Kafka address Serve chose ("" for NewNode).
+func (n *Node) Kafka() string { return n.kafka }
+
+// Admin is the admin HTTP address ("" if none was given).
+func (n *Node) Admin() string { return n.admin }
+
+// DataDir is the data dir given to Serve ("" for NewNode).
+func (n *Node) DataDir() string { return n.dir }
+
+// Args returns a copy of the arguments after the binary.
+func (n *Node) Args() []string { return append([]string(nil), n.args...) }
+
+// Start launches a run; it does not wait for readiness. Starting while a
+// run is live fails the test.
+func (n *Node) Start() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.cmd != nil {
+		n.t.Fatalf("%s: start while a run is live", n.name)
+	}
+	n.mu.runs++
+	fmt.Fprintf(&n.out, "=== %s: run %d: shale %s\n", n.name, n.mu.runs, strings.Join(n.args, " "))
+	cmd := exec.Command(n.bin, n.args...)
+	cmd.Env = childEnv(n.env)
+	cmd.Stdout, cmd.Stderr = &n.out, &n.out
+	// If the test binary dies, the kernel kills the node too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("%s: starting %s: %v", n.name, n.bin, err)
+	}
+	done := make(chan struct{})
+	n.mu.cmd, n.mu.done, n.mu.paused = cmd, done, false
+	go func() { // owned by this run; ends when the process exits
+		cmd.Wait()
+		close(done)
+	}()
+}
+
+// childEnv is the test's environment without SHALE_* variables, plus extra.
+func childEnv(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHALE_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// current returns the live run's command and exit channel (nil, nil
+// between runs).
+func (n *Node) current() (*exec.Cmd, chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.cmd, n.mu.done
+}
+
+// end forgets the current run once it has exited.
+func (n *Node) end() {
+	n.mu.Lock()
+	n.mu.cmd, n.mu.done, n.mu.paused = nil, nil, false
+	n.mu.Unlock()
+}
+
+// Cmd returns the live run's command, or nil between runs (after Kill,
+// Stop or WaitExit). The caller may read it (Process.Pid) and signal its
+// Process from any goroutine, but must not Start or Wait it.
+func (n *Node) Cmd() *exec.Cmd {
+	cmd, _ := n.current()
+	return cmd
+}
+
+// Runs is how many times Start has launched the node.
+func (n *Node) Runs() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.runs
+}
+
+// Alive reports whether a run is live (started, not yet exited).
+func (n *Node) Alive() bool {
+	_, done := n.current()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Paused reports whether the live run is stopped by Pause.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.paused
+}
+
+// WaitReady polls GET /readyz on the admin address until it answers 200,
+// failing the test if the run exits first or ReadyTimeout passes. It
+// returns how long it took.
+func (n *Node) WaitReady() time.Duration {
+	n.t.Helper()
+	if n.admin == "" {
+		n.t.Fatalf("%s: WaitReady without an admin address", n.name)
+	}
+	_, done := n.current()
+	if done == nil {
+		n.t.Fatalf("%s: WaitReady without a live run", n.name)
+	}
+	begin := time.Now()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := hc.Get("http://" + n.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(begin)
+			}
+		}
+		select {
+		case <-done:
+			n.t.Fatalf("%s exited before it was ready:\n%s", n.name, n.Tail())
+		case <-tick.C:
+		}
+		if time.Since(begin) > ReadyTimeout {
+			n.t.Fatalf("%s not ready after %v (last error %v):\n%s", n.name, ReadyTimeout, err, n.Tail())
+		}
+	}
+}
+
+// Kill sends SIGKILL to the live run and waits for its exit, failing the
+// test if there is no live run or it outlives 30 s.
+func (n *Node) Kill() {
+	n.t.Helper()
+	n.stop(syscall.SIGKILL, exitTimeout)
+}
+
+// Stop sends SIGTERM (a graceful stop) to the live run and waits up to limit
+// for its exit, failing the test otherwise. It returns the exit code (-1
+// for death by a signal) and how long the stop took.
+func (n *Node) Stop(limit time.Duration) (code int, took time.Duration) {
+	n.t.Helper()
+	begin := time.Now()
+	cmd := n.stop(syscall.SIGTERM, limit)
+	return cmd.ProcessState.ExitCode(), time.Since(begin)
+}
+
+func (n *Node) stop(sig syscall.Signal, limit time.Duration) *exec.Cmd {
+	n.t.Helper()
+	cmd, done := n.current()
+	if cmd == nil {
+		n.t.Fatalf("%s: %v without a live run", n.name, sig)
+	}
+	cmd.Process.Signal(sig)
+	tm := time.NewTimer(limit)
+	defer tm.Stop()
+	select {
+	case <-done:
+	case <-tm.C:
+		n.t.Fatalf("%s did not exit within %v of %v:\n%s", n.name, limit, sig, n.Tail())
+	}
+	n.end()
+	return cmd
+}
+
+// WaitExit waits up to d for the live run to exit on its own (or by a
+// signal sent through Cmd), ends the run and returns its exit code (-1 for
+// death by a signal). It fails the test if there is no live run or it
+// outlives d.
+func (n *Node) WaitExit(d time.Duration) int {
+	n.t.Helper()
+	cmd, done := n.current()
+	if cmd == nil {
+		n.t.Fatalf("%s: WaitExit without a live run", n.name)
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-done:
+	case <-tm.C:
+		n.t.Fatalf("%s still running after %v", n.name, d)
+	}
+	n.end()
+	return cmd.ProcessState.ExitCode()
+}
+
+// Pause sends SIGSTOP: the process keeps its sockets but runs nothing.
+func (n *Node) Pause() { n.t.Helper(); n.signal(syscall.SIGSTOP, true) }
+
+// Resume sends SIGCONT to a paused run.
+func (n *Node) Resume() { n.t.Helper(); n.signal(syscall.SIGCONT, false) }
+
+func (n *Node) signal(sig syscall.Signal, paused bool) {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.cmd == nil {
+		n.t.Fatalf("%s: %v without a live run", n.name, sig)
+	}
+	if err := n.mu.cmd.Process.Signal(sig); err != nil {
+		n.t.Fatalf("%s: %v: %v", n.name, sig, err)
+	}
+	n.mu.paused = paused
+}
+
+// cleanup kills a run left live and logs the output's tail on failure.
+func (n *Node) cleanup() {
+	if cmd, done := n.current(); cmd != nil {
+		cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies on SIGKILL too, but be explicit
+		cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case <-done:
+		case <-time.After(exitTimeout):
+		}
+		n.end()
+	}
+	if n.t.Failed() {
+		n.t.Logf("%s output (tail):\n%s", n.name, n.Tail())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the exec copiers and the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

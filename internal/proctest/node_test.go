@@ -1,0 +1,200 @@
+package proctest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain runs the tests, or, when PROCTEST_CHILD is set, plays the child
+// the Node tests start.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("PROCTEST_CHILD"); mode != "" {
+		childMain(mode)
+	}
+	os.Exit(m.Run())
+}
+
+// childMain is the child the Node tests run (this test binary), told what
+// to do by mode: "serve" answers /readyz on PROCTEST_ADMIN and exits 0 on
+// SIGTERM; "exit3" exits 3 at once; "panic" panics.
+func childMain(mode string) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	shaleVars := 0
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SHALE_") {
+			shaleVars++
+		}
+	}
+	log.Info("child started", "mode", mode, "shale_vars", shaleVars, "echo", os.Getenv("PROCTEST_ECHO"))
+	switch mode {
+	case "exit3":
+		os.Exit(3)
+	case "panic":
+		panic("child asked to panic")
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	ln, err := net.Listen("tcp", os.Getenv("PROCTEST_ADMIN"))
+	if err != nil {
+		log.Error("listen", "err", err)
+		os.Exit(1)
+	}
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	<-term
+	log.Info("stopped cleanly")
+	os.Exit(0)
+}
+
+// child prepares this test binary as a child in mode.
+func child(t *testing.T, mode string, opts ...Option) *Node {
+	admin := FreeAddr(t)
+	args := []string{"-test.run=^$"}
+	opts = append([]Option{Env("PROCTEST_CHILD="+mode, "PROCTEST_ADMIN="+admin), AdminAddr(admin)}, opts...)
+	return NewNode(t, os.Args[0], args, opts...)
+}
+
+// procState is the state letter of pid in /proc/pid/stat ("T" when stopped).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+3 > len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+func TestNodeLifecycle(t *testing.T) {
+	t.Setenv("SHALE_SECRET", "x") // must not reach the child
+	n := child(t, "serve", Name("kid"), Env("PROCTEST_ECHO=hello"))
+	if n.Alive() || n.Cmd() != nil {
+		t.Fatal("alive before Start")
+	}
+	n.Start()
+	n.WaitReady()
+	if !n.Alive() {
+		t.Fatal("not alive after WaitReady")
+	}
+
+	pid := n.Cmd().Process.Pid
+	n.Pause()
+	if !n.Paused() {
+		t.Fatal("Paused false after Pause")
+	}
+	if err := WaitFor(10*time.Second, func() bool { return procState(pid) == "T" }); err != nil {
+		t.Fatalf("process state %q after SIGSTOP: %v", procState(pid), err)
+	}
+	n.Resume()
+	if n.Paused() {
+		t.Fatal("Paused true after Resume")
+	}
+	if err := WaitFor(10*time.Second, func() bool { return procState(pid) != "T" }); err != nil {
+		t.Fatalf("still stopped after SIGCONT: %v", err)
+	}
+
+	n.Pause()
+	n.Kill() // a stopped process dies on SIGKILL
+	if n.Alive() || n.Paused() || n.Cmd() != nil {
+		t.Fatal("a killed run is still live or paused")
+	}
+
+	n.Start() // the same arguments: a restart
+	n.WaitReady()
+	code, _ := n.Stop(20 * time.Second)
+	if code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	if n.Runs() != 2 {
+		t.Fatalf("Runs = %d, want 2", n.Runs())
+	}
+
+	out := n.Output()
+	for _, want := range []string{"=== kid: run 1: shale -test.run=^$", "=== kid: run 2: shale -test.run=^$"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	started := n.LogLines("child started")
+	if len(started) != 2 || n.CountLines("child started") != 2 {
+		t.Fatalf("%d %q lines, want 2:\n%s", len(started), "child started", out)
+	}
+	if kv := started[0]; kv["shale_vars"] != "0" || kv["echo"] != "hello" {
+		t.Fatalf("child environment: %v (want no SHALE_* variables and the Env option's)", kv)
+	}
+	if n.CountLines("stopped cleanly") != 1 {
+		t.Fatalf("no clean stop logged:\n%s", out)
+	}
+	n.CheckNoPanic()
+}
+
+func TestNodeWaitExit(t *testing.T) {
+	n := child(t, "exit3")
+	n.Start()
+	if code := n.WaitExit(20 * time.Second); code != 3 {
+		t.Fatalf("exit code %d, want 3", code)
+	}
+	if n.Alive() || n.Cmd() != nil {
+		t.Fatal("run still live after WaitExit")
+	}
+
+	p := child(t, "panic")
+	p.Start()
+	if code := p.WaitExit(20 * time.Second); code != 2 {
+		t.Fatalf("panicking child's exit code %d, want 2", code)
+	}
+	mark, excerpt, ok := crashIn(p.Output())
+	if !ok || mark != "panic:" || !strings.Contains(excerpt, "child asked to panic") {
+		t.Fatalf("crashIn = %q, %v on:\n%s", mark, ok, p.Output())
+	}
+}
+
+func TestCrashIn(t *testing.T) {
+	if _, _, ok := crashIn("level=INFO msg=\"all fine\"\n=== e2e: run 2: shale serve\n"); ok {
+		t.Fatal("a clean output has a crash mark")
+	}
+	for _, out := range []string{
+		"x\npanic: boom\n", "handler panicked\n", "fatal error: concurrent map writes\n",
+		"SIGQUIT: quit\ngoroutine 1 [running]:\n", "==================\nWARNING: DATA RACE\n",
+	} {
+		if _, _, ok := crashIn(out); !ok {
+			t.Errorf("no crash mark found in %q", out)
+		}
+	}
+	long := strings.Repeat("a", 5000) + "panic: x" + strings.Repeat("b", 5000)
+	if _, ex, _ := crashIn(long); len(ex) != 6000 || !strings.HasPrefix(ex[2000:], "panic: x") {
+		t.Fatalf("excerpt of %d bytes, want 2000 before the mark and 4000 from it", len(ex))
+	}
+}
+
+func TestPoll(t *testing.T) {
+	calls := 0
+	if err := Poll(10*time.Second, time.Millisecond, func() bool { calls++; return calls == 3 }); err != nil || calls != 3 {
+		t.Fatalf("Poll = %v after %d calls, want nil after 3", err, calls)
+	}
+	if err := Poll(0, time.Millisecond, func() bool { return false }); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("Poll past its deadline = %v, want ErrDeadline", err)
+	}
+}
+
+func TestServeArgs(t *testing.T) {
+	n := Serve(t, "/bin/false", "/data", []string{"--node-id", "2"})
+	want := []string{"serve", "--data-dir", "/data", "--listen", n.Kafka(), "--admin-listen", n.Admin(), "--node-id", "2"}
+	if got := n.Args(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("Args = %v, want %v", got, want)
+	}
+	if n.Kafka() == n.Admin() || !strings.HasPrefix(n.Kafka(), "127.0.0.1:") || n.DataDir() != "/data" {
+		t.Fatalf("addresses %s, %s, data dir %s", n.Kafka(), n.Admin(), n.DataDir())
+	}
+}

@@ -1,0 +1,63 @@
+package proctest
+
+import "strings"
+
+// crashMarks are what a Go program prints when it panics, dies of a fatal
+// runtime error, is dumped by SIGQUIT, or (built with -race) races.
+var crashMarks = []string{"panic:", "panicked", "fatal error:", "goroutine 1 [", "DATA RACE"}
+
+// Output is everything every run has printed so far, stdout and stderr
+// interleaved, each run headed by its marker line.
+func (n *Node) Output() string { return n.out.String() }
+
+// Tail is the last 8 KiB of Output, for failure messages.
+func (n *Node) Tail() string {
+	s := n.out.String()
+	if len(s) > tailBytes {
+		s = "...\n" + s[len(s)-tailBytes:]
+	}
+	return s
+}
+
+// CheckNoPanic fails the test if any run's output shows a Go panic, a fatal
+// runtime error, a goroutine dump or a data race, quoting the output around
+// the first one.
+func (n *Node) CheckNoPanic() {
+	n.t.Helper()
+	if mark, excerpt, ok := crashIn(n.out.String()); ok {
+		n.t.Fatalf("%s output contains %q:\n%s", n.name, mark, excerpt)
+	}
+}
+
+// crashIn finds the first crash mark (in crashMarks' order) in out and
+// returns it with up to 2000 bytes before it and 4000 from it.
+func crashIn(out string) (mark, excerpt string, ok bool) {
+	for _, m := range crashMarks {
+		if i := strings.Index(out, m); i >= 0 {
+			return m, out[max(0, i-2000):min(len(out), i+4000)], true
+		}
+	}
+	return "", "", false
+}
+
+// LogLines returns the slog text lines of every run whose msg is msg, each
+// parsed by ParseLogfmt, in the order printed.
+func (n *Node) LogLines(msg string) []map[string]string {
+	return logLines(n.out.String(), msg)
+}
+
+// CountLines is how many slog text lines of every run have msg msg.
+func (n *Node) CountLines(msg string) int { return len(n.LogLines(msg)) }
+
+func logLines(out, msg string) []map[string]string {
+	var lines []map[string]string
+	for line := range strings.SplitSeq(out, "\n") {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		if kv := ParseLogfmt(line); kv["msg"] == msg {
+			lines = append(lines, kv)
+		}
+	}
+	return lines
+}
