@@ -101,18 +101,6 @@ func (c *lru[K, V]) Contains(key K) bool {
 	return cached || loading
 }
 
-// peek returns the cached value under key, without loading, waiting or
-// counting.
-func (c *lru[K, V]) peek(key K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.mu.entries[key]; ok {
-		return el.Value.(*lruEntry[K, V]).val, true
-	}
-	var zero V
-	return zero, false
-}
-
 // Bytes is the summed size of the cached values.
 func (c *lru[K, V]) Bytes() int64 {
 	c.mu.Lock()
