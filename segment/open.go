@@ -235,7 +235,12 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 			return err
 		}
 	}
-	c1 := l.mu.epochs.truncateFromEnd(l.mu.leo)
+	// Entries from the log end on have no batch left, except the one in
+	// force at the log start: cut there, it starts at the log start, which
+	// an empty log's end equals (a log reset to the remote tail, or deleted
+	// up to its end). Dropping it would lose the history of the data below
+	// the log start at the second reopen, after the first had moved it up.
+	c1 := l.mu.epochs.truncateFromEnd(max(l.mu.leo, l.mu.logStart+1))
 	c2 := l.mu.epochs.truncateFromStart(l.mu.logStart)
 	if !epochsOK || c1 || c2 {
 		if err := l.mu.epochs.write(l.dir); err != nil {

@@ -17,9 +17,8 @@ import (
 // retention would cut it: what stays is the epoch in force at offset,
 // starting at offset (the leader, whose local log starts there too, has the
 // same). It must be ordered by epoch and start offset. Until a batch is
-// appended that entry is the only one, and Open, which drops entries
-// starting at the log end, forgets it once the empty log has been reopened
-// twice; the next fetched batch brings its epoch back.
+// appended that entry is the only one; it starts at the log end, and Open
+// keeps it however often the empty log is reopened.
 //
 // Old segments leave like retention-deleted ones (renamed .deleted, closed
 // and removed after FileDeleteDelay), so readers holding a ReadResult keep
@@ -55,11 +54,11 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 		}
 		cache = append(cache, e)
 	}
-	// On disk, the history below offset as given (Open cuts it at the log
-	// start as below); in memory, the cut one. An entry starting at offset
-	// itself would be dropped at the next Open of the still empty log.
+	// The same history on disk and in memory: Open keeps an entry starting
+	// at the log start of an empty log. Found beside an empty log at 0 (a
+	// crash before the new segment), the new history starts at offset, above
+	// that log's end, and Open drops it.
 	cache.truncateFromEnd(offset)
-	persist := slices.Clone(cache)
 	cache.truncateFromStart(offset)
 
 	// 1. The old segments step aside, newest first: a crash leaves a prefix.
@@ -80,7 +79,7 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 	}
 	// 2. The new history, before any segment can pair with it.
 	if err == nil {
-		err = persist.write(l.dir)
+		err = cache.write(l.dir)
 	}
 	if err == nil {
 		err = resetStep("history")
