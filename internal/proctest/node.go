@@ -123,7 +123,7 @@ func (n *Node) Start() {
 	n.mu.runs++
 	fmt.Fprintf(&n.out, "=== %s: run %d: shale %s\n", n.name, n.mu.runs, strings.Join(n.args, " "))
 	cmd := exec.Command(n.bin, n.args...)
-	cmd.Env = childEnv(n.env)
+	cmd.Env = ChildEnv(n.env...)
 	cmd.Stdout, cmd.Stderr = &n.out, &n.out
 	// If the test binary dies, the kernel kills the node too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -138,8 +138,10 @@ func (n *Node) Start() {
 	}()
 }
 
-// childEnv is the test's environment without SHALE_* variables, plus extra.
-func childEnv(extra []string) []string {
+// ChildEnv is the test's environment without SHALE_* variables (so that a
+// developer's own settings do not reach a child), plus extra: what Node
+// gives its runs, for other commands a test runs.
+func ChildEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SHALE_") {
