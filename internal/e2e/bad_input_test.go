@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // connEnd is how the node ended a raw connection.
@@ -168,18 +170,18 @@ func TestBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 
 	n := newNode(t, t.TempDir())
-	n.start()
-	n.waitReady()
-	createTopic(t, n.kafka, topic, 1)
+	n.Start()
+	n.WaitReady()
+	createTopic(t, n.Kafka(), topic, 1)
 
 	var rounds atomic.Int64
 	trafficErr := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { // owned by this test; ends on cancel, error or its bound
-		trafficErr <- bystander(ctx, n.kafka, topic, &rounds)
+		trafficErr <- bystander(ctx, n.Kafka(), topic, &rounds)
 	}()
-	if err := waitFor(30*time.Second, func() bool { return rounds.Load() >= 5 }); err != nil {
+	if err := proctest.WaitFor(30*time.Second, func() bool { return rounds.Load() >= 5 }); err != nil {
 		cancel()
 		t.Fatalf("bystander client made %d rounds before the bad input: %v", rounds.Load(), <-trafficErr)
 	}
@@ -187,7 +189,7 @@ func TestBadInput(t *testing.T) {
 	const repeats = 10
 	for _, in := range badInputs {
 		for i := range repeats {
-			c, err := net.DialTimeout("tcp", n.kafka, 5*time.Second)
+			c, err := net.DialTimeout("tcp", n.Kafka(), 5*time.Second)
 			if err != nil {
 				t.Fatalf("%s #%d: dial: %v", in.name, i, err)
 			}
@@ -206,7 +208,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// The bystander must keep working after the bad input too.
 	after := rounds.Load()
-	if err := waitFor(30*time.Second, func() bool { return rounds.Load() >= after+5 }); err != nil {
+	if err := proctest.WaitFor(30*time.Second, func() bool { return rounds.Load() >= after+5 }); err != nil {
 		t.Errorf("bystander client stalled at %d rounds after the bad input", rounds.Load())
 	}
 	cancel()
@@ -215,10 +217,10 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Logf("bystander: %d produce+consume rounds", rounds.Load())
 
-	if !n.alive() {
+	if !n.Alive() {
 		t.Fatalf("shale exited")
 	}
-	resp, err := http.Get("http://" + n.admin + "/healthz")
+	resp, err := http.Get("http://" + n.Admin() + "/healthz")
 	if err != nil {
 		t.Fatalf("healthz: %v", err)
 	}
@@ -226,9 +228,9 @@ func TestBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: %s", resp.Status)
 	}
-	n.checkNoPanic()
+	n.CheckNoPanic()
 	if os.Getenv("E2E_SHOW_LOG") != "" {
-		t.Log(n.tail())
+		t.Log(n.Tail())
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestConfigSources checks the precedence of the config sources on the
@@ -16,7 +18,7 @@ import (
 func TestConfigSources(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	fileAddr, envAddr, flagAddr, admin := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	fileAddr, envAddr, flagAddr, admin := proctest.FreeAddr(t), proctest.FreeAddr(t), proctest.FreeAddr(t), proctest.FreeAddr(t)
 	cfgPath := filepath.Join(t.TempDir(), "shale.yaml")
 	yaml := fmt.Sprintf("data_dir: %s\nlisten: %s\nadmin_listen: %s\nnats_listen: 127.0.0.1:-1\nshutdown_timeout: 5s\n",
 		dir, fileAddr, admin)
@@ -37,14 +39,13 @@ func TestConfigSources(t *testing.T) {
 			[]string{"SHALE_LISTEN=" + envAddr}, flagAddr},
 	}
 	for _, tc := range cases {
-		p := &proc{t: t, args: tc.args, env: tc.env, kafka: tc.want, admin: admin}
-		t.Cleanup(p.cleanup)
-		p.start()
-		p.waitReady()
+		p := proctest.NewNode(t, shaleBin, tc.args, proctest.Env(tc.env...), proctest.AdminAddr(admin), proctest.Name("e2e"))
+		p.Start()
+		p.WaitReady()
 
 		// The Kafka protocol answers on the winning address only.
 		cl := newClient(t, tc.want)
-		if err := cl.Ping(ctxFor(t, 20*time.Second)); err != nil {
+		if err := cl.Ping(proctest.Context(t, 20*time.Second)); err != nil {
 			t.Errorf("%s: ping %s: %v", tc.name, tc.want, err)
 		}
 		cl.Close()
@@ -57,13 +58,13 @@ func TestConfigSources(t *testing.T) {
 				t.Errorf("%s: something listens on %s too (want only %s)", tc.name, other, tc.want)
 			}
 		}
-		if !strings.Contains(p.stderr.String(), "kafka="+tc.want) {
+		if !strings.Contains(p.Output(), "kafka="+tc.want) {
 			t.Errorf("%s: start log does not name kafka=%s", tc.name, tc.want)
 		}
-		if code, _ := p.terminate(20 * time.Second); code != 0 {
+		if code, _ := p.Stop(20 * time.Second); code != 0 {
 			t.Errorf("%s: exit code %d after SIGTERM", tc.name, code)
 		}
-		p.checkNoPanic()
+		p.CheckNoPanic()
 	}
 }
 
@@ -87,18 +88,14 @@ func TestConfigRejected(t *testing.T) {
 	// the default ports.
 	safe := []string{"SHALE_DATA_DIR=" + t.TempDir(), "SHALE_ADMIN_LISTEN=", "SHALE_NATS_LISTEN=127.0.0.1:-1"}
 	for _, tc := range cases {
-		p := &proc{t: t, args: tc.args, env: append(append([]string{}, safe...), tc.env...)}
-		t.Cleanup(p.cleanup)
-		p.start()
-		p.waitExit(30 * time.Second)
-		cmd, _ := p.current()
-		code := cmd.ProcessState.ExitCode()
-		p.clear()
+		p := proctest.NewNode(t, shaleBin, tc.args, proctest.Env(safe...), proctest.Env(tc.env...), proctest.Name("e2e"))
+		p.Start()
+		code := p.WaitExit(30 * time.Second)
 		if code != 2 {
 			t.Errorf("%s: exit code %d, want 2", tc.name, code)
 		}
-		if !strings.Contains(p.stderr.String(), tc.want) {
-			t.Errorf("%s: stderr does not mention %q:\n%s", tc.name, tc.want, p.tail())
+		if !strings.Contains(p.Output(), tc.want) {
+			t.Errorf("%s: stderr does not mention %q:\n%s", tc.name, tc.want, p.Tail())
 		}
 	}
 }

@@ -25,8 +25,8 @@ func TestQuickstartKcat(t *testing.T) {
 		}
 	}
 	n := newNode(t, t.TempDir())
-	n.start()
-	n.waitReady()
+	n.Start()
+	n.WaitReady()
 
 	run := func(stdin string, args ...string) string {
 		t.Helper()
@@ -41,10 +41,10 @@ func TestQuickstartKcat(t *testing.T) {
 		}
 		return out.String()
 	}
-	run("hello shale\n", "-P", "-b", n.kafka, "-t", "greetings")
-	got := run("", "-C", "-b", n.kafka, "-t", "greetings", "-o", "beginning", "-e")
+	run("hello shale\n", "-P", "-b", n.Kafka(), "-t", "greetings")
+	got := run("", "-C", "-b", n.Kafka(), "-t", "greetings", "-o", "beginning", "-e")
 	if got != "hello shale\n" {
 		t.Fatalf("kcat consumed %q, want %q", got, "hello shale\n")
 	}
-	n.checkNoPanic()
+	n.CheckNoPanic()
 }

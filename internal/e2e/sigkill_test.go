@@ -24,11 +24,11 @@ func TestSIGKILLMidStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 
 	n := newNode(t, t.TempDir())
-	n.start()
-	n.waitReady()
-	createTopic(t, n.kafka, topic, parts)
+	n.Start()
+	n.WaitReady()
+	createTopic(t, n.Kafka(), topic, parts)
 
-	s := startStream(t, n.kafka, topic, parts)
+	s := startStream(t, n.Kafka(), topic, parts)
 	var granted int64
 	for k := range kills {
 		g := 1000 + rng.IntN(maxGrant-1000)
@@ -37,13 +37,12 @@ func TestSIGKILLMidStream(t *testing.T) {
 		// Kill somewhere in the middle of this round: after a random share
 		// of its records is acknowledged, with the rest buffered or in flight.
 		at := before + int64(1+rng.IntN(g*3/4))
-		n.armKill(s, at)
+		armKill(t, n, s, at)
 		s.grant(g)
-		n.waitExit(60 * time.Second)
-		n.kill()
+		n.WaitExit(60 * time.Second)
 		t.Logf("kill %d: granted %d, acked %d, failed %d", k+1, granted, s.acked.Load(), s.failed.Load())
-		n.start()
-		took := n.waitReady()
+		n.Start()
+		took := n.WaitReady()
 		t.Logf("restart %d ready after %v", k+1, took.Round(time.Millisecond))
 	}
 	s.grant(final)
@@ -59,7 +58,7 @@ func TestSIGKILLMidStream(t *testing.T) {
 		t.Fatalf("only %d records acknowledged", len(acked))
 	}
 
-	st := verifyLog(t, n.kafka, topic, parts, acked)
+	st := verifyLog(t, n.Kafka(), topic, parts, acked)
 	t.Logf("log: %d records, end offsets %v, %d present without an ack", st.records, st.endOffsets, st.unackedIn)
-	n.checkNoPanic()
+	n.CheckNoPanic()
 }

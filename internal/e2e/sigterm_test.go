@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestSIGTERM stops the node with SIGTERM while a producer streams, checks
@@ -25,11 +27,11 @@ func TestSIGTERM(t *testing.T) {
 	)
 	dir := t.TempDir()
 	n := newNode(t, dir, "--shutdown-timeout", shutdown.String())
-	n.start()
-	n.waitReady()
-	createTopic(t, n.kafka, topic, parts)
+	n.Start()
+	n.WaitReady()
+	createTopic(t, n.Kafka(), topic, parts)
 
-	s := startStream(t, n.kafka, topic, parts)
+	s := startStream(t, n.Kafka(), topic, parts)
 	s.grant(2000)
 	s.flush(2000, 60*time.Second)
 	if got := s.acked.Load(); got != 2000 {
@@ -45,7 +47,7 @@ func TestSIGTERM(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("only %d records acknowledged", s.acked.Load())
 	}
-	code, took := n.terminate(limit)
+	code, took := n.Stop(limit)
 	t.Logf("exit code %d after %v, %d acknowledged at exit", code, took.Round(time.Millisecond), s.acked.Load())
 	if code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
@@ -61,11 +63,11 @@ func TestSIGTERM(t *testing.T) {
 		t.FailNow()
 	}
 
-	n.start()
-	took = n.waitReady()
+	n.Start()
+	took = n.WaitReady()
 	t.Logf("restart ready after %v", took.Round(time.Millisecond))
 	// A graceful stop deregisters, so the restart need not wait for the TTL.
-	if _, run2, _ := strings.Cut(n.stderr.String(), "=== e2e: run 2"); strings.Contains(run2, "waiting for the previous registration") {
+	if _, run2, _ := strings.Cut(n.Output(), "=== e2e: run 2"); strings.Contains(run2, "waiting for the previous registration") {
 		t.Error("restart after SIGTERM waited for the old broker registration to expire: the stop did not deregister")
 	}
 	// The producer retries what the stopped node did not answer.
@@ -76,14 +78,14 @@ func TestSIGTERM(t *testing.T) {
 	if int64(len(acked))+s.failed.Load() != 5000 {
 		t.Fatalf("%d acked + %d failed != 5000 produced: promises lost", len(acked), s.failed.Load())
 	}
-	st := verifyLog(t, n.kafka, topic, parts, acked)
+	st := verifyLog(t, n.Kafka(), topic, parts, acked)
 	t.Logf("log: %d records, end offsets %v, %d present without an ack", st.records, st.endOffsets, st.unackedIn)
 	if !grepStderr(n, "stopped cleanly") {
 		t.Fatal(`stderr lacks "stopped cleanly" after SIGTERM`)
 	}
-	n.checkNoPanic()
+	n.CheckNoPanic()
 }
 
-func grepStderr(p *proc, s string) bool {
-	return strings.Contains(p.stderr.String(), s)
+func grepStderr(p *proctest.Node, s string) bool {
+	return strings.Contains(p.Output(), s)
 }

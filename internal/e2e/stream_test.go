@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // stream produces sequence-numbered records with franz-go's default
@@ -52,7 +54,7 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 func createTopic(t *testing.T, addr, topic string, parts int32) {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, addr))
-	resp, err := adm.CreateTopic(ctxFor(t, 20*time.Second), parts, 1, nil, topic)
+	resp, err := adm.CreateTopic(proctest.Context(t, 20*time.Second), parts, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -151,7 +153,7 @@ func (s *stream) flush(granted int64, d time.Duration) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := waitFor(d, func() bool { return s.produced.Load() >= granted }); err != nil {
+	if err := proctest.WaitFor(d, func() bool { return s.produced.Load() >= granted }); err != nil {
 		s.t.Fatalf("the producer loop handed %d of %d records to the client", s.produced.Load(), granted)
 	}
 	if err := s.cl.Flush(ctx); err != nil {
@@ -196,7 +198,7 @@ type logStats struct {
 func verifyLog(t *testing.T, addr, topic string, parts int, acked map[int]bool) logStats {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, addr))
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
