@@ -14,15 +14,20 @@ import (
 // machines we measured, first touch of fresh memory costs more than the GET
 // itself). A chunk that is never released is simply left to the GC.
 type chunk struct {
-	b    []byte // len: the bytes of the range; cap: the chunk size
+	b    []byte
 	refs atomic.Int32
+	// pooled: b came from chunkBufs (capacity: a whole chunk) and goes
+	// back there. A last chunk of an object that fills at most half a chunk
+	// has a buffer of its own size, left to the GC, so that small segments
+	// do not pin whole-chunk buffers.
+	pooled bool
 	// recycled counts buffers handed back for reuse (Stats).
 	recycled *atomic.Int64
 }
 
 // newChunk returns a chunk over b holding one reference (the cache's).
-func newChunk(b []byte, recycled *atomic.Int64) *chunk {
-	c := &chunk{b: b, recycled: recycled}
+func newChunk(b []byte, pooled bool, recycled *atomic.Int64) *chunk {
+	c := &chunk{b: b, pooled: pooled, recycled: recycled}
 	c.refs.Store(1)
 	return c
 }
@@ -46,11 +51,13 @@ func (c *chunk) acquire() bool {
 func (c *chunk) release() {
 	switch n := c.refs.Add(-1); {
 	case n == 0:
-		b := c.b[:0]
+		b := c.b
 		c.b = nil
-		chunkBufs.put(b)
-		if c.recycled != nil {
-			c.recycled.Add(1)
+		if c.pooled {
+			chunkBufs.put(b)
+			if c.recycled != nil {
+				c.recycled.Add(1)
+			}
 		}
 	case n < 0:
 		panic("coldread: chunk released more often than acquired")
@@ -60,8 +67,9 @@ func (c *chunk) release() {
 // size is the memory the chunk holds, for the cache's bound.
 func (c *chunk) size() int64 { return int64(cap(c.b)) }
 
-// chunkBufs recycles chunk buffers across Readers. It is a sync.Pool per
-// buffer capacity, so idle buffers go back to the GC after two collections.
+// chunkBufs recycles whole-chunk buffers across Readers. It is a sync.Pool
+// per chunk size (Config.ChunkBytes), so idle buffers go back to the GC
+// after two collections.
 var chunkBufs bufPool
 
 type bufPool struct {
@@ -69,30 +77,32 @@ type bufPool struct {
 	pools map[int]*sync.Pool
 }
 
-func (p *bufPool) pool(capacity int) *sync.Pool {
+func (p *bufPool) pool(size int) *sync.Pool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.pools == nil {
 		p.pools = map[int]*sync.Pool{}
 	}
-	sp, ok := p.pools[capacity]
+	sp, ok := p.pools[size]
 	if !ok {
 		sp = &sync.Pool{}
-		p.pools[capacity] = sp
+		p.pools[size] = sp
 	}
 	return sp
 }
 
-// get returns a buffer of length n and capacity capacity (>= n), recycled
-// when one is free. Its bytes are not zeroed.
-func (p *bufPool) get(n, capacity int) []byte {
-	if v, ok := p.pool(capacity).Get().(*[]byte); ok {
-		return (*v)[:n]
+// get returns a buffer of size bytes, recycled when one is free (its bytes
+// are then not zeroed).
+func (p *bufPool) get(size int) []byte {
+	if v, ok := p.pool(size).Get().(*[]byte); ok {
+		return *v
 	}
-	return make([]byte, n, capacity)
+	return make([]byte, size)
 }
 
-// put hands b (whose capacity names its pool) back for reuse.
+// put hands b, a buffer from get (or a slice of one from its start), back
+// for reuse.
 func (p *bufPool) put(b []byte) {
-	p.pool(cap(b)).Put(&b)
+	b = b[:cap(b)]
+	p.pool(len(b)).Put(&b)
 }

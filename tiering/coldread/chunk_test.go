@@ -8,7 +8,7 @@ import (
 
 func TestChunkIsRecycledWhenTheLastReferenceGoes(t *testing.T) {
 	var recycled atomic.Int64
-	c := newChunk(make([]byte, 4, 8), &recycled)
+	c := newChunk(chunkBufs.get(8), true, &recycled)
 	if !c.acquire() {
 		t.Fatal("acquire of a cached chunk failed")
 	}
@@ -31,12 +31,21 @@ func TestChunkIsRecycledWhenTheLastReferenceGoes(t *testing.T) {
 	c.release()
 }
 
+func TestShortChunkIsNotPooled(t *testing.T) {
+	var recycled atomic.Int64
+	c := newChunk(make([]byte, 3), false, &recycled)
+	c.release()
+	if recycled.Load() != 0 || c.b != nil {
+		t.Fatalf("a short chunk's buffer was pooled (%d) or kept", recycled.Load())
+	}
+}
+
 func TestChunkCacheReleasesWhatLeavesIt(t *testing.T) {
 	var recycled atomic.Int64
 	c := newChunkLRU(16)
 	put := func(k string) *chunk {
 		t.Helper()
-		ch, err := c.Get(testCtx(t), chunkKey{k, 0}, func() (*chunk, error) { return newChunk(make([]byte, 8), &recycled), nil })
+		ch, err := c.Get(testCtx(t), chunkKey{k, 0}, func() (*chunk, error) { return newChunk(chunkBufs.get(8), true, &recycled), nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -99,16 +99,24 @@ func (o object) chunk(ctx context.Context, i int64) (*chunk, error) {
 	cs := o.r.cfg.ChunkBytes
 	load := func() (*chunk, error) {
 		length := min(cs, o.size-i*cs)
-		b := chunkBufs.get(int(length), int(cs))
+		pooled := length > cs/2
+		var b []byte
+		if pooled {
+			b = chunkBufs.get(int(cs))[:length]
+		} else {
+			b = make([]byte, length)
+		}
 		n, err := o.r.getInto(ctx, o.key, i*cs, b)
 		if err == nil && int64(n) != length {
 			err = fmt.Errorf("%w: %s chunk %d: %d bytes, want %d (object shorter than its metadata)", ErrRemoteRead, o.key, i, n, length)
 		}
 		if err != nil {
-			chunkBufs.put(b)
+			if pooled {
+				chunkBufs.put(b)
+			}
 			return nil, err
 		}
-		return newChunk(b, &o.r.stats.recycled), nil
+		return newChunk(b, pooled, &o.r.stats.recycled), nil
 	}
 	for {
 		c, err := o.r.chunks.Get(ctx, chunkKey{o.key, i}, load)
