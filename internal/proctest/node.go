@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ReadyTimeout bounds WaitReady. A node restarted after SIGKILL first waits
@@ -58,6 +60,7 @@ type Node struct {
 		cmd    *exec.Cmd
 		done   chan struct{} // closed when the current run has exited
 		paused bool          // between Pause and Resume of the current run
+		cl     *kgo.Client   // seeded with this node only; nil until Client
 	}
 }
 
@@ -159,11 +162,15 @@ func (n *Node) current() (*exec.Cmd, chan struct{}) {
 	return n.mu.cmd, n.mu.done
 }
 
-// end forgets the current run once it has exited.
+// end forgets the current run once it has exited, and closes its client.
 func (n *Node) end() {
 	n.mu.Lock()
-	n.mu.cmd, n.mu.done, n.mu.paused = nil, nil, false
+	cl := n.mu.cl
+	n.mu.cmd, n.mu.done, n.mu.paused, n.mu.cl = nil, nil, false, nil
 	n.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
 }
 
 // Cmd returns the live run's command, or nil between runs (after Kill,
@@ -321,8 +328,8 @@ func (n *Node) cleanup() {
 		case <-done:
 		case <-time.After(exitTimeout):
 		}
-		n.end()
 	}
+	n.end()
 	if n.t.Failed() {
 		n.t.Logf("%s output (tail):\n%s", n.name, n.Tail())
 	}

@@ -1,0 +1,49 @@
+package proctest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client returns a franz-go client whose only seed is this node's Kafka
+// address, with no request retries (a question to this node is answered by
+// this node or fails). It is made on first use, shared by later calls, and
+// closed when the run ends (Kill, Stop, WaitExit) and at the end of the
+// test; the caller must not close it.
+func (n *Node) Client() *kgo.Client {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.kafka), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+		if err != nil {
+			n.t.Fatalf("%s: %v", n.name, err)
+		}
+		n.mu.cl = cl
+	}
+	return n.mu.cl
+}
+
+// Metadata asks this node (and no other) for the cluster's metadata, and
+// for the given topics' partitions.
+func (n *Node) Metadata(ctx context.Context, topics ...string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	seeds := n.Client().SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("%s: no seed broker", n.name)
+	}
+	resp, err := seeds[0].Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
