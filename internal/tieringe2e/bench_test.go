@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,7 +138,8 @@ func (f *coldFixture) restart(b *testing.B) {
 //     to the local log start (every byte from the bucket, the node restarted
 //     before each replay so that its caches are cold). MB/s counts the .log
 //     bytes of the replayed segments. It also reports S3 calls per GB
-//     replayed and per GB uploaded (from the node's bucket metrics). The
+//     replayed and per GB uploaded (from the node's bucket metrics), and
+//     cpu-s/GB: the test process's CPU (node and consumer) per GB. The
 //     restart is in-process: the chunk buffers of the closed node's cache
 //     are recycled by the next one (as a long-running node recycles
 //     evicted chunks), so a replay after the first does not pay for the
@@ -146,12 +148,14 @@ func (f *coldFixture) restart(b *testing.B) {
 //   - PlainRangedGetS3: minio-go reads the same .log objects in ranged GETs
 //     of the cold reader's chunk size (8 MiB), in order, benchGetsInFlight
 //     at a time (the cold reader's read-ahead runs that many at once; a
-//     one-at-a-time peer would be held to less concurrency than Shale).
+//     one-at-a-time peer would be held to less concurrency than Shale);
+//     cpu-s/GB is the test process's CPU (the minio-go client) per GB.
 func BenchmarkColdTierS3(b *testing.B) {
 	f := startColdFixture(b)
 	b.Run("ColdReplayS3", func(b *testing.B) {
 		b.SetBytes(f.logBytes)
 		var calls int64
+		var cpu time.Duration
 		for range b.N {
 			b.StopTimer()
 			f.restart(b)
@@ -160,6 +164,7 @@ func BenchmarkColdTierS3(b *testing.B) {
 				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{f.topic: {0: kgo.NewOffset().At(0)}}))
 			ctx := ctxT(b, 2*time.Minute)
 			b.StartTimer()
+			cpu0 := processCPU(b)
 			for next := int64(0); next < f.coldEnd; {
 				fs := cl.PollFetches(ctx)
 				if ctx.Err() != nil {
@@ -173,17 +178,20 @@ func BenchmarkColdTierS3(b *testing.B) {
 				})
 			}
 			b.StopTimer()
+			cpu += processCPU(b) - cpu0
 			cl.Close()
 			calls += requests(f.node.BucketMetrics()) - before
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(calls)/(float64(f.logBytes)*float64(b.N)/1e9), "req/GB-replayed")
 		b.ReportMetric(f.uploadReqPerGB, "req/GB-uploaded")
+		b.ReportMetric(cpu.Seconds()/(float64(f.logBytes)*float64(b.N)/1e9), "cpu-s/GB")
 	})
 	b.Run("PlainRangedGetS3", func(b *testing.B) {
 		mc := minioClient(b, f.env.srv.Endpoint)
 		ctx := ctxT(b, 5*time.Minute)
 		b.SetBytes(f.logBytes)
+		cpu0 := processCPU(b)
 		for range b.N {
 			var g errgroup.Group
 			g.SetLimit(benchGetsInFlight)
@@ -215,5 +223,17 @@ func BenchmarkColdTierS3(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric((processCPU(b)-cpu0).Seconds()/(float64(f.logBytes)*float64(b.N)/1e9), "cpu-s/GB")
 	})
+}
+
+// processCPU is the user+system CPU time of the test process so far: the
+// node and its Kafka client in the replay, the minio-go client in the
+// plain read (versitygw runs apart in both).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
