@@ -14,4 +14,8 @@ func TestParseLogfmt(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("got %d keys, want %d: %v", len(got), len(want), got)
 	}
+	// An = inside a quoted value does not start a key.
+	if kv := ParseLogfmt(`msg=x err="a \"quoted\" x=y" leader=2`); kv["err"] != `a "quoted" x=y` || kv["leader"] != "2" || len(kv) != 3 {
+		t.Errorf("quoted x=y: %v", kv)
+	}
 }

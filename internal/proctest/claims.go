@@ -1,0 +1,61 @@
+package proctest
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// LeadClaim says that Node led Topic-Partition in leader epoch Epoch.
+type LeadClaim struct {
+	Node      int32
+	Topic     string
+	Partition int32
+	Epoch     int32
+}
+
+// LeadClaims returns the claims made by the slog text lines of log whose
+// msg is msg, with the claiming node taken from the attribute nodeAttr
+// ("node" for a replica's "became leader", "leader" for a controller's
+// "elected leader") and the partition from "topic", "partition" and
+// "leader_epoch". A matching line without a parsable claim is an error: the
+// log format changed, and a check would otherwise pass on nothing.
+func LeadClaims(log, msg, nodeAttr string) ([]LeadClaim, error) {
+	var out []LeadClaim
+	for _, kv := range logLines(log, msg) {
+		node, err1 := strconv.ParseInt(kv[nodeAttr], 10, 32)
+		part, err2 := strconv.ParseInt(kv["partition"], 10, 32)
+		epoch, err3 := strconv.ParseInt(kv["leader_epoch"], 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil || kv["topic"] == "" {
+			return nil, fmt.Errorf("unparsable %q line: %v", msg, kv)
+		}
+		out = append(out, LeadClaim{Node: int32(node), Topic: kv["topic"], Partition: int32(part), Epoch: int32(epoch)})
+	}
+	return out, nil
+}
+
+// EpochConflicts describes every (topic, partition, leader epoch) claimed by
+// more than one node, sorted: two leaders in one epoch.
+func EpochConflicts(cs []LeadClaim) []string {
+	type key struct {
+		topic     string
+		partition int32
+		epoch     int32
+	}
+	by := map[key][]int32{}
+	for _, c := range cs {
+		k := key{c.Topic, c.Partition, c.Epoch}
+		if !slices.Contains(by[k], c.Node) {
+			by[k] = append(by[k], c.Node)
+		}
+	}
+	var out []string
+	for k, nodes := range by {
+		if len(nodes) > 1 {
+			slices.Sort(nodes)
+			out = append(out, fmt.Sprintf("%s-%d epoch %d led by nodes %v", k.topic, k.partition, k.epoch, nodes))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
