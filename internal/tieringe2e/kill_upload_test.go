@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/objstore/objstoretest"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // killPoint is one place in a segment's upload (CopyStarted record, then
@@ -61,14 +62,14 @@ func TestKillMidUploadS3(t *testing.T) {
 		"--s3-region", objstoretest.Region, "--s3-path-style=true", "--tiering-interval", "100ms",
 		"--remote-orphan-grace", "1s", "--broker-session-timeout", sessionTTL.String(),
 		"--retention-check-interval", "200ms")
-	n.start()
-	n.waitReady()
+	n.Start()
+	n.WaitReady()
 	begin := time.Now()
-	createTopic(t, n.kafka, topic, 1, tieredTopicConfig)
+	createTopic(t, n.Kafka(), topic, 1, tieredTopicConfig)
 
 	// One producer across every kill: its unacknowledged batches are retried
 	// against the restarted node, which must not write them twice.
-	cl := newClient(t, n.kafka, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	cl := newClient(t, n.Kafka(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10),
 		kgo.MaxBufferedRecords(len(killPoints)*perRound), kgo.RecordDeliveryTimeout(10*time.Minute))
 	acks := &ackTracker{}
@@ -82,25 +83,25 @@ func TestKillMidUploadS3(t *testing.T) {
 			total++
 		}
 		key := waitCaught(t, proxy, fmt.Sprintf("kill %d (%s)", i+1, kp.what))
-		n.kill()
+		n.Kill()
 		checkCutOff(t, listBucket(t, mc, env.bucket), key, kp)
 		if kp.killCleanup {
 			proxy.arm(http.MethodDelete, key, catchBefore)
 		}
-		n.start()
-		took := n.waitReady()
+		n.Start()
+		took := n.WaitReady()
 		t.Logf("kill %d %s: caught %s; %d of %d records acked; restarted in %v",
 			i+1, kp.what, key, acks.count(), total, took.Round(time.Millisecond))
 		if kp.killCleanup {
 			waitCaught(t, proxy, fmt.Sprintf("kill %d (the clean-up of %s)", i+1, key))
-			n.kill()
+			n.Kill()
 			keys := listBucket(t, mc, env.bucket)
 			base, _ := strings.CutSuffix(key, ".manifest.json")
 			if !slices.Contains(keys, key) || slices.Contains(keys, base+".log") {
 				t.Fatalf("kill %d during the clean-up: the bucket should hold %s but not its .log: %v", i+1, key, keys)
 			}
-			n.start()
-			took := n.waitReady()
+			n.Start()
+			took := n.WaitReady()
 			t.Logf("kill %d again during the reconciler's DELETE of %s; restarted in %v", i+1, key, took.Round(time.Millisecond))
 		}
 		if kp.mode == catchLate {
@@ -111,7 +112,7 @@ func TestKillMidUploadS3(t *testing.T) {
 		// (the next kill then cuts off a later one).
 		base := segmentBase(t, key)
 		waitFor(t, 30*time.Second, fmt.Sprintf("the segment at %d to be tiered after kill %d", base, i+1), func() bool {
-			return listOffset(t, n.kafka, topic, -5) >= base
+			return listOffset(t, n.Kafka(), topic, -5) >= base
 		})
 	}
 
@@ -126,7 +127,7 @@ func TestKillMidUploadS3(t *testing.T) {
 	if got := acks.count(); got != total {
 		t.Fatalf("%d of %d records acknowledged", got, total)
 	}
-	if hw := listOffset(t, n.kafka, topic, -1); hw != int64(total) {
+	if hw := listOffset(t, n.Kafka(), topic, -1); hw != int64(total) {
 		t.Fatalf("high watermark %d, want %d: a record was written twice", hw, total)
 	}
 	t.Logf("all %d records acknowledged at %v", total, time.Since(begin).Round(time.Millisecond))
@@ -134,13 +135,13 @@ func TestKillMidUploadS3(t *testing.T) {
 	// Uploads and reconciliation settle: most of the log only in the bucket,
 	// and the bucket exactly what the committed metadata references.
 	waitFor(t, 60*time.Second, "local log start past half the log", func() bool {
-		return listOffset(t, n.kafka, topic, -4) >= int64(total/2)
+		return listOffset(t, n.Kafka(), topic, -4) >= int64(total/2)
 	})
 	var last string
-	if !poll(60*time.Second, func() bool {
+	if err := proctest.Poll(60*time.Second, 200*time.Millisecond, func() bool {
 		last = bucketMatchesRemoteLog(t, readRemoteLog(t, n.nats, sessionTTL), mc, env.bucket)
 		return last == ""
-	}) {
+	}); err != nil {
 		t.Fatalf("the bucket does not match the remote metadata after 60s: %s\nbucket: %v", last, listBucket(t, mc, env.bucket))
 	}
 	if !sweptBy(n, lateKey) {
@@ -148,11 +149,11 @@ func TestKillMidUploadS3(t *testing.T) {
 	}
 	t.Logf("bucket matches the metadata at %v", time.Since(begin).Round(time.Millisecond))
 
-	if got := listOffset(t, n.kafka, topic, -2); got != 0 {
+	if got := listOffset(t, n.Kafka(), topic, -2); got != 0 {
 		t.Fatalf("earliest offset %d, want 0 (the log start is in the bucket)", got)
 	}
-	consumeFranz(t, n.kafka, topic, 0, int64(total))
-	n.checkNoPanic()
+	consumeFranz(t, n.Kafka(), topic, 0, int64(total))
+	n.CheckNoPanic()
 	t.Logf("replayed %d records from offset 0 at %v", total, time.Since(begin).Round(time.Millisecond))
 }
 
@@ -216,20 +217,6 @@ func landLate(t *testing.T, n *childNode, proxy *killProxy, mc *minio.Client, bu
 	}
 }
 
-// poll checks cond every 200 ms until it holds (true) or d passes (false).
-func poll(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}
-
 // segmentBase returns the base offset named by a segment object's key.
 func segmentBase(t *testing.T, key string) int64 {
 	t.Helper()
@@ -243,7 +230,7 @@ func segmentBase(t *testing.T, key string) int64 {
 
 // sweptBy reports whether the node logged deleting key as unreferenced.
 func sweptBy(n *childNode, key string) bool {
-	for _, kv := range n.logLines("reconciler: deleted unreferenced object") {
+	for _, kv := range n.LogLines("reconciler: deleted unreferenced object") {
 		if kv["key"] == key {
 			return true
 		}
