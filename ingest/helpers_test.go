@@ -103,7 +103,7 @@ type testServer struct {
 	addr string
 }
 
-func startServer(t *testing.T, cfg ServerConfig, register func(*Registry)) *testServer {
+func startServer(t testing.TB, cfg ServerConfig, register func(*Registry)) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -112,7 +112,7 @@ func startServer(t *testing.T, cfg ServerConfig, register func(*Registry)) *test
 	return startServerOn(t, ln, cfg, register)
 }
 
-func startServerOn(t *testing.T, ln net.Listener, cfg ServerConfig, register func(*Registry)) *testServer {
+func startServerOn(t testing.TB, ln net.Listener, cfg ServerConfig, register func(*Registry)) *testServer {
 	t.Helper()
 	reg := NewRegistry()
 	if register != nil {
@@ -137,13 +137,13 @@ func startServerOn(t *testing.T, ln net.Listener, cfg ServerConfig, register fun
 
 // rawClient speaks the Kafka framing by hand.
 type rawClient struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 	br *bufio.Reader
 	f  *kmsg.RequestFormatter
 }
 
-func dialRaw(t *testing.T, addr string) *rawClient {
+func dialRaw(t testing.TB, addr string) *rawClient {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, testTimeout)
 	if err != nil {
@@ -153,7 +153,7 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 	return newRawClient(t, nc)
 }
 
-func newRawClient(t *testing.T, nc net.Conn) *rawClient {
+func newRawClient(t testing.TB, nc net.Conn) *rawClient {
 	nc.SetDeadline(time.Now().Add(testTimeout))
 	return &rawClient{t: t, nc: nc, br: bufio.NewReader(nc), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))}
 }

@@ -40,11 +40,13 @@ func (w *ResponseWriter) Write(p []byte) (int, error) {
 
 // SendFile writes n bytes of f, starting at offset, to the response body.
 //
-// On a TCP connection it uses sendfile(2) with an explicit offset, so the
-// bytes go from the page cache to the socket without a copy and f's file
-// position is neither used nor moved: f may be shared with concurrent
-// readers. On other connections (net.Pipe, TLS) or when the file system
-// refuses sendfile, it falls back to pread into a pooled buffer and write.
+// A range that fits in the connection's write buffer is read into it with
+// pread. A larger one, on a TCP connection, goes with sendfile(2) with an
+// explicit offset, so the bytes go from the page cache to the socket
+// without a copy. Either way f's file position is neither used nor moved:
+// f may be shared with concurrent readers. On other connections (net.Pipe,
+// TLS) or when the file system refuses sendfile, a large range falls back
+// to pread into a pooled buffer and write.
 //
 // A file shorter than offset+n yields io.ErrUnexpectedEOF; the connection is
 // then unusable and the server closes it.
@@ -54,6 +56,21 @@ func (w *ResponseWriter) SendFile(f *os.File, offset int64, n int) error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if n <= w.bw.Available() {
+		// A small range (a follower's or a caught-up consumer's fetch of a
+		// few batches) is read straight into the write buffer: one pread,
+		// and the response still leaves in one write, where sendfile would
+		// cost a flush, the sendfile and a write for the rest.
+		buf := w.bw.AvailableBuffer()[:n]
+		if m, err := f.ReadAt(buf, offset); m < n {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("ingest: SendFile: read %s: %w", f.Name(), err)
+		}
+		_, err := w.Write(buf)
+		return err
 	}
 	if w.raw != nil {
 		if err := w.bw.Flush(); err != nil {

@@ -84,7 +84,7 @@ type sendFileFixture struct {
 	f    *os.File
 }
 
-func newSendFileFixture(t *testing.T) *sendFileFixture {
+func newSendFileFixture(t testing.TB) *sendFileFixture {
 	data := make([]byte, 1<<20)
 	rand.Read(data)
 	path := filepath.Join(t.TempDir(), "00000000000000000000.log")
