@@ -31,7 +31,8 @@ var rows = []pairRow{
 	{label: "batch parse+CRC", pkg: "segment/batch", names: []string{"BenchmarkParseVerify"}, peers: []string{"BenchmarkCRC32C"}, unit: "MB/s", peerDesc: "bare crc32c"},
 	{label: "compress", pkg: "segment/batch", names: []string{"BenchmarkCompress"}, unit: "MB/s"},
 	{label: "decompress", pkg: "segment/batch", names: []string{"BenchmarkDecompress"}, unit: "MB/s"},
-	{label: "cold replay S3", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
+	{label: "cold replay S3, bare fetch client", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayRawFetchS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
+	{label: "cold replay S3, franz-go consumer", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
 	{label: "produce RF=3 acks=all", pkg: "internal/replicationtest", names: []string{"BenchmarkReplicatedProduce/rf3-acks-all"}, peers: []string{"BenchmarkReplicatedProduce/rf1-acks-1"}, unit: "MB/s", peerDesc: "RF=1 acks=1 (same run)"},
 	{label: "ingest round trip", pkg: "ingest", names: []string{"BenchmarkRoundTrip/server"}, peers: []string{"BenchmarkRoundTrip/tcp-echo"}, unit: "ns/op", peerDesc: "bare TCP echo"},
 }
