@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // quietLogger drops the in-process NATS servers' logs.
@@ -23,10 +25,10 @@ func startNodes(t *testing.T, dir, natsURLs string, n int, extra ...string) []*n
 	nodes := make([]*node, n)
 	for i := range nodes {
 		nodes[i] = newNode(t, dir, int32(i+1), natsURLs, extra...)
-		nodes[i].start()
+		nodes[i].Start()
 	}
 	for _, nd := range nodes {
-		nd.waitReady()
+		nd.WaitReady()
 	}
 	return nodes
 }
@@ -42,8 +44,8 @@ func startNodesInTurn(t *testing.T, dir, natsURLs string, n int, extra ...string
 	nodes := make([]*node, n)
 	for i := range nodes {
 		nodes[i] = newNode(t, dir, int32(i+1), natsURLs, extra...)
-		nodes[i].start()
-		nodes[i].waitReady()
+		nodes[i].Start()
+		nodes[i].WaitReady()
 	}
 	return nodes
 }
@@ -52,7 +54,7 @@ func startNodesInTurn(t *testing.T, dir, natsURLs string, n int, extra ...string
 func liveIDs(nodes []*node) map[int32]bool {
 	out := map[int32]bool{}
 	for _, n := range nodes {
-		if n.alive() {
+		if n.Alive() {
 			out[n.id] = true
 		}
 	}
@@ -71,7 +73,7 @@ type view struct {
 func viewFrom(ctx context.Context, n *node, topic string, want int) (view, error) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := n.metadata(rctx, topic)
+	resp, err := n.Metadata(rctx, topic)
 	if err != nil {
 		return view{}, err
 	}
@@ -117,11 +119,11 @@ func (v view) healedFor(live map[int32]bool) string {
 // leaderClaimed reports whether node n's stderr says it became leader of
 // topic-partition in epoch: the metadata's leader has taken the role.
 func leaderClaimed(n *node, topic string, partition, epoch int32) bool {
-	cs, err := claims(n.stderr.String(), "became leader", "node")
+	cs, err := proctest.LeadClaims(n.Output(), "became leader", "node")
 	if err != nil {
 		return false
 	}
-	return slices.Contains(cs, leadClaim{node: n.id, topic: topic, partition: partition, epoch: epoch})
+	return slices.Contains(cs, proctest.LeadClaim{Node: n.id, Topic: topic, Partition: partition, Epoch: epoch})
 }
 
 // checkEpochs fails the test if two nodes ever became leader of one
@@ -130,37 +132,32 @@ func leaderClaimed(n *node, topic string, partition, epoch int32) bool {
 // node. It returns how many leader claims it read.
 func checkEpochs(t *testing.T, nodes []*node) int {
 	t.Helper()
-	var became, elected []leadClaim
+	var became, elected []proctest.LeadClaim
 	for _, n := range nodes {
-		log := n.stderr.String()
-		cs, err := claims(log, "became leader", "node")
+		log := n.Output()
+		cs, err := proctest.LeadClaims(log, "became leader", "node")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cs {
-			if c.node != n.id {
-				t.Fatalf("node %d logged a leader claim as node %d", n.id, c.node)
+			if c.Node != n.id {
+				t.Fatalf("node %d logged a leader claim as node %d", n.id, c.Node)
 			}
 		}
 		became = append(became, cs...)
-		es, err := claims(log, "elected leader", "leader")
+		es, err := proctest.LeadClaims(log, "elected leader", "leader")
 		if err != nil {
 			t.Fatal(err)
 		}
 		elected = append(elected, es...)
 	}
-	if bad := epochConflicts(became); len(bad) > 0 {
+	if bad := proctest.EpochConflicts(became); len(bad) > 0 {
 		t.Fatalf("two nodes led one partition in the same epoch:\n%s", strings.Join(bad, "\n"))
 	}
-	if bad := epochConflicts(elected); len(bad) > 0 {
+	if bad := proctest.EpochConflicts(elected); len(bad) > 0 {
 		t.Fatalf("controllers elected different leaders for one partition and epoch:\n%s", strings.Join(bad, "\n"))
 	}
 	return len(became)
-}
-
-// countLines counts the lines of n's stderr whose msg is msg.
-func countLines(n *node, msg string) int {
-	return strings.Count(n.stderr.String(), `msg="`+msg+`"`)
 }
 
 // waitInStep waits until every live node's Metadata lists exactly the live
@@ -182,7 +179,7 @@ func waitHealed(ctx context.Context, t *testing.T, nodes []*node, topic string, 
 	}
 	slices.Sort(want)
 	var last string
-	err := waitFor(d, func() bool {
+	err := proctest.WaitFor(d, func() bool {
 		ctrl := int32(-1)
 		for _, n := range nodes {
 			if !live[n.id] {

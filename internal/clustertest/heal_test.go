@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestNATSClusterHeal runs three shale processes on a 3-node NATS cluster
@@ -46,10 +47,10 @@ func TestNATSClusterHeal(t *testing.T) {
 		urls[i] = s.ClientURL()
 	}
 	nodes := startNodesInTurn(t, dir, strings.Join(urls, ","), 3, "--nats-replicas", "3")
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := proctest.Context(t, 3*time.Minute)
 
-	adm := kadm.NewClient(nodes[0].client())
-	if err := waitFor(30*time.Second, func() bool {
+	adm := kadm.NewClient(nodes[0].Client())
+	if err := proctest.WaitFor(30*time.Second, func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
 	}); err != nil {
@@ -63,7 +64,7 @@ func TestNATSClusterHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkStatus(t, nodes[0].kafka, []int32{1, 2, 3}, before.controller, topic, parts)
+	checkStatus(t, nodes[0].Kafka(), []int32{1, 2, 3}, before.controller, topic, parts)
 
 	var natsVictim *natsembed.Server
 	for _, s := range servers {
@@ -80,13 +81,13 @@ func TestNATSClusterHeal(t *testing.T) {
 	for _, n := range nodes {
 		if n != victim {
 			survivors = append(survivors, n)
-			becameBefore[n.id] = countLines(n, "became controller")
+			becameBefore[n.id] = n.CountLines("became controller")
 		}
 	}
 	t.Logf("shutting down NATS %s (meta leader) and killing controller node %d", natsVictim.Name(), victim.id)
 	begin := time.Now()
 	natsVictim.Shutdown()
-	victim.kill()
+	victim.Kill()
 
 	// Broker lists are not compared here: a survivor whose NATS server
 	// went down can miss the dead broker's expiry for good (reported to the
@@ -98,7 +99,7 @@ func TestNATSClusterHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	newCtrl := nodes[after.controller-1]
-	if newCtrl == victim || countLines(newCtrl, "became controller") <= becameBefore[newCtrl.id] {
+	if newCtrl == victim || newCtrl.CountLines("became controller") <= becameBefore[newCtrl.id] {
 		t.Fatalf("controller %d after the kill did not log becoming controller", after.controller)
 	}
 	for p, pd := range before.parts {
@@ -110,10 +111,10 @@ func TestNATSClusterHeal(t *testing.T) {
 	// Ask the new controller: it re-elected the dead node's partitions, so
 	// its cache has seen that node expire.
 	want := []int32{survivors[0].id, survivors[1].id}
-	checkStatus(t, newCtrl.kafka, want, after.controller, topic, parts)
+	checkStatus(t, newCtrl.Kafka(), want, after.controller, topic, parts)
 
 	// Produce and consume through the survivors.
-	seeds := kgo.SeedBrokers(survivors[0].kafka, survivors[1].kafka)
+	seeds := kgo.SeedBrokers(survivors[0].Kafka(), survivors[1].Kafka())
 	// RecordDeliveryTimeout bounds the produce: an idempotent producer
 	// otherwise retries for ever, and ProduceSync ignores ctx once buffered.
 	prod, err := kgo.NewClient(seeds, kgo.DefaultProduceTopic(topic), kgo.ProduceRequestTimeout(10*time.Second),
@@ -170,6 +171,6 @@ func TestNATSClusterHeal(t *testing.T) {
 
 	checkEpochs(t, nodes)
 	for _, n := range nodes {
-		n.checkNoPanic()
+		n.CheckNoPanic()
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestKillLoopFailover runs three shale processes on one NATS server (in
@@ -45,11 +46,11 @@ func TestKillLoopFailover(t *testing.T) {
 	}
 	t.Cleanup(srv.Shutdown) // after the nodes' cleanups: those were registered later
 	nodes := startNodes(t, dir, srv.ClientURL(), 3)
-	ctx := ctxFor(t, loopBudget+60*time.Second)
+	ctx := proctest.Context(t, loopBudget+60*time.Second)
 
 	unclean := "true"
-	adm := kadm.NewClient(nodes[0].client())
-	if err := waitFor(20*time.Second, func() bool {
+	adm := kadm.NewClient(nodes[0].Client())
+	if err := proctest.WaitFor(20*time.Second, func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
 	}); err != nil {
@@ -88,11 +89,11 @@ func TestKillLoopFailover(t *testing.T) {
 		}
 
 		begin := time.Now()
-		victim.kill()
+		victim.Kill()
 		live := liveIDs(nodes)
 		var last string
 		var healed view
-		err = waitFor(30*time.Second, func() bool {
+		err = proctest.WaitFor(30*time.Second, func() bool {
 			v, err := viewFrom(ctx, observer, topic, parts)
 			if err != nil {
 				last = err.Error()
@@ -122,21 +123,21 @@ func TestKillLoopFailover(t *testing.T) {
 		// Each leader the metadata names has taken the role in that epoch.
 		for p, pd := range healed.parts {
 			leader := nodes[pd.Leader-1]
-			if err := waitFor(10*time.Second, func() bool { return leaderClaimed(leader, topic, p, pd.LeaderEpoch) }); err != nil {
+			if err := proctest.WaitFor(10*time.Second, func() bool { return leaderClaimed(leader, topic, p, pd.LeaderEpoch) }); err != nil {
 				t.Fatalf("kill %d: metadata names node %d leader of %s-%d in epoch %d, but it never logged becoming leader",
 					i+1, pd.Leader, topic, p, pd.LeaderEpoch)
 			}
 		}
 
-		victim.start()
-		took = victim.waitReady()
+		victim.Start()
+		took = victim.WaitReady()
 		waitInStep(ctx, t, nodes, topic, parts, 30*time.Second)
 		t.Logf("          node %d back in %v", victimID, took.Round(time.Millisecond))
 	}
 
 	n := checkEpochs(t, nodes)
 	for _, nd := range nodes {
-		nd.checkNoPanic()
+		nd.CheckNoPanic()
 	}
 	t.Logf("%d kills (%d controller, %d leader); %d became-leader lines checked", len(all), len(ctrlKills), len(leaderKills), n)
 	report := func(name string, xs []time.Duration) {

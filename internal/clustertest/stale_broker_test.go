@@ -14,6 +14,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestStaleBrokerAfterNATSReconnect: a Store whose NATS server is down
@@ -60,7 +61,7 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st *controlplane.Store
-		if err := waitFor(30*time.Second, func() bool {
+		if err := proctest.WaitFor(30*time.Second, func() bool {
 			octx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			st, err = controlplane.Open(octx, nc, controlplane.StoreConfig{Replicas: 3, BrokerTTL: time.Second, Logger: quietLogger()})
@@ -81,7 +82,7 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 	has7 := func() bool {
 		return slices.ContainsFunc(obs.Brokers(), func(b controlplane.Broker) bool { return b.NodeID == 7 })
 	}
-	if err := waitFor(10*time.Second, has7); err != nil {
+	if err := proctest.WaitFor(10*time.Second, has7); err != nil {
 		t.Fatal("observer never saw broker 7")
 	}
 
@@ -99,7 +100,7 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(30*time.Second, func() bool {
+	if err := proctest.WaitFor(30*time.Second, func() bool {
 		s, err := js.Stream(ctx, "KV_"+controlplane.BucketBrokers)
 		if err != nil {
 			return false
@@ -115,10 +116,10 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers[0] = s0
-	if err := waitFor(30*time.Second, obsNC.IsConnected); err != nil {
+	if err := proctest.WaitFor(30*time.Second, obsNC.IsConnected); err != nil {
 		t.Fatal("observer did not reconnect")
 	}
-	if err := waitFor(20*time.Second, func() bool { return !has7() }); err != nil {
+	if err := proctest.WaitFor(20*time.Second, func() bool { return !has7() }); err != nil {
 		t.Fatalf("20s after reconnecting, the observer still lists dead broker 7: %v", obs.Brokers())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // statusJSON is the part of `shale cluster status --output json` the tests
@@ -35,7 +37,7 @@ func runStatus(t *testing.T, addr string, extra ...string) string {
 	defer cancel()
 	args := append([]string{"cluster", "status", "--bootstrap", addr}, extra...)
 	cmd := exec.CommandContext(ctx, shaleBin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = proctest.ChildEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
