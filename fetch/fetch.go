@@ -47,7 +47,10 @@ import (
 
 // ConsumeObserver receives per-topic egress figures (metrics). Optional.
 type ConsumeObserver interface {
+	// Fetched counts record bytes returned to consumers.
 	Fetched(topic string, bytes int)
+	// Replicated counts record bytes returned to followers.
+	Replicated(topic string, bytes int)
 }
 
 // RegisterFetch serves Fetch on reg. Options: WithRemote, WithRemoteMinWait.
@@ -146,11 +149,11 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 				coldDeadline = d
 			}
 			h.readCold(ctx, res, cold, coldDeadline)
-			h.observe(res)
+			h.observe(res, r.ReplicaID >= 0)
 			return ingest.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			h.observe(res)
+			h.observe(res, r.ReplicaID >= 0)
 			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
 		if !waitAny(ctx, waitOn, time.Until(deadline)) {
@@ -158,13 +161,13 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
 			res, _, _, _, _ = h.readAll(r, maxBytes)
-			h.observe(res)
+			h.observe(res, r.ReplicaID >= 0)
 			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
 	}
 }
 
-func (h *fetchHandler) observe(res []topicResult) {
+func (h *fetchHandler) observe(res []topicResult, follower bool) {
 	if h.obs == nil {
 		return
 	}
@@ -173,7 +176,11 @@ func (h *fetchHandler) observe(res []topicResult) {
 		for _, p := range t.parts {
 			n += p.size
 		}
-		if n > 0 {
+		switch {
+		case n == 0:
+		case follower:
+			h.obs.Replicated(t.topic, n)
+		default:
 			h.obs.Fetched(t.topic, n)
 		}
 	}

@@ -16,9 +16,10 @@ import (
 type Registry struct {
 	reg *prometheus.Registry
 
-	bytesIn    *prometheus.CounterVec
-	messagesIn *prometheus.CounterVec
-	bytesOut   *prometheus.CounterVec
+	bytesIn             *prometheus.CounterVec
+	messagesIn          *prometheus.CounterVec
+	bytesOut            *prometheus.CounterVec
+	replicationBytesOut *prometheus.CounterVec
 
 	requests     *prometheus.CounterVec
 	requestTime  *prometheus.HistogramVec
@@ -45,7 +46,9 @@ func New(state func() NodeState) *Registry {
 	r.messagesIn = r.counterVec("kafka_server_brokertopicmetrics_messages_in_total",
 		"Records appended by produce requests, per topic (Kafka MessagesInPerSec).", "topic")
 	r.bytesOut = r.counterVec("kafka_server_brokertopicmetrics_bytes_out_total",
-		"Record bytes returned by fetch requests, consumers and followers, per topic (Kafka BytesOutPerSec).", "topic")
+		"Record bytes returned by consumers' fetch requests, per topic (Kafka BytesOutPerSec).", "topic")
+	r.replicationBytesOut = r.counterVec("kafka_server_brokertopicmetrics_replication_bytes_out_total",
+		"Record bytes returned by followers' fetch requests, per topic (Kafka ReplicationBytesOutPerSec).", "topic")
 	r.requests = r.counterVec("kafka_network_requestmetrics_requests_total",
 		"Requests answered or failed, per API and version (Kafka RequestsPerSec).", "request", "version")
 	r.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -100,13 +103,21 @@ func (r *Registry) Produced(topic string, bytes, records int) {
 	r.messagesIn.WithLabelValues(topic).Add(float64(records))
 }
 
-// Fetched counts bytes returned for topic by a fetch. It implements
-// fetch.ConsumeObserver.
+// Fetched counts bytes returned for topic by a consumer's fetch. With
+// Replicated it implements fetch.ConsumeObserver.
 func (r *Registry) Fetched(topic string, bytes int) {
 	if r == nil {
 		return
 	}
 	r.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// Replicated counts bytes returned for topic by a follower's fetch.
+func (r *Registry) Replicated(topic string, bytes int) {
+	if r == nil {
+		return
+	}
+	r.replicationBytesOut.WithLabelValues(topic).Add(float64(bytes))
 }
 
 // ObserveRequest counts one request of the named API (Kafka's name, for

@@ -81,6 +81,7 @@ func TestTrafficSeries(t *testing.T) {
 	r.Produced("a", 50, 2)
 	r.Produced("b", 7, 1)
 	r.Fetched("a", 120)
+	r.Replicated("a", 30)
 	r.ObserveRequest("Produce", 9, 2*time.Millisecond, false)
 	r.ObserveRequest("Produce", 9, 3*time.Millisecond, false)
 	r.ObserveRequest("Fetch", 12, time.Millisecond, true)
@@ -96,6 +97,7 @@ func TestTrafficSeries(t *testing.T) {
 	want(t, f, 5, "kafka_server_brokertopicmetrics_messages_in_total", "topic", "a")
 	want(t, f, 1, "kafka_server_brokertopicmetrics_messages_in_total", "topic", "b")
 	want(t, f, 120, "kafka_server_brokertopicmetrics_bytes_out_total", "topic", "a")
+	want(t, f, 30, "kafka_server_brokertopicmetrics_replication_bytes_out_total", "topic", "a")
 	want(t, f, 2, "kafka_network_requestmetrics_requests_total", "request", "Produce", "version", "9")
 	want(t, f, 2, "kafka_network_requestmetrics_total_time_seconds", "request", "Produce")
 	want(t, f, 1, "shale_network_request_failures_total", "request", "Fetch")
@@ -150,6 +152,7 @@ func TestNilRegistry(t *testing.T) {
 	var r *Registry
 	r.Produced("a", 1, 1)
 	r.Fetched("a", 1)
+	r.Replicated("a", 1)
 	r.ObserveRequest("Produce", 3, time.Millisecond, false)
 	r.ISRChanged(true, true)
 	r.ObjectStoreSink().Observe(objstore.OpPut, 1, time.Millisecond, nil)

@@ -1,0 +1,58 @@
+package broker_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// A leader counts the bytes its followers fetch apart from its consumers'
+// (Kafka's ReplicationBytesOutPerSec beside BytesOutPerSec).
+func TestReplicationBytesOutApartFromConsumers(t *testing.T) {
+	root := t.TempDir()
+	srv := testnode.StartNATS(t, root)
+	n1 := testnode.Start(t, filepath.Join(root, "a"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1))
+	n2 := testnode.Start(t, filepath.Join(root, "b"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(2))
+	ctx := ctxT(t, 60*time.Second)
+	adm := kadm.NewClient(newClient(t, n1.KafkaAddr()))
+	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "rep"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, n1.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, makeRecords("rep", 200, "r")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := adm.Metadata(ctx, "rep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := n1
+	if m.Topics["rep"].Partitions[0].Leader == 2 {
+		leader = n2
+	}
+	// acks=all: the follower has fetched every byte before the acks.
+	f := scrapeMetrics(t, leader)
+	in := mustMetric(t, f, "kafka_server_brokertopicmetrics_bytes_in_total", "topic", "rep")
+	if rep := mustMetric(t, f, "kafka_server_brokertopicmetrics_replication_bytes_out_total", "topic", "rep"); rep < in {
+		t.Fatalf("replication bytes out %v, below the %v bytes in the follower acknowledged", rep, in)
+	}
+	if out, ok := metricValue(f, "kafka_server_brokertopicmetrics_bytes_out_total", "topic", "rep"); ok && out != 0 {
+		t.Fatalf("bytes out %v before any consumer fetched", out)
+	}
+	if got := consumeAll(t, leader.KafkaAddr(), "rep", 200); len(got) != 200 {
+		t.Fatalf("consumed %d", len(got))
+	}
+	f = scrapeMetrics(t, leader)
+	if out := mustMetric(t, f, "kafka_server_brokertopicmetrics_bytes_out_total", "topic", "rep"); out < in/2 {
+		t.Fatalf("bytes out %v after consuming %v bytes in", out, in)
+	}
+}
