@@ -2,7 +2,6 @@ package replicationtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // cluster is three shale processes on one NATS server run in the test
@@ -47,14 +46,14 @@ func startCluster(t testing.TB, topic string, parts int32, extra ...string) *clu
 		px := newNATSProxy(t, target)
 		c.proxies = append(c.proxies, px)
 		c.nodes = append(c.nodes, newNode(t, dir, int32(i+1), px.url(), extra...))
-		c.nodes[i].start()
+		c.nodes[i].Start()
 	}
 	for _, n := range c.nodes {
-		n.waitReady()
+		n.WaitReady()
 	}
-	ctx := ctxFor(t, time.Minute)
-	adm := kadm.NewClient(c.nodes[0].client())
-	if err := waitFor(20*time.Second, func() bool {
+	ctx := proctest.Context(t, time.Minute)
+	adm := kadm.NewClient(c.nodes[0].Client())
+	if err := proctest.WaitFor(20*time.Second, func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
 	}); err != nil {
@@ -76,7 +75,7 @@ func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 func (c *cluster) live() []*node {
 	var out []*node
 	for _, n := range c.nodes {
-		if n.alive() && !n.paused.Load() && !n.cutOff.Load() {
+		if n.Alive() && !n.Paused() && !n.cutOff.Load() {
 			out = append(out, n)
 		}
 	}
@@ -93,19 +92,10 @@ type partitionView struct {
 func (c *cluster) viewFrom(ctx context.Context, n *node) (map[int32]partitionView, error) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(c.topic)
-	req.Topics = append(req.Topics, rt)
-	seeds := n.client().SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, errors.New("no seed broker")
-	}
-	kresp, err := seeds[0].Request(rctx, req)
+	resp, err := n.Metadata(rctx, c.topic)
 	if err != nil {
 		return nil, err
 	}
-	resp := kresp.(*kmsg.MetadataResponse)
 	out := map[int32]partitionView{}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != c.topic {
@@ -134,10 +124,10 @@ func (c *cluster) viewFrom(ctx context.Context, n *node) (map[int32]partitionVie
 // the test after d. A leader other than the excluded ids is required.
 func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, int32) {
 	c.t.Helper()
-	ctx := ctxFor(c.t, d+5*time.Second)
+	ctx := proctest.Context(c.t, d+5*time.Second)
 	var leader, epoch int32
 	var last string
-	err := waitFor(d, func() bool {
+	err := proctest.WaitFor(d, func() bool {
 		leader, epoch = -1, -1
 		for _, n := range c.live() {
 			v, err := c.viewFrom(ctx, n)
@@ -152,7 +142,7 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 			}
 			leader, epoch = pv.leader, pv.epoch
 		}
-		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).alive() || c.node(leader).paused.Load() || c.node(leader).cutOff.Load() || slices.Contains(exclude, leader) {
+		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).Alive() || c.node(leader).Paused() || c.node(leader).cutOff.Load() || slices.Contains(exclude, leader) {
 			last = fmt.Sprintf("partition %d leader %d", p, leader)
 			return false
 		}
@@ -173,11 +163,11 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 // single node may be lost without losing acks=all writes.
 func (c *cluster) waitSettled(d time.Duration) {
 	c.t.Helper()
-	ctx := ctxFor(c.t, d+5*time.Second)
+	ctx := proctest.Context(c.t, d+5*time.Second)
 	var last string
-	err := waitFor(d, func() bool {
+	err := proctest.WaitFor(d, func() bool {
 		for _, n := range c.nodes {
-			if !n.alive() {
+			if !n.Alive() {
 				last = fmt.Sprintf("node %d not live", n.id)
 				return false
 			}
@@ -208,11 +198,6 @@ func (c *cluster) waitSettled(d time.Duration) {
 func (c *cluster) checkNoPanic() {
 	c.t.Helper()
 	for _, n := range c.nodes {
-		n.checkNoPanic()
+		n.CheckNoPanic()
 	}
-}
-
-// countLines counts the lines of n's stderr whose msg is msg.
-func countLines(n *node, msg string) int {
-	return strings.Count(n.stderr.String(), `msg="`+msg+`"`)
 }

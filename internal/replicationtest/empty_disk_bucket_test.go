@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/objstore/objstoretest"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -44,7 +45,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 		"--topic-default", "segment.bytes=8192",
 		"--topic-default", "local.retention.bytes=16384",
 		"--topic-default", "remote.storage.enable=true")
-	ctx := ctxFor(t, 5*time.Minute)
+	ctx := proctest.Context(t, 5*time.Minute)
 	leader, _ := c.leaderOf(0, 30*time.Second)
 
 	// An idempotent producer that writes five batches now and never again:
@@ -62,7 +63,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	lp := c.startProducer(2*time.Millisecond, 20_000)
 	lp.waitAcked(1500, 90*time.Second)
 	var before int64
-	if err := waitFor(60*time.Second, func() bool {
+	if err := proctest.WaitFor(60*time.Second, func() bool {
 		local, err1 := listOffsetOn(ctx, c.node(leader), c.topic, 0, -4)
 		hw, err2 := listOffsetOn(ctx, c.node(leader), c.topic, 0, -1)
 		before = local
@@ -73,13 +74,13 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 
 	wiped := c.node(leader%3 + 1)
 	other := c.node(6 - leader - wiped.id)
-	wiped.kill()
-	if err := os.RemoveAll(wiped.dir); err != nil {
+	wiped.Kill()
+	if err := os.RemoveAll(wiped.DataDir()); err != nil {
 		t.Fatal(err)
 	}
 	lp.waitAcked(300, 30*time.Second) // history moves on while it is down
-	wiped.start()
-	wiped.waitReady()
+	wiped.Start()
+	wiped.WaitReady()
 	c.waitSettled(90 * time.Second) // back in the ISR
 	lp.waitAcked(300, 30*time.Second)
 	lp.stop()
@@ -88,7 +89,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	}
 
 	// It started at the leader's local log start, not at 0.
-	rebuilt := logLines(wiped, "follower rebuilt from the remote tail")
+	rebuilt := wiped.LogLines("follower rebuilt from the remote tail")
 	if len(rebuilt) != 1 {
 		t.Fatalf("node %d logged %d rebuilds from the remote tail, want 1", wiped.id, len(rebuilt))
 	}
@@ -96,7 +97,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	if rebuilt[0]["from"] != "0" || rebuilt[0]["leader_local_start"] != rebuilt[0]["to"] || start < before {
 		t.Fatalf("rebuild %v: want from 0 to the leader's local log start (at least %d)", rebuilt[0], before)
 	}
-	if n := countLines(wiped, "follower truncating divergent tail"); n != 0 {
+	if n := wiped.CountLines("follower truncating divergent tail"); n != 0 {
 		t.Fatalf("node %d truncated %d times", wiped.id, n)
 	}
 	leaderLocal, err := listOffsetOn(ctx, c.node(leader), c.topic, 0, -4)
@@ -112,7 +113,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	// leader's from the leader's local log start, which local retention
 	// keeps moving; its epoch history, cut there, the leader's.
 	var last string
-	if err := waitFor(30*time.Second, func() bool {
+	if err := proctest.WaitFor(30*time.Second, func() bool {
 		first, ref, err := localBatches(wiped.partitionDir(c.topic, 0), 0, hw)
 		if err != nil || first != start {
 			last = fmt.Sprintf("node %d: first local offset %d (%v), want %d", wiped.id, first, err, start)
@@ -148,14 +149,14 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 
 	// Make it the leader: the only live in-sync replica once the other two
 	// die, then one of them back so that the high watermark can move.
-	other.kill()
-	c.node(leader).kill()
+	other.Kill()
+	c.node(leader).Kill()
 	if l, _ := c.leaderOf(0, 60*time.Second); l != wiped.id {
 		t.Fatalf("node %d leads, want the rebuilt node %d", l, wiped.id)
 	}
-	other.start()
-	other.waitReady()
-	if err := waitFor(60*time.Second, func() bool {
+	other.Start()
+	other.WaitReady()
+	if err := proctest.WaitFor(60*time.Second, func() bool {
 		v, err := c.viewFrom(ctx, wiped)
 		return err == nil && v[0].leader == wiped.id && slices.Contains(v[0].isr, other.id)
 	}); err != nil {
@@ -333,17 +334,6 @@ func cutEpochs(es []epochEntry, start int64) []epochEntry {
 	out := slices.Clone(es[i:])
 	if len(out) > 0 && out[0].start < start {
 		out[0].start = start
-	}
-	return out
-}
-
-// logLines returns the parsed lines of n's stderr whose msg is msg.
-func logLines(n *node, msg string) []map[string]string {
-	var out []map[string]string
-	for _, line := range strings.Split(n.stderr.String(), "\n") {
-		if strings.Contains(line, `msg="`+msg+`"`) {
-			out = append(out, parseLogfmt(line))
-		}
 	}
 	return out
 }

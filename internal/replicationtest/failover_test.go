@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestRapidDoubleFailover kills a partition's leader, and kills the
@@ -18,15 +20,15 @@ func TestRapidDoubleFailover(t *testing.T) {
 	lp := c.startProducer(2*time.Millisecond, 1_000_000)
 	lp.waitAcked(500, 30*time.Second)
 	first, _ := c.leaderOf(0, 30*time.Second)
-	c.node(first).kill()
+	c.node(first).Kill()
 	second, _ := c.leaderOf(0, 30*time.Second, first)
-	c.node(second).kill()
+	c.node(second).Kill()
 	third, epoch := c.leaderOf(0, 30*time.Second, first, second)
 	t.Logf("leader %d killed, then %d; node %d leads in epoch %d", first, second, third, epoch)
-	c.node(first).start()
-	c.node(second).start()
-	c.node(first).waitReady()
-	c.node(second).waitReady()
+	c.node(first).Start()
+	c.node(second).Start()
+	c.node(first).WaitReady()
+	c.node(second).WaitReady()
 	c.waitSettled(60 * time.Second)
 	lp.waitAcked(300, 30*time.Second)
 	lp.stop()
@@ -48,16 +50,16 @@ func TestLastReplicaStanding(t *testing.T) {
 	leader, _ := c.leaderOf(0, 30*time.Second)
 	for _, n := range c.nodes {
 		if n.id != leader {
-			n.kill()
+			n.Kill()
 		}
 	}
 	b, err := c.node(leader).seed()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxFor(t, time.Minute)
+	ctx := proctest.Context(t, time.Minute)
 	var codes []int16
-	if err := waitFor(30*time.Second, func() bool {
+	if err := proctest.WaitFor(30*time.Second, func() bool {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		code, _, err := rawProduce(rctx, b, c.topic, 0, -1, "x-alone")
@@ -76,11 +78,11 @@ func TestLastReplicaStanding(t *testing.T) {
 	stalled := lp.acked.Load()
 	for _, n := range c.nodes {
 		if n.id != leader {
-			n.start()
+			n.Start()
 		}
 	}
 	for _, n := range c.nodes {
-		n.waitReady()
+		n.WaitReady()
 	}
 	c.waitSettled(60 * time.Second)
 	lp.waitAcked(300, 30*time.Second)
@@ -103,13 +105,13 @@ func TestEmptyDiskRejoin(t *testing.T) {
 	lp.waitAcked(1000, 30*time.Second)
 	leader, _ := c.leaderOf(0, 30*time.Second)
 	wiped := c.node(leader%3 + 1)
-	wiped.kill()
-	if err := os.RemoveAll(wiped.dir); err != nil {
+	wiped.Kill()
+	if err := os.RemoveAll(wiped.DataDir()); err != nil {
 		t.Fatal(err)
 	}
 	lp.waitAcked(200, 30*time.Second)
-	wiped.start()
-	wiped.waitReady()
+	wiped.Start()
+	wiped.WaitReady()
 	c.waitSettled(60 * time.Second)
 	lp.waitAcked(200, 30*time.Second)
 	lp.stop()

@@ -27,14 +27,14 @@ func TestLeaderKillLoop(t *testing.T) {
 		leader, epoch := c.leaderOf(p, 30*time.Second)
 		victim := c.node(leader)
 		begin := time.Now()
-		victim.kill()
+		victim.Kill()
 		next, nextEpoch := c.leaderOf(p, 30*time.Second, leader)
 		if nextEpoch <= epoch {
 			t.Fatalf("kill %d: partition %d leader %d in epoch %d, not past %d", i+1, p, next, nextEpoch, epoch)
 		}
 		took := time.Since(begin)
-		victim.start()
-		victim.waitReady()
+		victim.Start()
+		victim.WaitReady()
 		c.waitSettled(60 * time.Second)
 		lp.waitAcked(100, 30*time.Second)
 		t.Logf("kill %2d: partition %d leader %d -> %d (epoch %d) in %v; %s", i+1, p, leader, next, nextEpoch,

@@ -3,6 +3,8 @@ package replicationtest
 import (
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestKIP101UnflushedTailOnLeaderRestart kills the leader of a partition,
@@ -18,7 +20,7 @@ func TestKIP101UnflushedTailOnLeaderRestart(t *testing.T) {
 	lp.waitAcked(500, 30*time.Second)
 	short, _ := c.leaderOf(0, 30*time.Second)
 	victim := c.node(short)
-	victim.kill()
+	victim.Kill()
 	ackedBefore := lp.maxAckedOffset(0)
 	dropped, err := dropTailBatches(victim.partitionDir(c.topic, 0), 20)
 	if err != nil {
@@ -30,9 +32,9 @@ func TestKIP101UnflushedTailOnLeaderRestart(t *testing.T) {
 	t.Logf("node %d: dropped its log from offset %d; offsets up to %d were acknowledged", short, dropped, ackedBefore)
 	_, epoch := c.leaderOf(0, 30*time.Second, short)
 	lp.waitAcked(200, 30*time.Second)
-	victim.start()
-	victim.waitReady()
-	if err := waitFor(30*time.Second, func() bool { return followedSince(victim, c.topic, 0, epoch) }); err != nil {
+	victim.Start()
+	victim.WaitReady()
+	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(victim, c.topic, 0, epoch) }); err != nil {
 		t.Fatalf("node %d never followed in epoch >= %d", short, epoch)
 	}
 	c.waitSettled(60 * time.Second)
@@ -45,11 +47,11 @@ func TestKIP101UnflushedTailOnLeaderRestart(t *testing.T) {
 		if round == 4 {
 			t.Fatalf("node %d did not become leader after %d leader kills", short, round)
 		}
-		c.node(leader).kill()
+		c.node(leader).Kill()
 		c.leaderOf(0, 30*time.Second, leader)
 		lp.waitAcked(100, 30*time.Second)
-		c.node(leader).start()
-		c.node(leader).waitReady()
+		c.node(leader).Start()
+		c.node(leader).WaitReady()
 		c.waitSettled(60 * time.Second)
 	}
 	lp.waitAcked(200, 30*time.Second)

@@ -8,18 +8,11 @@ import (
 	"github.com/shale-io/shale/internal/proctest"
 )
 
-// parseLogfmt reads one slog text line (shared with the other process tests).
-var parseLogfmt = proctest.ParseLogfmt
-
-// tookRole reports whether n's stderr (any run) has a line with message
+// tookRole reports whether n's output (any run) has a line with message
 // msg ("became leader" or "became follower") for topic-partition in epoch.
 func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
-	for _, line := range strings.Split(n.stderr.String(), "\n") {
-		if !strings.Contains(line, `msg="`+msg+`"`) {
-			continue
-		}
-		kv := parseLogfmt(line)
-		if kv["msg"] == msg && kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
+	for _, kv := range n.LogLines(msg) {
+		if kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
 			return true
 		}
 	}
@@ -31,28 +24,16 @@ func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
 // it read; a "became leader" line it cannot parse is a failure.
 func checkEpochs(t *testing.T, nodes []*node) int {
 	t.Helper()
-	type key struct {
-		topic            string
-		partition, epoch string
-	}
-	by := map[key]string{}
-	count := 0
+	var all []proctest.LeadClaim
 	for _, n := range nodes {
-		for _, line := range strings.Split(n.stderr.String(), "\n") {
-			if !strings.Contains(line, `msg="became leader"`) {
-				continue
-			}
-			kv := parseLogfmt(line)
-			if kv["topic"] == "" || kv["partition"] == "" || kv["leader_epoch"] == "" || kv["node"] == "" {
-				t.Fatalf("node %d: unparsable line: %s", n.id, line)
-			}
-			count++
-			k := key{kv["topic"], kv["partition"], kv["leader_epoch"]}
-			if prev, ok := by[k]; ok && prev != kv["node"] {
-				t.Fatalf("%s-%s epoch %s led by nodes %s and %s", k.topic, k.partition, k.epoch, prev, kv["node"])
-			}
-			by[k] = kv["node"]
+		cs, err := proctest.LeadClaims(n.Output(), "became leader", "node")
+		if err != nil {
+			t.Fatalf("node %d: %v", n.id, err)
 		}
+		all = append(all, cs...)
 	}
-	return count
+	if bad := proctest.EpochConflicts(all); len(bad) > 0 {
+		t.Fatalf("two nodes led one partition in the same epoch:\n%s", strings.Join(bad, "\n"))
+	}
+	return len(all)
 }

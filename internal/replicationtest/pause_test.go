@@ -2,9 +2,10 @@ package replicationtest
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestLeaderPauseLoop is TestLeaderKillLoop with SIGSTOP instead of
@@ -22,15 +23,15 @@ func TestLeaderPauseLoop(t *testing.T) {
 		p := int32(i) % c.parts
 		leader, epoch := c.leaderOf(p, 30*time.Second)
 		victim := c.node(leader)
-		victim.pause()
+		victim.Pause()
 		next, nextEpoch := c.leaderOf(p, 30*time.Second, leader)
 		if nextEpoch <= epoch {
 			t.Fatalf("pause %d: partition %d leader %d in epoch %d, not past %d", i+1, p, next, nextEpoch, epoch)
 		}
 		lp.waitAcked(100, 30*time.Second) // writes go on without the paused node
-		victim.resume()
-		if err := waitFor(30*time.Second, func() bool { return followedSince(victim, c.topic, p, nextEpoch) }); err != nil {
-			t.Fatalf("pause %d: resumed node %d never became follower of partition %d in epoch >= %d:\n%s", i+1, leader, p, nextEpoch, victim.tail())
+		victim.Resume()
+		if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(victim, c.topic, p, nextEpoch) }); err != nil {
+			t.Fatalf("pause %d: resumed node %d never became follower of partition %d in epoch >= %d:\n%s", i+1, leader, p, nextEpoch, victim.Tail())
 		}
 		c.waitSettled(60 * time.Second)
 		lp.waitAcked(100, 30*time.Second)
@@ -41,7 +42,7 @@ func TestLeaderPauseLoop(t *testing.T) {
 	c.checkReplicasIdentical(30 * time.Second)
 	truncs := 0
 	for _, nd := range c.nodes {
-		truncs += countLines(nd, "truncated divergent tail")
+		truncs += nd.CountLines("truncated divergent tail")
 	}
 	t.Logf("read back %d records; %d divergent-tail truncations; %d became-leader lines, no epoch led twice",
 		n, truncs, checkEpochs(t, c.nodes))
@@ -51,11 +52,7 @@ func TestLeaderPauseLoop(t *testing.T) {
 // followedSince reports whether n logged becoming follower of
 // topic-partition in epoch since or later.
 func followedSince(n *node, topic string, partition, since int32) bool {
-	for _, line := range strings.Split(n.stderr.String(), "\n") {
-		if !strings.Contains(line, `msg="became follower"`) {
-			continue
-		}
-		kv := parseLogfmt(line)
+	for _, kv := range n.LogLines("became follower") {
 		e, err := strconv.ParseInt(kv["leader_epoch"], 10, 32)
 		if err == nil && kv["topic"] == topic && kv["partition"] == strconv.Itoa(int(partition)) && int32(e) >= since {
 			return true

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // ack is one acknowledged record: its sequence number (its value) and the
@@ -44,7 +46,7 @@ func (c *cluster) startProducer(interval time.Duration, max int64) *loadProducer
 	c.t.Helper()
 	var seeds []string
 	for _, n := range c.nodes {
-		seeds = append(seeds, n.kafka)
+		seeds = append(seeds, n.Kafka())
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(c.topic),
@@ -109,7 +111,7 @@ func (lp *loadProducer) stop() {
 func (lp *loadProducer) waitAcked(n int64, d time.Duration) {
 	lp.c.t.Helper()
 	want := lp.acked.Load() + n
-	if err := waitFor(d, func() bool { return lp.acked.Load() >= want }); err != nil {
+	if err := proctest.WaitFor(d, func() bool { return lp.acked.Load() >= want }); err != nil {
 		lp.c.t.Fatalf("want %d acknowledged records within %v; %s", want, d, lp.summary())
 	}
 }
@@ -134,8 +136,8 @@ func (lp *loadProducer) summary() string {
 func (lp *loadProducer) checkAcked(t *testing.T) (int, map[string]int64) {
 	t.Helper()
 	c := lp.c
-	ctx := ctxFor(t, 2*time.Minute)
-	adm := kadm.NewClient(c.live()[0].client())
+	ctx := proctest.Context(t, 2*time.Minute)
+	adm := kadm.NewClient(c.live()[0].Client())
 	ends, err := adm.ListEndOffsets(ctx, c.topic)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +154,7 @@ func (lp *loadProducer) checkAcked(t *testing.T) (int, map[string]int64) {
 	}
 	var seeds []string
 	for _, n := range c.live() {
-		seeds = append(seeds, n.kafka)
+		seeds = append(seeds, n.Kafka())
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}), kgo.FetchMaxWait(200*time.Millisecond))

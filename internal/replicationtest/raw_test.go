@@ -13,7 +13,7 @@ import (
 
 // seed returns the connection to n of n's own client.
 func (n *node) seed() (*kgo.Broker, error) {
-	bs := n.client().SeedBrokers()
+	bs := n.Client().SeedBrokers()
 	if len(bs) == 0 {
 		return nil, errors.New("no seed broker")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -63,10 +64,10 @@ func batchesBelow(dir string, hw int64) ([]byte, int64, error) {
 // be live and producing stopped.
 func (c *cluster) checkReplicasIdentical(d time.Duration) {
 	c.t.Helper()
-	ctx := ctxFor(c.t, d+5*time.Second)
-	adm := kadm.NewClient(c.live()[0].client())
+	ctx := proctest.Context(c.t, d+5*time.Second)
+	adm := kadm.NewClient(c.live()[0].Client())
 	var last string
-	err := waitFor(d, func() bool {
+	err := proctest.WaitFor(d, func() bool {
 		ends, err := adm.ListEndOffsets(ctx, c.topic)
 		if err != nil {
 			last = err.Error()

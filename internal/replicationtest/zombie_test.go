@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestZombieLeaderStaleEpoch pauses a partition's leader with an acks=all
@@ -25,18 +27,18 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 	zombie := c.node(zid)
 	// Its own client: the request waits on the paused node for longer than
 	// the default read timeout (request timeout plus 10 s).
-	zcl, err := kgo.NewClient(kgo.SeedBrokers(zombie.kafka), kgo.RequestTimeoutOverhead(time.Minute))
+	zcl, err := kgo.NewClient(kgo.SeedBrokers(zombie.Kafka()), kgo.RequestTimeoutOverhead(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer zcl.Close()
 	zb := zcl.SeedBrokers()[0]
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := proctest.Context(t, 2*time.Minute)
 	// Open the connection while the node runs, so the request only waits.
 	if code, _, err := rawProduce(ctx, zb, c.topic, 0, 1, "x-before"); err != nil || code != 0 {
 		t.Fatalf("acks=1 produce to the leader: code %d, %v", code, err)
 	}
-	zombie.pause()
+	zombie.Pause()
 	type result struct {
 		code   int16
 		offset int64
@@ -65,13 +67,13 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 	if code != kerr.FencedLeaderEpoch.Code {
 		t.Fatalf("fetch in stale epoch %d from the new leader %d: code %d (%v), want FENCED_LEADER_EPOCH", oldEpoch, newLeader, code, kerr.ErrorForCode(code))
 	}
-	zombie.resume()
+	zombie.Resume()
 	r := <-res
 	if r.err != nil {
 		t.Fatalf("zombie produce: %v", r.err)
 	}
 	t.Logf("zombie %d answered acks=all with code %d (%v)", zid, r.code, kerr.ErrorForCode(r.code))
-	if err := waitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
+	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
 		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
 	}
 	c.waitSettled(60 * time.Second)
@@ -110,7 +112,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := proctest.Context(t, 3*time.Minute)
 	type zack struct {
 		value  string
 		code   int16
@@ -139,7 +141,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	zombie.cutOff.Store(true)
 	c.proxies[zid-1].setCut(true)
 	newLeader, newEpoch := c.leaderOf(0, 30*time.Second, zid)
-	if err := waitFor(30*time.Second, func() bool { return countLines(zombie, "stepped down: control plane unreachable") > 0 }); err != nil {
+	if err := proctest.WaitFor(30*time.Second, func() bool { return zombie.CountLines("stepped down: control plane unreachable") > 0 }); err != nil {
 		t.Fatalf("zombie %d never stepped down without its control plane", zid)
 	}
 	lp.waitAcked(200, 30*time.Second)
@@ -147,7 +149,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	<-done
 	c.proxies[zid-1].setCut(false)
 	zombie.cutOff.Store(false)
-	if err := waitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
+	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
 		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
 	}
 	c.waitSettled(60 * time.Second)
