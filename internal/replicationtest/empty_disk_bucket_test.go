@@ -108,36 +108,44 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Above its start, byte for byte the other follower's batches up to
-	// the high watermark (that follower keeps its whole log) and the
-	// leader's from the leader's local log start, which local retention
-	// keeps moving; its epoch history, cut there, the leader's.
+	// Above its start, byte for byte the other replicas' batches up to the
+	// high watermark, and its epoch history the leader's. Local retention
+	// runs on every replica (followers too, once the leader's uploads cover
+	// their segments), so each one's first local offset moves on: the
+	// rebuilt one's never below where it started; they are compared from
+	// the highest of the three.
 	var last string
 	if err := proctest.WaitFor(30*time.Second, func() bool {
-		first, ref, err := localBatches(wiped.partitionDir(c.topic, 0), 0, hw)
-		if err != nil || first != start {
-			last = fmt.Sprintf("node %d: first local offset %d (%v), want %d", wiped.id, first, err, start)
+		firsts := map[int32]int64{}
+		for _, n := range []*node{wiped, other, c.node(leader)} {
+			f, _, err := localBatches(n.partitionDir(c.topic, 0), 0, hw)
+			if err != nil {
+				last = fmt.Sprintf("node %d: %v", n.id, err)
+				return false
+			}
+			firsts[n.id] = f
+		}
+		if firsts[wiped.id] < start {
+			last = fmt.Sprintf("node %d: first local offset %d, below its rebuild at %d", wiped.id, firsts[wiped.id], start)
 			return false
 		}
-		f, b, err := localBatches(other.partitionDir(c.topic, 0), start, hw)
-		if err != nil || f != start || !bytes.Equal(b, ref) {
-			last = fmt.Sprintf("node %d: batches from %d: first %d, %d bytes (%v), node %d %d bytes", other.id, start, f, len(b), err, wiped.id, len(ref))
-			return false
-		}
-		leaderFirst, lb, err := localBatches(c.node(leader).partitionDir(c.topic, 0), start, hw)
+		common := max(firsts[wiped.id], firsts[other.id], firsts[leader])
+		_, ref, err := localBatches(wiped.partitionDir(c.topic, 0), common, hw)
 		if err != nil {
-			last = fmt.Sprintf("leader %d: %v", leader, err)
+			last = fmt.Sprintf("node %d from %d: %v", wiped.id, common, err)
 			return false
 		}
-		_, wb, err := localBatches(wiped.partitionDir(c.topic, 0), leaderFirst, hw)
-		if err != nil || !bytes.Equal(lb, wb) {
-			last = fmt.Sprintf("leader %d: %d bytes from %d, node %d %d (%v)", leader, len(lb), leaderFirst, wiped.id, len(wb), err)
-			return false
+		for _, n := range []*node{other, c.node(leader)} {
+			_, b, err := localBatches(n.partitionDir(c.topic, 0), common, hw)
+			if err != nil || !bytes.Equal(b, ref) {
+				last = fmt.Sprintf("node %d: %d bytes from %d (%v), node %d %d", n.id, len(b), common, err, wiped.id, len(ref))
+				return false
+			}
 		}
 		le, err1 := readEpochFile(c.node(leader).partitionDir(c.topic, 0))
 		we, err2 := readEpochFile(wiped.partitionDir(c.topic, 0))
-		if err1 != nil || err2 != nil || len(le) == 0 || !slices.Equal(cutEpochs(we, leaderFirst), cutEpochs(le, leaderFirst)) {
-			last = fmt.Sprintf("epochs from %d: leader %v (%v), node %d %v (%v)", leaderFirst, le, err1, wiped.id, we, err2)
+		if err1 != nil || err2 != nil || len(le) == 0 || !slices.Equal(cutEpochs(we, common), cutEpochs(le, common)) {
+			last = fmt.Sprintf("epochs from %d: leader %v (%v), node %d %v (%v)", common, le, err1, wiped.id, we, err2)
 			return false
 		}
 		return true
