@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,9 +36,12 @@ import (
 //     log at that segment's end + 1, with that epoch history and producer
 //     state, and fetches from there.
 //
-// A topic without remote storage whose leader has deleted the offsets the
-// follower needs (retention, DeleteRecords) restarts at L with no history,
-// as Kafka's truncateFullyAndStartAt does.
+// A follower whose missing offsets are retained nowhere (a topic without
+// remote storage, or one whose log start the leader moved to L by retention
+// or DeleteRecords before they were tiered) restarts at L with no history
+// and empty producer state, as Kafka's truncateFullyAndStartAt does; the
+// first batch fetched at L brings its epoch. planBootstrap is the decision,
+// without I/O.
 
 // remoteTier is the cold tier the follower bootstrap reads: the remote
 // segment metadata and the node's bucket. Set once tiering has started.
@@ -52,7 +56,9 @@ func (f *replicaFetchers) setRemoteTier(meta *controlplane.RemoteLog, bucket obj
 	f.tier.Store(&remoteTier{meta: meta, bucket: bucket})
 }
 
-// Bootstrap errors; each pauses the partition and is retried.
+// Bootstrap errors. errNotBehind hands the partition to the divergence
+// check; the others pause it and are retried with a backoff
+// (bootstrapRetry).
 var (
 	// errNotBehind: the leader's local log start is not above this
 	// replica's log end; the fetch error was something else (divergence).
@@ -64,76 +70,160 @@ var (
 	errNoRemoteSegment = errors.New("replica bootstrap: no remote segment below the leader's local log start")
 )
 
+// Retry pacing of failed bootstraps (bootstrapRetry).
+const (
+	bootstrapRetryMin  = 500 * time.Millisecond
+	bootstrapRetryMax  = 10 * time.Second
+	bootstrapWarnEvery = 30 * time.Second
+)
+
+// bootstrapRetry paces the retries of one partition's failing bootstrap
+// and their logs. The pause doubles from bootstrapRetryMin up to
+// bootstrapRetryMax; the first failure is logged at Warn, then at most one
+// failure every bootstrapWarnEvery, the others at Debug. It reads no
+// clock. The zero value is ready; a success or errNotBehind resets it to
+// zero. REQUIRES: owned by the partition's fetcher goroutine.
+type bootstrapRetry struct {
+	failures int           // consecutive failures
+	pause    time.Duration // the last pause
+	lastWarn time.Time     // when a failure was last logged at Warn
+}
+
+// failed records a failure at now and returns how long the partition
+// pauses before the next attempt and the level to log this failure at.
+func (r *bootstrapRetry) failed(now time.Time) (time.Duration, slog.Level) {
+	r.failures++
+	r.pause = min(max(2*r.pause, bootstrapRetryMin), bootstrapRetryMax)
+	level := slog.LevelDebug
+	if r.failures == 1 || now.Sub(r.lastWarn) >= bootstrapWarnEvery {
+		level, r.lastWarn = slog.LevelWarn, now
+	}
+	return r.pause, level
+}
+
 // maxBootstrapObject bounds an epochs or snapshot object read whole.
 const maxBootstrapObject = 64 << 20
 
 // bootstrapTimeout bounds one bootstrap attempt (two ListOffsets, two GETs).
 const bootstrapTimeout = 30 * time.Second
 
+// bootstrapPlan is what a follower behind the leader's local log start does:
+// restart its log, empty, at offset, with the state below offset taken
+// from the remote segment when fromRemote, or with no history and empty
+// producer state (Kafka's truncateFullyAndStartAt) when not.
+type bootstrapPlan struct {
+	offset     int64
+	fromRemote bool
+	segment    controlplane.RemoteSegment // when fromRemote
+}
+
+// bootstrapInput is what planBootstrap decides from.
+type bootstrapInput struct {
+	leo        int64 // this replica's log end
+	localStart int64 // the leader's local log start, L (ListOffsets EARLIEST_LOCAL)
+	logStart   int64 // the partition's log start on the leader (EARLIEST)
+	// remoteEnabled is the topic's remote.storage.enable.
+	remoteEnabled bool
+	// tierOpen says whether the node's cold tier is open; segs are then the
+	// partition's remote segments, in any state, sorted by base offset as
+	// RemoteLog.ListRemoteSegments gives them.
+	tierOpen bool
+	segs     []controlplane.RemoteSegment
+}
+
+// planBootstrap decides how a follower rebuilds when the leader's fetch
+// answer says its log end is out of the leader's local range. It does no
+// I/O. In order:
+//
+//   - L <= leo: errNotBehind (the leader holds this replica's log end; the
+//     fetch failed for another reason, such as divergence);
+//   - the tier is not open: errNoRemoteTier (node start; without the
+//     metadata it cannot tell whether a remote segment holds the state);
+//   - a COPY_FINISHED segment holds L-1 (of the highest leader epoch when
+//     several do): restart at its end + 1 with the state it carries;
+//   - else, when nothing below L is retained (log start >= L: retention or
+//     DeleteRecords removed it) or remote storage is disabled: restart at L
+//     with no history and empty producer state;
+//   - else errNoRemoteSegment: data below L is retained remotely but its
+//     segment's metadata has not reached this node yet.
+func planBootstrap(in bootstrapInput) (bootstrapPlan, error) {
+	if in.localStart <= in.leo {
+		return bootstrapPlan{}, errNotBehind
+	}
+	if !in.tierOpen {
+		return bootstrapPlan{}, errNoRemoteTier
+	}
+	if seg, ok := controlplane.SegmentForOffset(in.segs, in.localStart-1); ok {
+		// seg.EndOffset >= L-1 >= leo: the restart is past leo.
+		return bootstrapPlan{offset: seg.EndOffset + 1, fromRemote: true, segment: seg}, nil
+	}
+	if !in.remoteEnabled || in.logStart >= in.localStart {
+		return bootstrapPlan{offset: in.localStart}, nil
+	}
+	return bootstrapPlan{}, fmt.Errorf("%w: offset %d (log start %d)", errNoRemoteSegment, in.localStart-1, in.logStart)
+}
+
 // bootstrap rebuilds the replica of k from the remote tail when the leader's
 // local log starts above its log end; errNotBehind when it does not.
 func (ft *fetcher) bootstrap(ctx context.Context, b *kgo.Broker, k replicaKey, p *fetchPart) error {
 	ctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
 	defer cancel()
-	localStart, localEpoch, err := ft.listOffset(ctx, b, k, p.epoch, -4)
+	localStart, _, err := ft.listOffset(ctx, b, k, p.epoch, -4)
 	if err != nil {
 		return fmt.Errorf("leader's local log start: %w", err)
 	}
+	topic, ok := ft.f.store.Topic(k.topic)
+	if !ok {
+		return fmt.Errorf("topic %s: %w", k.topic, partition.ErrUnknownTopicOrPartition)
+	}
+	tier := ft.f.tier.Load()
+	var segs []controlplane.RemoteSegment
+	if tier != nil {
+		segs = tier.meta.ListRemoteSegments(topic.ID, k.partition)
+	}
 	leo := p.rep.Log().LogEndOffset()
 	if localStart <= leo {
-		return errNotBehind
+		return errNotBehind // without a second request
 	}
 	logStart, _, err := ft.listOffset(ctx, b, k, p.epoch, -2)
 	if err != nil {
 		return fmt.Errorf("leader's log start: %w", err)
 	}
-	tail, err := ft.remoteTail(ctx, k, p.rep, localStart, localEpoch)
+	plan, err := planBootstrap(bootstrapInput{leo: leo, localStart: localStart, logStart: logStart,
+		remoteEnabled: p.rep.Config().Bool(config.RemoteStorageEnable), tierOpen: tier != nil, segs: segs})
 	if err != nil {
 		return err
 	}
-	tail.LogStart = logStart
-	if tail.Offset <= leo { // a remote segment ends below our own end: nothing to skip
-		return errNotBehind
+	tail := partition.RemoteTail{Offset: plan.offset}
+	if plan.fromRemote {
+		if tail, err = readRemoteTail(ctx, tier.bucket, plan.segment); err != nil {
+			return err
+		}
+		if tail.ProducerSnapshot == nil {
+			ft.log.Warn("remote segment has no producer snapshot; idempotence state starts empty",
+				"topic", k.topic, "partition", k.partition, "segment", plan.segment.SegmentID)
+		}
 	}
+	tail.LogStart = logStart
 	if err := p.rep.ResetFromRemote(tail); err != nil {
 		return err
 	}
 	ft.log.Info("follower rebuilt from the remote tail", "topic", k.topic, "partition", k.partition,
 		"from", leo, "to", tail.Offset, "leader_local_start", localStart, "log_start", logStart,
-		"epochs", len(tail.Epochs), "snapshot_bytes", len(tail.ProducerSnapshot))
+		"remote_segment", plan.segment.SegmentID, "epochs", len(tail.Epochs), "snapshot_bytes", len(tail.ProducerSnapshot))
 	return nil
 }
 
-// remoteTail reads the state of the data below the leader's local log start
-// L from the remote segment holding L-1. A topic without remote storage and
-// without remote segments starts at L with no history.
-func (ft *fetcher) remoteTail(ctx context.Context, k replicaKey, rep *partition.Replica, localStart int64, localEpoch int32) (partition.RemoteTail, error) {
-	tier := ft.f.tier.Load()
-	topic, ok := ft.f.store.Topic(k.topic)
-	if !ok {
-		return partition.RemoteTail{}, fmt.Errorf("topic %s: %w", k.topic, partition.ErrUnknownTopicOrPartition)
-	}
-	var seg controlplane.RemoteSegment
-	found := false
-	if tier != nil {
-		seg, found = controlplane.SegmentForOffset(tier.meta.ListRemoteSegments(topic.ID, k.partition), localStart-1)
-	}
-	if !found {
-		if !rep.Config().Bool(config.RemoteStorageEnable) {
-			var epochs []segment.EpochEntry
-			if localEpoch >= 0 {
-				epochs = []segment.EpochEntry{{Epoch: localEpoch, StartOffset: localStart}}
-			}
-			return partition.RemoteTail{Offset: localStart, Epochs: epochs}, nil
-		}
-		if tier == nil {
-			return partition.RemoteTail{}, errNoRemoteTier
-		}
-		return partition.RemoteTail{}, fmt.Errorf("%w: offset %d", errNoRemoteSegment, localStart-1)
-	}
+// readRemoteTail reads the state of the data up to seg's end from the
+// bucket: the restart offset (seg.EndOffset + 1), the leader-epoch history
+// (its epochs object, or the metadata's SegmentEpochs when it has none) and
+// the producer-state snapshot bytes (nil when it has none). LogStart is
+// left for the caller. A listed object missing from the bucket, unreadable,
+// larger than maxBootstrapObject or (epochs) malformed is an error.
+func readRemoteTail(ctx context.Context, bucket objstore.Bucket, seg controlplane.RemoteSegment) (partition.RemoteTail, error) {
 	tail := partition.RemoteTail{Offset: seg.EndOffset + 1}
 	if key := tiering.ObjectKey(seg, tiering.KindEpochs); key != "" {
-		data, err := readObject(ctx, tier.bucket, key)
+		data, err := readObject(ctx, bucket, key)
 		if err != nil {
 			return partition.RemoteTail{}, err
 		}
@@ -146,14 +236,11 @@ func (ft *fetcher) remoteTail(ctx context.Context, k replicaKey, rep *partition.
 		tail.Epochs = toSegmentEpochs(seg.SegmentEpochs)
 	}
 	if key := tiering.ObjectKey(seg, tiering.KindSnapshot); key != "" {
-		data, err := readObject(ctx, tier.bucket, key)
+		data, err := readObject(ctx, bucket, key)
 		if err != nil {
 			return partition.RemoteTail{}, err
 		}
 		tail.ProducerSnapshot = data
-	} else {
-		ft.log.Warn("remote segment has no producer snapshot; idempotence state starts empty",
-			"topic", k.topic, "partition", k.partition, "segment", seg.SegmentID)
 	}
 	return tail, nil
 }

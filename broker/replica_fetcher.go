@@ -43,8 +43,9 @@ type fetchPart struct {
 	needTruncate bool
 	// needBootstrap: the leader no longer holds this replica's log end
 	// locally; rebuild from the remote tail (replica_bootstrap.go).
-	needBootstrap bool
-	pausedUntil   time.Time
+	needBootstrap  bool
+	bootstrapRetry bootstrapRetry // pacing of failed bootstraps
+	pausedUntil    time.Time
 }
 
 // replicaFetchers owns the fetchers; Update is called after each reconcile.
@@ -278,12 +279,18 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		if p.needBootstrap && now.After(p.pausedUntil) {
 			switch err := ft.bootstrap(ctx, b, k, p); {
 			case err == nil:
-				p.needBootstrap = false
+				p.needBootstrap, p.bootstrapRetry = false, bootstrapRetry{}
 			case errors.Is(err, errNotBehind):
-				p.needBootstrap, p.needTruncate = false, true // out of range for another reason: check divergence
+				// Out of range for another reason: check divergence.
+				p.needBootstrap, p.needTruncate, p.bootstrapRetry = false, true, bootstrapRetry{}
 			default:
-				p.pausedUntil = now.Add(500 * time.Millisecond)
-				ft.log.Info("rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition, "err", err)
+				if ctx.Err() != nil {
+					return ctx.Err() // stopping: not a failure to pace or log
+				}
+				pause, level := p.bootstrapRetry.failed(now)
+				p.pausedUntil = now.Add(pause)
+				ft.log.Log(ctx, level, "rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition,
+					"failures", p.bootstrapRetry.failures, "retry_in", pause, "err", err)
 				continue
 			}
 		}
