@@ -68,7 +68,9 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	case t.Offset <= r.log.LogEndOffset():
 		return fmt.Errorf("%w: offset %d, log end %d", ErrResetNotAhead, t.Offset, r.log.LogEndOffset())
 	}
-	if err := ps.WriteSnapshot(r.dir, t.Offset, 3); err != nil {
+	// keep 0: the old log's snapshots stay until the reset has succeeded
+	// (a refused or interrupted reset leaves that log with all of them).
+	if err := ps.WriteSnapshot(r.dir, t.Offset, 0); err != nil {
 		return err
 	}
 	if err := r.log.ResetTo(t.Offset, t.Epochs); err != nil {
