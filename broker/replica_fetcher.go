@@ -365,6 +365,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 					}
 					ft.log.Warn("follower append failed; checking for divergence", "topic", k.topic, "partition", k.partition, "err", err)
 					p.needTruncate = true
+					p.pausedUntil = time.Now().Add(200 * time.Millisecond) // no tight loop if it fails again
 				}
 			case kerr.OffsetMovedToTieredStorage.Code, kerr.OffsetOutOfRange.Code:
 				// Below the leader's local log start (KIP-405), or out of

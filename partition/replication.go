@@ -237,6 +237,27 @@ func (r *Replica) applyPendingBelow(offset int64) {
 	})
 }
 
+// startAtLeaderBatchLocked handles a follower whose log is empty and starts
+// inside the leader's first batch (it restarted at a log start that
+// DeleteRecords put in the middle of a batch): the leader can only send the
+// whole batch, which starts below this log's end, so the log restarts at
+// the batch's base offset, as Kafka's follower does. REQUIRES: appendMu.
+func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
+	h, err := batch.ParseHeader(records)
+	if err != nil {
+		return nil // AppendAsFollower reports it
+	}
+	leo := r.log.LogEndOffset()
+	if leo != r.log.LogStartOffset() || h.BaseOffset >= leo || h.LastOffset() < leo {
+		return nil
+	}
+	if err := r.log.ResetTo(h.BaseOffset, r.log.Epochs()); err != nil {
+		return err
+	}
+	r.logger.Info("empty follower log restarted at the leader's batch", "from", leo, "to", h.BaseOffset)
+	return nil
+}
+
 // AppendFollower appends batches fetched from the leader, keeping their
 // offsets and epochs, updates idempotent-producer state from them (so a new
 // leader rejects the duplicates the old one accepted), and sets the
@@ -245,6 +266,9 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
 	if len(records) > 0 {
+		if err := r.startAtLeaderBatchLocked(records); err != nil {
+			return err
+		}
 		// A roll inside this append snapshots producer state at the new
 		// segment's base: onRoll applies the batches below it first.
 		r.pending, r.pendingNext = records, -1
