@@ -22,9 +22,9 @@ build:
 run: build
 	$(BIN)/shale serve --data-dir $(DATA_DIR)
 
-## test: every test, with the race detector
+## test: every test, with the race detector and the invariant checks (internal/invariants)
 test: tools build
-	PATH="$(BIN):$$PATH" $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	PATH="$(BIN):$$PATH" $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
 
 ## bench: benchmarks, each figure beside its peer as a ratio
 bench: tools build

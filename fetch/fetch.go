@@ -41,6 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
@@ -333,6 +334,10 @@ func (h *fetchHandler) readLocal(rep *partition.Replica, pr *partResult, topic s
 			}
 			off = rr.NextOffset // an empty tail of a closed segment: go on to the next
 			continue
+		}
+		if invariants.Enabled {
+			invariants.Check(rr.NextOffset <= maxOffset, "%s-%d: a fetch read up to %d, past its bound %d (the high watermark for consumers)",
+				topic, pr.partition, rr.NextOffset, maxOffset)
 		}
 		pr.reads = append(pr.reads, rr)
 		pr.size += rr.Size

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -258,6 +259,10 @@ func (r *Replica) HWChanged() <-chan struct{} {
 func (r *Replica) setHW(hw int64) {
 	if hw == r.mu.hw {
 		return
+	}
+	if invariants.Enabled {
+		leo := r.log.LogEndOffset()
+		invariants.Check(hw <= leo, "%s-%d: high watermark %d past the log end %d", r.topic, r.partition, hw, leo)
 	}
 	r.mu.hw = hw
 	close(r.mu.hwChanged)

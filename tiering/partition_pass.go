@@ -6,6 +6,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
@@ -23,6 +24,15 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	for _, seg := range UploadPlan(local, remote, hw) {
 		if ctx.Err() != nil {
 			return
+		}
+		if invariants.Enabled {
+			// Tiering sees only offsets below the high watermark, and remote
+			// offsets stay contiguous: no gap after the last remote segment.
+			invariants.Check(seg.NextOffset <= hw, "%s-%d: uploading segment [%d, %d) past the high watermark %d",
+				t.rep.Topic(), p, seg.BaseOffset, seg.NextOffset, hw)
+			end, ok := controlplane.RemoteLogEndOffset(m.meta.ListRemoteSegments(t.id, p))
+			invariants.Check(!ok || seg.BaseOffset <= end+1, "%s-%d: uploading segment at %d leaves a gap after the remote end %d",
+				t.rep.Topic(), p, seg.BaseOffset, end)
 		}
 		if _, err := m.upload(ctx, t, seg, prefix); err != nil {
 			m.stats.uploadFailures.Add(1)
