@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/shale-io/shale/internal/invariants"
 )
 
 // Binary returns the path of a shale binary for one test that starts child
@@ -18,9 +20,21 @@ func Binary(t testing.TB) string {
 		return b
 	}
 	bin := filepath.Join(t.TempDir(), "shale")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/shale-io/shale/cmd/shale").CombinedOutput()
+	out, err := exec.Command("go", buildArgs(bin)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("building shale: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// buildArgs are the go command's arguments to build cmd/shale into bin:
+// with the invariant checks when this test binary has them (make test), so
+// that child nodes check them too (a broken one panics, which the tests'
+// CheckNoPanic reports).
+func buildArgs(bin string) []string {
+	args := []string{"build", "-o", bin}
+	if invariants.Enabled {
+		args = append(args, "-tags", "shale_invariants")
+	}
+	return append(args, "github.com/shale-io/shale/cmd/shale")
 }

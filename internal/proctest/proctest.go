@@ -35,7 +35,7 @@ func RunWithBinary(m *testing.M, name string, bin *string) int {
 	}
 	defer os.RemoveAll(dir)
 	*bin = filepath.Join(dir, "shale")
-	cmd := exec.Command("go", "build", "-o", *bin, "github.com/shale-io/shale/cmd/shale")
+	cmd := exec.Command("go", buildArgs(*bin)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, name+": building shale:", err)
