@@ -165,14 +165,15 @@ func (f *replicaFetchers) startFetcher(key fetcherKey) *fetcher {
 	if addr == "" {
 		return nil // the leader is not registered: the controller will move it
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("shale-replica-%d-%d", f.self, key.index)),
+	clientID := fmt.Sprintf("shale-replica-%d-%d", f.self, key.index)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID),
 		kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		f.logger.Error("replica fetcher client", "leader", leader, "err", err)
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ft := &fetcher{f: f, leader: leader, index: key.index, cl: cl, cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
+	ft := &fetcher{f: f, leader: leader, index: key.index, cl: cl, conn: newFetchConn(addr, clientID), cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
 		log: f.logger.With("leader", leader, "fetcher", key.index)}
 	go ft.run(ctx)
 	return ft
@@ -184,6 +185,7 @@ type fetcher struct {
 	leader int32
 	index  int
 	cl     *kgo.Client
+	conn   *fetchConn // Fetch requests; owned by run
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -233,6 +235,7 @@ func (ft *fetcher) snapshot() map[replicaKey]*fetchPart {
 
 func (ft *fetcher) run(ctx context.Context) {
 	defer close(ft.done)
+	defer ft.conn.Close()
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		parts := ft.snapshot()
@@ -342,11 +345,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	ft.sent = sentFetch{count: ft.sent.count + 1, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
 		maxBytes: req.MaxBytes, partitionMaxBytes: req.Topics[0].Partitions[0].PartitionMaxBytes}
 	ft.mu.Unlock()
-	kresp, err := b.Request(ctx, req)
+	resp, err := ft.conn.Fetch(ctx, req)
 	if err != nil {
 		return err
 	}
-	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
