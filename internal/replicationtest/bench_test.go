@@ -18,6 +18,11 @@ import (
 )
 
 const (
+	// benchLinger is every benchmark producer's linger: the maximum rate and
+	// the latency at half of it are measured with the same client settings.
+	benchLinger = time.Millisecond
+	// pacerTick is the fixed-rate sender's shortest sleep.
+	pacerTick      = time.Millisecond
 	benchValueSize = 1024
 	// fixedRateWarmup is sent at the run's rate before the measured part
 	// and not counted: a new client's first batches (connections, producer
@@ -37,7 +42,8 @@ const (
 // of half the rf3-acks-all rate just measured (rf3-acks-all-fixed-rate:
 // p50-ms, p99-ms, p999-ms, measured from each record's scheduled send time
 // so a stall is not hidden by sending later), and the same at 1000
-// records per second (rf3-acks-all-1000rps). Records are not compressed.
+// records per second (rf3-acks-all-1000rps). Records are not compressed;
+// every producer lingers benchLinger.
 //
 // The latency runs also report the CPU of the measured part as shares of
 // the whole machine (all cores, 0-100): bench-cpu-% for the three brokers
@@ -92,7 +98,7 @@ func benchClient(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) *kgo.C
 		seeds = append(seeds, n.kafka)
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.MaxBufferedRecords(10_000), kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)...)
+		kgo.MaxBufferedRecords(10_000), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(benchLinger)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,8 +116,8 @@ func benchClient(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) *kgo.C
 // produceMax produces b.N 1 KiB records as fast as acknowledgements allow
 // and returns the rate in records per second. It also reports the CPU
 // shares of the run (see BenchmarkReplicatedProduce): beside the latency
-// runs' they show what a record costs with big batches (linger 10 ms, a
-// full buffer) and with the latency runs' small ones (linger 0).
+// runs' they show what a record costs with the batches a full buffer makes
+// and with the paced runs' smaller ones (same linger, benchLinger).
 func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64 {
 	cl := benchClient(b, c, topic, opts...)
 	ctx := ctxFor(b, 5*time.Minute)
@@ -155,7 +161,7 @@ func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64
 // was due, and the CPU shares of the measured part (see
 // BenchmarkReplicatedProduce).
 func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
-	cl := benchClient(b, c, topic, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	cl := benchClient(b, c, topic, kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx := ctxFor(b, time.Minute)
 	count := min(int(rate*fixedRateRun.Seconds()), fixedRateMaxRecs)
 	if count < 100 {
@@ -192,7 +198,12 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 			})
 		}
 		if i < total {
-			time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // pacing the load, not waiting on a condition
+			// Pacing the load, not waiting on a condition. At least
+			// pacerTick: a sleep per record (every few µs at these rates)
+			// would spend a core of the two on timers. Records due while
+			// asleep go out at the wake-up, and their latency still counts
+			// from when they were due.
+			time.Sleep(max(time.Until(start.Add(time.Duration(i)*interval)), pacerTick))
 		}
 	}
 	wg.Wait()
