@@ -27,7 +27,7 @@ type pairRow struct {
 var rows = []pairRow{
 	{label: "segment append", pkg: "segment", names: []string{"BenchmarkAppend"}, peers: []string{"BenchmarkPlainWrite"}, unit: "MB/s", peerDesc: "plain sequential write", goal: ">= 0.80"},
 	{label: "offset lookup", pkg: "segment", names: []string{"BenchmarkOffsetLookup"}, unit: "ns/op"},
-	{label: "random read", pkg: "segment", names: []string{"BenchmarkReadRandom"}, peers: []string{"BenchmarkPread", "BenchmarkReadRandomPread", "BenchmarkPlainRead"}, unit: "ns/op", peerDesc: "pread of the same size"},
+	{label: "random read (locate range)", pkg: "segment", names: []string{"BenchmarkReadRandom"}, unit: "ns/op"},
 	{label: "batch parse+CRC", pkg: "segment/batch", names: []string{"BenchmarkParseVerify"}, peers: []string{"BenchmarkCRC32C"}, unit: "MB/s", peerDesc: "bare crc32c"},
 	{label: "compress", pkg: "segment/batch", names: []string{"BenchmarkCompress"}, unit: "MB/s"},
 	{label: "decompress", pkg: "segment/batch", names: []string{"BenchmarkDecompress"}, unit: "MB/s"},
@@ -35,6 +35,7 @@ var rows = []pairRow{
 	{label: "cold replay S3, franz-go consumer", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
 	{label: "produce RF=3 acks=all", pkg: "internal/replicationtest", names: []string{"BenchmarkReplicatedProduce/rf3-acks-all"}, peers: []string{"BenchmarkReplicatedProduce/rf1-acks-1"}, unit: "MB/s", peerDesc: "RF=1 acks=1 (same run)"},
 	{label: "ingest round trip", pkg: "ingest", names: []string{"BenchmarkRoundTrip/server"}, peers: []string{"BenchmarkRoundTrip/tcp-echo"}, unit: "ns/op", peerDesc: "bare TCP echo"},
+	{label: "fetch of a 4 KiB file range", pkg: "ingest", names: []string{"BenchmarkFileBodyRoundTrip/file"}, peers: []string{"BenchmarkFileBodyRoundTrip/memory"}, unit: "ns/op", peerDesc: "the same bytes from memory"},
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name
