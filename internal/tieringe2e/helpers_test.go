@@ -282,35 +282,8 @@ func listBucket(t testing.TB, mc *minio.Client, bucket string) []string {
 // bucketMatchesMetadata reports, as a description of the first mismatch
 // ("" when none), whether the bucket (listed through minio-go) holds
 // exactly the objects of the node's remote segment records, every record
-// being CopyFinished.
+// being CopyFinished (bucketMatchesRemoteLog on the node's RemoteLog).
 func bucketMatchesMetadata(t testing.TB, n *broker.Node, mc *minio.Client, bucket string) string {
 	t.Helper()
-	referenced := map[string]bool{}
-	rl := n.RemoteLog()
-	for _, id := range rl.RemoteTopicIDs() {
-		for _, p := range rl.RemotePartitions(id) {
-			for _, s := range rl.ListRemoteSegments(id, p) {
-				if s.State != controlplane.CopyFinished {
-					return fmt.Sprintf("segment %s [%d,%d] is %v", s.SegmentID, s.BaseOffset, s.EndOffset, s.State)
-				}
-				for _, k := range s.Objects {
-					referenced[k] = true
-				}
-			}
-		}
-	}
-	listed := listBucket(t, mc, bucket)
-	for _, k := range listed {
-		if !referenced[k] {
-			return "orphan object " + k
-		}
-		delete(referenced, k)
-	}
-	for k := range referenced {
-		return "referenced object missing from the bucket: " + k
-	}
-	if len(listed) == 0 {
-		return "the bucket is empty"
-	}
-	return ""
+	return bucketMatchesRemoteLog(t, n.RemoteLog(), mc, bucket)
 }

@@ -42,8 +42,7 @@ func readRemoteLog(t testing.TB, natsAddr string, brokerTTL time.Duration) *cont
 	return rl
 }
 
-// bucketMatchesRemoteLog is bucketMatchesMetadata on a RemoteLog instead
-// of an in-process node's: it describes the first mismatch ("" when none)
+// bucketMatchesRemoteLog describes the first mismatch ("" when none)
 // between the bucket, listed through minio-go, and the objects of rl's
 // records, every record having to be CopyFinished.
 func bucketMatchesRemoteLog(t testing.TB, rl *controlplane.RemoteLog, mc *minio.Client, bucket string) string {
