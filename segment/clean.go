@@ -99,11 +99,12 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		s.close(false)
 		return err
 	}
-	s.synced = true
+	s.synced.Store(true)
 	if err := syncDir(l.dir); err != nil {
 		s.close(false)
 		return err
 	}
+	l.dropFlushes(func(x *segment) bool { return x == old })
 	l.mu.Lock()
 	l.mu.segments[idx] = s
 	l.mu.Unlock()

@@ -45,6 +45,9 @@ func (l *Log) DeleteSegmentsBefore(newLogStart int64) (deleted int, err error) {
 			return 0, err
 		}
 	}
+	if deleted > 0 {
+		l.dropFlushes(func(x *segment) bool { return x.base < segs[deleted].base })
+	}
 	l.mu.Lock()
 	l.mu.segments = append(segs[:0:0], segs[deleted:]...)
 	l.mu.logStart = start

@@ -20,4 +20,8 @@ var (
 	// ErrTooLarge: a single batch does not fit in a segment or an index
 	// position.
 	ErrTooLarge = errors.New("segment: batch too large for a segment")
+	// ErrSyncFailed: the background fsync of a rolled segment failed. It
+	// is sticky: Flush, Close and every later roll return it, and the
+	// recovery point stays below that segment until the log is reopened.
+	ErrSyncFailed = errors.New("segment: background fsync failed")
 )

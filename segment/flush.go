@@ -32,29 +32,33 @@ func (l *Log) MaybeFlush() error {
 	return err
 }
 
-// flushLocked fsyncs the segments not yet synced and writes the recovery point.
+// flushLocked fsyncs the segments not yet synced and writes the recovery
+// point. Rolled segments still queued for the background flusher are taken
+// back and synced here (after the flusher's current fsync, if any). A
+// background fsync failure is sticky: flushLocked returns it, since a
+// retried fsync may succeed after the kernel dropped the unwritten pages.
 // REQUIRES: writer lock held.
 func (l *Log) flushLocked() error {
+	l.dropFlushes(nil)
+	if err := l.flushErr(); err != nil {
+		return err
+	}
 	segs := l.mu.segments
 	for _, s := range segs {
-		if s.synced {
+		if s.synced.Load() {
 			continue
 		}
 		if err := s.sync(); err != nil {
 			return err
 		}
 		if s != segs[len(segs)-1] {
-			s.synced = true
+			s.synced.Store(true)
 		}
 	}
 	l.w.unflushed = 0
 	l.w.lastFlush = l.cfg.Now()
-	if l.w.recoveryPoint == l.mu.leo {
+	if l.RecoveryPoint() == l.mu.leo {
 		return nil
 	}
-	if err := writeOffsetFile(l.dir, recoveryPointFile, l.mu.leo); err != nil {
-		return err
-	}
-	l.w.recoveryPoint = l.mu.leo
-	return nil
+	return l.setRecoveryPoint(l.mu.leo)
 }

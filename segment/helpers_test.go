@@ -184,6 +184,7 @@ func fixCRC(b []byte) {
 func (l *Log) closeForCrashTest() {
 	l.writer.Lock()
 	defer l.writer.Unlock()
+	l.stopFlusher()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.closed = true

@@ -37,7 +37,7 @@ func openIndex(path string, entrySize int) (*mmapIndex, error) {
 	}
 	x := &mmapIndex{f: f, entrySize: entrySize}
 	size := st.Size() - st.Size()%int64(entrySize)
-	if err := x.mapSize(size); err != nil {
+	if err := x.mapSize(size, true); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -45,14 +45,16 @@ func openIndex(path string, entrySize int) (*mmapIndex, error) {
 	return x, nil
 }
 
-// mapSize truncates or extends the file to size and maps it. Any previous
-// mapping must already be gone.
-func (x *mmapIndex) mapSize(size int64) error {
+// mapSize truncates or extends the file to size, fsyncs it when sync is
+// set, and maps it. Any previous mapping must already be gone.
+func (x *mmapIndex) mapSize(size int64, sync bool) error {
 	if err := x.f.Truncate(size); err != nil {
 		return err
 	}
-	if err := fsync(x.f); err != nil {
-		return err
+	if sync {
+		if err := fsync(x.f); err != nil {
+			return err
+		}
 	}
 	if size == 0 {
 		x.data = nil
@@ -83,7 +85,15 @@ func (x *mmapIndex) full() bool { return x.n >= x.capacity() }
 // resize remaps the file to room for maxBytes (rounded down to whole entries,
 // and never below the used entries): trim with maxBytes 0, expand for an
 // active segment with the configured segment.index.bytes.
-func (x *mmapIndex) resize(maxBytes int) error {
+func (x *mmapIndex) resize(maxBytes int) error { return x.resizeSync(maxBytes, true) }
+
+// trimNoSync trims like resize(0) without msync or fsync: a roll uses it, and
+// the background flusher fsyncs the file afterwards (munmap keeps dirty
+// pages in the page cache). Until then the index is not trusted: the
+// recovery point is still below its segment.
+func (x *mmapIndex) trimNoSync() error { return x.resizeSync(0, false) }
+
+func (x *mmapIndex) resizeSync(maxBytes int, sync bool) error {
 	size := int64(maxBytes - maxBytes%x.entrySize)
 	if used := int64(x.n * x.entrySize); size < used {
 		size = used
@@ -91,13 +101,15 @@ func (x *mmapIndex) resize(maxBytes int) error {
 	if int64(len(x.data)) == size {
 		return nil
 	}
-	if err := x.sync(); err != nil {
-		return err
+	if sync {
+		if err := x.sync(); err != nil {
+			return err
+		}
 	}
 	if err := x.unmap(); err != nil {
 		return err
 	}
-	return x.mapSize(size)
+	return x.mapSize(size, sync)
 }
 
 // truncateTo keeps the first n entries and zeroes the rest of the mapping.

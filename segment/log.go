@@ -10,7 +10,8 @@ import (
 
 // Log is one partition's log on local disk.
 //
-// Concurrency: one appender and many readers. Every mutation (Append,
+// Concurrency: one appender and many readers, and one background goroutine
+// that fsyncs rolled segments (flusher.go). Every mutation (Append,
 // AppendAsFollower, Roll, Truncate, DeleteSegmentsBefore, Flush, MaybeFlush,
 // Close) takes the writer lock, which it holds across its disk I/O, so
 // mutations are serialized. State that readers see lives in mu and changes
@@ -28,10 +29,18 @@ type Log struct {
 	w      struct {
 		unflushed      int64     // records appended since the last flush
 		lastFlush      time.Time // clock time of the last flush
-		recoveryPoint  int64     // offsets below are fsynced
 		pendingDeletes []pendingDelete
 		scans          int // segments recovered by a full batch scan (tests)
 	}
+
+	// rp is the recovery point: offsets below it are fsynced, and the
+	// recovery-point file says so. The writer and the background flusher
+	// both move it, each holding this mutex across the file write.
+	rp struct {
+		sync.Mutex
+		point int64
+	}
+	bg flusher
 
 	mu struct {
 		sync.RWMutex
@@ -80,10 +89,12 @@ func (l *Log) LogEndOffset() int64 {
 }
 
 // RecoveryPoint is the offset below which everything is fsynced.
+// It trails the log end offset: a roll hands the old segment to the
+// background flusher, which raises it once that segment is fsynced.
 func (l *Log) RecoveryPoint() int64 {
-	l.writer.Lock()
-	defer l.writer.Unlock()
-	return l.w.recoveryPoint
+	l.rp.Lock()
+	defer l.rp.Unlock()
+	return l.rp.point
 }
 
 // Size is the total size in bytes of the segments' .log files.
@@ -149,13 +160,16 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
 }
 
-// Close flushes, seals and trims every index, closes the files and writes
-// the clean-shutdown marker, so the next Open trusts the files without a
-// rescan. Segments waiting for delayed deletion are removed now. Close is
-// idempotent; every other method returns ErrClosed afterwards.
+// Close stops the background flusher, flushes (every segment, including
+// rolled ones the flusher had not reached), seals and trims every index,
+// closes the files and writes the clean-shutdown marker, so the next Open
+// trusts the files without a rescan. Segments waiting for delayed deletion
+// are removed now. Close is idempotent; every other method returns
+// ErrClosed afterwards.
 func (l *Log) Close() error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
+	l.stopFlusher()
 	if l.mu.closed {
 		return nil
 	}

@@ -55,6 +55,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 			return nil, err
 		}
 	}
+	l.startFlusher()
 	return l, nil
 }
 
@@ -206,7 +207,7 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 		if err := s.tidx.resize(0); err != nil {
 			return err
 		}
-		s.synced = clean
+		s.synced.Store(clean)
 	}
 	act := l.active()
 	if err := act.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
@@ -249,7 +250,7 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 	}
 	l.w.lastFlush = l.cfg.Now()
 	if clean {
-		l.w.recoveryPoint = l.mu.leo
+		l.rp.point = l.mu.leo
 		return nil
 	}
 	return l.flushLocked()

@@ -61,6 +61,8 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 	cache.truncateFromEnd(offset)
 	cache.truncateFromStart(offset)
 
+	// The flusher lets go of the old segments before they are renamed.
+	l.dropFlushes(nil)
 	// 1. The old segments step aside, newest first: a crash leaves a prefix.
 	// Readers keep the old segments (their open files) until the swap.
 	old := slices.Clone(l.mu.segments)
@@ -99,7 +101,7 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 		err = resetStep("log-start")
 	}
 	if err == nil {
-		err = writeOffsetFile(l.dir, recoveryPointFile, offset)
+		err = l.setRecoveryPoint(offset)
 	}
 	if err != nil {
 		if s != nil {
@@ -118,7 +120,6 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 	l.mu.segments = []*segment{s}
 	l.mu.logStart, l.mu.leo, l.mu.epochs = offset, offset, cache
 	l.mu.Unlock()
-	l.w.recoveryPoint = offset
 	l.w.unflushed = 0
 	l.w.lastFlush = l.cfg.Now()
 	l.logger.Info("log reset", "offset", offset, "segments_dropped", len(old), "epochs", len(cache))

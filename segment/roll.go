@@ -17,15 +17,20 @@ func (l *Log) Roll() error {
 	return l.rollLocked()
 }
 
-// rollLocked fsyncs the active segment, seals and trims its indexes, and
-// makes a new empty segment at the LEO the active one; then calls OnRoll.
+// rollLocked makes a new empty segment at the LEO the active one, seals and
+// trims the old one's indexes (without syncing) and queues the old segment
+// for the background flusher, which fsyncs it and then raises the recovery
+// point to its end; then calls OnRoll. The append path never waits for that
+// fsync. The new segment's directory entry is fsynced here: one metadata
+// sync, and it keeps Flush simple (a recovery point past the new segment's
+// base never depends on a directory sync still to come).
 // REQUIRES: writer lock held.
 func (l *Log) rollLocked() error {
-	old := l.active()
-	base := l.mu.leo
-	if err := old.sync(); err != nil {
+	if err := l.flushErr(); err != nil {
 		return err
 	}
+	old := l.active()
+	base := l.mu.leo
 	s, err := openSegment(l.dir, base)
 	if err != nil {
 		return err
@@ -48,13 +53,15 @@ func (l *Log) rollLocked() error {
 	}
 	l.mu.Lock()
 	old.sealTimeIndex()
-	err = old.idx.resize(0)
-	if e := old.tidx.resize(0); err == nil {
+	err = old.idx.trimNoSync()
+	if e := old.tidx.trimNoSync(); err == nil {
 		err = e
 	}
-	old.synced = true
 	l.mu.segments = append(l.mu.segments, s)
 	l.mu.Unlock()
+	// Queued even when a trim failed: the segment is in the log now, and
+	// the flusher (or flushLocked) must sync whatever it holds.
+	l.queueFlush(old, base)
 	if err != nil {
 		return err
 	}
@@ -108,6 +115,8 @@ func (l *Log) Truncate(offset int64) error {
 		}
 	}
 	gone := append([]*segment(nil), l.mu.segments[i+1:]...)
+	// s and every later segment leave the flusher before they change.
+	l.dropFlushes(func(x *segment) bool { return x.base >= s.base })
 	l.mu.Lock()
 	err = s.log.Truncate(pos)
 	if err == nil {
@@ -120,7 +129,6 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		return err
 	}
-	l.w.recoveryPoint = min(l.w.recoveryPoint, newEnd)
 	for _, g := range gone {
 		if e := g.close(false); err == nil {
 			err = e
@@ -129,8 +137,8 @@ func (l *Log) Truncate(offset int64) error {
 			err = e
 		}
 	}
-	if err == nil {
-		err = writeOffsetFile(l.dir, recoveryPointFile, l.w.recoveryPoint)
+	if e := l.setRecoveryPoint(min(l.RecoveryPoint(), newEnd)); err == nil {
+		err = e
 	}
 	return err
 }
@@ -142,7 +150,8 @@ func (l *Log) Truncate(offset int64) error {
 func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 	s.idx.truncateToOffset(newEnd)
 	s.tidx.truncateToOffset(newEnd)
-	s.size, s.next, s.synced = pos, newEnd, false
+	s.size, s.next = pos, newEnd
+	s.synced.Store(false)
 	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
 		return err
 	}
@@ -177,6 +186,7 @@ func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 // truncateFullyLocked drops every segment and restarts the log empty at offset.
 // REQUIRES: writer lock held.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.dropFlushes(nil)
 	l.mu.Lock()
 	old := l.mu.segments
 	l.mu.segments = nil
@@ -205,8 +215,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.segments = []*segment{s}
 	l.mu.logStart, l.mu.leo, l.mu.epochs = offset, offset, nil
 	l.mu.Unlock()
-	l.w.recoveryPoint = offset
-	if err := writeOffsetFile(l.dir, recoveryPointFile, offset); err != nil {
+	if err := l.setRecoveryPoint(offset); err != nil {
 		return err
 	}
 	return syncDir(l.dir)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -29,7 +30,9 @@ type segment struct {
 	offMaxTs        int64 // last offset of the batch that holds maxTs
 	firstTs         int64 // max timestamp of the first batch (segment.ms); -1 when empty
 	bytesSinceIndex int64
-	synced          bool // every byte is fsynced (rolled segments)
+	// synced: every byte is fsynced (rolled segments). The background
+	// flusher sets it, hence atomic.
+	synced atomic.Bool
 	// renamed: the files carry the .deleted suffix; removeFiles must then
 	// leave the plain names alone (a cleaned segment reuses them).
 	renamed bool
@@ -152,15 +155,20 @@ func (s *segment) sealTimeIndex() {
 	}
 }
 
-// sync fsyncs the log and msyncs the indexes.
+// sync fsyncs the .log and both index files. The indexes are synced
+// through their descriptors, not msync: on Linux the page cache is shared,
+// so fsync writes back pages dirtied through the mapping (msync(MS_SYNC) is
+// the same call on a range), it also makes a trim's new size durable (a
+// roll trims without syncing), and it never touches the mapping, which the
+// writer may replace. Callers keep the files open meanwhile (flusher.go).
 func (s *segment) sync() error {
 	if err := fsync(s.log); err != nil {
 		return err
 	}
-	if err := s.idx.sync(); err != nil {
+	if err := fsync(s.idx.f); err != nil {
 		return err
 	}
-	return s.tidx.sync()
+	return fsync(s.tidx.f)
 }
 
 // close releases the files, trimming the indexes when trim is set.

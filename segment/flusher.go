@@ -1,0 +1,186 @@
+package segment
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// The background flusher fsyncs rolled segments off the append path, as
+// Kafka schedules flushUptoOffsetExclusive(newSegment.baseOffset) on a
+// roll: rollLocked queues the old segment and returns, and the flusher (one
+// goroutine per Log, started by Open, stopped by Close) fsyncs its .log and
+// both indexes and only then raises the recovery point to the segment's end.
+//
+// Safety against the writer: a queued segment is never closed, truncated or
+// remapped while the flusher may touch it. Every writer path that does so
+// first calls dropFlushes, which takes flusher.syncing — held by the flusher
+// from taking a job until the recovery point is raised — and removes the
+// job. So the flusher either finished a job before the writer changed the
+// segment, or never starts it. The writer lock is never taken by the
+// flusher, so an fsync never blocks Append; a writer that drops jobs
+// (Truncate, retention, Flush, Close) waits for at most one segment's fsync.
+
+// flushJob is a rolled segment waiting for its fsync; end is its next
+// offset at the roll, where the recovery point goes once it is synced.
+type flushJob struct {
+	seg *segment
+	end int64
+}
+
+// flusher is the Log's background flush state.
+type flusher struct {
+	// syncing is held by the flusher while it syncs one job and raises the
+	// recovery point for it, and by dropFlushes. Lock order: writer,
+	// syncing, mu, then the Log's rp.
+	syncing sync.Mutex
+
+	mu      sync.Mutex
+	pending []flushJob // oldest first
+	err     error      // first failure; sticky (an fsync error may have lost pages)
+
+	kick     chan struct{} // capacity 1: a job was queued
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// bgSyncHook, when set (tests only), runs in the flusher before it fsyncs
+// the segment at base.
+var bgSyncHook func(base int64)
+
+// startFlusher starts the background flusher. Open calls it last.
+func (l *Log) startFlusher() {
+	l.bg.kick = make(chan struct{}, 1)
+	l.bg.stop = make(chan struct{})
+	l.bg.done = make(chan struct{})
+	go l.runFlusher()
+}
+
+// stopFlusher stops the flusher and waits for it (and any fsync it is in);
+// queued jobs stay queued for flushLocked. Idempotent.
+func (l *Log) stopFlusher() {
+	l.bg.stopOnce.Do(func() {
+		if l.bg.stop == nil {
+			return
+		}
+		close(l.bg.stop)
+		<-l.bg.done
+	})
+}
+
+func (l *Log) runFlusher() {
+	defer close(l.bg.done)
+	for {
+		select {
+		case <-l.bg.stop:
+			return
+		case <-l.bg.kick:
+		}
+		for l.flushNextRolled() {
+		}
+	}
+}
+
+// queueFlush hands the rolled segment s, ending at end, to the flusher.
+// REQUIRES: writer lock held.
+func (l *Log) queueFlush(s *segment, end int64) {
+	l.bg.mu.Lock()
+	l.bg.pending = append(l.bg.pending, flushJob{seg: s, end: end})
+	l.bg.mu.Unlock()
+	select {
+	case l.bg.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flushNextRolled syncs the oldest queued segment and raises the recovery
+// point to its end. It reports whether to go on: false when the queue is
+// empty, the flusher is stopping, or a sync failed.
+func (l *Log) flushNextRolled() bool {
+	select {
+	case <-l.bg.stop:
+		return false
+	default:
+	}
+	l.bg.syncing.Lock()
+	defer l.bg.syncing.Unlock()
+	l.bg.mu.Lock()
+	if len(l.bg.pending) == 0 || l.bg.err != nil {
+		l.bg.mu.Unlock()
+		return false
+	}
+	job := l.bg.pending[0]
+	l.bg.mu.Unlock()
+
+	if bgSyncHook != nil {
+		bgSyncHook(job.seg.base)
+	}
+	err := job.seg.sync()
+	if err == nil {
+		job.seg.synced.Store(true)
+		// Jobs run in roll order and each earlier one is synced (or its
+		// segment left the log), so everything below job.end is durable.
+		err = l.raiseRecoveryPoint(job.end)
+	}
+	l.bg.mu.Lock()
+	defer l.bg.mu.Unlock()
+	if err != nil {
+		l.bg.err = fmt.Errorf("%w: segment %s: %w", ErrSyncFailed, fileName(job.seg.base, logSuffix), err)
+		l.logger.Error("background flush of a rolled segment failed; the recovery point stays below it", "err", err,
+			"file", fileName(job.seg.base, logSuffix))
+		return false
+	}
+	// No writer dropped the job meanwhile: dropFlushes needs syncing.
+	l.bg.pending = l.bg.pending[1:]
+	return len(l.bg.pending) > 0
+}
+
+// dropFlushes waits for the flusher's current fsync, if any, and removes the
+// queued jobs whose segment matches; the flusher never touches them again.
+// A nil match drops every job. Callers then close, truncate, remap or sync
+// those segments themselves.
+// REQUIRES: writer lock held.
+func (l *Log) dropFlushes(match func(*segment) bool) {
+	l.bg.syncing.Lock()
+	defer l.bg.syncing.Unlock()
+	l.bg.mu.Lock()
+	defer l.bg.mu.Unlock()
+	l.bg.pending = slices.DeleteFunc(l.bg.pending, func(j flushJob) bool { return match == nil || match(j.seg) })
+}
+
+// flushErr is the flusher's sticky error, wrapping ErrSyncFailed, or nil.
+func (l *Log) flushErr() error {
+	l.bg.mu.Lock()
+	defer l.bg.mu.Unlock()
+	return l.bg.err
+}
+
+// raiseRecoveryPoint moves the recovery point up to v (the file first); a
+// lower v leaves it.
+func (l *Log) raiseRecoveryPoint(v int64) error {
+	l.rp.Lock()
+	defer l.rp.Unlock()
+	if v <= l.rp.point {
+		return nil
+	}
+	if err := writeOffsetFile(l.dir, recoveryPointFile, v); err != nil {
+		return err
+	}
+	l.rp.point = v
+	return nil
+}
+
+// setRecoveryPoint stores v as the recovery point, in the file first.
+// Writers that lower it or move it past queued segments drop their jobs
+// first (dropFlushes), so the flusher cannot raise it past them afterwards.
+// REQUIRES: writer lock held.
+func (l *Log) setRecoveryPoint(v int64) error {
+	l.rp.Lock()
+	defer l.rp.Unlock()
+	if err := writeOffsetFile(l.dir, recoveryPointFile, v); err != nil {
+		return err
+	}
+	l.rp.point = v
+	return nil
+}
