@@ -55,6 +55,9 @@ func (l *Log) flushLocked() error {
 			s.synced.Store(true)
 		}
 	}
+	if err := l.syncPendingDir(); err != nil {
+		return err
+	}
 	l.w.unflushed = 0
 	l.w.lastFlush = l.cfg.Now()
 	if l.RecoveryPoint() == l.mu.leo {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // The background flusher fsyncs rolled segments off the append path, as
@@ -39,6 +40,11 @@ type flusher struct {
 	pending []flushJob // oldest first
 	err     error      // first failure; sticky (an fsync error may have lost pages)
 
+	// dirDirty: a roll created a segment file whose directory entry is not
+	// fsynced yet. The recovery point may not pass that segment's base
+	// until syncPendingDir has run.
+	dirDirty atomic.Bool
+
 	kick     chan struct{} // capacity 1: a job was queued
 	stop     chan struct{}
 	done     chan struct{}
@@ -48,6 +54,22 @@ type flusher struct {
 // bgSyncHook, when set (tests only), runs in the flusher before it fsyncs
 // the segment at base.
 var bgSyncHook func(base int64)
+
+// syncPendingDir fsyncs the log directory if a roll created a segment
+// since the last time: the flusher before it raises the recovery point to
+// a rolled segment's end (the next segment's base), and flushLocked. Rolls
+// leave it here, off the append path: on ext4 a directory fsync waits for
+// the journal commit that the flusher's own fsync of the old segment starts.
+func (l *Log) syncPendingDir() error {
+	if !l.bg.dirDirty.Swap(false) {
+		return nil
+	}
+	if err := syncDir(l.dir); err != nil {
+		l.bg.dirDirty.Store(true)
+		return err
+	}
+	return nil
+}
 
 // startFlusher starts the background flusher. Open calls it last.
 func (l *Log) startFlusher() {
@@ -117,6 +139,9 @@ func (l *Log) flushNextRolled() bool {
 		bgSyncHook(job.seg.base)
 	}
 	err := job.seg.sync()
+	if err == nil {
+		err = l.syncPendingDir()
+	}
 	if err == nil {
 		job.seg.synced.Store(true)
 		// Jobs run in roll order and each earlier one is synced (or its

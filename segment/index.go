@@ -37,7 +37,9 @@ func openIndex(path string, entrySize int) (*mmapIndex, error) {
 	}
 	x := &mmapIndex{f: f, entrySize: entrySize}
 	size := st.Size() - st.Size()%int64(entrySize)
-	if err := x.mapSize(size, true); err != nil {
+	// Only a cut partial entry needs an fsync: a new (empty) index, made at
+	// each roll, must not put one on the append path.
+	if err := x.mapSize(size, size != st.Size()); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -20,10 +20,12 @@ func (l *Log) Roll() error {
 // rollLocked makes a new empty segment at the LEO the active one, seals and
 // trims the old one's indexes (without syncing) and queues the old segment
 // for the background flusher, which fsyncs it and then raises the recovery
-// point to its end; then calls OnRoll. The append path never waits for that
-// fsync. The new segment's directory entry is fsynced here: one metadata
-// sync, and it keeps Flush simple (a recovery point past the new segment's
-// base never depends on a directory sync still to come).
+// point to its end; then calls OnRoll. The append path never waits for an
+// fsync: the new segment's index files grow without one (they are empty;
+// recovery rebuilds missing ones), and its directory entry is fsynced by the
+// flusher (or Flush) before the recovery point passes its base
+// (syncPendingDir). On ext4 any fsync on the append path would wait for the
+// journal commit that the background fsync of the old segment starts.
 // REQUIRES: writer lock held.
 func (l *Log) rollLocked() error {
 	if err := l.flushErr(); err != nil {
@@ -39,18 +41,15 @@ func (l *Log) rollLocked() error {
 		s.close(false)
 		return fmt.Errorf("%w: new segment %s already holds %d bytes", ErrCorruption, fileName(base, logSuffix), s.size)
 	}
-	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	if err := s.idx.resizeSync(l.cfg.SegmentIndexBytes, false); err != nil {
 		s.close(false)
 		return err
 	}
-	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	if err := s.tidx.resizeSync(l.cfg.SegmentIndexBytes, false); err != nil {
 		s.close(false)
 		return err
 	}
-	if err := syncDir(l.dir); err != nil {
-		s.close(false)
-		return err
-	}
+	l.bg.dirDirty.Store(true)
 	l.mu.Lock()
 	old.sealTimeIndex()
 	err = old.idx.trimNoSync()
