@@ -224,7 +224,18 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 // WriteSnapshot writes the state as of offset atomically (temp, fsync, rename)
 // and, when keep > 0, keeps only the newest `keep` snapshots.
 func (ps *ProducerState) WriteSnapshot(dir string, offset int64, keep int) error {
-	if err := segment.WriteFileAtomic(dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
+	return ps.writeSnapshot(dir, offset, keep, segment.WriteFileAtomic)
+}
+
+// writeSnapshotNoSync is WriteSnapshot without fsyncs (segment.WriteFileNoSync):
+// after a crash the file may be missing or torn, which its checksum tells;
+// loaders then fall back to an older snapshot and replay the log.
+func (ps *ProducerState) writeSnapshotNoSync(dir string, offset int64, keep int) error {
+	return ps.writeSnapshot(dir, offset, keep, segment.WriteFileNoSync)
+}
+
+func (ps *ProducerState) writeSnapshot(dir string, offset int64, keep int, write func(dir, name string, data []byte) error) error {
+	if err := write(dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
 		return err
 	}
 	offs := listSnapshots(dir)

@@ -202,7 +202,9 @@ func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 // first (applyPendingBelow).
 func (r *Replica) onRoll(newBase int64) {
 	r.applyPendingBelow(newBase)
-	if err := r.producers.WriteSnapshot(r.dir, newBase, 0); err != nil {
+	// No fsync here, on the append path: SnapshotAt rebuilds a snapshot a
+	// crash lost, and recovery falls back to an older one.
+	if err := r.producers.writeSnapshotNoSync(r.dir, newBase, 0); err != nil {
 		r.logger.Warn("producer state snapshot failed", "offset", newBase, "err", err)
 	}
 }

@@ -50,6 +50,20 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // snapshots) use it for their own files in a partition directory.
 func WriteFileAtomic(dir, name string, data []byte) error { return writeFileAtomic(dir, name, data) }
 
+// WriteFileNoSync writes data to dir/name through a temporary file and a
+// rename, without any fsync: name never holds a partial write while the
+// system runs, but after a crash it may be missing, empty or torn, so the
+// caller must be able to tell (a checksum) and do without it. Producer-state
+// snapshots taken at a roll use it: an fsync on the append path waits for
+// the journal commit of the background flush of the rolled segment.
+func WriteFileNoSync(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+tmpSuffix)
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
 func writeFileAtomic(dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

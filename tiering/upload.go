@@ -72,17 +72,23 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
 	ep := EncodeEpochs(epochs)
 	objs = append(objs, object{kind: KindEpochs, key: key(KindEpochs), data: ep, size: int64(len(ep))})
-	if p, at, ok := t.rep.SnapshotAtOrBelow(seg.NextOffset); ok {
-		if at != seg.NextOffset {
-			// Each roll leaves a snapshot at the new segment's base, kept
-			// while the segment is local; an older one means producer
-			// state as of an earlier offset for a replica rebuilt from here.
-			m.log.Warn("no producer snapshot at the segment's end; uploading an older one", "topic", t.rep.Topic(),
-				"partition", t.rep.Partition(), "segment_end", seg.NextOffset, "snapshot_at", at)
+	snap, ok, err := t.rep.SnapshotAt(seg.NextOffset)
+	if err != nil {
+		return controlplane.RemoteSegment{}, err
+	}
+	if !ok {
+		// Producer state as of an earlier offset: a replica rebuilt from
+		// this segment would miss the producers written in between.
+		if p, at, found := t.rep.SnapshotAtOrBelow(seg.NextOffset); found {
+			if snap, err = os.ReadFile(p); err == nil {
+				m.log.Warn("no producer snapshot at the segment's end; uploading an older one", "topic", t.rep.Topic(),
+					"partition", t.rep.Partition(), "segment_end", seg.NextOffset, "snapshot_at", at)
+				ok = true
+			}
 		}
-		if data, err := os.ReadFile(p); err == nil {
-			objs = append(objs, object{kind: KindSnapshot, key: key(KindSnapshot), data: data, size: int64(len(data))})
-		}
+	}
+	if ok {
+		objs = append(objs, object{kind: KindSnapshot, key: key(KindSnapshot), data: snap, size: int64(len(snap))})
 	}
 	man := Manifest{Topic: t.rep.Topic(), TopicID: t.id.Hex(), Partition: t.rep.Partition(), SegmentID: segID,
 		BaseOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, MaxTimestamp: seg.MaxTimestamp,
@@ -99,7 +105,7 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 	for _, o := range objs {
 		rec.Objects = append(rec.Objects, o.key)
 	}
-	rec, err := m.meta.PutRemoteSegment(ctx, rec, 0)
+	rec, err = m.meta.PutRemoteSegment(ctx, rec, 0)
 	if err != nil {
 		return controlplane.RemoteSegment{}, fmt.Errorf("tiering: copy started: %w", err)
 	}
