@@ -309,7 +309,7 @@ func (c *Coordinator) call(ctx context.Context, r *runner, fn func(g *group, sen
 	if a.hw >= 0 {
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
 		defer cancel()
-		if err := r.shard.replica.WaitForHW(wctx, a.hw); err != nil {
+		if err := r.shard.replica.WaitCommitted(wctx, a.hw, r.shard.epoch); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -54,6 +54,7 @@ type produceHandler struct {
 type pendingAck struct {
 	replica *partition.Replica
 	last    int64
+	epoch   int32 // the leader epoch of the append
 	resp    *kmsg.ProduceResponseTopicPartition
 }
 
@@ -104,7 +105,7 @@ func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error
 				h.obs.Produced(t.Topic, len(p.Records), int(res.LastOffset-res.BaseOffset+1))
 			}
 			if acks == -1 {
-				pending = append(pending, pendingAck{replica: rep, last: res.LastOffset})
+				pending = append(pending, pendingAck{replica: rep, last: res.LastOffset, epoch: res.LeaderEpoch})
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -131,7 +132,7 @@ func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		for _, pa := range pending {
-			if err := pa.replica.WaitForHW(wctx, pa.last); err != nil {
+			if err := pa.replica.WaitCommitted(wctx, pa.last, pa.epoch); err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}

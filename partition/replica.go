@@ -278,6 +278,9 @@ type AppendResult struct {
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
 	Duplicate      bool // a retried batch: nothing was written, offsets are the original ones
+	// LeaderEpoch is the epoch the batch was appended in; acks=all waits
+	// with it (WaitCommitted).
+	LeaderEpoch int32
 }
 
 // AppendLeader validates one producer's record set (exactly one batch),
@@ -350,7 +353,7 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	}
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: logAppendTime,
-			LogStartOffset: r.LogStartOffset(), Duplicate: true}, nil
+			LogStartOffset: r.LogStartOffset(), Duplicate: true, LeaderEpoch: epoch}, nil
 	}
 	info, err := r.log.Append(records, epoch)
 	if err != nil {
@@ -366,7 +369,7 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	r.maybeAdvanceHWLocked()
 	r.mu.Unlock()
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
-		LogStartOffset: r.LogStartOffset()}, nil
+		LogStartOffset: r.LogStartOffset(), LeaderEpoch: epoch}, nil
 }
 
 func targetCodec(compressionType string) (batch.Codec, bool) {
@@ -417,6 +420,38 @@ func (r *Replica) WaitForHW(ctx context.Context, offset int64) error {
 		}
 		if !leader {
 			return ErrNotLeader
+		}
+		if r.isrBelowMin() {
+			return ErrNotEnoughReplicasAfterAppend
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitCommitted waits until the high watermark passes offset, a record this
+// replica appended as leader in epoch (AppendResult.LeaderEpoch): acks=all.
+// Unlike WaitForHW it fails with ErrNotLeader as soon as the replica no
+// longer leads in that epoch, even if its high watermark has passed offset
+// since: a deposed leader becomes a follower, cuts its divergent tail and
+// takes the new leader's records and high watermark, so the record at
+// offset may no longer be the one it appended.
+func (r *Replica) WaitCommitted(ctx context.Context, offset int64, epoch int32) error {
+	for {
+		r.mu.Lock()
+		hw, ch, closed, leader, current := r.mu.hw, r.mu.hwChanged, r.mu.closed, r.mu.leader, r.mu.leaderEpoch
+		r.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		if !leader || current != epoch {
+			return ErrNotLeader
+		}
+		if hw > offset {
+			return nil
 		}
 		if r.isrBelowMin() {
 			return ErrNotEnoughReplicasAfterAppend
