@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -68,17 +70,20 @@ func (v *logSinkView) Handle(_ context.Context, r slog.Record) error { return v.
 // waitLine polls until a log line contains every one of subs.
 func (s *logSink) waitLine(t *testing.T, subs ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for time.Now().Before(deadline) {
+	var found string
+	err := proctest.Poll(testTimeout, time.Millisecond, func() bool {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for _, l := range s.lines {
 			if containsAll(l, subs) {
-				s.mu.Unlock()
-				return l
+				found = l
+				return true
 			}
 		}
-		s.mu.Unlock()
-		time.Sleep(time.Millisecond) // polling against a deadline
+		return false
+	})
+	if err == nil {
+		return found
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,11 +262,7 @@ func metadataReply(req *Request, host string, port int32) *kmsg.MetadataResponse
 // waitFor polls cond against the test deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling against a deadline
+	if err := proctest.Poll(testTimeout, time.Millisecond, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // recordingObserver keeps every observation.
@@ -31,16 +33,18 @@ func (r *recordingObserver) ObserveRequest(key, version int16, d time.Duration, 
 // waitN polls until n observations are recorded and returns them.
 func (r *recordingObserver) waitN(t *testing.T, n int) []observation {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for time.Now().Before(deadline) {
+	var out []observation
+	err := proctest.Poll(testTimeout, time.Millisecond, func() bool {
 		r.mu.Lock()
-		if len(r.obs) >= n {
-			out := append([]observation(nil), r.obs...)
-			r.mu.Unlock()
-			return out
+		defer r.mu.Unlock()
+		if len(r.obs) < n {
+			return false
 		}
-		r.mu.Unlock()
-		time.Sleep(time.Millisecond) // polling against a deadline
+		out = append([]observation(nil), r.obs...)
+		return true
+	})
+	if err == nil {
+		return out
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

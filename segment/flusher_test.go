@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // blockSyncs installs a bgSyncHook that reports each segment the flusher is
@@ -53,12 +55,8 @@ func waitEntered(t *testing.T, entered chan int64, base int64) {
 // waitRecoveryPoint polls until the recovery point is want.
 func waitRecoveryPoint(t *testing.T, l *Log, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for l.RecoveryPoint() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("recovery point %d, want %d", l.RecoveryPoint(), want)
-		}
-		time.Sleep(time.Millisecond)
+	if err := proctest.Poll(time.Minute, time.Millisecond, func() bool { return l.RecoveryPoint() == want }); err != nil {
+		t.Fatalf("recovery point %d, want %d: %v", l.RecoveryPoint(), want, err)
 	}
 }
 

@@ -177,6 +177,8 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	var cpu0 cpuSample
 	b.ResetTimer()
 	start := time.Now()
+	pace := time.NewTicker(pacerTick)
+	defer pace.Stop()
 	for i := 0; i < total; {
 		now := time.Now()
 		if i >= warm && cpu0.at.IsZero() {
@@ -198,12 +200,11 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 			})
 		}
 		if i < total {
-			// Pacing the load, not waiting on a condition. At least
-			// pacerTick: a sleep per record (every few µs at these rates)
-			// would spend a core of the two on timers. Records due while
-			// asleep go out at the wake-up, and their latency still counts
-			// from when they were due.
-			time.Sleep(max(time.Until(start.Add(time.Duration(i)*interval)), pacerTick))
+			// Pacing the load: a tick every pacerTick, not a wake-up per
+			// record (every few µs at these rates, a core of the two spent
+			// on timers). Records due between ticks go out at the next
+			// one; their latency still counts from when they were due.
+			<-pace.C
 		}
 	}
 	wg.Wait()

@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // waitCached polls until every key is in the chunk cache.
 func waitCached(t *testing.T, r *Reader, keys ...chunkKey) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, k := range keys {
-		for !r.chunks.Contains(k) {
-			if time.Now().After(deadline) {
-				t.Fatalf("chunk %d of %s never read ahead (stats %+v)", k.index, k.object, r.Stats())
-			}
-			time.Sleep(2 * time.Millisecond)
+		if err := proctest.Poll(10*time.Second, 2*time.Millisecond, func() bool { return r.chunks.Contains(k) }); err != nil {
+			t.Fatalf("chunk %d of %s never read ahead (stats %+v): %v", k.index, k.object, r.Stats(), err)
 		}
 	}
 }
@@ -80,12 +78,8 @@ func TestReadAheadCrossesIntoTheNextSegment(t *testing.T) {
 	key1, _ := objectKey(s1, "log")
 	waitCached(t, f.reader, chunkKey{key1, 0})
 	idxKey, _ := objectKey(s1, "index")
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.reader.offIdx.Contains(idxKey) {
-		if time.Now().After(deadline) {
-			t.Fatal("segment 1's index never read ahead")
-		}
-		time.Sleep(2 * time.Millisecond)
+	if err := proctest.Poll(10*time.Second, 2*time.Millisecond, func() bool { return f.reader.offIdx.Contains(idxKey) }); err != nil {
+		t.Fatalf("segment 1's index never read ahead: %v", err)
 	}
 	// The next sequential read is served without a GET of its own.
 	gets := f.reader.Stats().GetRequests
