@@ -231,8 +231,9 @@ func (c *Coordinator) unloadLocked(sh *shard) {
 func (c *Coordinator) watch(sh *shard) {
 	for {
 		// The high watermark never passes MaxInt64: this returns on a role
-		// change, close, ctx, or a shrunk ISR (which is no reason to unload).
-		err := sh.replica.WaitForHW(c.ctx, math.MaxInt64)
+		// or epoch change, close, ctx, or a shrunk ISR (which is no reason
+		// to unload).
+		err := sh.replica.WaitCommitted(c.ctx, math.MaxInt64, sh.epoch)
 		if c.ctx.Err() != nil || !errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend) ||
 			sh.replica.LeaderEpoch() != sh.epoch {
 			break

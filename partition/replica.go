@@ -404,37 +404,10 @@ func checkTimestamps(h *batch.Header, now int64, tc *config.TopicConfig) error {
 	return nil
 }
 
-// WaitForHW blocks until the high watermark passes offset or ctx ends. With
-// one replica the append itself moves the high watermark, so acks=all returns
-// at once; replication makes this wait real.
-func (r *Replica) WaitForHW(ctx context.Context, offset int64) error {
-	for {
-		r.mu.Lock()
-		hw, ch, closed, leader := r.mu.hw, r.mu.hwChanged, r.mu.closed, r.mu.leader
-		r.mu.Unlock()
-		if hw > offset {
-			return nil
-		}
-		if closed {
-			return ErrClosed
-		}
-		if !leader {
-			return ErrNotLeader
-		}
-		if r.isrBelowMin() {
-			return ErrNotEnoughReplicasAfterAppend
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // WaitCommitted waits until the high watermark passes offset, a record this
 // replica appended as leader in epoch (AppendResult.LeaderEpoch): acks=all.
-// Unlike WaitForHW it fails with ErrNotLeader as soon as the replica no
+// With one replica the append itself moves the high watermark, so it
+// returns at once; replication makes the wait real. It fails with ErrNotLeader as soon as the replica no
 // longer leads in that epoch, even if its high watermark has passed offset
 // since: a deposed leader becomes a follower, cuts its divergent tail and
 // takes the new leader's records and high watermark, so the record at

@@ -136,11 +136,11 @@ func TestAppendLeaderRejects(t *testing.T) {
 	}
 }
 
-func TestWaitForHW(t *testing.T) {
+func TestWaitCommitted(t *testing.T) {
 	r := openTest(t, t.TempDir(), nil, nil)
 	defer r.Close()
 	done := make(chan error, 1)
-	go func() { done <- r.WaitForHW(context.Background(), 0) }()
+	go func() { done <- r.WaitCommitted(context.Background(), 0, r.LeaderEpoch()) }()
 	if _, err := r.AppendLeader(build(t, batch.NoProducer(), 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestWaitForHW(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.WaitForHW(ctx, 5); !errors.Is(err, context.Canceled) {
+	if err := r.WaitCommitted(ctx, 5, r.LeaderEpoch()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait past the end with a cancelled context: %v", err)
 	}
 }

@@ -55,7 +55,7 @@ func TestHighWatermarkFollowsTheISR(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	acked := make(chan error, 1)
-	go func() { acked <- leader.WaitForHW(ctx, res.LastOffset) }()
+	go func() { acked <- leader.WaitCommitted(ctx, res.LastOffset, res.LeaderEpoch) }()
 	replicate(t, leader, follower, now) // follower fetches at 0, gets the batch
 	if leader.HighWatermark() != 0 {
 		t.Fatal("the follower's fetch at 0 does not prove it has the batch")
@@ -102,7 +102,7 @@ func TestMinISRHoldsTheHighWatermark(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := leader.WaitForHW(ctx, 0); !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
+	if err := leader.WaitCommitted(ctx, 0, leader.LeaderEpoch()); !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
 		t.Fatalf("acks=all under min ISR: %v", err)
 	}
 	if leader.ISRSize() != 1 {
@@ -289,7 +289,7 @@ func TestWakeUpsFollowTheData(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acked := make(chan error, 1)
-	go func() { acked <- leader.WaitForHW(ctx, res.LastOffset) }()
+	go func() { acked <- leader.WaitCommitted(ctx, res.LastOffset, res.LeaderEpoch) }()
 	replicate(t, leader, follower, now)
 	replicate(t, leader, follower, now)
 	if err := <-acked; err != nil {

@@ -10,9 +10,8 @@ import (
 
 // A deposed leader that has already become a follower, cut the record it
 // appended and taken the new leader's records and high watermark past it
-// must not acknowledge that record: WaitCommitted answers ErrNotLeader
-// (WaitForHW, which only compares the high watermark, would say it is
-// committed).
+// must not acknowledge that record: WaitCommitted answers ErrNotLeader,
+// though its high watermark alone would say the record is committed.
 func TestWaitCommittedFailsOnceTheEpochMovedOn(t *testing.T) {
 	zombie, _ := pair(t, "1")
 	res, err := zombie.AppendLeader(build(t, batch.NoProducer(), 1))
