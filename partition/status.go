@@ -1,0 +1,87 @@
+package partition
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// The replica's replication state as one snapshot, for operators' status
+// views (the broker's /v1/replication/status).
+
+// FollowerStatus is what a leader knows of one follower, from its fetches
+// since this replica became leader.
+type FollowerStatus struct {
+	ID int32
+	// Heard reports whether the follower has fetched since this replica
+	// became leader; the other fields are meaningful only when it has.
+	Heard bool
+	// LogEndOffset is the follower's log end offset, as its last fetch
+	// offset (capped at the leader's log end then).
+	LogEndOffset int64
+	// LastFetch is when it last fetched; LastCaughtUp the last time it had
+	// everything the leader had (zero if never).
+	LastFetch    time.Time
+	LastCaughtUp time.Time
+}
+
+// Status is a replica's replication state. Replicas and ISR are those the
+// control plane last set (SetAssignment); Self is -1 before any assignment.
+// The caller owns the slices.
+type Status struct {
+	Leader      bool
+	LeaderEpoch int32
+	Self        int32
+	// LeaderSince is when this replica last became leader (or opened).
+	LeaderSince time.Time
+	// LogStartOffset is the first offset retained anywhere (remote or
+	// local); LocalLogStartOffset the first on this node's disk.
+	LogStartOffset      int64
+	LocalLogStartOffset int64
+	LogEndOffset        int64
+	HighWatermark       int64
+	Replicas            []int32
+	ISR                 []int32
+	// Followers is, on a leader, one entry per assigned replica other than
+	// Self (and any follower heard from before an assignment), sorted by
+	// id. Empty on a follower.
+	Followers []FollowerStatus
+}
+
+// Status returns a snapshot of the replica's role, offsets, assignment and,
+// on a leader, each follower's progress. The role, epoch, high watermark,
+// log end offset, assignment and follower states are read under r.mu
+// together, so they agree with each other as the replication code saw
+// them; the log start offsets are read just before. Safe for concurrent
+// use.
+func (r *Replica) Status() Status {
+	// LogStartOffset takes r.remote; read it before r.mu, never under it.
+	st := Status{LogStartOffset: r.LogStartOffset(), LocalLogStartOffset: r.log.LogStartOffset()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st.Leader, st.LeaderEpoch, st.Self, st.LeaderSince = r.mu.leader, r.mu.leaderEpoch, r.mu.self, r.mu.leaderAt
+	st.HighWatermark = r.mu.hw
+	st.LogEndOffset = r.log.LogEndOffset()
+	st.Replicas, st.ISR = slices.Clone(r.mu.replicas), slices.Clone(r.mu.isr)
+	if !r.mu.leader {
+		return st
+	}
+	ids := map[int32]bool{}
+	for _, id := range r.mu.replicas {
+		if id != r.mu.self {
+			ids[id] = true
+		}
+	}
+	for id := range r.mu.followers {
+		ids[id] = true
+	}
+	for id := range ids {
+		fs := FollowerStatus{ID: id, LogEndOffset: -1}
+		if f, ok := r.mu.followers[id]; ok {
+			fs.Heard, fs.LogEndOffset, fs.LastFetch, fs.LastCaughtUp = true, f.leo, f.lastFetch, f.lastCaughtUp
+		}
+		st.Followers = append(st.Followers, fs)
+	}
+	slices.SortFunc(st.Followers, func(a, b FollowerStatus) int { return cmp.Compare(a.ID, b.ID) })
+	return st
+}
