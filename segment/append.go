@@ -128,6 +128,10 @@ func (l *Log) write(b []byte, n int) (AppendInfo, error) {
 		}
 		l.mu.Lock()
 		s.applyBatch(&h, pos, int64(l.cfg.IndexIntervalBytes))
+		if s.tail == nil {
+			s.tail = new(tailRing)
+		}
+		s.tail.add(&h, pos)
 		l.mu.leo = s.next
 		l.mu.Unlock()
 

@@ -51,6 +51,11 @@ func (l *Log) readLocked(offset int64, maxBytes int, maxOffset int64, minOneBatc
 	segs := l.mu.segments
 	for i := max(l.segmentFor(offset), 0); i < len(segs); i++ {
 		s := segs[i]
+		if s.tail != nil {
+			if pos, h, ok := s.tail.find(offset); ok {
+				return s.readFrom(pos, h, maxBytes, maxOffset, minOneBatch)
+			}
+		}
 		pos, h, found, err := s.findBatch(offset, s.size)
 		if err != nil {
 			return empty, err
@@ -75,7 +80,7 @@ func (s *segment) readFrom(pos int64, h batch.Header, maxBytes int, maxOffset in
 	// from there.
 	if j := min(s.idx.floorPosition(pos+int64(maxBytes)), s.idx.floor(maxOffset-1)); j >= 0 {
 		if _, p := s.idx.at(j); p > pos && p < s.size {
-			jh, err := s.readHeader(p, s.size, &buf)
+			jh, err := s.header(p, s.size, &buf)
 			if err == nil {
 				end, h, res.NextOffset = p, jh, jh.BaseOffset
 			}
@@ -95,7 +100,7 @@ func (s *segment) readFrom(pos int64, h batch.Header, maxBytes int, maxOffset in
 			break
 		}
 		var err error
-		if h, err = s.readHeader(end, s.size, &buf); err != nil {
+		if h, err = s.header(end, s.size, &buf); err != nil {
 			if end > pos {
 				break // serve what is good; the next read reports the error
 			}

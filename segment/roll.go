@@ -51,6 +51,7 @@ func (l *Log) rollLocked() error {
 	}
 	l.bg.dirDirty.Store(true)
 	l.mu.Lock()
+	old.tail = nil // only the active segment keeps its tail
 	old.sealTimeIndex()
 	err = old.idx.trimNoSync()
 	if e := old.tidx.trimNoSync(); err == nil {
@@ -149,6 +150,9 @@ func (l *Log) Truncate(offset int64) error {
 func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 	s.idx.truncateToOffset(newEnd)
 	s.tidx.truncateToOffset(newEnd)
+	if s.tail != nil {
+		s.tail.truncate(pos)
+	}
 	s.size, s.next = pos, newEnd
 	s.synced.Store(false)
 	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {

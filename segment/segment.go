@@ -36,6 +36,10 @@ type segment struct {
 	// renamed: the files carry the .deleted suffix; removeFiles must then
 	// leave the plain names alone (a cleaned segment reuses them).
 	renamed bool
+	// tail holds the places of the newest batches while the segment is
+	// active and takes appends (nil before the first append after Open, and
+	// after a roll). Guarded by l.mu.
+	tail *tailRing
 }
 
 func (s *segment) path(suffix string) string {
@@ -94,6 +98,18 @@ func (s *segment) readHeader(pos, limit int64, buf *[batchHeaderSize]byte) (batc
 		return h, fmt.Errorf("%w: %s at %d: batch of %d bytes runs past %d", ErrCorruption, filepath.Base(s.log.Name()), pos, h.Size(), limit)
 	}
 	return h, nil
+}
+
+// header is readHeader, answered from the tail ring when it holds the
+// batch at pos (then only the offset and size fields are set).
+// REQUIRES: l.mu held.
+func (s *segment) header(pos, limit int64, buf *[batchHeaderSize]byte) (batch.Header, error) {
+	if s.tail != nil {
+		if h, ok := s.tail.headerAt(pos); ok && pos+int64(h.Size()) <= limit {
+			return h, nil
+		}
+	}
+	return s.readHeader(pos, limit, buf)
 }
 
 // findBatch returns the position and header of the first batch at or after
