@@ -9,6 +9,7 @@ package broker
 import (
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,6 +17,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/metrics"
 	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -40,12 +42,38 @@ func (n *Node) mountMetrics(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
-// requestObserver adapts the registry to ingest.RequestObserver, naming
-// each API by Kafka's name.
-type requestObserver struct{ r *metrics.Registry }
+// requestObserver adapts the registry to ingest.StageObserver, naming each
+// API by Kafka's name. It resolves each API's series on its first request
+// and keeps them by API key, so that a request's observation looks no label
+// up.
+type requestObserver struct {
+	r     *metrics.Registry
+	byKey [128]atomic.Pointer[metrics.RequestSeries]
+}
 
-func (o requestObserver) ObserveRequest(key, version int16, d time.Duration, err error) {
+func newRequestObserver(r *metrics.Registry) *requestObserver { return &requestObserver{r: r} }
+
+// ObserveRequest is the total alone; the ingest server calls ObserveStages.
+func (o *requestObserver) ObserveRequest(key, version int16, d time.Duration, err error) {
 	o.r.ObserveRequest(kmsg.NameForKey(key), version, d, err != nil)
+}
+
+func (o *requestObserver) ObserveStages(key, version int16, st ingest.RequestStages, err error) {
+	o.series(key).Observe(version, metrics.RequestStages(st), err != nil)
+}
+
+// series returns the series of key, resolving them on first use (two first
+// uses racing resolve the same series twice, harmlessly).
+func (o *requestObserver) series(key int16) *metrics.RequestSeries {
+	if key < 0 || int(key) >= len(o.byKey) {
+		return o.r.RequestSeries(kmsg.NameForKey(key))
+	}
+	if s := o.byKey[key].Load(); s != nil {
+		return s
+	}
+	s := o.r.RequestSeries(kmsg.NameForKey(key))
+	o.byKey[key].Store(s)
+	return s
 }
 
 // teeSink reports each bucket operation to several sinks.

@@ -134,7 +134,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 
 	reg := ingest.NewRegistry()
 	n.registerAPIs(reg)
-	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: requestObserver{n.metrics}}, reg, n.logger)
+	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
+		SlowRequestThreshold: cfg.RequestLogSlowThreshold}, reg, n.logger)
 	if cfg.AdminListen != "" {
 		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 			return nil, err

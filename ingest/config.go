@@ -25,8 +25,17 @@ type ServerConfig struct {
 	// in the worst case. Default 8.
 	ReadAhead int `yaml:"read.ahead"`
 	// Observer, when set, is told about every request the server has
-	// answered or failed (request metrics). Optional.
+	// answered or failed (request metrics). When it also implements
+	// StageObserver it gets each request's stage breakdown instead of the
+	// total alone. Optional.
 	Observer RequestObserver `yaml:"-"`
+	// SlowRequestThreshold is request_log_slow_threshold: a request whose
+	// total time (RequestStages.Total) exceeds it logs one Info line with
+	// its API, version, correlation id, client id and stage breakdown in
+	// milliseconds, at most slowLogBurst lines per second per Server (the
+	// lines held back are counted in the next line). Zero, the default,
+	// disables the log; negative is invalid.
+	SlowRequestThreshold time.Duration `yaml:"request.log.slow.threshold"`
 }
 
 // RequestObserver receives one observation per request: its API key and
@@ -38,6 +47,55 @@ type ServerConfig struct {
 // the connections' goroutines.
 type RequestObserver interface {
 	ObserveRequest(key, version int16, d time.Duration, err error)
+}
+
+// StageObserver is a RequestObserver that also takes each request's stage
+// breakdown (Kafka's RequestChannel metrics). When ServerConfig.Observer
+// implements it, the server calls ObserveStages, and not ObserveRequest,
+// once per request, with the same rules as ObserveRequest; st.Total is
+// ObserveRequest's d.
+type StageObserver interface {
+	RequestObserver
+	ObserveStages(key, version int16, st RequestStages, err error)
+}
+
+// RequestStages is where one request's time went, Kafka's RequestChannel
+// breakdown. The five stages are consecutive, each >= 0, and add up to Total
+// exactly:
+//
+//   - RequestQueue (RequestQueueTimeMs): from the request being read and
+//     decoded to its handler starting: the time it waited behind earlier
+//     requests of its connection in the dispatcher's queue.
+//   - Local (LocalTimeMs): the handler's own run, from its call to its
+//     return. A handler that blocks inside (a Fetch long-polling for
+//     min_bytes up to max_wait_ms) has that wait in Local.
+//   - Remote (RemoteTimeMs): the time the writer spent blocked in
+//     Reply.Wait (an acks=all produce waiting for the high watermark); zero
+//     for other replies. The part of a replication wait that passed while
+//     the reply was queued behind earlier replies is ResponseQueue, not
+//     Remote.
+//   - ResponseQueue (ResponseQueueTimeMs): from the handler's return to the
+//     writer taking the reply up: the time it waited behind earlier replies
+//     of its connection. For a Wait reply it ends when Wait is called, and
+//     so also covers the flush of the earlier replies before the call.
+//   - ResponseSend (ResponseSendTimeMs): from the writer taking the reply up
+//     (for a Wait reply: from Wait's return) to its last byte being written:
+//     encoding, writing and, for a Body, its WriteTo (a fetch's sendfile).
+//     "Written" is to the socket, or into the connection's write buffer when
+//     further replies are queued behind it (they are flushed together).
+//
+// A request whose handler failed ends when the handler returns: it has
+// RequestQueue and Local only. An early reply (UNSUPPORTED_VERSION) has no
+// handler and a zero Local.
+type RequestStages struct {
+	RequestQueue  time.Duration
+	Local         time.Duration
+	Remote        time.Duration
+	ResponseQueue time.Duration
+	ResponseSend  time.Duration
+	// Total is from the request being read to its reply being written
+	// (Kafka's TotalTimeMs), the sum of the stages.
+	Total time.Duration
 }
 
 const (
@@ -71,6 +129,9 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.ReadAhead < 1 {
 		return fmt.Errorf("ingest: read.ahead %d is below 1", c.ReadAhead)
+	}
+	if c.SlowRequestThreshold < 0 {
+		return fmt.Errorf("ingest: request.log.slow.threshold %v is negative", c.SlowRequestThreshold)
 	}
 	return nil
 }

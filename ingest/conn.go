@@ -43,7 +43,38 @@ type item struct {
 	early kmsg.Response // answer known at decode time (UNSUPPORTED_VERSION)
 	frame *[]byte       // pooled frame the request may alias; released after the reply
 	reply Reply
-	read  time.Time // when the request was read, for RequestObserver
+
+	// Timings, kept only when the server has an observer or a slow-request
+	// log (Server.timed): read is when the request was read and decoded,
+	// the rest are offsets from read (see RequestStages). started and
+	// handled are set by the dispatcher; picked, waitStart, waitEnd and
+	// waited by the writer.
+	read               time.Time
+	started, handled   time.Duration // handler called, returned
+	picked             time.Duration // the writer took the reply up
+	waitStart, waitEnd time.Duration // Reply.Wait called, returned; valid when waited
+	waited             bool
+}
+
+// stages returns the breakdown of a request whose reply was written end
+// after it was read, or, when handled is false, whose handler failed.
+func (it *item) stages(end time.Duration, written bool) RequestStages {
+	st := RequestStages{RequestQueue: it.started, Local: it.handled - it.started}
+	if !written {
+		st.Total = it.handled
+		return st
+	}
+	st.Total = end
+	sendFrom := it.picked
+	if it.waited {
+		st.ResponseQueue = it.waitStart - it.handled
+		st.Remote = it.waitEnd - it.waitStart
+		sendFrom = it.waitEnd
+	} else {
+		st.ResponseQueue = it.picked - it.handled
+	}
+	st.ResponseSend = end - sendFrom
+	return st
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
@@ -119,7 +150,10 @@ func (c *conn) read(reqs chan<- *item) {
 			c.log.Warn("ingest: closing connection", "err", err)
 			return
 		}
-		it := &item{req: d.req, h: d.h, early: d.early, frame: frame, read: time.Now()}
+		it := &item{req: d.req, h: d.h, early: d.early, frame: frame}
+		if c.s.timed {
+			it.read = time.Now()
+		}
 		it.req.Conn = &c.info
 		c.inflight.Add(1)
 		select {
@@ -186,17 +220,31 @@ func (c *conn) readEnded(err error) {
 func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 	defer close(out)
 	failed := false
+	timed := c.s.timed
 	for it := range reqs {
 		if failed || c.ctx.Err() != nil {
 			c.drop(it)
 			continue
 		}
+		if timed {
+			it.started = time.Since(it.read)
+		}
+		var err error
 		if it.early != nil {
 			it.reply = Reply{Response: it.early}
-		} else if err := c.handle(it); err != nil {
+		} else {
+			err = c.handle(it)
+		}
+		if timed {
+			it.handled = it.started
+			if it.early == nil {
+				it.handled = time.Since(it.read)
+			}
+		}
+		if err != nil {
 			c.log.Error("ingest: closing connection after handler failure",
 				"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
-			c.observe(it, err)
+			c.observe(it, err, false)
 			c.drop(it)
 			failed = true
 			c.stopReading()
@@ -228,11 +276,56 @@ func (c *conn) handle(it *item) (err error) {
 	return nil
 }
 
-// observe reports a handled request to the server's RequestObserver.
-func (c *conn) observe(it *item, err error) {
-	if o := c.s.cfg.Observer; o != nil {
-		o.ObserveRequest(it.req.Key, it.req.Version, time.Since(it.read), err)
+// observe reports a request whose reply was written (or, when written is
+// false, whose handler failed) to the server's observer and slow-request
+// log. It reads the clock once.
+func (c *conn) observe(it *item, err error, written bool) {
+	s := c.s
+	if !s.timed {
+		return
 	}
+	st := it.stages(time.Since(it.read), written)
+	if s.slow != nil && st.Total > s.slow.threshold {
+		c.logSlow(it, st, err) // before the observer: an observed request has been logged
+	}
+	switch {
+	case s.stageObserver != nil:
+		s.stageObserver.ObserveStages(it.req.Key, it.req.Version, st, err)
+	case s.cfg.Observer != nil:
+		s.cfg.Observer.ObserveRequest(it.req.Key, it.req.Version, st.Total, err)
+	}
+}
+
+// logSlow writes the slow-request line of it, unless the server's slow log
+// is over its rate.
+func (c *conn) logSlow(it *item, st RequestStages, err error) {
+	ok, held := c.s.slow.allow(time.Now())
+	if !ok {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	attrs := make([]slog.Attr, 0, 13)
+	attrs = append(attrs,
+		slog.String("api", kmsg.NameForKey(it.req.Key)),
+		slog.Int("version", int(it.req.Version)),
+		slog.Int("correlation_id", int(it.req.CorrelationID)))
+	if it.req.ClientID != "" {
+		attrs = append(attrs, slog.String("client_id", it.req.ClientID))
+	}
+	attrs = append(attrs,
+		slog.Float64("total_ms", ms(st.Total)),
+		slog.Float64("request_queue_ms", ms(st.RequestQueue)),
+		slog.Float64("local_ms", ms(st.Local)),
+		slog.Float64("remote_ms", ms(st.Remote)),
+		slog.Float64("response_queue_ms", ms(st.ResponseQueue)),
+		slog.Float64("response_send_ms", ms(st.ResponseSend)))
+	if held > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", held))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.Any("err", err))
+	}
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, "ingest: slow request", attrs...)
 }
 
 // drop releases a request that will not be answered.

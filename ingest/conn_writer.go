@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,16 +19,20 @@ func (c *conn) write(out <-chan *item) {
 	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
 	rw := newResponseWriter(c.nc, bw)
 	failed := false
+	timed := c.s.timed
 	for it := range out {
 		if failed {
 			c.drop(it)
 			continue
 		}
+		if timed {
+			it.picked = time.Since(it.read)
+		}
 		err := c.writeReply(bw, rw, it)
 		if err == nil && len(out) == 0 {
 			err = bw.Flush()
 		}
-		c.observe(it, err)
+		c.observe(it, err, true)
 		c.drop(it) // the reply is written: release the frame
 		if err != nil {
 			failed = true
@@ -63,7 +68,13 @@ func (c *conn) writeReply(bw *bufio.Writer, rw *ResponseWriter, it *item) (err e
 		if err := bw.Flush(); err != nil {
 			return err
 		}
+		if c.s.timed {
+			it.waitStart = time.Since(it.read)
+		}
 		resp, err := r.Wait(c.ctx)
+		if c.s.timed {
+			it.waitEnd, it.waited = time.Since(it.read), true
+		}
 		if err != nil {
 			return fmt.Errorf("reply wait: %w", err)
 		}

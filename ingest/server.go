@@ -22,6 +22,12 @@ type Server struct {
 	reg *Registry
 	log *slog.Logger
 
+	// Set by NewServer, then read-only. timed: the connections stamp each
+	// request's stages (an observer or the slow-request log wants them).
+	stageObserver StageObserver // cfg.Observer when it implements StageObserver
+	slow          *slowLog      // nil when cfg.SlowRequestThreshold is zero
+	timed         bool
+
 	nextConnID atomic.Uint64
 	conns      sync.WaitGroup // one per connection, Done when all its goroutines have returned
 	shutdown   sync.Once
@@ -42,6 +48,11 @@ func NewServer(cfg ServerConfig, reg *Registry, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg.Defaults(), reg: reg, log: log, closing: make(chan struct{})}
+	s.stageObserver, _ = s.cfg.Observer.(StageObserver)
+	if s.cfg.SlowRequestThreshold > 0 {
+		s.slow = &slowLog{threshold: s.cfg.SlowRequestThreshold}
+	}
+	s.timed = s.cfg.Observer != nil || s.slow != nil
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
 	return s
@@ -165,4 +176,41 @@ func (s *Server) untrackConn(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.conns, c)
+}
+
+// slowLogBurst is how many slow-request lines one Server logs per second at
+// most, so that a stall, which makes every request slow at once, does not
+// flood the log.
+const slowLogBurst = 5
+
+// slowLog is the slow-request log's threshold and rate limit: at most
+// slowLogBurst lines in each one-second window. Its methods are safe for
+// concurrent use; the lock is taken only for requests over the threshold.
+type slowLog struct {
+	threshold time.Duration
+
+	mu struct {
+		sync.Mutex
+		window     time.Time // start of the current window
+		logged     int       // lines logged in the window
+		suppressed int64     // lines held back since the last one logged
+	}
+}
+
+// allow reports whether a slow request seen at now may be logged and, when
+// it may, how many were held back since the last line logged (and resets
+// that count).
+func (l *slowLog) allow(now time.Time) (ok bool, suppressed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.mu.window) >= time.Second || now.Before(l.mu.window) {
+		l.mu.window, l.mu.logged = now, 0
+	}
+	if l.mu.logged >= slowLogBurst {
+		l.mu.suppressed++
+		return false, 0
+	}
+	l.mu.logged++
+	suppressed, l.mu.suppressed = l.mu.suppressed, 0
+	return true, suppressed
 }

@@ -57,6 +57,8 @@ type Broker struct {
 	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
 	ShutdownTimeout        time.Duration `yaml:"shutdown_timeout" doc:"How long a graceful stop waits for in-flight requests."`
 
+	RequestLogSlowThreshold time.Duration `yaml:"request_log_slow_threshold" doc:"A request whose total time exceeds this logs one Info line with its API, version, correlation id, client id and stage breakdown in ms (at most 5 lines per second per node); 0 disables."`
+
 	LogLevel  string `yaml:"log_level" doc:"debug, info, warn or error."`
 	LogFormat string `yaml:"log_format" doc:"text or json."`
 
@@ -156,6 +158,9 @@ func (b *Broker) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("%w: log_format %q", ErrInvalidConfig, b.LogFormat)
+	}
+	if b.RequestLogSlowThreshold < 0 {
+		return fmt.Errorf("%w: request_log_slow_threshold %v is negative", ErrInvalidConfig, b.RequestLogSlowThreshold)
 	}
 	if b.DiskHighWatermark < 0 || b.DiskHighWatermark > 1 {
 		return fmt.Errorf("%w: disk_high_watermark %v: want 0..1", ErrInvalidConfig, b.DiskHighWatermark)

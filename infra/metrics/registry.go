@@ -21,9 +21,10 @@ type Registry struct {
 	bytesOut            *prometheus.CounterVec
 	replicationBytesOut *prometheus.CounterVec
 
-	requests     *prometheus.CounterVec
-	requestTime  *prometheus.HistogramVec
-	requestFails *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	requestTime   *prometheus.HistogramVec
+	requestFails  *prometheus.CounterVec
+	requestStages requestStageSeries // see requests.go
 
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
@@ -57,6 +58,7 @@ func New(state func() NodeState) *Registry {
 		Buckets: requestTimeBuckets,
 	}, []string{"request"})
 	r.reg.MustRegister(r.requestTime)
+	r.requestStages = r.newRequestStageSeries()
 	r.requestFails = r.counterVec("shale_network_request_failures_total",
 		"Requests whose handler or response write failed and closed the connection, per API.", "request")
 	r.isrShrinks = r.counter("kafka_server_replicamanager_isr_shrinks_total",
