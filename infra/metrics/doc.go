@@ -1,7 +1,9 @@
 // Package metrics is the one place Shale's Prometheus series are defined
 // and registered. A Registry holds them: counters and histograms that the
 // node's hot paths feed through small methods (Produced, Fetched,
-// ObserveRequest, ISRChanged, and the object-store sink), and gauges and
+// ObserveRequest, ISRChanged, the object-store sink, and RequestSeries,
+// one API's request counter and total and stage histograms resolved once
+// so that a request's observation allocates nothing), and gauges and
 // counters read at scrape time from a NodeState that the node computes on
 // demand. Handler serves the text exposition for /metrics.
 //
