@@ -20,6 +20,8 @@ usage:
                                           per partition: log start, local log start, high watermark, remote segments, upload lag
   shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output json]
                                           nodes, controller, and each partition's leader, epoch and ISR
+  shale replication status [--node ADMIN_ADDR ...] [--topic T] [--under-replicated [--max-lag N]] [--json]
+                                          per node: each replica's offsets and ISR, followers' lag, replica fetchers
   shale topic create|list|describe|alter-config|delete ...
                                           manage topics (shale topic -h)
   shale produce TOPIC [FILE...]           produce lines from stdin or files (shale produce -h)
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "cluster":
 		return clusterCmd(args[1:], stdout, stderr)
+	case "replication":
+		return replicationCmd(args[1:], stdout, stderr)
 	case "topic":
 		return topicCmd(args[1:], stdout, stderr)
 	case "produce":
