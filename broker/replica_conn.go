@@ -106,7 +106,9 @@ func (c *fetchConn) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 }
 
 // parseFetchResponse decodes a flexible (v12) Fetch response frame body:
-// correlation id, the header's tagged fields, then the response.
+// correlation id, the header's tagged fields, then the response, with each
+// partition's tagged fields (DivergingEpoch, tag 0, KIP-320: Epoch -1 when
+// absent).
 func parseFetchResponse(body []byte, corr int32) (*kmsg.FetchResponse, error) {
 	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
 		return nil, fmt.Errorf("%w: correlation id %d, want %d", errFetchResponse, got, corr)

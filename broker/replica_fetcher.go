@@ -27,9 +27,13 @@ import (
 // node's replica id — the same API and read path as consumers — and
 // appending the batches as the leader wrote them. A partition that has just
 // become a follower first asks the leader OffsetForLeaderEpoch and cuts only
-// its divergent tail (KIP-101, KIP-279). A partition whose log ends below
-// the leader's local log start is rebuilt from the remote tail instead of
-// copying history (replica_bootstrap.go, KIP-405).
+// its divergent tail (KIP-101, KIP-279). Every Fetch carries the epoch of
+// the log's last batch (LastFetchedEpoch); a leader that finds the log has
+// left its own answers DivergingEpoch instead of records, and the fetcher
+// cuts the tail there, by the same rule, and fetches on (KIP-320). A
+// partition whose log ends below the leader's local log start is rebuilt
+// from the remote tail instead of copying history (replica_bootstrap.go,
+// KIP-405).
 
 // followed is one partition this node follows.
 type followed struct {
@@ -46,6 +50,9 @@ type fetchPart struct {
 	needBootstrap  bool
 	bootstrapRetry bootstrapRetry // pacing of failed bootstraps
 	pausedUntil    time.Time
+	// fetchedEpoch is the LastFetchedEpoch of the Fetch in flight: the
+	// epoch a DivergingEpoch in its answer is about.
+	fetchedEpoch int32
 }
 
 // replicaFetchers owns the fetchers; Update is called after each reconcile.
@@ -328,6 +335,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		fp.Partition, fp.CurrentLeaderEpoch = k.partition, p.epoch
 		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
 		fp.LastFetchedEpoch = p.rep.Log().LatestEpoch()
+		p.fetchedEpoch = fp.LastFetchedEpoch
 		fp.PartitionMaxBytes = ft.f.cfg.partMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 		active[k] = p
@@ -361,6 +369,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 			}
 			switch rp.ErrorCode {
 			case 0:
+				if rp.DivergingEpoch.Epoch >= 0 {
+					ft.truncateDiverging(k, p, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+					continue
+				}
 				if err := p.rep.AppendFollower(rp.RecordBatches, rp.HighWatermark); err != nil {
 					if errors.Is(err, partition.ErrNotLeader) {
 						continue
@@ -416,13 +428,37 @@ func (ft *fetcher) truncate(ctx context.Context, b *kgo.Broker, k replicaKey, p 
 	if r.ErrorCode != 0 {
 		return kerr.ErrorForCode(r.ErrorCode)
 	}
-	to := partition.TruncationPoint(epochs, l.LogEndOffset(), latest, r.LeaderEpoch, r.EndOffset)
-	if to < l.LogEndOffset() {
+	from := l.LogEndOffset()
+	to, err := p.rep.TruncateDivergent(latest, r.LeaderEpoch, r.EndOffset)
+	if to < from {
 		ft.log.Info("follower truncating divergent tail", "topic", k.topic, "partition", k.partition,
-			"from", l.LogEndOffset(), "to", to, "epoch", latest, "leader_epoch_answer", r.LeaderEpoch)
-		return p.rep.TruncateTo(to)
+			"from", from, "to", to, "epoch", latest, "leader_epoch_answer", r.LeaderEpoch, "via", "OffsetForLeaderEpoch")
 	}
-	return nil
+	return err
+}
+
+// truncateDiverging applies a fetch response's DivergingEpoch (KIP-320):
+// the leader's largest epoch at or below the LastFetchedEpoch this fetcher
+// sent, and that epoch's end in the leader's log. The tail is cut as the
+// OffsetForLeaderEpoch answer would cut it (Replica.TruncateDivergent), and
+// the next round fetches from the new log end. An answer that cuts nothing
+// cannot make progress by fetching again: the partition goes to the
+// OffsetForLeaderEpoch check, paced like a failed one.
+func (ft *fetcher) truncateDiverging(k replicaKey, p *fetchPart, epoch int32, endOffset int64) {
+	from := p.rep.Log().LogEndOffset()
+	to, err := p.rep.TruncateDivergent(p.fetchedEpoch, epoch, endOffset)
+	switch {
+	case errors.Is(err, partition.ErrNotLeader):
+		// The role moved on: the control plane's next update decides.
+	case err != nil || to >= from:
+		ft.log.Warn("diverging epoch from the leader cut nothing; checking with OffsetForLeaderEpoch", "topic", k.topic,
+			"partition", k.partition, "log_end", from, "epoch", p.fetchedEpoch, "diverging_epoch", epoch, "end_offset", endOffset, "err", err)
+		p.needTruncate = true
+		p.pausedUntil = time.Now().Add(200 * time.Millisecond)
+	default:
+		ft.log.Info("follower truncating divergent tail", "topic", k.topic, "partition", k.partition,
+			"from", from, "to", to, "epoch", p.fetchedEpoch, "leader_epoch_answer", epoch, "via", "DivergingEpoch")
+	}
 }
 
 // ReplicaFetcherStatus describes one follower fetcher of a node.

@@ -89,6 +89,18 @@ func (e *encoder) tags() {
 	}
 }
 
+// divergingEpochTag writes a Fetch response partition's tagged-field
+// section holding only DivergingEpoch (tag 0, v12+): its size, then Epoch,
+// EndOffset and the struct's own empty tags.
+func (e *encoder) divergingEpochTag(epoch int32, endOffset int64) {
+	e.uvarint(1)         // one tagged field
+	e.uvarint(0)         // tag 0: DivergingEpoch
+	e.uvarint(4 + 8 + 1) // its size
+	e.i32(epoch)
+	e.i64(endOffset)
+	e.uvarint(0) // no tags of its own
+}
+
 // bytesLen writes the length prefix of a nullable bytes field (-1 for null).
 func (e *encoder) bytesLen(n int) {
 	if e.flexible {

@@ -11,7 +11,13 @@ package fetch
 //   - v7: fetch sessions (KIP-227): Shale declines them and answers session
 //     id 0, so clients send full fetches.
 //   - v11: rack-aware fetching fields (KIP-392): no preferred read replica (-1).
-//   - v12: flexible versions; DivergingEpoch etc. stay unset.
+//   - v12: flexible versions; LastFetchedEpoch in the request and
+//     DivergingEpoch in the response (KIP-320): a follower whose log has
+//     left the leader's gets its partition answered with no records, error
+//     NONE, the high watermark and log start, and DivergingEpoch (the
+//     leader's largest epoch at or below its last fetched epoch, and where
+//     that epoch ends here), at once; it cuts its tail there. CurrentLeader
+//     and SnapshotId stay unset.
 //
 // A fetch reads each partition from its requested offset up to the high
 // watermark, within the partition's max bytes and the response's max bytes
@@ -75,6 +81,16 @@ type partResult struct {
 	reads     []segment.ReadResult
 	cold      [][]byte // pieces of batches read from remote segments, sent in order before reads
 	size      int
+	// diverging, when set, is the DivergingEpoch answered to a follower
+	// whose log has left this one (v12+, KIP-320).
+	diverging *divergingEpoch
+}
+
+// divergingEpoch is a Fetch response's DivergingEpoch: the leader's largest
+// epoch at or below the follower's last fetched epoch, and its end offset.
+type divergingEpoch struct {
+	epoch     int32
+	endOffset int64
 }
 
 // coldRead is a partition of a fetch to be read from remote segments.
@@ -234,7 +250,8 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 
 // readAll reads every requested local partition once and lists those to be
 // read from remote segments (cold). failed is true when some partition
-// carries an error (the client should hear about it at once).
+// carries an error or a DivergingEpoch (the client should hear about it at
+// once).
 func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
 	minOne := true
 	for _, t := range r.Topics {
@@ -263,6 +280,14 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 				// the log end, and only what is local (section "Replication"
 				// in docs/replication.md).
 				hw, err := rep.FollowerFetch(r.ReplicaID, p.FetchOffset, p.LastFetchedEpoch, time.Now())
+				var div *partition.DivergedError
+				if errors.As(err, &div) {
+					// KIP-320: no records, error NONE, the high watermark and
+					// log start read above; the follower state did not move.
+					pr.diverging, failed = &divergingEpoch{epoch: div.Epoch, endOffset: div.EndOffset}, true
+					tr.parts = append(tr.parts, pr)
+					continue
+				}
 				if err != nil {
 					pr.errCode, failed = ingest.ErrorCode(err), true
 					tr.parts = append(tr.parts, pr)
@@ -418,7 +443,11 @@ func encodeFetch(v int16, res []topicResult) *body {
 			for _, rr := range p.reads {
 				e.file(rr.File, rr.Position, rr.Size)
 			}
-			e.tags()
+			if d := p.diverging; d != nil && v >= 12 {
+				e.divergingEpochTag(d.epoch, d.endOffset)
+			} else {
+				e.tags()
+			}
 		}
 		e.tags()
 	}

@@ -131,7 +131,11 @@ func (r *Replica) maybeAdvanceHWLocked() {
 // LastFetchedEpoch, -1 when unknown). A follower that holds data of a newer
 // epoch than this leader's proves the leader stale (a zombie): its fetch is
 // refused and not counted, so a deposed leader can never advance its high
-// watermark on a log that diverged from its own.
+// watermark on a log that diverged from its own. A follower whose log has
+// left this one (KIP-320: its last epoch ends here before its fetch offset,
+// or this log never had that epoch) gets a *DivergedError naming where to
+// cut; that fetch is not counted either (no LEO, no catch-up time, no high
+// watermark move).
 func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -141,16 +145,21 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 	if lastFetchedEpoch > r.mu.leaderEpoch {
 		return -1, fmt.Errorf("%w: follower %d has epoch %d data, this leader is at epoch %d", ErrNotLeader, id, lastFetchedEpoch, r.mu.leaderEpoch)
 	}
-	if lastFetchedEpoch >= 0 {
-		// The follower's log must agree with ours up to fetchOffset: its last
-		// epoch must end, here, at or after its log end.
-		if e, end := r.log.EndOffsetForEpoch(lastFetchedEpoch); e != lastFetchedEpoch || end < fetchOffset {
-			return -1, fmt.Errorf("%w: follower %d diverged (epoch %d up to %d, ours ends at %d in epoch %d)",
-				ErrNotLeader, id, lastFetchedEpoch, fetchOffset, end, e)
-		}
-	}
 	if r.mu.self >= 0 && !slices.Contains(r.mu.replicas, id) {
 		return -1, fmt.Errorf("%w: broker %d is not a replica of %s-%d", ErrUnknownReplica, id, r.topic, r.partition)
+	}
+	if lastFetchedEpoch >= 0 {
+		// The log end is read before the lookup: a follower that agrees
+		// with this log cannot be past it (see followerDivergence).
+		leo := r.log.LogEndOffset()
+		epoch, end := r.log.EndOffsetForEpoch(lastFetchedEpoch)
+		var epochs []segment.EpochEntry
+		if epoch < 0 {
+			epochs = r.log.Epochs()
+		}
+		if e, end, diverged := followerDivergence(lastFetchedEpoch, r.mu.leaderEpoch, fetchOffset, leo, epoch, end, epochs); diverged {
+			return -1, &DivergedError{Follower: id, LastFetchedEpoch: lastFetchedEpoch, FetchOffset: fetchOffset, Epoch: e, EndOffset: end}
+		}
 	}
 	if r.mu.followers == nil {
 		r.mu.followers = map[int32]*followerState{}
@@ -172,6 +181,66 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 	f.lastFetchLeaderL = leo
 	r.maybeAdvanceHWLocked()
 	return r.mu.hw, nil
+}
+
+// DivergedError is a follower fetch whose log has left the leader's
+// (KIP-320): Epoch is the leader's largest epoch at or below the follower's
+// LastFetchedEpoch and EndOffset where that epoch ends in the leader's log.
+// The fetch path answers it as the partition's DivergingEpoch (error NONE,
+// no records); the follower cuts its divergent tail there
+// (Replica.TruncateDivergent) and fetches from its new log end.
+//
+// It unwraps to ErrNotLeader, so that a path that cannot carry
+// DivergingEpoch answers NOT_LEADER_OR_FOLLOWER, as before KIP-320, and
+// the follower then asks OffsetForLeaderEpoch.
+type DivergedError struct {
+	Follower         int32
+	LastFetchedEpoch int32
+	FetchOffset      int64
+	Epoch            int32
+	EndOffset        int64
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("partition: follower %d diverged (epoch %d up to %d; the leader's epoch %d ends at %d)",
+		e.Follower, e.LastFetchedEpoch, e.FetchOffset, e.Epoch, e.EndOffset)
+}
+
+// Unwrap returns ErrNotLeader (see DivergedError).
+func (e *DivergedError) Unwrap() error { return ErrNotLeader }
+
+// followerDivergence is the leader's check of a follower fetch (Kafka's
+// Partition.readRecords with a lastFetchedEpoch): the follower fetching at
+// fetchOffset, whose last batch is of epoch lastFetchedEpoch (>= 0, and not
+// above the leader's epoch), has diverged when this log's largest epoch at
+// or below lastFetchedEpoch is smaller, or ends before fetchOffset. It
+// returns that epoch and end offset, the DivergingEpoch to answer.
+//
+// (epoch, end) is the log's EndOffsetForEpoch(lastFetchedEpoch), looked up
+// after reading its log end leo. Kafka's leader puts its own epoch into its
+// history when it is elected, at its log end then; Shale's history learns
+// it at the leader's first append. So a lookup that finds no epoch at or
+// above lastFetchedEpoch (undefined) means the leader has not appended in
+// its epoch yet, and its log end has not moved since leo: the answer is
+// what Kafka's would be, ending at leo, in the leader's own epoch when
+// that is lastFetchedEpoch, else in the newest epoch below lastFetchedEpoch
+// in epochs (the history read after the lookup; later entries are the
+// leader's own), else in lastFetchedEpoch itself (an empty history).
+func followerDivergence(lastFetchedEpoch, leaderEpoch int32, fetchOffset, leo int64, epoch int32, end int64, epochs []segment.EpochEntry) (int32, int64, bool) {
+	if epoch < 0 || end < 0 {
+		epoch, end = lastFetchedEpoch, leo
+		if lastFetchedEpoch != leaderEpoch {
+			for _, e := range epochs {
+				if e.Epoch < lastFetchedEpoch {
+					epoch = e.Epoch
+				}
+			}
+		}
+	}
+	if epoch < lastFetchedEpoch || end < fetchOffset {
+		return epoch, end, true
+	}
+	return epoch, end, false
 }
 
 // ErrUnknownReplica: a fetch with a replica id that is not assigned the
@@ -293,11 +362,44 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 }
 
 // TruncateTo drops every record at or after offset (a follower's divergent
-// tail, found through OffsetForLeaderEpoch), with the producer state and
-// the high watermark.
+// tail), with the producer state and the high watermark.
 func (r *Replica) TruncateTo(offset int64) error {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
+	return r.truncateLocked(offset)
+}
+
+// TruncateDivergent cuts a follower's divergent tail from the leader's
+// answer for the follower's latest epoch requested: (leaderEpoch,
+// leaderEnd), from OffsetForLeaderEpoch when the replica becomes follower,
+// or from a fetch response's DivergingEpoch (KIP-320). TruncationPoint
+// decides where, from this log's epoch history and end, never from its own
+// high watermark. It returns the log end offset after the call (a cut
+// inside a batch drops the whole batch, as Log.Truncate does): unchanged
+// when there is nothing to cut, or when the log's latest epoch is no longer
+// requested (the answer is about another log; the caller asks again). A
+// leader refuses with ErrNotLeader: its log is the reference.
+func (r *Replica) TruncateDivergent(requested, leaderEpoch int32, leaderEnd int64) (int64, error) {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	leo := r.log.LogEndOffset()
+	if r.IsLeader() {
+		return leo, ErrNotLeader
+	}
+	epochs := r.log.Epochs()
+	if len(epochs) == 0 || epochs[len(epochs)-1].Epoch != requested {
+		return leo, nil
+	}
+	to := TruncationPoint(epochs, leo, requested, leaderEpoch, leaderEnd)
+	if to >= leo {
+		return leo, nil
+	}
+	err := r.truncateLocked(to)
+	return r.log.LogEndOffset(), err
+}
+
+// truncateLocked is TruncateTo. REQUIRES: appendMu held.
+func (r *Replica) truncateLocked(offset int64) error {
 	if offset >= r.log.LogEndOffset() {
 		return nil
 	}
