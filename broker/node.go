@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err != nil {
 		return nil, err
 	}
-	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, n.logger)
+	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, cfg.LogWritebackBytes, n.logger)
 	n.fetchers = newReplicaFetchers(cfg.NodeID, n.store, fetcherConfigFrom(cfg), n.logger)
 	n.replicas.onFollow = n.fetchers.Update
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{

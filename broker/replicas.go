@@ -30,8 +30,10 @@ type Replicas struct {
 	logsDir  string
 	store    *controlplane.Store
 	defaults map[string]string // broker-wide topic config defaults
-	logger   *slog.Logger
-	now      func() time.Time
+	// writeback is each log's segment.Config.WritebackBytes (log_writeback_bytes).
+	writeback int64
+	logger    *slog.Logger
+	now       func() time.Time
 
 	// reconcileMu serialises Reconcile: handlers and the event loop both call it.
 	reconcileMu sync.Mutex
@@ -51,8 +53,8 @@ type Replicas struct {
 	}
 }
 
-func newReplicas(nodeID int32, logsDir string, store *controlplane.Store, defaults map[string]string, logger *slog.Logger) *Replicas {
-	r := &Replicas{nodeID: nodeID, logsDir: logsDir, store: store, defaults: defaults, logger: logger, now: time.Now}
+func newReplicas(nodeID int32, logsDir string, store *controlplane.Store, defaults map[string]string, writeback int64, logger *slog.Logger) *Replicas {
+	r := &Replicas{nodeID: nodeID, logsDir: logsDir, store: store, defaults: defaults, writeback: writeback, logger: logger, now: time.Now}
 	r.mu.replicas = map[replicaKey]*partition.Replica{}
 	r.mu.topicIDs = map[string]controlplane.TopicID{}
 	return r
@@ -220,7 +222,7 @@ func (r *Replicas) open(t controlplane.Topic, st controlplane.PartitionState) er
 	}
 	rep, err := partition.Open(partition.Options{
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),
-		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger,
+		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger, WritebackBytes: r.writeback,
 	})
 	if err != nil {
 		return fmt.Errorf("opening %s-%d: %w", t.Name, st.Partition, err)

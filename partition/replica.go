@@ -52,6 +52,9 @@ type Options struct {
 	// MaxDecompressed bounds the size of one decompressed batch during
 	// broker-side recompression. Default 64 MiB.
 	MaxDecompressed int
+	// WritebackBytes is segment.Config.WritebackBytes (the broker's
+	// log_writeback_bytes); 0 leaves writeback to the kernel.
+	WritebackBytes int64
 }
 
 // Replica is one partition's local replica. Appends are serialised by
@@ -64,6 +67,7 @@ type Replica struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	maxDecomp int
+	writeback int64 // segment.Config.WritebackBytes
 
 	// appendMu serialises appends, so producer state and offsets agree.
 	appendMu  sync.Mutex
@@ -142,8 +146,10 @@ func Open(opts Options) (*Replica, error) {
 		logger:    opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
 		now:       opts.Now,
 		maxDecomp: opts.MaxDecompressed,
+		writeback: opts.WritebackBytes,
 	}
 	segCfg := SegmentConfig(opts.Config, opts.Now, r.logger)
+	segCfg.WritebackBytes = r.writeback
 	segCfg.OnRoll = r.onRoll
 	l, err := segment.Open(opts.Dir, segCfg)
 	if err != nil {
@@ -229,7 +235,9 @@ func (r *Replica) SetConfig(tc *config.TopicConfig) {
 	r.mu.Lock()
 	r.mu.cfg = tc
 	r.mu.Unlock()
-	if err := r.log.SetConfig(SegmentConfig(tc, r.now, r.logger)); err != nil {
+	segCfg := SegmentConfig(tc, r.now, r.logger)
+	segCfg.WritebackBytes = r.writeback
+	if err := r.log.SetConfig(segCfg); err != nil {
 		r.logger.Warn("new topic config not applied to the log", "err", err)
 	}
 }

@@ -149,6 +149,7 @@ func (l *Log) write(b []byte, n int) (AppendInfo, error) {
 		b = b[size:]
 	}
 	l.w.unflushed += records
+	l.maybeWriteback()
 	if l.cfg.FlushMessages > 0 && l.w.unflushed >= l.cfg.FlushMessages {
 		return info, l.flushLocked()
 	}

@@ -28,6 +28,13 @@ type Config struct {
 	// FlushInterval (flush.ms): MaybeFlush fsyncs when the last flush is older than
 	// this; 0 means never by time.
 	FlushInterval time.Duration `yaml:"flush_ms"`
+	// WritebackBytes (Shale's log_writeback_bytes, like RocksDB's
+	// bytes_per_sync; Kafka has none): ask the kernel to start writing the
+	// active segment out after every this many bytes appended, so that a
+	// busy log does not pile up dirty pages for the kernel to write back in
+	// bursts that stall appends (writeback.go). It syncs nothing. 0
+	// leaves writeback to the kernel. Default 1 MiB.
+	WritebackBytes int64 `yaml:"writeback_bytes"`
 	// FileDeleteDelay (file.delete.delay.ms): deleted segments are renamed
 	// with a .deleted suffix and closed and removed only after this delay, so
 	// readers holding their *os.File keep working. Default 60 s.
@@ -55,6 +62,7 @@ func Defaults() Config {
 		SegmentAge:         7 * 24 * time.Hour,
 		IndexIntervalBytes: 4096,
 		SegmentIndexBytes:  10 << 20,
+		WritebackBytes:     1 << 20,
 		FileDeleteDelay:    time.Minute,
 		Decompress:         defaultDecompress,
 		Now:                time.Now,
@@ -78,6 +86,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: flush.messages %d is negative", ErrInvalidConfig, c.FlushMessages)
 	case c.FlushInterval < 0:
 		return fmt.Errorf("%w: flush.ms %v is negative", ErrInvalidConfig, c.FlushInterval)
+	case c.WritebackBytes < 0:
+		return fmt.Errorf("%w: writeback bytes %d is negative", ErrInvalidConfig, c.WritebackBytes)
 	case c.FileDeleteDelay < 0:
 		return fmt.Errorf("%w: file.delete.delay.ms %v is negative", ErrInvalidConfig, c.FileDeleteDelay)
 	case c.Now == nil:

@@ -45,6 +45,10 @@ type flusher struct {
 	// until syncPendingDir has run.
 	dirDirty atomic.Bool
 
+	// wb is the writeback the writer asked for and the flusher has not
+	// started yet (writeback.go); zero when none. Guarded by mu.
+	wb writebackJob
+
 	kick     chan struct{} // capacity 1: a job was queued
 	stop     chan struct{}
 	done     chan struct{}
@@ -101,6 +105,7 @@ func (l *Log) runFlusher() {
 		}
 		for l.flushNextRolled() {
 		}
+		l.writebackNext()
 	}
 }
 
@@ -172,6 +177,9 @@ func (l *Log) dropFlushes(match func(*segment) bool) {
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
 	l.bg.pending = slices.DeleteFunc(l.bg.pending, func(j flushJob) bool { return match == nil || match(j.seg) })
+	if l.bg.wb.seg != nil && (match == nil || match(l.bg.wb.seg)) {
+		l.bg.wb = writebackJob{}
+	}
 }
 
 // flushErr is the flusher's sticky error, wrapping ErrSyncFailed, or nil.

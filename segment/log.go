@@ -31,6 +31,11 @@ type Log struct {
 		lastFlush      time.Time // clock time of the last flush
 		pendingDeletes []pendingDelete
 		scans          int // segments recovered by a full batch scan (tests)
+		// wbSeg and wbFrom: the segment and position up to which writeback
+		// was last requested (writeback.go); writebacks counts requests (tests).
+		wbSeg      *segment
+		wbFrom     int64
+		writebacks int
 	}
 
 	// rp is the recovery point: offsets below it are fsynced, and the

@@ -26,3 +26,10 @@ func (l *Log) SetConfig(cfg Config) error {
 	l.cfg = cfg
 	return nil
 }
+
+// Config returns the settings in effect. It takes the writer lock.
+func (l *Log) Config() Config {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	return l.cfg
+}

@@ -52,6 +52,7 @@ func TestBrokerRejects(t *testing.T) {
 		"fetchers":      func(b *Broker) { b.NumReplicaFetchers = 0 },
 		"fetch bytes":   func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
 		"fetch wait":    func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
+		"writeback":     func(b *Broker) { b.LogWritebackBytes = -1 },
 	} {
 		b := Defaults()
 		mut(&b)
