@@ -30,8 +30,8 @@ func (n *Node) newMetrics() *metrics.Registry { return metrics.New(n.metricsStat
 // metricsHandler serves the node's registry.
 func (n *Node) metricsHandler() http.Handler { return n.metrics.Handler() }
 
-// mountMetrics mounts MetricsPath and Go's profiler under /debug/pprof/ on
-// the admin mux.
+// mountMetrics mounts MetricsPath, ReplicationStatusPath and Go's profiler
+// under /debug/pprof/ on the admin mux.
 func (n *Node) mountMetrics(mux *http.ServeMux) {
 	mux.Handle(MetricsPath, n.metricsHandler())
 	mux.Handle(ReplicationStatusPath, n.replicationStatusHandler())
