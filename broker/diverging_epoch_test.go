@@ -43,11 +43,16 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	session := testnode.WithSession(2 * time.Second)
 	lag := func(c *config.Broker) { c.ReplicaLagTimeMax = 2 * time.Second }
 	nodes, srv := testnode.StartCluster(t, dir, 3, session, lag)
+	// A restarted node can miss the partition change that its own
+	// registration causes (it subscribes to control-plane events after the
+	// store has started) and apply it only at a later reconcile, about 30 s
+	// on: the waits for a restarted node's role allow for that.
+	const restartWait = 60 * time.Second
 	start := func(id int32) *broker.Node {
 		return testnode.Start(t, filepath.Join(dir, "node", string(rune('a'+id-1))),
 			testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(id), session, lag)
 	}
-	ctx := ctxT(t, 150*time.Second)
+	ctx := ctxT(t, 240*time.Second)
 	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
 	waitFor(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
@@ -114,7 +119,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	}
 	offline("the partition offline with both replicas down")
 	l = start(lid)
-	waitFor(t, 30*time.Second, "the restarted leader leads in a new epoch", func() bool {
+	waitFor(t, restartWait, "the restarted leader leads in a new epoch", func() bool {
 		r := replicaOn(l, topic, 0)
 		return r != nil && r.IsLeader() && r.LeaderEpoch() > e0
 	})
@@ -133,7 +138,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	// F comes back and leads by an unclean election, with no e1 data.
 	f = start(fid)
 	var frep *partition.Replica
-	waitFor(t, 30*time.Second, "the follower leads by an unclean election", func() bool {
+	waitFor(t, restartWait, "the follower leads by an unclean election", func() bool {
 		frep = replicaOn(f, topic, 0)
 		return frep != nil && frep.IsLeader() && frep.LeaderEpoch() > e1
 	})
@@ -145,6 +150,16 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 
 	// On the wire, before L returns: OffsetForLeaderEpoch(e1) cannot cut
 	// anything, a fetch at L's log end answers DivergingEpoch.
+	// The node counts a request once its answer is written: poll for it.
+	offsetForEpochs := func() float64 {
+		v, _ := metricValue(scrapeMetrics(t, f), "kafka_network_requestmetrics_requests_total", "request", "OffsetForLeaderEpoch")
+		return v
+	}
+	counted := func(n float64) {
+		t.Helper()
+		waitFor(t, 10*time.Second, "OffsetForLeaderEpoch requests counted", func() bool { return offsetForEpochs() >= n })
+	}
+	before := offsetForEpochs()
 	raw := newClient(t, f.KafkaAddr())
 	oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	oe.ReplicaID = lid
@@ -178,15 +193,12 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 		t.Fatalf("fetch at %d in epoch %d: error %d, %d record bytes, DivergingEpoch %+v; want {%d %d}",
 			tailEnd, e1, p.ErrorCode, len(p.RecordBatches), p.DivergingEpoch, e0, shared)
 	}
-	offsetForEpochs := func() float64 {
-		v, _ := metricValue(scrapeMetrics(t, f), "kafka_network_requestmetrics_requests_total", "request", "OffsetForLeaderEpoch")
-		return v
-	}
-	before := offsetForEpochs()
+	counted(before + 1) // this test's own
+	before++
 
 	// L returns as F's follower and cuts its e1 tail through the fetch.
 	l = start(lid)
-	waitFor(t, 30*time.Second, "the old leader's divergent tail cut", func() bool {
+	waitFor(t, restartWait, "the old leader's divergent tail cut", func() bool {
 		r := replicaOn(l, topic, 0)
 		return r != nil && !r.IsLeader() && r.Log().LogEndOffset() <= shared && r.Log().LatestEpoch() == e0
 	})
@@ -197,6 +209,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	if frep.Log().LogEndOffset() != shared || !slices.Equal(frep.Log().Epochs(), fEpochs) {
 		t.Fatalf("the leader's log moved (end %d, epochs %v): an OffsetForLeaderEpoch could have cut", frep.Log().LogEndOffset(), frep.Log().Epochs())
 	}
+	counted(before + 1)
 	if n := offsetForEpochs() - before; n != 1 {
 		t.Fatalf("the follower sent %v OffsetForLeaderEpoch requests; want 1, on becoming follower", n)
 	}
