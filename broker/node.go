@@ -151,6 +151,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 			n.reconcileSoon()
 		}
 	})
+	// A change that landed between the first Reconcile above and Subscribe
+	// (the node's own registration moves leaders) raised no event here:
+	// reconcile once more now that every later change will.
+	n.reconcileSoon()
 	n.goLoop(func() { <-loopCtx.Done(); unsubscribe() })
 	n.goLoop(func() { n.reconcileLoop(loopCtx) })
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
