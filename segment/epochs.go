@@ -10,7 +10,9 @@ import (
 	"strings"
 )
 
-// EpochEntry says that leader epoch Epoch wrote its first batch at StartOffset.
+// EpochEntry says that leader epoch Epoch starts at StartOffset: its first
+// batch is there, or, for the latest entry of a leader that has not written
+// in its epoch yet, the log end offset at its election (Log.AssignEpoch).
 type EpochEntry struct {
 	Epoch       int32
 	StartOffset int64
@@ -102,6 +104,71 @@ func (c epochCache) endOffsetFor(requested int32, leo int64) (int32, int64) {
 		return requested, c[0].StartOffset
 	}
 	return c[hi-1].Epoch, c[hi].StartOffset
+}
+
+// AssignEpoch records that leader epoch starts at the log end offset, as a
+// new Kafka leader does on election (Partition.makeLeader calls
+// UnifiedLog.maybeAssignEpochStartOffset(leaderEpoch, logEndOffset)), before
+// it has written anything in the epoch. OffsetForLeaderEpoch then places
+// the new epoch, and every epoch below it, without waiting for the first
+// write, and an append in the epoch adds no second entry (noteEpoch).
+//
+// It does nothing, and reports false, when epoch is not newer than the
+// log's latest epoch (a leader re-elected in its epoch, a stale call) or is
+// negative. Otherwise entries starting at or after the log end are dropped
+// first (an epoch assigned earlier and never written in; an empty log's
+// entry at its start, as the first append would drop it) and the
+// checkpoint is written (temp file, fsync, rename) before the history in
+// memory changes; on an error the history is unchanged.
+//
+// An entry with no batch after it does not survive Open of a non-empty log
+// (Open cuts the history at the log end, as Kafka's LogLoader does): the
+// leader assigns it again when it takes its role.
+func (l *Log) AssignEpoch(epoch int32) (bool, error) {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return false, ErrClosed
+	}
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	if !epochs.assign(epoch, l.mu.leo) {
+		return false, nil
+	}
+	return true, l.installEpochs(epochs)
+}
+
+// DropUnwrittenEpochs drops the history entries that start at or after the
+// log end offset: epochs with no batch in this log, such as one this
+// replica assigned as leader (AssignEpoch) and lost before writing in it.
+// Kafka's follower does this at every truncation, also one that cuts
+// nothing (UnifiedLog.truncateTo: "Always truncate epoch cache since we may
+// have a conflicting epoch entry at the end of the log from the leader"),
+// so that the epoch it fetches with and asks about is one its batches
+// carry. It reports whether the history changed; the checkpoint is written
+// first, and on an error the history is unchanged.
+func (l *Log) DropUnwrittenEpochs() (bool, error) {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return false, ErrClosed
+	}
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	if !epochs.truncateFromEnd(l.mu.leo) {
+		return false, nil
+	}
+	return true, l.installEpochs(epochs)
+}
+
+// installEpochs writes epochs to the checkpoint, then makes it the history.
+// REQUIRES: writer lock held.
+func (l *Log) installEpochs(epochs epochCache) error {
+	if err := epochs.write(l.dir); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.epochs = epochs
+	l.mu.Unlock()
+	return nil
 }
 
 // encode renders Kafka's leader-epoch-checkpoint text: version 0, the count,
