@@ -43,37 +43,85 @@ func (n *Node) mountMetrics(mux *http.ServeMux) {
 }
 
 // requestObserver adapts the registry to ingest.StageObserver, naming each
-// API by Kafka's name. It resolves each API's series on its first request
-// and keeps them by API key, so that a request's observation looks no label
-// up.
+// API by Kafka's name, and a Fetch by who sent it, as Kafka's
+// RequestMetrics do: FetchFollower for a replica's (replica id >= 0),
+// FetchConsumer for a consumer's; no series is named Fetch. It resolves
+// each name's series on its first request and keeps them by API key (and
+// the follower's Fetch in a slot of its own), so that a request's
+// observation looks no label up and allocates nothing.
 type requestObserver struct {
-	r     *metrics.Registry
-	byKey [128]atomic.Pointer[metrics.RequestSeries]
+	r             *metrics.Registry
+	byKey         [128]atomic.Pointer[metrics.RequestSeries] // byKey[fetchKey] is FetchConsumer
+	fetchFollower atomic.Pointer[metrics.RequestSeries]
 }
+
+// fetchKey is Fetch's API key.
+const fetchKey = 1
+
+// Kafka's request names of a Fetch (kafka.network RequestMetrics).
+const (
+	requestFetchConsumer = "FetchConsumer"
+	requestFetchFollower = "FetchFollower"
+)
 
 func newRequestObserver(r *metrics.Registry) *requestObserver { return &requestObserver{r: r} }
 
 // ObserveRequest is the total alone; the ingest server calls ObserveStages.
+// Without the request it cannot tell a follower's Fetch, which it counts as
+// a consumer's.
 func (o *requestObserver) ObserveRequest(key, version int16, d time.Duration, err error) {
-	o.r.ObserveRequest(kmsg.NameForKey(key), version, d, err != nil)
+	o.r.ObserveRequest(requestName(key, false), version, d, err != nil)
 }
 
-func (o *requestObserver) ObserveStages(key, version int16, st ingest.RequestStages, err error) {
-	o.series(key).Observe(version, metrics.RequestStages(st), err != nil)
+func (o *requestObserver) ObserveStages(req *ingest.Request, st ingest.RequestStages, err error) {
+	o.series(req).Observe(req.Version, metrics.RequestStages(st), err != nil)
 }
 
-// series returns the series of key, resolving them on first use (two first
-// uses racing resolve the same series twice, harmlessly).
-func (o *requestObserver) series(key int16) *metrics.RequestSeries {
+// series returns the series of req's name, resolving them on first use (two
+// first uses racing resolve the same series twice, harmlessly).
+func (o *requestObserver) series(req *ingest.Request) *metrics.RequestSeries {
+	key := req.Key
 	if key < 0 || int(key) >= len(o.byKey) {
-		return o.r.RequestSeries(kmsg.NameForKey(key))
+		return o.r.RequestSeries(requestName(key, false))
 	}
-	if s := o.byKey[key].Load(); s != nil {
+	slot, follower := &o.byKey[key], false
+	if key == fetchKey && fromFollower(req.Msg) {
+		slot, follower = &o.fetchFollower, true
+	}
+	if s := slot.Load(); s != nil {
 		return s
 	}
-	s := o.r.RequestSeries(kmsg.NameForKey(key))
-	o.byKey[key].Store(s)
+	s := o.r.RequestSeries(requestName(key, follower))
+	slot.Store(s)
 	return s
+}
+
+// requestName is Kafka's name of a request of key in the request metrics:
+// the API's name, but for Fetch, FetchFollower or FetchConsumer.
+func requestName(key int16, follower bool) string {
+	switch {
+	case key != fetchKey:
+		return kmsg.NameForKey(key)
+	case follower:
+		return requestFetchFollower
+	}
+	return requestFetchConsumer
+}
+
+// fromFollower reports whether msg is a Fetch from a replica: its replica
+// id, from ReplicaState at v15+ (KIP-903) and ReplicaID before, is >= 0,
+// Kafka's FetchRequest.isFromFollower and the test the fetch handler makes.
+// A Fetch answered before decoding (nil msg: UNSUPPORTED_VERSION) counts as
+// a consumer's.
+func fromFollower(msg kmsg.Request) bool {
+	f, ok := msg.(*kmsg.FetchRequest)
+	if !ok {
+		return false
+	}
+	if f.Version >= 15 {
+		return f.ReplicaState.ID >= 0
+	}
+	return f.ReplicaID >= 0
 }
 
 // teeSink reports each bucket operation to several sinks.

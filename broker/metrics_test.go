@@ -162,7 +162,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			t.Errorf("bytes out for %s: %v after consuming everything of %v bytes in", topic, out, in)
 		}
 	}
-	for _, api := range []string{"Produce", "Fetch", "Metadata", "CreateTopics", "ApiVersions"} {
+	for _, api := range []string{"Produce", "FetchConsumer", "Metadata", "CreateTopics", "ApiVersions"} {
 		if v := mustMetric(t, f, "kafka_network_requestmetrics_total_time_seconds", "request", api); v < 1 {
 			t.Errorf("no %s request in the latency histogram", api)
 		}

@@ -24,6 +24,9 @@ package fetch
 // (the first batch of the first non-empty partition is sent even when it is
 // larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
 // high watermark moving rather than by polling, until max_wait_ms.
+// That wait, like the wait for cold reads below, is reported with
+// ingest.Request.Waited, so the request metrics count it as remote time
+// (Kafka's DelayedFetch and DelayedRemoteFetch), not local.
 //
 // Cold reads (with WithRemote): an offset between the log start (remote) and
 // the local log start is read from remote segments. Those reads run
@@ -165,7 +168,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			if d := time.Now().Add(h.opts.remoteMinWait); d.After(coldDeadline) {
 				coldDeadline = d
 			}
-			h.readCold(ctx, res, cold, coldDeadline)
+			req.Waited(h.readCold(ctx, res, cold, coldDeadline))
 			h.observe(res, r.ReplicaID >= 0)
 			return ingest.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
 		}
@@ -173,7 +176,12 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			h.observe(res, r.ReplicaID >= 0)
 			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
-		if !waitAny(ctx, waitOn, time.Until(deadline)) {
+		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
+		// counted in the request's remote time.
+		waitFrom := time.Now()
+		woken := waitAny(ctx, waitOn, time.Until(deadline))
+		req.Waited(time.Since(waitFrom))
+		if !woken {
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
@@ -204,8 +212,10 @@ func (h *fetchHandler) observe(res []topicResult, follower bool) {
 }
 
 // readCold runs the cold reads concurrently until each finishes or the
-// deadline passes, and stores their batches or errors in res.
-func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*coldRead, deadline time.Time) {
+// deadline passes, and stores their batches or errors in res. It returns
+// how long it waited for them: a wait for the bucket, Kafka's
+// DelayedRemoteFetch, which the handler reports as remote time.
+func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*coldRead, deadline time.Time) (waited time.Duration) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -224,7 +234,9 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 			}
 		}()
 	}
+	waitFrom := time.Now()
 	wg.Wait()
+	waited = time.Since(waitFrom)
 	for _, c := range cold {
 		pr := &res[c.ti].parts[c.pi]
 		if c.err != nil {
@@ -246,6 +258,7 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 			pr.size += len(b)
 		}
 	}
+	return waited
 }
 
 // readAll reads every requested local partition once and lists those to be

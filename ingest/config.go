@@ -54,26 +54,34 @@ type RequestObserver interface {
 // implements it, the server calls ObserveStages, and not ObserveRequest,
 // once per request, with the same rules as ObserveRequest; st.Total is
 // ObserveRequest's d.
+//
+// req is the request observed, so that an observer can name it by more
+// than its key (Kafka reports a follower's Fetch apart from a consumer's).
+// It is valid only during the call: the observer must neither keep nor
+// modify it or anything it references. Its Msg is nil for a request
+// answered at decode time (UNSUPPORTED_VERSION).
 type StageObserver interface {
 	RequestObserver
-	ObserveStages(key, version int16, st RequestStages, err error)
+	ObserveStages(req *Request, st RequestStages, err error)
 }
 
 // RequestStages is where one request's time went, Kafka's RequestChannel
-// breakdown. The five stages are consecutive, each >= 0, and add up to Total
-// exactly:
+// breakdown. The five stages are each >= 0 and add up to Total exactly.
+// They are consecutive but for Remote, which also takes the waits a handler
+// reported from the middle of Local:
 //
 //   - RequestQueue (RequestQueueTimeMs): from the request being read and
 //     decoded to its handler starting: the time it waited behind earlier
 //     requests of its connection in the dispatcher's queue.
 //   - Local (LocalTimeMs): the handler's own run, from its call to its
-//     return. A handler that blocks inside (a Fetch long-polling for
-//     min_bytes up to max_wait_ms) has that wait in Local.
-//   - Remote (RemoteTimeMs): the time the writer spent blocked in
-//     Reply.Wait (an acks=all produce waiting for the high watermark); zero
-//     for other replies. The part of a replication wait that passed while
-//     the reply was queued behind earlier replies is ResponseQueue, not
-//     Remote.
+//     return, less the waits it reported with Request.Waited.
+//   - Remote (RemoteTimeMs): the waits the handler reported with
+//     Request.Waited (a Fetch long-polling for min_bytes up to max_wait_ms,
+//     or waiting for remote segments), plus the time the writer spent
+//     blocked in Reply.Wait (an acks=all produce waiting for the high
+//     watermark). Zero for a handler that reported no wait and a reply
+//     without Wait. The part of a replication wait that passed while the
+//     reply was queued behind earlier replies is ResponseQueue, not Remote.
 //   - ResponseQueue (ResponseQueueTimeMs): from the handler's return to the
 //     writer taking the reply up: the time it waited behind earlier replies
 //     of its connection. For a Wait reply it ends when Wait is called, and
@@ -85,8 +93,8 @@ type StageObserver interface {
 //     further replies are queued behind it (they are flushed together).
 //
 // A request whose handler failed ends when the handler returns: it has
-// RequestQueue and Local only. An early reply (UNSUPPORTED_VERSION) has no
-// handler and a zero Local.
+// RequestQueue, Local and the handler's reported waits in Remote only. An
+// early reply (UNSUPPORTED_VERSION) has no handler and a zero Local.
 type RequestStages struct {
 	RequestQueue  time.Duration
 	Local         time.Duration

@@ -47,10 +47,11 @@ type item struct {
 	// Timings, kept only when the server has an observer or a slow-request
 	// log (Server.timed): read is when the request was read and decoded,
 	// the rest are offsets from read (see RequestStages). started and
-	// handled are set by the dispatcher; picked, waitStart, waitEnd and
-	// waited by the writer.
+	// handled and handlerWait are set by the dispatcher; picked,
+	// waitStart, waitEnd and waited by the writer.
 	read               time.Time
 	started, handled   time.Duration // handler called, returned
+	handlerWait        time.Duration // of started..handled, the waits the handler reported (Request.Waited)
 	picked             time.Duration // the writer took the reply up
 	waitStart, waitEnd time.Duration // Reply.Wait called, returned; valid when waited
 	waited             bool
@@ -59,7 +60,7 @@ type item struct {
 // stages returns the breakdown of a request whose reply was written end
 // after it was read, or, when handled is false, whose handler failed.
 func (it *item) stages(end time.Duration, written bool) RequestStages {
-	st := RequestStages{RequestQueue: it.started, Local: it.handled - it.started}
+	st := RequestStages{RequestQueue: it.started, Local: it.handled - it.started - it.handlerWait, Remote: it.handlerWait}
 	if !written {
 		st.Total = it.handled
 		return st
@@ -68,7 +69,7 @@ func (it *item) stages(end time.Duration, written bool) RequestStages {
 	sendFrom := it.picked
 	if it.waited {
 		st.ResponseQueue = it.waitStart - it.handled
-		st.Remote = it.waitEnd - it.waitStart
+		st.Remote += it.waitEnd - it.waitStart
 		sendFrom = it.waitEnd
 	} else {
 		st.ResponseQueue = it.picked - it.handled
@@ -239,6 +240,7 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			it.handled = it.started
 			if it.early == nil {
 				it.handled = time.Since(it.read)
+				it.handlerWait = min(it.req.waited, it.handled-it.started)
 			}
 		}
 		if err != nil {
@@ -290,7 +292,7 @@ func (c *conn) observe(it *item, err error, written bool) {
 	}
 	switch {
 	case s.stageObserver != nil:
-		s.stageObserver.ObserveStages(it.req.Key, it.req.Version, st, err)
+		s.stageObserver.ObserveStages(&it.req, st, err)
 	case s.cfg.Observer != nil:
 		s.cfg.Observer.ObserveRequest(it.req.Key, it.req.Version, st.Total, err)
 	}

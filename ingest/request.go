@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,6 +37,28 @@ type Request struct {
 	// Conn describes the connection the request came on. It is shared by
 	// all requests of the connection and must not be modified.
 	Conn *ConnInfo
+
+	// waited is the sum of the handler's Waited calls.
+	waited time.Duration
+}
+
+// Waited reports that the handler spent d of its run waiting for data
+// rather than working: a Fetch long-polling until min_bytes are ready or
+// max_wait_ms passes, or blocked on reads of remote segments that run on
+// other goroutines. The request's stage breakdown (RequestStages) counts
+// that time in Remote instead of Local, as Kafka counts a fetch's time in
+// its DelayedFetch and DelayedRemoteFetch purgatories as RemoteTimeMs.
+//
+// Calls add up; d <= 0 is ignored. Call it from the handler's goroutine
+// during its run, for time inside that run, each wait once: the
+// connection reads the sum when the handler returns (later calls are
+// ignored) and moves at most the handler's whole run to Remote. It
+// allocates nothing and costs an addition whether or not the server
+// measures stages.
+func (r *Request) Waited(d time.Duration) {
+	if d > 0 {
+		r.waited += d
+	}
 }
 
 // ConnInfo describes one client connection.

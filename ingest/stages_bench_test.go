@@ -27,13 +27,13 @@ type metricsObserver struct {
 // ObserveRequest is not called: the server calls ObserveStages.
 func (o *metricsObserver) ObserveRequest(int16, int16, time.Duration, error) {}
 
-func (o *metricsObserver) ObserveStages(key, version int16, st RequestStages, err error) {
-	s := o.byKey[key].Load()
+func (o *metricsObserver) ObserveStages(req *Request, st RequestStages, err error) {
+	s := o.byKey[req.Key].Load()
 	if s == nil {
-		s = o.r.RequestSeries(kmsg.NameForKey(key))
-		o.byKey[key].Store(s)
+		s = o.r.RequestSeries(kmsg.NameForKey(req.Key))
+		o.byKey[req.Key].Store(s)
 	}
-	s.Observe(version, metrics.RequestStages(st), err != nil)
+	s.Observe(req.Version, metrics.RequestStages(st), err != nil)
 }
 
 // benchConn is a client connection to a server of its own.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -34,10 +35,10 @@ func (r *stageRecorder) ObserveRequest(int16, int16, time.Duration, error) {
 	r.totals++
 }
 
-func (r *stageRecorder) ObserveStages(key, version int16, st RequestStages, err error) {
+func (r *stageRecorder) ObserveStages(req *Request, st RequestStages, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.obs = append(r.obs, stageObservation{key, version, st, err})
+	r.obs = append(r.obs, stageObservation{req.Key, req.Version, st, err})
 }
 
 // waitN polls until n observations are recorded and returns them.
@@ -240,5 +241,100 @@ func TestSlowLogAllow(t *testing.T) {
 	}
 	if ok, _ := l.allow(t0); !ok {
 		t.Fatal("a clock stepped back starts a new window")
+	}
+}
+
+// TestRequestStagesHandlerWait: over a real TCP connection, the waits a
+// handler reports with Request.Waited are counted in Remote and taken out of
+// Local, the stages still adding up to the total exactly: a handler that
+// reports a wait the test holds has exactly that wait in Remote (at least as
+// long as the test held it); a wait reported larger than the handler's run
+// moves the whole run and no more (Local zero); a failed handler's reported
+// wait is in Remote too; and a reported wait adds to a Reply.Wait's.
+func TestRequestStagesHandlerWait(t *testing.T) {
+	obs := &stageRecorder{}
+	waitIn, waitGo := make(chan struct{}), make(chan struct{})
+	replyIn, replyGo := make(chan struct{}), make(chan struct{})
+	reported := make(map[int32]time.Duration) // by correlation id; written by the handler before its reply
+	var mu sync.Mutex
+	report := func(req *Request, d time.Duration) {
+		req.Waited(d)
+		mu.Lock()
+		reported[req.CorrelationID] += d
+		mu.Unlock()
+	}
+	ts := startServer(t, ServerConfig{Observer: obs}, func(reg *Registry) {
+		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+			switch req.CorrelationID {
+			case 1: // waits until the test lets it go, and reports the wait
+				from := time.Now()
+				close(waitIn)
+				<-waitGo
+				report(req, time.Since(from))
+				req.Waited(0) // ignored
+				req.Waited(-time.Second)
+				return Reply{Response: metadataReply(req, "h", 1)}, nil
+			case 2: // reports more than its run
+				report(req, time.Hour)
+				return Reply{Response: metadataReply(req, "h", 1)}, nil
+			case 3: // reports two waits, then its Reply.Wait is held
+				report(req, time.Nanosecond)
+				report(req, 2*time.Nanosecond)
+				return Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+					close(replyIn)
+					select {
+					case <-replyGo:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return metadataReply(req, "h", 1), nil
+				}}, nil
+			}
+			report(req, time.Nanosecond)
+			return Reply{}, errors.New("boom")
+		})
+	})
+	c := dialRaw(t, ts.addr)
+
+	c.send(versioned(kmsg.NewPtrMetadataRequest(), 7), 1)
+	<-waitIn
+	held := holdUntilAfter(time.Now())
+	close(waitGo)
+	c.recv(&kmsg.MetadataResponse{Version: 7})
+
+	c.send(versioned(kmsg.NewPtrMetadataRequest(), 7), 2)
+	c.recv(&kmsg.MetadataResponse{Version: 7})
+
+	c.send(versioned(kmsg.NewPtrMetadataRequest(), 7), 3)
+	<-replyIn
+	heldReply := holdUntilAfter(time.Now())
+	close(replyGo)
+	c.recv(&kmsg.MetadataResponse{Version: 7})
+
+	obs.waitN(t, 3)
+	c.send(versioned(kmsg.NewPtrMetadataRequest(), 7), 4)
+	c.expectClosed()
+
+	got := obs.waitN(t, 4)
+	if len(got) != 4 {
+		t.Fatalf("%d stage observations, want 4: %+v", len(got), got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, o := range got {
+		checkStages(t, fmt.Sprintf("request %d", i+1), o.st)
+	}
+	if o := got[0]; o.st.Remote != reported[1] || o.st.Remote < held || o.err != nil {
+		t.Errorf("reported wait: remote %v, err %v; want remote = the %v reported, >= %v held by the test (local %v)",
+			o.st.Remote, o.err, reported[1], held, o.st.Local)
+	}
+	if o := got[1]; o.st.Local != 0 || o.st.Remote <= 0 {
+		t.Errorf("wait reported longer than the run: local %v, remote %v; want local 0 and the run in remote", o.st.Local, o.st.Remote)
+	}
+	if o := got[2]; o.st.Remote < reported[3]+heldReply || o.err != nil {
+		t.Errorf("reported wait and held Reply.Wait: remote %v, err %v; want >= %v reported + %v held", o.st.Remote, o.err, reported[3], heldReply)
+	}
+	if o := got[3]; o.err == nil || o.st.Remote != reported[4] || o.st.ResponseQueue != 0 || o.st.ResponseSend != 0 {
+		t.Errorf("failed handler that reported %v: err %v, stages %+v; want the error, the wait in remote, no response stages", reported[4], o.err, o.st)
 	}
 }

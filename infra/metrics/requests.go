@@ -39,9 +39,9 @@ func (r *Registry) newRequestStageSeries() requestStageSeries {
 		requestQueue: h("kafka_network_requestmetrics_request_queue_time_seconds",
 			"Time from reading a request to its handler starting, per API (Kafka RequestQueueTimeMs)."),
 		local: h("kafka_network_requestmetrics_local_time_seconds",
-			"Time in the request's handler, per API (Kafka LocalTimeMs); a fetch's long poll is included."),
+			"Time in the request's handler, per API (Kafka LocalTimeMs), less the waits for data it reported (a fetch's long poll), which are remote time."),
 		remote: h("kafka_network_requestmetrics_remote_time_seconds",
-			"Time the response waited on other nodes after its handler, per API (Kafka RemoteTimeMs): acks=all waiting for the high watermark."),
+			"Time the request waited for data or other nodes, per API (Kafka RemoteTimeMs): a fetch's long poll and cold reads, acks=all waiting for the high watermark."),
 		responseQueue: h("kafka_network_requestmetrics_response_queue_time_seconds",
 			"Time a response waited behind earlier responses of its connection, per API (Kafka ResponseQueueTimeMs)."),
 		responseSend: h("kafka_network_requestmetrics_response_send_time_seconds",
@@ -63,7 +63,8 @@ type RequestSeries struct {
 }
 
 // RequestSeries returns the series of the named API (Kafka's name, for
-// example "Produce"). The stage and total histograms of the API appear on
+// example "Produce"; a Fetch is "FetchConsumer" or "FetchFollower", as in
+// Kafka's RequestMetrics, by who sent it). The stage and total histograms of the API appear on
 // /metrics from this call on; a nil Registry returns nil.
 func (r *Registry) RequestSeries(api string) *RequestSeries {
 	if r == nil {

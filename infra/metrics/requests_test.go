@@ -52,8 +52,8 @@ func TestRequestSeries(t *testing.T) {
 			t.Errorf("%s sum %v, want %v", name, got, w)
 		}
 	}
-	if _, ok := sample(f, "kafka_network_requestmetrics_local_time_seconds", "request", "Fetch"); ok {
-		t.Error("a stage series for Fetch, which was never observed")
+	if _, ok := sample(f, "kafka_network_requestmetrics_local_time_seconds", "request", "FetchConsumer"); ok {
+		t.Error("a stage series for FetchConsumer, which was never observed")
 	}
 
 	var nilReg *Registry
@@ -63,7 +63,7 @@ func TestRequestSeries(t *testing.T) {
 // TestRequestSeriesNoAllocs: an observation through resolved series
 // allocates nothing, so that it can run on every request.
 func TestRequestSeriesNoAllocs(t *testing.T) {
-	s := New(nil).RequestSeries("Fetch")
+	s := New(nil).RequestSeries("FetchConsumer")
 	st := RequestStages{Local: time.Millisecond, Total: time.Millisecond}
 	s.Observe(12, st, false) // resolves version 12
 	if n := testing.AllocsPerRun(1000, func() { s.Observe(12, st, false) }); n != 0 {
