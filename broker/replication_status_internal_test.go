@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
@@ -62,18 +63,18 @@ func TestReplicationStatusOf(t *testing.T) {
 		t.Fatalf("order: %+v", st.Partitions)
 	}
 	ps := st.Partitions[2]
-	if ps.Role != RoleLeader || ps.Leader != 1 || ps.LeaderEpoch != 4 || ps.LogEndOffset != 3 || !ps.UnderReplicated ||
+	if ps.Role != adminapi.RoleLeader || ps.Leader != 1 || ps.LeaderEpoch != 4 || ps.LogEndOffset != 3 || !ps.UnderReplicated ||
 		!slices.Equal(ps.ISR, []int32{1, 2}) || len(ps.Followers) != 2 {
 		t.Fatalf("leader: %+v", ps)
 	}
 	heard, silent := ps.Followers[0], ps.Followers[1]
-	if heard != (FollowerReplicationStatus{ID: 2, LogEndOffset: 1, LagRecords: 2, InISR: true, LastFetchMsAgo: 1500, LastCaughtUpMsAgo: -1}) {
+	if heard != (adminapi.FollowerReplicationStatus{ID: 2, LogEndOffset: 1, LagRecords: 2, InISR: true, LastFetchMsAgo: 1500, LastCaughtUpMsAgo: -1}) {
 		t.Fatalf("follower 2: %+v", heard)
 	}
-	if silent != (FollowerReplicationStatus{ID: 3, LogEndOffset: -1, LagRecords: -1, LastFetchMsAgo: -1, LastCaughtUpMsAgo: -1}) || !silent.Lagging(1000) {
+	if silent != (adminapi.FollowerReplicationStatus{ID: 3, LogEndOffset: -1, LagRecords: -1, LastFetchMsAgo: -1, LastCaughtUpMsAgo: -1}) || !silent.Lagging(1000) {
 		t.Fatalf("follower 3: %+v", silent)
 	}
-	if f := st.Partitions[0]; f.Role != RoleFollower || f.Leader != 5 || f.FetchingFrom != 5 || f.FetcherIndex != 1 || f.Followers != nil {
+	if f := st.Partitions[0]; f.Role != adminapi.RoleFollower || f.Leader != 5 || f.FetchingFrom != 5 || f.FetcherIndex != 1 || f.Followers != nil {
 		t.Fatalf("fetched follower: %+v", f)
 	}
 	if o := st.Partitions[1]; o.Leader != -1 || o.FetchingFrom != -1 || o.FetcherIndex != -1 || o.UnderReplicated || o.UnderReplicatedOrLagging(0) {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
@@ -20,8 +21,8 @@ import (
 // getReplicationStatus GETs the node's replication status (query is "" or
 // "?topic=..."); an error (never a test failure) when it cannot, so that it
 // can be polled.
-func getReplicationStatus(n *broker.Node, query string) (broker.ReplicationStatus, error) {
-	var st broker.ReplicationStatus
+func getReplicationStatus(n *broker.Node, query string) (adminapi.ReplicationStatus, error) {
+	var st adminapi.ReplicationStatus
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.AdminAddr()+broker.ReplicationStatusPath+query, nil)
@@ -40,13 +41,13 @@ func getReplicationStatus(n *broker.Node, query string) (broker.ReplicationStatu
 }
 
 // partitionStatus finds topic-p in st.
-func partitionStatus(st broker.ReplicationStatus, topic string, p int32) (broker.PartitionReplicationStatus, bool) {
+func partitionStatus(st adminapi.ReplicationStatus, topic string, p int32) (adminapi.PartitionReplicationStatus, bool) {
 	for _, ps := range st.Partitions {
 		if ps.Topic == topic && ps.Partition == p {
 			return ps, true
 		}
 	}
-	return broker.PartitionReplicationStatus{}, false
+	return adminapi.PartitionReplicationStatus{}, false
 }
 
 // TestReplicationStatusEndpoint: on a 3-node cluster with an RF=3 topic,
@@ -80,7 +81,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 	leader := nodes[leaderID-1]
 
 	// The leader: both followers at its log end, HW == LEO == 50.
-	var ls broker.PartitionReplicationStatus
+	var ls adminapi.PartitionReplicationStatus
 	waitFor(t, 20*time.Second, "followers caught up on the leader", func() bool {
 		st, err := getReplicationStatus(leader, "")
 		if err != nil || st.NodeID != leaderID {
@@ -98,7 +99,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 		ls = ps
 		return ps.LogEndOffset == 50 && ps.HighWatermark == 50
 	})
-	if ls.Role != broker.RoleLeader || ls.Leader != leaderID || ls.LeaderEpoch < 0 || ls.LogStartOffset != 0 ||
+	if ls.Role != adminapi.RoleLeader || ls.Leader != leaderID || ls.LeaderEpoch < 0 || ls.LogStartOffset != 0 ||
 		len(ls.Replicas) != 3 || len(ls.ISR) != 3 || ls.UnderReplicated || ls.UnderReplicatedOrLagging(0) ||
 		ls.FetchingFrom != -1 || ls.FetcherIndex != -1 {
 		t.Fatalf("leader's line: %+v", ls)
@@ -114,8 +115,8 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 		if int32(i+1) == leaderID {
 			continue
 		}
-		var fs broker.PartitionReplicationStatus
-		var st broker.ReplicationStatus
+		var fs adminapi.PartitionReplicationStatus
+		var st adminapi.ReplicationStatus
 		waitFor(t, 20*time.Second, fmt.Sprintf("node %d's view as a follower", i+1), func() bool {
 			var err error
 			st, err = getReplicationStatus(n, "?topic=rs")
@@ -126,7 +127,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 			fs, ok = partitionStatus(st, "rs", 0)
 			return ok && fs.LogEndOffset == 50 && fs.HighWatermark == 50
 		})
-		if fs.Role != broker.RoleFollower || fs.Leader != leaderID || fs.FetchingFrom != leaderID || fs.FetcherIndex != 0 ||
+		if fs.Role != adminapi.RoleFollower || fs.Leader != leaderID || fs.FetchingFrom != leaderID || fs.FetcherIndex != 0 ||
 			len(fs.Followers) != 0 || fs.LeaderEpoch != ls.LeaderEpoch || len(fs.ISR) != 3 {
 			t.Fatalf("node %d's line: %+v", i+1, fs)
 		}
@@ -168,7 +169,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 	if err := prod2.ProduceSync(ctx, makeRecords("rs", 30, "b")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	var last broker.PartitionReplicationStatus
+	var last adminapi.PartitionReplicationStatus
 	waitFor(t, 30*time.Second, "the stopped follower lagging and out of the ISR", func() bool {
 		st, err := getReplicationStatus(leader, "")
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/objstore"
@@ -16,38 +17,17 @@ import (
 	"github.com/shale-io/shale/tiering/coldread"
 )
 
-// TierStatusPath is the admin HTTP path of the tier status; ?topic=T
-// restricts it to one topic.
-const TierStatusPath = "/v1/tier/status"
+// TierStatusPath is the admin HTTP path of the tier status
+// (adminapi.TierStatusPath).
+const TierStatusPath = adminapi.TierStatusPath
 
-// TierPartitionStatus is one local partition's line of the tier status.
-// Offsets are -1 when unknown or absent.
-type TierPartitionStatus struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	// LogStartOffset is the first offset retained anywhere (remote or local).
-	LogStartOffset int64 `json:"log_start_offset"`
-	// LocalLogStartOffset is the first offset on this node's disk.
-	LocalLogStartOffset int64 `json:"local_log_start_offset"`
-	HighWatermark       int64 `json:"high_watermark"`
-	// LastTieredOffset is the last offset in readable remote segments.
-	LastTieredOffset int64 `json:"last_tiered_offset"`
-	RemoteSegments   int   `json:"remote_segments"`
-	RemoteBytes      int64 `json:"remote_bytes"`
-	// UploadLagSegments and UploadLagBytes count the closed local segments
-	// holding offsets above LastTieredOffset: what tiering has still to copy.
-	UploadLagSegments int   `json:"upload_lag_segments"`
-	UploadLagBytes    int64 `json:"upload_lag_bytes"`
-	// UploadLagOffsets is HighWatermark - (LastTieredOffset + 1), the active
-	// segment included.
-	UploadLagOffsets int64 `json:"upload_lag_offsets"`
-}
-
-// TierStatus is the body of GET /v1/tier/status.
-type TierStatus struct {
-	NodeID     int32                 `json:"node_id"`
-	Partitions []TierPartitionStatus `json:"partitions"`
-}
+// TierStatus and TierPartitionStatus are the body of GET /v1/tier/status
+// and its lines: adminapi's types, named here too for the node's metrics
+// and the tiering tests.
+type (
+	TierStatus          = adminapi.TierStatus
+	TierPartitionStatus = adminapi.TierPartitionStatus
+)
 
 // tierStatusHandler serves TierStatusPath from this node's replicas and the
 // remote segment metadata (the lead mounts it on the admin mux).

@@ -4,10 +4,11 @@
 // and the tier status.
 //
 // It sits on top of franz-go's kgo and kadm and speaks only the Kafka
-// protocol (and, for TierStatus, the node's admin HTTP endpoint), so it
-// imports no other Shale package and works against any Shale node. Records
-// are kgo records (Record is an alias), and every type offers its kgo client
-// for what the SDK does not wrap.
+// protocol (and, for TierStatus and ReplicationStatus, the node's admin
+// HTTP endpoint, whose JSON types it takes from adminapi), so it imports no
+// other Shale package but adminapi (standard library only) and works
+// against any Shale node. Records are kgo records (Record is an alias), and
+// every type offers its kgo client for what the SDK does not wrap.
 //
 // Constructors take functional options (WithSeeds, WithLinger, WithGroup,
 // ...). Producer, Consumer and Admin are safe for concurrent use unless a

@@ -2,76 +2,49 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/shale-io/shale/adminapi"
 )
 
 // TierStatusPath is the admin HTTP path of a node's tier status.
-const TierStatusPath = "/v1/tier/status"
+const TierStatusPath = adminapi.TierStatusPath
 
-// TierPartitionStatus is one partition's tier status on a node (the JSON of
-// the node's /v1/tier/status). Offsets are -1 when unknown or absent.
-type TierPartitionStatus struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	// LogStartOffset is the first offset retained anywhere (remote or local).
-	LogStartOffset int64 `json:"log_start_offset"`
-	// LocalLogStartOffset is the first offset on the node's disk; offsets
-	// from LogStartOffset below it are read from the bucket.
-	LocalLogStartOffset int64 `json:"local_log_start_offset"`
-	HighWatermark       int64 `json:"high_watermark"`
-	// LastTieredOffset is the last offset in readable remote segments.
-	LastTieredOffset int64 `json:"last_tiered_offset"`
-	RemoteSegments   int   `json:"remote_segments"`
-	RemoteBytes      int64 `json:"remote_bytes"`
-	// UploadLagSegments and UploadLagBytes count the closed local segments
-	// still to copy; UploadLagOffsets is the offsets not yet in the bucket,
-	// the active segment included.
-	UploadLagSegments int   `json:"upload_lag_segments"`
-	UploadLagBytes    int64 `json:"upload_lag_bytes"`
-	UploadLagOffsets  int64 `json:"upload_lag_offsets"`
-}
-
-// TierStatus is one node's tier status: its local partitions, sorted by
-// topic and partition.
-type TierStatus struct {
-	NodeID     int32                 `json:"node_id"`
-	Partitions []TierPartitionStatus `json:"partitions"`
-}
+// TierStatus is one node's tier status, and TierPartitionStatus one of its
+// local partitions: the JSON of the node's /v1/tier/status, documented
+// field by field in package adminapi.
+type (
+	TierStatus          = adminapi.TierStatus
+	TierPartitionStatus = adminapi.TierPartitionStatus
+)
 
 // TierStatus reads the tier status of the node at WithAdminURL, restricted
 // to topic unless topic is "". A node reports only the partitions it holds.
+// A status other than 200 is an ErrAdminHTTP; a body that is not a tier
+// status is an error too.
 func (a *Admin) TierStatus(ctx context.Context, topic string) (TierStatus, error) {
+	return adminGet(ctx, a, "tier status", topic, adminapi.Client.TierStatus)
+}
+
+// adminGet runs get, one of adminapi.Client's methods, against the node at
+// WithAdminURL; what names the call in errors. A status other than 200 is
+// wrapped in ErrAdminHTTP.
+func adminGet[T any](ctx context.Context, a *Admin, what, topic string,
+	get func(adminapi.Client, context.Context, string, string) (T, error)) (T, error) {
+	var zero T
 	if a.closed.Load() {
-		return TierStatus{}, ErrClosed
+		return zero, ErrClosed
 	}
 	if a.adminURL == "" {
-		return TierStatus{}, ErrNoAdminURL
+		return zero, ErrNoAdminURL
 	}
-	u := strings.TrimSuffix(a.adminURL, "/") + TierStatusPath
-	if topic != "" {
-		u += "?topic=" + url.QueryEscape(topic)
+	v, err := get(adminapi.Client{HTTP: a.http}, ctx, a.adminURL, topic)
+	switch {
+	case errors.Is(err, adminapi.ErrHTTPStatus):
+		return zero, fmt.Errorf("%w: %s: %w", ErrAdminHTTP, what, err)
+	case err != nil:
+		return zero, fmt.Errorf("sdk: %s: %w", what, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return TierStatus{}, fmt.Errorf("sdk: tier status: %w", err)
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return TierStatus{}, fmt.Errorf("sdk: tier status: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return TierStatus{}, fmt.Errorf("%w: GET %s: %s: %s", ErrAdminHTTP, u, resp.Status, strings.TrimSpace(string(body)))
-	}
-	var st TierStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return TierStatus{}, fmt.Errorf("sdk: tier status: decode: %w", err)
-	}
-	return st, nil
+	return v, nil
 }

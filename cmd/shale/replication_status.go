@@ -2,27 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/adminapi"
 )
 
 const replicationUsage = "usage: shale replication status [--node ADMIN_ADDR ...] [--topic T] [--under-replicated [--max-lag N]] [--json | --output text|json]"
-
-// maxReplicationStatusBytes bounds the body read from one node.
-const maxReplicationStatusBytes = 64 << 20
-
-// errBadStatus: a node's answer is not a replication status.
-var errBadStatus = errors.New("not a replication status")
 
 // replicationCmd runs `shale replication status`: each local replica of the
 // nodes behind --node (their admin HTTP addresses, repeatable or
@@ -68,15 +59,16 @@ func replicationCmd(args []string, stdout, stderr io.Writer) int {
 		addrs = []string{"127.0.0.1:9644"}
 	}
 
-	sts := make([]broker.ReplicationStatus, len(addrs))
+	client := adminapi.Client{Timeout: *timeout}
+	sts := make([]adminapi.ReplicationStatus, len(addrs))
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Go(func() { sts[i], errs[i] = fetchReplicationStatus(a, *topic, *timeout) })
+		wg.Go(func() { sts[i], errs[i] = client.ReplicationStatus(context.Background(), a, *topic) })
 	}
 	wg.Wait()
 	code := 0
-	var got []broker.ReplicationStatus
+	var got []adminapi.ReplicationStatus
 	for i, err := range errs {
 		if err != nil {
 			fmt.Fprintf(stderr, "shale replication status: %s: %v\n", addrs[i], err)
@@ -87,7 +79,7 @@ func replicationCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON || *output == "json" {
 		if got == nil {
-			got = []broker.ReplicationStatus{}
+			got = []adminapi.ReplicationStatus{}
 		}
 		if err := writeJSON(stdout, got); err != nil {
 			return 1
@@ -100,66 +92,13 @@ func replicationCmd(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// fetchReplicationStatus GETs one node's status; admin is host:port or a
-// URL. Anything but a 200 with a status body is an error.
-func fetchReplicationStatus(admin, topic string, timeout time.Duration) (broker.ReplicationStatus, error) {
-	var st broker.ReplicationStatus
-	base, err := url.Parse(admin)
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		base = &url.URL{Scheme: "http", Host: admin}
-	}
-	u := base.JoinPath(broker.ReplicationStatusPath)
-	if topic != "" {
-		u.RawQuery = url.Values{"topic": {topic}}.Encode()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return st, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
-	}
-	st, err = decodeReplicationStatus(io.LimitReader(resp.Body, maxReplicationStatusBytes))
-	if err != nil {
-		return st, fmt.Errorf("GET %s: %w", u, err)
-	}
-	return st, nil
-}
-
-// decodeReplicationStatus reads one status and checks its shape: a
-// partitions list (the server always sends one), known roles. Garbage is an
-// error wrapping errBadStatus, never a panic.
-func decodeReplicationStatus(r io.Reader) (broker.ReplicationStatus, error) {
-	var st broker.ReplicationStatus
-	if err := json.NewDecoder(r).Decode(&st); err != nil {
-		return broker.ReplicationStatus{}, fmt.Errorf("%w: %v", errBadStatus, err)
-	}
-	if st.Partitions == nil {
-		return broker.ReplicationStatus{}, fmt.Errorf("%w: no partitions list", errBadStatus)
-	}
-	for _, p := range st.Partitions {
-		if p.Role != broker.RoleLeader && p.Role != broker.RoleFollower {
-			return broker.ReplicationStatus{}, fmt.Errorf("%w: %s-%d has role %q", errBadStatus, p.Topic, p.Partition, p.Role)
-		}
-	}
-	return st, nil
-}
-
 // filterReplicationStatus keeps the partitions of topic (all for "") and,
 // with under, only those that are under-replicated or lagging by more than
 // maxLag; the fetchers are kept when they hold a partition of topic, and
 // dropped with under (they are no partition's health).
-func filterReplicationStatus(st broker.ReplicationStatus, topic string, under bool, maxLag int64) broker.ReplicationStatus {
-	out := broker.ReplicationStatus{NodeID: st.NodeID, Partitions: []broker.PartitionReplicationStatus{},
-		Fetchers: []broker.FetcherReplicationStatus{}}
+func filterReplicationStatus(st adminapi.ReplicationStatus, topic string, under bool, maxLag int64) adminapi.ReplicationStatus {
+	out := adminapi.ReplicationStatus{NodeID: st.NodeID, Partitions: []adminapi.PartitionReplicationStatus{},
+		Fetchers: []adminapi.FetcherReplicationStatus{}}
 	for _, p := range st.Partitions {
 		if (topic == "" || p.Topic == topic) && (!under || p.UnderReplicatedOrLagging(maxLag)) {
 			out.Partitions = append(out.Partitions, p)
@@ -178,7 +117,7 @@ func filterReplicationStatus(st broker.ReplicationStatus, topic string, under bo
 
 // fetcherHoldsTopic reports whether one of f's "topic-partition" names is
 // of topic: the name minus "topic-" must be a partition number.
-func fetcherHoldsTopic(f broker.FetcherReplicationStatus, topic string) bool {
+func fetcherHoldsTopic(f adminapi.FetcherReplicationStatus, topic string) bool {
 	for _, p := range f.Partitions {
 		rest, ok := strings.CutPrefix(p, topic+"-")
 		if ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
@@ -191,14 +130,14 @@ func fetcherHoldsTopic(f broker.FetcherReplicationStatus, topic string) bool {
 // writeReplicationStatus prints three tables: the replicas, the followers
 // as their leaders see them, and the replica fetchers (sections with no
 // rows are left out).
-func writeReplicationStatus(w io.Writer, sts []broker.ReplicationStatus) {
+func writeReplicationStatus(w io.Writer, sts []adminapi.ReplicationStatus) {
 	t := newTable(w, "NODE", "TOPIC", "PARTITION", "ROLE", "EPOCH", "LEADER", "LOG-START", "LOG-END", "HIGH-WATERMARK",
 		"REPLICAS", "ISR", "UNDER-REPLICATED", "FETCHING-FROM")
 	followers, fetchers := false, false
 	for _, st := range sts {
 		for _, p := range st.Partitions {
 			from := "-"
-			if p.Role == broker.RoleFollower {
+			if p.Role == adminapi.RoleFollower {
 				from = orNone(p.FetchingFrom)
 			}
 			t.row(st.NodeID, p.Topic, p.Partition, p.Role, p.LeaderEpoch, orNone(p.Leader), p.LogStartOffset, p.LogEndOffset,

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -29,7 +29,7 @@ func replicationRun(args ...string) (stdout, stderr string, code int) {
 
 // pollCLI runs the command until check accepts its JSON output, failing
 // the test at the deadline.
-func pollCLI(t *testing.T, what string, check func([]broker.ReplicationStatus) bool, args ...string) []broker.ReplicationStatus {
+func pollCLI(t *testing.T, what string, check func([]adminapi.ReplicationStatus) bool, args ...string) []adminapi.ReplicationStatus {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -37,7 +37,7 @@ func pollCLI(t *testing.T, what string, check func([]broker.ReplicationStatus) b
 	var last string
 	for {
 		out, errOut, code := replicationRun(append(args, "--json")...)
-		var sts []broker.ReplicationStatus
+		var sts []adminapi.ReplicationStatus
 		if code == 0 && json.Unmarshal([]byte(out), &sts) == nil && check(sts) {
 			return sts
 		}
@@ -49,13 +49,13 @@ func pollCLI(t *testing.T, what string, check func([]broker.ReplicationStatus) b
 	}
 }
 
-func findPartition(st broker.ReplicationStatus, topic string) (broker.PartitionReplicationStatus, bool) {
+func findPartition(st adminapi.ReplicationStatus, topic string) (adminapi.PartitionReplicationStatus, bool) {
 	for _, p := range st.Partitions {
 		if p.Topic == topic {
 			return p, true
 		}
 	}
-	return broker.PartitionReplicationStatus{}, false
+	return adminapi.PartitionReplicationStatus{}, false
 }
 
 // TestReplicationStatusCommand runs the command against a real 3-node
@@ -102,7 +102,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 
 	// Every node reports rs-0 at 20/20; its leader shows two followers there.
 	var leaderID int32
-	sts := pollCLI(t, "rs-0 replicated on every node", func(sts []broker.ReplicationStatus) bool {
+	sts := pollCLI(t, "rs-0 replicated on every node", func(sts []adminapi.ReplicationStatus) bool {
 		if len(sts) != 3 {
 			return false
 		}
@@ -112,7 +112,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 			if !ok || p.LogEndOffset != 20 || p.HighWatermark != 20 || len(p.ISR) != 3 {
 				return false
 			}
-			if p.Role == broker.RoleLeader {
+			if p.Role == adminapi.RoleLeader {
 				leaders++
 				leaderID = st.NodeID
 				for _, f := range p.Followers {
@@ -129,7 +129,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 			t.Fatalf("statuses out of --node order: %+v", sts)
 		}
 		p, _ := findPartition(st, "rs")
-		if p.Role == broker.RoleFollower && (p.Leader != leaderID || p.FetchingFrom != leaderID) {
+		if p.Role == adminapi.RoleFollower && (p.Leader != leaderID || p.FetchingFrom != leaderID) {
 			t.Fatalf("node %d follows %d from %d, want %d", st.NodeID, p.Leader, p.FetchingFrom, leaderID)
 		}
 	}
@@ -163,7 +163,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 	}
 
 	// Healthy: --under-replicated lists nothing.
-	got := pollCLI(t, "nothing under-replicated", func(sts []broker.ReplicationStatus) bool {
+	got := pollCLI(t, "nothing under-replicated", func(sts []adminapi.ReplicationStatus) bool {
 		for _, st := range sts {
 			if len(st.Partitions) != 0 || len(st.Fetchers) != 0 {
 				return false
@@ -196,7 +196,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 			live = append(live, "--node", n.AdminAddr())
 		}
 	}
-	got = pollCLI(t, "rs-0 under-replicated", func(sts []broker.ReplicationStatus) bool {
+	got = pollCLI(t, "rs-0 under-replicated", func(sts []adminapi.ReplicationStatus) bool {
 		for _, st := range sts {
 			if len(st.Partitions) != 1 || st.Partitions[0].Topic != "rs" || len(st.Partitions[0].ISR) != 2 {
 				return false
@@ -205,7 +205,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 		return len(sts) == 2
 	}, append(live, "--under-replicated")...)
 	for _, st := range got {
-		if p := st.Partitions[0]; p.Role == broker.RoleLeader {
+		if p := st.Partitions[0]; p.Role == adminapi.RoleLeader {
 			for _, f := range p.Followers {
 				if f.ID == victim && (f.LagRecords != 5 || f.InISR) {
 					t.Fatalf("stopped follower on the leader: %+v", f)
@@ -224,7 +224,7 @@ func TestReplicationStatusCommand(t *testing.T) {
 	}
 	// The stopped node: an error on stderr and exit 1, the others printed.
 	out, errOut, code = replicationRun(append(live, "--node", nodes[victim-1].AdminAddr(), "--json")...)
-	var partial []broker.ReplicationStatus
+	var partial []adminapi.ReplicationStatus
 	if code != 1 || !strings.Contains(errOut, nodes[victim-1].AdminAddr()) || json.Unmarshal([]byte(out), &partial) != nil || len(partial) != 2 {
 		t.Fatalf("with a stopped node: exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
@@ -242,7 +242,7 @@ func TestReplicationStatusBadAnswers(t *testing.T) {
 		"/truncated": `{"node_id":1,"partitions":[{"topic":"t"`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		prefix := strings.TrimSuffix(r.URL.Path, broker.ReplicationStatusPath)
+		prefix := strings.TrimSuffix(r.URL.Path, adminapi.ReplicationStatusPath)
 		if prefix == "/status500" {
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
@@ -256,11 +256,11 @@ func TestReplicationStatusBadAnswers(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", path, code, out, errOut)
 		}
 	}
-	if _, err := decodeReplicationStatus(strings.NewReader(bodies["/role"])); !errors.Is(err, errBadStatus) {
+	if _, err := adminapi.DecodeReplicationStatus(strings.NewReader(bodies["/role"])); !errors.Is(err, adminapi.ErrBadBody) {
 		t.Errorf("bad role: %v", err)
 	}
 	good := `{"node_id":4,"partitions":[{"topic":"t","partition":0,"role":"follower","leader":-1,"fetching_from":-1,"replicas":[4],"isr":[4]}],"fetchers":[]}`
-	if st, err := decodeReplicationStatus(strings.NewReader(good)); err != nil || st.NodeID != 4 || st.Partitions[0].Leader != -1 {
+	if st, err := adminapi.DecodeReplicationStatus(strings.NewReader(good)); err != nil || st.NodeID != 4 || st.Partitions[0].Leader != -1 {
 		t.Errorf("good body: %+v %v", st, err)
 	}
 	for _, args := range [][]string{{"--output", "yaml"}, {"--max-lag", "-1"}, {"extra"}, {"--nope"}} {
@@ -280,16 +280,16 @@ func FuzzDecodeReplicationStatus(f *testing.F) {
 	f.Add([]byte(`{"node_id":1,"partitions":[{"role":"leader","followers":[{"id":2}]}]}`))
 	f.Add([]byte(`{"partitions":null}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := decodeReplicationStatus(bytes.NewReader(b))
+		st, err := adminapi.DecodeReplicationStatus(bytes.NewReader(b))
 		if err == nil {
 			filterReplicationStatus(st, "t", true, 0)
-			writeReplicationStatus(&bytes.Buffer{}, []broker.ReplicationStatus{st})
+			writeReplicationStatus(&bytes.Buffer{}, []adminapi.ReplicationStatus{st})
 		}
 	})
 }
 
 func TestFetcherHoldsTopic(t *testing.T) {
-	f := broker.FetcherReplicationStatus{Partitions: []string{"a-b-1", "events-12"}}
+	f := adminapi.FetcherReplicationStatus{Partitions: []string{"a-b-1", "events-12"}}
 	for topic, want := range map[string]bool{"a-b": true, "a": false, "events": true, "event": false, "events-1": false} {
 		if got := fetcherHoldsTopic(f, topic); got != want {
 			t.Errorf("topic %q: %v, want %v", topic, got, want)

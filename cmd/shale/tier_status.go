@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/adminapi"
 )
 
 // tierStatus runs `shale tier status [--topic T] [--admin ADDR] [--output json]`:
@@ -31,7 +29,7 @@ func tierStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shale tier status: --output %q: want text or json\n", *output)
 		return 2
 	}
-	st, err := fetchTierStatus(*admin, *topic, *timeout)
+	st, err := adminapi.Client{Timeout: *timeout}.TierStatus(context.Background(), *admin, *topic)
 	if err != nil {
 		fmt.Fprintf(stderr, "shale tier status: %v\n", err)
 		return 1
@@ -48,38 +46,7 @@ func tierStatus(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func fetchTierStatus(admin, topic string, timeout time.Duration) (broker.TierStatus, error) {
-	var st broker.TierStatus
-	base, err := url.Parse(admin)
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		base = &url.URL{Scheme: "http", Host: admin}
-	}
-	u := base.JoinPath(broker.TierStatusPath)
-	if topic != "" {
-		u.RawQuery = url.Values{"topic": {topic}}.Encode()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return st, fmt.Errorf("GET %s: %s: %s", u, resp.Status, b)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("GET %s: decoding: %w", u, err)
-	}
-	return st, nil
-}
-
-func writeTierStatus(w io.Writer, st broker.TierStatus) {
+func writeTierStatus(w io.Writer, st adminapi.TierStatus) {
 	t := newTable(w, "TOPIC", "PARTITION", "LOG-START", "LOCAL-LOG-START", "HIGH-WATERMARK", "LAST-TIERED",
 		"REMOTE-SEGMENTS", "REMOTE-BYTES", "UPLOAD-LAG-SEGMENTS", "UPLOAD-LAG-BYTES", "UPLOAD-LAG-OFFSETS")
 	for _, p := range st.Partitions {

@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/adminapi"
 )
 
 func TestTierStatusCommand(t *testing.T) {
-	want := broker.TierStatus{NodeID: 1, Partitions: []broker.TierPartitionStatus{{Topic: "events", Partition: 3,
+	want := adminapi.TierStatus{NodeID: 1, Partitions: []adminapi.TierPartitionStatus{{Topic: "events", Partition: 3,
 		LogStartOffset: 0, LocalLogStartOffset: 500, HighWatermark: 900, LastTieredOffset: 599, RemoteSegments: 6,
 		RemoteBytes: 123456, UploadLagSegments: 1, UploadLagBytes: 4096, UploadLagOffsets: 300}}}
 	var gotQuery string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != broker.TierStatusPath {
+		if r.URL.Path != adminapi.TierStatusPath {
 			http.NotFound(w, r)
 			return
 		}
@@ -35,7 +35,7 @@ func TestTierStatusCommand(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut.String())
 		}
 	}
-	var got broker.TierStatus
+	var got adminapi.TierStatus
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}

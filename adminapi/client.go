@@ -1,0 +1,141 @@
+package adminapi
+
+// Client: GET an admin path from a node and decode its body, for the SDK
+// and the CLI alike.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrHTTPStatus is returned when the node answers with a status other
+	// than 200 OK; the error names the URL, the status and the start of
+	// the body.
+	ErrHTTPStatus = errors.New("adminapi: HTTP status not 200 OK")
+	// ErrBadBody is returned when a body is not the endpoint's JSON: not
+	// JSON, of the wrong types, longer than MaxBodyBytes, or without what
+	// the server always sends (see the types' docs).
+	ErrBadBody = errors.New("adminapi: not the expected JSON body")
+)
+
+// errNoPartitions: a status body without its partitions list.
+var errNoPartitions = errors.New("no partitions list")
+
+// MaxBodyBytes bounds the body read from one node: a longer one is
+// ErrBadBody.
+const MaxBodyBytes = 64 << 20
+
+// maxErrorBodyBytes bounds the body quoted in an ErrHTTPStatus error.
+const maxErrorBodyBytes = 512
+
+// Client GETs admin paths from nodes. The zero value is ready to use: it
+// sends with http.DefaultClient, bounded only by the caller's context.
+// A Client is safe for concurrent use; its fields must not change while
+// calls are running.
+type Client struct {
+	// HTTP sends the requests; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Timeout bounds each call (request and body), on top of the context;
+	// 0 means the context alone.
+	Timeout time.Duration
+}
+
+// TierStatus GETs TierStatusPath from node (see URL), restricted to topic
+// unless topic is "". Every error names the URL: the transport's (a
+// *url.Error, wrapping context.DeadlineExceeded past Timeout), or one
+// wrapping ErrHTTPStatus or ErrBadBody.
+func (c Client) TierStatus(ctx context.Context, node, topic string) (TierStatus, error) {
+	return get[TierStatus](ctx, c, URL(node, TierStatusPath, topic))
+}
+
+// ReplicationStatus GETs ReplicationStatusPath from node (see URL), its
+// replicas restricted to topic unless topic is "". Errors are as
+// TierStatus's.
+func (c Client) ReplicationStatus(ctx context.Context, node, topic string) (ReplicationStatus, error) {
+	return get[ReplicationStatus](ctx, c, URL(node, ReplicationStatusPath, topic))
+}
+
+// DecodeTierStatus reads one tier status from r (at most MaxBodyBytes);
+// anything else is an error wrapping ErrBadBody, never a panic.
+func DecodeTierStatus(r io.Reader) (TierStatus, error) { return decode[TierStatus](r) }
+
+// DecodeReplicationStatus reads one replication status from r (at most
+// MaxBodyBytes) and checks its shape (a partitions list, known roles);
+// anything else is an error wrapping ErrBadBody, never a panic.
+func DecodeReplicationStatus(r io.Reader) (ReplicationStatus, error) {
+	return decode[ReplicationStatus](r)
+}
+
+// URL returns the URL of path on the admin listener of node, with
+// ?topic=T unless topic is "". node is host:port (http is assumed) or a
+// URL, whose path, if any, is put before path.
+func URL(node, path, topic string) string {
+	base, err := url.Parse(node)
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		base = &url.URL{Scheme: "http", Host: node}
+	}
+	u := base.JoinPath(path)
+	if topic != "" {
+		u.RawQuery = url.Values{"topic": {topic}}.Encode()
+	}
+	return u.String()
+}
+
+// body is what an admin endpoint answers: a type with its shape check.
+type body interface {
+	TierStatus | ReplicationStatus
+	validate() error
+}
+
+// get GETs u and decodes the body as T.
+func get[T body](ctx context.Context, c Client, u string) (T, error) {
+	var zero T
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return zero, err // a *url.Error, naming the URL
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return zero, err // a *url.Error, naming the URL
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// The start of the body, on one line (an error page may be HTML).
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+		return zero, fmt.Errorf("%w: GET %s: %s: %s", ErrHTTPStatus, u, resp.Status, strings.Join(strings.Fields(string(b)), " "))
+	}
+	v, err := decode[T](resp.Body)
+	if err != nil {
+		return zero, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return v, nil
+}
+
+// decode reads one T from r, at most MaxBodyBytes, and checks its shape.
+func decode[T body](r io.Reader) (T, error) {
+	var v, zero T
+	if err := json.NewDecoder(io.LimitReader(r, MaxBodyBytes)).Decode(&v); err != nil {
+		return zero, fmt.Errorf("%w: %v", ErrBadBody, err)
+	}
+	if err := v.validate(); err != nil {
+		return zero, fmt.Errorf("%w: %v", ErrBadBody, err)
+	}
+	return v, nil
+}
