@@ -19,23 +19,24 @@ import (
 )
 
 // TestFollowerTruncatesOnDivergingEpoch builds a real divergence with an
-// unclean election and checks that the follower cuts it through the
-// DivergingEpoch of a fetch response (KIP-320), with no OffsetForLeaderEpoch
-// answer that could have done it.
+// unclean election and checks the leader's answers to it on the wire, the
+// DivergingEpoch of a fetch response (KIP-320) and OffsetForLeaderEpoch,
+// and that the old leader cuts its divergent tail.
 //
 // Two of three nodes hold an RF=2 topic (unclean.leader.election.enable);
 // the third, no replica, keeps the control plane watching. Both replicas
 // hold the first records, in epoch e0. The follower F stops; the leader L
 // stops (the partition goes offline) and restarts alone (a new epoch e1)
-// and writes more, which F never sees; L stops. F restarts and leads by an unclean election (epoch e2) with its log
-// of epoch e0 only, and no one writes to it. L restarts as its follower with
-// a tail in epoch e1 that F never had. Its OffsetForLeaderEpoch(e1) is
-// answered UNDEFINED (F's history has nothing at or above e1 yet), which
-// cuts nothing; its fetch with LastFetchedEpoch e1 is answered DivergingEpoch
-// {e0, end of F's log}, and L cuts its e1 tail there. The test fails if L's
-// tail stays (as before KIP-320: the fetch was refused NOT_LEADER, and only
-// an OffsetForLeaderEpoch after F's first write could cut it), or if L sent
-// F more than the one OffsetForLeaderEpoch of becoming its follower. Then
+// and writes more, which F never sees; L stops. F restarts and leads by an
+// unclean election (epoch e2) with its log of epoch e0 only, and no one
+// writes to it: F's history holds e2 from its election, at its log end, as
+// Kafka's does. So OffsetForLeaderEpoch(e1) is answered {e0, end of F's
+// log} (it was UNDEFINED when the history learnt an epoch at its first
+// write), and a fetch at L's log end with LastFetchedEpoch e1 is answered
+// DivergingEpoch with the same. L restarts as F's follower and cuts its e1
+// tail there, with the one OffsetForLeaderEpoch of becoming follower
+// (broker's TestFetcherCutsOnDivergingEpoch covers the follower's
+// DivergingEpoch handling, which that answer leaves nothing to do). Then
 // both logs take new writes and must be identical up to the high watermark.
 func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	const topic = "diverge"
@@ -144,12 +145,13 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	})
 	e2 := frep.LeaderEpoch()
 	fEpochs := frep.Log().Epochs()
-	if frep.Log().LogEndOffset() != shared || fEpochs[len(fEpochs)-1].Epoch != e0 {
-		t.Fatalf("new leader: log end %d, epochs %v; want %d in epoch %d", frep.Log().LogEndOffset(), fEpochs, shared, e0)
+	if n := len(fEpochs); frep.Log().LogEndOffset() != shared || n < 2 || fEpochs[n-2].Epoch != e0 ||
+		fEpochs[n-1] != (segment.EpochEntry{Epoch: e2, StartOffset: shared}) {
+		t.Fatalf("new leader: log end %d, epochs %v; want %d, epoch %d then epoch %d from its log end", frep.Log().LogEndOffset(), fEpochs, shared, e0, e2)
 	}
 
-	// On the wire, before L returns: OffsetForLeaderEpoch(e1) cannot cut
-	// anything, a fetch at L's log end answers DivergingEpoch.
+	// On the wire, before L returns: OffsetForLeaderEpoch(e1) and a fetch
+	// at L's log end both place e1 in F's epoch e0, ending at F's log end.
 	// The node counts a request once its answer is written: poll for it.
 	offsetForEpochs := func() float64 {
 		v, _ := metricValue(scrapeMetrics(t, f), "kafka_network_requestmetrics_requests_total", "request", "OffsetForLeaderEpoch")
@@ -173,8 +175,8 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := oeResp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; a.ErrorCode != 0 || a.LeaderEpoch != -1 || a.EndOffset != -1 {
-		t.Fatalf("OffsetForLeaderEpoch(%d): %+v, want UNDEFINED (nothing to cut)", e1, a)
+	if a := oeResp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; a.ErrorCode != 0 || a.LeaderEpoch != e0 || a.EndOffset != shared {
+		t.Fatalf("OffsetForLeaderEpoch(%d): %+v, want epoch %d ending at %d", e1, a, e0, shared)
 	}
 	fr := kmsg.NewPtrFetchRequest()
 	fr.Version, fr.ReplicaID, fr.MaxWaitMillis, fr.MaxBytes = 12, lid, 0, 1<<20
@@ -196,7 +198,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	counted(before + 1) // this test's own
 	before++
 
-	// L returns as F's follower and cuts its e1 tail through the fetch.
+	// L returns as F's follower and cuts its e1 tail.
 	l = start(lid)
 	waitFor(t, restartWait, "the old leader's divergent tail cut", func() bool {
 		r := replicaOn(l, topic, 0)
@@ -207,7 +209,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 		t.Fatalf("old leader cut to %d, want %d (the end of the shared log)", got, shared)
 	}
 	if frep.Log().LogEndOffset() != shared || !slices.Equal(frep.Log().Epochs(), fEpochs) {
-		t.Fatalf("the leader's log moved (end %d, epochs %v): an OffsetForLeaderEpoch could have cut", frep.Log().LogEndOffset(), frep.Log().Epochs())
+		t.Fatalf("the leader's log moved (end %d, epochs %v) before the follower's cut", frep.Log().LogEndOffset(), frep.Log().Epochs())
 	}
 	counted(before + 1)
 	if n := offsetForEpochs() - before; n != 1 {

@@ -9,7 +9,12 @@ package fetch
 //
 // The answer is the end offset of the requested epoch: the start offset of
 // the next larger epoch, or the log end offset for the latest one (KIP-101,
-// KIP-279). A follower truncates its divergent tail there.
+// KIP-279). A follower truncates its divergent tail there. A leader has its
+// own epoch in its history from its election, at its log end then
+// (partition.Replica.SetLeadership), so before its first write it answers
+// its epoch, and any epoch between its last written one and its own, with
+// its log end, as Kafka's does; UNDEFINED is left for an epoch above the
+// leader's.
 
 import (
 	"context"

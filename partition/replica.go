@@ -355,6 +355,15 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
+	// SetLeadership records a new epoch in the log under appendMu: read
+	// the role again, so that no batch of an older epoch lands after the
+	// new epoch's start in the history.
+	r.mu.Lock()
+	epoch, leader = r.mu.leaderEpoch, r.mu.leader
+	r.mu.Unlock()
+	if !leader {
+		return AppendResult{}, ErrNotLeader
+	}
 	dup, err := r.producers.Check(&h)
 	if err != nil {
 		return AppendResult{}, err

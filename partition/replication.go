@@ -135,7 +135,9 @@ func (r *Replica) maybeAdvanceHWLocked() {
 // left this one (KIP-320: its last epoch ends here before its fetch offset,
 // or this log never had that epoch) gets a *DivergedError naming where to
 // cut; that fetch is not counted either (no LEO, no catch-up time, no high
-// watermark move).
+// watermark move). A last epoch that this log's history cannot place is
+// segment.ErrOffsetOutOfRange, as Kafka answers it; a leader made by
+// SetLeadership always places it (its own epoch is in its history).
 func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -149,16 +151,17 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 		return -1, fmt.Errorf("%w: broker %d is not a replica of %s-%d", ErrUnknownReplica, id, r.topic, r.partition)
 	}
 	if lastFetchedEpoch >= 0 {
-		// The log end is read before the lookup: a follower that agrees
-		// with this log cannot be past it (see followerDivergence).
-		leo := r.log.LogEndOffset()
 		epoch, end := r.log.EndOffsetForEpoch(lastFetchedEpoch)
-		var epochs []segment.EpochEntry
-		if epoch < 0 {
-			epochs = r.log.Epochs()
+		if epoch < 0 || end < 0 {
+			// Kafka's answer (Partition.readRecords) for a last epoch the
+			// history cannot place. A leader's history holds its own epoch
+			// from SetLeadership on, so only a replica that leads without
+			// having been made leader (Open's default) gets here.
+			return -1, fmt.Errorf("%w: cannot place follower %d's last fetched epoch %d in this leader's history (epoch %d)",
+				segment.ErrOffsetOutOfRange, id, lastFetchedEpoch, r.mu.leaderEpoch)
 		}
-		if e, end, diverged := followerDivergence(lastFetchedEpoch, r.mu.leaderEpoch, fetchOffset, leo, epoch, end, epochs); diverged {
-			return -1, &DivergedError{Follower: id, LastFetchedEpoch: lastFetchedEpoch, FetchOffset: fetchOffset, Epoch: e, EndOffset: end}
+		if followerDiverged(lastFetchedEpoch, fetchOffset, epoch, end) {
+			return -1, &DivergedError{Follower: id, LastFetchedEpoch: lastFetchedEpoch, FetchOffset: fetchOffset, Epoch: epoch, EndOffset: end}
 		}
 	}
 	if r.mu.followers == nil {
@@ -209,38 +212,17 @@ func (e *DivergedError) Error() string {
 // Unwrap returns ErrNotLeader (see DivergedError).
 func (e *DivergedError) Unwrap() error { return ErrNotLeader }
 
-// followerDivergence is the leader's check of a follower fetch (Kafka's
+// followerDiverged is the leader's check of a follower fetch (Kafka's
 // Partition.readRecords with a lastFetchedEpoch): the follower fetching at
 // fetchOffset, whose last batch is of epoch lastFetchedEpoch (>= 0, and not
 // above the leader's epoch), has diverged when this log's largest epoch at
-// or below lastFetchedEpoch is smaller, or ends before fetchOffset. It
-// returns that epoch and end offset, the DivergingEpoch to answer.
-//
-// (epoch, end) is the log's EndOffsetForEpoch(lastFetchedEpoch), looked up
-// after reading its log end leo. Kafka's leader puts its own epoch into its
-// history when it is elected, at its log end then; Shale's history learns
-// it at the leader's first append. So a lookup that finds no epoch at or
-// above lastFetchedEpoch (undefined) means the leader has not appended in
-// its epoch yet, and its log end has not moved since leo: the answer is
-// what Kafka's would be, ending at leo, in the leader's own epoch when
-// that is lastFetchedEpoch, else in the newest epoch below lastFetchedEpoch
-// in epochs (the history read after the lookup; later entries are the
-// leader's own), else in lastFetchedEpoch itself (an empty history).
-func followerDivergence(lastFetchedEpoch, leaderEpoch int32, fetchOffset, leo int64, epoch int32, end int64, epochs []segment.EpochEntry) (int32, int64, bool) {
-	if epoch < 0 || end < 0 {
-		epoch, end = lastFetchedEpoch, leo
-		if lastFetchedEpoch != leaderEpoch {
-			for _, e := range epochs {
-				if e.Epoch < lastFetchedEpoch {
-					epoch = e.Epoch
-				}
-			}
-		}
-	}
-	if epoch < lastFetchedEpoch || end < fetchOffset {
-		return epoch, end, true
-	}
-	return epoch, end, false
+// or below lastFetchedEpoch, epoch, is smaller, or ends (at end) before
+// fetchOffset. (epoch, end) is the log's EndOffsetForEpoch(lastFetchedEpoch),
+// the DivergingEpoch to answer. The leader's own epoch is in its history
+// from its election (SetLeadership), so an epoch it has not written in yet
+// ends at its log end, as in Kafka.
+func followerDiverged(lastFetchedEpoch int32, fetchOffset int64, epoch int32, end int64) bool {
+	return epoch < lastFetchedEpoch || end < fetchOffset
 }
 
 // ErrUnknownReplica: a fetch with a replica id that is not assigned the
@@ -330,10 +312,15 @@ func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
 // AppendFollower appends batches fetched from the leader, keeping their
 // offsets and epochs, updates idempotent-producer state from them (so a new
 // leader rejects the duplicates the old one accepted), and sets the
-// follower's high watermark to min(leader's, own log end).
+// follower's high watermark to min(leader's, own log end). A replica that
+// leads refuses with ErrNotLeader and appends nothing: the answer is to a
+// fetch sent before it took the role, and its log now starts its own epoch.
 func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
+	if r.IsLeader() {
+		return ErrNotLeader
+	}
 	if len(records) > 0 {
 		if err := r.startAtLeaderBatchLocked(records); err != nil {
 			return err
@@ -377,8 +364,12 @@ func (r *Replica) TruncateTo(offset int64) error {
 // high watermark. It returns the log end offset after the call (a cut
 // inside a batch drops the whole batch, as Log.Truncate does): unchanged
 // when there is nothing to cut, or when the log's latest epoch is no longer
-// requested (the answer is about another log; the caller asks again). A
-// leader refuses with ErrNotLeader: its log is the reference.
+// requested (the answer is about another log; the caller asks again). When
+// there is nothing to cut and the leader's epoch is not the one requested,
+// history entries with no batch after them (an epoch this replica assigned
+// as leader and never wrote in) are dropped, as Kafka's truncateTo does, so
+// that the next fetch carries the epoch of the log's last batch. A leader
+// refuses with ErrNotLeader: its log is the reference.
 func (r *Replica) TruncateDivergent(requested, leaderEpoch int32, leaderEnd int64) (int64, error) {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
@@ -392,6 +383,19 @@ func (r *Replica) TruncateDivergent(requested, leaderEpoch int32, leaderEnd int6
 	}
 	to := TruncationPoint(epochs, leo, requested, leaderEpoch, leaderEnd)
 	if to >= leo {
+		if leaderEpoch != requested {
+			// Nothing to cut, and the leader does not have our latest
+			// epoch: if that entry has no batch here (this replica
+			// assigned it as leader and lost the role before writing),
+			// drop it, as Kafka's follower does at every truncation, or
+			// it would fetch with an epoch no batch carries and be told
+			// to diverge again and again (DropUnwrittenEpochs). An entry
+			// the leader has (an empty log's epoch at its log start,
+			// after ResetTo) is kept.
+			if _, err := r.log.DropUnwrittenEpochs(); err != nil {
+				return leo, err
+			}
+		}
 		return leo, nil
 	}
 	err := r.truncateLocked(to)
