@@ -407,17 +407,20 @@ func (r *Replica) truncateLocked(offset int64) error {
 	if offset >= r.log.LogEndOffset() {
 		return nil
 	}
-	dropped := r.log.LogEndOffset() - offset
+	before := r.log.LogEndOffset()
 	if err := r.log.Truncate(offset); err != nil {
 		return err
 	}
-	r.producers.TruncateTo(offset)
+	// A cut inside a batch drops the whole batch: the log may now end
+	// below offset, and the high watermark must not be left past its end.
+	end := r.log.LogEndOffset()
+	r.producers.TruncateTo(end)
 	r.mu.Lock()
-	if r.mu.hw > offset {
-		r.setHW(offset)
+	if r.mu.hw > end {
+		r.setHW(end)
 	}
 	r.mu.Unlock()
-	r.logger.Info("truncated divergent tail", "to", offset, "records", dropped)
+	r.logger.Info("truncated divergent tail", "to", end, "asked", offset, "records", before-end)
 	return nil
 }
 
