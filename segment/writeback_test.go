@@ -31,8 +31,8 @@ func recordWritebacks(t *testing.T) (get func() []wbRange) {
 
 // TestWritebackCoversAppendedPages appends well past WritebackBytes and
 // checks that the flusher asks for writeback of the appended whole pages,
-// in order, without gaps, never of the page still being appended to, and
-// per segment across a roll.
+// in order, without gaps, never past what was appended, per segment across
+// rolls, and of the active segment up to within WritebackBytes of its end.
 func TestWritebackCoversAppendedPages(t *testing.T) {
 	get := recordWritebacks(t)
 	cfg := testConfig(newFakeClock())
@@ -82,9 +82,9 @@ func TestWritebackCoversAppendedPages(t *testing.T) {
 		if end > s.Size {
 			t.Fatalf("segment %d written back to %d, past its size %d", s.BaseOffset, end, s.Size)
 		}
-		if s.BaseOffset != last.BaseOffset && s.Size-end >= cfg.WritebackBytes+pageSize {
-			t.Fatalf("rolled segment %d: %d bytes left dirty of %d, WritebackBytes %d", s.BaseOffset, s.Size-end, s.Size, cfg.WritebackBytes)
-		}
+		// A rolled segment's last request may be replaced by the new
+		// segment's before the flusher takes it: the flusher fsyncs the
+		// rolled segment whole anyway, so no coverage is asked of it.
 	}
 	if last.Size-ends[last.BaseOffset] >= cfg.WritebackBytes+pageSize {
 		t.Fatalf("active segment: %d of %d bytes not asked for", last.Size-ends[last.BaseOffset], last.Size)
