@@ -36,7 +36,7 @@ var goalRows = []goalRow{
 
 // latencyContext is the second line of each latency row: the rate, the
 // CPU shares and the brokers' own mean Produce times.
-var latencyContext = []string{"records/s", "bench-cpu-%", "machine-cpu-%", "produce-broker-ms", "produce-remote-ms"}
+var latencyContext = []string{"records/s", "bench-cpu-%", "machine-cpu-%", "produce-broker-ms", "produce-remote-ms", "produce-broker-p99-max-ms"}
 
 // writeGoals prints the goal lines and returns the keys they used.
 func writeGoals(w io.Writer, med map[Key]map[string]float64, rows []goalRow) map[Key]bool {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -56,9 +57,10 @@ const (
 // cluster at a steady load carries no backlog from a burst at twice that
 // rate. The latency runs also report, from the brokers' request metrics,
 // the mean time a Produce spent in the leader (produce-broker-ms) and the
-// part of it waiting for the followers (produce-remote-ms), over the whole
-// run with its warm-up, so that the client-side figures can be set against
-// the brokers' own.
+// part of it waiting for the followers (produce-remote-ms), and the upper
+// bound of the histogram bucket that holds the brokers' own p99
+// (produce-broker-p99-max-ms), over the whole run with its warm-up, so
+// that the client-side figures can be set against the brokers' own.
 //
 // The latency runs also report the CPU of the measured part as shares of
 // the whole machine (all cores, 0-100): bench-cpu-% for the three brokers
@@ -291,17 +293,44 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	if n := prod1.count - prod0.count; n > 0 {
 		b.ReportMetric((prod1.total-prod0.total)/n*1000, "produce-broker-ms")
 		b.ReportMetric((prod1.remote-prod0.remote)/n*1000, "produce-remote-ms")
+		b.ReportMetric(prod1.p99Bound(prod0), "produce-broker-p99-max-ms")
 	}
 }
 
-// produceSample sums the brokers' Produce request metrics: requests, and
-// seconds in total and waiting for replication (remote).
-type produceSample struct{ count, total, remote float64 }
+// produceSample sums the brokers' Produce request metrics: requests,
+// seconds in total and waiting for replication (remote), and the total
+// time histogram's cumulative bucket counts by upper bound.
+type produceSample struct {
+	count, total, remote float64
+	buckets              map[float64]float64
+}
+
+// p99Bound is the upper bound of the total time histogram bucket that
+// holds the 99th percentile of the Produce requests between from and s,
+// in ms: the brokers' own p99 is at most this (the buckets are coarse:
+// 0.5, 1, 2.5, 5, 10, 25 ms, ...). -1 if nothing was counted.
+func (s produceSample) p99Bound(from produceSample) float64 {
+	n := s.count - from.count
+	if n <= 0 {
+		return -1
+	}
+	bounds := make([]float64, 0, len(s.buckets))
+	for le := range s.buckets {
+		bounds = append(bounds, le)
+	}
+	slices.Sort(bounds)
+	for _, le := range bounds {
+		if s.buckets[le]-from.buckets[le] >= 0.99*n {
+			return le * 1000
+		}
+	}
+	return -1
+}
 
 // produceStages scrapes every broker's /metrics for its Produce request
 // histograms' counts and sums.
 func produceStages(b *testing.B, c *cluster) produceSample {
-	var s produceSample
+	s := produceSample{buckets: map[float64]float64{}}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for _, n := range c.nodes {
 		resp, err := hc.Get("http://" + n.Admin() + "/metrics")
@@ -314,6 +343,10 @@ func produceStages(b *testing.B, c *cluster) produceSample {
 			b.Fatalf("scraping %s: %v", n.Admin(), err)
 		}
 		for _, line := range strings.Split(string(body), "\n") {
+			if le, v, ok := produceBucket(line); ok {
+				s.buckets[le] += v
+				continue
+			}
 			name, rest, ok := strings.Cut(line, `{request="Produce"} `)
 			if !ok {
 				continue
@@ -333,6 +366,31 @@ func produceStages(b *testing.B, c *cluster) produceSample {
 		}
 	}
 	return s
+}
+
+// produceBucket parses a line of the Produce total time histogram,
+// kafka_network_requestmetrics_total_time_seconds_bucket{le="0.005",request="Produce"} 12
+// (labels in either order); +Inf is left out.
+func produceBucket(line string) (le, v float64, ok bool) {
+	rest, found := strings.CutPrefix(line, "kafka_network_requestmetrics_total_time_seconds_bucket{")
+	if !found || !strings.Contains(rest, `request="Produce"`) {
+		return 0, 0, false
+	}
+	labels, value, found := strings.Cut(rest, "} ")
+	if !found {
+		return 0, 0, false
+	}
+	_, leVal, found := strings.Cut(labels, `le="`)
+	if !found {
+		return 0, 0, false
+	}
+	leVal, _, _ = strings.Cut(leVal, `"`)
+	le, err1 := strconv.ParseFloat(leVal, 64)
+	v, err2 := strconv.ParseFloat(value, 64)
+	if err1 != nil || err2 != nil || math.IsInf(le, 1) {
+		return 0, 0, false
+	}
+	return le, v, true
 }
 
 // cpuSample is the CPU time used so far by the benchmark's processes (the
