@@ -47,7 +47,7 @@ func TestRequestObserverNames(t *testing.T) {
 		{&ingest.Request{Key: fetchKey, Version: 99}, "FetchConsumer"}, // answered UNSUPPORTED_VERSION, no Msg
 		{&ingest.Request{Key: 0, Version: 9, Msg: kmsg.NewPtrProduceRequest()}, "Produce"},
 	} {
-		if o.series(c.req) != o.series(c.req) {
+		if first, again := o.series(c.req), o.series(c.req); first != again {
 			t.Errorf("v%d key %d: series resolved again, not cached", c.req.Version, c.req.Key)
 		}
 		before := requestsTotal(t, r, c.want, c.req.Version)

@@ -17,10 +17,9 @@ import (
 
 // stageRecorder is a StageObserver that keeps every observation.
 type stageRecorder struct {
-	mu      sync.Mutex
-	obs     []stageObservation
-	totals  int // ObserveRequest calls, which must not happen
-	waiting chan struct{}
+	mu     sync.Mutex
+	obs    []stageObservation
+	totals int // ObserveRequest calls, which must not happen
 }
 
 type stageObservation struct {

@@ -298,7 +298,7 @@ type AppendResult struct {
 // package's sentinels.
 func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	r.mu.Lock()
-	tc, epoch, leader, closed := r.mu.cfg, r.mu.leaderEpoch, r.mu.leader, r.mu.closed
+	tc, leader, closed := r.mu.cfg, r.mu.leader, r.mu.closed
 	r.mu.Unlock()
 	if closed {
 		return AppendResult{}, ErrClosed
@@ -359,7 +359,7 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	// the role again, so that no batch of an older epoch lands after the
 	// new epoch's start in the history.
 	r.mu.Lock()
-	epoch, leader = r.mu.leaderEpoch, r.mu.leader
+	epoch, leader := r.mu.leaderEpoch, r.mu.leader
 	r.mu.Unlock()
 	if !leader {
 		return AppendResult{}, ErrNotLeader
