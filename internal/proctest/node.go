@@ -300,8 +300,46 @@ func (n *Node) WaitExit(d time.Duration) int {
 	return cmd.ProcessState.ExitCode()
 }
 
-// Pause sends SIGSTOP: the process keeps its sockets but runs nothing.
-func (n *Node) Pause() { n.t.Helper(); n.signal(syscall.SIGSTOP, true) }
+// Pause sends SIGSTOP: the process keeps its sockets but runs nothing. It
+// returns once every thread of the process is stopped: kill(2) only queues
+// the signal, and on a loaded machine a thread went on running for tens of
+// milliseconds after it (a request sent "to the paused node" was appended
+// and replicated before the node stopped).
+func (n *Node) Pause() {
+	n.t.Helper()
+	n.signal(syscall.SIGSTOP, true)
+	cmd, _ := n.current()
+	if cmd == nil {
+		return
+	}
+	if err := WaitFor(10*time.Second, func() bool { return allThreadsStopped(cmd.Process.Pid) }); err != nil {
+		n.t.Fatalf("%s: not stopped 10 s after SIGSTOP", n.name)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in the stopped
+// state (T, or t when traced), from /proc/<pid>/task/*/stat.
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false // a thread that just exited: look again
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+		if i < 0 || i+2 >= len(s) {
+			return false
+		}
+		if st := s[i+2]; st != 'T' && st != 't' {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume sends SIGCONT to a paused run.
 func (n *Node) Resume() { n.t.Helper(); n.signal(syscall.SIGCONT, false) }

@@ -93,8 +93,9 @@ func TestNodeLifecycle(t *testing.T) {
 	if !n.Paused() {
 		t.Fatal("Paused false after Pause")
 	}
-	if err := WaitFor(10*time.Second, func() bool { return procState(pid) == "T" }); err != nil {
-		t.Fatalf("process state %q after SIGSTOP: %v", procState(pid), err)
+	// Pause returns only once every thread is stopped: no polling here.
+	if !allThreadsStopped(pid) || procState(pid) != "T" {
+		t.Fatalf("process state %q right after Pause returned", procState(pid))
 	}
 	n.Resume()
 	if n.Paused() {
