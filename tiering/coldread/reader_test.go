@@ -12,6 +12,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -147,12 +148,8 @@ func TestReadAheadFetchesTheNextChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The read touched chunk 0; chunk 1 comes by read-ahead on the pool.
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.reader.chunks.Contains(chunkKey{key, 1}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("chunk 1 never read ahead (stats %+v)", f.reader.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := proctest.Poll(10*time.Second, 5*time.Millisecond, func() bool { return f.reader.chunks.Contains(chunkKey{key, 1}) }); err != nil {
+		t.Fatalf("chunk 1 never read ahead (stats %+v)", f.reader.Stats())
 	}
 	if f.reader.Stats().ReadAheads == 0 {
 		t.Fatal("read-ahead not counted")
@@ -272,12 +269,10 @@ func TestCallerDeadlineLeavesTheReadToFillTheCache(t *testing.T) {
 	close(gate)
 	// The abandoned task finishes and caches what it read: poll for it.
 	key, _ := objectKey(f.segs[0].seg, "log")
-	deadline := time.Now().Add(10 * time.Second)
-	for !f.reader.chunks.Contains(chunkKey{key, 0}) || fb.gets.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the abandoned read never filled the cache")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := proctest.Poll(10*time.Second, 5*time.Millisecond, func() bool {
+		return f.reader.chunks.Contains(chunkKey{key, 0}) && fb.gets.Load() >= 2
+	}); err != nil {
+		t.Fatal("the abandoned read never filled the cache")
 	}
 	gets := fb.gets.Load()
 	b, _, err := f.reader.Read(testCtx(t), f.topic, 0, 0, 1000, true)
