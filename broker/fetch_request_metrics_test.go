@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -141,31 +140,7 @@ func TestFetchConsumerLongPollIsRemote(t *testing.T) {
 // stage, beside the total and the count), a consumer's as FetchConsumer,
 // and nothing as Fetch.
 func TestFetchFollowerSeries(t *testing.T) {
-	root := t.TempDir()
-	srv := testnode.StartNATS(t, root)
-	n1 := testnode.Start(t, filepath.Join(root, "a"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1))
-	n2 := testnode.Start(t, filepath.Join(root, "b"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(2))
-	ctx := ctxT(t, 60*time.Second)
-	adm := kadm.NewClient(newClient(t, n1.KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "rep"); err != nil {
-		t.Fatal(err)
-	}
-	prod := newClient(t, n1.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords("rep", 20, "r")...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := adm.Metadata(ctx, "rep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader, follower := n1, n2
-	if m.Topics["rep"].Partitions[0].Leader == 2 {
-		leader, follower = n2, n1
-	}
+	leader, follower := startRF2Produced(t, 20)
 	if got := consumeAll(t, leader.KafkaAddr(), "rep", 20); len(got) != 20 {
 		t.Fatalf("consumed %d", len(got))
 	}

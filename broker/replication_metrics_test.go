@@ -8,37 +8,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
 // A leader counts the bytes its followers fetch apart from its consumers'
 // (Kafka's ReplicationBytesOutPerSec beside BytesOutPerSec).
 func TestReplicationBytesOutApartFromConsumers(t *testing.T) {
-	root := t.TempDir()
-	srv := testnode.StartNATS(t, root)
-	n1 := testnode.Start(t, filepath.Join(root, "a"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1))
-	n2 := testnode.Start(t, filepath.Join(root, "b"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(2))
-	ctx := ctxT(t, 60*time.Second)
-	adm := kadm.NewClient(newClient(t, n1.KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "rep"); err != nil {
-		t.Fatal(err)
-	}
-	prod := newClient(t, n1.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords("rep", 200, "r")...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := adm.Metadata(ctx, "rep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := n1
-	if m.Topics["rep"].Partitions[0].Leader == 2 {
-		leader = n2
-	}
+	leader, _ := startRF2Produced(t, 200)
 	// acks=all: the follower has fetched every byte before the acks.
 	f := scrapeMetrics(t, leader)
 	in := mustMetric(t, f, "kafka_server_brokertopicmetrics_bytes_in_total", "topic", "rep")
@@ -55,4 +32,37 @@ func TestReplicationBytesOutApartFromConsumers(t *testing.T) {
 	if out := mustMetric(t, f, "kafka_server_brokertopicmetrics_bytes_out_total", "topic", "rep"); out < in/2 {
 		t.Fatalf("bytes out %v after consuming %v bytes in", out, in)
 	}
+}
+
+// startRF2Produced starts 2 nodes on one NATS server, creates the topic
+// "rep" with one partition on both, produces records acks=all (so the
+// follower has fetched them all), and returns the partition's leader and
+// follower.
+func startRF2Produced(t *testing.T, records int) (leader, follower *broker.Node) {
+	t.Helper()
+	root := t.TempDir()
+	srv := testnode.StartNATS(t, root)
+	n1 := testnode.Start(t, filepath.Join(root, "a"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1))
+	n2 := testnode.Start(t, filepath.Join(root, "b"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(2))
+	ctx := ctxT(t, 60*time.Second)
+	adm := kadm.NewClient(newClient(t, n1.KafkaAddr()))
+	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "rep"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, n1.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, makeRecords("rep", records, "r")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := adm.Metadata(ctx, "rep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Topics["rep"].Partitions[0].Leader == 2 {
+		return n2, n1
+	}
+	return n1, n2
 }
