@@ -38,8 +38,9 @@ fuzz:
 	  done; \
 	done
 
-## lint: gofmt, go vet, staticcheck (pinned)
+## lint: gofmt, go mod tidy, go vet, staticcheck (pinned)
 lint: $(BIN)/staticcheck
+	$(GO) mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
