@@ -1,0 +1,4 @@
+// Package layering holds one test: the import rules of DESIGN.md's layout,
+// checked on the source of every package in the module, so that an import
+// that breaks the layering fails make test instead of waiting for a review.
+package layering
