@@ -1,0 +1,413 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Kind is a kind of violation the checker reports.
+type Kind string
+
+// The violations, as docs/reliability.md defines them.
+const (
+	// Lost: an acknowledged record is missing from the final read, or
+	// another value is at its offset.
+	Lost Kind = "LOST"
+	// Duplicate: one value at two offsets.
+	Duplicate Kind = "DUPLICATE"
+	// Inconsistent: a value seen during the run differs from the final
+	// read at that offset (or lies above the final high watermark).
+	Inconsistent Kind = "INCONSISTENT"
+	// Reorder: a producer's sequence out of order within a partition.
+	Reorder Kind = "REORDER"
+	// Gap: missing offsets in the final read of a topic that is not
+	// compacted.
+	Gap Kind = "GAP"
+	// OffsetRegression: a group's committed offset going backwards.
+	OffsetRegression Kind = "OFFSET-REGRESSION"
+	// Stuck: the heal did not finish within its bound, a producer or
+	// consumer did not resume within its bound after it, or the final read
+	// could not reach the high watermark.
+	Stuck Kind = "STUCK"
+	// ReplicaDivergence: replicas' local logs differ below the high
+	// watermark.
+	ReplicaDivergence Kind = "REPLICA-DIVERGENCE"
+	// Orphans: objects in the bucket that no committed metadata references,
+	// older than the reconciler's grace.
+	Orphans Kind = "ORPHANS"
+)
+
+// Kinds lists every Kind in the order verdicts print them.
+var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, OffsetRegression, Stuck, ReplicaDivergence, Orphans}
+
+// Violation is one finding of the checker.
+type Violation struct {
+	Kind   Kind   `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string { return string(v.Kind) + ": " + v.Detail }
+
+// Result is what Check found: every violation counted by kind, and the
+// first MaxDetails of each kind described.
+type Result struct {
+	Counts     map[Kind]int `json:"counts"`
+	Violations []Violation  `json:"violations"`
+}
+
+// MaxDetails bounds the violations of one kind that a Result describes.
+const MaxDetails = 20
+
+// Total is the number of violations of every kind.
+func (r Result) Total() int {
+	n := 0
+	for _, c := range r.Counts {
+		n += c
+	}
+	return n
+}
+
+func (r *Result) add(k Kind, format string, args ...any) {
+	if r.Counts == nil {
+		r.Counts = map[Kind]int{}
+	}
+	r.Counts[k]++
+	if r.Counts[k] <= MaxDetails {
+		r.Violations = append(r.Violations, Violation{Kind: k, Detail: fmt.Sprintf(format, args...)})
+	}
+}
+
+// Check judges a history. It is a pure function of h.
+func Check(h *History) Result {
+	r := Result{Counts: map[Kind]int{}}
+	compacted := map[string]bool{}
+	for _, t := range h.Compacted {
+		compacted[t] = true
+	}
+	finals := map[TP]*finalIndex{}
+	for i := range h.Final {
+		f := &h.Final[i]
+		finals[f.TP] = indexFinal(f)
+	}
+	checkFinal(&r, h, finals, compacted)
+	checkAcks(&r, h, finals, compacted)
+	checkReads(&r, h, finals, compacted)
+	checkCommits(&r, h)
+	checkStuck(&r, h)
+	checkReplicas(&r, h)
+	checkOrphans(&r, h)
+	return r
+}
+
+// finalIndex is one partition's final read, by offset.
+type finalIndex struct {
+	f       *FinalRead
+	at      map[int64]Rec
+	reached int64 // offsets below it were read (HW, or less after an error)
+}
+
+func indexFinal(f *FinalRead) *finalIndex {
+	fi := &finalIndex{f: f, at: make(map[int64]Rec, len(f.Records)), reached: f.HW}
+	for _, rec := range f.Records {
+		fi.at[rec.Offset] = rec
+	}
+	if f.Err != "" {
+		fi.reached = f.LogStart
+		if n := len(f.Records); n > 0 {
+			fi.reached = f.Records[n-1].Offset + 1
+		}
+	}
+	return fi
+}
+
+// checkFinal: GAP, DUPLICATE and REORDER within the final reads.
+func checkFinal(r *Result, h *History, finals map[TP]*finalIndex, compacted map[string]bool) {
+	type place struct {
+		tp     TP
+		offset int64
+	}
+	seen := map[string]place{}
+	for _, f := range h.Final {
+		if f.Err != "" {
+			r.add(Stuck, "%s: final read stopped: %s", f.TP, f.Err)
+		}
+		next := f.LogStart
+		lastSeq := map[string]int64{}
+		lastOff := map[string]int64{}
+		for _, rec := range f.Records {
+			if !compacted[f.Topic] && rec.Offset != next {
+				if rec.Offset > next {
+					r.add(Gap, "%s: offsets %d..%d missing from the final read", f.TP, next, rec.Offset-1)
+				} else {
+					r.add(Gap, "%s: offset %d read again after %d", f.TP, rec.Offset, next-1)
+				}
+			}
+			next = rec.Offset + 1
+			if p, dup := seen[rec.Value]; dup {
+				r.add(Duplicate, "value %q at %s offset %d and %s offset %d", short(rec.Value), p.tp, p.offset, f.TP, rec.Offset)
+			} else {
+				seen[rec.Value] = place{f.TP, rec.Offset}
+			}
+			if prod, seq, ok := ParseValue(rec.Value); ok {
+				if prev, ok := lastSeq[prod]; ok && seq <= prev {
+					r.add(Reorder, "%s: producer %s's record %d at offset %d after its record %d at offset %d", f.TP, prod, seq, rec.Offset, prev, lastOff[prod])
+				}
+				lastSeq[prod], lastOff[prod] = seq, rec.Offset
+			}
+		}
+		if !compacted[f.Topic] && f.Err == "" && next < f.HW {
+			r.add(Gap, "%s: offsets %d..%d missing below the high watermark", f.TP, next, f.HW-1)
+		}
+	}
+}
+
+// checkAcks: LOST.
+func checkAcks(r *Result, h *History, finals map[TP]*finalIndex, compacted map[string]bool) {
+	// On a compacted topic only the latest acknowledged record of each key
+	// must survive, as itself or as a later record of the same key.
+	type keyed struct {
+		tp  TP
+		key string
+	}
+	latest := map[keyed]Ack{}
+	for _, a := range h.Acks {
+		fi, ok := finals[a.TP]
+		if !ok {
+			r.add(Stuck, "%s: no final read for acknowledged records", a.TP)
+			finals[a.TP] = nil
+			continue
+		}
+		if fi == nil {
+			continue
+		}
+		if compacted[a.Topic] {
+			k := keyed{a.TP, a.Key}
+			if prev, ok := latest[k]; !ok || a.Offset > prev.Offset {
+				latest[k] = a
+			}
+			continue
+		}
+		checkAck(r, fi, a)
+	}
+	keys := make([]keyed, 0, len(latest))
+	for k := range latest {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return latest[keys[i]].At < latest[keys[j]].At })
+	for _, k := range keys {
+		a := latest[k]
+		fi := finals[a.TP]
+		if a.Offset >= fi.reached && fi.f.Err != "" {
+			continue // STUCK already
+		}
+		if rec, ok := fi.at[a.Offset]; ok {
+			if rec.Value != a.Value {
+				r.add(Lost, "%s: acknowledged %q (key %s) at offset %d, read %q there", a.TP, short(a.Value), a.Key, a.Offset, short(rec.Value))
+			}
+			continue
+		}
+		later := false
+		for _, rec := range fi.f.Records {
+			if rec.Offset > a.Offset && rec.Key == a.Key {
+				later = true
+				break
+			}
+		}
+		if !later {
+			r.add(Lost, "%s: key %s has no record at or after its acknowledged offset %d (%q)", a.TP, a.Key, a.Offset, short(a.Value))
+		}
+	}
+}
+
+func checkAck(r *Result, fi *finalIndex, a Ack) {
+	if fi.f.Err != "" && a.Offset >= fi.reached {
+		return // STUCK already
+	}
+	rec, ok := fi.at[a.Offset]
+	switch {
+	case ok && rec.Value == a.Value:
+	case ok:
+		r.add(Lost, "%s: acknowledged %q at offset %d, read %q there", a.TP, short(a.Value), a.Offset, short(rec.Value))
+	case a.Offset >= fi.f.HW:
+		r.add(Lost, "%s: acknowledged %q at offset %d, above the final high watermark %d", a.TP, short(a.Value), a.Offset, fi.f.HW)
+	case a.Offset < fi.f.LogStart:
+		r.add(Lost, "%s: acknowledged %q at offset %d, below the final log start %d", a.TP, short(a.Value), a.Offset, fi.f.LogStart)
+	default:
+		r.add(Lost, "%s: acknowledged %q at offset %d, missing from the final read", a.TP, short(a.Value), a.Offset)
+	}
+}
+
+// checkReads: INCONSISTENT, and DUPLICATE among the values consumers saw.
+func checkReads(r *Result, h *History, finals map[TP]*finalIndex, compacted map[string]bool) {
+	type place struct {
+		tp     TP
+		offset int64
+	}
+	byValue := map[string]place{}
+	byOffset := map[place]string{}
+	for _, rd := range h.Reads {
+		p := place{rd.TP, rd.Offset}
+		if v, ok := byOffset[p]; ok && v != rd.Value {
+			r.add(Inconsistent, "%s offset %d: %s read %q, %q was read there before", rd.TP, rd.Offset, rd.Consumer, short(rd.Value), short(v))
+			continue
+		}
+		byOffset[p] = rd.Value
+		if q, ok := byValue[rd.Value]; ok && q != p {
+			r.add(Duplicate, "value %q read at %s offset %d and %s offset %d", short(rd.Value), q.tp, q.offset, rd.TP, rd.Offset)
+		} else {
+			byValue[rd.Value] = p
+		}
+		fi := finals[rd.TP]
+		if fi == nil || rd.Offset < fi.f.LogStart || rd.Offset >= fi.reached && fi.f.Err != "" {
+			continue
+		}
+		rec, ok := fi.at[rd.Offset]
+		switch {
+		case ok && rec.Value != rd.Value:
+			r.add(Inconsistent, "%s offset %d: %s read %q during the run, the final read has %q", rd.TP, rd.Offset, rd.Consumer, short(rd.Value), short(rec.Value))
+		case !ok && rd.Offset >= fi.f.HW:
+			r.add(Inconsistent, "%s offset %d: %s read %q during the run, above the final high watermark %d", rd.TP, rd.Offset, rd.Consumer, short(rd.Value), fi.f.HW)
+		case !ok && !compacted[rd.Topic]:
+			r.add(Inconsistent, "%s offset %d: %s read %q during the run, missing from the final read", rd.TP, rd.Offset, rd.Consumer, short(rd.Value))
+		}
+	}
+}
+
+// checkCommits: OFFSET-REGRESSION. An observation must not be below the
+// largest one made before it (a commit counts from its acknowledgement, an
+// OffsetFetch from when it was sent).
+func checkCommits(r *Result, h *History) {
+	type gtp struct {
+		group string
+		tp    TP
+	}
+	cs := slices.Clone(h.Commit)
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].At < cs[j].At })
+	high := map[gtp]Commit{}
+	for _, c := range cs {
+		k := gtp{c.Group, c.TP}
+		prev, ok := high[k]
+		if ok && c.Offset < prev.Offset {
+			r.add(OffsetRegression, "group %s %s: %s %d at %v, after %s %d at %v", c.Group, c.TP, c.Source, c.Offset, c.At.Round(time.Millisecond), prev.Source, prev.Offset, prev.At.Round(time.Millisecond))
+			continue
+		}
+		if !ok || c.Offset > prev.Offset {
+			high[k] = c
+		}
+	}
+}
+
+// checkStuck: STUCK for the heal and each actor.
+func checkStuck(r *Result, h *History) {
+	if h.HealErr != "" {
+		r.add(Stuck, "heal: %s", h.HealErr)
+	}
+	for _, a := range h.Actors {
+		switch {
+		case a.ResumedAt == 0:
+			r.add(Stuck, "%s %s made no progress after the heal", a.Kind, a.Name)
+		case a.ResumedAt-h.HealEnd > h.ResumeBound:
+			r.add(Stuck, "%s %s resumed %v after the heal (bound %v)", a.Kind, a.Name, (a.ResumedAt - h.HealEnd).Round(time.Millisecond), h.ResumeBound)
+		}
+	}
+}
+
+// checkReplicas: REPLICA-DIVERGENCE. Each pair of replicas of a partition
+// must hold the same batches where both hold them, below both bounds.
+func checkReplicas(r *Result, h *History) {
+	by := map[TP][]ReplicaLog{}
+	var tps []TP
+	for _, rl := range h.Replicas {
+		if _, ok := by[rl.TP]; !ok {
+			tps = append(tps, rl.TP)
+		}
+		by[rl.TP] = append(by[rl.TP], rl)
+	}
+	for _, tp := range tps {
+		rs := by[tp]
+		for i := range rs {
+			for j := i + 1; j < len(rs); j++ {
+				if d := diverge(rs[i], rs[j]); d != "" {
+					r.add(ReplicaDivergence, "%s: nodes %d and %d: %s", tp, rs[i].Node, rs[j].Node, d)
+				}
+			}
+		}
+	}
+}
+
+// diverge describes the first difference between two replicas' batches in
+// the range both hold, or returns "".
+func diverge(a, b ReplicaLog) string {
+	bound := min(a.Bound, b.Bound)
+	below := func(bs []BatchSig) []BatchSig {
+		n := 0
+		for n < len(bs) && bs[n].Last < bound {
+			n++
+		}
+		return bs[:n]
+	}
+	x, y := below(a.Batches), below(b.Batches)
+	if len(x) == 0 || len(y) == 0 {
+		return ""
+	}
+	lo := max(x[0].Base, y[0].Base)
+	from := func(bs []BatchSig) []BatchSig {
+		i := 0
+		for i < len(bs) && bs[i].Base < lo {
+			i++
+		}
+		return bs[i:]
+	}
+	// A replica whose first batch starts inside the other's batch: cut
+	// both at the first base they share.
+	x, y = from(x), from(y)
+	for len(x) > 0 && len(y) > 0 && x[0].Base != y[0].Base {
+		if x[0].Base < y[0].Base {
+			x = x[1:]
+		} else {
+			y = y[1:]
+		}
+	}
+	for k := 0; k < len(x) && k < len(y); k++ {
+		if x[k] != y[k] {
+			return fmt.Sprintf("batch at offset %d: [%d,%d] hash %08x vs batch at %d: [%d,%d] hash %08x (below %d)",
+				x[k].Base, x[k].Base, x[k].Last, x[k].Hash, y[k].Base, y[k].Base, y[k].Last, y[k].Hash, bound)
+		}
+	}
+	if len(x) != len(y) {
+		end := func(bs []BatchSig) int64 {
+			if len(bs) == 0 {
+				return lo
+			}
+			return bs[len(bs)-1].Last + 1
+		}
+		return fmt.Sprintf("one holds offsets up to %d, the other up to %d (below %d)", end(x), end(y), bound)
+	}
+	return ""
+}
+
+// checkOrphans: ORPHANS.
+func checkOrphans(r *Result, h *History) {
+	if h.Bucket == nil {
+		return
+	}
+	ref := map[string]bool{}
+	for _, k := range h.Referenced {
+		ref[k] = true
+	}
+	for _, o := range h.Bucket {
+		if !ref[o.Key] && o.Age > h.OrphanGrace {
+			r.add(Orphans, "%s: no metadata references it, %v old (grace %v)", o.Key, o.Age.Round(time.Second), h.OrphanGrace)
+		}
+	}
+}
+
+// short cuts a value's filler for messages.
+func short(v string) string {
+	if len(v) > 32 {
+		return v[:32] + "…"
+	}
+	return v
+}
