@@ -65,7 +65,7 @@ type FinalRead struct {
 // a commit the coordinator acknowledged (Source "commit") or an OffsetFetch
 // answer (Source "fetch").
 type Commit struct {
-	Group  string `json:"group"`
+	Group string `json:"group"`
 	TP
 	Offset int64         `json:"offset"`
 	Source string        `json:"source"`
@@ -111,11 +111,11 @@ type History struct {
 	// Compacted are the topics with cleanup.policy=compact: offsets may be
 	// missing from their final read, and only each key's latest value must
 	// survive.
-	Compacted []string `json:"compacted"`
-	Acks      []Ack    `json:"acks"`
-	Reads  []Read      `json:"reads"`
-	Final  []FinalRead `json:"final"`
-	Commit []Commit    `json:"commits"`
+	Compacted []string    `json:"compacted"`
+	Acks      []Ack       `json:"acks"`
+	Reads     []Read      `json:"reads"`
+	Final     []FinalRead `json:"final"`
+	Commit    []Commit    `json:"commits"`
 
 	HealEnd time.Duration `json:"heal_end"`
 	// HealErr is set when the heal did not finish within its bound.
