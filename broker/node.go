@@ -50,7 +50,7 @@ type Node struct {
 	metrics       *metrics.Registry // see metrics.go
 	replicas      *Replicas
 	tiering       *nodeTiering // see tiering.go
-	pids          *producerIDs
+	pids          *controlplane.ProducerIDs
 	server        *ingest.Server
 	admin         *http.Server
 	kafkaLn       net.Listener
@@ -104,7 +104,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack}); err != nil {
 		return nil, fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
 	}
-	n.pids, err = newProducerIDs(ctx, n.nc, cfg.NATSReplicas)
+	n.pids, err = controlplane.OpenProducerIDs(ctx, n.nc, cfg.NATSReplicas)
 	if err != nil {
 		return nil, err
 	}

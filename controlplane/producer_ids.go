@@ -1,4 +1,4 @@
-package broker
+package controlplane
 
 import (
 	"context"
@@ -15,18 +15,21 @@ import (
 // producerIDBlock is how many producer ids a node reserves at once.
 const producerIDBlock = 1000
 
-// producerIDs hands out producer ids unique across the cluster and across
+// ProducerIDs hands out producer ids unique across the cluster and across
 // restarts: each node reserves blocks by compare-and-set on one key-value
-// record holding the next unreserved id, as Kafka's controller does with
-// AllocateProducerIds.
-type producerIDs struct {
+// record (bucket shale_producer_ids, key next_block) holding the next
+// unreserved id, as Kafka's controller does with AllocateProducerIds.
+// It is safe for concurrent use.
+type ProducerIDs struct {
 	kv jetstream.KeyValue
 
 	mu        sync.Mutex
 	next, end int64 // the current block: [next, end)
 }
 
-func newProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*producerIDs, error) {
+// OpenProducerIDs opens (creating it if absent) the producer id bucket with
+// the given number of JetStream replicas.
+func OpenProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*ProducerIDs, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -46,13 +49,16 @@ func newProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*producer
 	if err != nil {
 		return nil, fmt.Errorf("producer id bucket: %w", err)
 	}
-	return &producerIDs{kv: kv}, nil
+	return &ProducerIDs{kv: kv}, nil
 }
 
 const producerIDKey = "next_block"
 
-// NextProducerID implements ingest.ProducerIDs.
-func (p *producerIDs) NextProducerID(ctx context.Context) (int64, error) {
+// NextProducerID returns an id no other call on any node has returned or
+// will return (it implements ingest.ProducerIDs). It reserves a new block
+// from the bucket when the current one is used up, and fails when ctx ends
+// or the block record cannot be reserved after 20 contended attempts.
+func (p *ProducerIDs) NextProducerID(ctx context.Context) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.next < p.end {
