@@ -43,7 +43,8 @@ func TestShortChunkIsNotPooled(t *testing.T) {
 func TestChunkCacheReleasesWhatLeavesIt(t *testing.T) {
 	var recycled atomic.Int64
 	c := newChunkLRU(16)
-	put := func(k string) *chunk {
+	// get returns the chunk with the reference Get takes for its caller.
+	get := func(k string) *chunk {
 		t.Helper()
 		ch, err := c.Get(testCtx(t), chunkKey{k, 0}, func() (*chunk, error) { return newChunk(chunkBufs.get(8), true, &recycled), nil })
 		if err != nil {
@@ -51,12 +52,9 @@ func TestChunkCacheReleasesWhatLeavesIt(t *testing.T) {
 		}
 		return ch
 	}
-	a := put("a")
-	if !a.acquire() { // a reader holds a
-		t.Fatal("acquire a")
-	}
-	put("b")
-	put("c") // 24 bytes > 16: a is evicted, but its reader holds it
+	a := get("a") // a reader holds a
+	get("b").release()
+	get("c").release() // 24 bytes > 16: a is evicted, but its reader holds it
 	if c.Contains(chunkKey{"a", 0}) || recycled.Load() != 0 {
 		t.Fatalf("a cached %v, %d recycled; want evicted and none recycled", c.Contains(chunkKey{"a", 0}), recycled.Load())
 	}
@@ -64,9 +62,15 @@ func TestChunkCacheReleasesWhatLeavesIt(t *testing.T) {
 	if recycled.Load() != 1 {
 		t.Fatalf("%d recycled after the reader let go of a, want 1", recycled.Load())
 	}
+	// A hit takes a reference too.
+	b := get("b")
 	c.clear()
-	if recycled.Load() != 3 || c.Len() != 0 || c.Bytes() != 0 {
+	if recycled.Load() != 2 || c.Len() != 0 || c.Bytes() != 0 {
 		t.Fatalf("after clear: %d recycled, %d cached (%d bytes)", recycled.Load(), c.Len(), c.Bytes())
+	}
+	b.release()
+	if recycled.Load() != 3 {
+		t.Fatalf("%d recycled after the last reader let go of b, want 3", recycled.Load())
 	}
 }
 

@@ -96,8 +96,21 @@ func (o object) appendRange(ctx context.Context, dst []byte, from, to int64) ([]
 // chunk returns aligned chunk i, from the cache or one ranged GET into a
 // recycled buffer, with a reference the caller must release.
 func (o object) chunk(ctx context.Context, i int64) (*chunk, error) {
-	cs := o.r.cfg.ChunkBytes
-	load := func() (*chunk, error) {
+	return o.r.chunks.Get(ctx, chunkKey{o.key, i}, o.loader(ctx, i))
+}
+
+// chunkReserved is chunk for a read-ahead that reserved the chunk
+// (lru.reserve): ok is false, and nothing is read, when a reader has loaded
+// the chunk since.
+func (o object) chunkReserved(ctx context.Context, i int64) (c *chunk, ok bool, err error) {
+	return o.r.chunks.getReserved(ctx, chunkKey{o.key, i}, o.loader(ctx, i))
+}
+
+// loader returns the load of chunk i: one ranged GET into a recycled
+// buffer.
+func (o object) loader(ctx context.Context, i int64) func() (*chunk, error) {
+	return func() (*chunk, error) {
+		cs := o.r.cfg.ChunkBytes
 		length := min(cs, o.size-i*cs)
 		pooled := length > cs/2
 		var b []byte
@@ -117,16 +130,6 @@ func (o object) chunk(ctx context.Context, i int64) (*chunk, error) {
 			return nil, err
 		}
 		return newChunk(b, pooled, &o.r.stats.recycled), nil
-	}
-	for {
-		c, err := o.r.chunks.Get(ctx, chunkKey{o.key, i}, load)
-		if err != nil {
-			return nil, err
-		}
-		if c.acquire() {
-			return c, nil
-		}
-		// Evicted and recycled between the lookup and now: look again.
 	}
 }
 

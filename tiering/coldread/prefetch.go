@@ -44,47 +44,55 @@ func (r *Reader) prefetch(segs []controlplane.RemoteSegment, s controlplane.Remo
 	}
 }
 
-// prefetchChunk queues the load of chunk i of o unless it is cached or
-// being loaded. It returns false when the pool queue is full.
+// prefetchChunk queues the load of chunk i of o unless it is cached, being
+// loaded or queued already. It returns false when the pool queue is full.
+// The task loads the chunk only if no reader has loaded it meanwhile (the
+// reader is then past it: a second copy would be a wasted GET).
 func (r *Reader) prefetchChunk(o object, i int64) bool {
 	k := chunkKey{o.key, i}
-	if r.chunks.Contains(k) {
+	if !r.chunks.reserve(k) {
 		return true
 	}
 	ok := r.pool.trySubmit(func(ctx context.Context) {
-		if r.chunks.Contains(k) {
-			return // a reader got there first
-		}
 		tctx, cancel := context.WithTimeout(ctx, r.cfg.TaskTimeout)
 		defer cancel()
-		c, err := o.chunk(tctx, i)
+		c, loaded, err := o.chunkReserved(tctx, i)
 		if err != nil {
 			r.log.Debug("read-ahead failed", "object", o.key, "chunk", i, "err", err)
 			return
 		}
-		c.release()
+		if loaded {
+			c.release()
+		}
 	})
 	if ok {
 		r.stats.readAheads.Add(1)
+	} else {
+		r.chunks.unreserve(k)
 	}
 	return ok
 }
 
-// prefetchIndex queues the load of s's .index unless it is cached or being
-// loaded. It returns false when the pool queue is full.
+// prefetchIndex queues the load of s's .index unless it is cached, being
+// loaded or queued already, and the task loads it only if no reader has
+// since. It returns false when the pool queue is full.
 func (r *Reader) prefetchIndex(s controlplane.RemoteSegment) bool {
 	key, err := objectKey(s, "index")
-	if err != nil || r.offIdx.Contains(key) {
-		return err == nil
+	if err != nil {
+		return false
 	}
-	return r.pool.trySubmit(func(ctx context.Context) {
-		if r.offIdx.Contains(key) {
-			return
-		}
+	if !r.offIdx.reserve(key) {
+		return true
+	}
+	ok := r.pool.trySubmit(func(ctx context.Context) {
 		tctx, cancel := context.WithTimeout(ctx, r.cfg.TaskTimeout)
 		defer cancel()
-		if _, err := r.offsetIndexFor(tctx, s); err != nil {
+		if _, _, err := r.offIdx.getReserved(tctx, key, r.offsetIndexLoader(tctx, s, key)); err != nil {
 			r.log.Debug("index read-ahead failed", "object", key, "err", err)
 		}
 	})
+	if !ok {
+		r.offIdx.unreserve(key)
+	}
+	return ok
 }

@@ -2,6 +2,7 @@ package coldread
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -100,5 +101,52 @@ func TestReadAheadIsBoundedByHalfTheCache(t *testing.T) {
 	// Segments end mid-chunk: the chunk that holds the 32 KiB limit counts.
 	if got, want := f.reader.Stats().ReadAheads, cfg.CacheBytes/2/cfg.ChunkBytes; got < want || got > want+1 {
 		t.Fatalf("%d chunks read ahead with a %d-byte cache of %d-byte chunks, want %d or %d", got, cfg.CacheBytes, cfg.ChunkBytes, want, want+1)
+	}
+}
+
+// A read-ahead task that runs only after a reader has loaded its chunk
+// itself (and the reader's copy has since left the cache while still held)
+// must not GET the chunk again: the reader is past it, so the second copy is
+// a wasted GET that evicts useful chunks and is later recycled although no
+// reader ever held it (the flake of TestHeldPiecesSurviveEvictionAndRecycling
+// under load, issue 13).
+func TestReadAheadQueuedBehindAReaderDoesNotLoadAgain(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Workers = 1
+	f := tieredFixture(t, records, cfg, nil)
+	r := f.reader
+	key, _ := objectKey(f.segs[0].seg, "log")
+	o := object{r: r, key: key, size: f.segs[0].seg.Size}
+
+	// Hold the only worker so that the read-ahead task waits in the queue.
+	started, unblock := make(chan struct{}), make(chan struct{})
+	if err := r.pool.submit(testCtx(t), func(context.Context) { close(started); <-unblock }); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if !r.prefetchChunk(o, 1) {
+		t.Fatal("read-ahead not queued")
+	}
+	// The reader gets to chunk 1 first and loads it itself; then its copy
+	// leaves the cache while the reader still holds it.
+	gets := r.Stats().GetRequests
+	c, err := o.chunk(testCtx(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.release()
+	r.chunks.clear()
+	// Let the read-ahead run, and wait until it has (one worker: FIFO).
+	close(unblock)
+	ran := make(chan struct{})
+	if err := r.pool.submit(testCtx(t), func(context.Context) { close(ran) }); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	if n := r.Stats().GetRequests - gets; n != 1 || r.chunks.Contains(chunkKey{key, 1}) {
+		t.Fatalf("%d GETs of chunk 1 (cached again: %v), want only the reader's", n, r.chunks.Contains(chunkKey{key, 1}))
+	}
+	if got := f.all[4096:8192]; !bytes.Equal(c.b, got) {
+		t.Fatal("the held chunk changed")
 	}
 }

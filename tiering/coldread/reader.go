@@ -227,7 +227,12 @@ func (r *Reader) offsetIndexFor(ctx context.Context, s controlplane.RemoteSegmen
 	if err != nil {
 		return nil, err
 	}
-	return r.offIdx.Get(ctx, key, func() (*offsetIndex, error) {
+	return r.offIdx.Get(ctx, key, r.offsetIndexLoader(ctx, s, key))
+}
+
+// offsetIndexLoader returns the load of s's .index, key: a GET and a parse.
+func (r *Reader) offsetIndexLoader(ctx context.Context, s controlplane.RemoteSegment, key string) func() (*offsetIndex, error) {
+	return func() (*offsetIndex, error) {
 		b, err := r.getObject(ctx, key)
 		if err != nil {
 			return nil, err
@@ -237,7 +242,7 @@ func (r *Reader) offsetIndexFor(ctx context.Context, s controlplane.RemoteSegmen
 			return nil, fmt.Errorf("%w: %s: %w", ErrRemoteRead, key, err)
 		}
 		return x, nil
-	})
+	}
 }
 
 // timeIndexFor returns the segment's parsed .timeindex.
