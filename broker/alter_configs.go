@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // alterTopicConfigs validates and stores a topic's new explicit configs.
@@ -55,7 +55,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, resType int8, topic string
 	return 0, nil
 }
 
-func (n *Node) handleAlterConfigs(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, res := range r.Resources {
@@ -73,10 +73,10 @@ func (n *Node) handleAlterConfigs(ctx context.Context, req *ingest.Request) (ing
 			})
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }
 
-func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, res := range r.Resources {
@@ -123,5 +123,5 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, req *ingest.Re
 			})
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

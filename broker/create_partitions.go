@@ -14,10 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleCreatePartitions(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleCreatePartitions(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.CreatePartitionsRequest)
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range r.Topics {
@@ -44,5 +44,5 @@ func (n *Node) handleCreatePartitions(ctx context.Context, req *ingest.Request) 
 	if !r.ValidateOnly {
 		n.reconcile()
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -20,10 +20,10 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleCreateTopics(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.CreateTopicsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
@@ -111,5 +111,5 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *ingest.Request) (ing
 	if !r.ValidateOnly {
 		n.reconcile()
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleDeleteRecords(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteRecordsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range r.Topics {
@@ -38,5 +39,5 @@ func (n *Node) handleDeleteRecords(ctx context.Context, req *ingest.Request) (in
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleDeleteTopics(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleDeleteTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteTopicsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
@@ -56,5 +56,5 @@ func (n *Node) handleDeleteTopics(ctx context.Context, req *ingest.Request) (ing
 		resp.Topics = append(resp.Topics, rt)
 	}
 	n.reconcile()
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleDescribeCluster(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleDescribeCluster(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = n.store.ClusterID()
@@ -27,5 +27,5 @@ func (n *Node) handleDescribeCluster(ctx context.Context, req *ingest.Request) (
 		}
 		resp.Brokers = append(resp.Brokers, mb)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 const (
@@ -38,7 +38,7 @@ func (n *Node) brokerSettings() map[string]string {
 	}
 }
 
-func (n *Node) handleDescribeConfigs(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleDescribeConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, res := range r.Resources {
@@ -101,5 +101,5 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, req *ingest.Request) (
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 func (n *Node) liveBrokers() func(int32) bool {
@@ -32,7 +32,7 @@ func (n *Node) liveBrokers() func(int32) bool {
 	return func(b int32) bool { return live[b] }
 }
 
-func (n *Node) handleElectLeaders(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ElectLeadersRequest)
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
 	live := n.liveBrokers()
@@ -59,7 +59,7 @@ func (n *Node) handleElectLeaders(ctx context.Context, req *ingest.Request) (ing
 		resp.Topics = append(resp.Topics, rt)
 	}
 	n.reconcile()
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }
 
 func (n *Node) electOne(ctx context.Context, topic string, p int32, electionType int8, live func(int32) bool) (int16, *string) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/group"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // groupMinSessionTimeout is group.min.session.timeout.ms. Kafka's default
@@ -25,7 +25,7 @@ const groupMinSessionTimeout = time.Second
 // __consumer_offsets replicas it serves: its groups stop when their
 // partition's replica closes (which Node.Close does last), so it needs no
 // place in the node's shutdown order.
-func (n *Node) registerGroupAPIs(reg *ingest.Registry) {
+func (n *Node) registerGroupAPIs(reg *kafka.Registry) {
 	c := group.New(group.Config{
 		ReplicationFactor: n.cfg.DefaultReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,

@@ -18,10 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleMetadata(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	for _, b := range n.store.Brokers() {
@@ -100,5 +100,5 @@ func (n *Node) handleMetadata(ctx context.Context, req *ingest.Request) (ingest.
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/metrics"
 	"github.com/shale-io/shale/infra/objstore"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -42,7 +42,7 @@ func (n *Node) mountMetrics(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
-// requestObserver adapts the registry to ingest.StageObserver, naming each
+// requestObserver adapts the registry to kafka.StageObserver, naming each
 // API by Kafka's name, and a Fetch by who sent it, as Kafka's
 // RequestMetrics do: FetchFollower for a replica's (replica id >= 0),
 // FetchConsumer for a consumer's; no series is named Fetch. It resolves
@@ -66,20 +66,20 @@ const (
 
 func newRequestObserver(r *metrics.Registry) *requestObserver { return &requestObserver{r: r} }
 
-// ObserveRequest is the total alone; the ingest server calls ObserveStages.
+// ObserveRequest is the total alone; the kafka server calls ObserveStages.
 // Without the request it cannot tell a follower's Fetch, which it counts as
 // a consumer's.
 func (o *requestObserver) ObserveRequest(key, version int16, d time.Duration, err error) {
 	o.r.ObserveRequest(requestName(key, false), version, d, err != nil)
 }
 
-func (o *requestObserver) ObserveStages(req *ingest.Request, st ingest.RequestStages, err error) {
+func (o *requestObserver) ObserveStages(req *kafka.Request, st kafka.RequestStages, err error) {
 	o.series(req).Observe(req.Version, metrics.RequestStages(st), err != nil)
 }
 
 // series returns the series of req's name, resolving them on first use (two
 // first uses racing resolve the same series twice, harmlessly).
-func (o *requestObserver) series(req *ingest.Request) *metrics.RequestSeries {
+func (o *requestObserver) series(req *kafka.Request) *metrics.RequestSeries {
 	key := req.Key
 	if key < 0 || int(key) >= len(o.byKey) {
 		return o.r.RequestSeries(requestName(key, false))

@@ -31,6 +31,7 @@ import (
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/tiering/coldread"
 )
 
@@ -51,7 +52,7 @@ type Node struct {
 	replicas      *Replicas
 	tiering       *nodeTiering // see tiering.go
 	pids          *controlplane.ProducerIDs
-	server        *ingest.Server
+	server        *kafka.Server
 	admin         *http.Server
 	kafkaLn       net.Listener
 	adminLn       net.Listener
@@ -132,9 +133,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, fmt.Errorf("cold reads: %w", err)
 	}
 
-	reg := ingest.NewRegistry()
+	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
-	n.server = ingest.NewServer(ingest.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
+	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
 		SlowRequestThreshold: cfg.RequestLogSlowThreshold}, reg, n.logger)
 	if cfg.AdminListen != "" {
 		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
@@ -162,7 +163,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.isrLoop(loopCtx) })
 	n.goLoop(func() {
-		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, ingest.ErrServerClosed) {
+		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			n.logger.Error("kafka listener stopped", "err", err)
 		}
 	})
@@ -239,7 +240,7 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 	}
 }
 
-func (n *Node) registerAPIs(reg *ingest.Registry) {
+func (n *Node) registerAPIs(reg *kafka.Registry) {
 	ingest.RegisterProduce(reg, n.replicas, n.metrics, n.logger)
 	ingest.RegisterInitProducerID(reg, n.pids, n.logger)
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)

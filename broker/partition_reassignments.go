@@ -21,10 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleAlterPartitionReassignments(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleAlterPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	live := n.liveBrokers()
@@ -40,7 +40,7 @@ func (n *Node) handleAlterPartitionReassignments(ctx context.Context, req *inges
 		resp.Topics = append(resp.Topics, rt)
 	}
 	n.reconcile()
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }
 
 func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []int32, live func(int32) bool) (int16, *string) {
@@ -82,8 +82,8 @@ func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []
 	return kerr.NotController.Code, errMessage(errors.New("partition record kept changing; retry"))
 }
 
-func (n *Node) handleListPartitionReassignments(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }

@@ -24,7 +24,7 @@ type replicaKey struct {
 
 // Replicas owns the local replicas of this node: it opens the partitions the
 // control plane assigns here, closes and deletes those it takes away, and
-// answers ingest.Leaders for the protocol handlers.
+// answers partition.Leaders for the protocol handlers.
 type Replicas struct {
 	nodeID   int32
 	logsDir  string
@@ -60,7 +60,7 @@ func newReplicas(nodeID int32, logsDir string, store *controlplane.Store, defaul
 	return r
 }
 
-// Leader implements ingest.Leaders.
+// Leader implements partition.Leaders.
 func (r *Replicas) Leader(topic string, p int32) (*partition.Replica, error) {
 	r.mu.RLock()
 	rep, ok := r.mu.replicas[replicaKey{topic, p}]

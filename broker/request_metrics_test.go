@@ -141,7 +141,7 @@ func TestSlowRequestLogOnNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(l, "level=INFO") && strings.Contains(l, `msg="ingest: slow request"`) &&
+			if strings.Contains(l, "level=INFO") && strings.Contains(l, `msg="kafka: slow request"`) &&
 				strings.Contains(l, "api=Produce") && strings.Contains(l, "client_id=slow-test") &&
 				strings.Contains(l, "remote_ms=") && strings.Contains(l, "total_ms=") {
 				return true

@@ -12,12 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/metrics"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // fetchFrom returns a decoded Fetch request at version from replica id
 // (in ReplicaState from v15, as the decoder leaves it).
-func fetchFrom(version int16, id int32) *ingest.Request {
+func fetchFrom(version int16, id int32) *kafka.Request {
 	f := kmsg.NewPtrFetchRequest()
 	f.SetVersion(version)
 	if version >= 15 {
@@ -25,7 +25,7 @@ func fetchFrom(version int16, id int32) *ingest.Request {
 	} else {
 		f.ReplicaID = id
 	}
-	return &ingest.Request{Key: fetchKey, Version: version, Msg: f}
+	return &kafka.Request{Key: fetchKey, Version: version, Msg: f}
 }
 
 // TestRequestObserverNames: a Fetch is named by its replica id (ReplicaID,
@@ -36,7 +36,7 @@ func TestRequestObserverNames(t *testing.T) {
 	r := metrics.New(nil)
 	o := newRequestObserver(r)
 	for _, c := range []struct {
-		req  *ingest.Request
+		req  *kafka.Request
 		want string
 	}{
 		{fetchFrom(12, 2), "FetchFollower"},
@@ -44,14 +44,14 @@ func TestRequestObserverNames(t *testing.T) {
 		{fetchFrom(12, -1), "FetchConsumer"},
 		{fetchFrom(15, 3), "FetchFollower"},
 		{fetchFrom(15, -1), "FetchConsumer"},
-		{&ingest.Request{Key: fetchKey, Version: 99}, "FetchConsumer"}, // answered UNSUPPORTED_VERSION, no Msg
-		{&ingest.Request{Key: 0, Version: 9, Msg: kmsg.NewPtrProduceRequest()}, "Produce"},
+		{&kafka.Request{Key: fetchKey, Version: 99}, "FetchConsumer"}, // answered UNSUPPORTED_VERSION, no Msg
+		{&kafka.Request{Key: 0, Version: 9, Msg: kmsg.NewPtrProduceRequest()}, "Produce"},
 	} {
 		if first, again := o.series(c.req), o.series(c.req); first != again {
 			t.Errorf("v%d key %d: series resolved again, not cached", c.req.Version, c.req.Key)
 		}
 		before := requestsTotal(t, r, c.want, c.req.Version)
-		o.ObserveStages(c.req, ingest.RequestStages{}, nil)
+		o.ObserveStages(c.req, kafka.RequestStages{}, nil)
 		if got := requestsTotal(t, r, c.want, c.req.Version); got != before+1 {
 			t.Errorf("key %d v%d %+v: requests_total{request=%q} went from %d to %d, want one more", c.req.Key, c.req.Version, c.req.Msg, c.want, before, got)
 		}
@@ -91,7 +91,7 @@ func requestsTotal(t *testing.T, r *metrics.Registry, api string, v int16) int {
 func TestRequestObserverNoAllocs(t *testing.T) {
 	o := newRequestObserver(metrics.New(nil))
 	consumer, follower := fetchFrom(12, -1), fetchFrom(12, 1)
-	st := ingest.RequestStages{Local: time.Millisecond, Remote: time.Millisecond, Total: 2 * time.Millisecond}
+	st := kafka.RequestStages{Local: time.Millisecond, Remote: time.Millisecond, Total: 2 * time.Millisecond}
 	o.ObserveStages(consumer, st, nil)
 	o.ObserveStages(follower, st, nil)
 	if n := testing.AllocsPerRun(1000, func() {

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
@@ -164,7 +164,7 @@ func fetchOnce(t *testing.T, h *fetchHandler, v int16, parts map[string]int64, m
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	}
-	reply, err := h.handle(testCtx(t), &ingest.Request{Key: 1, Version: v, Msg: req})
+	reply, err := h.handle(testCtx(t), &kafka.Request{Key: 1, Version: v, Msg: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func listOffset(t *testing.T, h *listOffsetsHandler, ts int64) kmsg.ListOffsetsR
 	rp.Timestamp, rp.CurrentLeaderEpoch = ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	reply, err := h.handle(testCtx(t), &ingest.Request{Key: 2, Version: 9, Msg: req})
+	reply, err := h.handle(testCtx(t), &kafka.Request{Key: 2, Version: 9, Msg: req})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"os"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // body is a Fetch response body built from encoded bytes, file ranges and
 // in-memory byte slices: local record batches go from the segment files to
 // the socket without passing through user space
-// (ingest.ResponseWriter.SendFile); batches read from remote segments are
+// (kafka.ResponseWriter.SendFile); batches read from remote segments are
 // already in memory and are written as they are.
 type body struct {
 	buf    []byte  // encoded fields; file ranges are spliced in at marks
@@ -29,7 +29,7 @@ type piece struct {
 
 func (b *body) Len() int { return b.n }
 
-func (b *body) WriteTo(w *ingest.ResponseWriter) error {
+func (b *body) WriteTo(w *kafka.ResponseWriter) error {
 	for _, p := range b.pieces {
 		if p.file != nil {
 			if err := w.SendFile(p.file, p.pos, p.size); err != nil {

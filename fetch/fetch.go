@@ -25,7 +25,7 @@ package fetch
 // larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
 // high watermark moving rather than by polling, until max_wait_ms.
 // That wait, like the wait for cold reads below, is reported with
-// ingest.Request.Waited, so the request metrics count it as remote time
+// kafka.Request.Waited, so the request metrics count it as remote time
 // (Kafka's DelayedFetch and DelayedRemoteFetch), not local.
 //
 // Cold reads (with WithRemote): an offset between the log start (remote) and
@@ -51,6 +51,7 @@ import (
 
 	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/internal/invariants"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
@@ -64,13 +65,13 @@ type ConsumeObserver interface {
 }
 
 // RegisterFetch serves Fetch on reg. Options: WithRemote, WithRemoteMinWait.
-func RegisterFetch(reg *ingest.Registry, leaders ingest.Leaders, obs ConsumeObserver, log *slog.Logger, opts ...Option) {
+func RegisterFetch(reg *kafka.Registry, leaders partition.Leaders, obs ConsumeObserver, log *slog.Logger, opts ...Option) {
 	h := &fetchHandler{leaders: leaders, obs: obs, log: log, opts: buildOptions(opts)}
 	reg.Register(1, 4, 12, h.handle)
 }
 
 type fetchHandler struct {
-	leaders ingest.Leaders
+	leaders partition.Leaders
 	obs     ConsumeObserver
 	log     *slog.Logger
 	opts    options
@@ -129,7 +130,7 @@ type coldBody struct {
 
 // withColdRelease returns b, wrapped in a coldBody when some cold read
 // holds pieces to release.
-func withColdRelease(b *body, cold []*coldRead) ingest.BodyWriter {
+func withColdRelease(b *body, cold []*coldRead) kafka.BodyWriter {
 	for _, c := range cold {
 		if c.release != nil {
 			return &coldBody{body: b, cold: cold}
@@ -138,7 +139,7 @@ func withColdRelease(b *body, cold []*coldRead) ingest.BodyWriter {
 	return b
 }
 
-func (b *coldBody) WriteTo(w *ingest.ResponseWriter) error {
+func (b *coldBody) WriteTo(w *kafka.ResponseWriter) error {
 	defer func() {
 		for _, c := range b.cold {
 			if c.release != nil {
@@ -154,7 +155,7 @@ type topicResult struct {
 	parts []partResult
 }
 
-func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	maxBytes := int(r.MaxBytes)
@@ -170,11 +171,11 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			}
 			req.Waited(h.readCold(ctx, res, cold, coldDeadline))
 			h.observe(res, r.ReplicaID >= 0)
-			return ingest.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
+			return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			h.observe(res, r.ReplicaID >= 0)
-			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+			return kafka.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
@@ -187,7 +188,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *ingest.Request) (ingest.
 			// remote at the next fetch.)
 			res, _, _, _, _ = h.readAll(r, maxBytes)
 			h.observe(res, r.ReplicaID >= 0)
-			return ingest.Reply{Body: encodeFetch(req.Version, res)}, nil
+			return kafka.Reply{Body: encodeFetch(req.Version, res)}, nil
 		}
 	}
 }

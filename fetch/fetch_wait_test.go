@@ -13,13 +13,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/kafka"
 )
 
-// The fetch handler reports its waits for data with ingest.Request.Waited,
+// The fetch handler reports its waits for data with kafka.Request.Waited,
 // so that the request metrics count them as remote time: tested over a real
-// ingest server and TCP connection, with a StageObserver.
+// kafka server and TCP connection, with a StageObserver.
 
 // gatedRemote is a memRemote whose reads wait for the test: each Read
 // signals entered, then waits for release.
@@ -42,12 +42,12 @@ func (g *gatedRemote) Read(ctx context.Context, topic string, p int32, offset in
 // stageLog is a StageObserver that keeps the stages of each request.
 type stageLog struct {
 	mu  sync.Mutex
-	obs []ingest.RequestStages
+	obs []kafka.RequestStages
 }
 
 func (s *stageLog) ObserveRequest(int16, int16, time.Duration, error) {}
 
-func (s *stageLog) ObserveStages(req *ingest.Request, st ingest.RequestStages, err error) {
+func (s *stageLog) ObserveStages(req *kafka.Request, st kafka.RequestStages, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if req.Key == 1 && err == nil {
@@ -56,9 +56,9 @@ func (s *stageLog) ObserveStages(req *ingest.Request, st ingest.RequestStages, e
 }
 
 // next polls until a Fetch beyond the n seen is observed and returns it.
-func (s *stageLog) next(t *testing.T, n int) ingest.RequestStages {
+func (s *stageLog) next(t *testing.T, n int) kafka.RequestStages {
 	t.Helper()
-	var st ingest.RequestStages
+	var st kafka.RequestStages
 	err := proctest.Poll(20*time.Second, time.Millisecond, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -115,7 +115,7 @@ func recvFetch(t *testing.T, br *bufio.Reader) kmsg.FetchResponseTopicPartition 
 }
 
 // checkSum fails unless st's stages are >= 0 and add up to its total.
-func checkSum(t *testing.T, what string, st ingest.RequestStages) {
+func checkSum(t *testing.T, what string, st kafka.RequestStages) {
 	t.Helper()
 	sum := st.RequestQueue + st.Local + st.Remote + st.ResponseQueue + st.ResponseSend
 	if sum != st.Total || st.Local < 0 || st.Remote < 0 {
@@ -131,10 +131,10 @@ func TestFetchWaitsAreRemoteTime(t *testing.T) {
 	cold, mem, _ := tieredReplica(t, "cold", 1000)
 	hot, _, _ := tieredReplica(t, "hot", 100)
 	remote := &gatedRemote{memRemote: mem, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	reg := ingest.NewRegistry()
+	reg := kafka.NewRegistry()
 	RegisterFetch(reg, leaders{"cold-0": cold, "hot-0": hot}, nil, quiet(), WithRemote(remote), WithRemoteMinWait(time.Minute))
 	obs := &stageLog{}
-	srv := ingest.NewServer(ingest.ServerConfig{Observer: obs}, reg, quiet())
+	srv := kafka.NewServer(kafka.ServerConfig{Observer: obs}, reg, quiet())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

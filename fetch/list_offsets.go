@@ -25,23 +25,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
 
 // RegisterListOffsets serves ListOffsets on reg. Options: WithRemote.
-func RegisterListOffsets(reg *ingest.Registry, leaders ingest.Leaders, log *slog.Logger, opts ...Option) {
+func RegisterListOffsets(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
 	h := &listOffsetsHandler{leaders: leaders, log: log, remote: buildOptions(opts).remote}
 	reg.Register(2, 1, 9, h.handle)
 }
 
 type listOffsetsHandler struct {
-	leaders ingest.Leaders
+	leaders partition.Leaders
 	log     *slog.Logger
 	remote  RemoteReader // nil: local only
 }
 
-func (h *listOffsetsHandler) handle(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range r.Topics {
@@ -76,7 +77,7 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *ingest.Request) (i
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return ingest.Reply{Response: resp}, nil
+	return kafka.Reply{Response: resp}, nil
 }
 
 // lookupOffset answers one ListOffsets query: (offset, timestamp).

@@ -23,11 +23,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/partition"
 )
 
 // RegisterOffsetForLeaderEpoch serves OffsetForLeaderEpoch on reg.
-func RegisterOffsetForLeaderEpoch(reg *ingest.Registry, leaders ingest.Leaders, log *slog.Logger) {
-	reg.Register(23, 0, 4, func(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger) {
+	reg.Register(23, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 		resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 		for _, t := range r.Topics {
@@ -50,6 +52,6 @@ func RegisterOffsetForLeaderEpoch(reg *ingest.Registry, leaders ingest.Leaders, 
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return ingest.Reply{Response: resp}, nil
+		return kafka.Reply{Response: resp}, nil
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // BenchmarkOffsetCommit: one OffsetCommit of 8 partitions through the
@@ -29,9 +29,9 @@ func BenchmarkOffsetCommit(b *testing.B) {
 	}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
 	ctx := context.Background()
-	run := func(h ingest.Handler, msg kmsg.Request) {
+	run := func(h kafka.Handler, msg kmsg.Request) {
 		for {
-			reply, err := h(ctx, &ingest.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg})
+			reply, err := h(ctx, &kafka.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -47,14 +47,14 @@ func newTestCoordinator(t *testing.T, rep *partition.Replica, compactAfter int64
 	return c
 }
 
-// serve calls a handler the way the ingest server does, retrying while the
+// serve calls a handler the way the kafka server does, retrying while the
 // coordinator loads.
-func serve[R kmsg.Response](t *testing.T, h ingest.Handler, msg kmsg.Request, code func(R) int16) R {
+func serve[R kmsg.Response](t *testing.T, h kafka.Handler, msg kmsg.Request, code func(R) int16) R {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		reply, err := h(ctx, &ingest.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg})
+		reply, err := h(ctx, &kafka.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg})
 		if err != nil {
 			t.Fatal(err)
 		}

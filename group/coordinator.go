@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -95,7 +95,7 @@ type Cluster interface {
 // use; Close stops it.
 type Coordinator struct {
 	cfg     Config
-	leaders ingest.Leaders
+	leaders partition.Leaders
 	cluster Cluster
 	log     *slog.Logger
 
@@ -112,7 +112,7 @@ type Coordinator struct {
 
 // New returns a coordinator serving the groups whose offsets partitions
 // leaders says this node leads.
-func New(cfg Config, leaders ingest.Leaders, cluster Cluster) *Coordinator {
+func New(cfg Config, leaders partition.Leaders, cluster Cluster) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, log: cfg.Logger.With("component", "group")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -121,7 +121,7 @@ func New(cfg Config, leaders ingest.Leaders, cluster Cluster) *Coordinator {
 }
 
 // Register serves the group APIs on reg.
-func (c *Coordinator) Register(reg *ingest.Registry) {
+func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(10, 0, 4, c.handleFindCoordinator)
 	reg.Register(11, 0, 9, c.handleJoinGroup)
 	reg.Register(14, 0, 5, c.handleSyncGroup)

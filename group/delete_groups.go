@@ -15,12 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteGroupsRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 		for _, id := range r.Groups {
 			dg := kmsg.NewDeleteGroupsResponseGroup()

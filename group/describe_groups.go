@@ -14,12 +14,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeGroupsRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		for _, id := range r.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()

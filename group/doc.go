@@ -12,12 +12,12 @@
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile) and rebuilds its groups.
 //
 // Each group's state is owned by one goroutine (runner.go); the protocol
-// handlers send it closures and wait for the answer in ingest.Reply.Wait,
+// handlers send it closures and wait for the answer in kafka.Reply.Wait,
 // so a JoinGroup held for a rebalance never blocks its connection's
 // handler. The state machine itself (state.go and the per-API methods on
 // *group) reads no clock and does no I/O: the runner passes the time in and
 // the persist hook appends records.
 //
-// It sits above partition (the offsets partitions' replicas) and ingest
+// It sits above partition (the offsets partitions' replicas) and kafka
 // (the registry its handlers register in); package broker wires it.
 package group

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // offsetsTopicConfigs are the configs the offsets topic is created with.
@@ -28,9 +28,9 @@ var offsetsTopicConfigs = map[string]string{
 	"segment.bytes":    "104857600",
 }
 
-func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FindCoordinatorRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		keys := r.CoordinatorKeys
 		if req.Version < 4 {

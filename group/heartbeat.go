@@ -14,12 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleHeartbeat(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleHeartbeat(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.HeartbeatRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
 		rn, err := c.lookup(r.Group, false)
 		switch {

@@ -23,16 +23,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleJoinGroup(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleJoinGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.JoinGroupRequest)
 	clientID, host := req.ClientID, ""
 	if req.Conn != nil && req.Conn.Remote != nil {
 		host = req.Conn.Remote.String()
 	}
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
 		fail := func(code int16) (kmsg.Response, error) {
 			resp.ErrorCode = code

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // leaving is one member of a LeaveGroup.
@@ -23,9 +23,9 @@ type leaving struct {
 	instanceID *string
 }
 
-func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.LeaveGroupRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
 		var ls []leaving
 		if req.Version < 3 {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // summary is a group's listing.
@@ -23,9 +23,9 @@ type summary struct {
 	state            State
 }
 
-func (c *Coordinator) handleListGroups(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListGroupsRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
 		var all []summary
 		for _, rn := range c.groupsLoaded() {

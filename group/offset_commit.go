@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // commitRequest is an OffsetCommit's fields, owned by the group.
@@ -40,9 +40,9 @@ type commitOffset struct {
 	metadata    string
 }
 
-func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.OffsetCommitRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 		failAll := func(code int16) kmsg.Response {
 			resp.Topics = resp.Topics[:0]

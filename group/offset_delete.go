@@ -14,12 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleOffsetDelete(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleOffsetDelete(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.OffsetDeleteRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
 		var tps []topicPartition
 		for _, t := range r.Topics {

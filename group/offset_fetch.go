@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // fetchTopic is one topic of an OffsetFetch; nil partitions: all committed.
@@ -36,9 +36,9 @@ type fetchedOffset struct {
 	found bool
 }
 
-func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.OffsetFetchRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 		if req.Version >= 8 {
 			for _, rg := range r.Groups {

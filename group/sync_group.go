@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
+	"github.com/shale-io/shale/kafka"
 )
 
 // syncRequest is a SyncGroup's fields, owned by the group.
@@ -31,9 +31,9 @@ type syncRequest struct {
 	assignments  map[string][]byte // leader only
 }
 
-func (c *Coordinator) handleSyncGroup(ctx context.Context, req *ingest.Request) (ingest.Reply, error) {
+func (c *Coordinator) handleSyncGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.SyncGroupRequest)
-	return ingest.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		rn, err := c.lookup(r.Group, false)
 		switch {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/kafka"
 )
 
 // ProducerIDs hands out cluster-unique producer ids.
@@ -26,28 +28,28 @@ type ProducerIDs interface {
 }
 
 // RegisterInitProducerID serves InitProducerID on reg.
-func RegisterInitProducerID(reg *Registry, ids ProducerIDs, log *slog.Logger) {
-	reg.Register(22, 0, 4, func(ctx context.Context, req *Request) (Reply, error) {
+func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, log *slog.Logger) {
+	reg.Register(22, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if r.TransactionalID != nil {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			return Reply{Response: resp}, nil
+			return kafka.Reply{Response: resp}, nil
 		}
 		// KIP-360: an idempotent producer with a known id bumps its epoch,
 		// which resets its sequences on every partition.
 		if r.ProducerID >= 0 && r.ProducerEpoch >= 0 && r.ProducerEpoch < math.MaxInt16-1 {
 			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch+1
-			return Reply{Response: resp}, nil
+			return kafka.Reply{Response: resp}, nil
 		}
 		id, err := ids.NextProducerID(ctx)
 		if err != nil {
 			log.Warn("allocating a producer id failed", "err", err)
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return Reply{Response: resp}, nil
+			return kafka.Reply{Response: resp}, nil
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0
-		return Reply{Response: resp}, nil
+		return kafka.Reply{Response: resp}, nil
 	})
 }

@@ -24,15 +24,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 )
-
-// Leaders finds the replica that this node leads for a partition.
-type Leaders interface {
-	// Leader returns the local leader replica, or an error wrapping
-	// partition.ErrUnknownTopicOrPartition or partition.ErrNotLeader.
-	Leader(topic string, p int32) (*partition.Replica, error)
-}
 
 // ProduceObserver receives per-topic ingest figures (metrics). Optional.
 type ProduceObserver interface {
@@ -40,13 +34,13 @@ type ProduceObserver interface {
 }
 
 // RegisterProduce serves Produce on reg.
-func RegisterProduce(reg *Registry, leaders Leaders, obs ProduceObserver, log *slog.Logger) {
+func RegisterProduce(reg *kafka.Registry, leaders partition.Leaders, obs ProduceObserver, log *slog.Logger) {
 	h := &produceHandler{leaders: leaders, obs: obs, log: log}
 	reg.Register(0, 3, 11, h.handle)
 }
 
 type produceHandler struct {
-	leaders Leaders
+	leaders partition.Leaders
 	obs     ProduceObserver
 	log     *slog.Logger
 }
@@ -58,7 +52,7 @@ type pendingAck struct {
 	resp    *kmsg.ProduceResponseTopicPartition
 }
 
-func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error) {
+func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	acks := r.Acks
@@ -112,9 +106,9 @@ func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error
 	}
 	switch {
 	case acks == 0:
-		return Reply{NoResponse: true}, nil
+		return kafka.Reply{NoResponse: true}, nil
 	case len(pending) == 0:
-		return Reply{Response: resp}, nil
+		return kafka.Reply{Response: resp}, nil
 	}
 	// Point the pending acks at their response entries now that the slices are final.
 	i := 0
@@ -128,7 +122,7 @@ func (h *produceHandler) handle(ctx context.Context, req *Request) (Reply, error
 		}
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
-	return Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		wctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		for _, pa := range pending {

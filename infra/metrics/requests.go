@@ -10,7 +10,7 @@ import (
 // RequestStages is where one request's time went, Kafka's RequestChannel
 // breakdown (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs,
 // ResponseQueueTimeMs, ResponseSendTimeMs, TotalTimeMs). It has the fields
-// of ingest.RequestStages, which defines the stages and converts to it.
+// of kafka.RequestStages, which defines the stages and converts to it.
 type RequestStages struct {
 	RequestQueue  time.Duration
 	Local         time.Duration

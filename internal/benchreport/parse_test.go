@@ -16,12 +16,12 @@ BenchmarkCompress/zstd-2 	    1000	    100000 ns/op	 163.84 MB/s	         3.500 
 BenchmarkCompress/zstd-2 	    1000	    120000 ns/op	 136.53 MB/s	         3.500 ratio
 PASS
 ok  	github.com/shale-io/shale/segment/batch	3.1s
-pkg: github.com/shale-io/shale/ingest
+pkg: github.com/shale-io/shale/kafka
 BenchmarkRoundTrip/tcp-echo-2  	   10000	     30000 ns/op	   5.00 MB/s
 BenchmarkBroken-2 notanumber 12 ns/op
 BenchmarkOdd-2 10 12 ns/op 7
 --- FAIL: BenchmarkX
-ok  	github.com/shale-io/shale/ingest	1.0s
+ok  	github.com/shale-io/shale/kafka	1.0s
 `
 
 func TestParseBench(t *testing.T) {
@@ -43,7 +43,7 @@ func TestParseBench(t *testing.T) {
 		t.Fatalf("sub-benchmark %+v", got[3])
 	}
 	last := got[5]
-	if last.Pkg != "github.com/shale-io/shale/ingest" || last.Name != "BenchmarkRoundTrip/tcp-echo" {
+	if last.Pkg != "github.com/shale-io/shale/kafka" || last.Name != "BenchmarkRoundTrip/tcp-echo" {
 		t.Fatalf("dash inside a sub-benchmark name must survive: %+v", last)
 	}
 }

@@ -10,7 +10,7 @@ func TestWriteGoBench(t *testing.T) {
 BenchmarkAppend-2 100 1000 ns/op 400.00 MB/s
 BenchmarkPlainWrite-2 100 1000 ns/op 500.00 MB/s
 BenchmarkNew-2 100 42 ns/op
-pkg: github.com/shale-io/shale/ingest
+pkg: github.com/shale-io/shale/kafka
 BenchmarkRoundTrip/server-2 100 90000 ns/op 1.00 MB/s
 BenchmarkRoundTrip/tcp-echo-2 100 30000 ns/op 3.00 MB/s
 `

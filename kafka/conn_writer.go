@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ func (c *conn) write(out <-chan *item) {
 		if err != nil {
 			failed = true
 			if c.ctx.Err() == nil {
-				c.log.Warn("ingest: closing connection after write failure",
+				c.log.Warn("kafka: closing connection after write failure",
 					"api", kmsg.NameForKey(it.req.Key), "correlation_id", it.req.CorrelationID, "err", err)
 			}
 			c.forceClose()
@@ -45,7 +45,7 @@ func (c *conn) write(out <-chan *item) {
 	}
 	if !failed {
 		if err := bw.Flush(); err != nil {
-			c.log.Debug("ingest: final flush failed", "err", err)
+			c.log.Debug("kafka: final flush failed", "err", err)
 		}
 	}
 }

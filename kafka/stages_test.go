@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"context"
@@ -168,7 +168,7 @@ func TestSlowRequestLog(t *testing.T) {
 	ts := startServer(t, ServerConfig{SlowRequestThreshold: time.Nanosecond}, nil)
 	c := dialRaw(t, ts.addr)
 	c.roundTrip(41)
-	line := ts.logs.waitLine(t, "INFO ingest: slow request", "api=ApiVersions", "version=3", "correlation_id=41",
+	line := ts.logs.waitLine(t, "INFO kafka: slow request", "api=ApiVersions", "version=3", "correlation_id=41",
 		"client_id=raw-test", "total_ms=", "request_queue_ms=", "local_ms=", "remote_ms=", "response_queue_ms=", "response_send_ms=")
 	if strings.Contains(line, "suppressed=") || strings.Contains(line, "err=") {
 		t.Errorf("slow line of a lone answered request: %s", line)

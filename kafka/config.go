@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"fmt"
@@ -133,13 +133,13 @@ func (c ServerConfig) Defaults() ServerConfig {
 // Validate reports a configuration the server cannot run with.
 func (c ServerConfig) Validate() error {
 	if c.MaxRequestBytes < minFrameSize {
-		return fmt.Errorf("ingest: socket.request.max.bytes %d is below %d", c.MaxRequestBytes, minFrameSize)
+		return fmt.Errorf("kafka: socket.request.max.bytes %d is below %d", c.MaxRequestBytes, minFrameSize)
 	}
 	if c.ReadAhead < 1 {
-		return fmt.Errorf("ingest: read.ahead %d is below 1", c.ReadAhead)
+		return fmt.Errorf("kafka: read.ahead %d is below 1", c.ReadAhead)
 	}
 	if c.SlowRequestThreshold < 0 {
-		return fmt.Errorf("ingest: request.log.slow.threshold %v is negative", c.SlowRequestThreshold)
+		return fmt.Errorf("kafka: request.log.slow.threshold %v is negative", c.SlowRequestThreshold)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bufio"
@@ -131,11 +131,11 @@ func (c *conn) read(reqs chan<- *item) {
 			return
 		}
 		if size < minFrameSize {
-			c.log.Warn("ingest: closing connection", "err", fmt.Errorf("%w: %d", ErrFrameSize, size))
+			c.log.Warn("kafka: closing connection", "err", fmt.Errorf("%w: %d", ErrFrameSize, size))
 			return
 		}
 		if size > c.s.cfg.MaxRequestBytes {
-			c.log.Warn("ingest: closing connection", "err",
+			c.log.Warn("kafka: closing connection", "err",
 				fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, c.s.cfg.MaxRequestBytes))
 			return
 		}
@@ -148,7 +148,7 @@ func (c *conn) read(reqs chan<- *item) {
 		d, err := c.s.reg.decodeFrame(*frame)
 		if err != nil {
 			putFrame(frame)
-			c.log.Warn("ingest: closing connection", "err", err)
+			c.log.Warn("kafka: closing connection", "err", err)
 			return
 		}
 		it := &item{req: d.req, h: d.h, early: d.early, frame: frame}
@@ -204,13 +204,13 @@ func (c *conn) readEnded(err error) {
 	var ne net.Error
 	switch {
 	case c.stopping.Load() || errors.Is(err, errStopped) || c.ctx.Err() != nil:
-		c.log.Debug("ingest: stopped reading", "err", err)
+		c.log.Debug("kafka: stopped reading", "err", err)
 	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
-		c.log.Debug("ingest: client closed connection")
+		c.log.Debug("kafka: client closed connection")
 	case errors.As(err, &ne) && ne.Timeout():
-		c.log.Info("ingest: closing idle connection", "idle_timeout", c.s.cfg.IdleTimeout)
+		c.log.Info("kafka: closing idle connection", "idle_timeout", c.s.cfg.IdleTimeout)
 	default:
-		c.log.Warn("ingest: closing connection", "err", err)
+		c.log.Warn("kafka: closing connection", "err", err)
 	}
 }
 
@@ -244,7 +244,7 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			}
 		}
 		if err != nil {
-			c.log.Error("ingest: closing connection after handler failure",
+			c.log.Error("kafka: closing connection after handler failure",
 				"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
 			c.observe(it, err, false)
 			c.drop(it)
@@ -327,7 +327,7 @@ func (c *conn) logSlow(it *item, st RequestStages, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.Any("err", err))
 	}
-	c.log.LogAttrs(context.Background(), slog.LevelInfo, "ingest: slow request", attrs...)
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, "kafka: slow request", attrs...)
 }
 
 // drop releases a request that will not be answered.

@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 // ApiVersions: v0-4
 //

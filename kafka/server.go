@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (s *Server) Serve(ln net.Listener) error {
 				return err
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("ingest: accept failed, retrying", "listener", s.cfg.ListenerName, "backoff", backoff, "err", err)
+			s.log.Warn("kafka: accept failed, retrying", "listener", s.cfg.ListenerName, "backoff", backoff, "err", err)
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:

@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 // The ratio server/tcp-echo is the framework's overhead over the network
 // stack itself.
 //
-//	go test -run '^$' -bench RoundTrip -benchmem ./ingest
+//	go test -run '^$' -bench RoundTrip -benchmem ./kafka
 func BenchmarkRoundTrip(b *testing.B) {
 	req := versioned(kmsg.NewPtrApiVersionsRequest(), 3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "bench", "1.0"

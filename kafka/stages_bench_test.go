@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bufio"
@@ -94,7 +94,7 @@ func (c *benchConn) batch(b *testing.B, batch []byte, n int) {
 //   - pipelined: 32 requests in one write, then their 32 answers, so that
 //     the server's CPU per request sets the time.
 //
-//     go test -run '^$' -bench RoundTripObserved -benchmem -count 5 ./ingest
+//     go test -run '^$' -bench RoundTripObserved -benchmem -count 5 ./kafka
 func BenchmarkRoundTripObserved(b *testing.B) {
 	req := versioned(kmsg.NewPtrApiVersionsRequest(), 3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "bench", "1.0"

@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func (m memBody) WriteTo(w *ResponseWriter) error { _, err := w.Write(m.b); retu
 // few batches) against the same bytes written from memory, one request
 // outstanding: the ratio file/memory is the cost of reading the range.
 //
-//	go test -run '^$' -bench FileBodyRoundTrip ./ingest
+//	go test -run '^$' -bench FileBodyRoundTrip ./kafka
 func BenchmarkFileBodyRoundTrip(b *testing.B) {
 	const n = 4 << 10
 	fx := newSendFileFixture(b)

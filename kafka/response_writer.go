@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"bufio"
@@ -52,7 +52,7 @@ func (w *ResponseWriter) Write(p []byte) (int, error) {
 // then unusable and the server closes it.
 func (w *ResponseWriter) SendFile(f *os.File, offset int64, n int) error {
 	if n < 0 || offset < 0 {
-		return fmt.Errorf("ingest: SendFile: invalid range offset %d length %d", offset, n)
+		return fmt.Errorf("kafka: SendFile: invalid range offset %d length %d", offset, n)
 	}
 	if n == 0 {
 		return nil
@@ -67,7 +67,7 @@ func (w *ResponseWriter) SendFile(f *os.File, offset int64, n int) error {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("ingest: SendFile: read %s: %w", f.Name(), err)
+			return fmt.Errorf("kafka: SendFile: read %s: %w", f.Name(), err)
 		}
 		_, err := w.Write(buf)
 		return err
@@ -83,7 +83,7 @@ func (w *ResponseWriter) SendFile(f *os.File, offset int64, n int) error {
 			return nil
 		}
 		if sent > 0 || !errors.Is(err, errSendfileUnsupported) {
-			return fmt.Errorf("ingest: sendfile: %w", err)
+			return fmt.Errorf("kafka: sendfile: %w", err)
 		}
 	}
 	return w.copyFile(f, offset, n)
@@ -101,7 +101,7 @@ func (w *ResponseWriter) copyFile(f *os.File, offset int64, n int) error {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("ingest: SendFile: read %s: %w", f.Name(), err)
+			return fmt.Errorf("kafka: SendFile: read %s: %w", f.Name(), err)
 		}
 		if _, err := w.Write(chunk); err != nil {
 			return err

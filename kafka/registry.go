@@ -1,4 +1,4 @@
-package ingest
+package kafka
 
 import (
 	"fmt"
@@ -47,11 +47,11 @@ func (r *Registry) Register(key int16, minVersion, maxVersion int16, h Handler) 
 	proto := kmsg.RequestForKey(key)
 	switch {
 	case proto == nil:
-		panic(fmt.Sprintf("ingest: Register: unknown API key %d", key))
+		panic(fmt.Sprintf("kafka: Register: unknown API key %d", key))
 	case h == nil:
-		panic(fmt.Sprintf("ingest: Register: nil handler for %s", kmsg.NameForKey(key)))
+		panic(fmt.Sprintf("kafka: Register: nil handler for %s", kmsg.NameForKey(key)))
 	case minVersion < 0 || maxVersion < minVersion || maxVersion > proto.MaxVersion():
-		panic(fmt.Sprintf("ingest: Register: %s: invalid versions %d-%d (kmsg decodes up to %d)",
+		panic(fmt.Sprintf("kafka: Register: %s: invalid versions %d-%d (kmsg decodes up to %d)",
 			kmsg.NameForKey(key), minVersion, maxVersion, proto.MaxVersion()))
 	}
 
@@ -59,7 +59,7 @@ func (r *Registry) Register(key int16, minVersion, maxVersion int16, h Handler) 
 	defer r.mu.Unlock()
 	old := r.snap.Load()
 	if int(key) < len(old.byKey) && old.byKey[key].h != nil {
-		panic(fmt.Sprintf("ingest: Register: %s registered twice", kmsg.NameForKey(key)))
+		panic(fmt.Sprintf("kafka: Register: %s registered twice", kmsg.NameForKey(key)))
 	}
 	byKey := make([]registration, max(len(old.byKey), int(key)+1))
 	copy(byKey, old.byKey)
