@@ -62,8 +62,9 @@ func TestBinary(t *testing.T) {
 	ok("", "topic", "create", "quickstart", "-p", "1")
 	golden(t, "binary_produce.txt", ok("k1=hello\nk2=world\n", "produce", "quickstart", "--key-separator", "=", "--header", "app=demo"))
 	golden(t, "binary_consume.txt", ok("", "consume", "quickstart", "--until", "end", "--format", `%k %v %o %p %t %h\n`))
-	if out, errOut, code := shaleExec(t, bin, addr, "", "produce", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "-key-separator") {
-		t.Fatalf("produce -h: exit %d\n%s", code, errOut)
+	// Help goes to stdout (cobra's and GNU's convention: shale produce -h | less).
+	if out, errOut, code := shaleExec(t, bin, addr, "", "produce", "-h"); code != 0 || errOut != "" || !strings.Contains(out, "--key-separator") {
+		t.Fatalf("produce -h: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, _, code := shaleExec(t, bin, addr, "", "consume"); code != 2 || out != "" {
 		t.Fatalf("consume without a topic: exit %d, stdout %q", code, out)

@@ -3,154 +3,262 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // errUsage marks a command line the verb cannot run: exit code 2, and the
-// verb's usage goes to stderr.
+// verb's usage line goes to stderr.
 var errUsage = errors.New("usage")
 
-// defaultBootstrap is where client verbs connect unless --bootstrap or
-// SHALE_BOOTSTRAP say otherwise.
-const defaultBootstrap = "127.0.0.1:9092"
+// usagef is an errUsage with a message.
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
 
-// cliGlobals are the flags every client verb takes.
+const (
+	// defaultBootstrap is where client verbs connect unless --bootstrap or
+	// SHALE_BOOTSTRAP say otherwise.
+	defaultBootstrap = "127.0.0.1:9092"
+	// defaultAdmin is the admin HTTP address status verbs ask unless
+	// --admin or SHALE_ADMIN say otherwise (shale serve's admin_listen).
+	defaultAdmin = "127.0.0.1:9644"
+	// defaultTimeout bounds each request to the cluster.
+	defaultTimeout = 15 * time.Second
+)
+
+// envOr is the environment variable key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// outputFormat is --output: text (tables, for people) or json (for
+// scripts). Any other value is a flag error.
+type outputFormat string
+
+func (o *outputFormat) String() string { return string(*o) }
+func (o *outputFormat) Type() string   { return "text|json" }
+func (o *outputFormat) Set(s string) error {
+	if s != "text" && s != "json" {
+		return fmt.Errorf("want text or json, not %q", s)
+	}
+	*o = outputFormat(s)
+	return nil
+}
+
+// json reports whether --output json was asked for.
+func (o *outputFormat) json() bool { return *o == "json" }
+
+// jsonAlias is the old --json of `replication status`, a bare flag that
+// means --output json; it is kept hidden.
+type jsonAlias struct{ o *outputFormat }
+
+func (j jsonAlias) String() string   { return strconv.FormatBool(j.o.json()) }
+func (j jsonAlias) Type() string     { return "bool" }
+func (j jsonAlias) IsBoolFlag() bool { return true }
+func (j jsonAlias) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*j.o = "text"
+	if on {
+		*j.o = "json"
+	}
+	return nil
+}
+
+// addOutput registers --output text|json on cmd, with shell completion.
+func addOutput(cmd *cobra.Command) *outputFormat {
+	o := outputFormat("text")
+	cmd.Flags().Var(&o, "output", "output format: text or json")
+	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return &o
+}
+
+// aliasOf is the annotation of a hidden old spelling: the new one.
+const aliasOf = "shale-alias-of"
+
+// hiddenAlias registers old as a hidden spelling of the flag new whose
+// value is v (they share it); using it prints a deprecation notice on
+// stderr (warnDeprecated). pflag's MarkDeprecated is not used: cobra
+// prints its notice on stdout, into the JSON a script reads.
+func hiddenAlias(fs *pflag.FlagSet, v pflag.Value, old, new string) {
+	f := fs.VarPF(v, old, "", "same as --"+new)
+	if _, ok := v.(interface{ IsBoolFlag() bool }); ok {
+		f.NoOptDefVal = "true"
+	}
+	f.Hidden = true
+	f.Annotations = map[string][]string{aliasOf: {new}}
+}
+
+// warnDeprecated is the root's PersistentPreRun: a notice on stderr for
+// each old flag spelling on the command line.
+func warnDeprecated(cmd *cobra.Command, _ []string) {
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if n := f.Annotations[aliasOf]; len(n) > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: --%s is deprecated, use --%s\n", cmd.CommandPath(), f.Name, n[0])
+		}
+	})
+}
+
+// cliGlobals are the flags every Kafka client verb takes.
 type cliGlobals struct {
 	bootstrap string
-	output    string
+	output    *outputFormat
 	timeout   time.Duration
 }
 
 // addGlobals registers --bootstrap (default $SHALE_BOOTSTRAP, else
-// 127.0.0.1:9092), --output text|json and --timeout on fs.
-func addGlobals(fs *flag.FlagSet) *cliGlobals {
-	g := &cliGlobals{}
-	def := os.Getenv("SHALE_BOOTSTRAP")
-	if def == "" {
-		def = defaultBootstrap
-	}
-	fs.StringVar(&g.bootstrap, "bootstrap", def, "comma-separated Kafka addresses of nodes (env SHALE_BOOTSTRAP)")
-	fs.StringVar(&g.output, "output", "text", "text or json")
-	fs.DurationVar(&g.timeout, "timeout", 15*time.Second, "how long to wait for each request to the cluster")
+// 127.0.0.1:9092), --output text|json and --timeout on cmd.
+func addGlobals(cmd *cobra.Command) *cliGlobals {
+	g := &cliGlobals{output: addOutput(cmd)}
+	cmd.Flags().StringVar(&g.bootstrap, "bootstrap", envOr("SHALE_BOOTSTRAP", defaultBootstrap), "comma-separated Kafka addresses of nodes (env SHALE_BOOTSTRAP)")
+	cmd.Flags().DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for each request to the cluster")
 	return g
 }
 
 // json reports whether --output json was asked for.
-func (g *cliGlobals) json() bool { return g.output == "json" }
+func (g *cliGlobals) json() bool { return g.output.json() }
 
-func (g *cliGlobals) validate() error {
-	if g.output != "text" && g.output != "json" {
-		return fmt.Errorf("%w: --output must be text or json, not %q", errUsage, g.output)
+func (g *cliGlobals) seeds() ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(g.bootstrap, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
 	}
-	if strings.TrimSpace(g.bootstrap) == "" {
-		return fmt.Errorf("%w: --bootstrap is empty", errUsage)
+	if len(out) == 0 {
+		return nil, usagef("--bootstrap is empty")
 	}
-	return nil
+	return out, nil
 }
 
 // client returns a franz-go client for the bootstrap nodes; the caller closes
 // it.
 func (g *cliGlobals) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{kgo.SeedBrokers(strings.Split(g.bootstrap, ",")...), kgo.ClientID("shale-cli")}
-	return kgo.NewClient(append(base, opts...)...)
-}
-
-// admin returns an admin client on a new franz-go client; the caller closes
-// it (closing the admin client closes the franz-go client).
-func (g *cliGlobals) admin() (*kadm.Client, error) {
-	cl, err := g.client()
+	seeds, err := g.seeds()
 	if err != nil {
 		return nil, err
 	}
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
-	return adm, nil
+	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("shale-cli")}
+	return kgo.NewClient(append(base, opts...)...)
 }
 
 // adminSession opens an admin client and a context bounded by --timeout,
 // as every admin verb needs; done closes both.
-func (g *cliGlobals) adminSession() (*kadm.Client, context.Context, func(), error) {
-	adm, err := g.admin()
+func (g *cliGlobals) adminSession(ctx context.Context) (*kadm.Client, context.Context, func(), error) {
+	cl, err := g.client()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	return adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
-// parseInterspersed parses flags anywhere among the positional arguments (as
-// rpk and kcat allow: `shale produce events --header a=b`) and returns the
-// positional ones in order. "--" ends flag parsing.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the usage is printed: exit 0
-			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		// fs.Parse consumed "--" if it stopped there.
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+// adminAddrs is --admin: admin HTTP addresses of nodes (host:port or a
+// URL), repeatable or comma-separated.
+type adminAddrs struct {
+	addrs []string
+	set   bool // given on the command line: the default is dropped
 }
 
-// listFlag is a repeatable string flag.
-type listFlag []string
+func (a *adminAddrs) String() string { return strings.Join(a.addrs, ",") }
+func (a *adminAddrs) Type() string   { return "addr" }
+func (a *adminAddrs) Set(s string) error {
+	if !a.set {
+		a.addrs, a.set = nil, true
+	}
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			a.addrs = append(a.addrs, x)
+		}
+	}
+	return nil
+}
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+// addAdmin registers --admin (default $SHALE_ADMIN, else 127.0.0.1:9644)
+// and its old spelling --node, hidden.
+func addAdmin(cmd *cobra.Command, usage string) *adminAddrs {
+	a := &adminAddrs{}
+	a.Set(envOr("SHALE_ADMIN", defaultAdmin))
+	a.set = false
+	cmd.Flags().Var(a, "admin", usage+" (env SHALE_ADMIN)")
+	hiddenAlias(cmd.Flags(), a, "node", "admin")
+	return a
+}
 
 // splitKV splits "name=value"; the value may contain '='.
 func splitKV(s string) (string, string, error) {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
-		return "", "", fmt.Errorf("%w: %q is not name=value", errUsage, s)
+		return "", "", usagef("%q is not name=value", s)
 	}
 	return k, v, nil
 }
 
-// newFlagSet returns a flag set whose usage line is usageLine and whose
-// errors go to stderr.
-func newFlagSet(name, usageLine string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n", usageLine)
-		fs.PrintDefaults()
+// Positional argument checks, as errUsage so that they exit 2.
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected %q", args[0])
 	}
-	return fs
+	return nil
 }
 
-// exitCode reports err on stderr under the verb's name and maps it to an
-// exit code: 0 for nil, 2 for errUsage (with usageLine), 1 otherwise.
-func exitCode(stderr io.Writer, verb, usageLine string, err error) int {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "%s: %v\nusage: %s\n", verb, err, usageLine)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "%s: %v\n", verb, err)
-		return 1
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s", what)
+		}
+		return nil
 	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s", what)
+		}
+		return nil
+	}
+}
+
+// newGroup returns a verb group such as `shale topic`: without a verb, or
+// with an unknown one, it is a usage error (with suggestions); -h prints
+// its help.
+func newGroup(use, short string, verbs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRun, SuggestionsMinimumDistance: 2}
+	g.AddCommand(verbs...)
+	return g
+}
+
+func groupRun(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if len(args) == 0 {
+		return usagef("name a verb: %s", strings.Join(names, ", "))
+	}
+	msg := fmt.Sprintf("unknown verb %q (verbs: %s)", args[0], strings.Join(names, ", "))
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usagef("%s", msg)
 }

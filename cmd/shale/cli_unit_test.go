@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -112,23 +110,5 @@ func TestProgressRedrawsAtInterval(t *testing.T) {
 	}
 	if !strings.HasSuffix(b.String(), "100%  10/10 records  10 records/s  ETA 0s\x1b[K\n") {
 		t.Fatalf("final line %q", b.String())
-	}
-}
-
-func TestParseInterspersed(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var h listFlag
-	fs.Var(&h, "H", "")
-	n := fs.Int("n", 0, "")
-	pos, err := parseInterspersed(fs, []string{"topic", "-H", "a=1", "f1", "-n", "3", "-H", "b=2", "--", "-f2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(pos, " ") != "topic f1 -f2" || *n != 3 || h.String() != "a=1,b=2" {
-		t.Fatalf("pos %q n %d h %q", pos, *n, h.String())
-	}
-	if _, err := parseInterspersed(fs, []string{"--nope"}); !errors.Is(err, errUsage) {
-		t.Fatalf("unknown flag: %v", err)
 	}
 }

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/spf13/cobra"
 )
 
 // clusterStatus is `shale cluster status`: the nodes, the controller, and
@@ -42,36 +38,33 @@ type clusterPartition struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-func clusterCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "status" {
-		fmt.Fprintln(stderr, "usage: shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output text|json]")
-		return 2
+func newClusterCmd() *cobra.Command {
+	status := &cobra.Command{
+		Use:   "status [--topic T]",
+		Short: "nodes, controller, and each partition's leader, epoch, replicas and ISR",
+		Args:  noArgs,
 	}
-	fs := flag.NewFlagSet("shale cluster status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "a node's Kafka address")
-	topic := fs.String("topic", "", "only this topic")
-	output := fs.String("output", "text", "text or json")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the cluster")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	g := addGlobals(status)
+	topic := status.Flags().String("topic", "", "only this topic")
+	status.RunE = func(cmd *cobra.Command, _ []string) error {
+		return clusterStatus(cmd.Context(), g, cmd.OutOrStdout(), *topic)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*bootstrap, ",")...))
+	return newGroup("cluster", "the cluster as any node reports it", status)
+}
+
+func clusterStatus(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "shale cluster status: %v\n", err)
-		return 1
+		return err
 	}
-	defer cl.Close()
+	defer done()
 	var topics []string
-	if *topic != "" {
-		topics = []string{*topic}
+	if topic != "" {
+		topics = []string{topic}
 	}
-	m, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	m, err := adm.Metadata(ctx, topics...)
 	if err != nil {
-		fmt.Fprintf(stderr, "shale cluster status: %v\n", err)
-		return 1
+		return err
 	}
 	out := clusterStatusOut{ClusterID: m.Cluster, Controller: m.Controller}
 	for _, b := range m.Brokers {
@@ -92,13 +85,8 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].NodeID < out.Brokers[j].NodeID })
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return 1
-		}
-		return 0
+	if g.json() {
+		return writeJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "cluster %s, controller %d\n\n", out.ClusterID, out.Controller)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -117,8 +105,7 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	for _, p := range out.Partitions {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, p.Leader, p.LeaderEpoch, ints(p.Replicas), ints(p.ISR), p.Error)
 	}
-	tw.Flush()
-	return 0
+	return tw.Flush()
 }
 
 func ints(xs []int32) string {

@@ -7,19 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-const consumeUsage = `shale consume TOPIC [-o start|end|N|-N|@TIME] [--until end|N|@TIME] [-n COUNT]
-                     [-p 0,1,...] [-f FORMAT] [--group G]
-  FORMAT: %t %p %o %e %k %K %v %V %T %d %h %H (default '%v\n') or a Go template '{{.Key}}={{.Value}}\n';
-  common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
 
 // consumeOptions are the parsed flags of `shale consume`.
 type consumeOptions struct {
@@ -33,18 +27,81 @@ type consumeOptions struct {
 	group      string
 }
 
-// consumeCmd is `shale consume`.
-func consumeCmd(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return exitCode(stderr, "shale consume", consumeUsage, consumeMain(ctx, args, stdout, stderr))
-}
+func newConsumeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC [-o start|end|N|-N|@TIME] [--until end|N|@TIME] [-n COUNT] [-p 0,1,...] [-f FORMAT] [--group G]",
+		Short: "print records",
+		Long: `Print records of a topic, from --offset (default start, or the group's committed
+offset) until --until, -n records, or an interrupt.
 
-func consumeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseConsume(args, stderr)
-	if err != nil {
+FORMAT is kcat-style text with the verbs %t topic, %p partition, %o offset,
+%e leader epoch, %k key, %K key length, %v value, %V value length, %T timestamp
+(ms), %d timestamp (RFC 3339), %h headers k=v,..., %H header count, %% (default
+'%v\n'), or a Go template such as '{{.Key}}={{.Value}}\n'. --output json prints
+one JSON object per record.`,
+		Example: `  shale consume quickstart --until end --format '%k %v %o %p %t %h\n'
+  shale consume events -o -10 -p 0
+  shale consume events --group billing -n 100`,
+		Args: exactArgs(1, "name one topic"),
+	}
+	raw := consumeFlags{}
+	o := &consumeOptions{g: addGlobals(cmd)}
+	f := cmd.Flags()
+	f.StringVarP(&raw.from, "offset", "o", "start", "where to start: start, end, N, -N (N before the end) or @TIME (ms or RFC 3339); without a committed offset with --group")
+	f.StringVar(&raw.until, "until", "", "stop at: end (the end when the command started), offset N (exclusive) or @TIME")
+	f.Int64VarP(&o.count, "count", "n", 0, "stop after this many records")
+	f.StringVarP(&raw.partitions, "partition", "p", "", "only these partitions, comma-separated (not with --group)")
+	f.StringVarP(&raw.format, "format", "f", defaultFormat, "text output format (ignored with --output json)")
+	f.StringVarP(&o.group, "group", "g", "", "consume as a member of this group and commit what is printed")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.topic = args[0]
+		if err := raw.parse(o); err != nil {
+			return err
+		}
+		err := consumeMain(cmd.Context(), *o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted: what was printed stands
+		}
 		return err
 	}
+	return cmd
+}
+
+// consumeFlags are the flags of `shale consume` as given.
+type consumeFlags struct{ from, until, partitions, format string }
+
+// parse checks the flags and fills o.
+func (raw consumeFlags) parse(o *consumeOptions) error {
+	var err error
+	if o.count < 0 {
+		return usagef("-n must not be negative")
+	}
+	if o.from, err = parseOffsetSpec(raw.from); err != nil {
+		return err
+	}
+	if raw.until != "" {
+		u, err := parseOffsetSpec(raw.until)
+		if err != nil {
+			return err
+		}
+		if u.kind == offsetStart || u.kind == offsetFromEnd {
+			return usagef("--until takes end, N or @TIME")
+		}
+		o.until = &u
+	}
+	if o.partitions, err = parsePartitions(raw.partitions); err != nil {
+		return err
+	}
+	if o.group != "" && len(o.partitions) > 0 {
+		return usagef("--partition and --group exclude each other")
+	}
+	if o.format, err = newFormatter(raw.format); err != nil {
+		return err
+	}
+	return nil
+}
+
+func consumeMain(ctx context.Context, o consumeOptions, stdout, stderr io.Writer) error {
 	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
 	if o.group != "" {
 		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(o.topic), kgo.DisableAutoCommit(),
@@ -78,66 +135,7 @@ func consumeMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer cancel()
 		cl.LeaveGroupContext(lctx)
 	}
-	if errors.Is(err, context.Canceled) {
-		return nil // interrupted: what was printed stands
-	}
 	return err
-}
-
-func parseConsume(args []string, stderr io.Writer) (consumeOptions, error) {
-	fs := newFlagSet("shale consume", consumeUsage, stderr)
-	o := consumeOptions{g: addGlobals(fs)}
-	from := fs.String("offset", "", "where to start: start, end, N, -N (N before the end) or @TIME (ms or RFC 3339); default start, or the group's committed offset")
-	fs.StringVar(from, "o", "", "same as --offset")
-	until := fs.String("until", "", "stop at: end (the end when the command started), offset N (exclusive) or @TIME")
-	fs.Int64Var(&o.count, "n", 0, "stop after this many records")
-	fs.Int64Var(&o.count, "count", 0, "same as -n")
-	parts := fs.String("partition", "", "only these partitions, comma-separated (not with --group)")
-	fs.StringVar(parts, "p", "", "same as --partition")
-	format := fs.String("format", defaultFormat, "text output format (ignored with --output json)")
-	fs.StringVar(format, "f", defaultFormat, "same as --format")
-	fs.StringVar(&o.group, "group", "", "consume as a member of this group and commit what is printed")
-	fs.StringVar(&o.group, "g", "", "same as --group")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return o, err
-	}
-	if err := o.g.validate(); err != nil {
-		return o, err
-	}
-	if len(pos) != 1 {
-		return o, fmt.Errorf("%w: name one topic", errUsage)
-	}
-	o.topic = pos[0]
-	if o.count < 0 {
-		return o, fmt.Errorf("%w: -n must not be negative", errUsage)
-	}
-	if *from == "" {
-		*from = "start"
-	}
-	if o.from, err = parseOffsetSpec(*from); err != nil {
-		return o, err
-	}
-	if *until != "" {
-		u, err := parseOffsetSpec(*until)
-		if err != nil {
-			return o, err
-		}
-		if u.kind == offsetStart || u.kind == offsetFromEnd {
-			return o, fmt.Errorf("%w: --until takes end, N or @TIME", errUsage)
-		}
-		o.until = &u
-	}
-	if o.partitions, err = parsePartitions(*parts); err != nil {
-		return o, err
-	}
-	if o.group != "" && len(o.partitions) > 0 {
-		return o, fmt.Errorf("%w: --partition and --group exclude each other", errUsage)
-	}
-	if o.format, err = newFormatter(*format); err != nil {
-		return o, err
-	}
-	return o, nil
 }
 
 // kgoOffset is the spec as franz-go's reset offset (for group members

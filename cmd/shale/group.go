@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -14,32 +16,9 @@ import (
 // would be reset: its members would overwrite the new offsets.
 var errGroupActive = errors.New("group has active members")
 
-const groupUsage = `shale group list
-       shale group describe GROUP...
-       shale group reset-offsets GROUP --topic T [--partition 0,1] --to earliest|latest|N|-N|@TIME [--dry-run]
-  common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
-
-// groupCmd is `shale group VERB ...`.
-func groupCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "usage: %s\n", groupUsage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "list", "ls":
-		err = groupList(args[1:], stdout, stderr)
-	case "describe":
-		err = groupDescribe(args[1:], stdout, stderr)
-	case "reset-offsets":
-		err = groupResetOffsets(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "usage: %s\n", groupUsage)
-		return 0
-	default:
-		err = fmt.Errorf("%w: unknown verb %q", errUsage, args[0])
-	}
-	return exitCode(stderr, "shale group", groupUsage, err)
+func newGroupCmd() *cobra.Command {
+	return newGroup("group", "consumer groups: list, describe with lag, reset offsets",
+		newGroupListCmd(), newGroupDescribeCmd(), newGroupResetOffsetsCmd())
 }
 
 // groupListEntry is one row of `shale group list`.
@@ -50,20 +29,15 @@ type groupListEntry struct {
 	Coordinator  int32  `json:"coordinator"`
 }
 
-func groupList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale group list", "shale group list", stderr)
-	g := addGlobals(fs)
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := g.validate(); err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected %q", errUsage, rest[0])
-	}
-	adm, ctx, done, err := g.adminSession()
+func newGroupListCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "list consumer groups", Args: noArgs}
+	g := addGlobals(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return groupList(cmd.Context(), g, cmd.OutOrStdout()) }
+	return cmd
+}
+
+func groupList(ctx context.Context, g *cliGlobals, stdout io.Writer) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -119,20 +93,21 @@ type partitionLag struct {
 	Error         string `json:"error,omitempty"`
 }
 
-func groupDescribe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale group describe", "shale group describe GROUP...", stderr)
-	g := addGlobals(fs)
-	groups, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newGroupDescribeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe GROUP...",
+		Short: "a group's state, members, committed offsets and lag",
+		Args:  minArgs(1, "name a group"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	cmd.RunE = func(cmd *cobra.Command, groups []string) error {
+		return groupDescribe(cmd.Context(), g, cmd.OutOrStdout(), groups)
 	}
-	if len(groups) == 0 {
-		return fmt.Errorf("%w: name a group", errUsage)
-	}
-	adm, ctx, done, err := g.adminSession()
+	return cmd
+}
+
+func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups []string) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -26,50 +27,51 @@ type resetOffset struct {
 	Lag          int64  `json:"lag"`
 }
 
-func groupResetOffsets(args []string, stdout, stderr io.Writer) error {
-	const usageLine = "shale group reset-offsets GROUP --topic T [--partition 0,1] --to earliest|latest|N|-N|@TIME [--dry-run]"
-	fs := newFlagSet("shale group reset-offsets", usageLine, stderr)
-	g := addGlobals(fs)
-	var topics listFlag
-	fs.Var(&topics, "topic", "topic whose offsets to reset (repeatable)")
-	fs.Var(&topics, "t", "same as --topic")
-	parts := fs.String("partition", "", "only these partitions, comma-separated (one --topic only)")
-	to := fs.String("to", "", "earliest, latest, offset N, -N (N before the end) or @TIME (ms or RFC 3339)")
-	dryRun := fs.Bool("dry-run", false, "print the new offsets without committing them")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newGroupResetOffsetsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reset-offsets GROUP --topic T [--partition 0,1] --to earliest|latest|N|-N|@TIME [--dry-run]",
+		Short: "commit new offsets for a group that has no live members",
+		Example: `  shale group reset-offsets billing --topic events --to earliest --dry-run
+  shale group reset-offsets billing -t events --partition 0 --to -100`,
+		Args: exactArgs(1, "name one group"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	f := cmd.Flags()
+	topics := f.StringArrayP("topic", "t", nil, "topic whose offsets to reset (repeatable)")
+	parts := f.String("partition", "", "only these partitions, comma-separated (one --topic only)")
+	to := f.String("to", "", "earliest, latest, offset N, -N (N before the end) or @TIME (ms or RFC 3339)")
+	dryRun := f.Bool("dry-run", false, "print the new offsets without committing them")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(*topics) == 0 || *to == "" {
+			return usagef("--topic and --to are required")
+		}
+		spec, err := parseOffsetSpec(*to)
+		if err != nil {
+			return err
+		}
+		partitions, err := parsePartitions(*parts)
+		if err != nil {
+			return err
+		}
+		if len(partitions) > 0 && len(*topics) > 1 {
+			return usagef("--partition needs exactly one --topic")
+		}
+		return groupResetOffsets(cmd.Context(), g, cmd.OutOrStdout(), args[0], *topics, partitions, spec, *dryRun)
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("%w: name one group", errUsage)
-	}
-	if len(topics) == 0 || *to == "" {
-		return fmt.Errorf("%w: --topic and --to are required", errUsage)
-	}
-	spec, err := parseOffsetSpec(*to)
-	if err != nil {
-		return err
-	}
-	partitions, err := parsePartitions(*parts)
-	if err != nil {
-		return err
-	}
-	if len(partitions) > 0 && len(topics) > 1 {
-		return fmt.Errorf("%w: --partition needs exactly one --topic", errUsage)
-	}
-	adm, ctx, done, err := g.adminSession()
+	return cmd
+}
+
+func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, group string, topics []string, partitions []int32, spec offsetSpec, dryRun bool) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	plan, err := planReset(ctx, adm, rest[0], topics, partitions, spec, *dryRun)
+	plan, err := planReset(ctx, adm, group, topics, partitions, spec, dryRun)
 	if err != nil {
 		return err
 	}
-	if !*dryRun {
+	if !dryRun {
 		if err := commitReset(ctx, adm, plan); err != nil {
 			return err
 		}

@@ -1,72 +1,115 @@
-// Command shale is the Shale broker and its tools:
+// Command shale is the Shale broker and its tools: `shale serve` runs a
+// node; the other verbs manage and inspect a cluster over the Kafka
+// protocol (through package sdk) and the nodes' admin HTTP API (package
+// adminapi), or read segment files offline. `shale --help` lists them and
+// `shale VERB --help` explains each.
 //
-//	shale serve [flags]              run a node
-//	shale segment dump [flags] FILE  print segment, index and time index files
+// The command tree is spf13/cobra's, as in rpk, kubectl and the NATS
+// tooling: GNU-style flags (a boolean is a bare flag, --flag=false turns it
+// off), flags anywhere among the arguments, help on every verb and group,
+// suggestions for mistyped verbs, and shell completion.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
-const usage = `shale: a Kafka-protocol broker with tiered storage
-
-usage:
-  shale serve [flags]                     run a node (shale serve -h lists the flags)
-  shale segment dump [--records] [--output json] FILE...
-                                          print .log, .index and .timeindex files
-  shale tier status [--admin HOST:PORT] [--topic T] [--output json]
-                                          per partition: log start, local log start, high watermark, remote segments, upload lag
-  shale cluster status [--bootstrap HOST:PORT] [--topic T] [--output json]
-                                          nodes, controller, and each partition's leader, epoch and ISR
-  shale replication status [--node ADMIN_ADDR ...] [--topic T] [--under-replicated [--max-lag N]] [--json]
-                                          per node: each replica's offsets and ISR, followers' lag, replica fetchers
-  shale topic create|list|describe|alter-config|delete ...
-                                          manage topics (shale topic -h)
-  shale produce TOPIC [FILE...]           produce lines from stdin or files (shale produce -h)
-  shale consume TOPIC                     print records (shale consume -h)
-  shale group list|describe|reset-offsets ...
-                                          consumer groups, lag, offset resets (shale group -h)
-  client verbs take --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default 127.0.0.1:9092) and --output text|json
-`
-
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runIO(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run runs one command line in-process with an empty stdin and returns
+// its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "serve":
-		return serve(args[1:], stderr)
-	case "segment":
-		if len(args) > 1 && args[1] == "dump" {
-			return segmentDump(args[2:], stdout, stderr)
-		}
-	case "tier":
-		if len(args) > 1 && args[1] == "status" {
-			return tierStatus(args[2:], stdout, stderr)
-		}
-	case "cluster":
-		return clusterCmd(args[1:], stdout, stderr)
-	case "replication":
-		return replicationCmd(args[1:], stdout, stderr)
-	case "topic":
-		return topicCmd(args[1:], stdout, stderr)
-	case "produce":
-		return produceCmd(args[1:], stdout, stderr)
-	case "consume":
-		return consumeCmd(args[1:], stdout, stderr)
-	case "group":
-		return groupCmd(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	return runIO(args, eofReader{}, stdout, stderr)
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// runIO runs one command line and returns its exit code: 0 on success and
+// for -h/--help, 2 for a command line that cannot run (unknown verb or
+// flag, missing argument, bad value), 1 when the work failed. SIGINT and
+// SIGTERM cancel the command's context.
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(cmd, stderr, err)
+}
+
+// exitCode reports err on stderr under the command's name and maps it to
+// an exit code.
+func exitCode(cmd *cobra.Command, stderr io.Writer, err error) int {
+	if err == nil {
 		return 0
 	}
-	fmt.Fprint(stderr, usage)
-	return 2
+	name := "shale"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	switch {
+	case errors.Is(err, errUsage):
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(stderr, "%s: %s\nusage: %s\nrun '%s --help' for more\n", name, msg, cmd.UseLine(), name)
+		return 2
+	case errors.Is(err, errServe):
+		return 1 // the node logged why
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return 1
+}
+
+// newRootCmd builds the whole command tree; each call returns a new one
+// (flags hold their values), so that tests can run many command lines.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "shale",
+		Short: "Shale: a Kafka-protocol broker with tiered storage",
+		Long: `Shale: a Kafka-protocol broker with tiered storage.
+
+Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
+127.0.0.1:9092); status verbs ask a node's admin HTTP address, --admin HOST:PORT
+(env SHALE_ADMIN, default 127.0.0.1:9644). Every verb that prints takes
+--output text|json.`,
+		Version:                    versionLine(),
+		Args:                       cobra.ArbitraryArgs,
+		RunE:                       groupRun,
+		PersistentPreRun:           warnDeprecated,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		SilenceUsage:               true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	})
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(
+		newServeCmd(),
+		newTopicCmd(),
+		newProduceCmd(),
+		newConsumeCmd(),
+		newGroupCmd(),
+		newClusterCmd(),
+		newReplicationCmd(),
+		newTierCmd(),
+		newSegmentCmd(),
+		newVersionCmd(),
+	)
+	return root
 }

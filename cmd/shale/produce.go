@@ -7,17 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-const produceUsage = `shale produce TOPIC [FILE...] [-K SEP] [-H k=v]... [-p N] [-z none|gzip|snappy|lz4|zstd] [--acks all|1|0]
-  one record per line of stdin (or of each FILE, in order); with -K the text before the
-  first SEP of a line is the key; common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
 
 // produceSummary is what `shale produce` reports when its input is done.
 type produceSummary struct {
@@ -49,43 +45,42 @@ type produceOptions struct {
 	maxLineBytes int
 }
 
-// produceCmd is `shale produce`.
-func produceCmd(args []string, stdout, stderr io.Writer) int {
-	return exitCode(stderr, "shale produce", produceUsage, produceMain(args, os.Stdin, stdout, stderr))
+func newProduceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC [FILE...] [-K SEP] [-H k=v]... [-p N] [-z none|gzip|snappy|lz4|zstd] [--acks all|1|0]",
+		Short: "produce one record per line of stdin or of each FILE",
+		Long: `Produce one record per line of stdin (or of each FILE, in order). With -K the
+text before the first SEP of a line is the key. A topic the broker may
+auto-create is created on first use.`,
+		Example: `  printf 'k1=hello\nk2=world\n' | shale produce quickstart --key-separator = --header app=demo
+  shale produce events events.txt -p 0 -z zstd`,
+		Args: minArgs(1, "no topic named"),
+	}
+	o := produceOptions{g: addGlobals(cmd)}
+	f := cmd.Flags()
+	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line into key SEP value at the first SEP")
+	headers := f.StringArrayP("header", "H", nil, "a header k=v on every record (repeatable)")
+	f.IntVarP(&o.partition, "partition", "p", -1, "write every record to this partition (-1: by key, murmur2 as the Java client)")
+	f.StringVarP(&o.compression, "compression", "z", "none", "none, gzip, snappy, lz4 or zstd")
+	f.StringVar(&o.acks, "acks", "all", "all (idempotent), 1 or 0")
+	f.IntVar(&o.maxLineBytes, "max-line-bytes", 1<<20, "longest line accepted")
+	cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions([]string{"none", "gzip", "snappy", "lz4", "zstd"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("acks", cobra.FixedCompletions([]string{"all", "1", "0"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.topic, o.files = args[0], args[1:]
+		for _, h := range *headers {
+			k, v, err := splitKV(h)
+			if err != nil {
+				return err
+			}
+			o.headers = append(o.headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+		}
+		return produceMain(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+	return cmd
 }
 
-func produceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale produce", produceUsage, stderr)
-	o := produceOptions{g: addGlobals(fs)}
-	fs.StringVar(&o.keySep, "key-separator", "", "split each line into key SEP value at the first SEP")
-	fs.StringVar(&o.keySep, "K", "", "same as --key-separator")
-	var headers listFlag
-	fs.Var(&headers, "header", "a header k=v on every record (repeatable)")
-	fs.Var(&headers, "H", "same as --header")
-	fs.IntVar(&o.partition, "partition", -1, "write every record to this partition (-1: by key, murmur2 as the Java client)")
-	fs.IntVar(&o.partition, "p", -1, "same as --partition")
-	fs.StringVar(&o.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
-	fs.StringVar(&o.compression, "z", "none", "same as --compression")
-	fs.StringVar(&o.acks, "acks", "all", "all (idempotent), 1 or 0")
-	fs.IntVar(&o.maxLineBytes, "max-line-bytes", 1<<20, "longest line accepted")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := o.g.validate(); err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: no topic named", errUsage)
-	}
-	o.topic, o.files = pos[0], pos[1:]
-	for _, h := range headers {
-		k, v, err := splitKV(h)
-		if err != nil {
-			return err
-		}
-		o.headers = append(o.headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
-	}
+func produceMain(ctx context.Context, o produceOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts, err := o.clientOpts()
 	if err != nil {
 		return err
@@ -95,8 +90,6 @@ func produceMain(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		return err
 	}
 	defer cl.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	sum, err := produceAll(ctx, cl, o, stdin, stderr)
 	if sum != nil {
 		if o.g.json() {

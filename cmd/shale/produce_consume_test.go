@@ -76,8 +76,8 @@ func TestProduceConsume(t *testing.T) {
 		runtime.Gosched() // at most a millisecond: later records get later timestamps
 	}
 	var stdout, stderr bytes.Buffer
-	if err := produceMain(with("events", "-p", "0", "-K", ":"), strings.NewReader("frank:6\ngrace:7\n"), &stdout, &stderr); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
+	if code := runIO(with("produce", "events", "-p", "0", "-K", ":"), strings.NewReader("frank:6\ngrace:7\n"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if got := cliOK(t, with("consume", "events", "-p", "0", "-o", "@"+strconv.FormatInt(mark, 10), "--until", "end", "-f", `%o:%k `)...); strings.TrimSpace(got) != "3:frank 4:grace" {
 		t.Fatalf("from @%d: %q", mark, got)
@@ -88,8 +88,8 @@ func TestProduceConsume(t *testing.T) {
 	}
 
 	// Keyed records without --partition: the same key lands in one partition.
-	if err := produceMain(with("events", "-K", ":"), strings.NewReader("k:a\nk:b\nk:c\n"), &stdout, &stderr); err != nil {
-		t.Fatal(err)
+	if code := runIO(with("produce", "events", "-K", ":"), strings.NewReader("k:a\nk:b\nk:c\n"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	got := cliOK(t, with("consume", "events", "--until", "end", "-f", `%k%p `)...)
 	parts, ks := map[string]bool{}, 0

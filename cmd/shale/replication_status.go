@@ -3,93 +3,85 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/shale-io/shale/adminapi"
 )
 
-const replicationUsage = "usage: shale replication status [--node ADMIN_ADDR ...] [--topic T] [--under-replicated [--max-lag N]] [--json | --output text|json]"
-
-// replicationCmd runs `shale replication status`: each local replica of the
-// nodes behind --node (their admin HTTP addresses, repeatable or
-// comma-separated) with its role, leader epoch, offsets, replicas and ISR;
-// on leaders each follower's log end, lag and last fetch; on followers the
-// node they fetch from; and each node's replica fetchers. A node that does
-// not answer is reported on stderr and makes the exit code 1, after the
-// others are printed.
-func replicationCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "status" {
-		fmt.Fprintln(stderr, replicationUsage)
-		return 2
+func newReplicationCmd() *cobra.Command {
+	status := &cobra.Command{
+		Use:   "status [--admin ADDR]... [--topic T] [--under-replicated [--max-lag N]]",
+		Short: "per node: each replica's offsets and ISR, followers' lag, replica fetchers",
+		Long: `Ask each node behind --admin (their admin HTTP addresses, repeatable or
+comma-separated) for its local replicas: role, leader epoch, offsets, replicas
+and ISR; on leaders each follower's log end, lag and last fetch; on followers
+the node they fetch from; and each node's replica fetchers. A node reports only
+the replicas it holds: ask every node for the whole cluster. A node that does
+not answer is reported on stderr and makes the exit code 1, after the others
+are printed.`,
+		Example: `  shale replication status --admin 127.0.0.1:9644,127.0.0.1:9645,127.0.0.1:9646
+  shale replication status --admin 127.0.0.1:9644 --under-replicated --max-lag 100 --output json`,
+		Args: noArgs,
 	}
-	fs := flag.NewFlagSet("shale replication status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var nodes listFlag
-	fs.Var(&nodes, "node", "a node's admin HTTP address (host:port or URL); repeatable or comma-separated (default 127.0.0.1:9644)")
-	topic := fs.String("topic", "", "only this topic")
-	under := fs.Bool("under-replicated", false, "only partitions whose ISR is smaller than the replica set, or with a follower more than --max-lag records behind (or not heard from) on its leader")
-	maxLag := fs.Int64("max-lag", 0, "with --under-replicated: the follower lag in records still counted as in step")
-	asJSON := fs.Bool("json", false, "print JSON (as --output json)")
-	output := fs.String("output", "text", "text or json")
-	timeout := fs.Duration("timeout", 10*time.Second, "request timeout per node")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	f := status.Flags()
+	admins := addAdmin(status, "admin HTTP address of a node (host:port or URL); repeatable or comma-separated")
+	topic := f.String("topic", "", "only this topic")
+	under := f.Bool("under-replicated", false, "only partitions whose ISR is smaller than the replica set, or with a follower more than --max-lag records behind (or not heard from) on its leader")
+	maxLag := f.Int64("max-lag", 0, "with --under-replicated: the follower lag in records still counted as in step")
+	output := addOutput(status)
+	hiddenAlias(f, jsonAlias{output}, "json", "output json")
+	timeout := f.Duration("timeout", defaultTimeout, "request timeout per node")
+	status.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *maxLag < 0 {
+			return usagef("--max-lag must not be negative")
 		}
-		return 2
+		return replicationStatus(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), admins.addrs, *topic, *under, *maxLag, output.json(), *timeout)
 	}
-	if fs.NArg() > 0 || (*output != "text" && *output != "json") || *maxLag < 0 {
-		fmt.Fprintln(stderr, replicationUsage)
-		return 2
-	}
-	var addrs []string
-	for _, n := range nodes {
-		for _, a := range strings.Split(n, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				addrs = append(addrs, a)
-			}
-		}
-	}
-	if len(addrs) == 0 {
-		addrs = []string{"127.0.0.1:9644"}
-	}
+	return newGroup("replication", "replication status of the nodes' replicas", status)
+}
 
-	client := adminapi.Client{Timeout: *timeout}
+// errSomeNodes is returned when a node did not answer; the others' status
+// was printed.
+var errSomeNodes = errors.New("some nodes did not answer")
+
+func replicationStatus(ctx context.Context, stdout, stderr io.Writer, addrs []string, topic string, under bool, maxLag int64, asJSON bool, timeout time.Duration) error {
+	client := adminapi.Client{Timeout: timeout}
 	sts := make([]adminapi.ReplicationStatus, len(addrs))
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Go(func() { sts[i], errs[i] = client.ReplicationStatus(context.Background(), a, *topic) })
+		wg.Go(func() { sts[i], errs[i] = client.ReplicationStatus(ctx, a, topic) })
 	}
 	wg.Wait()
-	code := 0
+	var failed error
 	var got []adminapi.ReplicationStatus
 	for i, err := range errs {
 		if err != nil {
 			fmt.Fprintf(stderr, "shale replication status: %s: %v\n", addrs[i], err)
-			code = 1
+			failed = errSomeNodes
 			continue
 		}
-		got = append(got, filterReplicationStatus(sts[i], *topic, *under, *maxLag))
+		got = append(got, filterReplicationStatus(sts[i], topic, under, maxLag))
 	}
-	if *asJSON || *output == "json" {
+	if asJSON {
 		if got == nil {
 			got = []adminapi.ReplicationStatus{}
 		}
 		if err := writeJSON(stdout, got); err != nil {
-			return 1
+			return err
 		}
-		return code
+		return failed
 	}
 	if len(got) > 0 {
 		writeReplicationStatus(stdout, got)
 	}
-	return code
+	return failed
 }
 
 // filterReplicationStatus keeps the partitions of topic (all for "") and,

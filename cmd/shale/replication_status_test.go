@@ -23,7 +23,7 @@ import (
 // replicationRun runs `shale replication status ARGS` in-process.
 func replicationRun(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = replicationCmd(append([]string{"status"}, args...), &out, &errb)
+	code = run(append([]string{"replication", "status"}, args...), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -269,7 +269,7 @@ func TestReplicationStatusBadAnswers(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	if code := replicationCmd([]string{"nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
+	if code := run([]string{"replication", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
 		t.Errorf("bad verb: exit %d %q", code, errb.String())
 	}
 }

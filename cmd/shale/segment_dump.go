@@ -1,29 +1,22 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"io"
+	"github.com/spf13/cobra"
 
 	"github.com/shale-io/shale/segment/dumplog"
 )
 
-func segmentDump(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("shale segment dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	records := fs.Bool("records", false, "print every record: offset, timestamp, key, value, headers")
-	output := fs.String("output", "text", "text or json")
-	maxDecomp := fs.Int("max-decompressed", 64<<20, "largest decompressed batch to decode")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func newSegmentCmd() *cobra.Command {
+	dump := &cobra.Command{
+		Use:   "dump [--records] FILE...",
+		Short: "print .log, .index and .timeindex files (as kafka-dump-log does)",
+		Args:  minArgs(1, "name a file"),
 	}
-	if fs.NArg() == 0 || (*output != "text" && *output != "json") {
-		fmt.Fprintln(stderr, "usage: shale segment dump [--records] [--output text|json] FILE...")
-		return 2
+	records := dump.Flags().Bool("records", false, "print every record: offset, timestamp, key, value, headers")
+	output := addOutput(dump)
+	maxDecomp := dump.Flags().Int("max-decompressed", 64<<20, "largest decompressed batch to decode")
+	dump.RunE = func(cmd *cobra.Command, files []string) error {
+		return dumplog.Dump(cmd.OutOrStdout(), files, dumplog.Options{Records: *records, JSON: output.json(), MaxDecompressed: *maxDecomp})
 	}
-	if err := dumplog.Dump(stdout, fs.Args(), dumplog.Options{Records: *records, JSON: *output == "json", MaxDecompressed: *maxDecomp}); err != nil {
-		fmt.Fprintf(stderr, "shale segment dump: %v\n", err)
-		return 1
-	}
-	return 0
+	return newGroup("segment", "segment files on local disk", dump)
 }

@@ -2,47 +2,76 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 )
 
-// loadConfig builds the broker config: defaults, then the YAML file named by
-// --config (or SHALE_CONFIG), then SHALE_* variables, then flags.
-func loadConfig(args []string, stderr io.Writer) (config.Broker, error) {
-	cfg := config.Defaults()
-	path := os.Getenv("SHALE_CONFIG")
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			path = v
-		} else if (a == "--config" || a == "-config") && i+1 < len(args) {
-			path = args[i+1]
-		}
+// errServe marks a node that failed to start or to stop cleanly: it has
+// logged why, so the exit code is 1 with nothing more on stderr.
+var errServe = errors.New("serve")
+
+func newServeCmd() *cobra.Command {
+	cmd, _, _ := newServeCmdParts()
+	return cmd
+}
+
+// newServeCmdParts returns `shale serve` with the --config path and the
+// settings its flags record.
+func newServeCmdParts() (*cobra.Command, *string, *config.FlagSettings) {
+	var configPath string
+	var flags *config.FlagSettings
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "run a node",
+		Long: `Run a node. Settings come from defaults, then the YAML file named by --config
+(or SHALE_CONFIG), then SHALE_* environment variables, then flags; each later
+source wins. docs/configuration.md lists every setting.`,
+		Example: `  shale serve --data-dir ./data
+  shale serve --node-id 1 --nats nats://127.0.0.1:4222 --listen 127.0.0.1:9093 --data-dir d1
+  shale serve --s3-endpoint http://127.0.0.1:9000 --s3-bucket shale --s3-path-style`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(configPath, flags)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, cmd.ErrOrStderr())
+		},
 	}
+	cmd.Flags().SortFlags = false
+	cmd.Flags().StringVar(&configPath, "config", os.Getenv("SHALE_CONFIG"), "YAML config file (env SHALE_CONFIG)")
+	flags = config.BindFlags(cmd.Flags())
+	return cmd, &configPath, flags
+}
+
+// loadConfig builds the broker config: defaults, then the YAML file at path,
+// then SHALE_* variables, then the flags that were given. An invalid
+// config is a usage error.
+func loadConfig(path string, flags *config.FlagSettings) (config.Broker, error) {
+	cfg := config.Defaults()
 	if path != "" {
 		if err := cfg.LoadFile(path); err != nil {
-			return cfg, err
+			return cfg, usagef("%v", err)
 		}
 	}
 	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
-		return cfg, err
+		return cfg, usagef("%v", err)
 	}
-	fs := flag.NewFlagSet("shale serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.String("config", path, "YAML config file (env SHALE_CONFIG)")
-	cfg.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+	if err := flags.Apply(&cfg); err != nil {
+		return cfg, usagef("%v", err)
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("%v", err)
+	}
+	return cfg, nil
 }
 
 func newLogger(cfg config.Broker, w io.Writer) *slog.Logger {
@@ -57,23 +86,15 @@ func newLogger(cfg config.Broker, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func serve(args []string, stderr io.Writer) int {
-	cfg, err := loadConfig(args, stderr)
-	if err != nil {
-		if err.Error() == "flag: help requested" {
-			return 0
-		}
-		fmt.Fprintf(stderr, "shale serve: %v\n", err)
-		return 2
-	}
+// serve runs a node until ctx ends (SIGINT or SIGTERM), then stops it
+// within cfg.ShutdownTimeout.
+func serve(ctx context.Context, cfg config.Broker, stderr io.Writer) error {
 	logger := newLogger(cfg, stderr)
 	slog.SetDefault(logger)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	node, err := broker.Start(ctx, cfg, logger)
 	if err != nil {
 		logger.Error("start failed", "err", err)
-		return 1
+		return fmt.Errorf("%w: start failed: %v", errServe, err)
 	}
 	<-ctx.Done()
 	logger.Info("stopping: finishing in-flight requests, flushing logs")
@@ -81,8 +102,8 @@ func serve(args []string, stderr io.Writer) int {
 	defer cancel()
 	if err := node.Close(sctx); err != nil {
 		logger.Error("stop", "err", err)
-		return 1
+		return fmt.Errorf("%w: stop: %v", errServe, err)
 	}
 	logger.Info("stopped cleanly")
-	return 0
+	return nil
 }

@@ -1,49 +1,42 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/shale-io/shale/adminapi"
 )
 
-// tierStatus runs `shale tier status [--topic T] [--admin ADDR] [--output json]`:
-// per partition of the node behind ADDR, its log start, local log start,
-// high watermark, remote segments and bytes, and upload lag, read from the
-// node's admin endpoint.
-func tierStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("shale tier status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	topic := fs.String("topic", "", "only this topic")
-	admin := fs.String("admin", "127.0.0.1:9644", "the node's admin HTTP address (host:port or URL)")
-	output := fs.String("output", "text", "text or json")
-	timeout := fs.Duration("timeout", 10*time.Second, "request timeout")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func newTierCmd() *cobra.Command {
+	status := &cobra.Command{
+		Use:   "status [--admin ADDR] [--topic T]",
+		Short: "per partition: log start, local log start, high watermark, remote segments, upload lag",
+		Long: `Read the tier status of the node behind --admin (its admin HTTP address): per
+local partition its log start, local log start, high watermark, last tiered
+offset, remote segments and bytes, and upload lag.`,
+		Example: "  shale tier status --admin 127.0.0.1:9644 --topic events",
+		Args:    noArgs,
 	}
-	if *output != "text" && *output != "json" {
-		fmt.Fprintf(stderr, "shale tier status: --output %q: want text or json\n", *output)
-		return 2
-	}
-	st, err := adminapi.Client{Timeout: *timeout}.TierStatus(context.Background(), *admin, *topic)
-	if err != nil {
-		fmt.Fprintf(stderr, "shale tier status: %v\n", err)
-		return 1
-	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
-			return 1
+	admin := addAdmin(status, "admin HTTP address of the node (host:port or URL)")
+	topic := status.Flags().String("topic", "", "only this topic")
+	output := addOutput(status)
+	timeout := status.Flags().Duration("timeout", defaultTimeout, "request timeout")
+	status.RunE = func(cmd *cobra.Command, _ []string) error {
+		if len(admin.addrs) != 1 {
+			return usagef("name one node's admin address")
 		}
-		return 0
+		st, err := adminapi.Client{Timeout: *timeout}.TierStatus(cmd.Context(), admin.addrs[0], *topic)
+		if err != nil {
+			return err
+		}
+		if output.json() {
+			return writeJSON(cmd.OutOrStdout(), st)
+		}
+		writeTierStatus(cmd.OutOrStdout(), st)
+		return nil
 	}
-	writeTierStatus(stdout, st)
-	return 0
+	return newGroup("tier", "the cold tier as a node sees it", status)
 }
 
 func writeTierStatus(w io.Writer, st adminapi.TierStatus) {

@@ -29,11 +29,7 @@ func TestTierStatusCommand(t *testing.T) {
 
 	var out, errOut bytes.Buffer
 	if code := run([]string{"tier", "status", "--admin", addr, "--topic", "events", "--output", "json"}, &out, &errOut); code != 0 {
-		// main.go may not route "tier" yet: call the command directly.
-		out.Reset()
-		if code := tierStatus([]string{"--admin", addr, "--topic", "events", "--output", "json"}, &out, &errOut); code != 0 {
-			t.Fatalf("exit %d: %s", code, errOut.String())
-		}
+		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	var got adminapi.TierStatus
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
@@ -44,7 +40,7 @@ func TestTierStatusCommand(t *testing.T) {
 	}
 
 	out.Reset()
-	if code := tierStatus([]string{"--admin", srv.URL}, &out, &errOut); code != 0 {
+	if code := run([]string{"tier", "status", "--admin", srv.URL}, &out, &errOut); code != 0 {
 		t.Fatalf("text: exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -56,10 +52,10 @@ func TestTierStatusCommand(t *testing.T) {
 	if h, v := strings.Index(lines[0], "LOCAL-LOG-START"), strings.Index(lines[1], " 500 ")+1; h != v {
 		t.Fatalf("LOCAL-LOG-START at column %d, its value at %d:\n%s", h, v, out.String())
 	}
-	if code := tierStatus([]string{"--admin", "127.0.0.1:1"}, &out, &errOut); code != 1 {
+	if code := run([]string{"tier", "status", "--admin", "127.0.0.1:1"}, &out, &errOut); code != 1 {
 		t.Fatalf("unreachable admin: exit %d", code)
 	}
-	if code := tierStatus([]string{"--output", "yaml"}, &out, &errOut); code != 2 {
+	if code := run([]string{"tier", "status", "--output", "yaml"}, &out, &errOut); code != 2 {
 		t.Fatalf("bad --output: exit %d", code)
 	}
 }

@@ -7,44 +7,16 @@ import (
 	"io"
 	"sort"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // errUnknownTopic is returned when a named topic does not exist.
 var errUnknownTopic = errors.New("unknown topic")
 
-const topicUsage = `shale topic create TOPIC... [-p N] [-r N] [-c name=value]...
-       shale topic list [--internal]
-       shale topic describe TOPIC [--all-configs]
-       shale topic alter-config TOPIC [--set name=value]... [--delete name]... [--dry-run]
-       shale topic delete TOPIC...
-  common flags: [--bootstrap HOST:PORT] [--output text|json] [--timeout D]`
-
-// topicCmd is `shale topic VERB ...`.
-func topicCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "usage: %s\n", topicUsage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "create":
-		err = topicCreate(args[1:], stdout, stderr)
-	case "list", "ls":
-		err = topicList(args[1:], stdout, stderr)
-	case "describe":
-		err = topicDescribe(args[1:], stdout, stderr)
-	case "alter-config":
-		err = topicAlterConfig(args[1:], stdout, stderr)
-	case "delete":
-		err = topicDelete(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "usage: %s\n", topicUsage)
-		return 0
-	default:
-		err = fmt.Errorf("%w: unknown verb %q", errUsage, args[0])
-	}
-	return exitCode(stderr, "shale topic", topicUsage, err)
+func newTopicCmd() *cobra.Command {
+	return newGroup("topic", "create, list, describe, alter and delete topics",
+		newTopicCreateCmd(), newTopicListCmd(), newTopicDescribeCmd(), newTopicAlterConfigCmd(), newTopicDeleteCmd())
 }
 
 // topicResult is one topic's outcome of create or delete.
@@ -85,26 +57,24 @@ func printTopicResults(g *cliGlobals, stdout io.Writer, results []topicResult, o
 	return nil
 }
 
-func topicCreate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale topic create", "shale topic create TOPIC... [-p N] [-r N] [-c name=value]...", stderr)
-	g := addGlobals(fs)
-	partitions := fs.Int("p", -1, "partitions (-1: the broker's num.partitions)")
-	fs.IntVar(partitions, "partitions", -1, "same as -p")
-	replicas := fs.Int("r", -1, "replication factor (-1: the broker's default.replication.factor)")
-	fs.IntVar(replicas, "replicas", -1, "same as -r")
-	var configs listFlag
-	fs.Var(&configs, "c", "topic config name=value (repeatable)")
-	fs.Var(&configs, "config", "same as -c")
-	topics, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newTopicCreateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "create TOPIC... [-p N] [-r N] [-c name=value]...",
+		Short:   "create topics",
+		Example: "  shale topic create orders -p 3 -r 3 -c retention.ms=86400000",
+		Args:    minArgs(1, "no topic named"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	partitions := cmd.Flags().Int32P("partitions", "p", -1, "partitions (-1: the broker's num.partitions)")
+	replicas := cmd.Flags().Int16P("replicas", "r", -1, "replication factor (-1: the broker's default.replication.factor)")
+	configs := cmd.Flags().StringArrayP("config", "c", nil, "topic config name=value (repeatable)")
+	cmd.RunE = func(cmd *cobra.Command, topics []string) error {
+		return topicCreate(cmd.Context(), g, cmd.OutOrStdout(), topics, *partitions, *replicas, *configs)
 	}
-	if len(topics) == 0 {
-		return fmt.Errorf("%w: no topic named", errUsage)
-	}
+	return cmd
+}
+
+func topicCreate(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []string, partitions int32, replicas int16, configs []string) error {
 	cfg := map[string]*string{}
 	for _, c := range configs {
 		k, v, err := splitKV(c)
@@ -113,12 +83,12 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg[k] = &v
 	}
-	adm, ctx, done, err := g.adminSession()
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	resp, err := adm.CreateTopics(ctx, int32(*partitions), int16(*replicas), cfg, topics...)
+	resp, err := adm.CreateTopics(ctx, partitions, replicas, cfg, topics...)
 	if err != nil {
 		return err
 	}
@@ -133,20 +103,21 @@ func topicCreate(args []string, stdout, stderr io.Writer) error {
 	return printTopicResults(g, stdout, results, "created")
 }
 
-func topicDelete(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale topic delete", "shale topic delete TOPIC...", stderr)
-	g := addGlobals(fs)
-	topics, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newTopicDeleteCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delete TOPIC...",
+		Short: "delete topics (their remote segments follow)",
+		Args:  minArgs(1, "no topic named"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	cmd.RunE = func(cmd *cobra.Command, topics []string) error {
+		return topicDelete(cmd.Context(), g, cmd.OutOrStdout(), topics)
 	}
-	if len(topics) == 0 {
-		return fmt.Errorf("%w: no topic named", errUsage)
-	}
-	adm, ctx, done, err := g.adminSession()
+	return cmd
+}
+
+func topicDelete(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []string) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -174,27 +145,29 @@ type topicListEntry struct {
 	Internal          bool   `json:"internal,omitempty"`
 }
 
-func topicList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale topic list", "shale topic list [--internal]", stderr)
-	g := addGlobals(fs)
-	internal := fs.Bool("internal", false, "also list internal topics such as __consumer_offsets")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newTopicListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list [--internal]",
+		Aliases: []string{"ls"},
+		Short:   "list topics",
+		Args:    noArgs,
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	internal := cmd.Flags().Bool("internal", false, "also list internal topics such as __consumer_offsets")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return topicList(cmd.Context(), g, cmd.OutOrStdout(), *internal)
 	}
-	if len(rest) > 0 {
-		return fmt.Errorf("%w: unexpected %q", errUsage, rest[0])
-	}
-	adm, ctx, done, err := g.adminSession()
+	return cmd
+}
+
+func topicList(ctx context.Context, g *cliGlobals, stdout io.Writer, internal bool) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
 	list := adm.ListTopics
-	if *internal {
+	if internal {
 		list = adm.ListTopicsWithInternal
 	}
 	details, err := list(ctx)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,22 +39,22 @@ type topicPartitionDs struct {
 	Error          string  `json:"error,omitempty"`
 }
 
-func topicDescribe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("shale topic describe", "shale topic describe TOPIC [--all-configs]", stderr)
-	g := addGlobals(fs)
-	all := fs.Bool("all-configs", false, "list every config with its source, not only those set on the topic or broker")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newTopicDescribeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe TOPIC [--all-configs]",
+		Short: "a topic's configs and partitions: leader, epoch, replicas, ISR, log start, high watermark",
+		Args:  exactArgs(1, "name one topic"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	all := cmd.Flags().Bool("all-configs", false, "list every config with its source, not only those set on the topic or broker")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return topicDescribe(cmd.Context(), g, cmd.OutOrStdout(), args[0], *all)
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("%w: name one topic", errUsage)
-	}
-	topic := rest[0]
-	adm, ctx, done, err := g.adminSession()
+	return cmd
+}
+
+func topicDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string, all bool) error {
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configs: %s", errText(rc.Err, rc.ErrMessage))
 	}
 	for _, c := range rc.Configs {
-		if !*all && c.Source == kmsg.ConfigSourceDefaultConfig {
+		if !all && c.Source == kmsg.ConfigSourceDefaultConfig {
 			continue
 		}
 		desc.Configs = append(desc.Configs, topicConfig{Name: c.Key, Value: c.MaybeValue(), Source: c.Source.String(), Sensitive: c.Sensitive})
@@ -136,30 +138,28 @@ type alterResult struct {
 	DryRun bool              `json:"dry_run,omitempty"`
 }
 
-func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
-	const usageLine = "shale topic alter-config TOPIC [--set name=value]... [--delete name]... [--dry-run]"
-	fs := newFlagSet("shale topic alter-config", usageLine, stderr)
-	g := addGlobals(fs)
-	var sets, dels listFlag
-	fs.Var(&sets, "set", "set a config: name=value (repeatable)")
-	fs.Var(&sets, "s", "same as --set")
-	fs.Var(&dels, "delete", "remove a config from the topic, back to its default (repeatable)")
-	fs.Var(&dels, "d", "same as --delete")
-	dryRun := fs.Bool("dry-run", false, "have the broker validate the change without applying it")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+func newTopicAlterConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "alter-config TOPIC [--set name=value]... [--delete name]... [--dry-run]",
+		Short:   "set topic configs, or return them to their defaults",
+		Example: "  shale topic alter-config orders --set retention.ms=7200000 --delete cleanup.policy",
+		Args:    exactArgs(1, "name one topic"),
 	}
-	if err := g.validate(); err != nil {
-		return err
+	g := addGlobals(cmd)
+	sets := cmd.Flags().StringArrayP("set", "s", nil, "set a config: name=value (repeatable)")
+	dels := cmd.Flags().StringArrayP("delete", "d", nil, "remove a config from the topic, back to its default (repeatable)")
+	dryRun := cmd.Flags().Bool("dry-run", false, "have the broker validate the change without applying it")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(*sets)+len(*dels) == 0 {
+			return usagef("nothing to change: give --set or --delete")
+		}
+		return topicAlterConfig(cmd.Context(), g, cmd.OutOrStdout(), args[0], *sets, *dels, *dryRun)
 	}
-	if len(rest) != 1 {
-		return fmt.Errorf("%w: name one topic", errUsage)
-	}
-	if len(sets)+len(dels) == 0 {
-		return fmt.Errorf("%w: nothing to change: give --set or --delete", errUsage)
-	}
-	res := alterResult{Topic: rest[0], Set: map[string]string{}, Delete: dels, DryRun: *dryRun}
+	return cmd
+}
+
+func topicAlterConfig(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string, sets, dels []string, dryRun bool) error {
+	res := alterResult{Topic: topic, Set: map[string]string{}, Delete: dels, DryRun: dryRun}
 	var alters []kadm.AlterConfig
 	for _, s := range sets {
 		k, v, err := splitKV(s)
@@ -172,13 +172,13 @@ func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
 	for _, k := range dels {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	adm, ctx, done, err := g.adminSession()
+	adm, ctx, done, err := g.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
 	alter := adm.AlterTopicConfigs
-	if *dryRun {
+	if dryRun {
 		alter = adm.ValidateAlterTopicConfigs
 	}
 	resp, err := alter(ctx, alters, res.Topic)
@@ -194,7 +194,7 @@ func topicAlterConfig(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, res)
 	}
 	verb := "altered"
-	if *dryRun {
+	if dryRun {
 		verb = "validated (dry run, nothing changed)"
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", res.Topic, verb)

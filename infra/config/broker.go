@@ -5,7 +5,6 @@
 package config
 
 import (
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -281,26 +281,104 @@ func (b *Broker) ApplyEnv(lookup func(string) (string, bool)) error {
 	return firstErr
 }
 
-// BindFlags registers a flag for every field on fs. Flags that the user sets
-// are applied to b when fs.Parse runs, so call LoadFile and ApplyEnv first
-// and parse the flags last.
-func (b *Broker) BindFlags(fs *flag.FlagSet) {
-	b.fields(func(name, doc string, v reflect.Value) {
-		fs.Func(FlagName(name), fmt.Sprintf("%s (env %s)", doc, EnvName(name)), func(s string) error {
-			return setValue(v, s)
-		})
-	})
-	fs.Func("topic-default", "a broker-wide topic config default, name=value (repeatable)", func(s string) error {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return fmt.Errorf("want name=value")
+// FlagSettings are the settings given as flags, recorded while the flags
+// are parsed so that Apply can lay them over the file and the environment:
+// flags win, whatever order the sources are read in.
+type FlagSettings struct {
+	scratch       Broker            // each value is checked here when it is parsed
+	set           map[string]string // YAML key -> the last value given
+	topicDefaults [][2]string       // --topic-default name=value, in order
+}
+
+// BindFlags registers a flag for every setting on fs (data_dir ->
+// --data-dir) and --topic-default. A boolean setting is a bare flag
+// (--s3-path-style, or --s3-path-style=false). A value is checked when fs
+// parses it (a bad duration is a flag error); call Apply on the broker
+// config after LoadFile and ApplyEnv.
+func BindFlags(fs *pflag.FlagSet) *FlagSettings {
+	s := &FlagSettings{scratch: Defaults(), set: map[string]string{}}
+	s.scratch.fields(func(name, doc string, v reflect.Value) {
+		f := fs.VarPF(&settingValue{name: name, v: v, s: s}, FlagName(name), "", fmt.Sprintf("%s (env %s)", doc, EnvName(name)))
+		if v.Kind() == reflect.Bool {
+			f.NoOptDefVal = "true"
 		}
+	})
+	fs.Var(&topicDefaultValue{s: s}, "topic-default", "a broker-wide topic config default, name=value (repeatable)")
+	return s
+}
+
+// Apply sets on b every setting that was given as a flag.
+func (s *FlagSettings) Apply(b *Broker) error {
+	var firstErr error
+	b.fields(func(name, _ string, v reflect.Value) {
+		if raw, ok := s.set[name]; ok && firstErr == nil {
+			if err := setValue(v, raw); err != nil {
+				firstErr = fmt.Errorf("%w: --%s=%q: %v", ErrInvalidConfig, FlagName(name), raw, err)
+			}
+		}
+	})
+	for _, kv := range s.topicDefaults {
 		if b.TopicDefaults == nil {
 			b.TopicDefaults = map[string]string{}
 		}
-		b.TopicDefaults[k] = v
-		return nil
-	})
+		b.TopicDefaults[kv[0]] = kv[1]
+	}
+	return firstErr
+}
+
+// settingValue is the pflag.Value of one setting: Set checks the value on
+// the scratch config and records it.
+type settingValue struct {
+	name string
+	v    reflect.Value // the field in s.scratch
+	s    *FlagSettings
+}
+
+func (sv *settingValue) String() string {
+	if !sv.v.IsValid() {
+		return ""
+	}
+	return fmt.Sprint(sv.v.Interface())
+}
+
+func (sv *settingValue) Set(raw string) error {
+	if err := setValue(sv.v, raw); err != nil {
+		return err
+	}
+	sv.s.set[sv.name] = raw
+	return nil
+}
+
+// Type names the value in --help: string, bool, int, duration, float.
+func (sv *settingValue) Type() string {
+	switch {
+	case sv.v.Type() == reflect.TypeOf(time.Duration(0)):
+		return "duration"
+	case sv.v.Kind() == reflect.Float64:
+		return "float"
+	case sv.v.Kind() == reflect.Bool:
+		return "bool"
+	case sv.v.Kind() == reflect.String:
+		return "string"
+	default:
+		return "int"
+	}
+}
+
+// IsBoolFlag makes a boolean setting a bare flag in pflag's help.
+func (sv *settingValue) IsBoolFlag() bool { return sv.v.Kind() == reflect.Bool }
+
+type topicDefaultValue struct{ s *FlagSettings }
+
+func (t *topicDefaultValue) String() string { return "" }
+func (t *topicDefaultValue) Type() string   { return "name=value" }
+func (t *topicDefaultValue) Set(raw string) error {
+	k, v, ok := strings.Cut(raw, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want name=value")
+	}
+	t.s.topicDefaults = append(t.s.topicDefaults, [2]string{k, v})
+	return nil
 }
 
 // Reference writes a Markdown table of every setting, for docs/configuration.md.

@@ -2,11 +2,15 @@ package config
 
 import (
 	"errors"
-	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestBrokerPrecedence(t *testing.T) {
@@ -23,9 +27,12 @@ func TestBrokerPrecedence(t *testing.T) {
 	if err := b.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		t.Fatal(err)
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	b.BindFlags(fs)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	flags := BindFlags(fs)
 	if err := fs.Parse([]string{"--listen", "127.0.0.1:3000", "--topic-default", "segment.bytes=1048576"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flags.Apply(&b); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Validate(); err != nil {
@@ -39,6 +46,63 @@ func TestBrokerPrecedence(t *testing.T) {
 	}
 	if b.TopicDefaults["retention.ms"] != "1000" || b.TopicDefaults["segment.bytes"] != "1048576" {
 		t.Fatalf("topic defaults %v", b.TopicDefaults)
+	}
+}
+
+// TestBoolFlags: every boolean setting is a bare flag that also takes
+// =false, and the flags win over the environment whatever the order they
+// were read in; a bad value is a parse error.
+func TestBoolFlags(t *testing.T) {
+	var bools []string
+	d := Defaults()
+	d.fields(func(name, _ string, v reflect.Value) {
+		if v.Kind() == reflect.Bool {
+			bools = append(bools, name)
+		}
+	})
+	if len(bools) < 3 {
+		t.Fatalf("bool settings %v", bools)
+	}
+	for _, name := range bools {
+		for _, c := range []struct {
+			args []string
+			want bool
+		}{
+			{[]string{"--" + FlagName(name)}, true},
+			{[]string{"--" + FlagName(name) + "=true"}, true},
+			{[]string{"--" + FlagName(name) + "=false"}, false},
+		} {
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			flags := BindFlags(fs)
+			if err := fs.Parse(append(c.args, "--listen", "127.0.0.1:1")); err != nil {
+				t.Fatalf("%v: %v", c.args, err)
+			}
+			b := Defaults()
+			env := map[string]string{EnvName(name): fmt.Sprint(!c.want)}
+			if err := b.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+				t.Fatal(err)
+			}
+			if err := flags.Apply(&b); err != nil {
+				t.Fatal(err)
+			}
+			var got bool
+			b.fields(func(n, _ string, v reflect.Value) {
+				if n == name {
+					got = v.Bool()
+				}
+			})
+			if got != c.want || b.Listen != "127.0.0.1:1" {
+				t.Errorf("%v over %v: %s = %v, listen %s", c.args, env, name, got, b.Listen)
+			}
+		}
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	BindFlags(fs)
+	for _, bad := range [][]string{{"--s3-path-style=maybe"}, {"--shutdown-timeout", "soon"}, {"--node-id", "x"}, {"--topic-default", "novalue"}} {
+		if err := fs.Parse(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	s3 := objstoretest.StartS3Server(t)
 	bucket := s3.CreateBucket(t)
 	c := startCluster(t, "bucketrejoin", 1,
-		"--s3-endpoint", s3.Endpoint, "--s3-bucket", bucket, "--s3-path-style", "true", "--s3-region", objstoretest.Region,
+		"--s3-endpoint", s3.Endpoint, "--s3-bucket", bucket, "--s3-path-style", "--s3-region", objstoretest.Region,
 		"--tiering-interval", "200ms",
 		"--topic-default", "segment.bytes=8192",
 		"--topic-default", "local.retention.bytes=16384",
