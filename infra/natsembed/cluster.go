@@ -10,7 +10,8 @@ import (
 )
 
 // ClusterReadyTimeout bounds how long StartCluster waits for a JetStream
-// meta leader once every member is up.
+// meta leader that can place a replica on every member, once every member
+// is up.
 const ClusterReadyTimeout = 30 * time.Second
 
 // StartCluster starts an n-node NATS cluster with clustered JetStream on
@@ -66,16 +67,21 @@ func StartCluster(n int, baseDir string, opts ...ClusterOption) ([]*Server, erro
 		servers = append(servers, s)
 	}
 	err := pollUntil(ClusterReadyTimeout, func() bool {
-		leaders := 0
+		leaders, placeable := 0, 0
 		for _, s := range servers {
 			if s.ns.JetStreamIsLeader() {
 				leaders++
+				// The peers the meta leader can place a replica on: online,
+				// with JetStream and with current stats. Until every member's
+				// stats have reached the leader, an R3 stream is refused with
+				// "no suitable peers for placement".
+				placeable = len(s.ns.JetStreamClusterPeers())
 			}
 			if !s.ns.JetStreamIsCurrent() {
 				return false
 			}
 		}
-		return leaders == 1
+		return leaders == 1 && placeable == n
 	})
 	if err != nil {
 		stopAll()
