@@ -26,6 +26,10 @@ func adminErrorCode(err error) int16 {
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, controlplane.ErrInvalidPartitions):
 		return kerr.InvalidPartitions.Code
+	case errors.Is(err, controlplane.ErrInvalidReplicaAssignment):
+		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, controlplane.ErrNoReassignmentInProgress):
+		return kerr.NoReassignmentInProgress.Code
 	case errors.Is(err, config.ErrInvalidConfig), errors.Is(err, config.ErrUnknownConfig):
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, controlplane.ErrConflict), errors.Is(err, controlplane.ErrClosed):

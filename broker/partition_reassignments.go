@@ -3,24 +3,27 @@ package broker
 // AlterPartitionReassignments (key 45), version 0, and
 // ListPartitionReassignments (key 46), version 0.
 //
-// A reassignment names the new replica list of a partition (null cancels,
-// which is a no-op here). Until replication can bring new replicas in sync
-// (the next step of the roadmap), a reassignment completes at once: the
-// assignment switches, new live replicas join the ISR, removed ones leave it,
-// and leadership moves to a target replica if the leader was removed — by
-// compare-and-set, with the epoch bumped. ListPartitionReassignments
-// therefore never has one in progress to report.
+// A reassignment (KIP-455) names the new replica list of a partition; null
+// cancels the one in progress. The decisions are controlplane's
+// StartReassignment and CancelReassignment: during the move the replicas
+// are old ∪ new with the adding and removing replicas recorded in the
+// partition state, the adding ones catch up as followers, and the
+// controller completes the move once they are all in the ISR. Each change
+// is a compare-and-set on the partition record.
+// ListPartitionReassignments lists the partitions with a reassignment in
+// progress (all of them when no topic is named), with their replicas and
+// the adding and removing ones.
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -44,34 +47,32 @@ func (n *Node) handleAlterPartitionReassignments(ctx context.Context, req *kafka
 }
 
 func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []int32, live func(int32) bool) (int16, *string) {
-	if target == nil {
-		return kerr.NoReassignmentInProgress.Code, nil
-	}
-	seen := map[int32]bool{}
-	for _, b := range target {
-		if seen[b] {
-			return kerr.InvalidReplicaAssignment.Code, errMessage(fmt.Errorf("broker %d listed twice", b))
+	if target != nil {
+		if err := controlplane.ValidateReplicaAssignment(target, live); err != nil {
+			return adminErrorCode(err), errMessage(err)
 		}
-		seen[b] = true
-		if !live(b) {
-			return kerr.InvalidReplicaAssignment.Code, errMessage(fmt.Errorf("broker %d is not registered", b))
-		}
-	}
-	if len(target) == 0 {
-		return kerr.InvalidReplicaAssignment.Code, errMessage(errors.New("empty replica list"))
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		st, ok := n.store.Partition(topic, p)
 		if !ok {
 			return kerr.UnknownTopicOrPartition.Code, nil
 		}
-		if slices.Equal(st.Replicas, target) {
-			return 0, nil
+		var d controlplane.Decision
+		if target == nil {
+			var err error
+			if d, err = controlplane.CancelReassignment(st, live, n.uncleanElection(topic)); err != nil {
+				return adminErrorCode(err), errMessage(err)
+			}
+		} else {
+			if slices.Equal(st.Replicas, target) && !st.Reassigning() {
+				return 0, nil
+			}
+			d = controlplane.StartReassignment(st, target, live)
 		}
-		d := controlplane.Reassign(st, target, live)
 		_, err := n.store.UpdatePartition(ctx, d.State)
 		if err == nil {
-			n.logger.Info("partition reassigned", "topic", topic, "partition", p, "replicas", d.State.Replicas,
+			n.logger.Info("partition reassignment", "topic", topic, "partition", p, "cancel", target == nil,
+				"replicas", d.State.Replicas, "adding", d.State.AddingReplicas, "removing", d.State.RemovingReplicas,
 				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
 			return 0, nil
 		}
@@ -85,5 +86,40 @@ func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []
 func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	add := func(st controlplane.PartitionState, rt *kmsg.ListPartitionReassignmentsResponseTopic) {
+		if !st.Reassigning() {
+			return
+		}
+		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+		rp.Partition = st.Partition
+		rp.Replicas, rp.AddingReplicas, rp.RemovingReplicas = st.Replicas, st.AddingReplicas, st.RemovingReplicas
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	list := func(topic string, parts []int32) {
+		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+		rt.Topic = topic
+		for _, st := range n.store.Partitions(topic) {
+			if parts == nil || slices.Contains(parts, st.Partition) {
+				add(st, &rt)
+			}
+		}
+		if len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if r.Topics == nil {
+		for _, t := range n.store.Topics() {
+			list(t.Name, nil)
+		}
+	}
+	for _, t := range r.Topics {
+		list(t.Topic, t.Partitions)
+	}
 	return kafka.Reply{Response: resp}, nil
+}
+
+// uncleanElection is the topic's unclean.leader.election.enable.
+func (n *Node) uncleanElection(topic string) bool {
+	t, ok := n.store.Topic(topic)
+	return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)
 }

@@ -26,6 +26,8 @@ type partitionRecord struct {
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	Adding         []int32 `json:"adding_replicas,omitempty"`
+	Removing       []int32 `json:"removing_replicas,omitempty"`
 }
 
 type brokerRecord struct {
@@ -58,7 +60,8 @@ func decodeTopic(b []byte) (Topic, error) {
 
 func encodePartition(p PartitionState) []byte {
 	return mustJSON(partitionRecord{TopicID: p.TopicID.Hex(), Topic: p.Topic, Partition: p.Partition,
-		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch})
+		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch,
+		Adding: p.AddingReplicas, Removing: p.RemovingReplicas})
 }
 
 func decodePartition(b []byte, rev uint64) (PartitionState, error) {
@@ -71,7 +74,8 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 		return PartitionState{}, err
 	}
 	return PartitionState{TopicID: id, Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
-		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, Revision: rev}, nil
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch,
+		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, Revision: rev}, nil
 }
 
 func encodeBroker(b Broker, incarnation string) []byte {

@@ -172,7 +172,7 @@ func (c *Controller) step(ctx context.Context) {
 	c.reconcile(ctx)
 }
 
-// reconcile applies ElectOnBrokerChange to every partition.
+// reconcile applies ReconcilePartition to every partition.
 func (c *Controller) reconcile(ctx context.Context) {
 	live := map[int32]bool{}
 	for _, b := range c.store.Brokers() {
@@ -182,7 +182,7 @@ func (c *Controller) reconcile(ctx context.Context) {
 	for _, t := range c.store.Topics() {
 		unclean := c.cfg.Unclean(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
-			d := ElectOnBrokerChange(st, isLive, unclean)
+			d := ReconcilePartition(st, isLive, unclean)
 			if !d.Changed || !c.leading.Load() {
 				continue
 			}
@@ -191,7 +191,10 @@ func (c *Controller) reconcile(ctx context.Context) {
 			cancel()
 			switch {
 			case err == nil:
-				if d.LeaderChanged {
+				if st.Reassigning() && !d.State.Reassigning() {
+					c.log.Info("reassignment completed", "topic", t.Name, "partition", st.Partition,
+						"replicas", d.State.Replicas, "leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
+				} else if d.LeaderChanged {
 					c.log.Info("elected leader", "topic", t.Name, "partition", st.Partition,
 						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
 				}

@@ -100,38 +100,13 @@ func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool) Decisi
 	return finish(st, next)
 }
 
-// Reassign starts or completes a reassignment towards target replicas
-// (AlterPartitionReassignments). Until replication can bring new replicas in
-// sync, the assignment switches at once: new replicas join the ISR when they
-// are live, removed ones leave it, and the leader moves to the first target
-// replica in the ISR if the current leader is no longer assigned.
-func Reassign(st PartitionState, target []int32, live func(int32) bool) Decision {
-	next := st.clone()
-	next.Replicas = slices.Clone(target)
-	var isr []int32
-	for _, r := range target {
-		if slices.Contains(st.ISR, r) || (live(r) && r != st.Leader && !slices.Contains(st.Replicas, r)) {
-			isr = append(isr, r)
-		}
-	}
-	if len(isr) == 0 {
-		for _, r := range target {
-			if live(r) {
-				isr = append(isr, r)
-			}
-		}
-	}
-	next.ISR = isr
-	if !slices.Contains(target, st.Leader) || !slices.Contains(isr, st.Leader) {
-		next.Leader = -1
-		for _, r := range target {
-			if live(r) && slices.Contains(isr, r) {
-				next.Leader = r
-				break
-			}
-		}
-	}
-	return finish(st, next)
+// ReconcilePartition is the controller's pass over one partition: it
+// applies ElectOnBrokerChange, then completes a reassignment whose target
+// replicas are all in the ISR (CompleteReassignment), as one change.
+func ReconcilePartition(st PartitionState, live func(int32) bool, unclean bool) Decision {
+	next := ElectOnBrokerChange(st, live, unclean).State
+	next.LeaderEpoch = st.LeaderEpoch
+	return finish(st, completeReassignment(next, live))
 }
 
 // finish compares and bumps the leader epoch when the leader moved.
@@ -141,6 +116,7 @@ func finish(old, next PartitionState) Decision {
 	if d.LeaderChanged {
 		d.State.LeaderEpoch = old.LeaderEpoch + 1
 	}
-	d.Changed = d.LeaderChanged || !slices.Equal(old.ISR, next.ISR) || !slices.Equal(old.Replicas, next.Replicas)
+	d.Changed = d.LeaderChanged || !slices.Equal(old.ISR, next.ISR) || !slices.Equal(old.Replicas, next.Replicas) ||
+		!slices.Equal(old.AddingReplicas, next.AddingReplicas) || !slices.Equal(old.RemovingReplicas, next.RemovingReplicas)
 	return d
 }

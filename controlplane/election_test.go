@@ -103,14 +103,3 @@ func TestElectPreferredAndMoveAway(t *testing.T) {
 		t.Fatalf("a single replica keeps leading through a clean stop: %+v", d.State)
 	}
 }
-
-func TestReassign(t *testing.T) {
-	st := ps(1, 2, []int32{1, 2}, []int32{1, 2})
-	d := Reassign(st, []int32{3, 2}, liveSet(1, 2, 3))
-	if !slices.Equal(d.State.Replicas, []int32{3, 2}) || d.State.Leader != 3 && d.State.Leader != 2 || slices.Contains(d.State.ISR, 1) {
-		t.Fatalf("reassign: %+v", d.State)
-	}
-	if !d.LeaderChanged || d.State.LeaderEpoch != 3 {
-		t.Fatalf("leader 1 was removed, so the leader and epoch must move: %+v", d.State)
-	}
-}

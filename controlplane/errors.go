@@ -32,6 +32,13 @@ var (
 	// registration (DUPLICATE_BROKER_REGISTRATION). It frees up once that
 	// process stops its keepalive and the key expires.
 	ErrBrokerIDInUse = errors.New("controlplane: broker id registered by another process")
+	// ErrInvalidReplicaAssignment: a replica list that is empty, names a
+	// broker twice or an unregistered broker, or a reassignment that cannot
+	// be reverted cleanly (INVALID_REPLICA_ASSIGNMENT).
+	ErrInvalidReplicaAssignment = errors.New("controlplane: invalid replica assignment")
+	// ErrNoReassignmentInProgress: cancelling a reassignment of a partition
+	// that has none (NO_REASSIGNMENT_IN_PROGRESS).
+	ErrNoReassignmentInProgress = errors.New("controlplane: no reassignment in progress")
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("controlplane: store closed")
 )

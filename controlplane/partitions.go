@@ -52,7 +52,8 @@ func (s *Store) Partitions(topic string) []PartitionState {
 // deleted) it returns ErrConflict and writes nothing: re-read and decide
 // again. ErrInvalidPartitionState when st has no revision, no replicas,
 // duplicate replicas, an ISR member or leader (other than -1) outside the
-// replicas.
+// replicas, or adding and removing replicas that are not disjoint subsets of
+// the replicas.
 func (s *Store) UpdatePartition(ctx context.Context, st PartitionState) (PartitionState, error) {
 	if err := s.checkOpen(); err != nil {
 		return PartitionState{}, err
@@ -106,6 +107,13 @@ func validatePartitionState(st PartitionState) error {
 			return bad(fmt.Sprintf("ISR %v is not a set of replicas", st.ISR))
 		}
 		inISR[r] = true
+	}
+	moving := make(map[int32]bool, len(st.AddingReplicas)+len(st.RemovingReplicas))
+	for _, r := range slices.Concat(st.AddingReplicas, st.RemovingReplicas) {
+		if !seen[r] || moving[r] {
+			return bad(fmt.Sprintf("adding %v and removing %v are not disjoint sets of replicas", st.AddingReplicas, st.RemovingReplicas))
+		}
+		moving[r] = true
 	}
 	return nil
 }

@@ -327,6 +327,8 @@ func TestUpdatePartitionCASOneWinner(t *testing.T) {
 		func(p *PartitionState) { p.ISR = []int32{99} },
 		func(p *PartitionState) { p.Replicas = []int32{1, 1} },
 		func(p *PartitionState) { p.Replicas = nil },
+		func(p *PartitionState) { p.AddingReplicas = []int32{99} },
+		func(p *PartitionState) { p.AddingReplicas, p.RemovingReplicas = p.Replicas[:1], p.Replicas[:1] },
 	} {
 		bad := cur.clone()
 		mutate(&bad)
@@ -334,6 +336,19 @@ func TestUpdatePartitionCASOneWinner(t *testing.T) {
 			t.Fatalf("invalid state %+v: %v", bad, err)
 		}
 	}
+	// A reassignment in progress round-trips through the KV to the other store.
+	mv := cur.clone()
+	mv.Replicas = append(mv.Replicas, 9)
+	mv.AddingReplicas, mv.RemovingReplicas = []int32{9}, mv.Replicas[:1]
+	cur, err := a.UpdatePartition(ctx, mv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "b sees the reassignment", func() bool {
+		gb, _ := b.Partition("cas", 0)
+		return gb.Revision == cur.Revision && slices.Equal(gb.AddingReplicas, []int32{9}) &&
+			slices.Equal(gb.RemovingReplicas, mv.Replicas[:1]) && gb.Reassigning()
+	})
 	// Leader -1 (no leader) is a valid state.
 	noLeader := cur.clone()
 	noLeader.Leader, noLeader.ISR = -1, nil

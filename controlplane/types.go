@@ -32,7 +32,15 @@ type PartitionState struct {
 	Topic     string
 	Partition int32
 	// Replicas lists the assigned brokers; the first is the preferred leader.
+	// During a reassignment (KIP-455) it is the target replicas followed by
+	// the RemovingReplicas: old ∪ new.
 	Replicas []int32
+	// AddingReplicas are the replicas a reassignment in progress adds: they
+	// fetch as followers and join the ISR by the leader's catch-up rule.
+	AddingReplicas []int32
+	// RemovingReplicas are the replicas a reassignment in progress removes:
+	// they keep their logs until it completes.
+	RemovingReplicas []int32
 	// Leader is the leading broker, or -1 when there is none.
 	Leader      int32
 	LeaderEpoch int32
@@ -48,6 +56,8 @@ type PartitionState struct {
 func (p PartitionState) clone() PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 

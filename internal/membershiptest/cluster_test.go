@@ -1,0 +1,350 @@
+package membershiptest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// node is one shale broker (id fixed, ports and data dir kept across its
+// runs) run by a test as a child process.
+type node struct {
+	*proctest.Node
+	id int32
+}
+
+// partitionDir is the directory of one partition's log on this node.
+func (n *node) partitionDir(topic string, p int32) string {
+	return filepath.Join(n.DataDir(), "logs", fmt.Sprintf("%s-%d", topic, p))
+}
+
+// cluster is shale processes on one NATS server run in the test process.
+type cluster struct {
+	t     testing.TB
+	dir   string
+	nats  string // the NATS URL the nodes use
+	nodes map[int32]*node
+}
+
+// startCluster starts NATS and nodes ids (a 3 s broker session, a 2 s
+// controller lease, a 3 s replica.lag.time.max), and waits until each is
+// ready and the controller sees them all.
+func startCluster(t testing.TB, ids ...int32) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
+	c := &cluster{t: t, dir: dir, nats: srv.ClientURL(), nodes: map[int32]*node{}}
+	for _, id := range ids {
+		c.newNode(id).Start()
+	}
+	for _, id := range ids {
+		c.nodes[id].WaitReady()
+	}
+	c.waitBrokers(ids...)
+	return c
+}
+
+// newNode prepares node id; it does not start it.
+func (c *cluster) newNode(id int32) *node {
+	pn := proctest.Serve(c.t, shaleBin, filepath.Join(c.dir, fmt.Sprintf("node-%d", id)), []string{
+		"--node-id", fmt.Sprint(id),
+		"--nats", c.nats,
+		"--broker-session-timeout", "3s",
+		"--controller-lease", "2s",
+		"--replica-lag-time-max", "3s",
+	}, proctest.Name(fmt.Sprintf("membershiptest node %d", id)))
+	n := &node{Node: pn, id: id}
+	c.nodes[id] = n
+	return n
+}
+
+// addNode starts a new node id and waits until the cluster sees it.
+func (c *cluster) addNode(id int32) *node {
+	c.t.Helper()
+	n := c.newNode(id)
+	n.Start()
+	n.WaitReady()
+	c.waitBrokers(c.liveIDs()...)
+	return n
+}
+
+// liveIDs returns the ids of the nodes with a live, unpaused run, sorted.
+func (c *cluster) liveIDs() []int32 {
+	var out []int32
+	for id, n := range c.nodes {
+		if n.Alive() && !n.Paused() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitBrokers waits until some live node lists exactly ids as brokers and
+// names a controller.
+func (c *cluster) waitBrokers(ids ...int32) {
+	c.t.Helper()
+	var last string
+	err := proctest.WaitFor(30*time.Second, func() bool {
+		resp, err := c.anyLive().Metadata(proctest.Context(c.t, 5*time.Second))
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var got []int32
+		for _, b := range resp.Brokers {
+			got = append(got, b.NodeID)
+		}
+		slices.Sort(got)
+		last = fmt.Sprintf("brokers %v, controller %d", got, resp.ControllerID)
+		return slices.Equal(got, ids) && resp.ControllerID >= 0
+	})
+	if err != nil {
+		c.t.Fatalf("want brokers %v and a controller: %s", ids, last)
+	}
+}
+
+// anyLive returns the live node with the smallest id.
+func (c *cluster) anyLive() *node {
+	c.t.Helper()
+	ids := c.liveIDs()
+	if len(ids) == 0 {
+		c.t.Fatal("no live node")
+	}
+	return c.nodes[ids[0]]
+}
+
+// client returns a franz-go client seeded with every live node, closed at
+// the end of the test.
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	var seeds []string
+	for _, id := range c.liveIDs() {
+		seeds = append(seeds, c.nodes[id].Kafka())
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// admin returns an admin client over the live nodes.
+func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// createTopic creates a topic with the default placement and waits until
+// every partition has a leader and a full ISR.
+func (c *cluster) createTopic(topic string, parts int32, rf int16, configs map[string]string) {
+	c.t.Helper()
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = &v
+	}
+	resp, err := c.admin().CreateTopic(proctest.Context(c.t, 30*time.Second), parts, rf, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		c.t.Fatalf("create topic %s: %v", topic, err)
+	}
+	for p := range parts {
+		c.waitPartition(topic, p, 30*time.Second, func(pv partitionView) bool {
+			return pv.leader >= 0 && len(pv.isr) == int(rf)
+		})
+	}
+}
+
+// partitionView is one partition as a node's Metadata shows it (ISR and
+// replicas sorted).
+type partitionView struct {
+	leader, epoch int32
+	replicas, isr []int32
+	order         []int32 // the replicas in the order given, preferred leader first
+}
+
+func (pv partitionView) String() string {
+	return fmt.Sprintf("leader %d epoch %d replicas %v isr %v", pv.leader, pv.epoch, pv.replicas, pv.isr)
+}
+
+// view asks node n for partition p of topic.
+func (c *cluster) view(n *node, topic string, p int32) (partitionView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := n.Metadata(ctx, topic)
+	if err != nil {
+		return partitionView{}, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return partitionView{}, fmt.Errorf("topic %s: error %d", topic, t.ErrorCode)
+		}
+		for _, tp := range t.Partitions {
+			if tp.Partition == p {
+				return viewOf(tp), nil
+			}
+		}
+	}
+	return partitionView{}, fmt.Errorf("%s-%d not in node %d's metadata", topic, p, n.id)
+}
+
+func viewOf(tp kmsg.MetadataResponseTopicPartition) partitionView {
+	pv := partitionView{leader: tp.Leader, epoch: tp.LeaderEpoch,
+		replicas: slices.Clone(tp.Replicas), isr: slices.Clone(tp.ISR), order: slices.Clone(tp.Replicas)}
+	slices.Sort(pv.replicas)
+	slices.Sort(pv.isr)
+	return pv
+}
+
+// waitPartition waits until every live node shows partition p of topic in
+// one state that satisfies ok, with a live leader that has logged taking
+// the role in that epoch, and returns that state.
+func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(partitionView) bool) partitionView {
+	c.t.Helper()
+	var got partitionView
+	var last string
+	err := proctest.WaitFor(d, func() bool {
+		first := true
+		for _, id := range c.liveIDs() {
+			pv, err := c.view(c.nodes[id], topic, p)
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			if !first && (pv.leader != got.leader || pv.epoch != got.epoch || !slices.Equal(pv.isr, got.isr) || !slices.Equal(pv.replicas, got.replicas)) {
+				last = fmt.Sprintf("nodes disagree: %v and %v", got, pv)
+				return false
+			}
+			got, first = pv, false
+		}
+		last = got.String()
+		if !ok(got) {
+			return false
+		}
+		ln, live := c.nodes[got.leader]
+		if !live || !ln.Alive() || ln.Paused() {
+			last += ": leader not live"
+			return false
+		}
+		if !tookRole(ln, "became leader", topic, p, got.epoch) {
+			last += ": leader has not taken the role yet"
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		c.t.Fatalf("%s-%d: not in the awaited state after %v: %s", topic, p, d, last)
+	}
+	return got
+}
+
+// tookRole reports whether n's output (any run) has a line with message
+// msg ("became leader" or "became follower") for topic-partition in epoch.
+func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
+	for _, kv := range n.LogLines(msg) {
+		if kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
+			return true
+		}
+	}
+	return false
+}
+
+// produce writes records "0".."n-1" to partition p of topic with acks=all,
+// each acknowledged before produce returns, and returns their offsets.
+func (c *cluster) produce(topic string, p int32, n int) []int64 {
+	c.t.Helper()
+	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
+	defer cl.Close()
+	ctx := proctest.Context(c.t, time.Minute)
+	offsets := make([]int64, 0, n)
+	const batch = 50
+	for i := 0; i < n; i += batch {
+		var rs []*kgo.Record
+		for j := i; j < min(i+batch, n); j++ {
+			rs = append(rs, &kgo.Record{Partition: p, Value: []byte(strconv.Itoa(j))})
+		}
+		for _, r := range cl.ProduceSync(ctx, rs...) {
+			if r.Err != nil {
+				c.t.Fatalf("produce %s: %v", r.Record.Value, r.Err)
+			}
+			offsets = append(offsets, r.Record.Offset)
+		}
+	}
+	return offsets
+}
+
+// checkRecords reads partition p of topic from the earliest offset to its
+// high watermark and fails the test unless it holds exactly the records
+// "0".."n-1" at the offsets produce returned.
+func (c *cluster) checkRecords(topic string, p int32, offsets []int64) {
+	c.t.Helper()
+	ctx := proctest.Context(c.t, time.Minute)
+	ends, err := c.admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	end, ok := ends.Lookup(topic, p)
+	if !ok || end.Err != nil {
+		c.t.Fatalf("%s-%d end offset: %v", topic, p, end.Err)
+	}
+	starts, err := c.admin().ListStartOffsets(ctx, topic)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	start, _ := starts.Lookup(topic, p)
+	want := int64(len(offsets))
+	if end.Offset-start.Offset != want {
+		c.t.Fatalf("%s-%d: offsets %d..%d hold %d records, want the %d acknowledged", topic, p,
+			start.Offset, end.Offset, end.Offset-start.Offset, want)
+	}
+	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	defer cons.Close()
+	var got []*kgo.Record
+	for int64(len(got)) < want {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			c.t.Fatalf("%s-%d: read %d of %d records: %v", topic, p, len(got), want, ctx.Err())
+		}
+		fs.EachError(func(_ string, _ int32, err error) { c.t.Logf("%s-%d fetch: %v", topic, p, err) })
+		got = append(got, fs.Records()...)
+	}
+	for i, off := range offsets {
+		r := got[i]
+		if r.Offset != off || string(r.Value) != strconv.Itoa(i) {
+			c.t.Fatalf("%s-%d: record %d is %q at offset %d, acknowledged at offset %d", topic, p, i, r.Value, r.Offset, off)
+		}
+	}
+}
+
+// checkNoPanic checks every node's output for panics and races.
+func (c *cluster) checkNoPanic() {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		n.CheckNoPanic()
+	}
+}
