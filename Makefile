@@ -10,7 +10,7 @@ BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test bench fuzz lint tools clean
+.PHONY: all build run test bench fuzz lint tools clean chaos
 
 all: build
 
@@ -25,6 +25,13 @@ run: build
 ## test: every test, with the race detector and the invariant checks (internal/invariants)
 test: tools build
 	PATH="$(BIN):$$PATH" $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
+
+## chaos: one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED
+SCHEDULE      ?= smoke
+DURATION      ?= 60s
+chaos: tools build
+	$(GO) build -o $(BIN)/shale-chaos ./cmd/shale-chaos
+	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
 
 ## bench: benchmarks, each figure beside its peer as a ratio
 bench: tools build

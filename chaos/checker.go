@@ -275,26 +275,48 @@ func checkReads(r *Result, h *History, finals map[TP]*finalIndex, compacted map[
 	}
 }
 
-// checkCommits: OFFSET-REGRESSION. An observation must not be below the
-// largest one made before it (a commit counts from its acknowledgement, an
-// OffsetFetch from when it was sent).
+// checkCommits: OFFSET-REGRESSION. An OffsetFetch sent after an
+// observation was answered (a commit acknowledged, an earlier OffsetFetch
+// answered) must not return less. Commits themselves are the client's
+// choice and are not judged, and two observations in flight at once are
+// not ordered.
 func checkCommits(r *Result, h *History) {
 	type gtp struct {
 		group string
 		tp    TP
 	}
-	cs := slices.Clone(h.Commit)
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].At < cs[j].At })
-	high := map[gtp]Commit{}
-	for _, c := range cs {
+	by := map[gtp][]Commit{}
+	var keys []gtp
+	for _, c := range h.Commit {
 		k := gtp{c.Group, c.TP}
-		prev, ok := high[k]
-		if ok && c.Offset < prev.Offset {
-			r.add(OffsetRegression, "group %s %s: %s %d at %v, after %s %d at %v", c.Group, c.TP, c.Source, c.Offset, c.At.Round(time.Millisecond), prev.Source, prev.Offset, prev.At.Round(time.Millisecond))
-			continue
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
 		}
-		if !ok || c.Offset > prev.Offset {
-			high[k] = c
+		by[k] = append(by[k], c)
+	}
+	for _, k := range keys {
+		answered := slices.Clone(by[k])
+		sort.SliceStable(answered, func(i, j int) bool { return answered[i].At < answered[j].At })
+		// best[i]: the largest observation among answered[:i+1]
+		best := make([]Commit, len(answered))
+		for i, c := range answered {
+			best[i] = c
+			if i > 0 && best[i-1].Offset >= c.Offset {
+				best[i] = best[i-1]
+			}
+		}
+		for _, f := range by[k] {
+			if f.Source != "fetch" {
+				continue
+			}
+			n := sort.Search(len(answered), func(i int) bool { return answered[i].At >= f.Sent })
+			if n == 0 {
+				continue
+			}
+			if b := best[n-1]; b.Offset > f.Offset {
+				r.add(OffsetRegression, "group %s %s: OffsetFetch sent at %v answered %d, after %s %d answered at %v",
+					k.group, k.tp, f.Sent.Round(time.Millisecond), f.Offset, b.Source, b.Offset, b.At.Round(time.Millisecond))
+			}
 		}
 	}
 }

@@ -35,7 +35,8 @@ func cleanHistory() *History {
 		if i%2 == 1 {
 			src = "fetch"
 		}
-		h.Commit = append(h.Commit, Commit{Group: "g", TP: tp, Offset: off, Source: src, At: time.Duration(i+1) * time.Second})
+		at := time.Duration(i+1) * time.Second
+		h.Commit = append(h.Commit, Commit{Group: "g", TP: tp, Offset: off, Source: src, Sent: at - 100*time.Millisecond, At: at})
 	}
 	h.Actors = []Actor{{Name: "p0", Kind: "producer", ResumedAt: 52 * time.Second}, {Name: "c0", Kind: "consumer", ResumedAt: 51 * time.Second}}
 	bs := []BatchSig{{0, 4, 0xaa}, {5, 9, 0xbb}}
@@ -116,7 +117,16 @@ func TestCheckFindsEachKind(t *testing.T) {
 		}},
 		{"offsets missing below the HW", Gap, 1, func(h *History) { h.Final[0].HW = 12 }},
 		{"committed offset goes back", OffsetRegression, 1, func(h *History) {
-			h.Commit = append(h.Commit, Commit{Group: "g", TP: TP{"t", 0}, Offset: 3, Source: "fetch", At: 30 * time.Second})
+			h.Commit = append(h.Commit, Commit{Group: "g", TP: TP{"t", 0}, Offset: 3, Source: "fetch", Sent: 30 * time.Second, At: 30 * time.Second})
+		}},
+		{"a late commit answer is no regression, a fetch after it is", OffsetRegression, 1, func(h *History) {
+			tp := TP{"t", 0}
+			// commits 12 and 13 in flight together, 13 seen by a fetch before 12's answer
+			h.Commit = append(h.Commit,
+				Commit{Group: "g", TP: tp, Offset: 12, Source: "commit", Sent: 10 * time.Second, At: 12 * time.Second},
+				Commit{Group: "g", TP: tp, Offset: 13, Source: "fetch", Sent: 11 * time.Second, At: 11 * time.Second},
+				Commit{Group: "g", TP: tp, Offset: 13, Source: "commit", Sent: 10 * time.Second, At: 12 * time.Second},
+				Commit{Group: "g", TP: tp, Offset: 12, Source: "fetch", Sent: 13 * time.Second, At: 13 * time.Second})
 		}},
 		{"heal over its bound", Stuck, 1, func(h *History) { h.HealErr = "partition t-0 has no leader after 60s" }},
 		{"producer never resumed", Stuck, 1, func(h *History) { h.Actors[0].ResumedAt = 0 }},

@@ -63,12 +63,13 @@ type FinalRead struct {
 
 // Commit is one observation of a group's committed offset for a partition:
 // a commit the coordinator acknowledged (Source "commit") or an OffsetFetch
-// answer (Source "fetch").
+// answer (Source "fetch"), sent at Sent and answered at At.
 type Commit struct {
 	Group string `json:"group"`
 	TP
 	Offset int64         `json:"offset"`
 	Source string        `json:"source"`
+	Sent   time.Duration `json:"sent"`
 	At     time.Duration `json:"at"`
 }
 

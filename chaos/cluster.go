@@ -1,0 +1,275 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shale-io/shale/infra/natsembed"
+)
+
+// S3 credentials the suite gives versitygw and the nodes.
+const (
+	s3Access = "shalechaosaccess"
+	s3Secret = "shalechaossecret0123456789"
+	s3Region = "us-east-1"
+	s3Bucket = "chaos"
+)
+
+// childEnvVar, when set in a process's environment, makes MaybeRunChild
+// run the named helper instead of the caller's main: the suite starts its
+// NATS servers as child processes of its own binary, so that it can kill
+// -9 and pause them.
+const childEnvVar = "SHALE_CHAOS_CHILD"
+
+// MaybeRunChild runs a helper process and exits if this process was
+// started as one (see childEnvVar); otherwise it returns at once. Call it
+// first in main and in TestMain.
+func MaybeRunChild() {
+	switch os.Getenv(childEnvVar) {
+	case "":
+		return
+	case "nats":
+		os.Exit(runNATSChild())
+	default:
+		fmt.Fprintln(os.Stderr, "shale-chaos: unknown child", os.Getenv(childEnvVar))
+		os.Exit(2)
+	}
+}
+
+// runNATSChild runs one NATS server (natsembed) from CHAOS_NATS_* variables
+// until SIGTERM.
+func runNATSChild() int {
+	port, _ := strconv.Atoi(os.Getenv("CHAOS_NATS_PORT"))
+	cfg := natsembed.Config{StoreDir: os.Getenv("CHAOS_NATS_DIR"), Port: port,
+		ServerName: os.Getenv("CHAOS_NATS_NAME"), ReadyTimeout: 30 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if rp := os.Getenv("CHAOS_NATS_ROUTE_PORT"); rp != "" {
+		p, _ := strconv.Atoi(rp)
+		cfg.Cluster = &natsembed.ClusterConfig{Name: "chaos", Port: p, Routes: strings.Split(os.Getenv("CHAOS_NATS_ROUTES"), ",")}
+	}
+	srv, err := natsembed.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nats child:", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	srv.Shutdown()
+	return 0
+}
+
+// Cluster is what the suite runs: NATS (one server or three), versitygw
+// behind a fault proxy, and the Shale nodes, all on 127.0.0.1, all its
+// own child processes (or goroutines: the proxy).
+type Cluster struct {
+	cfg   *Config
+	dir   string
+	nats  []*Proc
+	natsP []int // client ports
+	s3    *Proc
+	s3Dir string
+	s3URL string // versitygw
+	proxy *S3Proxy
+	Nodes []*Node
+	net   *netFaults
+	log   *slog.Logger
+}
+
+// Node is one shale serve process.
+type Node struct {
+	*Proc
+	ID    int32
+	Kafka string
+	Admin string
+	Dir   string
+	Gid   uint32
+}
+
+// startCluster starts everything and waits until every node is ready and
+// the controller sees them all.
+func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster, error) {
+	c := &Cluster{cfg: cfg, dir: cfg.Out, log: log}
+	if err := c.startNATS(); err != nil {
+		return c, err
+	}
+	if err := c.startS3(); err != nil {
+		return c, err
+	}
+	c.net = newNetFaults(log)
+	var urls []string
+	for _, p := range c.natsP {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	for i := range cfg.Nodes {
+		id := int32(i + 1)
+		kafka, err := freeAddr()
+		if err != nil {
+			return c, err
+		}
+		admin, err := freeAddr()
+		if err != nil {
+			return c, err
+		}
+		dir := filepath.Join(c.dir, fmt.Sprintf("node-%d", id))
+		args := []string{"serve", "--node-id", fmt.Sprint(id), "--data-dir", dir, "--listen", kafka, "--admin-listen", admin,
+			"--nats", strings.Join(urls, ","), "--nats-replicas", fmt.Sprint(len(c.nats)),
+			"--broker-session-timeout", cfg.Session.String(), "--controller-lease", cfg.Session.String(),
+			"--replica-lag-time-max", "3s",
+			"--default-replication-factor", "3", // the offsets topic's replication factor on today's code
+			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style", "true",
+			"--s3-request-timeout", "5s",
+			"--tiering-interval", "500ms", "--remote-orphan-grace", cfg.OrphanGrace.String(),
+			"--retention-check-interval", "1s",
+		}
+		env := []string{"AWS_ACCESS_KEY_ID=" + s3Access, "AWS_SECRET_ACCESS_KEY=" + s3Secret, "AWS_REGION=" + s3Region}
+		n := &Node{Proc: NewProc(fmt.Sprintf("node-%d", id), cfg.Shale, args, env, filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id))),
+			ID: id, Kafka: kafka, Admin: admin, Dir: dir}
+		if c.net.ok {
+			n.Gid = 40000 + uint32(os.Getpid()%1000)*10 + uint32(id)
+			n.Proc.gid = n.Gid
+		}
+		c.Nodes = append(c.Nodes, n)
+		if err := n.Start(); err != nil {
+			return c, err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := c.waitReady(ctx, n, 60*time.Second); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) startNATS() error {
+	count := 1
+	if c.cfg.NATSCluster {
+		count = 3
+	}
+	var routes []string
+	routePorts := make([]int, count)
+	c.natsP = make([]int, count)
+	for i := range count {
+		for _, dst := range []*int{&c.natsP[i], &routePorts[i]} {
+			a, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			_, p, _ := strings.Cut(a, ":")
+			*dst, _ = strconv.Atoi(p)
+		}
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i]))
+	}
+	for i := range count {
+		env := []string{childEnvVar + "=nats", "CHAOS_NATS_PORT=" + fmt.Sprint(c.natsP[i]),
+			"CHAOS_NATS_DIR=" + filepath.Join(c.dir, fmt.Sprintf("nats-%d", i+1)), "CHAOS_NATS_NAME=" + fmt.Sprintf("chaos-nats-%d", i+1)}
+		if count > 1 {
+			env = append(env, "CHAOS_NATS_ROUTE_PORT="+fmt.Sprint(routePorts[i]), "CHAOS_NATS_ROUTES="+strings.Join(routes, ","))
+		}
+		p := NewProc(fmt.Sprintf("nats-%d", i+1), c.cfg.Self, nil, env, filepath.Join(c.dir, fmt.Sprintf("nats-%d.log", i+1)))
+		if err := p.Start(); err != nil {
+			return err
+		}
+		c.nats = append(c.nats, p)
+	}
+	for i, p := range c.nats {
+		if !poll(30*time.Second, 50*time.Millisecond, func() bool { return dialOK(fmt.Sprintf("127.0.0.1:%d", c.natsP[i])) }) {
+			return fmt.Errorf("nats-%d not listening after 30 s (see %s)", i+1, p.log)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startS3() error {
+	c.s3Dir = filepath.Join(c.dir, "s3")
+	if err := os.MkdirAll(filepath.Join(c.s3Dir, s3Bucket), 0o755); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	c.s3URL = "http://" + addr
+	c.s3 = NewProc("versitygw", c.cfg.VersityGW, []string{"--access", s3Access, "--secret", s3Secret, "--region", s3Region,
+		"--port", addr, "--quiet", "posix", c.s3Dir}, nil, filepath.Join(c.dir, "versitygw.log"))
+	if err := c.s3.Start(); err != nil {
+		return err
+	}
+	if !poll(30*time.Second, 50*time.Millisecond, func() bool { return dialOK(addr) }) {
+		return fmt.Errorf("versitygw not listening after 30 s")
+	}
+	c.proxy, err = startS3Proxy(c.s3URL)
+	return err
+}
+
+// waitReady polls the node's /readyz.
+func (c *Cluster) waitReady(ctx context.Context, n *Node, d time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	ok := poll(d, 100*time.Millisecond, func() bool {
+		if ctx.Err() != nil || !n.Alive() {
+			return true
+		}
+		resp, err := hc.Get("http://" + n.Admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !n.Alive():
+		return fmt.Errorf("%s exited before it was ready (see %s)", n.Name, n.log)
+	case !ok:
+		return fmt.Errorf("%s not ready after %v", n.Name, d)
+	}
+	return nil
+}
+
+// seeds are the nodes' Kafka addresses.
+func (c *Cluster) seeds() []string {
+	var s []string
+	for _, n := range c.Nodes {
+		s = append(s, n.Kafka)
+	}
+	return s
+}
+
+// Close stops everything the cluster started, nodes first.
+func (c *Cluster) Close() {
+	var errs []error
+	for _, n := range c.Nodes {
+		if n.Alive() {
+			errs = append(errs, n.Kill())
+		}
+	}
+	if c.net != nil {
+		c.net.clear()
+	}
+	if c.proxy != nil {
+		c.proxy.Close()
+	}
+	if c.s3 != nil && c.s3.Alive() {
+		errs = append(errs, c.s3.Kill())
+	}
+	for _, p := range c.nats {
+		if p.Alive() {
+			errs = append(errs, p.Kill())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.log.Warn("cluster close", "err", err)
+	}
+}

@@ -1,0 +1,262 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicSpec is one topic of the workload.
+type topicSpec struct {
+	name      string
+	parts     int32
+	configs   map[string]string
+	compacted bool
+	keys      int // compacted: keys k0..k<keys-1>
+}
+
+// workloadTopics: a plain topic, a tiered one with small segments and small
+// local retention (cold reads during faults), and a compacted one.
+func workloadTopics() []topicSpec {
+	return []topicSpec{
+		{name: "chaos", parts: 3, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
+		{name: "tiered", parts: 2, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "true",
+			"segment.bytes": "16384", "local.retention.bytes": "32768"}},
+		{name: "compacted", parts: 1, compacted: true, keys: 20, configs: map[string]string{"min.insync.replicas": "2",
+			"remote.storage.enable": "false", "cleanup.policy": "compact", "segment.bytes": "16384",
+			"min.cleanable.dirty.ratio": "0.01"}},
+	}
+}
+
+const valueFill = 100
+
+// producer is one idempotent acks=all franz-go producer writing unique
+// values (name:seq:filler) round-robin over its topics' partitions.
+type producer struct {
+	name   string
+	topics []topicSpec
+	rate   int
+	cl     *kgo.Client
+	rec    *recorder
+	seq    atomic.Int64
+	failed atomic.Int64
+	done   chan struct{}
+}
+
+func newProducer(name string, seeds []string, topics []topicSpec, rate int, rec *recorder) (*producer, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(20*time.Second),
+		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.RequestTimeoutOverhead(3*time.Second),
+		kgo.MaxBufferedRecords(512),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MetadataMinAge(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	rec.actor(name, "producer")
+	return &producer{name: name, topics: topics, rate: rate, cl: cl, rec: rec, done: make(chan struct{})}, nil
+}
+
+// run produces until ctx ends, then flushes (bounded by the delivery
+// timeout) and closes the client.
+func (p *producer) run(ctx context.Context) {
+	defer close(p.done)
+	defer p.cl.Close()
+	tick := time.NewTicker(time.Second / time.Duration(max(1, p.rate)))
+	defer tick.Stop()
+	for n := int64(0); ; n++ {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			p.cl.Flush(fctx)
+			cancel()
+			return
+		case <-tick.C:
+		}
+		t := p.topics[n%int64(len(p.topics))]
+		seq := p.seq.Add(1) - 1
+		r := &kgo.Record{Topic: t.name, Partition: int32((n / int64(len(p.topics))) % int64(t.parts)), Value: []byte(Value(p.name, seq, valueFill))}
+		var key string
+		if t.compacted {
+			key = fmt.Sprintf("k%d", seq%int64(t.keys))
+			r.Key = []byte(key)
+		}
+		sent := time.Now()
+		p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+			now := p.rec.since()
+			if err != nil {
+				p.failed.Add(1)
+				p.rec.produceError(now)
+				return
+			}
+			p.rec.ack(Ack{TP: TP{r.Topic, r.Partition}, Producer: p.name, Seq: seq, Key: key, Value: string(r.Value),
+				Offset: r.Offset, At: now, Latency: time.Since(sent)})
+		})
+	}
+}
+
+// consumer reads every partition of a topic from offset 0, assigned
+// directly, and records what it saw.
+type consumer struct {
+	name  string
+	topic topicSpec
+	cl    *kgo.Client
+	rec   *recorder
+	done  chan struct{}
+
+	mu   sync.Mutex
+	next map[int32]int64 // next offset to read, per partition
+}
+
+func newConsumer(name string, seeds []string, t topicSpec, rec *recorder) (*consumer, error) {
+	offs := map[int32]kgo.Offset{}
+	for p := range t.parts {
+		offs[p] = kgo.NewOffset().At(0)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.name: offs}),
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.MetadataMinAge(500*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }))
+	if err != nil {
+		return nil, err
+	}
+	rec.actor(name, "consumer")
+	return &consumer{name: name, topic: t, cl: cl, rec: rec, done: make(chan struct{}), next: map[int32]int64{}}, nil
+}
+
+func (c *consumer) run(ctx context.Context) {
+	defer close(c.done)
+	defer c.cl.Close()
+	for ctx.Err() == nil {
+		fs := c.cl.PollFetches(ctx)
+		var rs []Read
+		now := c.rec.since()
+		fs.EachRecord(func(r *kgo.Record) {
+			rs = append(rs, Read{TP: TP{r.Topic, r.Partition}, Rec: Rec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)}, Consumer: c.name, At: now})
+		})
+		c.mu.Lock()
+		for _, r := range rs {
+			c.next[r.Partition] = max(c.next[r.Partition], r.Offset+1)
+		}
+		c.mu.Unlock()
+		c.rec.reads(c.name, rs)
+	}
+}
+
+// caughtUp reports whether the consumer has read up to ends.
+func (c *consumer) caughtUp(ends map[int32]int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, e := range ends {
+		if e > 0 && c.next[p] < e && !c.topic.compacted {
+			return false
+		}
+	}
+	return true
+}
+
+// groupConsumer is a consumer group member that commits what it read after
+// every poll, recording each commit the coordinator acknowledged.
+type groupConsumer struct {
+	name  string
+	group string
+	topic topicSpec
+	cl    *kgo.Client
+	rec   *recorder
+	done  chan struct{}
+}
+
+func newGroupConsumer(name, group string, seeds []string, t topicSpec, rec *recorder) (*groupConsumer, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(t.name), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }))
+	if err != nil {
+		return nil, err
+	}
+	rec.actor(name, "group")
+	return &groupConsumer{name: name, group: group, topic: t, cl: cl, rec: rec, done: make(chan struct{})}, nil
+}
+
+func (g *groupConsumer) run(ctx context.Context) {
+	defer close(g.done)
+	defer g.cl.Close()
+	for ctx.Err() == nil {
+		fs := g.cl.PollFetches(ctx)
+		var rs []Read
+		now := g.rec.since()
+		fs.EachRecord(func(r *kgo.Record) {
+			rs = append(rs, Read{TP: TP{r.Topic, r.Partition}, Rec: Rec{Offset: r.Offset, Value: string(r.Value)}, Consumer: g.name, At: now})
+		})
+		g.rec.reads(g.name, rs)
+		if len(rs) == 0 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		sent := g.rec.since()
+		g.cl.CommitOffsetsSync(cctx, g.cl.UncommittedOffsets(), func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				return
+			}
+			at := g.rec.since()
+			asked := map[TP]int64{}
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					asked[TP{t.Topic, p.Partition}] = p.Offset
+				}
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == 0 {
+						tp := TP{t.Topic, p.Partition}
+						g.rec.commit(Commit{Group: g.group, TP: tp, Offset: asked[tp], Source: "commit", Sent: sent, At: at}, g.name)
+					}
+				}
+			}
+		})
+		cancel()
+	}
+}
+
+// watchCommits asks the group's committed offsets every interval (one
+// request at a time, each stamped with when it was sent) until ctx ends.
+func watchCommits(ctx context.Context, seeds []string, group string, rec *recorder, interval time.Duration) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := rec.since()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := adm.FetchOffsets(rctx, group)
+		cancel()
+		at := rec.since()
+		if err != nil {
+			continue
+		}
+		resp.Each(func(o kadm.OffsetResponse) {
+			if o.Err == nil && o.At >= 0 {
+				rec.commit(Commit{Group: group, TP: TP{o.Topic, o.Partition}, Offset: o.At, Source: "fetch", Sent: sent, At: at}, "")
+			}
+		})
+	}
+}
