@@ -127,7 +127,7 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 			"--broker-session-timeout", cfg.Session.String(), "--controller-lease", cfg.Session.String(),
 			"--replica-lag-time-max", "3s",
 			"--default-replication-factor", "3", // the offsets topic's replication factor on today's code
-			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style", "true",
+			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style=true",
 			"--s3-request-timeout", "5s",
 			"--tiering-interval", "500ms", "--remote-orphan-grace", cfg.OrphanGrace.String(),
 			"--retention-check-interval", "1s",
