@@ -27,7 +27,7 @@ const groupMinSessionTimeout = time.Second
 // place in the node's shutdown order.
 func (n *Node) registerGroupAPIs(reg *kafka.Registry) {
 	c := group.New(group.Config{
-		ReplicationFactor: n.cfg.DefaultReplicationFactor,
+		ReplicationFactor: n.cfg.OffsetsTopicReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,
 		Logger:            n.logger,
 	}, n.replicas, groupCluster{n})
@@ -62,6 +62,9 @@ func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions 
 	gc.n.reconcile()
 	return nil
 }
+
+// LiveBrokers implements group.Cluster.
+func (gc groupCluster) LiveBrokers() int { return len(gc.n.store.Brokers()) }
 
 // PartitionLeader implements group.Cluster.
 func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, bool) {

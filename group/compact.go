@@ -95,13 +95,14 @@ func (c *Coordinator) compact(ctx context.Context, sh *shard) error {
 }
 
 // liveRecords is the group's live state as records: its metadata (when it
-// ever had any) and every committed offset.
+// ever had any) and the last offset appended per partition, replicated or
+// not yet (a snapshot replicated replicates what precedes it).
 func (g *group) liveRecords() []record {
 	var recs []record
 	if g.generation > 0 || len(g.members) > 0 {
 		recs = append(recs, record{key: groupKey(g.id), value: groupValue(g.metadataValue())})
 	}
-	for tp, e := range g.offsets {
+	for tp, e := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp), value: offsetValue(e)})
 	}
 	return recs

@@ -21,8 +21,10 @@ type Config struct {
 	// Partitions is offsets.topic.num.partitions (default 50). Every node
 	// of a cluster must agree on it.
 	Partitions int32
-	// ReplicationFactor is the offsets topic's replication factor when this
-	// node creates it (default 1).
+	// ReplicationFactor is offsets.topic.replication.factor, the offsets
+	// topic's replication factor when this node creates it (default 3),
+	// capped at the live brokers at that moment so that a smaller cluster
+	// (one node) still gets its groups.
 	ReplicationFactor int16
 	// MinSessionTimeout and MaxSessionTimeout are
 	// group.min.session.timeout.ms and group.max.session.timeout.ms
@@ -49,7 +51,7 @@ func (c *Config) setDefaults() {
 		c.Partitions = 50
 	}
 	if c.ReplicationFactor <= 0 {
-		c.ReplicationFactor = 1
+		c.ReplicationFactor = 3
 	}
 	if c.MinSessionTimeout <= 0 {
 		c.MinSessionTimeout = 6 * time.Second
@@ -89,6 +91,8 @@ type Cluster interface {
 	// PartitionLeader is the broker leading a partition, false when the
 	// partition is unknown or has no live leader.
 	PartitionLeader(topic string, p int32) (Broker, bool)
+	// LiveBrokers is the number of brokers registered and alive.
+	LiveBrokers() int
 }
 
 // Coordinator is this node's group coordinator. It is safe for concurrent
@@ -281,8 +285,19 @@ func (c *Coordinator) append(sh *shard, records []record) (int64, error) {
 
 // call runs fn on r's goroutine and waits for its one reply, then for the
 // high watermark the reply asks for. The response is NOT_COORDINATOR-like
-// (from onGone) when the group stops before answering.
+// (from onGone) when the group stops before answering, or when what it
+// appended is not replicated within CommitTimeout.
 func (c *Coordinator) call(ctx context.Context, r *runner, fn func(g *group, send replyFn), onGone func() kmsg.Response) (kmsg.Response, error) {
+	return c.callThen(ctx, r, fn, nil, onGone)
+}
+
+// callThen is call, and once the high watermark passed what fn appended,
+// runs then on r's goroutine before answering: a commit is applied to the
+// group's state only once it is replicated. When the group stopped
+// meanwhile (its shard unloaded), then does not run and the response is
+// sent as it is: what it answers is replicated, and the next coordinator
+// loads it.
+func (c *Coordinator) callThen(ctx context.Context, r *runner, fn func(g *group, send replyFn), then func(g *group), onGone func() kmsg.Response) (kmsg.Response, error) {
 	type answer struct {
 		resp kmsg.Response
 		hw   int64
@@ -307,15 +322,29 @@ func (c *Coordinator) call(ctx context.Context, r *runner, fn func(g *group, sen
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if a.hw >= 0 {
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-		defer cancel()
-		if err := r.shard.replica.WaitCommitted(wctx, a.hw, r.shard.epoch); err != nil {
-			if ctx.Err() != nil {
+	if a.hw < 0 {
+		return a.resp, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	if err := r.shard.replica.WaitCommitted(wctx, a.hw, r.shard.epoch); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		c.log.Warn("offsets append not replicated in time", "group", r.g.id, "err", err)
+		return onGone(), nil
+	}
+	if then != nil {
+		applied := make(chan struct{})
+		if r.submit(ctx, func(g *group) { then(g); close(applied) }) {
+			select {
+			case <-applied:
+			case <-r.done:
+			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			c.log.Warn("offsets append not replicated in time", "group", r.g.id, "err", err)
-			return onGone(), nil
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 	}
 	return a.resp, nil

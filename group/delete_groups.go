@@ -57,14 +57,16 @@ func (g *group) deleteGroup() (int16, int64) {
 		return kerr.NonEmptyGroup.Code, -1
 	}
 	recs := []record{{key: groupKey(g.id)}}
-	for tp := range g.offsets {
+	for tp := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp)})
 	}
 	hw, err := g.persist(recs)
 	if err != nil {
 		return errorCode(err), -1
 	}
-	g.offsets = map[topicPartition]offsetEntry{}
+	for tp := range g.latestOffsets() {
+		g.forgetOffset(tp, hw)
+	}
 	g.setState(StateDead)
 	return 0, hw
 }

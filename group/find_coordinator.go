@@ -8,7 +8,8 @@ package group
 //
 // The coordinator of a group is the leader of __consumer_offsets
 // partition PartitionFor(group). The topic is created on first use
-// (compacted, internal). Transaction coordinators are not supported
+// (compacted, internal), with offsets.topic.replication.factor replicas
+// (default 3), or as many as there are live brokers if fewer. Transaction coordinators are not supported
 // (COORDINATOR_NOT_AVAILABLE).
 
 import (
@@ -74,7 +75,11 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 	if ok {
 		return b, nil
 	}
-	if err := c.cluster.EnsureTopic(ctx, OffsetsTopic, c.cfg.Partitions, c.cfg.ReplicationFactor, offsetsTopicConfigs); err != nil {
+	rf := c.cfg.ReplicationFactor
+	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
+		rf = int16(live)
+	}
+	if err := c.cluster.EnsureTopic(ctx, OffsetsTopic, c.cfg.Partitions, rf, offsetsTopicConfigs); err != nil {
 		return Broker{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, OffsetsTopic, err)
 	}
 	if b, ok = c.cluster.PartitionLeader(OffsetsTopic, p); !ok {

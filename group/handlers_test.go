@@ -9,15 +9,22 @@ import (
 )
 
 // fakeCluster has the offsets topic once EnsureTopic ran; node 7 leads it.
-type fakeCluster struct{ created int }
+type fakeCluster struct {
+	created int
+	live    int   // LiveBrokers
+	rf      int16 // the replication factor of the last EnsureTopic
+}
 
 func (f *fakeCluster) EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
 	if name != OffsetsTopic || configs["cleanup.policy"] != "compact" {
 		return kerr.InvalidRequest
 	}
 	f.created++
+	f.rf = rf
 	return nil
 }
+
+func (f *fakeCluster) LiveBrokers() int { return f.live }
 
 func (f *fakeCluster) PartitionLeader(topic string, p int32) (Broker, bool) {
 	if f.created == 0 {

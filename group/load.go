@@ -35,9 +35,15 @@ type loadedGroup struct {
 // readLoadBytes bounds one read of the offsets partition at load.
 const readLoadBytes = 1 << 20
 
-// readPartition replays rep from its log start to its high watermark and
-// returns the live state per group: the last record per key wins, a
-// tombstone deletes. Records that do not decode (written by something else
+// readPartition replays rep from its log start to its log end and returns
+// the live state per group: the last record per key wins, a tombstone
+// deletes. It reads to the log end, not the high watermark, as Kafka's
+// coordinator does: on a leader just elected the high watermark lags the
+// log end (it learns the old leader's from fetch responses), while
+// everything up to the log end is its to commit; loading less would bring
+// committed offsets and generations back, and the next compaction would
+// make that permanent. A record above the high watermark that is never
+// committed is lost only with this leadership, and the shard with it. Records that do not decode (written by something else
 // than a coordinator: the topic is writable) are skipped and counted in
 // skipped; an unreadable log is an error.
 func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skipped int, err error) {
@@ -51,9 +57,9 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 		return lg
 	}
 	l := rep.Log()
-	hw := rep.HighWatermark()
-	for off := l.LogStartOffset(); off < hw; {
-		b, err := l.ReadBytes(off, readLoadBytes, hw, true)
+	end := l.LogEndOffset()
+	for off := l.LogStartOffset(); off < end; {
+		b, err := l.ReadBytes(off, readLoadBytes, end, true)
 		if err != nil {
 			return nil, skipped, fmt.Errorf("reading %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
 		}
@@ -82,6 +88,7 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 						skipped++
 						return nil
 					}
+					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
 					lg.offsets[k.tp] = e
 				case r.Value == nil:
 					lg.meta = nil

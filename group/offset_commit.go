@@ -14,7 +14,11 @@ package group
 // REBALANCE_IN_PROGRESS, while during PreparingRebalance they are accepted
 // (members commit what they processed before they rejoin). The offsets are
 // appended to __consumer_offsets as one batch and answered once the high
-// watermark passes it.
+// watermark passes it; only then are they applied to the group's state, so
+// that OffsetFetch never answers an offset that a failover could lose. A
+// commit not replicated within offsets.commit.timeout.ms is answered
+// NOT_COORDINATOR and never applied (a later load of the partition may
+// still find it, as in Kafka).
 
 import (
 	"context"
@@ -86,8 +90,11 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
 			}
 		}
-		return c.call(ctx, rn, func(g *group, send replyFn) {
-			codes, hw := g.commit(cr)
+		var written map[topicPartition]offsetEntry // set on the group's goroutine, read by then
+		return c.callThen(ctx, rn, func(g *group, send replyFn) {
+			var codes []int16
+			var hw int64
+			codes, written, hw = g.commit(cr)
 			i := 0
 			failAll(0)
 			for ti := range resp.Topics {
@@ -97,19 +104,22 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 				}
 			}
 			send(resp, hw)
-		}, func() kmsg.Response { return failAll(kerr.NotCoordinator.Code) })
+		}, func(g *group) { g.applyReplicated(written) },
+			func() kmsg.Response { return failAll(kerr.NotCoordinator.Code) })
 	}}, nil
 }
 
-// commit applies an OffsetCommit: a code per offset, in order, and the
-// offset to wait for (-1 when nothing was written).
-func (g *group) commit(cr commitRequest) ([]int16, int64) {
+// commit validates an OffsetCommit and appends its offsets: a code per
+// offset, in order, the entries written (not yet applied: applyReplicated
+// does that once they are replicated) and the offset to wait for (-1 when
+// nothing was written).
+func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntry, int64) {
 	codes := make([]int16, len(cr.offsets))
-	all := func(code int16) ([]int16, int64) {
+	all := func(code int16) ([]int16, map[topicPartition]offsetEntry, int64) {
 		for i := range codes {
 			codes[i] = code
 		}
-		return codes, -1
+		return codes, nil, -1
 	}
 	var m *member
 	switch {
@@ -135,18 +145,19 @@ func (g *group) commit(cr commitRequest) ([]int16, int64) {
 		}
 	}
 	var recs []record
-	var entries []commitOffset
+	var entries []offsetEntry
+	var tps []topicPartition
 	for i, o := range cr.offsets {
 		if len(o.metadata) > g.limits.MaxMetadataBytes {
 			codes[i] = kerr.OffsetMetadataTooLarge.Code
 			continue
 		}
-		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(offsetEntry{
-			offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli()})})
-		entries = append(entries, o)
+		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli()}
+		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(e)})
+		entries, tps = append(entries, e), append(tps, o.tp)
 	}
 	if len(recs) == 0 {
-		return codes, -1
+		return codes, nil, -1
 	}
 	hw, err := g.persist(recs)
 	if err != nil {
@@ -155,10 +166,56 @@ func (g *group) commit(cr commitRequest) ([]int16, int64) {
 				codes[i] = errorCode(err)
 			}
 		}
-		return codes, -1
+		return codes, nil, -1
 	}
-	for _, o := range entries {
-		g.offsets[o.tp] = offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli()}
+	written := make(map[topicPartition]offsetEntry, len(entries))
+	for i, e := range entries {
+		e.logOffset = hw // later in the request wins, as in the log
+		written[tps[i]] = e
+		g.unreplicated[tps[i]] = e
 	}
-	return codes, hw
+	return codes, written, hw
+}
+
+// applyReplicated applies commits whose append is replicated. An entry
+// loses to what the group holds from a later append of the same
+// partition (a commit that was answered first, or a tombstone), so that
+// commits answered out of order never move an offset back.
+func (g *group) applyReplicated(written map[topicPartition]offsetEntry) {
+	for tp, e := range written {
+		if u, ok := g.unreplicated[tp]; ok && u.logOffset <= e.logOffset {
+			delete(g.unreplicated, tp)
+		}
+		if at, ok := g.deletedAt[tp]; ok && at > e.logOffset {
+			continue
+		}
+		if cur, ok := g.offsets[tp]; ok && cur.logOffset > e.logOffset {
+			continue
+		}
+		delete(g.deletedAt, tp) // what is older than e now loses to e
+		g.offsets[tp] = e
+	}
+}
+
+// forgetOffset drops tp's offset (a tombstone appended at logOffset),
+// applied or not yet replicated.
+func (g *group) forgetOffset(tp topicPartition, logOffset int64) {
+	delete(g.offsets, tp)
+	delete(g.unreplicated, tp)
+	g.deletedAt[tp] = logOffset
+}
+
+// latestOffsets is, per partition, the last offset appended for it (applied
+// or not yet replicated): what a compaction snapshot must keep.
+func (g *group) latestOffsets() map[topicPartition]offsetEntry {
+	out := make(map[topicPartition]offsetEntry, len(g.offsets)+len(g.unreplicated))
+	for tp, e := range g.offsets {
+		out[tp] = e
+	}
+	for tp, e := range g.unreplicated {
+		if cur, ok := out[tp]; !ok || e.logOffset > cur.logOffset {
+			out[tp] = e
+		}
+	}
+	return out
 }

@@ -102,7 +102,8 @@ func (g *group) deleteOffsets(tps []topicPartition) (int16, []int16, int64) {
 			codes[i] = kerr.GroupSubscribedToTopic.Code
 			continue
 		}
-		if _, ok := g.offsets[tp]; ok {
+		_, applied := g.offsets[tp]
+		if _, pending := g.unreplicated[tp]; applied || pending {
 			recs = append(recs, record{key: offsetKey(g.id, tp)})
 			gone = append(gone, tp)
 		}
@@ -115,7 +116,7 @@ func (g *group) deleteOffsets(tps []topicPartition) (int16, []int16, int64) {
 		return errorCode(err), nil, -1
 	}
 	for _, tp := range gone {
-		delete(g.offsets, tp)
+		g.forgetOffset(tp, hw)
 	}
 	return 0, codes, hw
 }

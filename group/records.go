@@ -25,6 +25,10 @@ type offsetEntry struct {
 	leaderEpoch     int32
 	metadata        string
 	commitTimestamp int64 // unix millis
+	// logOffset orders entries of one partition by where they were
+	// appended to __consumer_offsets (the record's offset at load, the
+	// batch's last offset for a commit); it is not written.
+	logOffset int64
 }
 
 // topicPartition names a partition of a user topic.

@@ -112,9 +112,15 @@ type group struct {
 	stateSince   time.Time
 
 	members map[string]*member
-	pending map[string]time.Time // KIP-394: member ids handed out, not yet joined -> expiry
-	static  map[string]string    // instance id -> member id
-	offsets map[topicPartition]offsetEntry
+	pending map[string]time.Time           // KIP-394: member ids handed out, not yet joined -> expiry
+	static  map[string]string              // instance id -> member id
+	offsets map[topicPartition]offsetEntry // replicated commits: what OffsetFetch answers
+	// unreplicated holds, per partition, a commit appended and not yet
+	// applied (its replication pending, or failed); deletedAt the offset
+	// of a tombstone appended for a partition since an older commit may
+	// still be pending.
+	unreplicated map[topicPartition]offsetEntry
+	deletedAt    map[topicPartition]int64
 
 	rebalanceDeadline time.Time // PreparingRebalance: complete the join by then
 	syncDeadline      time.Time // CompletingRebalance: members that did not sync by then are removed
@@ -129,6 +135,7 @@ func newGroup(id string, limits *Config, persist func([]record) (int64, error)) 
 		id: id, limits: limits, persist: persist,
 		members: map[string]*member{}, pending: map[string]time.Time{},
 		static: map[string]string{}, offsets: map[topicPartition]offsetEntry{},
+		unreplicated: map[topicPartition]offsetEntry{}, deletedAt: map[topicPartition]int64{},
 	}
 }
 

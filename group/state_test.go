@@ -206,18 +206,25 @@ func TestStaticMemberRejoinWithoutRebalance(t *testing.T) {
 	}
 }
 
+// commitApplied commits and applies the commit as its replication would.
+func commitApplied(g *group, cr commitRequest) ([]int16, int64) {
+	codes, written, hw := g.commit(cr)
+	g.applyReplicated(written)
+	return codes, hw
+}
+
 func TestOffsetCommitChecks(t *testing.T) {
 	h := newHarness(t)
 	tp := topicPartition{"t", 0}
 	// A simple commit to a group without members.
-	codes, hw := h.g.commit(commitRequest{generation: -1, offsets: []commitOffset{{tp: tp, offset: 5}}})
+	codes, hw := commitApplied(h.g, commitRequest{generation: -1, offsets: []commitOffset{{tp: tp, offset: 5}}})
 	if codes[0] != 0 || hw != 0 || h.g.offsets[tp].offset != 5 {
 		t.Fatalf("simple commit: %v hw %d", codes, hw)
 	}
 	a, ja := h.joinNew("a")
 	joinResp(t, ja)
 	// CompletingRebalance: REBALANCE_IN_PROGRESS.
-	if codes, _ := h.g.commit(commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 6}}}); codes[0] != kerr.RebalanceInProgress.Code {
+	if codes, _ := commitApplied(h.g, commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 6}}}); codes[0] != kerr.RebalanceInProgress.Code {
 		t.Fatalf("commit while completing: %v", codes)
 	}
 	syncResp(t, h.sync(a, 1, map[string][]byte{a: nil}))
@@ -231,7 +238,7 @@ func TestOffsetCommitChecks(t *testing.T) {
 		{"", -1, kerr.UnknownMemberID.Code}, // a simple commit to an active group
 		{a, 1, 0},
 	} {
-		codes, _ := h.g.commit(commitRequest{memberID: tc.member, generation: tc.gen, offsets: []commitOffset{{tp: tp, offset: 9}}})
+		codes, _ := commitApplied(h.g, commitRequest{memberID: tc.member, generation: tc.gen, offsets: []commitOffset{{tp: tp, offset: 9}}})
 		if codes[0] != tc.want {
 			t.Errorf("commit by %q gen %d: %d, want %d", tc.member, tc.gen, codes[0], tc.want)
 		}
@@ -242,11 +249,11 @@ func TestOffsetCommitChecks(t *testing.T) {
 	// A commit during PreparingRebalance from the current generation is kept.
 	_, jb := h.joinNew("b")
 	_ = jb
-	if codes, _ := h.g.commit(commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 10}}}); codes[0] != 0 {
+	if codes, _ := commitApplied(h.g, commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 10}}}); codes[0] != 0 {
 		t.Fatalf("commit while preparing: %v", codes)
 	}
 	big := make([]byte, h.cfg.MaxMetadataBytes+1)
-	if codes, _ := h.g.commit(commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 11, metadata: string(big)}}}); codes[0] != kerr.OffsetMetadataTooLarge.Code {
+	if codes, _ := commitApplied(h.g, commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: tp, offset: 11, metadata: string(big)}}}); codes[0] != kerr.OffsetMetadataTooLarge.Code {
 		t.Fatalf("large metadata: %v", codes)
 	}
 }
@@ -256,7 +263,7 @@ func TestLeaveAndDelete(t *testing.T) {
 	a, ja := h.joinNew("a")
 	joinResp(t, ja)
 	syncResp(t, h.sync(a, 1, map[string][]byte{a: nil}))
-	h.g.commit(commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: topicPartition{"t", 0}, offset: 3}}})
+	commitApplied(h.g, commitRequest{memberID: a, generation: 1, offsets: []commitOffset{{tp: topicPartition{"t", 0}, offset: 3}}})
 	if code, _ := h.g.deleteGroup(); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete of an active group: %d", code)
 	}

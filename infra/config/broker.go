@@ -48,10 +48,11 @@ type Broker struct {
 	ReplicaFetchResponseMaxBytes int32         `yaml:"replica_fetch_response_max_bytes" doc:"replica.fetch.response.max.bytes: bytes in a whole follower fetch response (the first batch is sent even when larger)."`
 	ReplicaFetchWaitMax          time.Duration `yaml:"replica_fetch_wait_max" doc:"replica.fetch.wait.max.ms: how long the leader holds a follower fetch with fewer than replica_fetch_min_bytes ready; below replica_lag_time_max."`
 
-	AutoCreateTopics         bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
-	NumPartitions            int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
-	DefaultReplicationFactor int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
-	MaxRequestBytes          int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
+	AutoCreateTopics              bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
+	NumPartitions                 int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
+	DefaultReplicationFactor      int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
+	OffsetsTopicReplicationFactor int16 `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
+	MaxRequestBytes               int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval" doc:"log.retention.check.interval.ms."`
 	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
@@ -83,32 +84,33 @@ type Broker struct {
 // Defaults returns the configuration of `make run`: one node on loopback.
 func Defaults() Broker {
 	return Broker{
-		NodeID:                       0,
-		DataDir:                      "./data",
-		Listen:                       "127.0.0.1:9092",
-		AdminListen:                  "127.0.0.1:9644",
-		NATSListen:                   "127.0.0.1:4222",
-		NATSReplicas:                 1,
-		BrokerSessionTimeout:         6 * time.Second,
-		ControllerLease:              3 * time.Second,
-		ReplicaLagTimeMax:            30 * time.Second,
-		NumReplicaFetchers:           1,
-		ReplicaFetchMinBytes:         1,
-		ReplicaFetchMaxBytes:         1 << 20,
-		ReplicaFetchResponseMaxBytes: 10 << 20,
-		ReplicaFetchWaitMax:          500 * time.Millisecond,
-		S3RequestTimeout:             2 * time.Minute,
-		AutoCreateTopics:             true,
-		NumPartitions:                1,
-		DefaultReplicationFactor:     1,
-		MaxRequestBytes:              100 << 20,
-		RetentionCheckInterval:       30 * time.Second,
-		FlushCheckInterval:           time.Second,
-		LogWritebackBytes:            1 << 20,
-		ShutdownTimeout:              10 * time.Second,
-		LogLevel:                     "info",
-		LogFormat:                    "text",
-		TopicDefaults:                map[string]string{},
+		NodeID:                        0,
+		DataDir:                       "./data",
+		Listen:                        "127.0.0.1:9092",
+		AdminListen:                   "127.0.0.1:9644",
+		NATSListen:                    "127.0.0.1:4222",
+		NATSReplicas:                  1,
+		BrokerSessionTimeout:          6 * time.Second,
+		ControllerLease:               3 * time.Second,
+		ReplicaLagTimeMax:             30 * time.Second,
+		NumReplicaFetchers:            1,
+		ReplicaFetchMinBytes:          1,
+		ReplicaFetchMaxBytes:          1 << 20,
+		ReplicaFetchResponseMaxBytes:  10 << 20,
+		ReplicaFetchWaitMax:           500 * time.Millisecond,
+		S3RequestTimeout:              2 * time.Minute,
+		AutoCreateTopics:              true,
+		NumPartitions:                 1,
+		DefaultReplicationFactor:      1,
+		OffsetsTopicReplicationFactor: 3,
+		MaxRequestBytes:               100 << 20,
+		RetentionCheckInterval:        30 * time.Second,
+		FlushCheckInterval:            time.Second,
+		LogWritebackBytes:             1 << 20,
+		ShutdownTimeout:               10 * time.Second,
+		LogLevel:                      "info",
+		LogFormat:                     "text",
+		TopicDefaults:                 map[string]string{},
 
 		RemoteStorageEnableDefault: true,
 		TieringInterval:            5 * time.Second,
@@ -155,6 +157,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.DefaultReplicationFactor < 1 {
 		return fmt.Errorf("%w: default_replication_factor %d", ErrInvalidConfig, b.DefaultReplicationFactor)
+	}
+	if b.OffsetsTopicReplicationFactor < 1 {
+		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)
 	}
 	if b.MaxRequestBytes < 1024 {
 		return fmt.Errorf("%w: socket_request_max_bytes %d", ErrInvalidConfig, b.MaxRequestBytes)

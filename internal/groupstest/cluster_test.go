@@ -1,0 +1,186 @@
+package groupstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// cluster is three shale processes (node ids 1..3) on one NATS server run
+// in the test process.
+type cluster struct {
+	t     testing.TB
+	nodes []*proctest.Node
+}
+
+// startCluster starts NATS and three nodes with a 2 s broker session and
+// controller lease and a 3 s replica.lag.time.max, and waits until every
+// node is ready and the controller sees all three.
+func startCluster(t testing.TB, extra ...string) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
+	c := &cluster{t: t}
+	for id := 1; id <= 3; id++ {
+		n := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), append([]string{
+			"--node-id", fmt.Sprint(id),
+			"--nats", srv.ClientURL(),
+			"--broker-session-timeout", "2s",
+			"--controller-lease", "2s",
+			"--replica-lag-time-max", "3s",
+		}, extra...), proctest.Name(fmt.Sprintf("groupstest node %d", id)))
+		n.Start()
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		n.WaitReady()
+	}
+	ctx := proctest.Context(t, time.Minute)
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		m, err := c.nodes[0].Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3 && m.ControllerID > 0
+	}); err != nil {
+		t.Fatal("three brokers and a controller: ", err)
+	}
+	return c
+}
+
+// node returns node id (1-based).
+func (c *cluster) node(id int32) *proctest.Node { return c.nodes[id-1] }
+
+// request sends req to node id only and returns its answer.
+func (c *cluster) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	if id < 1 || int(id) > len(c.nodes) {
+		return nil, fmt.Errorf("no node %d", id)
+	}
+	n := c.node(id)
+	if !n.Alive() || n.Paused() {
+		return nil, fmt.Errorf("node %d is not running", id)
+	}
+	seeds := n.Client().SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, errors.New("no seed broker")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return seeds[0].Request(rctx, req)
+}
+
+// coordinator asks the running nodes, in turn, for group's coordinator.
+func (c *cluster) coordinator(ctx context.Context, group string) (int32, error) {
+	var last error = errors.New("no running node")
+	for i := range c.nodes {
+		// The client sends the highest version both sides support: fill
+		// the fields of v0-v3 and v4, read the answer of either.
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = group, []string{group}
+		resp, err := c.request(ctx, int32(i+1), req)
+		if err != nil {
+			last = err
+			continue
+		}
+		r := resp.(*kmsg.FindCoordinatorResponse)
+		code, id := r.ErrorCode, r.NodeID
+		if len(r.Coordinators) == 1 {
+			code, id = r.Coordinators[0].ErrorCode, r.Coordinators[0].NodeID
+		} else if r.Version >= 4 {
+			last = fmt.Errorf("FindCoordinator v%d answered %d coordinators", r.Version, len(r.Coordinators))
+			continue
+		}
+		if err := kerr.ErrorForCode(code); err != nil {
+			last = err
+			continue
+		}
+		return id, nil
+	}
+	return -1, last
+}
+
+// partitionState is one partition as a node's Metadata shows it.
+type partitionState struct {
+	leader, epoch int32
+	replicas, isr []int32
+}
+
+// partition asks node id for topic's partition p.
+func (c *cluster) partition(ctx context.Context, id int32, topic string, p int32) (partitionState, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if !c.node(id).Alive() || c.node(id).Paused() {
+		return partitionState{}, fmt.Errorf("node %d is not running", id)
+	}
+	m, err := c.node(id).Metadata(rctx, topic)
+	if err != nil {
+		return partitionState{}, err
+	}
+	for _, mt := range m.Topics {
+		if mt.Topic == nil || *mt.Topic != topic {
+			continue
+		}
+		if mt.ErrorCode != 0 {
+			return partitionState{}, kerr.ErrorForCode(mt.ErrorCode)
+		}
+		for _, mp := range mt.Partitions {
+			if mp.Partition == p {
+				return partitionState{leader: mp.Leader, epoch: mp.LeaderEpoch, replicas: mp.Replicas, isr: mp.ISR}, nil
+			}
+		}
+	}
+	return partitionState{}, fmt.Errorf("%s-%d not in metadata", topic, p)
+}
+
+// waitInSync waits until every running node sees topic-p with a running
+// leader and want in-sync replicas, and returns the leader.
+func (c *cluster) waitInSync(topic string, p int32, want int, d time.Duration) int32 {
+	c.t.Helper()
+	ctx := proctest.Context(c.t, d+10*time.Second)
+	var leader int32
+	var last string
+	err := proctest.WaitFor(d, func() bool {
+		leader = -1
+		for i, n := range c.nodes {
+			if !n.Alive() || n.Paused() {
+				continue
+			}
+			st, err := c.partition(ctx, int32(i+1), topic, p)
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			if len(st.isr) != want || st.leader < 1 || (leader >= 0 && st.leader != leader) {
+				last = fmt.Sprintf("node %d sees %s-%d leader %d isr %v", i+1, topic, p, st.leader, st.isr)
+				return false
+			}
+			leader = st.leader
+		}
+		return leader >= 1 && c.node(leader).Alive() && !c.node(leader).Paused()
+	})
+	if err != nil {
+		c.t.Fatalf("%s-%d: not %d in sync after %v: %s", topic, p, want, d, last)
+	}
+	return leader
+}
+
+// checkNoPanic checks every node's output for panics and races.
+func (c *cluster) checkNoPanic() {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		n.CheckNoPanic()
+	}
+}
