@@ -36,6 +36,15 @@ func (n *Node) openBucket(ctx context.Context) (objstore.Bucket, error) {
 	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketSink()), nil
 }
 
+// bucketLocation names the cold tier for the brokers' check that they share
+// one bucket (tiering.Manager.Register).
+func (n *Node) bucketLocation() string {
+	if n.cfg.S3Bucket != "" {
+		return "s3://" + n.cfg.S3Bucket
+	}
+	return filepath.Join(n.cfg.DataDir, "bucket")
+}
+
 // nodeTiering is the node's cold tier: the bucket, the remote segment
 // metadata and the tiering loop. Owned by Node; stopped by stop.
 type nodeTiering struct {
@@ -60,7 +69,11 @@ func (n *Node) startTiering(ctx context.Context) error {
 	t.manager, err = tiering.New(tiering.Config{NodeID: n.cfg.NodeID, Bucket: b, Store: n.store, Meta: t.meta,
 		Replicas: n.replicas.All, Prefix: n.cfg.S3Prefix, Interval: n.cfg.TieringInterval,
 		OrphanGrace: n.cfg.OrphanGrace, IsController: func() bool { return n.controllerID() == n.cfg.NodeID },
-		DataDir: n.cfg.DataDir, DiskHighWatermark: n.cfg.DiskHighWatermark, Logger: n.logger})
+		DataDir: n.cfg.DataDir, DiskHighWatermark: n.cfg.DiskHighWatermark, Logger: n.logger,
+		Location: n.bucketLocation(), SharedBucket: n.cfg.S3Bucket != ""})
+	if err == nil {
+		err = t.manager.Register(ctx)
+	}
 	if err != nil {
 		t.meta.Close()
 		b.Close()

@@ -143,6 +143,8 @@ type RemoteLog struct {
 	mu struct {
 		sync.RWMutex
 		segs map[TopicID]map[int32]map[string]*entry[RemoteSegment]
+		// tiers: the brokers' cold-tier records, by node id.
+		tiers map[int32]*entry[ColdTier]
 	}
 }
 
@@ -160,6 +162,7 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	}
 	rl := &RemoteLog{store: s, kv: kv, log: s.log.With("bucket", BucketRemoteSegments)}
 	rl.mu.segs = map[TopicID]map[int32]map[string]*entry[RemoteSegment]{}
+	rl.mu.tiers = map[int32]*entry[ColdTier]{}
 	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, rl.apply)
 	if err != nil {
 		return nil, err
@@ -194,6 +197,10 @@ func parseRemoteSegmentKey(key string) (TopicID, int32, string, error) {
 // apply applies one change to the cache, ignoring changes older than what
 // the cache holds (a watcher delivering a write this node already applied).
 func (rl *RemoteLog) apply(ch change) {
+	if strings.HasPrefix(ch.key, coldTierKeyPrefix) {
+		rl.applyColdTier(ch)
+		return
+	}
 	id, p, segID, err := parseRemoteSegmentKey(ch.key)
 	if err != nil {
 		rl.log.Warn("ignoring remote segment key", "key", ch.key, "err", err)

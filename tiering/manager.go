@@ -44,8 +44,14 @@ type Config struct {
 	// 0 disables the check.
 	DataDir           string
 	DiskHighWatermark float64
-	Now               func() time.Time
-	Logger            *slog.Logger
+	// Location names the bucket for the brokers' cold-tier check
+	// ("s3://<bucket>", or the filesystem bucket's path), and SharedBucket
+	// says whether every broker can reach it (S3). An empty Location turns
+	// the check off (tools and tests that run one manager). See Register.
+	Location     string
+	SharedBucket bool
+	Now          func() time.Time
+	Logger       *slog.Logger
 }
 
 // Stats are the manager's counters since it started.
@@ -57,11 +63,14 @@ type Stats struct {
 	OrphansDeleted        uint64 // objects and abandoned records removed by the reconciler
 	Passes                uint64
 	DiskFull              bool
+	// ColdTierConflict: the brokers sharing the metadata do not share one
+	// bucket, so this node does not tier (ErrColdTierNotShared).
+	ColdTierConflict bool
 }
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
-	diskFull                                                                               atomic.Bool
+	diskFull, coldTierConflict                                                             atomic.Bool
 }
 
 // Manager is one node's tiering loop. One goroutine, started by Start and
@@ -78,6 +87,9 @@ type Manager struct {
 	stats  counters
 
 	passMu sync.Mutex // serialises passes
+
+	tierMu       sync.Mutex
+	tierConflict string // the last cold-tier conflict logged ("" none)
 
 	startOnce, closeOnce sync.Once
 	cancel               context.CancelFunc
@@ -162,7 +174,8 @@ func (m *Manager) RunOnce(ctx context.Context, reconcile bool) { m.pass(ctx, rec
 func (m *Manager) Stats() Stats {
 	return Stats{SegmentsUploaded: m.stats.segmentsUploaded.Load(), BytesUploaded: m.stats.bytesUploaded.Load(),
 		UploadFailures: m.stats.uploadFailures.Load(), RemoteSegmentsDeleted: m.stats.remoteDeleted.Load(),
-		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load()}
+		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
+		ColdTierConflict: m.stats.coldTierConflict.Load()}
 }
 
 // LogStartOffset returns the log start (remote or local) of a local replica
@@ -182,6 +195,9 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	defer m.stats.passes.Add(1)
 	reps := m.cfg.Replicas()
 	m.checkDisk(reps)
+	if !m.coldTierOK(reps) {
+		return
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, m.cfg.Workers) // the worker pool's bound
 	for _, rep := range reps {
