@@ -16,6 +16,7 @@ import (
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/batch"
 )
 
 // TestFollowerTruncatesOnDivergingEpoch builds a real divergence with an
@@ -228,4 +229,24 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	if got, want := lrep.Log().Epochs(), frep.Log().Epochs(); !slices.Equal(got, want) {
 		t.Fatalf("epoch histories differ: %v and %v", got, want)
 	}
+}
+
+// readLogRange reads the batches of l from from to end, across segments.
+func readLogRange(t *testing.T, l *segment.Log, from, end int64) []byte {
+	t.Helper()
+	var out []byte
+	for off := from; off < end; {
+		b, err := l.ReadBytes(off, 1<<20, end, true)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("read at %d: %d bytes, %v", off, len(b), err)
+		}
+		out = append(out, b...)
+		if err := batch.Split(b, func(h *batch.Header, _ []byte) error {
+			off = h.NextOffset()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

@@ -1,7 +1,8 @@
 // Package broker wires one Shale node together: the control-plane store on
-// NATS, the local replicas, the Kafka front door with every API handler, and
-// the background loops (retention, flushing). It is the composition package:
-// cmd/shale and the tests start nodes through it.
+// NATS, the replica manager (package replica: the local replicas, their
+// roles, the follower fetchers), the Kafka front door with every API
+// handler, and the background loops (retention, flushing). It is the
+// composition package: cmd/shale and the tests start nodes through it.
 //
 // The metadata and admin API handlers (Metadata, CreateTopics, DeleteTopics,
 // CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
@@ -32,6 +33,7 @@ import (
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering/coldread"
 )
 
@@ -40,29 +42,27 @@ type Node struct {
 	cfg    config.Broker
 	logger *slog.Logger
 
-	nats     *natsembed.Server // nil with an external NATS
-	nc       *nats.Conn
-	store    *controlplane.Store
-	ctrl     *controlplane.Controller
-	cold     *coldread.Reader
-	fetchers *replicaFetchers
+	nats  *natsembed.Server // nil with an external NATS
+	nc    *nats.Conn
+	store *controlplane.Store
+	ctrl  *controlplane.Controller
+	cold  *coldread.Reader
 
 	bucketMetrics *objstore.Counters
 	metrics       *metrics.Registry // see metrics.go
-	replicas      *Replicas
-	tiering       *nodeTiering // see tiering.go
+	replicas      *replica.Manager  // see replica/
+	tiering       *nodeTiering      // see tiering.go
 	pids          *controlplane.ProducerIDs
 	server        *kafka.Server
 	admin         *http.Server
 	kafkaLn       net.Listener
 	adminLn       net.Listener
 
-	reconcileCh chan struct{}
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
-	closeOnce   sync.Once
-	closeErr    error
-	ready       chan struct{}
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	ready     chan struct{}
 }
 
 // Start starts a node: the embedded NATS server (unless cfg.NATS names an
@@ -72,7 +72,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if logger == nil {
 		logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), reconcileCh: make(chan struct{}, 1), ready: make(chan struct{})}
+	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), ready: make(chan struct{})}
 	n.metrics = n.newMetrics()
 	defer func() {
 		if err != nil {
@@ -109,9 +109,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err != nil {
 		return nil, err
 	}
-	n.replicas = newReplicas(cfg.NodeID, filepath.Join(cfg.DataDir, "logs"), n.store, cfg.TopicDefaults, cfg.LogWritebackBytes, n.logger)
-	n.fetchers = newReplicaFetchers(cfg.NodeID, n.store, fetcherConfigFrom(cfg), n.logger)
-	n.replicas.onFollow = n.fetchers.Update
+	rcfg := replica.ConfigFrom(cfg)
+	rcfg.Logger, rcfg.OnISRChange = n.logger, n.metrics.ISRChanged
+	n.replicas = replica.New(rcfg, n.store)
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
 		Unclean: func(topic string) bool {
@@ -128,7 +128,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
 	}
-	n.fetchers.setRemoteTier(n.tiering.meta, n.tiering.bucket) // followers rebuild from the remote tail
+	n.replicas.SetRemoteTier(n.tiering.meta, n.tiering.bucket) // followers rebuild from the remote tail
 	if n.cold, err = n.newColdReader(); err != nil {
 		return nil, fmt.Errorf("cold reads: %w", err)
 	}
@@ -145,23 +145,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 
 	loopCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	unsubscribe := n.store.Subscribe(func(ev controlplane.Event) {
-		switch ev.Kind {
-		case controlplane.TopicCreated, controlplane.TopicChanged, controlplane.TopicDeleted,
-			controlplane.PartitionChanged, controlplane.PartitionDeleted:
-			n.reconcileSoon()
-		}
-	})
-	// A change that landed between the first Reconcile above and Subscribe
-	// (the node's own registration moves leaders) raised no event here:
-	// reconcile once more now that every later change will.
-	n.reconcileSoon()
-	n.goLoop(func() { <-loopCtx.Done(); unsubscribe() })
-	n.goLoop(func() { n.reconcileLoop(loopCtx) })
+	n.goLoop(func() { n.replicas.Run(loopCtx) }) // reconciles on control-plane events, ISR checks
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
 	n.goLoop(func() { n.flushLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
-	n.goLoop(func() { n.isrLoop(loopCtx) })
 	n.goLoop(func() {
 		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			n.logger.Error("kafka listener stopped", "err", err)
@@ -275,8 +262,17 @@ func (n *Node) AdminAddr() string {
 // Store exposes the control-plane store (for tools and tests).
 func (n *Node) Store() *controlplane.Store { return n.store }
 
-// Replicas exposes the local replicas (for tools and tests).
-func (n *Node) Replicas() *Replicas { return n.replicas }
+// Replicas exposes the replica manager (for tools and tests).
+func (n *Node) Replicas() *replica.Manager { return n.replicas }
+
+// ReplicaFetchers lists this node's follower fetchers, by leader and index
+// (tools and tests).
+func (n *Node) ReplicaFetchers() []replica.FetcherStatus {
+	if n.replicas == nil {
+		return nil
+	}
+	return n.replicas.Fetchers()
+}
 
 // controllerID is the node holding the controller lease, as last seen.
 func (n *Node) controllerID() int32 {
@@ -292,29 +288,7 @@ func (n *Node) goLoop(fn func()) {
 }
 
 // reconcile brings local replicas in line with the control plane now.
-func (n *Node) reconcile() {
-	if err := n.replicas.Reconcile(); err != nil {
-		n.logger.Error("reconciling replicas", "err", err)
-	}
-}
-
-func (n *Node) reconcileSoon() {
-	select {
-	case n.reconcileCh <- struct{}{}:
-	default:
-	}
-}
-
-func (n *Node) reconcileLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.reconcileCh:
-			n.reconcile()
-		}
-	}
-}
+func (n *Node) reconcile() { n.replicas.ReconcileOrLog() }
 
 func (n *Node) flushLoop(ctx context.Context) {
 	t := time.NewTicker(n.cfg.FlushCheckInterval)
@@ -399,8 +373,8 @@ func (n *Node) Close(ctx context.Context) error {
 			n.cancel()
 		}
 		n.wg.Wait()
-		if n.fetchers != nil {
-			n.fetchers.Close()
+		if n.replicas != nil {
+			n.replicas.StopFetchers()
 		}
 		if n.cold != nil {
 			n.cold.Close()

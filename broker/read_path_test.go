@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/replica"
 )
 
 // TestListOffsetsAndEpochs covers timestamps, MAX_TIMESTAMP, earliest and
@@ -154,7 +154,7 @@ func TestAcksZeroAndFetchLimits(t *testing.T) {
 }
 
 func mustLeader(t *testing.T, n interface {
-	Replicas() *broker.Replicas
+	Replicas() *replica.Manager
 }, topic string) *partition.Replica {
 	t.Helper()
 	rep, err := n.Replicas().Leader(topic, 0)
@@ -166,7 +166,7 @@ func mustLeader(t *testing.T, n interface {
 
 // mustLeaderWait polls until partition 0 of topic holds want records.
 func mustLeaderWait(t *testing.T, n interface {
-	Replicas() *broker.Replicas
+	Replicas() *replica.Manager
 }, topic string, want int64) *partition.Replica {
 	t.Helper()
 	var rep *partition.Replica

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/replica"
 )
 
 // ReplicationStatusPath is the admin HTTP path of the replication status
@@ -50,7 +51,7 @@ func (n *Node) replicationStatusHandler() http.Handler {
 // plane's leader of a partition (-1 unknown); now is the clock for the
 // "ms ago" fields.
 func replicationStatusOf(node int32, reps []*partition.Replica, leaderOf func(string, int32) int32,
-	fetchers []ReplicaFetcherStatus, topic string, now time.Time) adminapi.ReplicationStatus {
+	fetchers []replica.FetcherStatus, topic string, now time.Time) adminapi.ReplicationStatus {
 	type fetcherAt struct {
 		leader int32
 		index  int

@@ -12,6 +12,7 @@ import (
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -50,7 +51,7 @@ func TestReplicationStatusOf(t *testing.T) {
 	orphan.SetLeadership(false, 2)
 	fetched := openStatusReplica(t, "a-topic", 1)
 	fetched.SetLeadership(false, 2)
-	fetchers := []ReplicaFetcherStatus{{Leader: 5, Index: 1, Partitions: []string{"a-topic-1"}, Fetches: 9,
+	fetchers := []replica.FetcherStatus{{Leader: 5, Index: 1, Partitions: []string{"a-topic-1"}, Fetches: 9,
 		MaxWaitMillis: 500, MinBytes: 1, MaxBytes: 10 << 20, PartitionMaxBytes: 1 << 20}}
 	leaderOf := func(topic string, p int32) int32 {
 		if topic == "a-topic" && p == 1 {

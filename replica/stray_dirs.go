@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 // partition.metadata naming a topic id), only once the control plane's cache
 // is loaded (Store.Open waits for it), and never one an open replica uses.
 // It is called at the first Reconcile, under reconcileMu.
-func (r *Replicas) sweepStray(topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) error {
+func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) error {
 	entries, err := os.ReadDir(r.logsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

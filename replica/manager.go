@@ -1,6 +1,7 @@
-package broker
+package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,24 +23,74 @@ type replicaKey struct {
 	partition int32
 }
 
-// Replicas owns the local replicas of this node: it opens the partitions the
-// control plane assigns here, closes and deletes those it takes away, and
-// answers partition.Leaders for the protocol handlers.
-type Replicas struct {
+// Metadata is what the manager reads from and writes to the control plane:
+// the watched cache of topics, partition states and brokers, the ISR
+// compare-and-set, and change events. *controlplane.Store implements it.
+type Metadata interface {
+	Topics() []controlplane.Topic
+	Topic(name string) (controlplane.Topic, bool)
+	Partitions(topic string) []controlplane.PartitionState
+	Partition(topic string, p int32) (controlplane.PartitionState, bool)
+	Brokers() []controlplane.Broker
+	UpdatePartition(ctx context.Context, st controlplane.PartitionState) (controlplane.PartitionState, error)
+	Subscribe(fn func(controlplane.Event)) (unsubscribe func())
+}
+
+// RemoteSegments lists a partition's remote segments, in any state, sorted
+// by base offset (*controlplane.RemoteLog implements it).
+type RemoteSegments interface {
+	ListRemoteSegments(id controlplane.TopicID, p int32) []controlplane.RemoteSegment
+}
+
+// Config is what a Manager is built from.
+type Config struct {
+	NodeID  int32
+	LogsDir string // one "<topic>-<partition>" directory per replica
+	// TopicDefaults are the broker-wide topic config defaults.
+	TopicDefaults map[string]string
+	// WritebackBytes is each log's segment.Config.WritebackBytes (log_writeback_bytes).
+	WritebackBytes int64
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (ISR shrink and expand).
+	ReplicaLagTimeMax time.Duration
+	Fetch             FetchConfig
+	Logger            *slog.Logger
+	// OnISRChange, if set, is called after each committed ISR change (metrics).
+	OnISRChange func(shrink, expand bool)
+}
+
+// ConfigFrom takes a Manager's settings from a validated broker config; the
+// caller sets Logger and OnISRChange.
+func ConfigFrom(b config.Broker) Config {
+	return Config{NodeID: b.NodeID, LogsDir: filepath.Join(b.DataDir, "logs"), TopicDefaults: b.TopicDefaults,
+		WritebackBytes: b.LogWritebackBytes, ReplicaLagTimeMax: b.ReplicaLagTimeMax, Fetch: FetchConfigFrom(b)}
+}
+
+// Manager is the node's replica manager (Kafka's ReplicaManager): it owns
+// the local replicas of this node, opens the partitions the control plane
+// assigns here, closes and deletes those it takes away, applies the roles
+// the control plane gives them, runs the follower fetchers, and answers
+// partition.Leaders for the protocol handlers.
+//
+// Lock order: reconcileMu, then mu; a fetcher's locks (fetchers.mu, then
+// each fetcher's mu) are taken with reconcileMu held (Reconcile installs
+// the followed partitions) but never with mu held. mu is held only around
+// map reads and writes, never across a replica's I/O.
+type Manager struct {
 	nodeID   int32
 	logsDir  string
-	store    *controlplane.Store
+	store    Metadata
 	defaults map[string]string // broker-wide topic config defaults
 	// writeback is each log's segment.Config.WritebackBytes (log_writeback_bytes).
 	writeback int64
+	lagMax    time.Duration
+	onISR     func(shrink, expand bool)
 	logger    *slog.Logger
 	now       func() time.Time
+	fetchers  *fetchers
 
+	reconcileCh chan struct{} // a queued Reconcile for Run
 	// reconcileMu serialises Reconcile: handlers and the event loop both call it.
 	reconcileMu sync.Mutex
-	// onFollow receives the partitions this node follows after each
-	// Reconcile (the replica fetchers). Set before the first Reconcile.
-	onFollow func(map[replicaKey]followed)
 	// swept: the stray directories were removed (sweepStray, once).
 	swept bool
 
@@ -53,15 +104,24 @@ type Replicas struct {
 	}
 }
 
-func newReplicas(nodeID int32, logsDir string, store *controlplane.Store, defaults map[string]string, writeback int64, logger *slog.Logger) *Replicas {
-	r := &Replicas{nodeID: nodeID, logsDir: logsDir, store: store, defaults: defaults, writeback: writeback, logger: logger, now: time.Now}
-	r.mu.replicas = map[replicaKey]*partition.Replica{}
-	r.mu.topicIDs = map[string]controlplane.TopicID{}
-	return r
+// New returns a Manager with no replica open; Reconcile opens them, Run
+// keeps them in line with the control plane.
+func New(cfg Config, md Metadata) *Manager {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	m := &Manager{nodeID: cfg.NodeID, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
+		writeback: cfg.WritebackBytes, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
+		now: time.Now, reconcileCh: make(chan struct{}, 1)}
+	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, logger)
+	m.mu.replicas = map[replicaKey]*partition.Replica{}
+	m.mu.topicIDs = map[string]controlplane.TopicID{}
+	return m
 }
 
 // Leader implements partition.Leaders.
-func (r *Replicas) Leader(topic string, p int32) (*partition.Replica, error) {
+func (r *Manager) Leader(topic string, p int32) (*partition.Replica, error) {
 	r.mu.RLock()
 	rep, ok := r.mu.replicas[replicaKey{topic, p}]
 	r.mu.RUnlock()
@@ -82,7 +142,7 @@ func (r *Replicas) Leader(topic string, p int32) (*partition.Replica, error) {
 }
 
 // All returns the open replicas (for retention, flushing, status).
-func (r *Replicas) All() []*partition.Replica {
+func (r *Manager) All() []*partition.Replica {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]*partition.Replica, 0, len(r.mu.replicas))
@@ -93,11 +153,11 @@ func (r *Replicas) All() []*partition.Replica {
 }
 
 // TopicConfig resolves a topic's effective config.
-func (r *Replicas) TopicConfig(t controlplane.Topic) *config.TopicConfig {
+func (r *Manager) TopicConfig(t controlplane.Topic) *config.TopicConfig {
 	return config.ResolveTopic(t.Configs, r.defaults)
 }
 
-func (r *Replicas) dirFor(topic string, p int32) string {
+func (r *Manager) dirFor(topic string, p int32) string {
 	return filepath.Join(r.logsDir, fmt.Sprintf("%s-%d", topic, p))
 }
 
@@ -129,7 +189,7 @@ func writeTopicID(dir, id string) error {
 // Reconcile makes the open replicas match the control plane: it opens the
 // partitions assigned to this node and closes (and deletes) the others. It is
 // called at start and on every control-plane event; it is idempotent.
-func (r *Replicas) Reconcile() error {
+func (r *Manager) Reconcile() error {
 	r.reconcileMu.Lock()
 	defer r.reconcileMu.Unlock()
 	want := map[replicaKey]controlplane.PartitionState{}
@@ -190,22 +250,20 @@ func (r *Replicas) Reconcile() error {
 			errs = append(errs, err)
 		}
 	}
-	if r.onFollow != nil {
-		follow := map[replicaKey]followed{}
-		r.mu.RLock()
-		down := r.mu.steppedDown
-		for k, rep := range r.mu.replicas {
-			if st, ok := want[k]; ok && !down && st.Leader >= 0 && st.Leader != r.nodeID {
-				follow[k] = followed{rep: rep, leader: st.Leader, epoch: st.LeaderEpoch}
-			}
+	follow := map[replicaKey]followed{}
+	r.mu.RLock()
+	down := r.mu.steppedDown
+	for k, rep := range r.mu.replicas {
+		if st, ok := want[k]; ok && !down && st.Leader >= 0 && st.Leader != r.nodeID {
+			follow[k] = followed{rep: rep, leader: st.Leader, epoch: st.LeaderEpoch}
 		}
-		r.mu.RUnlock()
-		r.onFollow(follow)
 	}
+	r.mu.RUnlock()
+	r.fetchers.Update(follow)
 	return errors.Join(errs...)
 }
 
-func (r *Replicas) open(t controlplane.Topic, st controlplane.PartitionState) error {
+func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) error {
 	dir := r.dirFor(t.Name, st.Partition)
 	id := t.ID.String()
 	if old, ok := readTopicID(dir); ok && old != id {
@@ -234,7 +292,7 @@ func (r *Replicas) open(t controlplane.Topic, st controlplane.PartitionState) er
 	}
 	if _, dup := r.mu.replicas[replicaKey{t.Name, st.Partition}]; dup {
 		// Reconcile is serialised, so this is a broken invariant: two logs on one directory.
-		panic(fmt.Sprintf("broker: replica %s-%d opened twice", t.Name, st.Partition))
+		panic(fmt.Sprintf("replica: replica %s-%d opened twice", t.Name, st.Partition))
 	}
 	r.mu.replicas[replicaKey{t.Name, st.Partition}] = rep
 	r.mu.topicIDs[t.Name] = t.ID
@@ -247,7 +305,7 @@ func (r *Replicas) open(t controlplane.Topic, st controlplane.PartitionState) er
 // applyRole makes a replica leader or follower as the partition state says,
 // and logs each change (tests check from these lines that no two nodes lead
 // one partition in the same epoch).
-func (r *Replicas) applyRole(rep *partition.Replica, st controlplane.PartitionState, opened bool) {
+func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionState, opened bool) {
 	r.mu.RLock()
 	down := r.mu.steppedDown
 	r.mu.RUnlock()
@@ -264,7 +322,7 @@ func (r *Replicas) applyRole(rep *partition.Replica, st controlplane.PartitionSt
 
 // StepDown makes every local replica a follower (the node lost the control
 // plane for longer than its session) until Resume.
-func (r *Replicas) StepDown() {
+func (r *Manager) StepDown() {
 	r.mu.Lock()
 	r.mu.steppedDown = true
 	reps := make([]*partition.Replica, 0, len(r.mu.replicas))
@@ -281,14 +339,22 @@ func (r *Replicas) StepDown() {
 }
 
 // Resume lets Reconcile hand leadership back after StepDown.
-func (r *Replicas) Resume() {
+func (r *Manager) Resume() {
 	r.mu.Lock()
 	r.mu.steppedDown = false
 	r.mu.Unlock()
 }
 
-// Close closes every replica (flush, producer snapshot, clean marker).
-func (r *Replicas) Close() error {
+// StopFetchers stops every follower fetcher; Reconcile starts none after
+// it. The node calls it after its loops stopped and before the cold tier
+// closes.
+func (r *Manager) StopFetchers() { r.fetchers.Close() }
+
+// Close stops the fetchers (if StopFetchers has not) and closes every
+// replica (flush, producer snapshot, clean marker). Call it once Run has
+// returned.
+func (r *Manager) Close() error {
+	r.fetchers.Close()
 	r.mu.Lock()
 	r.mu.closed = true
 	reps := r.mu.replicas
@@ -303,9 +369,58 @@ func (r *Replicas) Close() error {
 
 // Local returns the local replica of a partition whatever its role (tools
 // and tests).
-func (r *Replicas) Local(topic string, p int32) (*partition.Replica, bool) {
+func (r *Manager) Local(topic string, p int32) (*partition.Replica, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	rep, ok := r.mu.replicas[replicaKey{topic, p}]
 	return rep, ok
+}
+
+// Run keeps the replicas in line with the control plane until ctx ends: it
+// reconciles on every topic and partition event, and runs the leader's ISR
+// checks (isrLoop). The node starts it once, after the first Reconcile.
+func (r *Manager) Run(ctx context.Context) {
+	unsubscribe := r.store.Subscribe(func(ev controlplane.Event) {
+		switch ev.Kind {
+		case controlplane.TopicCreated, controlplane.TopicChanged, controlplane.TopicDeleted,
+			controlplane.PartitionChanged, controlplane.PartitionDeleted:
+			r.reconcileSoon()
+		}
+	})
+	defer unsubscribe()
+	// A change that landed between the first Reconcile and Subscribe (the
+	// node's own registration moves leaders) raised no event here:
+	// reconcile once more now that every later change will.
+	r.reconcileSoon()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.isrLoop(ctx)
+	}()
+	defer wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.reconcileCh:
+			r.ReconcileOrLog()
+		}
+	}
+}
+
+// ReconcileOrLog is Reconcile with its error logged (callers that act on a
+// change they just committed and cannot do more about a failure).
+func (r *Manager) ReconcileOrLog() {
+	if err := r.Reconcile(); err != nil {
+		r.logger.Error("reconciling replicas", "err", err)
+	}
+}
+
+// reconcileSoon queues a Reconcile for Run; queued ones coalesce.
+func (r *Manager) reconcileSoon() {
+	select {
+	case r.reconcileCh <- struct{}{}:
+	default:
+	}
 }

@@ -1,4 +1,4 @@
-package broker_test
+package replica_test
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/replica"
 )
 
 // kafkaFetcherID is Kafka's AbstractFetcherManager.getFetcherId:
@@ -80,7 +80,7 @@ func TestReplicaFetcherSettings(t *testing.T) {
 			}
 			want[idx][p.Leader] = append(want[idx][p.Leader], fmt.Sprintf("%s-%d", topic, p.Partition))
 		}
-		var last []broker.ReplicaFetcherStatus
+		var last []replica.FetcherStatus
 		waitFor(t, 20*time.Second, fmt.Sprintf("node %d's fetchers", self), func() bool {
 			last = n.ReplicaFetchers()
 			count := 0

@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"context"
@@ -46,14 +46,15 @@ import (
 // remoteTier is the cold tier the follower bootstrap reads: the remote
 // segment metadata and the node's bucket. Set once tiering has started.
 type remoteTier struct {
-	meta   *controlplane.RemoteLog
+	meta   RemoteSegments
 	bucket objstore.Bucket
 }
 
-// setRemoteTier gives the fetchers the cold tier (called by the node once
-// tiering has started; until then a bootstrap waits).
-func (f *replicaFetchers) setRemoteTier(meta *controlplane.RemoteLog, bucket objstore.Bucket) {
-	f.tier.Store(&remoteTier{meta: meta, bucket: bucket})
+// SetRemoteTier gives the fetchers the cold tier: the remote segment
+// metadata and the node's bucket (called by the node once tiering has
+// started; until then a bootstrap waits).
+func (r *Manager) SetRemoteTier(meta RemoteSegments, bucket objstore.Bucket) {
+	r.fetchers.tier.Store(&remoteTier{meta: meta, bucket: bucket})
 }
 
 // Bootstrap errors. errNotBehind hands the partition to the divergence

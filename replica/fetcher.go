@@ -1,4 +1,4 @@
-package broker
+package replica
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 )
@@ -32,7 +31,7 @@ import (
 // left its own answers DivergingEpoch instead of records, and the fetcher
 // cuts the tail there, by the same rule, and fetches on (KIP-320). A
 // partition whose log ends below the leader's local log start is rebuilt
-// from the remote tail instead of copying history (replica_bootstrap.go,
+// from the remote tail instead of copying history (bootstrap.go,
 // KIP-405).
 
 // followed is one partition this node follows.
@@ -46,7 +45,7 @@ type fetchPart struct {
 	followed
 	needTruncate bool
 	// needBootstrap: the leader no longer holds this replica's log end
-	// locally; rebuild from the remote tail (replica_bootstrap.go).
+	// locally; rebuild from the remote tail (bootstrap.go).
 	needBootstrap  bool
 	bootstrapRetry bootstrapRetry // pacing of failed bootstraps
 	pausedUntil    time.Time
@@ -55,12 +54,17 @@ type fetchPart struct {
 	fetchedEpoch int32
 }
 
-// replicaFetchers owns the fetchers; Update is called after each reconcile.
-type replicaFetchers struct {
+// fetchers owns the follower fetchers; Update is called after each
+// reconcile.
+//
+// Lock order: mu, then a fetcher's mu (Update, Manager.Fetchers); mu is
+// never taken with a fetcher's mu held. stop, which waits for a fetcher's
+// goroutine, runs with mu held: that goroutine never takes fetchers.mu.
+type fetchers struct {
 	self   int32
-	store  *controlplane.Store
+	store  Metadata
 	logger *slog.Logger
-	cfg    fetcherConfig
+	cfg    FetchConfig
 	tier   atomic.Pointer[remoteTier] // nil until tiering starts
 
 	mu       sync.Mutex
@@ -75,24 +79,25 @@ type fetcherKey struct {
 	index  int
 }
 
-type fetcherConfig struct {
-	fetchers int           // num.replica.fetchers
-	maxWait  time.Duration // replica.fetch.wait.max.ms
-	minBytes int32         // replica.fetch.min.bytes
-	maxBytes int32         // replica.fetch.response.max.bytes
-	partMax  int32         // replica.fetch.max.bytes
+// FetchConfig is the follower fetchers' settings.
+type FetchConfig struct {
+	Fetchers          int           // num.replica.fetchers (at least 1)
+	MaxWait           time.Duration // replica.fetch.wait.max.ms
+	MinBytes          int32         // replica.fetch.min.bytes
+	MaxBytes          int32         // replica.fetch.response.max.bytes
+	PartitionMaxBytes int32         // replica.fetch.max.bytes
 }
 
-// fetcherConfigFrom takes the replica.fetch.* settings of a validated
+// FetchConfigFrom takes the replica.fetch.* settings of a validated
 // broker config.
-func fetcherConfigFrom(b config.Broker) fetcherConfig {
-	return fetcherConfig{fetchers: max(b.NumReplicaFetchers, 1), maxWait: b.ReplicaFetchWaitMax,
-		minBytes: b.ReplicaFetchMinBytes, maxBytes: b.ReplicaFetchResponseMaxBytes, partMax: b.ReplicaFetchMaxBytes}
+func FetchConfigFrom(b config.Broker) FetchConfig {
+	return FetchConfig{Fetchers: max(b.NumReplicaFetchers, 1), MaxWait: b.ReplicaFetchWaitMax,
+		MinBytes: b.ReplicaFetchMinBytes, MaxBytes: b.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: b.ReplicaFetchMaxBytes}
 }
 
-func newReplicaFetchers(self int32, store *controlplane.Store, cfg fetcherConfig, logger *slog.Logger) *replicaFetchers {
-	cfg.fetchers = max(cfg.fetchers, 1)
-	return &replicaFetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
+func newFetchers(self int32, store Metadata, cfg FetchConfig, logger *slog.Logger) *fetchers {
+	cfg.Fetchers = max(cfg.Fetchers, 1)
+	return &fetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
 		cfg: cfg, byLeader: map[fetcherKey]*fetcher{}}
 }
 
@@ -116,7 +121,7 @@ func fetcherIndex(k replicaKey, n int) int {
 
 // Update installs the set of followed partitions, starting and stopping
 // fetchers per leader node.
-func (f *replicaFetchers) Update(parts map[replicaKey]followed) {
+func (f *fetchers) Update(parts map[replicaKey]followed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -124,7 +129,7 @@ func (f *replicaFetchers) Update(parts map[replicaKey]followed) {
 	}
 	byLeader := map[fetcherKey]map[replicaKey]followed{}
 	for k, p := range parts {
-		fk := fetcherKey{leader: p.leader, index: fetcherIndex(k, f.cfg.fetchers)}
+		fk := fetcherKey{leader: p.leader, index: fetcherIndex(k, f.cfg.Fetchers)}
 		if byLeader[fk] == nil {
 			byLeader[fk] = map[replicaKey]followed{}
 		}
@@ -150,7 +155,7 @@ func (f *replicaFetchers) Update(parts map[replicaKey]followed) {
 }
 
 // Close stops every fetcher.
-func (f *replicaFetchers) Close() {
+func (f *fetchers) Close() {
 	f.mu.Lock()
 	f.closed = true
 	fts := f.byLeader
@@ -161,7 +166,7 @@ func (f *replicaFetchers) Close() {
 	}
 }
 
-func (f *replicaFetchers) startFetcher(key fetcherKey) *fetcher {
+func (f *fetchers) startFetcher(key fetcherKey) *fetcher {
 	leader := key.leader
 	var addr string
 	for _, b := range f.store.Brokers() {
@@ -188,7 +193,7 @@ func (f *replicaFetchers) startFetcher(key fetcherKey) *fetcher {
 
 // fetcher replicates the partitions led by one node that hash to its index.
 type fetcher struct {
-	f      *replicaFetchers
+	f      *fetchers
 	leader int32
 	index  int
 	cl     *kgo.Client
@@ -202,7 +207,7 @@ type fetcher struct {
 	sent  sentFetch // REQUIRES: mu held
 }
 
-// sentFetch is what a fetcher last put on the wire (ReplicaFetchers).
+// sentFetch is what a fetcher last put on the wire (Manager.Fetchers).
 type sentFetch struct {
 	count                                                uint64
 	maxWaitMillis, minBytes, maxBytes, partitionMaxBytes int32
@@ -315,8 +320,8 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = ft.f.self
-	req.MaxWaitMillis = int32(ft.f.cfg.maxWait.Milliseconds())
-	req.MinBytes, req.MaxBytes = ft.f.cfg.minBytes, ft.f.cfg.maxBytes
+	req.MaxWaitMillis = int32(ft.f.cfg.MaxWait.Milliseconds())
+	req.MinBytes, req.MaxBytes = ft.f.cfg.MinBytes, ft.f.cfg.MaxBytes
 	topics := map[string]int{}
 	active := map[replicaKey]*fetchPart{}
 	for k, p := range parts {
@@ -336,7 +341,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
 		fp.LastFetchedEpoch = p.rep.Log().LatestEpoch()
 		p.fetchedEpoch = fp.LastFetchedEpoch
-		fp.PartitionMaxBytes = ft.f.cfg.partMax
+		fp.PartitionMaxBytes = ft.f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 		active[k] = p
 	}
@@ -461,8 +466,8 @@ func (ft *fetcher) truncateDiverging(k replicaKey, p *fetchPart, epoch int32, en
 	}
 }
 
-// ReplicaFetcherStatus describes one follower fetcher of a node.
-type ReplicaFetcherStatus struct {
+// FetcherStatus describes one follower fetcher of a node.
+type FetcherStatus struct {
 	Leader     int32    // the node it fetches from
 	Index      int      // 0 .. num_replica_fetchers-1
 	Partitions []string // "topic-partition", sorted
@@ -471,22 +476,19 @@ type ReplicaFetcherStatus struct {
 	MaxWaitMillis, MinBytes, MaxBytes, PartitionMaxBytes int32
 }
 
-// ReplicaFetchers lists this node's follower fetchers, by leader and index
-// (tools and tests).
-func (n *Node) ReplicaFetchers() []ReplicaFetcherStatus {
-	if n.fetchers == nil {
-		return nil
-	}
-	n.fetchers.mu.Lock()
-	fts := make([]*fetcher, 0, len(n.fetchers.byLeader))
-	for _, ft := range n.fetchers.byLeader {
+// Fetchers lists this node's follower fetchers, by leader and index
+// (status, tools and tests).
+func (r *Manager) Fetchers() []FetcherStatus {
+	r.fetchers.mu.Lock()
+	fts := make([]*fetcher, 0, len(r.fetchers.byLeader))
+	for _, ft := range r.fetchers.byLeader {
 		fts = append(fts, ft)
 	}
-	n.fetchers.mu.Unlock()
-	out := make([]ReplicaFetcherStatus, 0, len(fts))
+	r.fetchers.mu.Unlock()
+	out := make([]FetcherStatus, 0, len(fts))
 	for _, ft := range fts {
 		ft.mu.Lock()
-		st := ReplicaFetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count,
+		st := FetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count,
 			MaxWaitMillis: ft.sent.maxWaitMillis, MinBytes: ft.sent.minBytes, MaxBytes: ft.sent.maxBytes,
 			PartitionMaxBytes: ft.sent.partitionMaxBytes}
 		for k := range ft.parts {
@@ -496,63 +498,11 @@ func (n *Node) ReplicaFetchers() []ReplicaFetcherStatus {
 		slices.Sort(st.Partitions)
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b ReplicaFetcherStatus) int {
+	slices.SortFunc(out, func(a, b FetcherStatus) int {
 		if a.Leader != b.Leader {
 			return int(a.Leader - b.Leader)
 		}
 		return a.Index - b.Index
 	})
 	return out
-}
-
-// isrLoop is the leader's side of ISR management: every interval it asks
-// each local leader replica which followers should leave (lagging past
-// replica.lag.time.max.ms) or join (caught up) the ISR, and commits the
-// change to the control plane by compare-and-set before it counts.
-func (n *Node) isrLoop(ctx context.Context) {
-	lag := n.cfg.ReplicaLagTimeMax
-	t := time.NewTicker(max(lag/4, 100*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		for _, rep := range n.replicas.All() {
-			if !rep.IsLeader() {
-				continue
-			}
-			ch := rep.ProposeISRChange(now, lag)
-			if len(ch.Shrink) == 0 && len(ch.Expand) == 0 {
-				continue
-			}
-			st, ok := n.store.Partition(rep.Topic(), rep.Partition())
-			if !ok || st.Leader != n.cfg.NodeID || st.LeaderEpoch != rep.LeaderEpoch() {
-				continue // fenced: the control plane has moved on
-			}
-			isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return slices.Contains(ch.Shrink, b) })
-			for _, b := range ch.Expand {
-				if !slices.Contains(isr, b) {
-					isr = append(isr, b)
-				}
-			}
-			if len(isr) == 0 || slices.Equal(isr, st.ISR) {
-				continue
-			}
-			st.ISR = isr
-			uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := n.store.UpdatePartition(uctx, st)
-			cancel()
-			if err != nil {
-				n.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
-				continue
-			}
-			n.logger.Info("ISR changed", "topic", rep.Topic(), "partition", rep.Partition(), "isr", isr,
-				"shrink", ch.Shrink, "expand", ch.Expand)
-			n.metrics.ISRChanged(len(ch.Shrink) > 0, len(ch.Expand) > 0)
-			n.reconcileSoon()
-		}
-	}
 }

@@ -1,0 +1,81 @@
+package replica_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/partition"
+)
+
+// waitFor polls cond until it holds, failing the test at the deadline.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := proctest.WaitFor(d, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context { return proctest.Context(t, d) }
+
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// makeRecords builds n records of varied sizes, each with an "i" header.
+func makeRecords(topic string, n int, tag string) []*kgo.Record {
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{
+			Topic:   topic,
+			Key:     []byte(fmt.Sprintf("key-%d", i%17)),
+			Value:   bytes.Repeat([]byte(fmt.Sprintf("%s-%06d|", tag, i)), 1+i%9),
+			Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}},
+		}
+	}
+	return recs
+}
+
+// consumeAll reads n records of topic from the start, keyed by the "i" header.
+func consumeAll(t *testing.T, addr, topic string, n int) map[string]*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxT(t, 60*time.Second)
+	got := map[string]*kgo.Record{}
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records before the deadline", len(got), n)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			id := string(r.Headers[0].Value)
+			if _, dup := got[id]; dup {
+				t.Fatalf("record %s consumed twice", id)
+			}
+			got[id] = r
+		})
+	}
+	return got
+}
+
+// replicaOn is n's local replica of topic-p, or nil.
+func replicaOn(n *broker.Node, topic string, p int32) *partition.Replica {
+	rep, ok := n.Replicas().Local(topic, p)
+	if !ok {
+		return nil
+	}
+	return rep
+}
