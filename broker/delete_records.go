@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 )
 
 func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -34,7 +34,7 @@ func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kaf
 				}
 				rp.LowWatermark, err = rep.DeleteRecordsBefore(off)
 			}
-			rp.ErrorCode = ingest.ErrorCode(err)
+			rp.ErrorCode = kafkaerr.Code(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -3,7 +3,6 @@ package fetch
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,10 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/tiering/coldread"
 )
 
 // The fetch handler's cold path against a RemoteReader that serves the
@@ -39,7 +40,9 @@ type memRemote struct {
 	reads   atomic.Int64
 }
 
-var errBucketDown = errors.New("bucket: 503")
+// errBucketDown is what the cold reader returns when the bucket fails: its
+// ErrRemoteRead around the object store's transient error.
+var errBucketDown = fmt.Errorf("%w: GET: %w: bucket: 503", coldread.ErrRemoteRead, objstore.ErrTransient)
 
 func (m *memRemote) LogStartOffset(string, int32) int64 { return m.start }
 

@@ -49,9 +49,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
@@ -241,7 +241,7 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 	for _, c := range cold {
 		pr := &res[c.ti].parts[c.pi]
 		if c.err != nil {
-			pr.errCode = ingest.ErrorCode(c.err)
+			pr.errCode = kafkaerr.Code(c.err)
 			if !errors.Is(c.err, segment.ErrOffsetOutOfRange) {
 				h.log.Warn("remote fetch failed", "topic", c.topic, "partition", c.partition, "offset", c.offset, "err", c.err)
 			}
@@ -274,7 +274,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 			pr := partResult{partition: p.Partition, hw: -1, logStart: -1}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err != nil {
-				pr.errCode = ingest.ErrorCode(err)
+				pr.errCode = kafkaerr.Code(err)
 				failed = true
 				tr.parts = append(tr.parts, pr)
 				continue
@@ -303,7 +303,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 					continue
 				}
 				if err != nil {
-					pr.errCode, failed = ingest.ErrorCode(err), true
+					pr.errCode, failed = kafkaerr.Code(err), true
 					tr.parts = append(tr.parts, pr)
 					continue
 				}
@@ -363,7 +363,7 @@ func (h *fetchHandler) readLocal(rep *partition.Replica, pr *partResult, topic s
 				h.log.Error("fetch read failed", "topic", topic, "partition", pr.partition, "offset", off, "err", err)
 			}
 			if len(pr.reads) == 0 {
-				pr.errCode, *failed = ingest.ErrorCode(err), true
+				pr.errCode, *failed = kafkaerr.Code(err), true
 			}
 			break
 		}

@@ -24,8 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
 )
@@ -61,13 +61,13 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 				}
 			}
 			if err != nil {
-				rp.ErrorCode = ingest.ErrorCode(err)
+				rp.ErrorCode = kafkaerr.Code(err)
 			} else {
 				var err error
 				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp)
 				if err != nil {
 					h.log.Error("offset lookup failed", "topic", t.Topic, "partition", p.Partition, "timestamp", p.Timestamp, "err", err)
-					rp.ErrorCode = ingest.ErrorCode(err)
+					rp.ErrorCode = kafkaerr.Code(err)
 					rp.Offset, rp.Timestamp = -1, -1
 				} else if rp.Offset >= 0 {
 					rp.LeaderEpoch = epochAt(rep.Log().Epochs(), rp.Offset)

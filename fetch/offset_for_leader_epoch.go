@@ -22,8 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -42,7 +42,7 @@ func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders
 				rep, err := leaders.Leader(t.Topic, p.Partition)
 				switch {
 				case err != nil:
-					rp.ErrorCode = ingest.ErrorCode(err)
+					rp.ErrorCode = kafkaerr.Code(err)
 				case p.CurrentLeaderEpoch >= 0 && checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()) != 0:
 					rp.ErrorCode = checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch())
 				default:

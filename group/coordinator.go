@@ -180,7 +180,7 @@ func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
 		if sh != nil {
 			c.unloadLocked(sh)
 		}
-		return nil, fmt.Errorf("%w: %s-%d: %v", ErrNotCoordinator, OffsetsTopic, p, err)
+		return nil, fmt.Errorf("%w: %s-%d: %w", ErrNotCoordinator, OffsetsTopic, p, err)
 	}
 	if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
 		if sh != nil {
@@ -277,7 +277,7 @@ func (c *Coordinator) append(sh *shard, records []record) (int64, error) {
 	}
 	res, err := sh.replica.AppendLeader(b)
 	if err != nil {
-		return -1, fmt.Errorf("%w: appending to %s-%d: %v", ErrNotCoordinator, OffsetsTopic, sh.partition, err)
+		return -1, fmt.Errorf("%w: appending to %s-%d: %w", ErrNotCoordinator, OffsetsTopic, sh.partition, err)
 	}
 	c.noteAppended(sh, len(records))
 	return res.LastOffset, nil

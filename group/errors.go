@@ -4,6 +4,9 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 )
 
 // Errors of the coordinator, translated to Kafka codes by errorCode.
@@ -24,17 +27,16 @@ var (
 	ErrCorruptRecord = errors.New("group: corrupt __consumer_offsets record")
 )
 
+// codes is the node's error table with the coordinator's own errors in
+// front: an append that failed below (disk full, too large, not leader) is
+// wrapped with ErrNotCoordinator, so the client looks for the coordinator
+// again, as Kafka's coordinator answers its storage errors.
+var codes = kafkaerr.Table.With(
+	kafka.Translation{Err: ErrLoadInProgress, Kafka: kerr.CoordinatorLoadInProgress},
+	kafka.Translation{Err: ErrCoordinatorNotAvailable, Kafka: kerr.CoordinatorNotAvailable},
+	kafka.Translation{Err: ErrNotCoordinator, Kafka: kerr.NotCoordinator},
+	kafka.Translation{Err: ErrClosed, Kafka: kerr.NotCoordinator},
+)
+
 // errorCode translates an error to a Kafka error code.
-func errorCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ErrLoadInProgress):
-		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, ErrCoordinatorNotAvailable):
-		return kerr.CoordinatorNotAvailable.Code
-	case errors.Is(err, ErrNotCoordinator), errors.Is(err, ErrClosed):
-		return kerr.NotCoordinator.Code
-	}
-	return kerr.UnknownServerError.Code
-}
+func errorCode(err error) int16 { return codes.Code(err) }

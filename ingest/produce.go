@@ -25,6 +25,7 @@ import (
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -80,16 +81,17 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				err = partition.ErrNotEnoughReplicas
 			}
 			if err != nil {
-				prp.ErrorCode = ErrorCode(err)
+				prp.ErrorCode = kafkaerr.Code(err)
 				continue
 			}
 			res, err := rep.AppendLeader(p.Records)
 			if err != nil {
-				prp.ErrorCode = ErrorCode(err)
+				prp.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
 				prp.ErrorMessage = &msg
-				logUnexpected(h.log, "Produce", t.Topic, p.Partition, err)
-				if prp.ErrorCode != kerr.KafkaStorageError.Code {
+				if kafkaerr.Table.Unexpected(err) {
+					h.log.Error("request failed", "api", "Produce", "topic", t.Topic, "partition", p.Partition, "err", err)
+				} else {
 					h.log.Debug("produce rejected", "topic", t.Topic, "partition", p.Partition, "err", err)
 				}
 				continue
@@ -130,7 +132,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				pa.resp.ErrorCode = ErrorCode(err)
+				pa.resp.ErrorCode = kafkaerr.Code(err)
 				if err == context.DeadlineExceeded {
 					pa.resp.ErrorCode = kerr.RequestTimedOut.Code
 				}
