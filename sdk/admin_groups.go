@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,16 +14,18 @@ import (
 
 // GroupInfo describes a consumer group.
 type GroupInfo struct {
-	Group       string
-	State       string // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
-	Protocol    string // the assignor, e.g. cooperative-sticky
-	Coordinator int32
-	Members     []GroupMember
+	Group        string
+	State        string // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+	ProtocolType string // "consumer" for Kafka consumer groups
+	Protocol     string // the assignor, e.g. cooperative-sticky
+	Coordinator  int32
+	Members      []GroupMember
 }
 
 // GroupMember is one member of a group and the partitions it owns.
 type GroupMember struct {
 	MemberID   string
+	InstanceID string // group.instance.id of a static member, else ""
 	ClientID   string
 	ClientHost string
 	Assigned   map[string][]int32
@@ -82,9 +85,17 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (GroupInfo, err
 	if d.State == "Dead" {
 		return GroupInfo{}, groupErr(group, kerr.GroupIDNotFound)
 	}
-	info := GroupInfo{Group: d.Group, State: d.State, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID}
+	return groupInfo(d), nil
+}
+
+// groupInfo converts kadm's description of a group.
+func groupInfo(d kadm.DescribedGroup) GroupInfo {
+	info := GroupInfo{Group: d.Group, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Coordinator: d.Coordinator.NodeID}
 	for _, m := range d.Members {
 		gm := GroupMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
+		if m.InstanceID != nil {
+			gm.InstanceID = *m.InstanceID
+		}
 		if c, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range c.Topics {
 				gm.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
@@ -92,7 +103,58 @@ func (a *Admin) DescribeGroup(ctx context.Context, group string) (GroupInfo, err
 		}
 		info.Members = append(info.Members, gm)
 	}
-	return info, nil
+	return info
+}
+
+// PartitionLag is a group's committed offset and lag in one partition.
+type PartitionLag struct {
+	Topic     string
+	Partition int32
+	Committed int64  // -1 when nothing is committed
+	End       int64  // the partition's end (high watermark)
+	Lag       int64  // End - Committed, or End - log start when nothing is committed
+	MemberID  string // the member the partition is assigned to, "" for none
+	Err       error  // why the partition's offsets could not be read, else nil
+}
+
+// DescribeGroupLag returns group's state and members, as DescribeGroup, and
+// its lag on every partition it has committed offsets in or a member is
+// assigned, sorted by topic and partition; internal topics
+// (__consumer_offsets) are left out. A partition whose end cannot be
+// listed has its Err set; a group that cannot be described or whose
+// offsets cannot be fetched is an error.
+func (a *Admin) DescribeGroupLag(ctx context.Context, group string) (GroupInfo, []PartitionLag, error) {
+	if a.closed.Load() {
+		return GroupInfo{}, nil, ErrClosed
+	}
+	lags, err := a.adm.Lag(ctx, group)
+	if err != nil {
+		return GroupInfo{}, nil, groupErr(group, err)
+	}
+	l, ok := lags[group]
+	if !ok {
+		return GroupInfo{}, nil, groupErr(group, kerr.GroupIDNotFound)
+	}
+	if err := l.Error(); err != nil {
+		return GroupInfo{}, nil, groupErr(group, err)
+	}
+	if l.State == "Dead" {
+		return GroupInfo{}, nil, groupErr(group, kerr.GroupIDNotFound)
+	}
+	info := groupInfo(kadm.DescribedGroup{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType,
+		Protocol: l.Protocol, Coordinator: l.Coordinator, Members: l.Members})
+	parts := []PartitionLag{}
+	for _, ml := range l.Lag.Sorted() {
+		if strings.HasPrefix(ml.Topic, "__") {
+			continue
+		}
+		pl := PartitionLag{Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag, Err: ml.Err}
+		if ml.Member != nil {
+			pl.MemberID = ml.Member.MemberID
+		}
+		parts = append(parts, pl)
+	}
+	return info, parts, nil
 }
 
 // DeleteGroup deletes group and its committed offsets; the group must have
@@ -158,33 +220,103 @@ func (a *Admin) GroupLag(ctx context.Context, group, topic string) (map[int32]Gr
 	return out, nil
 }
 
-// ResetGroupOffsets commits, for group, pos resolved on every partition of
-// topic (Start, End, an offset, or a time), as kafka-consumer-groups
-// --reset-offsets does. The group must have no members: a live member
-// would overwrite the reset with its own commits (ErrGroupNotEmpty). It
-// returns the offsets committed.
-func (a *Admin) ResetGroupOffsets(ctx context.Context, group, topic string, pos Position) (map[int32]int64, error) {
+// OffsetReset is one partition's move in a reset of a group's offsets.
+type OffsetReset struct {
+	Topic     string
+	Partition int32
+	Old       int64 // the committed offset before the reset, -1 when none
+	New       int64
+	End       int64 // the partition's end (high watermark)
+	Lag       int64 // End - New
+}
+
+// PlanOffsetReset computes, without committing anything, where a reset of
+// group's offsets to pos would move them: pos resolved (as ResolveOffsets)
+// on the named partitions of each of topics, or on every partition when
+// none is named, sorted by topic and partition. It does not look at the
+// group's members: CommitOffsetReset does.
+func (a *Admin) PlanOffsetReset(ctx context.Context, group string, pos Position, topics []string, partitions ...int32) ([]OffsetReset, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	dg, err := a.DescribeGroup(ctx, group)
-	switch {
-	case errors.Is(err, ErrGroupNotFound):
-	case err != nil:
-		return nil, err
-	case len(dg.Members) > 0:
-		return nil, fmt.Errorf("%w: %s has %d members", ErrGroupNotEmpty, group, len(dg.Members))
-	}
-	offs, err := resolve(ctx, a.adm, topic, pos)
+	committed, err := a.CommittedOffsets(ctx, group)
 	if err != nil {
 		return nil, err
 	}
+	plan := []OffsetReset{}
+	for _, topic := range slices.Sorted(slices.Values(topics)) {
+		ranges, err := offsetRanges(ctx, a.adm, topic, partitions)
+		if err != nil {
+			return nil, err
+		}
+		next, err := resolveIn(ctx, a.adm, topic, pos, ranges)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range slices.Sorted(maps.Keys(next)) {
+			r := OffsetReset{Topic: topic, Partition: p, Old: -1, New: next[p], End: ranges[p].End}
+			if c, ok := committed[topic][p]; ok && c >= 0 {
+				r.Old = c
+			}
+			r.Lag = max(r.End-r.New, 0)
+			plan = append(plan, r)
+		}
+	}
+	return plan, nil
+}
+
+// CommitOffsetReset commits plan's New offsets for group, as
+// kafka-consumer-groups --reset-offsets --execute does. The group must
+// have no members: a live member would overwrite the reset with its own
+// commits (ErrGroupNotEmpty).
+func (a *Admin) CommitOffsetReset(ctx context.Context, group string, plan []OffsetReset) error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
+	if err := a.requireEmptyGroup(ctx, group); err != nil {
+		return err
+	}
 	var os kadm.Offsets
-	for _, p := range slices.Sorted(maps.Keys(offs)) {
-		os.AddOffset(topic, p, offs[p], -1)
+	for _, r := range plan {
+		os.AddOffset(r.Topic, r.Partition, r.New, -1)
 	}
 	if err := a.adm.CommitAllOffsets(ctx, group, os); err != nil {
-		return nil, groupErr(group, err)
+		return groupErr(group, err)
+	}
+	return nil
+}
+
+// requireEmptyGroup is ErrGroupNotEmpty when group has members; a group
+// the coordinator does not know is empty.
+func (a *Admin) requireEmptyGroup(ctx context.Context, group string) error {
+	dg, err := a.DescribeGroup(ctx, group)
+	switch {
+	case errors.Is(err, ErrGroupNotFound):
+		return nil
+	case err != nil:
+		return err
+	case len(dg.Members) > 0:
+		return fmt.Errorf("%w: %s is %s with %d members", ErrGroupNotEmpty, group, dg.State, len(dg.Members))
+	}
+	return nil
+}
+
+// ResetGroupOffsets commits, for group, pos resolved on every partition of
+// topic (Start, End, an offset, n before the end, or a time), as
+// kafka-consumer-groups --reset-offsets does: PlanOffsetReset, then
+// CommitOffsetReset. The group must have no members (ErrGroupNotEmpty).
+// It returns the offsets committed.
+func (a *Admin) ResetGroupOffsets(ctx context.Context, group, topic string, pos Position) (map[int32]int64, error) {
+	plan, err := a.PlanOffsetReset(ctx, group, pos, []string{topic})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.CommitOffsetReset(ctx, group, plan); err != nil {
+		return nil, err
+	}
+	offs := make(map[int32]int64, len(plan))
+	for _, r := range plan {
+		offs[r.Partition] = r.New
 	}
 	return offs, nil
 }

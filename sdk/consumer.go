@@ -45,7 +45,7 @@ func NewConsumer(opts ...Option) (*Consumer, error) {
 	}
 	c := &Consumer{cfg: cfg, group: cfg.group, assigned: map[string]map[int32]bool{}}
 	o := cfg.clientOpts()
-	o = append(o, kgo.ConsumeResetOffset(cfg.startAt.kgoOffset()))
+	o = append(o, kgo.ConsumeResetOffset(cfg.startAt.KgoOffset()))
 	switch {
 	case cfg.group != "":
 		o = append(o, kgo.ConsumerGroup(cfg.group), kgo.ConsumeTopics(cfg.topics...),
@@ -60,7 +60,7 @@ func NewConsumer(opts ...Option) (*Consumer, error) {
 		for t, ps := range cfg.assignment {
 			parts[t] = map[int32]kgo.Offset{}
 			for p, pos := range ps {
-				parts[t][p] = pos.kgoOffset()
+				parts[t][p] = pos.KgoOffset()
 			}
 		}
 		o = append(o, kgo.ConsumePartitions(parts))

@@ -31,6 +31,12 @@ var (
 	// ErrInvalidRange is returned by Replay when from is after to, or a
 	// position is not usable as a bound.
 	ErrInvalidRange = errors.New("sdk: invalid replay range")
+	// ErrInvalidPosition is returned by ParsePosition for text that is no
+	// position.
+	ErrInvalidPosition = errors.New("sdk: invalid position")
+	// ErrPartitionNotFound is returned when a named partition of a topic
+	// does not exist.
+	ErrPartitionNotFound = errors.New("sdk: partition not found")
 	// ErrNoGroup is returned by Commit on a consumer without a group.
 	ErrNoGroup = errors.New("sdk: consumer has no group")
 	// ErrNotAssigned is returned by a seek on a partition the consumer does

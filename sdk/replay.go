@@ -59,10 +59,10 @@ type replayRange struct{ from, to int64 }
 // replayRanges resolves from and to on every partition of topic and drops
 // the empty ranges.
 func replayRanges(ctx context.Context, adm *kadm.Client, topic string, from, to Position) (map[int32]replayRange, error) {
-	if from.kind == posEnd || to.kind == posStart {
+	if from.kind == PositionEnd || to.kind == PositionStart {
 		return nil, fmt.Errorf("%w: from %v to %v", ErrInvalidRange, from, to)
 	}
-	if from.kind == to.kind && (from.kind == posOffset && from.offset > to.offset || from.kind == posTime && from.at.After(to.at)) {
+	if from.kind == to.kind && (from.kind == PositionOffset && from.offset > to.offset || from.kind == PositionTime && from.at.After(to.at)) {
 		return nil, fmt.Errorf("%w: from %v is after to %v", ErrInvalidRange, from, to)
 	}
 	starts, err := resolve(ctx, adm, topic, from)
