@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // errUsage marks a command line the verb cannot run: exit code 2, and the
@@ -145,28 +145,68 @@ func (g *cliGlobals) seeds() ([]string, error) {
 	return out, nil
 }
 
-// client returns a franz-go client for the bootstrap nodes; the caller closes
-// it.
-func (g *cliGlobals) client(opts ...kgo.Opt) (*kgo.Client, error) {
+// sdkOptions are the SDK options of every client verb: the bootstrap
+// nodes and the client id; extra come after them.
+func (g *cliGlobals) sdkOptions(extra ...sdk.Option) ([]sdk.Option, error) {
 	seeds, err := g.seeds()
 	if err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("shale-cli")}
-	return kgo.NewClient(append(base, opts...)...)
+	return append([]sdk.Option{sdk.WithSeeds(seeds...), sdk.WithClientID("shale-cli")}, extra...), nil
 }
 
-// adminSession opens an admin client and a context bounded by --timeout,
-// as every admin verb needs; done closes both.
-func (g *cliGlobals) adminSession(ctx context.Context) (*kadm.Client, context.Context, func(), error) {
-	cl, err := g.client()
+// admin opens an SDK admin client and a context bounded by --timeout, as
+// every admin verb needs; done closes both. What the SDK does not wrap
+// goes through its franz-go admin client, Kadm.
+func (g *cliGlobals) admin(ctx context.Context) (*sdk.Admin, context.Context, func(), error) {
+	opts, err := g.sdkOptions()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(g.timeout.Milliseconds()))
+	a, err := sdk.NewAdmin(opts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	return adm, ctx, func() { cancel(); adm.Close() }, nil
+	return a, ctx, func() { cancel(); a.Close() }, nil
+}
+
+// parsePosition reads a --offset, --until or --to value; text that is no
+// position is a usage error.
+func parsePosition(s string) (sdk.Position, error) {
+	p, err := sdk.ParsePosition(s)
+	if err != nil {
+		return p, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return p, nil
+}
+
+// parsePartitions reads "0,2,5" (empty means all).
+func parsePartitions(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || n < 0 {
+			return nil, usagef("partition %q", f)
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
+}
+
+// errUnknownTopic is returned when a named topic does not exist.
+var errUnknownTopic = errors.New("unknown topic")
+
+// topicNotFound words the SDK's ErrTopicNotFound as the CLI's "unknown
+// topic"; other errors pass unchanged.
+func topicNotFound(topic string, err error) error {
+	if errors.Is(err, sdk.ErrTopicNotFound) || errors.Is(err, sdk.ErrPartitionNotFound) {
+		return fmt.Errorf("%w %q: %w", errUnknownTopic, topic, err)
+	}
+	return err
 }
 
 // adminAddrs is --admin: admin HTTP addresses of nodes (host:port or a

@@ -8,27 +8,29 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/sdk"
 )
 
-func TestParseOffsetSpec(t *testing.T) {
-	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
-	for in, want := range map[string]offsetSpec{
-		"start": {kind: offsetStart}, "earliest": {kind: offsetStart}, "beginning": {kind: offsetStart},
-		"end": {kind: offsetEnd}, "latest": {kind: offsetEnd},
-		"42": {kind: offsetExact, n: 42}, "0": {kind: offsetExact},
-		"-10":                   {kind: offsetFromEnd, n: 10},
-		"@1700000000000":        {kind: offsetTime, n: 1700000000000},
-		"@2026-01-02T03:04:05Z": {kind: offsetTime, n: ts},
-	} {
-		got, err := parseOffsetSpec(in)
-		if err != nil || got != want {
-			t.Errorf("parseOffsetSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+// TestParsePosition: positions are the SDK's (sdk.ParsePosition, tested
+// there); text that is none is a usage error (exit 2).
+func TestParsePosition(t *testing.T) {
+	for in, want := range map[string]sdk.PositionKind{"earliest": sdk.PositionStart, "latest": sdk.PositionEnd, "42": sdk.PositionOffset,
+		"-10": sdk.PositionFromEnd, "@2026-01-02T03:04:05Z": sdk.PositionTime} {
+		if got, err := parsePosition(in); err != nil || got.Kind() != want {
+			t.Errorf("parsePosition(%q) = %v, %v", in, got, err)
 		}
 	}
 	for _, bad := range []string{"", "soon", "@yesterday", "1.5"} {
-		if _, err := parseOffsetSpec(bad); !errors.Is(err, errUsage) {
-			t.Errorf("parseOffsetSpec(%q) error %v, want errUsage", bad, err)
+		if _, err := parsePosition(bad); !errors.Is(err, errUsage) || !errors.Is(err, sdk.ErrInvalidPosition) {
+			t.Errorf("parsePosition(%q) error %v, want errUsage", bad, err)
 		}
+	}
+	if _, err := parsePartitions("0,x"); !errors.Is(err, errUsage) {
+		t.Errorf("partitions 0,x: %v", err)
+	}
+	if ps, err := parsePartitions("0, 2,5"); err != nil || len(ps) != 3 || ps[1] != 2 {
+		t.Errorf("partitions: %v %v", ps, err)
 	}
 }
 

@@ -53,11 +53,12 @@ func newClusterCmd() *cobra.Command {
 }
 
 func clusterStatus(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	var topics []string
 	if topic != "" {
 		topics = []string{topic}

@@ -7,21 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // consumeOptions are the parsed flags of `shale consume`.
 type consumeOptions struct {
 	g          *cliGlobals
 	topic      string
-	from       offsetSpec
-	until      *offsetSpec // nil: no end
-	count      int64       // 0: no limit
+	from       sdk.Position
+	until      *sdk.Position // nil: no end
+	count      int64         // 0: no limit
 	partitions []int32
 	format     recordFormatter
 	group      string
@@ -47,7 +49,7 @@ one JSON object per record.`,
 	raw := consumeFlags{}
 	o := &consumeOptions{g: addGlobals(cmd)}
 	f := cmd.Flags()
-	f.StringVarP(&raw.from, "offset", "o", "start", "where to start: start, end, N, -N (N before the end) or @TIME (ms or RFC 3339); without a committed offset with --group")
+	f.StringVarP(&raw.from, "offset", "o", "start", "where to start: start, end, N (past the end: the end), -N (N before the end) or @TIME (ms or RFC 3339); with --group where nothing is committed")
 	f.StringVar(&raw.until, "until", "", "stop at: end (the end when the command started), offset N (exclusive) or @TIME")
 	f.Int64VarP(&o.count, "count", "n", 0, "stop after this many records")
 	f.StringVarP(&raw.partitions, "partition", "p", "", "only these partitions, comma-separated (not with --group)")
@@ -76,15 +78,15 @@ func (raw consumeFlags) parse(o *consumeOptions) error {
 	if o.count < 0 {
 		return usagef("-n must not be negative")
 	}
-	if o.from, err = parseOffsetSpec(raw.from); err != nil {
+	if o.from, err = parsePosition(raw.from); err != nil {
 		return err
 	}
 	if raw.until != "" {
-		u, err := parseOffsetSpec(raw.until)
+		u, err := parsePosition(raw.until)
 		if err != nil {
 			return err
 		}
-		if u.kind == offsetStart || u.kind == offsetFromEnd {
+		if u.Kind() == sdk.PositionStart || u.Kind() == sdk.PositionFromEnd {
 			return usagef("--until takes end, N or @TIME")
 		}
 		o.until = &u
@@ -102,25 +104,30 @@ func (raw consumeFlags) parse(o *consumeOptions) error {
 }
 
 func consumeMain(ctx context.Context, o consumeOptions, stdout, stderr io.Writer) error {
-	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
-	if o.group != "" {
-		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(o.topic), kgo.DisableAutoCommit(),
-			kgo.ConsumeResetOffset(o.from.kgoOffset()))
+	c := &consumer{o: o, stdout: bufio.NewWriterSize(stdout, 64<<10)}
+	if err := c.plan(ctx); err != nil {
+		return topicNotFound(o.topic, err)
 	}
-	c := &consumer{o: o, stdout: bufio.NewWriterSize(stdout, 64<<10), assigned: map[int32]bool{}}
+	extra := []sdk.Option{sdk.WithKgoOptions(kgo.FetchMaxWait(500 * time.Millisecond))}
 	if o.group != "" {
-		opts = append(opts, kgo.OnPartitionsAssigned(c.onAssigned), kgo.OnPartitionsRevoked(c.onRevoked),
-			kgo.OnPartitionsLost(c.onRevoked))
+		// Commits are the loop's, of what it printed.
+		extra = append(extra, sdk.WithGroup(o.group, o.topic), sdk.WithAutoCommit(false), sdk.WithStartAt(o.from))
+	} else {
+		assign := map[int32]sdk.Position{}
+		for p, off := range c.start {
+			assign[p] = sdk.AtOffset(off)
+		}
+		extra = append(extra, sdk.WithAssignment(map[string]map[int32]sdk.Position{o.topic: assign}))
 	}
-	cl, err := o.g.client(opts...)
+	opts, err := o.g.sdkOptions(extra...)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	c.cl = cl
-	if err := c.plan(ctx); err != nil {
+	if c.cons, err = sdk.NewConsumer(opts...); err != nil {
 		return err
 	}
+	// Close leaves the group at once rather than after the session timeout.
+	defer c.cons.Close()
 	if c.end != nil {
 		c.bar = newProgress(stderr, "records", c.total())
 	}
@@ -129,37 +136,13 @@ func consumeMain(ctx context.Context, o consumeOptions, stdout, stderr io.Writer
 	if ferr := c.stdout.Flush(); err == nil {
 		err = ferr
 	}
-	if o.group != "" {
-		// Leave the group at once rather than after the session timeout.
-		lctx, cancel := context.WithTimeout(context.Background(), o.g.timeout)
-		defer cancel()
-		cl.LeaveGroupContext(lctx)
-	}
 	return err
 }
 
-// kgoOffset is the spec as franz-go's reset offset (for group members
-// without a committed offset).
-func (s offsetSpec) kgoOffset() kgo.Offset {
-	switch s.kind {
-	case offsetEnd:
-		return kgo.NewOffset().AtEnd()
-	case offsetExact:
-		return kgo.NewOffset().At(s.n)
-	case offsetFromEnd:
-		return kgo.NewOffset().AtEnd().Relative(-s.n)
-	case offsetTime:
-		return kgo.NewOffset().AfterMilli(s.n)
-	default:
-		return kgo.NewOffset().AtStart()
-	}
-}
-
-// consumer runs one `shale consume`. The loop goroutine owns every field
-// except assigned, which franz-go's group callbacks also touch under mu.
+// consumer runs one `shale consume`; the loop goroutine owns it.
 type consumer struct {
 	o      consumeOptions
-	cl     *kgo.Client
+	cons   *sdk.Consumer
 	stdout *bufio.Writer
 	bar    *progress
 
@@ -167,72 +150,41 @@ type consumer struct {
 	pos     map[int32]int64 // the next offset to print per partition
 	end     map[int32]int64 // --until: exclusive end per partition, nil without --until
 	printed int64
-
-	mu       sync.Mutex
-	assigned map[int32]bool // group mode: this member's partitions
 }
 
-func (c *consumer) onAssigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, p := range m[c.o.topic] {
-		c.assigned[p] = true
-	}
-}
-
-func (c *consumer) onRevoked(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
-	c.mu.Lock()
-	for _, p := range m[c.o.topic] {
-		delete(c.assigned, p)
-	}
-	c.mu.Unlock()
-}
-
-// plan resolves start and --until offsets and, outside group mode, assigns
-// the partitions.
+// plan resolves where each partition starts (the group's committed offset
+// in group mode, where there is one) and the --until offsets, through the
+// SDK.
 func (c *consumer) plan(ctx context.Context) error {
-	adm := kadm.NewClient(c.cl)
-	adm.SetTimeoutMillis(int32(c.o.g.timeout.Milliseconds()))
-	pctx, cancel := context.WithTimeout(ctx, c.o.g.timeout)
-	defer cancel()
-	bounds, err := listBounds(pctx, adm, c.o.topic, c.o.partitions)
+	a, pctx, done, err := c.o.g.admin(ctx)
 	if err != nil {
 		return err
 	}
-	if c.start, err = c.o.from.resolve(pctx, adm, c.o.topic, bounds); err != nil {
+	defer done()
+	if c.start, err = a.ResolveOffsets(pctx, c.o.topic, c.o.from, c.o.partitions...); err != nil {
 		return err
 	}
 	if c.o.group != "" {
-		committed, err := adm.FetchOffsetsForTopics(pctx, c.o.group, c.o.topic)
+		committed, err := a.CommittedOffsets(pctx, c.o.group)
 		if err != nil {
 			return fmt.Errorf("group %s committed offsets: %w", c.o.group, err)
 		}
 		for p := range c.start {
-			if r, ok := committed.Lookup(c.o.topic, p); ok && r.Err == nil && r.At >= 0 {
-				c.start[p] = r.At
+			if off, ok := committed[c.o.topic][p]; ok && off >= 0 {
+				c.start[p] = off
 			}
 		}
 	}
-	c.pos = map[int32]int64{}
-	for p, o := range c.start {
-		c.pos[p] = o
-	}
+	c.pos = maps.Clone(c.start)
 	if c.o.until != nil {
-		if c.end, err = c.o.until.resolve(pctx, adm, c.o.topic, bounds); err != nil {
+		if c.o.until.Kind() == sdk.PositionOffset {
+			c.end = map[int32]int64{}
+			for p := range c.start {
+				c.end[p] = c.o.until.Offset() // an exact end is not clamped to today's end
+			}
+		} else if c.end, err = a.ResolveOffsets(pctx, c.o.topic, *c.o.until, c.o.partitions...); err != nil {
 			return err
 		}
-		if c.o.until.kind == offsetExact {
-			for p := range c.end {
-				c.end[p] = c.o.until.n // an exact end is not clamped to today's end
-			}
-		}
-	}
-	if c.o.group == "" {
-		assign := map[int32]kgo.Offset{}
-		for p, o := range c.start {
-			assign[p] = kgo.NewOffset().At(o)
-		}
-		c.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.o.topic: assign})
 	}
 	return nil
 }
@@ -254,7 +206,8 @@ func (c *consumer) progressDone() int64 {
 	return d
 }
 
-// finished reports whether -n or --until is reached.
+// finished reports whether -n or --until is reached: in group mode on the
+// partitions assigned to this member.
 func (c *consumer) finished() bool {
 	if c.o.count > 0 && c.printed >= c.o.count {
 		return true
@@ -262,19 +215,13 @@ func (c *consumer) finished() bool {
 	if c.end == nil {
 		return false
 	}
-	parts := c.start
+	parts := slices.Collect(maps.Keys(c.start))
 	if c.o.group != "" {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.assigned) == 0 {
+		if parts = c.cons.Assigned()[c.o.topic]; len(parts) == 0 {
 			return false
 		}
-		parts = map[int32]int64{}
-		for p := range c.assigned {
-			parts[p] = 0
-		}
 	}
-	for p := range parts {
+	for _, p := range parts {
 		if c.pos[p] < c.end[p] {
 			return false
 		}
@@ -287,22 +234,15 @@ func (c *consumer) finished() bool {
 func (c *consumer) loop(ctx context.Context) error {
 	var buf bytes.Buffer
 	for !c.finished() {
-		limit := 10000
-		if c.o.count > 0 {
-			limit = int(min(int64(limit), c.o.count-c.printed))
+		records, err := c.cons.Poll(ctx)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
 		}
-		fetches := c.cl.PollRecords(ctx, limit)
-		if err := ctx.Err(); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("fetch: %w", err)
 		}
-		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.Canceled) {
-				return fe.Err
-			}
-			return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-		var printed []*kgo.Record
-		for _, r := range fetches.Records() {
+		var printed []*sdk.Record
+		for _, r := range records {
 			if c.end != nil && r.Offset >= c.end[r.Partition] {
 				continue
 			}
@@ -330,7 +270,7 @@ func (c *consumer) loop(ctx context.Context) error {
 			return err
 		}
 		if c.o.group != "" && len(printed) > 0 {
-			if err := c.cl.CommitRecords(ctx, printed...); err != nil {
+			if err := c.cons.Commit(ctx, printed...); err != nil {
 				return fmt.Errorf("commit: %w", err)
 			}
 		}

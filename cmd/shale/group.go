@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // errGroupActive is returned when offsets of a group with live members
@@ -37,11 +37,12 @@ func newGroupListCmd() *cobra.Command {
 }
 
 func groupList(ctx context.Context, g *cliGlobals, stdout io.Writer) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
 		return err
@@ -107,23 +108,23 @@ func newGroupDescribeCmd() *cobra.Command {
 }
 
 func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups []string) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	lags, err := adm.Lag(ctx, groups...)
-	if err != nil {
-		return err
-	}
 	var out []groupDescription
 	for _, name := range groups {
-		l, ok := lags[name]
-		if !ok {
-			out = append(out, groupDescription{Group: name, Error: "no answer for this group"})
-			continue
+		info, lags, err := a.DescribeGroupLag(ctx, name)
+		switch {
+		case errors.Is(err, sdk.ErrGroupNotFound):
+			// As Kafka reports a group it does not know.
+			out = append(out, groupDescription{Group: name, State: "Dead", Coordinator: -1, Members: []groupMember{}, Partitions: []partitionLag{}})
+		case err != nil:
+			return err
+		default:
+			out = append(out, describeLag(info, lags))
 		}
-		out = append(out, describeLag(l))
 	}
 	if g.json() {
 		return writeJSON(stdout, out)
@@ -139,30 +140,16 @@ func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups 
 	return nil
 }
 
-func describeLag(l kadm.DescribedGroupLag) groupDescription {
-	d := groupDescription{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
-		Coordinator: l.Coordinator.NodeID, Members: []groupMember{}, Partitions: []partitionLag{}}
-	if err := l.Error(); err != nil {
-		d.Error = err.Error()
+func describeLag(info sdk.GroupInfo, lags []sdk.PartitionLag) groupDescription {
+	d := groupDescription{Group: info.Group, State: info.State, ProtocolType: info.ProtocolType, Protocol: info.Protocol,
+		Coordinator: info.Coordinator, Members: []groupMember{}, Partitions: []partitionLag{}}
+	for _, m := range info.Members {
+		d.Members = append(d.Members, groupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost})
 	}
-	for _, m := range l.Members {
-		gm := groupMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
-		if m.InstanceID != nil {
-			gm.InstanceID = *m.InstanceID
-		}
-		d.Members = append(d.Members, gm)
-	}
-	for _, ml := range l.Lag.Sorted() {
-		if strings.HasPrefix(ml.Topic, "__") {
-			continue
-		}
-		pl := partitionLag{Topic: ml.Topic, Partition: ml.Partition, CurrentOffset: ml.Commit.At,
-			LogEndOffset: ml.End.Offset, Lag: ml.Lag}
-		if ml.Member != nil {
-			pl.MemberID = ml.Member.MemberID
-		}
-		if ml.Err != nil {
-			pl.Error = ml.Err.Error()
+	for _, l := range lags {
+		pl := partitionLag{Topic: l.Topic, Partition: l.Partition, CurrentOffset: l.Committed, LogEndOffset: l.End, Lag: l.Lag, MemberID: l.MemberID}
+		if l.Err != nil {
+			pl.Error = l.Err.Error()
 		}
 		if pl.Lag > 0 {
 			d.TotalLag += pl.Lag
@@ -209,14 +196,4 @@ func offsetText(o int64) string {
 		return "-"
 	}
 	return fmt.Sprint(o)
-}
-
-// sortedPartitions returns m's keys in order.
-func sortedPartitions[V any](m map[int32]V) []int32 {
-	ps := make([]int32, 0, len(m))
-	for p := range m {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-	return ps
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // resetPlan is `shale group reset-offsets`'s output: one row per partition.
@@ -45,7 +47,7 @@ func newGroupResetOffsetsCmd() *cobra.Command {
 		if len(*topics) == 0 || *to == "" {
 			return usagef("--topic and --to are required")
 		}
-		spec, err := parseOffsetSpec(*to)
+		pos, err := parsePosition(*to)
 		if err != nil {
 			return err
 		}
@@ -56,80 +58,42 @@ func newGroupResetOffsetsCmd() *cobra.Command {
 		if len(partitions) > 0 && len(*topics) > 1 {
 			return usagef("--partition needs exactly one --topic")
 		}
-		return groupResetOffsets(cmd.Context(), g, cmd.OutOrStdout(), args[0], *topics, partitions, spec, *dryRun)
+		return groupResetOffsets(cmd.Context(), g, cmd.OutOrStdout(), args[0], *topics, partitions, pos, *dryRun)
 	}
 	return cmd
 }
 
-func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, group string, topics []string, partitions []int32, spec offsetSpec, dryRun bool) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, group string, topics []string, partitions []int32, pos sdk.Position, dryRun bool) error {
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	plan, err := planReset(ctx, adm, group, topics, partitions, spec, dryRun)
+	moves, err := a.PlanOffsetReset(ctx, group, pos, topics, partitions...)
 	if err != nil {
+		if len(topics) == 1 {
+			err = topicNotFound(topics[0], err)
+		}
 		return err
 	}
 	if !dryRun {
-		if err := commitReset(ctx, adm, plan); err != nil {
+		err := a.CommitOffsetReset(ctx, group, moves)
+		if errors.Is(err, sdk.ErrGroupNotEmpty) {
+			return fmt.Errorf("%w: stop them first: %w", errGroupActive, err)
+		}
+		if err != nil {
 			return err
 		}
+	}
+	plan := resetPlan{Group: group, DryRun: dryRun, Partitions: []resetOffset{}}
+	for _, m := range moves {
+		plan.Partitions = append(plan.Partitions, resetOffset{Topic: m.Topic, Partition: m.Partition, OldOffset: m.Old,
+			NewOffset: m.New, LogEndOffset: m.End, Lag: m.Lag})
 	}
 	if g.json() {
 		return writeJSON(stdout, plan)
 	}
 	return printResetPlan(stdout, plan)
-}
-
-// planReset computes the new offsets; unless dryRun it refuses a group with
-// live members (errGroupActive).
-func planReset(ctx context.Context, adm *kadm.Client, group string, topics []string, partitions []int32, spec offsetSpec, dryRun bool) (resetPlan, error) {
-	plan := resetPlan{Group: group, DryRun: dryRun, Partitions: []resetOffset{}}
-	described, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return plan, err
-	}
-	if dg, ok := described[group]; ok && len(dg.Members) > 0 && !dryRun {
-		return plan, fmt.Errorf("%w: %s is %s with %d members; stop them first", errGroupActive, group, dg.State, len(dg.Members))
-	}
-	committed, err := adm.FetchOffsetsForTopics(ctx, group, topics...)
-	if err != nil {
-		return plan, err
-	}
-	for _, topic := range topics {
-		bounds, err := listBounds(ctx, adm, topic, partitions)
-		if err != nil {
-			return plan, err
-		}
-		next, err := spec.resolve(ctx, adm, topic, bounds)
-		if err != nil {
-			return plan, err
-		}
-		for _, p := range sortedPartitions(next) {
-			ro := resetOffset{Topic: topic, Partition: p, OldOffset: -1, NewOffset: next[p], LogEndOffset: bounds[p].end}
-			if r, ok := committed.Lookup(topic, p); ok && r.Err == nil {
-				ro.OldOffset = r.At
-			}
-			ro.Lag = max(ro.LogEndOffset-ro.NewOffset, 0)
-			plan.Partitions = append(plan.Partitions, ro)
-		}
-	}
-	return plan, nil
-}
-
-// commitReset commits the plan's new offsets as a simple (memberless)
-// commit.
-func commitReset(ctx context.Context, adm *kadm.Client, plan resetPlan) error {
-	var offs kadm.Offsets
-	for _, r := range plan.Partitions {
-		offs.AddOffset(r.Topic, r.Partition, r.NewOffset, -1)
-	}
-	resp, err := adm.CommitOffsets(ctx, plan.Group, offs)
-	if err != nil {
-		return err
-	}
-	return resp.Error()
 }
 
 func printResetPlan(w io.Writer, plan resetPlan) error {

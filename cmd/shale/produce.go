@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // produceSummary is what `shale produce` reports when its input is done.
@@ -38,7 +40,7 @@ type produceOptions struct {
 	topic        string
 	files        []string
 	keySep       string
-	headers      []kgo.RecordHeader
+	headers      []sdk.Header
 	partition    int
 	compression  string
 	acks         string
@@ -73,7 +75,7 @@ auto-create is created on first use.`,
 			if err != nil {
 				return err
 			}
-			o.headers = append(o.headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+			o.headers = append(o.headers, sdk.Header{Key: k, Value: []byte(v)})
 		}
 		return produceMain(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
@@ -81,16 +83,24 @@ auto-create is created on first use.`,
 }
 
 func produceMain(ctx context.Context, o produceOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	opts, err := o.clientOpts()
+	extra, err := o.producerOpts()
 	if err != nil {
 		return err
 	}
-	cl, err := o.g.client(opts...)
+	opts, err := o.g.sdkOptions(extra...)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	sum, err := produceAll(ctx, cl, o, stdin, stderr)
+	p, err := sdk.NewProducer(opts...)
+	if err != nil {
+		return err
+	}
+	sum, err := produceAll(ctx, p, o, stdin, stderr)
+	closeCtx, cancel := context.WithTimeout(context.Background(), o.g.timeout)
+	defer cancel()
+	if cerr := p.Close(closeCtx); cerr != nil && err == nil {
+		err = cerr
+	}
 	if sum != nil {
 		if o.g.json() {
 			if werr := writeJSON(stdout, sum); werr != nil && err == nil {
@@ -103,39 +113,32 @@ func produceMain(ctx context.Context, o produceOptions, stdin io.Reader, stdout,
 	return err
 }
 
-// clientOpts maps the flags to franz-go producer options.
-func (o produceOptions) clientOpts() ([]kgo.Opt, error) {
-	var opts []kgo.Opt
+// producerOpts maps the flags to SDK producer options.
+func (o produceOptions) producerOpts() ([]sdk.Option, error) {
+	var opts []sdk.Option
 	switch o.acks {
 	case "all", "-1":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		opts = append(opts, sdk.WithAcks(sdk.AcksAll))
 	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		opts = append(opts, sdk.WithAcks(sdk.AcksLeader), sdk.WithIdempotence(false))
 	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		opts = append(opts, sdk.WithAcks(sdk.AcksNone), sdk.WithIdempotence(false))
 	default:
-		return nil, fmt.Errorf("%w: --acks must be all, 1 or 0", errUsage)
+		return nil, usagef("--acks must be all, 1 or 0")
 	}
-	var codec kgo.CompressionCodec
-	switch o.compression {
-	case "none", "":
-		codec = kgo.NoCompression()
-	case "gzip":
-		codec = kgo.GzipCompression()
-	case "snappy":
-		codec = kgo.SnappyCompression()
-	case "lz4":
-		codec = kgo.Lz4Compression()
-	case "zstd":
-		codec = kgo.ZstdCompression()
+	switch c := sdk.Compression(o.compression); c {
+	case sdk.CompressionNone, sdk.CompressionGzip, sdk.CompressionSnappy, sdk.CompressionLZ4, sdk.CompressionZstd:
+		opts = append(opts, sdk.WithCompression(c))
+	case "":
 	default:
-		return nil, fmt.Errorf("%w: unknown --compression %q", errUsage, o.compression)
+		return nil, usagef("unknown --compression %q", o.compression)
 	}
-	// Like kcat and the Java producer: a topic the broker may auto-create
+	// Send each line as soon as the client can (as kcat does); like kcat
+	// and the Java producer, a topic the broker may auto-create
 	// (auto.create.topics.enable) is created on first use.
-	opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.RecordDeliveryTimeout(o.g.timeout), kgo.AllowAutoTopicCreation())
+	opts = append(opts, sdk.WithLinger(0), sdk.WithDeliveryTimeout(o.g.timeout), sdk.WithKgoOptions(kgo.AllowAutoTopicCreation()))
 	if o.partition >= 0 {
-		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		opts = append(opts, sdk.WithKgoOptions(kgo.RecordPartitioner(kgo.ManualPartitioner())))
 	}
 	return opts, nil
 }
@@ -143,7 +146,7 @@ func (o produceOptions) clientOpts() ([]kgo.Opt, error) {
 // produceAll sends every line of the inputs and waits for all of them. It
 // returns the summary of what was acknowledged (nil if nothing was sent) and
 // the first error: a failed record stops reading further input.
-func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.Reader, stderr io.Writer) (*produceSummary, error) {
+func produceAll(ctx context.Context, p *sdk.Producer, o produceOptions, stdin io.Reader, stderr io.Writer) (*produceSummary, error) {
 	var total int64
 	unit := "records"
 	if len(o.files) > 0 {
@@ -160,7 +163,7 @@ func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.
 	acc := newProduceTally(o.topic, o.acks == "0")
 	var sent, readBytes int64
 	send := func(line []byte) {
-		r := &kgo.Record{Topic: o.topic, Headers: o.headers}
+		r := &sdk.Record{Topic: o.topic, Headers: o.headers}
 		if o.partition >= 0 {
 			r.Partition = int32(o.partition)
 		}
@@ -171,7 +174,7 @@ func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.
 		}
 		r.Value = line
 		sent++
-		cl.Produce(ctx, r, acc.done)
+		p.Send(ctx, r, acc.done)
 	}
 	readOne := func(in io.Reader) error {
 		sc := bufio.NewScanner(in)
@@ -207,7 +210,7 @@ func produceAll(ctx context.Context, cl *kgo.Client, o produceOptions, stdin io.
 		readErr = readOne(f)
 		f.Close()
 	}
-	flushErr := cl.Flush(ctx)
+	flushErr := p.Flush(ctx)
 	if unit == "bytes" {
 		bar.finish(readBytes)
 	} else {
@@ -243,7 +246,7 @@ func newProduceTally(topic string, noAcks bool) *produceTally {
 	return &produceTally{topic: topic, noAcks: noAcks, parts: map[int32]*producePartition{}}
 }
 
-func (t *produceTally) done(r *kgo.Record, err error) {
+func (t *produceTally) done(r *sdk.Record, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,9 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
-
-// errUnknownTopic is returned when a named topic does not exist.
-var errUnknownTopic = errors.New("unknown topic")
 
 func newTopicCmd() *cobra.Command {
 	return newGroup("topic", "create, list, describe, alter and delete topics",
@@ -83,11 +79,12 @@ func topicCreate(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []
 		}
 		cfg[k] = &v
 	}
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	resp, err := adm.CreateTopics(ctx, partitions, replicas, cfg, topics...)
 	if err != nil {
 		return err
@@ -117,11 +114,12 @@ func newTopicDeleteCmd() *cobra.Command {
 }
 
 func topicDelete(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []string) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	resp, err := adm.DeleteTopics(ctx, topics...)
 	if err != nil {
 		return err
@@ -161,11 +159,12 @@ func newTopicListCmd() *cobra.Command {
 }
 
 func topicList(ctx context.Context, g *cliGlobals, stdout io.Writer, internal bool) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	list := adm.ListTopics
 	if internal {
 		list = adm.ListTopicsWithInternal

@@ -54,11 +54,12 @@ func newTopicDescribeCmd() *cobra.Command {
 }
 
 func topicDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string, all bool) error {
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	d, err := topicDetail(ctx, adm, topic)
 	if err != nil {
 		return err
@@ -83,13 +84,13 @@ func topicDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, topic s
 		desc.Configs = append(desc.Configs, topicConfig{Name: c.Key, Value: c.MaybeValue(), Source: c.Source.String(), Sensitive: c.Sensitive})
 	}
 	sort.Slice(desc.Configs, func(i, j int) bool { return desc.Configs[i].Name < desc.Configs[j].Name })
-	bounds, err := listBounds(ctx, adm, topic, nil)
+	bounds, err := a.PartitionOffsets(ctx, topic)
 	if err != nil {
-		return err
+		return topicNotFound(topic, err)
 	}
 	for _, p := range d.Partitions.Sorted() {
 		pd := topicPartitionDs{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: bounds[p.Partition].start, HighWatermark: bounds[p.Partition].end}
+			Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: bounds[p.Partition].Start, HighWatermark: bounds[p.Partition].End}
 		if p.Err != nil {
 			pd.Error = p.Err.Error()
 		}
@@ -172,11 +173,12 @@ func topicAlterConfig(ctx context.Context, g *cliGlobals, stdout io.Writer, topi
 	for _, k := range dels {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	adm, ctx, done, err := g.adminSession(ctx)
+	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	adm := a.Kadm()
 	alter := adm.AlterTopicConfigs
 	if dryRun {
 		alter = adm.ValidateAlterTopicConfigs
