@@ -183,7 +183,7 @@ func (n *Node) metricsState() metrics.NodeState {
 		s := m.Stats()
 		st.Tiering = &metrics.TieringCounters{SegmentsCopied: s.SegmentsUploaded, BytesCopied: s.BytesUploaded,
 			CopyErrors: s.UploadFailures, RemoteSegmentsDeleted: s.RemoteSegmentsDeleted, OrphansDeleted: s.OrphansDeleted,
-			Passes: s.Passes, DiskFull: s.DiskFull}
+			Passes: s.Passes, DiskFull: s.DiskFull, BucketUnreachable: s.BucketUnreachable}
 	}
 	if n.cold != nil {
 		s := n.cold.Stats()

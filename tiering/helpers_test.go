@@ -170,6 +170,10 @@ type faultBucket struct {
 	down bool // every call fails
 	// afterPut runs after a successful Put (cut-off tests).
 	afterPut func(key string)
+	// transientPuts: this many Puts of keys ending in transientSuffix read
+	// part of their body and then fail with a retriable error.
+	transientPuts   int
+	transientSuffix string
 }
 
 var errInjected = fmt.Errorf("injected bucket failure")
@@ -180,6 +184,16 @@ func (b *faultBucket) isDown() bool   { b.mu.Lock(); defer b.mu.Unlock(); return
 func (b *faultBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if b.isDown() {
 		return errInjected
+	}
+	b.mu.Lock()
+	fail := b.transientPuts > 0 && strings.HasSuffix(key, b.transientSuffix)
+	if fail {
+		b.transientPuts--
+	}
+	b.mu.Unlock()
+	if fail {
+		_, _ = io.CopyN(io.Discard, r, size/2)
+		return fmt.Errorf("%w: injected 503 after half the body", objstore.ErrTransient)
 	}
 	if err := b.Bucket.Put(ctx, key, r, size); err != nil {
 		return err

@@ -66,11 +66,22 @@ type Stats struct {
 	// ColdTierConflict: the brokers sharing the metadata do not share one
 	// bucket, so this node does not tier (ErrColdTierNotShared).
 	ColdTierConflict bool
+	// BucketUnreachable: the last bucket request of an upload or remote
+	// delete failed (ErrBucket); uploads wait and local segments are kept.
+	BucketUnreachable bool
 }
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
 	diskFull, coldTierConflict                                                             atomic.Bool
+}
+
+// bucketHealth is whether the bucket answers the manager's requests, for
+// one log line per outage rather than one per pass.
+type bucketHealth struct {
+	sync.Mutex
+	down  bool
+	since time.Time
 }
 
 // Manager is one node's tiering loop. One goroutine, started by Start and
@@ -87,6 +98,8 @@ type Manager struct {
 	stats  counters
 
 	passMu sync.Mutex // serialises passes
+
+	health bucketHealth
 
 	tierMu       sync.Mutex
 	tierConflict string // the last cold-tier conflict logged ("" none)
@@ -175,7 +188,43 @@ func (m *Manager) Stats() Stats {
 	return Stats{SegmentsUploaded: m.stats.segmentsUploaded.Load(), BytesUploaded: m.stats.bytesUploaded.Load(),
 		UploadFailures: m.stats.uploadFailures.Load(), RemoteSegmentsDeleted: m.stats.remoteDeleted.Load(),
 		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
-		ColdTierConflict: m.stats.coldTierConflict.Load()}
+		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown()}
+}
+
+// bucketFailed records a failed upload or remote delete. For a bucket
+// failure (ErrBucket) it marks the bucket unreachable, logging at ERROR
+// when it was not already, and returns whether it already was (the caller
+// then logs its own failure at debug only). Other errors change nothing and
+// return false.
+func (m *Manager) bucketFailed(err error) (known bool) {
+	if !errors.Is(err, ErrBucket) {
+		return false
+	}
+	m.health.Lock()
+	defer m.health.Unlock()
+	if m.health.down {
+		return true
+	}
+	m.health.down, m.health.since = true, m.now()
+	m.log.Error("bucket unreachable: uploads and remote deletes wait, local segments are kept", "err", err)
+	return false
+}
+
+// bucketOK records a bucket request that succeeded, logging the end of an
+// outage.
+func (m *Manager) bucketOK() {
+	m.health.Lock()
+	defer m.health.Unlock()
+	if m.health.down {
+		m.log.Info("bucket reachable again", "unreachable_for", m.now().Sub(m.health.since).Round(time.Millisecond))
+		m.health.down = false
+	}
+}
+
+func (m *Manager) bucketDown() bool {
+	m.health.Lock()
+	defer m.health.Unlock()
+	return m.health.down
 }
 
 // LogStartOffset returns the log start (remote or local) of a local replica

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -273,5 +274,63 @@ func TestEpochsRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeEpochs([]byte("0\n3\n1 2\n")); err == nil {
 		t.Fatal("bad count accepted")
+	}
+}
+
+// A long bucket outage: every pass used to write a CopyStarted record that
+// its failed upload turned into a DeleteStarted one it could not finish, one
+// more per pass for as long as the outage lasted (issue 16 item 9). Now a
+// pass finishes interrupted deletes first and does not upload while one
+// fails, so the metadata holds at most the one record; once the bucket is
+// back, the uploads resume by themselves.
+func TestBucketOutageKeepsMetadataBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	f.produce(t, 100)
+	m := f.manager(t, nil)
+	f.bucket.setDown(true)
+	for range 20 {
+		m.RunOnce(testCtx(t), false)
+	}
+	if recs := f.meta.ListRemoteSegments(f.topic.ID, 0); len(recs) > 1 {
+		t.Fatalf("%d remote segment records after 20 passes with the bucket down, want at most 1", len(recs))
+	}
+	if st := m.Stats(); !st.BucketUnreachable {
+		t.Fatalf("stats with the bucket down: %+v", st)
+	}
+	if f.rep.LocalLogStartOffset() != 0 {
+		t.Fatal("local segments went while the bucket was down")
+	}
+	f.bucket.setDown(false)
+	m.RunOnce(testCtx(t), false)
+	if st := m.Stats(); st.BucketUnreachable || st.SegmentsUploaded == 0 {
+		t.Fatalf("stats after the bucket came back: %+v", st)
+	}
+	if segs := f.rep.Log().Segments(); len(segs) != 1 {
+		t.Fatalf("%d local segments after the bucket came back", len(segs))
+	}
+	f.checkNoOrphans(t)
+}
+
+// A segment's .log Put is retried by objstore.WithRetries: its body seeks
+// (it was an io.LimitReader, which WithRetries cannot rewind, so a single
+// 503 failed the upload).
+func TestSegmentPutIsRetried(t *testing.T) {
+	f := newFixture(t, nil)
+	f.produce(t, 100)
+	f.bucket.transientPuts, f.bucket.transientSuffix = 3, ".log"
+	m := f.manager(t, func(c *Config) {
+		c.Bucket = objstore.WithRetries(f.bucket, objstore.RetryConfig{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})
+	})
+	m.RunOnce(testCtx(t), false)
+	if st := m.Stats(); st.UploadFailures != 0 || st.SegmentsUploaded == 0 {
+		t.Fatalf("stats after three 503s on .log Puts: %+v, want no failure", st)
+	}
+	f.checkNoOrphans(t)
+	// What was uploaded is whole: each .log object is its local file.
+	for _, rec := range f.meta.ListRemoteSegments(f.topic.ID, 0) {
+		a, err := f.fs.Stat(testCtx(t), rec.Objects[0])
+		if err != nil || a.Size != rec.Size {
+			t.Fatalf("%s: %+v %v, want %d bytes", rec.Objects[0], a, err, rec.Size)
+		}
 	}
 }

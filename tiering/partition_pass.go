@@ -21,7 +21,26 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	hw := t.rep.HighWatermark()
 	local := t.rep.Log().Segments()
 	remote := m.meta.ListRemoteSegments(t.id, p)
-	for _, seg := range UploadPlan(local, remote, hw) {
+	// Interrupted deletes first (an upload abandoned when the bucket failed
+	// leaves its record in DeleteStarted): while one cannot be finished the
+	// bucket is still failing, and a new upload would only add a record
+	// that cannot be cleaned up either, one per pass for as long as an
+	// outage lasts.
+	cleaned := true
+	for _, rec := range InterruptedDeletes(remote) {
+		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+			m.bucketFailed(err)
+			logger.Debug("interrupted remote delete still failing; uploads wait", "segment", rec.SegmentID, "err", err)
+			cleaned = false
+			break
+		}
+		m.bucketOK()
+	}
+	plan := UploadPlan(local, remote, hw)
+	if !cleaned {
+		plan = nil
+	}
+	for _, seg := range plan {
 		if ctx.Err() != nil {
 			return
 		}
@@ -36,19 +55,28 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		}
 		if _, err := m.upload(ctx, t, seg, prefix); err != nil {
 			m.stats.uploadFailures.Add(1)
-			logger.Warn("segment upload failed; local segments kept", "base_offset", seg.BaseOffset, "err", err)
+			if m.bucketFailed(err) {
+				logger.Debug("segment upload failed; local segments kept", "base_offset", seg.BaseOffset, "err", err)
+			} else {
+				logger.Warn("segment upload failed; local segments kept", "base_offset", seg.BaseOffset, "err", err)
+			}
 			break // later segments wait: uploads go in offset order
 		}
+		m.bucketOK()
 		m.stats.segmentsUploaded.Add(1)
 	}
 	remote = m.meta.ListRemoteSegments(t.id, p)
 	tc := t.rep.Config()
-	for _, rec := range RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes)) {
-		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
-			logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
-			break
+	if cleaned {
+		for _, rec := range RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes)) {
+			if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+				if !m.bucketFailed(err) {
+					logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
+				}
+				break
+			}
+			m.stats.remoteDeleted.Add(1)
 		}
-		m.stats.remoteDeleted.Add(1)
 	}
 	if reconcile {
 		m.reconcilePartition(ctx, t, prefix, logger)
@@ -62,6 +90,18 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	if err := t.rep.ApplyRetention(m.now()); err != nil {
 		logger.Warn("local retention failed", "err", err)
 	}
+}
+
+// InterruptedDeletes returns the records in DeleteStarted or
+// DeleteFinished, in offset order: deletes to finish before anything else.
+func InterruptedDeletes(remote []controlplane.RemoteSegment) []controlplane.RemoteSegment {
+	var out []controlplane.RemoteSegment
+	for _, r := range remote {
+		if r.State == controlplane.DeleteStarted || r.State == controlplane.DeleteFinished {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // UploadPlan returns the closed, non-empty local segments below the high

@@ -17,6 +17,11 @@ import (
 // (truncation or retention); the upload is abandoned and retried later.
 var ErrSegmentGone = errors.New("tiering: local segment file is gone")
 
+// ErrBucket marks a failed bucket request of an upload or a remote delete
+// (as opposed to a metadata write or a local file): while they fail the
+// bucket counts as unreachable (Stats.BucketUnreachable).
+var ErrBucket = errors.New("tiering: bucket request failed")
+
 // target is one partition this node leads, as the manager sees it in one pass.
 type target struct {
 	rep   *partition.Replica
@@ -129,7 +134,10 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 
 func (m *Manager) put(ctx context.Context, o object) error {
 	if o.data != nil {
-		return m.bucket.Put(ctx, o.key, bytes.NewReader(o.data), o.size)
+		if err := m.bucket.Put(ctx, o.key, bytes.NewReader(o.data), o.size); err != nil {
+			return fmt.Errorf("%w: %w", ErrBucket, err)
+		}
+		return nil
 	}
 	f, err := os.Open(o.path)
 	if err != nil {
@@ -137,7 +145,12 @@ func (m *Manager) put(ctx context.Context, o object) error {
 	}
 	defer f.Close()
 	// A closed segment does not change; read exactly the size recorded.
-	return m.bucket.Put(ctx, o.key, io.LimitReader(f, o.size), o.size)
+	// A SectionReader seeks, so that objstore.WithRetries can retry the Put
+	// (an io.LimitReader got one attempt).
+	if err := m.bucket.Put(ctx, o.key, io.NewSectionReader(f, 0, o.size), o.size); err != nil {
+		return fmt.Errorf("%w: %w", ErrBucket, err)
+	}
+	return nil
 }
 
 // abandon cleans up a failed upload at once if it can (best effort).
@@ -162,7 +175,7 @@ func (m *Manager) deleteRemote(ctx context.Context, epoch int32, rec controlplan
 	if rec.State == controlplane.DeleteStarted {
 		for _, k := range rec.Objects {
 			if err := m.bucket.Delete(ctx, k); err != nil {
-				return fmt.Errorf("tiering: delete %s: %w", k, err)
+				return fmt.Errorf("%w: delete %s: %w", ErrBucket, k, err)
 			}
 		}
 		rec.State, rec.LeaderEpoch = controlplane.DeleteFinished, max(rec.LeaderEpoch, epoch)

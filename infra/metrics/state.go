@@ -45,6 +45,7 @@ type TieringCounters struct {
 	OrphansDeleted        uint64
 	Passes                uint64
 	DiskFull              bool
+	BucketUnreachable     bool
 }
 
 // ColdReadCounters are the cold reader's totals since the node started.
@@ -95,6 +96,8 @@ var (
 	descPasses   = desc("shale_tiering_passes_total", "Tiering passes run.")
 	descDiskFull = desc("shale_tiering_disk_full",
 		"1 while the data disk is above its high watermark and local retention runs early.")
+	descBucketUnreachable = desc("shale_tiering_bucket_unreachable",
+		"1 while the bucket fails the tiering loop's requests: uploads wait and local segments are kept.")
 
 	descRemoteFetchBytes = desc("kafka_server_brokertopicmetrics_remote_fetch_bytes_total",
 		"Record batch bytes read from remote segments for fetches (KIP-405 RemoteFetchBytesPerSec).")
@@ -118,7 +121,7 @@ var (
 var allStateDescs = []*prometheus.Desc{
 	descActiveController, descUnderReplicated, descOffline,
 	descCopyLagBytes, descCopyLagSegments, descRemoteLogSize, descRemoteSegments,
-	descCopyBytes, descCopyRequests, descCopyErrors, descDeleteRequests, descOrphans, descPasses, descDiskFull,
+	descCopyBytes, descCopyRequests, descCopyErrors, descDeleteRequests, descOrphans, descPasses, descDiskFull, descBucketUnreachable,
 	descRemoteFetchBytes, descRemoteFetchErrors, descChunkHits, descChunkMisses, descChunkHitRatio, descCacheBytes,
 	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
 }
@@ -159,6 +162,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descOrphans, float64(t.OrphansDeleted))
 		counter(descPasses, float64(t.Passes))
 		gauge(descDiskFull, boolValue(t.DiskFull))
+		gauge(descBucketUnreachable, boolValue(t.BucketUnreachable))
 	}
 	if r := st.ColdRead; r != nil {
 		counter(descRemoteFetchBytes, float64(r.RemoteFetchBytes))

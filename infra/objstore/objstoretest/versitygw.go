@@ -31,6 +31,9 @@ type S3Server struct {
 
 	mu   sync.Mutex
 	next int
+	bin  string
+	addr string
+	stop func() // kills the running process; nil while stopped
 }
 
 // VersityGWPath finds the versitygw binary: $SHALE_VERSITYGW, then bin/ at
@@ -88,12 +91,22 @@ func startVersity(t testing.TB, bin, dir string) (*S3Server, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	s := &S3Server{Endpoint: "http://" + addr, Dir: dir, bin: bin, addr: addr}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	t.Cleanup(s.Stop)
+	return s, nil
+}
+
+// run starts the process on s.addr and waits until it listens.
+func (s *S3Server) run() error {
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
-		"--port", addr, "--quiet", "posix", dir)
+	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
+		"--port", s.addr, "--quiet", "posix", s.Dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -105,26 +118,55 @@ func startVersity(t testing.TB, bin, dir string) (*S3Server, error) {
 	for {
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("versitygw exited: %v: %s", err, out.String())
+			return fmt.Errorf("versitygw exited: %v: %s", err, out.String())
 		default:
 		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("tcp", s.addr, time.Second)
 		if err == nil {
 			c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("versitygw did not listen on %s within 30s: %s", addr, out.String())
+			return fmt.Errorf("versitygw did not listen on %s within 30s: %s", s.addr, out.String())
 		}
 		select { // poll, but wake at once if the process dies
 		case err := <-exited:
-			return nil, fmt.Errorf("versitygw exited: %v: %s", err, out.String())
+			return fmt.Errorf("versitygw exited: %v: %s", err, out.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Cleanup(stop)
-	return &S3Server{Endpoint: "http://" + addr, Dir: dir}, nil
+	s.mu.Lock()
+	s.stop = stop
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop kills the server process (an S3 outage: connections are refused)
+// and waits for it to exit. Idempotent; the data stays in Dir.
+func (s *S3Server) Stop() {
+	s.mu.Lock()
+	stop := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// Restart starts a stopped server again on the same address and Dir, and
+// returns once it listens (the port can be taken meanwhile: then it fails
+// the test).
+func (s *S3Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	var err error
+	for range 3 {
+		if err = s.run(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("restart versitygw on %s: %v", s.addr, err)
 }
 
 // CreateBucket makes a bucket by creating its directory under the posix
