@@ -126,7 +126,6 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 			"--nats", strings.Join(urls, ","), "--nats-replicas", fmt.Sprint(len(c.nats)),
 			"--broker-session-timeout", cfg.Session.String(), "--controller-lease", cfg.Session.String(),
 			"--replica-lag-time-max", "3s",
-			"--default-replication-factor", "3", // the offsets topic's replication factor on today's code
 			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style=true",
 			"--s3-request-timeout", "5s",
 			"--tiering-interval", "500ms", "--remote-orphan-grace", cfg.OrphanGrace.String(),

@@ -231,12 +231,17 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 			return nil, "", err
 		}
 		return f.nodeFault(e.Kind, n)
-	case KillCoordinator:
+	case KillCoordinator, WipeCoordinator:
 		n, err := f.coordinator(ctx)
 		if err != nil {
 			return nil, "", err
 		}
+		if e.Kind == WipeCoordinator {
+			return f.nodeFault(Wipe, n)
+		}
 		return f.nodeFault(Kill, n)
+	case WipeLastISR:
+		return f.wipeLastISR(ctx, e)
 	case Rolling:
 		for _, n := range c.Nodes {
 			if err := n.Terminate(20 * time.Second); err != nil {
@@ -348,6 +353,66 @@ func (f *faulter) nodeFault(k FaultKind, n *Node) (func() error, string, error) 
 	return nil, n.Name, fmt.Errorf("not a node fault: %s", k)
 }
 
+// wipeLastISR is issue 15's node replacement of the last ISR member: of
+// one partition of the workload's first topic, kill its two followers,
+// wait until the ISR is the leader alone, kill the leader, delete its data
+// dir, start the followers, wait the window, start the old leader. Every
+// node is down for a moment (no acknowledged write can be lost: the
+// followers still hold every record acknowledged before the ISR shrank,
+// and none was acknowledged after, since min.insync.replicas=2).
+func (f *faulter) wipeLastISR(ctx context.Context, e Event) (func() error, string, error) {
+	st, err := f.state(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	tp := TP{f.topics[0], int32(e.Pick % 3)}
+	s, ok := st[tp]
+	if !ok || s.leader < 0 {
+		return nil, tp.String(), fmt.Errorf("%s: no leader", tp)
+	}
+	byID := map[int32]*Node{}
+	for _, n := range f.c.Nodes {
+		byID[n.ID] = n
+	}
+	leader := byID[s.leader]
+	var followers []*Node
+	for _, id := range s.replicas {
+		if id != s.leader {
+			followers = append(followers, byID[id])
+		}
+	}
+	target := fmt.Sprintf("%s leader %s", tp, leader.Name)
+	for _, n := range followers {
+		if err := n.Kill(); err != nil {
+			return nil, target, err
+		}
+	}
+	var last string
+	if !poll(20*time.Second, 250*time.Millisecond, func() bool {
+		st, err := f.state(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("isr %v", st[tp].isr)
+		return slices.Equal(st[tp].isr, []int32{leader.ID})
+	}) {
+		f.rec.logf("wipe-last-isr: %s: the ISR did not shrink to the leader alone (%s); going on", tp, last)
+	}
+	if err := leader.Kill(); err != nil {
+		return nil, target, err
+	}
+	if err := os.RemoveAll(leader.Dir); err != nil {
+		return nil, target, err
+	}
+	for _, n := range followers {
+		if err := f.restart(n); err != nil {
+			return nil, target, err
+		}
+	}
+	return func() error { return f.restart(leader) }, target, nil
+}
+
 // coordinator is the node leading the group's offsets partition.
 func (f *faulter) coordinator(ctx context.Context) (*Node, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -416,7 +481,14 @@ func (f *faulter) reassign(ctx context.Context, pick int) (func() error, string,
 	if err := alter(next); err != nil {
 		return nil, target, err
 	}
-	return func() error { return alter(old) }, target, nil
+	back := func() error {
+		// A replica of the old set may be down (a node fault of the
+		// other track) and then refused: try again for a while.
+		var err error
+		poll(30*time.Second, time.Second, func() bool { err = alter(old); return err == nil })
+		return err
+	}
+	return back, target, nil
 }
 
 // healAll undoes whatever is still applied: every node and NATS server

@@ -168,7 +168,10 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); gc.run(cctx) }()
-	go func() { defer wg.Done(); watchCommits(cctx, c.seeds(), groupName, rec, 500*time.Millisecond) }()
+	go func() {
+		defer wg.Done()
+		watchCommits(cctx, c.seeds(), groupName, topics[0].name, rec, 200*time.Millisecond)
+	}()
 	defer wg.Wait()
 
 	// Warm-up: some acknowledged records first.

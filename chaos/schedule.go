@@ -17,8 +17,10 @@ type FaultKind string
 const (
 	Kill            FaultKind = "kill"             // kill -9 a node, restart it after the window
 	KillCoordinator FaultKind = "kill-coordinator" // kill -9 the node leading the group's __consumer_offsets partition
+	WipeCoordinator FaultKind = "wipe-coordinator" // kill -9 the group coordinator's node, delete its data dir, restart it
 	Pause           FaultKind = "pause"            // SIGSTOP a node (all threads stopped), SIGCONT after the window
 	Wipe            FaultKind = "wipe"             // kill -9 a node, delete its data dir, restart it (node replacement)
+	WipeLastISR     FaultKind = "wipe-last-isr"    // kill a partition's followers, then its leader; wipe the leader; start the followers, then it
 	Rolling         FaultKind = "rolling"          // SIGTERM and restart every node in turn
 	PartNode        FaultKind = "partition-node"   // drop packets between a node and its peers (iptables)
 	PartNATS        FaultKind = "partition-nats"   // drop packets between a node and NATS (iptables)
@@ -34,7 +36,7 @@ const (
 
 func (k FaultKind) track() string {
 	switch k {
-	case Kill, KillCoordinator, Pause, Wipe, Rolling, PartNode, PartNATS, PartS3:
+	case Kill, KillCoordinator, WipeCoordinator, Pause, Wipe, WipeLastISR, Rolling, PartNode, PartNATS, PartS3:
 		return "node"
 	case Reassign, Elect:
 		return "ops"
@@ -65,8 +67,9 @@ var Schedules = []Schedule{
 		Kinds: []FaultKind{Kill, Pause, Rolling, S3Errors, S3Latency, S3Pause, Elect}, Nodes: 3, NoLoss: true},
 	{Name: "kills", About: "kill -9 and SIGSTOP of single nodes", Kinds: []FaultKind{Kill, Pause}, Nodes: 3, NoLoss: true},
 	{Name: "wipe", About: "node replacement: kill -9, data dir deleted, restart; and kills", Kinds: []FaultKind{Wipe, Kill}, Nodes: 3, NoLoss: true},
+	{Name: "wipe-last-isr", About: "node replacement of a partition's last ISR member (every node down for a moment; issue 15 item 2)", Kinds: []FaultKind{WipeLastISR}, Nodes: 3, NoLoss: true},
 	{Name: "reassign", About: "partition reassignments to a fourth node and back, preferred elections, kills", Kinds: []FaultKind{Reassign, Elect, Kill}, Nodes: 4, NoLoss: true},
-	{Name: "coordinator", About: "kill -9 of the group coordinator's node", Kinds: []FaultKind{KillCoordinator}, Nodes: 3, NoLoss: true},
+	{Name: "coordinator", About: "kill -9 of the group coordinator's node, and its replacement (data dir wiped)", Kinds: []FaultKind{KillCoordinator, WipeCoordinator}, Nodes: 3, NoLoss: true},
 	{Name: "tiered", About: "S3 outages (paused server, 5xx, latency, a node cut from S3) and kills under the tiered workload", Kinds: []FaultKind{S3Pause, S3Errors, S3Latency, PartS3, Kill}, Nodes: 3, NoLoss: true},
 	{Name: "nats", About: "a 3-server NATS cluster: a NATS server killed, all paused, a node cut from NATS", Kinds: []FaultKind{NATSKill, NATSPause, PartNATS}, Nodes: 3, NATSCluster: true, NoLoss: true},
 	{Name: "network", About: "network partitions: a node cut from its peers, from NATS, from S3 (iptables)", Kinds: []FaultKind{PartNode, PartNATS, PartS3}, Nodes: 3, NoLoss: true},

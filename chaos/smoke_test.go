@@ -10,6 +10,12 @@ import (
 	"github.com/shale-io/shale/internal/proctest"
 )
 
+// make test's chaos run.
+const (
+	smokeSeed     = 7
+	smokeDuration = 40 * time.Second
+)
+
 // TestMain lets this test binary serve as the suite's NATS child process
 // (MaybeRunChild), as cmd/shale-chaos does.
 func TestMain(m *testing.M) {
@@ -19,7 +25,7 @@ func TestMain(m *testing.M) {
 
 // TestSmokeSchedule is make test's chaos run: the smoke schedule (kill -9
 // and restart, SIGSTOP/SIGCONT, a rolling restart, S3 5xx, latency and a
-// paused S3 server, preferred-leader elections) for 50 s with a fixed
+// paused S3 server, preferred-leader elections) for 40 s with a fixed
 // seed, on three shale processes, one NATS server and versitygw. Any
 // violation fails it; so does a run in which the faults did not happen or
 // the workload did not get through.
@@ -39,7 +45,7 @@ func TestSmokeSchedule(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	v, err := Run(ctx, Config{Schedule: "smoke", Seed: 7, Duration: 50 * time.Second, Out: out,
+	v, err := Run(ctx, Config{Schedule: "smoke", Seed: smokeSeed, Duration: smokeDuration, Out: out,
 		Shale: bin, VersityGW: vgw, Self: self, Log: testWriter{t}})
 	if err != nil {
 		t.Fatalf("run: %v (files in %s)", err, out)

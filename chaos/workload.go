@@ -228,9 +228,12 @@ func (g *groupConsumer) run(ctx context.Context) {
 	}
 }
 
-// watchCommits asks the group's committed offsets every interval (one
-// request at a time, each stamped with when it was sent) until ctx ends.
-func watchCommits(ctx context.Context, seeds []string, group string, rec *recorder, interval time.Duration) {
+// watchCommits asks the group's committed offsets of every partition of
+// topic every interval (one request at a time, each stamped with when it
+// was sent and answered) until ctx ends. A partition without a committed
+// offset is recorded as -1: a group whose commits vanish (a coordinator
+// that lost its __consumer_offsets partition) is an OFFSET-REGRESSION.
+func watchCommits(ctx context.Context, seeds []string, group, topic string, rec *recorder, interval time.Duration) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(3*time.Second))
 	if err != nil {
 		return
@@ -247,14 +250,14 @@ func watchCommits(ctx context.Context, seeds []string, group string, rec *record
 		}
 		sent := rec.since()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := adm.FetchOffsets(rctx, group)
+		resp, err := adm.FetchOffsetsForTopics(rctx, group, topic)
 		cancel()
 		at := rec.since()
 		if err != nil {
 			continue
 		}
 		resp.Each(func(o kadm.OffsetResponse) {
-			if o.Err == nil && o.At >= 0 {
+			if o.Err == nil {
 				rec.commit(Commit{Group: group, TP: TP{o.Topic, o.Partition}, Offset: o.At, Source: "fetch", Sent: sent, At: at}, "")
 			}
 		})
