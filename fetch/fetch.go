@@ -67,7 +67,7 @@ type ConsumeObserver interface {
 // RegisterFetch serves Fetch on reg. Options: WithRemote, WithRemoteMinWait.
 func RegisterFetch(reg *kafka.Registry, leaders partition.Leaders, obs ConsumeObserver, log *slog.Logger, opts ...Option) {
 	h := &fetchHandler{leaders: leaders, obs: obs, log: log, opts: buildOptions(opts)}
-	reg.Register(1, 4, 12, h.handle)
+	reg.Register(kmsg.Fetch, 4, 12, h.handle)
 }
 
 type fetchHandler struct {

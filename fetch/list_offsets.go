@@ -33,7 +33,7 @@ import (
 // RegisterListOffsets serves ListOffsets on reg. Options: WithRemote.
 func RegisterListOffsets(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
 	h := &listOffsetsHandler{leaders: leaders, log: log, remote: buildOptions(opts).remote}
-	reg.Register(2, 1, 9, h.handle)
+	reg.Register(kmsg.ListOffsets, 1, 9, h.handle)
 }
 
 type listOffsetsHandler struct {

@@ -29,7 +29,7 @@ import (
 
 // RegisterOffsetForLeaderEpoch serves OffsetForLeaderEpoch on reg.
 func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger) {
-	reg.Register(23, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	reg.Register(kmsg.OffsetForLeaderEpoch, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 		resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 		for _, t := range r.Topics {

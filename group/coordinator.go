@@ -126,17 +126,17 @@ func New(cfg Config, leaders partition.Leaders, cluster Cluster) *Coordinator {
 
 // Register serves the group APIs on reg.
 func (c *Coordinator) Register(reg *kafka.Registry) {
-	reg.Register(10, 0, 4, c.handleFindCoordinator)
-	reg.Register(11, 0, 9, c.handleJoinGroup)
-	reg.Register(14, 0, 5, c.handleSyncGroup)
-	reg.Register(12, 0, 4, c.handleHeartbeat)
-	reg.Register(13, 0, 5, c.handleLeaveGroup)
-	reg.Register(8, 0, 8, c.handleOffsetCommit)
-	reg.Register(9, 0, 8, c.handleOffsetFetch)
-	reg.Register(47, 0, 0, c.handleOffsetDelete)
-	reg.Register(16, 0, 4, c.handleListGroups)
-	reg.Register(15, 0, 5, c.handleDescribeGroups)
-	reg.Register(42, 0, 2, c.handleDeleteGroups)
+	reg.Register(kmsg.FindCoordinator, 0, 4, c.handleFindCoordinator)
+	reg.Register(kmsg.JoinGroup, 0, 9, c.handleJoinGroup)
+	reg.Register(kmsg.SyncGroup, 0, 5, c.handleSyncGroup)
+	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)
+	reg.Register(kmsg.LeaveGroup, 0, 5, c.handleLeaveGroup)
+	reg.Register(kmsg.OffsetCommit, 0, 8, c.handleOffsetCommit)
+	reg.Register(kmsg.OffsetFetch, 0, 8, c.handleOffsetFetch)
+	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
+	reg.Register(kmsg.ListGroups, 0, 4, c.handleListGroups)
+	reg.Register(kmsg.DescribeGroups, 0, 5, c.handleDescribeGroups)
+	reg.Register(kmsg.DeleteGroups, 0, 2, c.handleDeleteGroups)
 }
 
 // Close stops every group (held requests are answered NOT_COORDINATOR) and

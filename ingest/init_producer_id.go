@@ -29,7 +29,7 @@ type ProducerIDs interface {
 
 // RegisterInitProducerID serves InitProducerID on reg.
 func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, log *slog.Logger) {
-	reg.Register(22, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	reg.Register(kmsg.InitProducerID, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1

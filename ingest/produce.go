@@ -37,7 +37,7 @@ type ProduceObserver interface {
 // RegisterProduce serves Produce on reg.
 func RegisterProduce(reg *kafka.Registry, leaders partition.Leaders, obs ProduceObserver, log *slog.Logger) {
 	h := &produceHandler{leaders: leaders, obs: obs, log: log}
-	reg.Register(0, 3, 11, h.handle)
+	reg.Register(kmsg.Produce, 3, 11, h.handle)
 }
 
 type produceHandler struct {

@@ -1,6 +1,6 @@
 package kafka
 
-// ApiVersions: v0-4
+// ApiVersions (key 18), versions 0-4.
 //
 // Behaviour:
 // * Answers the API keys and version ranges of the Registry, computed from
@@ -28,8 +28,8 @@ import (
 )
 
 const (
-	apiVersionsKey        int16 = 18
-	apiVersionsMaxVersion int16 = 4
+	apiVersionsKey        = int16(kmsg.ApiVersions)
+	apiVersionsMaxVersion = int16(4)
 )
 
 func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, error) {

@@ -16,16 +16,16 @@ import (
 // and handlers that misbehave on Heartbeat (panic) and LeaveGroup (error,
 // or an invalid reply).
 func registerBadInputHandlers(reg *Registry) {
-	reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+	reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 		return Reply{Response: metadataReply(req, "h", 1)}, nil
 	})
-	reg.Register(10, 1, 2, func(_ context.Context, req *Request) (Reply, error) {
+	reg.Register(kmsg.FindCoordinator, 1, 2, func(_ context.Context, req *Request) (Reply, error) {
 		return Reply{Response: req.Msg.ResponseKind()}, nil
 	})
-	reg.Register(12, 0, 4, func(context.Context, *Request) (Reply, error) {
+	reg.Register(kmsg.Heartbeat, 0, 4, func(context.Context, *Request) (Reply, error) {
 		panic("heartbeat handler exploded")
 	})
-	reg.Register(13, 0, 5, func(_ context.Context, req *Request) (Reply, error) {
+	reg.Register(kmsg.LeaveGroup, 0, 5, func(_ context.Context, req *Request) (Reply, error) {
 		switch req.CorrelationID {
 		case 1:
 			return Reply{}, errors.New("leave group store failed")
@@ -215,16 +215,16 @@ func TestRegisterRejectsMisuse(t *testing.T) {
 	h := func(context.Context, *Request) (Reply, error) { return Reply{NoResponse: true}, nil }
 	for _, tc := range []struct {
 		name     string
-		key      int16
+		key      kmsg.Key
 		min, max int16
 		h        Handler
 	}{
 		{"unknown key", 9999, 0, 0, h},
-		{"nil handler", 3, 0, 1, nil},
-		{"inverted range", 3, 2, 1, h},
-		{"negative version", 3, -1, 1, h},
-		{"beyond kmsg", 3, 0, 99, h},
-		{"twice", 18, 0, 1, h},
+		{"nil handler", kmsg.Metadata, 0, 1, nil},
+		{"inverted range", kmsg.Metadata, 2, 1, h},
+		{"negative version", kmsg.Metadata, -1, 1, h},
+		{"beyond kmsg", kmsg.Metadata, 0, 99, h},
+		{"twice", kmsg.ApiVersions, 0, 1, h},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

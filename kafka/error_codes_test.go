@@ -79,7 +79,9 @@ func TestErrorTableRejectsMisuse(t *testing.T) {
 	for name, build := range map[string]func(){
 		"nil error": func() { NewErrorTable(Translation{Kafka: kerr.NotLeaderForPartition}) },
 		"nil kafka": func() { NewErrorTable(Translation{Err: errA}) },
-		"twice":     func() { NewErrorTable(Translation{errA, kerr.NotLeaderForPartition}, Translation{errA, kerr.NotCoordinator}) },
+		"twice": func() {
+			NewErrorTable(Translation{errA, kerr.NotLeaderForPartition}, Translation{errA, kerr.NotCoordinator})
+		},
 		"twice with": func() {
 			NewErrorTable(Translation{errA, kerr.NotLeaderForPartition}).With(Translation{errA, kerr.NotCoordinator})
 		},

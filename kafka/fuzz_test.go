@@ -19,7 +19,7 @@ func fuzzRegistry() *Registry {
 	h := func(context.Context, *Request) (Reply, error) { return Reply{NoResponse: true}, nil }
 	for key := int16(0); key < 2000; key++ {
 		if r := kmsg.RequestForKey(key); r != nil && key != apiVersionsKey {
-			reg.Register(key, 0, r.MaxVersion(), h)
+			reg.Register(kmsg.Key(key), 0, r.MaxVersion(), h)
 		}
 	}
 	return reg

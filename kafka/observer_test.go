@@ -58,10 +58,10 @@ func TestRequestObserver(t *testing.T) {
 	obs := &recordingObserver{}
 	errBoom := errors.New("boom")
 	ts := startServer(t, ServerConfig{Observer: obs}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			return Reply{Response: metadataReply(req, "h", 1)}, nil
 		})
-		reg.Register(32, 0, 4, func(context.Context, *Request) (Reply, error) { return Reply{}, errBoom })
+		reg.Register(kmsg.DescribeConfigs, 0, 4, func(context.Context, *Request) (Reply, error) { return Reply{}, errBoom })
 	})
 	c := dialRaw(t, ts.addr)
 	c.roundTrip(1)

@@ -34,16 +34,20 @@ type registration struct {
 func NewRegistry() *Registry {
 	r := &Registry{}
 	r.snap.Store(&registrySnapshot{})
-	r.Register(apiVersionsKey, 0, apiVersionsMaxVersion, r.handleApiVersions)
+	r.Register(kmsg.ApiVersions, 0, apiVersionsMaxVersion, r.handleApiVersions)
 	return r
 }
 
-// Register serves key at versions minVersion..maxVersion with h.
+// Register serves key at versions minVersion..maxVersion with h. Name the
+// key (kmsg.Produce), and say in a block at the top of the handler's file
+// which versions it serves and how each behaves; docs/node.md lists them, and
+// a test checks that the three agree.
 //
 // It panics, as a broken program invariant, when key is unknown to kmsg, the
 // range is empty, negative or beyond what kmsg can decode, h is nil, or key
 // is already registered.
-func (r *Registry) Register(key int16, minVersion, maxVersion int16, h Handler) {
+func (r *Registry) Register(api kmsg.Key, minVersion, maxVersion int16, h Handler) {
+	key := api.Int16()
 	proto := kmsg.RequestForKey(key)
 	switch {
 	case proto == nil:

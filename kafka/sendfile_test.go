@@ -105,7 +105,7 @@ func span(corr int32) (off int64, n int) {
 }
 
 func (fx *sendFileFixture) register(reg *Registry) {
-	reg.Register(1, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
+	reg.Register(kmsg.Fetch, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
 		off, n := span(req.CorrelationID)
 		body := &fileBody{prefix: []byte("head"), suffix: []byte("tail"), f: fx.f, off: off, n: n}
 		switch req.ClientID {

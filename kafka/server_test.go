@@ -20,7 +20,7 @@ func TestKgoClient(t *testing.T) {
 	var host string
 	var port int32
 	ts := startServer(t, ServerConfig{}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			return Reply{Response: metadataReply(req, host, port)}, nil
 		})
 	})
@@ -78,7 +78,7 @@ func busyWork(n int) {
 func TestPipelining(t *testing.T) {
 	var active, maxActive, calls atomic.Int32
 	ts := startServer(t, ServerConfig{}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			n := active.Add(1)
 			defer active.Add(-1)
 			if n > maxActive.Load() {
@@ -135,7 +135,7 @@ func TestWaitOrder(t *testing.T) {
 	}
 	var handled atomic.Int32
 	ts := startServer(t, ServerConfig{ReadAhead: 8}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			handled.Add(1)
 			i := req.CorrelationID
 			return Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
@@ -168,7 +168,7 @@ func TestWaitOrder(t *testing.T) {
 // written for NoResponse, and the rest keep request order.
 func TestNoResponseOrder(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			switch req.CorrelationID % 3 {
 			case 0:
 				return Reply{NoResponse: true}, nil

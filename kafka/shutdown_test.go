@@ -15,7 +15,7 @@ import (
 // release is closed or its context ends (reported on cancelled).
 func blockingWaits(handled *atomic.Int32, release <-chan struct{}, cancelled chan<- error) func(*Registry) {
 	return func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			handled.Add(1)
 			return Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 				select {

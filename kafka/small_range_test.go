@@ -20,7 +20,7 @@ func smallSpan(corr int32) (off int64, n int) {
 func TestSendFileSmallRangesAreCopied(t *testing.T) {
 	fx := newSendFileFixture(t)
 	ts := startServer(t, ServerConfig{}, func(reg *Registry) {
-		reg.Register(1, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Fetch, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
 			off, n := smallSpan(req.CorrelationID)
 			if req.ClientID == "short-file" {
 				off = int64(len(fx.data)) - 10
@@ -74,7 +74,7 @@ func BenchmarkFileBodyRoundTrip(b *testing.B) {
 	for _, kind := range []string{"file", "memory"} {
 		b.Run(kind, func(b *testing.B) {
 			ts := startServer(b, ServerConfig{}, func(reg *Registry) {
-				reg.Register(1, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
+				reg.Register(kmsg.Fetch, 4, 16, func(_ context.Context, req *Request) (Reply, error) {
 					if kind == "memory" {
 						return Reply{Body: memBody{fx.data[4096 : 4096+n+1]}}, nil
 					}

@@ -84,7 +84,7 @@ func TestRequestStages(t *testing.T) {
 	handlerIn, handlerGo := make(chan struct{}), make(chan struct{})
 	waitIn, waitGo := make(chan struct{}), make(chan struct{})
 	ts := startServer(t, ServerConfig{Observer: obs}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			switch req.CorrelationID {
 			case 2: // the handler blocks until the test lets it go
 				close(handlerIn)
@@ -263,7 +263,7 @@ func TestRequestStagesHandlerWait(t *testing.T) {
 		mu.Unlock()
 	}
 	ts := startServer(t, ServerConfig{Observer: obs}, func(reg *Registry) {
-		reg.Register(3, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
+		reg.Register(kmsg.Metadata, 0, 12, func(_ context.Context, req *Request) (Reply, error) {
 			switch req.CorrelationID {
 			case 1: // waits until the test lets it go, and reports the wait
 				from := time.Now()
