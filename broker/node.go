@@ -299,10 +299,11 @@ func (n *Node) flushLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			for _, rep := range n.replicas.All() {
-				if err := rep.MaybeFlush(); err != nil {
+				if err := rep.MaybeFlush(); err != nil && rep.LogErr() == nil {
 					n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 				}
 			}
+			n.moveAwayFromOfflineLogs(ctx)
 		}
 	}
 }

@@ -309,6 +309,9 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	if r.diskFull.Load() {
 		return AppendResult{}, ErrDiskFull
 	}
+	if err := r.log.Err(); err != nil {
+		return AppendResult{}, err // offline: not even a duplicate is acknowledged
+	}
 	h, err := batch.Validate(records, int(tc.Int64(config.MaxMessageBytes)))
 	if err != nil {
 		if errors.Is(err, batch.ErrCorrupt) && len(records) > batch.HeaderSize {
@@ -373,18 +376,24 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 			LogStartOffset: r.LogStartOffset(), Duplicate: true, LeaderEpoch: epoch}, nil
 	}
 	info, err := r.log.Append(records, epoch)
-	if err != nil {
-		return AppendResult{}, err
-	}
+	// A batch that landed is in producer state whatever the append
+	// answers (a flush that failed after the write): otherwise the
+	// producer's retry would be written again. It is also replicated
+	// from here, like any batch in the log.
 	for i := range info.Batches {
 		bi := &info.Batches[i]
 		h.BaseOffset = bi.BaseOffset
 		r.producers.Update(&h)
 	}
-	r.mu.Lock()
-	r.signalAppendLocked()
-	r.maybeAdvanceHWLocked()
-	r.mu.Unlock()
+	if len(info.Batches) > 0 {
+		r.mu.Lock()
+		r.signalAppendLocked()
+		r.maybeAdvanceHWLocked()
+		r.mu.Unlock()
+	}
+	if err != nil {
+		return AppendResult{}, err
+	}
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
 		LogStartOffset: r.LogStartOffset(), LeaderEpoch: epoch}, nil
 }
@@ -472,6 +481,12 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 	PruneSnapshots(r.dir, r.log.LogStartOffset())
 	return r.log.LogStartOffset(), nil
 }
+
+// LogErr is the log's sticky fsync error (wrapping segment.ErrSyncFailed),
+// or nil. Once set the log takes no more appends (KAFKA_STORAGE_ERROR, a
+// retriable code): the owner should move leadership away from this
+// replica.
+func (r *Replica) LogErr() error { return r.log.Err() }
 
 // MaybeFlush applies flush.ms (called periodically by the owner).
 func (r *Replica) MaybeFlush() error { return r.log.MaybeFlush() }

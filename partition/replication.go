@@ -3,7 +3,6 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -329,9 +328,9 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 		// segment's base: onRoll applies the batches below it first.
 		r.pending, r.pendingNext = records, -1
 		_, err := r.log.AppendAsFollower(records)
-		if err == nil {
-			r.applyPendingBelow(math.MaxInt64)
-		}
+		// What landed is in producer state even when the append then
+		// failed (a flush after the write).
+		r.applyPendingBelow(r.log.LogEndOffset())
 		r.pending = nil
 		if err != nil {
 			return err

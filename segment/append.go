@@ -34,13 +34,20 @@ type BatchInfo struct {
 // Base offsets and epochs are stamped into batches in place; the caller
 // keeps ownership of the slice. A batch larger than SegmentBytes is
 // ErrTooLarge; malformed headers fail the whole append before anything is
-// written. A disk error may leave part of the append written (the LEO says
-// how much). Every FlushMessages records, Append flushes.
+// written. A disk error may leave part of the append written: the
+// returned AppendInfo lists the batches that are in the log (the LEO says
+// the same), also beside an error. Every FlushMessages records, Append
+// flushes; a flush that fails after the write returns the whole
+// AppendInfo with the error (wrapping ErrSyncFailed). After an fsync
+// failure (Err) every append fails with it and writes nothing.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
 		return AppendInfo{}, ErrClosed
+	}
+	if err := l.flushErr(); err != nil {
+		return AppendInfo{}, err
 	}
 	next := l.mu.leo
 	n, err := l.checkBatches(batches, func(b []byte, h batch.Header) error {
@@ -58,12 +65,16 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 // AppendAsFollower appends batches fetched from the leader as they are:
 // offsets and leader epochs are kept. The first base offset must be the log
 // end offset and each batch must follow the previous one, else
-// ErrNonContiguous and nothing is written.
+// ErrNonContiguous and nothing is written. Errors after the write are as
+// for Append.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
 		return AppendInfo{}, ErrClosed
+	}
+	if err := l.flushErr(); err != nil {
+		return AppendInfo{}, err
 	}
 	next := l.mu.leo
 	n, err := l.checkBatches(batches, func(_ []byte, h batch.Header) error {

@@ -20,8 +20,9 @@ var (
 	// ErrTooLarge: a single batch does not fit in a segment or an index
 	// position.
 	ErrTooLarge = errors.New("segment: batch too large for a segment")
-	// ErrSyncFailed: the background fsync of a rolled segment failed. It
-	// is sticky: Flush, Close and every later roll return it, and the
-	// recovery point stays below that segment until the log is reopened.
+	// ErrSyncFailed: an fsync of the log failed (a flush, or the background
+	// fsync of a rolled segment). It is sticky: Flush, Close, every later
+	// roll and every later append return it, and the recovery point stays
+	// below the unsynced data until the log is reopened.
 	ErrSyncFailed = errors.New("segment: background fsync failed")
 )

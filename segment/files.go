@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // File names in a partition directory.
@@ -119,6 +120,31 @@ func readOffsetFile(dir, name string) (v int64, ok bool) {
 	return v, true
 }
 
-// fsync is (*os.File).Sync; the fuzz target swaps it for a no-op, since it
-// tests parsing, not durability, and fsync on a shared disk dominates its time.
-var fsync = (*os.File).Sync
+// fsync is (*os.File).Sync, after the fault SetFsyncFault installed; the
+// fuzz target swaps it for a no-op, since it tests parsing, not
+// durability, and fsync on a shared disk dominates its time.
+var fsync = func(f *os.File) error {
+	if fault := fsyncFault.Load(); fault != nil {
+		if err := (*fault)(f); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// fsyncFault is the fault SetFsyncFault installed, or nil.
+var fsyncFault atomic.Pointer[func(*os.File) error]
+
+// SetFsyncFault makes every fsync of this package (segment files,
+// indexes, checkpoints, directories) call fault first and fail with its
+// error when it returns one; nil removes it. It is a fault-injection seam
+// for tests of a failing disk (pebble's errorfs does this with a whole
+// filesystem), process-wide: a test that sets it must not run in parallel
+// with others, and removes it when done.
+func SetFsyncFault(fault func(f *os.File) error) {
+	if fault == nil {
+		fsyncFault.Store(nil)
+		return
+	}
+	fsyncFault.Store(&fault)
+}

@@ -1,5 +1,7 @@
 package segment
 
+import "fmt"
+
 // Flush fsyncs every segment up to the log end offset and records the
 // recovery point (the recovery-point file), so that a crash afterwards
 // re-checks only later data.
@@ -34,9 +36,12 @@ func (l *Log) MaybeFlush() error {
 
 // flushLocked fsyncs the segments not yet synced and writes the recovery
 // point. Rolled segments still queued for the background flusher are taken
-// back and synced here (after the flusher's current fsync, if any). A
-// background fsync failure is sticky: flushLocked returns it, since a
-// retried fsync may succeed after the kernel dropped the unwritten pages.
+// back and synced here (after the flusher's current fsync, if any). An
+// fsync failure, here or in the background, is sticky (Err): flushLocked
+// returns it from then on and the log takes no more appends, since a
+// retried fsync may succeed after the kernel dropped the unwritten pages
+// (PostgreSQL's fsyncgate), and acknowledging more would promise what the
+// disk may not hold.
 // REQUIRES: writer lock held.
 func (l *Log) flushLocked() error {
 	l.dropFlushes(nil)
@@ -49,14 +54,14 @@ func (l *Log) flushLocked() error {
 			continue
 		}
 		if err := s.sync(); err != nil {
-			return err
+			return l.failSync(fileName(s.base, logSuffix), err)
 		}
 		if s != segs[len(segs)-1] {
 			s.synced.Store(true)
 		}
 	}
 	if err := l.syncPendingDir(); err != nil {
-		return err
+		return l.failSync("directory", err)
 	}
 	l.w.unflushed = 0
 	l.w.lastFlush = l.cfg.Now()
@@ -65,3 +70,20 @@ func (l *Log) flushLocked() error {
 	}
 	return l.setRecoveryPoint(l.mu.leo)
 }
+
+// failSync records an fsync failure as the log's sticky error and returns
+// it (wrapping ErrSyncFailed).
+func (l *Log) failSync(what string, err error) error {
+	l.bg.mu.Lock()
+	defer l.bg.mu.Unlock()
+	if l.bg.err == nil {
+		l.bg.err = fmt.Errorf("%w: %s: %w", ErrSyncFailed, what, err)
+		l.logger.Error("fsync failed; the log takes no more appends", "file", what, "err", err)
+	}
+	return l.bg.err
+}
+
+// Err is the log's sticky fsync error (wrapping ErrSyncFailed), or nil.
+// Once set, appends fail with it until the log is reopened: the owner
+// should take the log offline (stop leading it).
+func (l *Log) Err() error { return l.flushErr() }

@@ -1,0 +1,86 @@
+package broker_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/segment"
+)
+
+// TestFsyncFailureMovesLeadership: on a topic with flush.messages=1 (every
+// append fsyncs), the leader's disk starts failing fsync. Its log goes
+// offline (no more appends, KAFKA_STORAGE_ERROR to producers), leadership
+// moves to another in-sync replica without waiting for a broker session
+// to expire, and the idempotent producer's record, retried there, is in
+// the partition exactly once.
+func TestFsyncFailureMovesLeadership(t *testing.T) {
+	const topic = "fsyncfail"
+	dir := t.TempDir()
+	nodes, _ := testnode.StartCluster(t, dir, 3, testnode.WithSession(30*time.Second))
+	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := ctxT(t, 120*time.Second)
+	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	one, two := "1", "2"
+	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"flush.messages": &one, "min.insync.replicas": &two}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	var leader int32
+	waitFor(t, 30*time.Second, "3 in-sync replicas", func() bool {
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		p := m.Topics[topic].Partitions[0]
+		leader = p.Leader
+		return p.Leader > 0 && len(p.ISR) == 3
+	})
+	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The leader's disk fails every fsync of this partition from now on.
+	bad := filepath.Join(dir, "node", string(rune('a'+leader-1))) + string(filepath.Separator)
+	injected := errors.New("injected EIO")
+	segment.SetFsyncFault(func(f *os.File) error {
+		if strings.HasPrefix(f.Name(), bad) && strings.Contains(f.Name(), topic) {
+			return injected
+		}
+		return nil
+	})
+	t.Cleanup(func() { segment.SetFsyncFault(nil) })
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
+		t.Fatalf("produce while the leader's fsync fails: %v (the client retries until another replica leads)", err)
+	}
+	m, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Topics[topic].Partitions[0]; p.Leader == leader || p.Leader < 1 {
+		t.Fatalf("leader %d after node %d's fsync failed", p.Leader, leader)
+	}
+	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	for seen["during"] == 0 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("records read: %v", seen)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	if seen["before"] != 1 || seen["during"] != 1 {
+		t.Fatalf("records read back: %v, want each once", seen)
+	}
+}
