@@ -190,3 +190,36 @@ func ExampleAdmin_ResetGroupOffsets() {
 	// partition 0: 4 partition 1: 6 total: 10
 	// retention.ms: 86400000
 }
+
+func ExampleAdmin_PlanOffsetReset() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, _ := sdk.NewAdmin(sdk.WithSeeds(seed))
+	defer admin.Close()
+	admin.CreateTopic(ctx, "ex-moves", 1, 1, nil)
+	p, _ := sdk.NewProducer(sdk.WithSeeds(seed))
+	defer p.Close(ctx)
+	for i := range 5 {
+		p.SendSync(ctx, &sdk.Record{Topic: "ex-moves", Value: fmt.Appendf(nil, "event %d", i)})
+	}
+	// "-2" as an operator would type it: the last two records.
+	pos, err := sdk.ParsePosition("-2")
+	if err != nil {
+		panic(err)
+	}
+	plan, err := admin.PlanOffsetReset(ctx, "ex-movers", pos, []string{"ex-moves"})
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range plan { // a dry run: nothing is committed yet
+		fmt.Printf("%s/%d: %d -> %d, lag %d\n", m.Topic, m.Partition, m.Old, m.New, m.Lag)
+	}
+	if err := admin.CommitOffsetReset(ctx, "ex-movers", plan); err != nil {
+		panic(err)
+	}
+	committed, _ := admin.CommittedOffsets(ctx, "ex-movers")
+	fmt.Println("committed:", committed["ex-moves"][0])
+	// Output:
+	// ex-moves/0: -1 -> 3, lag 2
+	// committed: 3
+}
