@@ -314,11 +314,18 @@ func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
 // follower's high watermark to min(leader's, own log end). A replica that
 // leads refuses with ErrNotLeader and appends nothing: the answer is to a
 // fetch sent before it took the role, and its log now starts its own epoch.
+// Above the broker's disk_high_watermark (SetDiskFull) it refuses batches
+// with ErrDiskFull, appending nothing.
 func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
 	if r.IsLeader() {
 		return ErrNotLeader
+	}
+	if len(records) > 0 && r.diskFull.Load() {
+		// Past disk_high_watermark: as produce on a leader, refuse until
+		// retention and tiering free space (the fetcher retries later).
+		return ErrDiskFull
 	}
 	if len(records) > 0 {
 		if err := r.startAtLeaderBatchLocked(records); err != nil {

@@ -382,6 +382,13 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 					if errors.Is(err, partition.ErrNotLeader) {
 						continue
 					}
+					if errors.Is(err, partition.ErrDiskFull) {
+						// Past disk_high_watermark (logged by tiering): fetch
+						// again later; the leader drops this replica from
+						// the ISR meanwhile.
+						p.pausedUntil = time.Now().Add(time.Second)
+						continue
+					}
 					ft.log.Warn("follower append failed; checking for divergence", "topic", k.topic, "partition", k.partition, "err", err)
 					p.needTruncate = true
 					p.pausedUntil = time.Now().Add(200 * time.Millisecond) // no tight loop if it fails again
