@@ -6,13 +6,23 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
 
-// Log compaction (cleanup.policy=compact): the closed segments keep, for
-// each key, only the record with the key's latest offset in the whole log;
-// tombstones (a key with a null value) go too once their batch is older
-// than delete.retention.ms. Records without a key and control batches stay.
+// Log compaction (cleanup.policy=compact): the cleanable segments keep, for
+// each key, only the record with the key's latest offset below the first
+// uncleanable offset; tombstones (a key with a null value) go too once
+// their batch is older than delete.retention.ms.
+//
+// The first uncleanable offset is Kafka's: the smaller of the high
+// watermark and the active segment's base. Records at or above it decide
+// nothing and are never rewritten: above the high watermark a record may
+// still be truncated (a follower's divergent tail, a leader deposed before
+// replicating it), and dropping a committed value in favour of one that is
+// later truncated would leave the key with no value at all. The active
+// segment is never touched; a closed segment is cleaned only when it ends
+// at or below the first uncleanable offset. Records without a key and control batches stay.
 // Every batch keeps its base offset and offset span, even when all its
 // records go (an empty batch, as Kafka's cleaner leaves for producer
 // state), so offsets stay contiguous batch by batch and consumers skip the
@@ -22,8 +32,8 @@ import (
 // memory; larger ones are left for a streaming cleaner.
 const compactionLimit = 256 << 20
 
-// Compact cleans the closed segments of a compacted topic and returns how
-// many it rewrote.
+// Compact cleans the closed segments of a compacted topic that end at or
+// below the first uncleanable offset, and returns how many it rewrote.
 func (r *Replica) Compact(now time.Time) (int, error) {
 	tc := r.Config()
 	if !strings.Contains(tc.String(config.CleanupPolicy), "compact") {
@@ -33,14 +43,18 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 	if len(segs) < 2 {
 		return 0, nil
 	}
-	latest, err := r.latestOffsets()
+	limit := r.firstUncleanable(segs)
+	latest, err := r.latestOffsets(limit)
 	if err != nil {
 		return 0, err
 	}
 	horizon := now.UnixMilli() - tc.Int64(config.DeleteRetentionMs)
 	cleaned := 0
 	for _, s := range segs {
-		if s.Active || s.Size == 0 || s.Size > compactionLimit || s.BaseOffset < r.log.LogStartOffset() {
+		if s.Active || s.NextOffset > limit {
+			break // this and every later segment hold uncleanable offsets
+		}
+		if s.Size == 0 || s.Size > compactionLimit || s.BaseOffset < r.log.LogStartOffset() {
 			continue
 		}
 		b, err := r.log.ReadBytes(s.BaseOffset, int(s.Size), s.NextOffset, true)
@@ -62,11 +76,24 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 	return cleaned, nil
 }
 
-// latestOffsets maps every key in the log to the offset of its last record.
-func (r *Replica) latestOffsets() (map[string]int64, error) {
+// firstUncleanable is Kafka's first uncleanable offset: the high watermark
+// or the active segment's base, whichever is smaller.
+func (r *Replica) firstUncleanable(segs []segment.SegmentInfo) int64 {
+	limit := r.HighWatermark()
+	for _, s := range segs {
+		if s.Active {
+			limit = min(limit, s.BaseOffset)
+		}
+	}
+	return limit
+}
+
+// latestOffsets maps every key below limit to the offset of its last
+// record there.
+func (r *Replica) latestOffsets(limit int64) (map[string]int64, error) {
 	latest := map[string]int64{}
-	for off := r.log.LogStartOffset(); off < r.log.LogEndOffset(); {
-		b, err := r.log.ReadBytes(off, 8<<20, r.log.LogEndOffset(), true)
+	for off := r.log.LogStartOffset(); off < limit; {
+		b, err := r.log.ReadBytes(off, 8<<20, limit, true)
 		if err != nil {
 			return nil, err
 		}
@@ -76,8 +103,8 @@ func (r *Replica) latestOffsets() (map[string]int64, error) {
 		next := off
 		err = batch.Split(b, func(h *batch.Header, raw []byte) error {
 			next = h.NextOffset()
-			if h.Control() {
-				return nil
+			if h.Control() || h.LastOffset() >= limit {
+				return nil // a batch that reaches the limit decides nothing
 			}
 			return batch.ForEachRecord(raw, r.maxDecomp, func(rec *batch.Record) error {
 				if rec.Key != nil {

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -138,4 +139,102 @@ func TestCompaction(t *testing.T) {
 		t.Fatalf("leo after reopen %d, want %d", r.Log().LogEndOffset(), leo)
 	}
 	check(false)
+}
+
+// TestCompactionStopsAtHighWatermark: a leader whose high watermark cannot
+// advance (a follower in the ISR that does not fetch) holds a committed
+// value of key k in a closed segment and a newer value above the high
+// watermark. Compaction must keep the committed value: the newer one may
+// be truncated (here: it is, as a deposed leader cuts its divergent
+// tail), and the key must not be left without a value. Nothing at or
+// above the high watermark is rewritten. Before the fix the committed
+// value was dropped in favour of the uncommitted one, and after the
+// truncation k had no value.
+func TestCompactionStopsAtHighWatermark(t *testing.T) {
+	r := openTest(t, t.TempDir(), map[string]string{"cleanup.policy": "compact", "segment.bytes": "400"}, nil)
+	defer r.Close()
+	opts := batch.NoProducer()
+	opts.FirstTimestamp = time.Now().UnixMilli()
+	put := func(key, value string) {
+		t.Helper()
+		b, err := batch.Build(nil, opts, []batch.Record{{Key: []byte(key), Value: []byte(value)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.AppendLeader(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Committed: k=v1, then filler overwritten below the high watermark, in
+	// closed segments.
+	put("k", "v1")
+	for i := 0; i < 20; i++ {
+		put("f", fmt.Sprintf("filler-%d", i))
+	}
+	if err := r.Log().Roll(); err != nil {
+		t.Fatal(err)
+	}
+	// From here the high watermark stays: follower 2 never fetches.
+	r.SetAssignment(1, []int32{1, 2}, []int32{1, 2})
+	hw := r.HighWatermark()
+	put("k", "v2")
+	for i := 0; i < 20; i++ {
+		put("g", fmt.Sprintf("uncommitted-%d", i))
+	}
+	if err := r.Log().Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if r.HighWatermark() != hw {
+		t.Fatalf("high watermark moved to %d", r.HighWatermark())
+	}
+	aboveBefore, err := r.Log().ReadBytes(hw, 1<<20, r.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Compact(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	values := func() (k []string, f int) {
+		for off := r.Log().LogStartOffset(); off < hw; {
+			b, err := r.Log().ReadBytes(off, 1<<20, hw, true)
+			if err != nil || len(b) == 0 {
+				t.Fatalf("read at %d: %v", off, err)
+			}
+			batch.Split(b, func(h *batch.Header, raw []byte) error {
+				off = h.NextOffset()
+				return batch.ForEachRecord(raw, 1<<20, func(rec *batch.Record) error {
+					switch string(rec.Key) {
+					case "k":
+						k = append(k, string(rec.Value))
+					case "f":
+						f++
+					}
+					return nil
+				})
+			})
+		}
+		return k, f
+	}
+	k, f := values()
+	if f != 1 {
+		t.Fatalf("%d records of the overwritten key f below the high watermark, want 1: compaction did not run", f)
+	}
+	if len(k) != 1 || k[0] != "v1" {
+		t.Fatalf("key k below the high watermark after compaction: %q, want [v1] (the committed value)", k)
+	}
+	aboveAfter, err := r.Log().ReadBytes(hw, 1<<20, r.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(aboveBefore, aboveAfter) {
+		t.Fatal("compaction rewrote records above the high watermark")
+	}
+	// The uncommitted tail goes (a new leader never had it): k keeps v1.
+	r.SetLeadership(false, 1)
+	if err := r.TruncateTo(hw); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := values(); len(k) != 1 || k[0] != "v1" {
+		t.Fatalf("key k after the truncation: %q, want [v1]", k)
+	}
 }
