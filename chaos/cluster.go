@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/shale-io/shale/infra/natsembed"
 )
 
@@ -186,6 +189,35 @@ func (c *Cluster) startNATS() error {
 		if !poll(30*time.Second, 50*time.Millisecond, func() bool { return dialOK(fmt.Sprintf("127.0.0.1:%d", c.natsP[i])) }) {
 			return fmt.Errorf("nats-%d not listening after 30 s (see %s)", i+1, p.log)
 		}
+	}
+	return c.waitJetStream(60 * time.Second)
+}
+
+// waitJetStream waits until JetStream can place a bucket with as many
+// replicas as there are NATS servers (a NATS cluster needs a meta leader
+// and its peers first), by creating and deleting a probe bucket.
+func (c *Cluster) waitJetStream(d time.Duration) error {
+	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", c.natsP[0]), nats.Timeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	var last error
+	if !poll(d, 250*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, last = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "shale_chaos_probe", Replicas: len(c.nats)})
+		if last != nil {
+			return false
+		}
+		js.DeleteKeyValue(ctx, "shale_chaos_probe")
+		return true
+	}) {
+		return fmt.Errorf("JetStream not ready on %d NATS servers after %v: %v", len(c.nats), d, last)
 	}
 	return nil
 }
