@@ -302,3 +302,52 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	}
 	return usagef("%s", msg)
 }
+
+// completionTimeout bounds the cluster look-ups of shell completion: a
+// shell waits for them on every TAB.
+const completionTimeout = 2 * time.Second
+
+// completeTopics completes a TOPIC argument (or --topic) with the
+// cluster's topic names, asked of --bootstrap.
+func completeTopics(g *cliGlobals) cobra.CompletionFunc {
+	return completeNames(g, func(ctx context.Context, a *sdk.Admin) ([]string, error) { return a.ListTopics(ctx) })
+}
+
+// completeGroups completes a GROUP argument with the cluster's groups.
+func completeGroups(g *cliGlobals) cobra.CompletionFunc {
+	return completeNames(g, func(ctx context.Context, a *sdk.Admin) ([]string, error) { return a.ListGroups(ctx) })
+}
+
+func completeNames(g *cliGlobals, list func(context.Context, *sdk.Admin) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		a, ctx, done, err := g.admin(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+		defer cancel()
+		names, err := list(ctx, a)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+		}
+		var out []cobra.Completion
+		for _, n := range names {
+			if strings.HasPrefix(n, prefix) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// onlyFirst completes the first positional argument with f and leaves the
+// others to the shell (files), as for `shale produce TOPIC FILE...`.
+func onlyFirst(f cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return f(cmd, args, prefix)
+	}
+}

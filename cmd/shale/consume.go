@@ -48,6 +48,7 @@ one JSON object per record.`,
 	}
 	raw := consumeFlags{}
 	o := &consumeOptions{g: addGlobals(cmd)}
+	cmd.ValidArgsFunction = onlyFirst(completeTopics(o.g))
 	f := cmd.Flags()
 	f.StringVarP(&raw.from, "offset", "o", "start", "where to start: start, end, N (past the end: the end), -N (N before the end) or @TIME (ms or RFC 3339); with --group where nothing is committed")
 	f.StringVar(&raw.until, "until", "", "stop at: end (the end when the command started), offset N (exclusive) or @TIME")

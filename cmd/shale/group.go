@@ -101,6 +101,7 @@ func newGroupDescribeCmd() *cobra.Command {
 		Args:  minArgs(1, "name a group"),
 	}
 	g := addGlobals(cmd)
+	cmd.ValidArgsFunction = completeGroups(g)
 	cmd.RunE = func(cmd *cobra.Command, groups []string) error {
 		return groupDescribe(cmd.Context(), g, cmd.OutOrStdout(), groups)
 	}

@@ -38,11 +38,13 @@ func newGroupResetOffsetsCmd() *cobra.Command {
 		Args: exactArgs(1, "name one group"),
 	}
 	g := addGlobals(cmd)
+	cmd.ValidArgsFunction = onlyFirst(completeGroups(g))
 	f := cmd.Flags()
 	topics := f.StringArrayP("topic", "t", nil, "topic whose offsets to reset (repeatable)")
 	parts := f.String("partition", "", "only these partitions, comma-separated (one --topic only)")
 	to := f.String("to", "", "earliest, latest, offset N, -N (N before the end) or @TIME (ms or RFC 3339)")
 	dryRun := f.Bool("dry-run", false, "print the new offsets without committing them")
+	cmd.RegisterFlagCompletionFunc("topic", completeTopics(g))
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(*topics) == 0 || *to == "" {
 			return usagef("--topic and --to are required")

@@ -33,6 +33,24 @@ func TestGroupVerbs(t *testing.T) {
 		t.Fatalf("g2 second run %q", got)
 	}
 	golden(t, "group_list.txt", cliOK(t, with("group", "list")...))
+
+	// Shell completion asks the cluster for topic and group names (the
+	// word being completed is the last argument).
+	for _, c := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"consume", "--bootstrap", addr, "j"}, "jobs\n", "single"},
+		{[]string{"produce", "--bootstrap", addr, ""}, "single\n", "__consumer_offsets"},
+		{[]string{"group", "describe", "--bootstrap", addr, "g"}, "g1\ng2\n", "jobs"},
+		{[]string{"group", "reset-offsets", "g1", "--bootstrap", addr, "--topic", "s"}, "single\n", "jobs"},
+		{[]string{"produce", "jobs", "--bootstrap", addr, "testdata/"}, ":0\n", "single"}, // files: the shell's
+	} {
+		out := cliOK(t, append([]string{"__complete"}, c.args...)...)
+		if !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+			t.Errorf("complete %q:\n%s", c.args, out)
+		}
+	}
 	if out := cliOK(t, with("topic", "list", "--internal")...); !strings.Contains(out, "__consumer_offsets") {
 		t.Fatalf("list --internal lacks __consumer_offsets:\n%s", out)
 	}

@@ -59,6 +59,7 @@ auto-create is created on first use.`,
 		Args: minArgs(1, "no topic named"),
 	}
 	o := produceOptions{g: addGlobals(cmd)}
+	cmd.ValidArgsFunction = onlyFirst(completeTopics(o.g))
 	f := cmd.Flags()
 	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line into key SEP value at the first SEP")
 	headers := f.StringArrayP("header", "H", nil, "a header k=v on every record (repeatable)")

@@ -107,6 +107,7 @@ func newTopicDeleteCmd() *cobra.Command {
 		Args:  minArgs(1, "no topic named"),
 	}
 	g := addGlobals(cmd)
+	cmd.ValidArgsFunction = completeTopics(g)
 	cmd.RunE = func(cmd *cobra.Command, topics []string) error {
 		return topicDelete(cmd.Context(), g, cmd.OutOrStdout(), topics)
 	}

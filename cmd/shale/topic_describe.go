@@ -46,6 +46,7 @@ func newTopicDescribeCmd() *cobra.Command {
 		Args:  exactArgs(1, "name one topic"),
 	}
 	g := addGlobals(cmd)
+	cmd.ValidArgsFunction = onlyFirst(completeTopics(g))
 	all := cmd.Flags().Bool("all-configs", false, "list every config with its source, not only those set on the topic or broker")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return topicDescribe(cmd.Context(), g, cmd.OutOrStdout(), args[0], *all)
@@ -147,6 +148,7 @@ func newTopicAlterConfigCmd() *cobra.Command {
 		Args:    exactArgs(1, "name one topic"),
 	}
 	g := addGlobals(cmd)
+	cmd.ValidArgsFunction = onlyFirst(completeTopics(g))
 	sets := cmd.Flags().StringArrayP("set", "s", nil, "set a config: name=value (repeatable)")
 	dels := cmd.Flags().StringArrayP("delete", "d", nil, "remove a config from the topic, back to its default (repeatable)")
 	dryRun := cmd.Flags().Bool("dry-run", false, "have the broker validate the change without applying it")
