@@ -175,7 +175,10 @@ func (f *fetchers) startFetcher(key fetcherKey) *fetcher {
 		}
 	}
 	if addr == "" {
-		return nil // the leader is not registered: the controller will move it
+		// The leader is not registered (yet, in this node's cache): its
+		// BrokerUp reconciles and calls Update again (Manager.Run), or the
+		// controller moves the leadership.
+		return nil
 	}
 	clientID := fmt.Sprintf("shale-replica-%d-%d", f.self, key.index)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID),

@@ -377,13 +377,21 @@ func (r *Manager) Local(topic string, p int32) (*partition.Replica, bool) {
 }
 
 // Run keeps the replicas in line with the control plane until ctx ends: it
-// reconciles on every topic and partition event, and runs the leader's ISR
-// checks (isrLoop). The node starts it once, after the first Reconcile.
+// reconciles on every topic, partition and broker event, and runs the
+// leader's ISR checks (isrLoop). The node starts it once, after the first
+// Reconcile.
+//
+// Broker events matter to followers: a fetcher starts only once its leader
+// is in the broker cache, and the partition state naming a leader can reach
+// this node before the leader's registration does (they are different
+// buckets, watched apart), so the leader's BrokerUp must reconcile too
+// (issue 15 item 5: the follower never fetched).
 func (r *Manager) Run(ctx context.Context) {
 	unsubscribe := r.store.Subscribe(func(ev controlplane.Event) {
 		switch ev.Kind {
 		case controlplane.TopicCreated, controlplane.TopicChanged, controlplane.TopicDeleted,
-			controlplane.PartitionChanged, controlplane.PartitionDeleted:
+			controlplane.PartitionChanged, controlplane.PartitionDeleted,
+			controlplane.BrokerUp, controlplane.BrokerDown:
 			r.reconcileSoon()
 		}
 	})
