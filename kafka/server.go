@@ -17,6 +17,14 @@ import (
 // and their replies (including Reply.Wait) be written, then close the
 // connections. If Shutdown's context ends first, the remaining connections
 // are closed at once and their contexts cancelled.
+//
+// Lock order: s.shutdown (the sync.Once of Shutdown) before s.mu. Holding
+// s.mu, Shutdown closes listeners and calls conn.stopReading and
+// conn.forceClose, which take no lock (an atomic, the context's cancel and
+// the socket). The slow-request log's slowLog.mu is a leaf: it is taken on
+// a connection's goroutine, never with s.mu held, and nothing is locked
+// under it. The connections' goroutines take s.mu only to untrack
+// themselves, holding nothing else; s.conns.Wait runs without s.mu.
 type Server struct {
 	cfg ServerConfig
 	reg *Registry
