@@ -39,8 +39,9 @@ import (
 
 // Node is one running Shale broker.
 type Node struct {
-	cfg    config.Broker
-	logger *slog.Logger
+	logReports logReports // after an unclean start (clean_shutdown.go)
+	cfg        config.Broker
+	logger     *slog.Logger
 
 	nats  *natsembed.Server // nil with an external NATS
 	nc    *nats.Conn
@@ -101,8 +102,13 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		cfg.Advertise = net.JoinHostPort(h, bound)
 		n.cfg.Advertise = cfg.Advertise
 	}
+	clean, err := takeCleanShutdown(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the clean-shutdown record: %w", err)
+	}
+	n.logReports.active = !clean
 	host, port := cfg.AdvertisedHostPort()
-	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack}); err != nil {
+	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, UncleanStart: !clean}); err != nil {
 		return nil, fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
 	}
 	n.pids, err = controlplane.OpenProducerIDs(ctx, n.nc, cfg.NATSReplicas)
@@ -118,6 +124,13 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 			t, ok := n.store.Topic(topic)
 			return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)
 		},
+		MinISR: func(topic string) int {
+			t, ok := n.store.Topic(topic)
+			if !ok {
+				return 1
+			}
+			return int(n.replicas.TopicConfig(t).Int64(config.MinInsyncReplicas))
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -125,6 +138,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.replicas.Reconcile(); err != nil {
 		return nil, fmt.Errorf("opening local replicas: %w", err)
 	}
+	n.refreshLogReports(true)
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
 	}
@@ -149,6 +163,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
 	n.goLoop(func() { n.flushLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
+	n.goLoop(func() { n.logReportLoop(loopCtx) })
 	n.goLoop(func() {
 		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			n.logger.Error("kafka listener stopped", "err", err)
@@ -382,7 +397,13 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.stopTiering()
 		if n.replicas != nil {
-			errs = append(errs, n.replicas.Close())
+			err := n.replicas.Close()
+			errs = append(errs, err)
+			if err == nil {
+				if werr := writeCleanShutdown(n.cfg.DataDir); werr != nil {
+					n.logger.Warn("writing the clean-shutdown record", "err", werr)
+				}
+			}
 		}
 		if n.ctrl != nil {
 			n.ctrl.Close()

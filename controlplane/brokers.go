@@ -39,12 +39,13 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 	return nil
 }
 
-// putBroker writes this store's registration for b: compare-and-set on
+// putBroker writes this store's registration for b (with s.reg.logs; the
+// caller holds s.reg): compare-and-set on
 // lastRev when it is known, else create, else take over a key that holds
 // this store's own incarnation. It updates the cache from the result.
 func (s *Store) putBroker(ctx context.Context, b Broker, lastRev uint64) (uint64, error) {
 	key := brokerKey(b.NodeID)
-	data := encodeBroker(b, s.incarnation)
+	data := encodeBroker(b, s.incarnation, s.reg.logs)
 	var rev uint64
 	var err error
 	if lastRev > 0 {
@@ -104,6 +105,49 @@ func (s *Store) keepalive() {
 		}
 		s.reg.Unlock()
 	}
+}
+
+// ReportReplicaLogs publishes, in this node's registration, the log ends of
+// the local replicas it was a leader candidate of when it opened them after
+// an unclean start (Broker.UncleanStart), and that the report is complete:
+// until then the controller trusts the node with no such partition. Later
+// calls replace the report (a node drops an entry once it is back in the
+// partition's ISR). It fails if no broker is registered.
+func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	if !s.reg.active {
+		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
+	}
+	prev := s.reg.logs
+	cp := slices.Clone(logs)
+	if cp == nil {
+		cp = []ReplicaLog{}
+	}
+	s.reg.logs = &cp
+	rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
+	if err != nil {
+		s.reg.logs = prev
+		return err
+	}
+	s.reg.rev = rev
+	return nil
+}
+
+// ReplicaLogs returns broker id's report of replica log ends from the cache,
+// and whether it has reported (see ReportReplicaLogs). The caller owns the
+// slice.
+func (s *Store) ReplicaLogs(id int32) ([]ReplicaLog, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.mu.c.brokers[id]
+	if e == nil || e.deleted {
+		return nil, false
+	}
+	return e.val.replicaLogs(), e.val.LogsReported
 }
 
 // DeregisterBroker stops the keepalive and deletes this node's registration,

@@ -75,14 +75,15 @@ func (c *cache) applyBroker(log *slog.Logger, ch change) []Event {
 		return nil
 	}
 	c.brokers[id] = &entry[brokerRecord]{val: rec, rev: ch.rev}
-	if cur == nil || cur.deleted || cur.val.broker() != rec.broker() {
+	if cur == nil || cur.deleted || cur.val.broker() != rec.broker() ||
+		cur.val.LogsReported != rec.LogsReported || len(cur.val.Logs) != len(rec.Logs) {
 		return []Event{{Kind: BrokerUp, Broker: rec.broker()}}
 	}
 	return nil // a keepalive
 }
 
 func (r brokerRecord) broker() Broker {
-	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack}
+	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack, UncleanStart: r.UncleanStart}
 }
 
 func (c *cache) applyTopic(log *slog.Logger, ch change) []Event {

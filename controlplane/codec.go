@@ -26,6 +26,7 @@ type partitionRecord struct {
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	ELR            []int32 `json:"eligible_leader_replicas,omitempty"`
 	Adding         []int32 `json:"adding_replicas,omitempty"`
 	Removing       []int32 `json:"removing_replicas,omitempty"`
 }
@@ -37,7 +38,19 @@ type brokerRecord struct {
 	Rack   string `json:"rack,omitempty"`
 	// Incarnation is random per Store, so a second process claiming the same
 	// node id is told apart from a re-registration.
-	Incarnation string `json:"incarnation"`
+	Incarnation  string             `json:"incarnation"`
+	UncleanStart bool               `json:"unclean_start,omitempty"`
+	LogsReported bool               `json:"logs_reported,omitempty"`
+	Logs         []replicaLogRecord `json:"replica_logs,omitempty"`
+}
+
+type replicaLogRecord struct {
+	TopicID        string `json:"topic_id"`
+	Partition      int32  `json:"partition"`
+	LeaderEpoch    int32  `json:"leader_epoch"`
+	PartitionEpoch int32  `json:"partition_epoch"`
+	LastEpoch      int32  `json:"last_epoch"`
+	LogEnd         int64  `json:"log_end"`
 }
 
 func encodeTopic(t Topic) []byte {
@@ -60,7 +73,7 @@ func decodeTopic(b []byte) (Topic, error) {
 
 func encodePartition(p PartitionState) []byte {
 	return mustJSON(partitionRecord{TopicID: p.TopicID.Hex(), Topic: p.Topic, Partition: p.Partition,
-		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch,
+		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch, ELR: p.ELR,
 		Adding: p.AddingReplicas, Removing: p.RemovingReplicas})
 }
 
@@ -74,12 +87,34 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 		return PartitionState{}, err
 	}
 	return PartitionState{TopicID: id, Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
-		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch,
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, ELR: r.ELR,
 		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, Revision: rev}, nil
 }
 
-func encodeBroker(b Broker, incarnation string) []byte {
-	return mustJSON(brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation})
+func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog) []byte {
+	r := brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation,
+		UncleanStart: b.UncleanStart, LogsReported: logs != nil}
+	if logs != nil {
+		for _, l := range *logs {
+			r.Logs = append(r.Logs, replicaLogRecord{TopicID: l.TopicID.Hex(), Partition: l.Partition,
+				LeaderEpoch: l.LeaderEpoch, PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd})
+		}
+	}
+	return mustJSON(r)
+}
+
+// replicaLogs decodes the record's reports, skipping any it cannot read.
+func (r brokerRecord) replicaLogs() []ReplicaLog {
+	var out []ReplicaLog
+	for _, l := range r.Logs {
+		id, err := ParseTopicID(l.TopicID)
+		if err != nil {
+			continue
+		}
+		out = append(out, ReplicaLog{TopicID: id, Partition: l.Partition, LeaderEpoch: l.LeaderEpoch,
+			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd})
+	}
+	return out
 }
 
 func decodeBroker(b []byte) (brokerRecord, error) {

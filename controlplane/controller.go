@@ -28,6 +28,8 @@ type ControllerConfig struct {
 	LeaseTTL time.Duration
 	// Unclean reports unclean.leader.election.enable for a topic. Nil: false.
 	Unclean func(topic string) bool
+	// MinISR reports min.insync.replicas for a topic. Nil: 1.
+	MinISR func(topic string) int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -63,6 +65,9 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 	}
 	if cfg.Unclean == nil {
 		cfg.Unclean = func(string) bool { return false }
+	}
+	if cfg.MinISR == nil {
+		cfg.MinISR = func(string) int { return 1 }
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -174,15 +179,28 @@ func (c *Controller) step(ctx context.Context) {
 
 // reconcile applies ReconcilePartition to every partition.
 func (c *Controller) reconcile(ctx context.Context) {
-	live := map[int32]bool{}
-	for _, b := range c.store.Brokers() {
-		live[b.NodeID] = true
+	type registration struct {
+		b        Broker
+		logs     []ReplicaLog
+		reported bool
 	}
-	isLive := func(b int32) bool { return live[b] }
+	live := map[int32]registration{}
+	for _, b := range c.store.Brokers() {
+		r := registration{b: b}
+		if b.UncleanStart {
+			r.logs, r.reported = c.store.ReplicaLogs(b.NodeID)
+		}
+		live[b.NodeID] = r
+	}
+	isLive := func(b int32) bool { _, ok := live[b]; return ok }
 	for _, t := range c.store.Topics() {
-		unclean := c.cfg.Unclean(t.Name)
+		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
-			d := ReconcilePartition(st, isLive, unclean)
+			v := View{Live: isLive, MinISR: minISR, Unclean: unclean, Trust: func(b int32) (Trust, ReplicaLog) {
+				r := live[b]
+				return Eligibility(st, r.b, r.logs, r.reported)
+			}}
+			d := ReconcilePartition(st, v)
 			if !d.Changed || !c.leading.Load() {
 				continue
 			}
@@ -196,7 +214,10 @@ func (c *Controller) reconcile(ctx context.Context) {
 						"replicas", d.State.Replicas, "leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
 				} else if d.LeaderChanged {
 					c.log.Info("elected leader", "topic", t.Name, "partition", st.Partition,
-						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
+						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR, "elr", d.State.ELR)
+				} else {
+					c.log.Info("partition changed", "topic", t.Name, "partition", st.Partition,
+						"leader", d.State.Leader, "isr", d.State.ISR, "elr", d.State.ELR)
 				}
 			case errors.Is(err, ErrConflict):
 				c.Poke() // someone wrote first: decide again on the fresh state

@@ -15,60 +15,21 @@ type Decision struct {
 	LeaderChanged bool
 }
 
-// ElectOnBrokerChange brings a partition in line with the live brokers, as a
-// KRaft controller does when a broker is fenced or unfenced:
-//
-//   - dead brokers leave the ISR, except that the ISR never becomes empty: its
-//     last member stays (KIP-966's last known leader), so that it can lead
-//     again when it returns without losing acknowledged writes;
-//   - a live leader in the ISR keeps leading;
-//   - otherwise the first replica, in assignment order, that is live and in
-//     the ISR leads; with unclean.leader.election.enable a live replica
-//     outside the ISR may lead when no ISR member is live, and the ISR
-//     becomes just that replica;
-//   - with no candidate the partition is offline (leader -1);
-//   - every change of leader bumps the leader epoch.
+// ElectOnBrokerChange is Elect with every live broker trusted and
+// min.insync.replicas 1 (no eligible leader replicas are added): the rules
+// for a caller that knows only which brokers are live, such as ElectLeaders
+// UNCLEAN.
 func ElectOnBrokerChange(st PartitionState, live func(int32) bool, unclean bool) Decision {
-	next := st.clone()
-	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return !live(b) })
-	if len(isr) == 0 && len(st.ISR) > 0 {
-		// Keep the last ISR member: it holds every acknowledged write.
-		last := st.ISR[0]
-		if slices.Contains(st.ISR, st.Leader) {
-			last = st.Leader
-		}
-		isr = []int32{last}
-	}
-	next.ISR = isr
-	switch {
-	case st.Leader >= 0 && live(st.Leader) && slices.Contains(isr, st.Leader):
-		// The leader stays.
-	default:
-		next.Leader = -1
-		for _, r := range st.Replicas {
-			if live(r) && slices.Contains(isr, r) {
-				next.Leader = r
-				break
-			}
-		}
-		if next.Leader < 0 && unclean {
-			for _, r := range st.Replicas {
-				if live(r) {
-					next.Leader = r
-					next.ISR = []int32{r}
-					break
-				}
-			}
-		}
-	}
-	return finish(st, next)
+	return Elect(st, View{Live: live, Unclean: unclean})
 }
 
 // ElectPreferred moves leadership to the first assigned replica when it is
-// live and in the ISR (ElectLeaders with PREFERRED).
+// live and in the ISR (ElectLeaders with PREFERRED). A partition without a
+// leader is left to the controller, which alone knows whether a returning
+// replica can be trusted with its data (Elect).
 func ElectPreferred(st PartitionState, live func(int32) bool) Decision {
 	next := st.clone()
-	if len(st.Replicas) > 0 {
+	if len(st.Replicas) > 0 && st.Leader >= 0 {
 		p := st.Replicas[0]
 		if p != st.Leader && live(p) && slices.Contains(st.ISR, p) {
 			next.Leader = p
@@ -101,12 +62,12 @@ func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool) Decisi
 }
 
 // ReconcilePartition is the controller's pass over one partition: it
-// applies ElectOnBrokerChange, then completes a reassignment whose target
+// applies Elect, then completes a reassignment whose target
 // replicas are all in the ISR (CompleteReassignment), as one change.
-func ReconcilePartition(st PartitionState, live func(int32) bool, unclean bool) Decision {
-	next := ElectOnBrokerChange(st, live, unclean).State
+func ReconcilePartition(st PartitionState, v View) Decision {
+	next := Elect(st, v).State
 	next.LeaderEpoch = st.LeaderEpoch
-	return finish(st, completeReassignment(next, live))
+	return finish(st, completeReassignment(next, v.Live))
 }
 
 // finish compares and bumps the leader epoch when the leader moved.
@@ -116,7 +77,7 @@ func finish(old, next PartitionState) Decision {
 	if d.LeaderChanged {
 		d.State.LeaderEpoch = old.LeaderEpoch + 1
 	}
-	d.Changed = d.LeaderChanged || !slices.Equal(old.ISR, next.ISR) || !slices.Equal(old.Replicas, next.Replicas) ||
+	d.Changed = d.LeaderChanged || !slices.Equal(old.ISR, next.ISR) || !slices.Equal(old.ELR, next.ELR) || !slices.Equal(old.Replicas, next.Replicas) ||
 		!slices.Equal(old.AddingReplicas, next.AddingReplicas) || !slices.Equal(old.RemovingReplicas, next.RemovingReplicas)
 	return d
 }

@@ -108,6 +108,11 @@ func validatePartitionState(st PartitionState) error {
 		}
 		inISR[r] = true
 	}
+	for _, r := range st.ELR {
+		if !seen[r] || inISR[r] {
+			return bad(fmt.Sprintf("ELR %v is not a set of replicas outside the ISR", st.ELR))
+		}
+	}
 	moving := make(map[int32]bool, len(st.AddingReplicas)+len(st.RemovingReplicas))
 	for _, r := range slices.Concat(st.AddingReplicas, st.RemovingReplicas) {
 		if !seen[r] || moving[r] {

@@ -160,7 +160,7 @@ func TestReconcilePartitionDuringReassignment(t *testing.T) {
 			moving(-1, 4, []int32{4, 1}, []int32{1}, []int32{4}, []int32{1})},
 	}
 	for _, c := range cases {
-		d := ReconcilePartition(c.st, liveSet(c.live...), false)
+		d := ReconcilePartition(c.st, View{Live: liveSet(c.live...)})
 		if !sameState(d.State, c.want) {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, stateString(d.State), stateString(c.want))
 		}

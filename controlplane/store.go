@@ -101,6 +101,7 @@ type Store struct {
 		started bool // the keepalive goroutine runs
 		broker  Broker
 		rev     uint64
+		logs    *[]ReplicaLog // ReportReplicaLogs' report; nil until made
 	}
 }
 

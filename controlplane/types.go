@@ -46,6 +46,12 @@ type PartitionState struct {
 	LeaderEpoch int32
 	// ISR is the in-sync replica set, a subset of Replicas.
 	ISR []int32
+	// ELR are the eligible leader replicas (KIP-966): replicas that left the
+	// ISR while it was below min.insync.replicas, so that the high watermark
+	// could not pass what they hold. They may lead when no ISR member can.
+	// Disjoint from the ISR; cleared once the ISR is back at
+	// min.insync.replicas.
+	ELR []int32
 	// PartitionEpoch is bumped by every UpdatePartition.
 	PartitionEpoch int32
 	// Revision is the KV revision this state was read at or written as; pass
@@ -56,6 +62,7 @@ type PartitionState struct {
 func (p PartitionState) clone() PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.ELR = slices.Clone(p.ELR)
 	p.AddingReplicas = slices.Clone(p.AddingReplicas)
 	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
@@ -68,6 +75,29 @@ type Broker struct {
 	Port   int32
 	// Rack is the broker's rack (Kafka's broker.rack); empty when unset.
 	Rack string
+	// UncleanStart: the node's previous run did not shut down cleanly (no
+	// clean-shutdown record in its data dir: killed, crashed, or a new
+	// disk), so its logs may have lost an unflushed tail. Until it reports
+	// its log ends (Store.ReportReplicaLogs) it is trusted with no
+	// partition it was a leader candidate of (see Eligibility).
+	UncleanStart bool
+}
+
+// ReplicaLog is a node's report of one local replica's log end, made when a
+// node that started uncleanly opened a replica it was a leader candidate of
+// (in the ISR or ELR).
+type ReplicaLog struct {
+	TopicID   TopicID
+	Partition int32
+	// LeaderEpoch and PartitionEpoch are those of the partition record the
+	// node saw when it opened the replica: the report is about the state the
+	// node was a candidate in.
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	// LastEpoch is the leader epoch of the log's last batch (-1 for an empty
+	// log) and LogEnd its log end offset.
+	LastEpoch int32
+	LogEnd    int64
 }
 
 // EventKind says what changed.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 )
 
 // isrLoop is the leader's side of ISR management: every interval it asks
@@ -42,7 +45,7 @@ func (r *Manager) isrLoop(ctx context.Context) {
 			if len(isr) == 0 || slices.Equal(isr, st.ISR) {
 				continue
 			}
-			st.ISR = isr
+			st = controlplane.ChangeISR(st, isr, int(rep.Config().Int64(config.MinInsyncReplicas)))
 			uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			_, err := r.store.UpdatePartition(uctx, st)
 			cancel()

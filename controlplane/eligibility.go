@@ -1,0 +1,218 @@
+package controlplane
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Leader eligibility after unclean restarts, following KIP-966 (eligible
+// leader replicas, and its unclean recovery that elects the longest log):
+//
+//   - a replica that leaves the ISR while the ISR is below
+//     min.insync.replicas joins the ELR: the high watermark cannot move
+//     while the ISR is that small, so it holds every committed record. The
+//     ELR is cleared once the ISR is back at min.insync.replicas, and a
+//     member that rejoins the ISR leaves it;
+//   - the leader candidates are the ISR (whose last member stays when every
+//     member is dead), then the ELR, each in assignment order;
+//   - a candidate is trusted unless its node started uncleanly (no
+//     clean-shutdown record: killed, crashed, or an empty disk) and was a
+//     candidate of this partition when it opened its replica: such a node
+//     may have lost an unflushed tail, or everything. It reports the log end
+//     it opened with (Store.ReportReplicaLogs); until it has, it is pending;
+//   - the first live trusted candidate leads. One from the ELR becomes the
+//     ISR, and the ISR's members join the ELR;
+//   - with no live trusted candidate, the controller waits until every
+//     candidate is live and has reported, then elects the one with the
+//     longest log (largest last epoch, then log end; ties to the first
+//     candidate). It lacks an acknowledged record only if every candidate
+//     lost that record;
+//   - otherwise, with unclean.leader.election.enable, the first live replica
+//     leads, and else the partition stays offline;
+//   - a node drops a partition from its report once it is back in the ISR
+//     under a leader, in a record written after the report: it caught up
+//     (or was itself elected as the longest log), so it is trusted again.
+
+// Trust is what the controller knows of a live broker's log of one
+// partition.
+type Trust int
+
+// Trust values.
+const (
+	// Trusted: the broker holds what it held as a candidate (it did not
+	// restart uncleanly since, or earned its place again by catching up).
+	Trusted Trust = iota
+	// Pending: it started uncleanly and has not reported its log ends yet.
+	Pending
+	// Reported: it started uncleanly as a candidate; the ReplicaLog is the
+	// log end it opened with.
+	Reported
+)
+
+// View is what the controller knows when it decides one partition.
+type View struct {
+	// Live reports a registered broker.
+	Live func(int32) bool
+	// Trust says how far a live broker's log of the partition can be
+	// trusted (see Eligibility). Nil: every live broker is trusted.
+	Trust func(int32) (Trust, ReplicaLog)
+	// MinISR is the topic's min.insync.replicas; below 1 counts as 1.
+	MinISR int
+	// Unclean is the topic's unclean.leader.election.enable.
+	Unclean bool
+}
+
+func (v View) trust(b int32) (Trust, ReplicaLog) {
+	if v.Trust == nil {
+		return Trusted, ReplicaLog{}
+	}
+	return v.Trust(b)
+}
+
+func (v View) trusted(b int32) bool {
+	if !v.Live(b) {
+		return false
+	}
+	t, _ := v.trust(b)
+	return t == Trusted
+}
+
+// Eligibility is the Trust of broker b for partition st, from b's
+// registration and its report (logs, reported: Store.ReplicaLogs): trusted
+// after a clean start or when its report does not name the partition.
+func Eligibility(st PartitionState, b Broker, logs []ReplicaLog, reported bool) (Trust, ReplicaLog) {
+	if !b.UncleanStart {
+		return Trusted, ReplicaLog{}
+	}
+	if !reported {
+		return Pending, ReplicaLog{}
+	}
+	for _, l := range logs {
+		if l.TopicID == st.TopicID && l.Partition == st.Partition {
+			return Reported, l
+		}
+	}
+	return Trusted, ReplicaLog{}
+}
+
+// Elect brings a partition in line with the live brokers and their trust,
+// as a KRaft controller does when a broker is fenced or registers again:
+// dead brokers leave the ISR (never emptying it: its last member stays) and
+// join the ELR when the ISR falls below min.insync.replicas; a live, trusted
+// leader in the ISR keeps leading; otherwise a new leader is chosen by the
+// rules above. Every change of leader bumps the leader epoch.
+func Elect(st PartitionState, v View) Decision {
+	minISR := max(v.MinISR, 1)
+	next := st.clone()
+	var isr, removed []int32
+	for _, b := range st.ISR {
+		if v.Live(b) {
+			isr = append(isr, b)
+		} else {
+			removed = append(removed, b)
+		}
+	}
+	if len(isr) == 0 && len(st.ISR) > 0 {
+		// Keep the last ISR member: it holds every acknowledged write.
+		last := st.ISR[0]
+		if slices.Contains(st.ISR, st.Leader) {
+			last = st.Leader
+		}
+		isr = []int32{last}
+		removed = slices.DeleteFunc(removed, func(b int32) bool { return b == last })
+	}
+	elr := slices.DeleteFunc(slices.Clone(st.ELR), func(b int32) bool { return slices.Contains(isr, b) })
+	if len(isr) < minISR {
+		elr = append(elr, removed...)
+	} else {
+		elr = nil
+	}
+	next.ISR, next.ELR = isr, inOrder(st.Replicas, elr)
+	if !(st.Leader >= 0 && slices.Contains(isr, st.Leader) && v.trusted(st.Leader)) {
+		next.Leader = -1
+		cands := append(inOrder(st.Replicas, isr), next.ELR...)
+		for _, c := range cands {
+			if v.trusted(c) {
+				next.Leader = c
+				break
+			}
+		}
+		if l := next.Leader; l >= 0 && !slices.Contains(isr, l) {
+			next.ISR = []int32{l}
+			next.ELR = slices.DeleteFunc(slices.Clone(cands), func(b int32) bool { return b == l })
+		}
+		if next.Leader < 0 {
+			if best, ok := longestLog(cands, v); ok {
+				next.Leader, next.ISR, next.ELR = best, []int32{best}, nil
+			}
+		}
+		if next.Leader < 0 && v.Unclean {
+			for _, r := range st.Replicas {
+				if v.Live(r) {
+					next.Leader, next.ISR, next.ELR = r, []int32{r}, nil
+					break
+				}
+			}
+		}
+	}
+	if len(next.ELR) == 0 {
+		next.ELR = nil
+	}
+	return finish(st, next)
+}
+
+// longestLog is the unclean recovery: when every candidate is live and has
+// reported, the one with the largest (last epoch, log end), the first on
+// ties.
+func longestLog(cands []int32, v View) (int32, bool) {
+	if len(cands) == 0 {
+		return -1, false
+	}
+	best, bestLog := int32(-1), ReplicaLog{}
+	for _, c := range cands {
+		if !v.Live(c) {
+			return -1, false
+		}
+		t, l := v.trust(c)
+		if t == Pending {
+			return -1, false
+		}
+		if best < 0 || cmp.Or(cmp.Compare(l.LastEpoch, bestLog.LastEpoch), cmp.Compare(l.LogEnd, bestLog.LogEnd)) > 0 {
+			best, bestLog = c, l
+		}
+	}
+	return best, true
+}
+
+// ChangeISR is the leader's ISR change (committed by compare-and-set before
+// it counts), with KIP-966's ELR rule: members removed while the new ISR is
+// below minISR join the ELR, members added leave it, and the ELR is cleared
+// once the ISR reaches minISR.
+func ChangeISR(st PartitionState, isr []int32, minISR int) PartitionState {
+	next := st.clone()
+	next.ISR = slices.Clone(isr)
+	elr := slices.DeleteFunc(slices.Clone(st.ELR), func(b int32) bool { return slices.Contains(isr, b) })
+	if len(isr) < max(minISR, 1) {
+		for _, b := range st.ISR {
+			if !slices.Contains(isr, b) && !slices.Contains(elr, b) {
+				elr = append(elr, b)
+			}
+		}
+	} else {
+		elr = nil
+	}
+	next.ELR = inOrder(st.Replicas, elr)
+	return next
+}
+
+// inOrder returns the members of set in the order of order (the replicas),
+// nil when none.
+func inOrder(order, set []int32) []int32 {
+	var out []int32
+	for _, r := range order {
+		if slices.Contains(set, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package controlplane
+
+import (
+	"slices"
+	"testing"
+)
+
+// trustOf builds a View.Trust from per-broker trust and reports.
+func trustOf(pending []int32, reported map[int32]ReplicaLog) func(int32) (Trust, ReplicaLog) {
+	return func(b int32) (Trust, ReplicaLog) {
+		if slices.Contains(pending, b) {
+			return Pending, ReplicaLog{}
+		}
+		if l, ok := reported[b]; ok {
+			return Reported, l
+		}
+		return Trusted, ReplicaLog{}
+	}
+}
+
+func withELR(st PartitionState, elr ...int32) PartitionState {
+	st.ELR = elr
+	return st
+}
+
+func TestElect(t *testing.T) {
+	full := func(end int64) ReplicaLog { return ReplicaLog{LastEpoch: 0, LogEnd: end} }
+	cases := []struct {
+		name     string
+		st       PartitionState
+		live     []int32
+		pending  []int32
+		reported map[int32]ReplicaLog
+		minISR   int
+		want     PartitionState
+	}{
+		{"followers fenced below min.insync: they join the ELR, the leader stays",
+			ps(1, 0, []int32{1, 2, 3}, []int32{1, 2, 3}), []int32{1}, nil, nil, 2,
+			withELR(ps(1, 0, []int32{1, 2, 3}, []int32{1}), 2, 3)},
+		{"one follower fenced, ISR still at min.insync: no ELR",
+			ps(1, 0, []int32{1, 2, 3}, []int32{1, 2, 3}), []int32{1, 2}, nil, nil, 2,
+			ps(1, 0, []int32{1, 2, 3}, []int32{1, 2})},
+		{"the ISR back at min.insync clears the ELR",
+			withELR(ps(1, 0, []int32{1, 2, 3}, []int32{1, 2}), 3), []int32{1, 2, 3}, nil, nil, 2,
+			ps(1, 0, []int32{1, 2, 3}, []int32{1, 2})},
+		{"everyone dead: the last ISR member is kept, the ELR stays",
+			withELR(ps(1, 0, []int32{1, 2, 3}, []int32{1}), 2, 3), nil, nil, nil, 2,
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)},
+		{"a trusted ELR member leads when the last ISR member is away; the ISR member joins the ELR",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{3}, nil, nil, 2,
+			withELR(ps(3, 2, []int32{1, 2, 3}, []int32{3}), 1, 2)},
+		{"the last ISR member returns clean: it leads",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{1}, nil, nil, 2,
+			withELR(ps(1, 2, []int32{1, 2, 3}, []int32{1}), 2, 3)},
+		{"the last ISR member returns uncleanly, not reported yet: offline",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{1}, []int32{1}, nil, 2,
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)},
+		{"every candidate returned uncleanly but one is still away: offline",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{2, 3}, nil,
+			map[int32]ReplicaLog{2: full(1000), 3: full(1000)}, 2,
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)},
+		{"every candidate back and reported: the longest log leads, not the emptied last ISR member",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{1, 2, 3}, nil,
+			map[int32]ReplicaLog{1: {LastEpoch: -1}, 2: full(990), 3: full(1000)}, 2,
+			ps(3, 2, []int32{1, 2, 3}, []int32{3})},
+		{"a torn last ISR member loses to an intact ELR member",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, nil,
+			map[int32]ReplicaLog{1: full(650), 2: full(1000)}, 2,
+			ps(2, 2, []int32{1, 2, 3}, []int32{2})},
+		{"a later epoch beats a longer log",
+			withELR(ps(-1, 4, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, nil,
+			map[int32]ReplicaLog{1: {LastEpoch: 3, LogEnd: 10}, 2: {LastEpoch: 2, LogEnd: 50}}, 2,
+			ps(1, 5, []int32{1, 2, 3}, []int32{1})},
+		{"a pending candidate blocks the recovery",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, []int32{2},
+			map[int32]ReplicaLog{1: full(1000)}, 2,
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2)},
+		{"an untrusted returning replica stays a candidate while a trusted one leads",
+			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{2, 3}, []int32{2}, nil, 2,
+			withELR(ps(3, 2, []int32{1, 2, 3}, []int32{3}), 1, 2)},
+		{"while the leader is live, an untrusted ELR member stays in the ELR",
+			withELR(ps(1, 3, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, []int32{2}, nil, 2,
+			withELR(ps(1, 3, []int32{1, 2, 3}, []int32{1}), 2)},
+		{"a leader that restarted uncleanly is replaced by a trusted ISR member",
+			ps(1, 3, []int32{1, 2, 3}, []int32{1, 2}), []int32{1, 2}, []int32{1}, nil, 1,
+			ps(2, 4, []int32{1, 2, 3}, []int32{1, 2})},
+	}
+	for _, c := range cases {
+		v := View{Live: liveSet(c.live...), Trust: trustOf(c.pending, c.reported), MinISR: c.minISR}
+		d := Elect(c.st, v)
+		if !sameState(d.State, c.want) || !slices.Equal(d.State.ELR, c.want.ELR) {
+			t.Errorf("%s:\n got %s elr %v\nwant %s elr %v", c.name, stateString(d.State), d.State.ELR, stateString(c.want), c.want.ELR)
+		}
+	}
+}
+
+// TestElectNeverTrustsAnUntrustedCandidate: over every combination of live,
+// pending and reported candidates, a clean election (no unclean flag)
+// chooses a trusted live candidate, or, only when every candidate is live
+// and reported, the one with the longest log.
+func TestElectNeverTrustsAnUntrustedCandidate(t *testing.T) {
+	st := withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)
+	ends := map[int32]ReplicaLog{1: {LogEnd: 5}, 2: {LogEnd: 9}, 3: {LogEnd: 7}}
+	for mask := 0; mask < 27; mask++ { // each broker dead, pending or reported
+		var live, pending []int32
+		reported := map[int32]ReplicaLog{}
+		m := mask
+		for b := int32(1); b <= 3; b++ {
+			switch m % 3 {
+			case 0: // dead
+			case 1:
+				live = append(live, b)
+				pending = append(pending, b)
+			case 2:
+				live = append(live, b)
+				reported[b] = ends[b]
+			}
+			m /= 3
+		}
+		d := Elect(st, View{Live: liveSet(live...), Trust: trustOf(pending, reported), MinISR: 2})
+		l := d.State.Leader
+		allReported := len(reported) == 3
+		switch {
+		case allReported && l != 2:
+			t.Errorf("live %v pending %v: leader %d, want 2 (the longest log)", live, pending, l)
+		case !allReported && l >= 0:
+			t.Errorf("live %v pending %v reported %v: leader %d elected without the longest log known", live, pending, reported, l)
+		}
+	}
+}
+
+func TestEligibility(t *testing.T) {
+	id := NewTopicID()
+	st := PartitionState{TopicID: id, Partition: 0, LeaderEpoch: 5}
+	clean := Broker{NodeID: 1}
+	unclean := Broker{NodeID: 1, UncleanStart: true}
+	report := ReplicaLog{TopicID: id, Partition: 0, LeaderEpoch: 5, LogEnd: 7}
+	cases := []struct {
+		name     string
+		b        Broker
+		logs     []ReplicaLog
+		reported bool
+		want     Trust
+	}{
+		{"clean start", clean, nil, false, Trusted},
+		{"unclean, not reported", unclean, nil, false, Pending},
+		{"unclean, reported this partition at its epoch", unclean, []ReplicaLog{report}, true, Reported},
+		{"unclean, report made at an older epoch: still the same candidacy", unclean, []ReplicaLog{{TopicID: id, LeaderEpoch: 4}}, true, Reported},
+		{"unclean, not a candidate of this partition", unclean, []ReplicaLog{{TopicID: id, Partition: 1, LeaderEpoch: 5}}, true, Trusted},
+	}
+	for _, c := range cases {
+		if got, _ := Eligibility(st, c.b, c.logs, c.reported); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestChangeISR(t *testing.T) {
+	st := ps(1, 0, []int32{1, 2, 3}, []int32{1, 2, 3})
+	got := ChangeISR(st, []int32{1}, 2)
+	if !slices.Equal(got.ISR, []int32{1}) || !slices.Equal(got.ELR, []int32{2, 3}) {
+		t.Fatalf("shrink below min.insync: %s elr %v", stateString(got), got.ELR)
+	}
+	back := ChangeISR(got, []int32{1, 3}, 2)
+	if !slices.Equal(back.ISR, []int32{1, 3}) || back.ELR != nil {
+		t.Fatalf("expand to min.insync: %s elr %v", stateString(back), back.ELR)
+	}
+	if s := ChangeISR(st, []int32{1, 2}, 2); s.ELR != nil {
+		t.Fatalf("shrink to min.insync: elr %v", s.ELR)
+	}
+	if s := ChangeISR(withELR(ps(1, 0, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{1, 2}, 3); !slices.Equal(s.ELR, []int32{3}) {
+		t.Fatalf("a member rejoining leaves the ELR: elr %v", s.ELR)
+	}
+}
