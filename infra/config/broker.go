@@ -303,9 +303,15 @@ type FlagSettings struct {
 func BindFlags(fs *pflag.FlagSet) *FlagSettings {
 	s := &FlagSettings{scratch: Defaults(), set: map[string]string{}}
 	s.scratch.fields(func(name, doc string, v reflect.Value) {
-		f := fs.VarPF(&settingValue{name: name, v: v, s: s}, FlagName(name), "", fmt.Sprintf("%s (env %s)", doc, EnvName(name)))
+		usage := fmt.Sprintf("%s (env %s)", doc, EnvName(name))
+		sv := &settingValue{name: name, v: v, s: s}
 		if v.Kind() == reflect.Bool {
-			f.NoOptDefVal = "true"
+			fs.VarPF(boolSettingValue{sv}, FlagName(name), "", usage).NoOptDefVal = "true"
+			return
+		}
+		f := fs.VarPF(sv, FlagName(name), "", usage)
+		if v.IsZero() {
+			f.DefValue = "" // no "(default 0s)" in --help
 		}
 	})
 	fs.Var(&topicDefaultValue{s: s}, "topic-default", "a broker-wide topic config default, name=value (repeatable)")
@@ -370,8 +376,11 @@ func (sv *settingValue) Type() string {
 	}
 }
 
-// IsBoolFlag makes a boolean setting a bare flag in pflag's help.
-func (sv *settingValue) IsBoolFlag() bool { return sv.v.Kind() == reflect.Bool }
+// boolSettingValue is a boolean setting: IsBoolFlag makes it a bare flag
+// in pflag's help.
+type boolSettingValue struct{ *settingValue }
+
+func (boolSettingValue) IsBoolFlag() bool { return true }
 
 type topicDefaultValue struct{ s *FlagSettings }
 
