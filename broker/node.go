@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
@@ -248,18 +249,19 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
-	reg.Register(3, 0, 12, n.handleMetadata)
-	reg.Register(19, 0, 7, n.handleCreateTopics)
-	reg.Register(20, 0, 6, n.handleDeleteTopics)
-	reg.Register(37, 0, 3, n.handleCreatePartitions)
-	reg.Register(32, 0, 4, n.handleDescribeConfigs)
-	reg.Register(33, 0, 2, n.handleAlterConfigs)
-	reg.Register(44, 0, 1, n.handleIncrementalAlterConfigs)
-	reg.Register(21, 0, 2, n.handleDeleteRecords)
-	reg.Register(60, 0, 1, n.handleDescribeCluster)
-	reg.Register(43, 0, 2, n.handleElectLeaders)
-	reg.Register(45, 0, 0, n.handleAlterPartitionReassignments)
-	reg.Register(46, 0, 0, n.handleListPartitionReassignments)
+	reg.Register(kmsg.Metadata, 0, 12, n.handleMetadata)
+	reg.Register(kmsg.CreateTopics, 0, 7, n.handleCreateTopics)
+	reg.Register(kmsg.DeleteTopics, 0, 6, n.handleDeleteTopics)
+	reg.Register(kmsg.CreatePartitions, 0, 3, n.handleCreatePartitions)
+	reg.Register(kmsg.DescribeConfigs, 0, 4, n.handleDescribeConfigs)
+	reg.Register(kmsg.AlterConfigs, 0, 2, n.handleAlterConfigs)
+	reg.Register(kmsg.IncrementalAlterConfigs, 0, 1, n.handleIncrementalAlterConfigs)
+	reg.Register(kmsg.DeleteRecords, 0, 2, n.handleDeleteRecords)
+	reg.Register(kmsg.DescribeCluster, 0, 1, n.handleDescribeCluster)
+	reg.Register(kmsg.ElectLeaders, 0, 2, n.handleElectLeaders)
+	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
+	reg.Register(kmsg.AlterPartitionAssignments, 0, 0, n.handleAlterPartitionReassignments)
+	reg.Register(kmsg.ListPartitionReassignments, 0, 0, n.handleListPartitionReassignments)
 	n.registerGroupAPIs(reg)
 }
 
