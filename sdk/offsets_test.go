@@ -64,9 +64,11 @@ func TestResolveOffsets(t *testing.T) {
 	createTopic(t, a, "resolve", 2, nil)
 	p := newProducer(t, sdk.WithKgoOptions(manualPartitioner()))
 	produceAt(t, p, "resolve", 0, 5)
-	mid := produceAt(t, p, "resolve", 1, 1)
-	for time.Now().UnixMilli() <= mid.UnixMilli()+1 {
-		runtime.Gosched() // at most 2 ms: the next records' timestamps are later than mid's
+	produceAt(t, p, "resolve", 1, 1)
+	// Wait (at most a millisecond) for the next millisecond, so that the
+	// later records' timestamps and late are after the first one's.
+	for sent := time.Now().UnixMilli(); time.Now().UnixMilli() <= sent; {
+		runtime.Gosched()
 	}
 	late := produceAt(t, p, "resolve", 1, 2)
 
