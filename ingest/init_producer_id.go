@@ -29,7 +29,11 @@ type ProducerIDs interface {
 
 // RegisterInitProducerID serves InitProducerID on reg.
 func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, log *slog.Logger) {
-	reg.Register(kmsg.InitProducerID, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, log))
+}
+
+func initProducerIDHandler(ids ProducerIDs, log *slog.Logger) kafka.Handler {
+	return func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -51,5 +55,5 @@ func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, log *slog.Logg
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		return kafka.Reply{Response: resp}, nil
-	})
+	}
 }

@@ -1,0 +1,193 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// leaders serves the replicas of a map by "topic-partition".
+type leaders map[string]*partition.Replica
+
+func (l leaders) Leader(topic string, p int32) (*partition.Replica, error) {
+	if r, ok := l[fmt.Sprintf("%s-%d", topic, p)]; ok {
+		return r, nil
+	}
+	return nil, partition.ErrUnknownTopicOrPartition
+}
+
+// leaderReplica opens a replica that this node (id 1) leads alone, with the
+// topic configs given.
+func leaderReplica(t *testing.T, topic string, configs map[string]string) *partition.Replica {
+	t.Helper()
+	rep, err := partition.Open(partition.Options{Dir: t.TempDir(), Topic: topic, Partition: 0,
+		Config: config.ResolveTopic(configs, nil), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rep.Close() })
+	rep.SetAssignment(1, []int32{1}, []int32{1})
+	rep.SetLeadership(true, 0)
+	return rep
+}
+
+func records(t *testing.T, n int) []byte {
+	t.Helper()
+	recs := make([]batch.Record, n)
+	for i := range recs {
+		recs[i] = batch.Record{Value: []byte("v")}
+	}
+	b, err := batch.Build(nil, batch.NoProducer(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// produce sends one Produce v9 through the handler and returns its answer
+// per "topic-partition" (after Reply.Wait, for acks=all).
+func produce(t *testing.T, h *produceHandler, acks int16, txn *string, parts map[string][]byte) map[string]kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	r := kmsg.NewPtrProduceRequest()
+	r.SetVersion(9)
+	r.Acks, r.TimeoutMillis, r.TransactionID = acks, 5000, txn
+	for name, recs := range parts {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = name[:len(name)-len("-0")] // partition 0 only
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = 0, recs
+		rt.Partitions = append(rt.Partitions, rp)
+		r.Topics = append(r.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reply, err := h.handle(ctx, &kafka.Request{Key: r.Key(), Version: 9, Msg: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := reply.Response.(*kmsg.ProduceResponse)
+	switch {
+	case reply.NoResponse:
+		return nil
+	case reply.Wait != nil:
+		kr, err := reply.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = kr.(*kmsg.ProduceResponse)
+	}
+	out := map[string]kmsg.ProduceResponseTopicPartition{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			out[fmt.Sprintf("%s-%d", rt.Topic, rp.Partition)] = rp
+		}
+	}
+	return out
+}
+
+// TestProduceAnswers checks the produce path's answers, each Kafka error
+// code coming from the error table at the protocol edge.
+func TestProduceAnswers(t *testing.T) {
+	a := leaderReplica(t, "a", nil)
+	strict := leaderReplica(t, "strict", map[string]string{config.MinInsyncReplicas: "2"})
+	h := &produceHandler{leaders: leaders{"a-0": a, "strict-0": strict}, log: quiet()}
+
+	got := produce(t, h, 1, nil, map[string][]byte{"a-0": records(t, 3)})
+	if p := got["a-0"]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("acks=1: %+v", p)
+	}
+	got = produce(t, h, -1, nil, map[string][]byte{"a-0": records(t, 2)})
+	if p := got["a-0"]; p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("acks=all: %+v", p)
+	}
+	if got := produce(t, h, 0, nil, map[string][]byte{"a-0": records(t, 1)}); got != nil {
+		t.Fatalf("acks=0 answered: %+v", got)
+	}
+
+	// A bad batch fails only its own partition, with its message.
+	bad := records(t, 1)
+	bad[len(bad)-1] ^= 0xff
+	got = produce(t, h, 1, nil, map[string][]byte{"a-0": bad, "missing-0": records(t, 1)})
+	if p := got["a-0"]; p.ErrorCode != kerr.CorruptMessage.Code || p.ErrorMessage == nil {
+		t.Fatalf("bad CRC: %+v", p)
+	}
+	if p := got["missing-0"]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown partition: %+v", p)
+	}
+
+	got = produce(t, h, -1, nil, map[string][]byte{"strict-0": records(t, 1)})
+	if p := got["strict-0"]; p.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all below min.insync.replicas: %+v", p)
+	}
+	got = produce(t, h, 2, nil, map[string][]byte{"a-0": records(t, 1)})
+	if p := got["a-0"]; p.ErrorCode != kerr.InvalidRequiredAcks.Code {
+		t.Fatalf("acks=2: %+v", p)
+	}
+	txn := "t"
+	got = produce(t, h, 1, &txn, map[string][]byte{"a-0": records(t, 1)})
+	if p := got["a-0"]; p.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional: %+v", p)
+	}
+
+	a.SetLeadership(false, 1)
+	got = produce(t, h, 1, nil, map[string][]byte{"a-0": records(t, 1)})
+	if p := got["a-0"]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("after losing leadership: %+v", p)
+	}
+}
+
+type producerIDs struct {
+	next int64
+	err  error
+}
+
+func (p *producerIDs) NextProducerID(context.Context) (int64, error) {
+	p.next++
+	return p.next, p.err
+}
+
+func TestInitProducerID(t *testing.T) {
+	ids := &producerIDs{next: 41}
+	h := initProducerIDHandler(ids, quiet())
+	call := func(r *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+		t.Helper()
+		reply, err := h(context.Background(), &kafka.Request{Key: r.Key(), Version: r.Version, Msg: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply.Response.(*kmsg.InitProducerIDResponse)
+	}
+	r := kmsg.NewPtrInitProducerIDRequest()
+	r.SetVersion(4)
+	if resp := call(r); resp.ErrorCode != 0 || resp.ProducerID != 42 || resp.ProducerEpoch != 0 {
+		t.Fatalf("new id: %+v", resp)
+	}
+	r.ProducerID, r.ProducerEpoch = 42, 0
+	if resp := call(r); resp.ErrorCode != 0 || resp.ProducerID != 42 || resp.ProducerEpoch != 1 {
+		t.Fatalf("epoch bump (KIP-360): %+v", resp)
+	}
+	r.ProducerID, r.ProducerEpoch = -1, -1
+	ids.err = errors.New("nats: timeout")
+	if resp := call(r); resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || resp.ProducerID != -1 {
+		t.Fatalf("allocation failed: %+v", resp)
+	}
+	txn := "t"
+	r.TransactionalID = &txn
+	if resp := call(r); resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional: %+v", resp)
+	}
+}
