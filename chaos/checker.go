@@ -277,7 +277,8 @@ func checkReads(r *Result, h *History, finals map[TP]*finalIndex, compacted map[
 
 // checkCommits: OFFSET-REGRESSION. An OffsetFetch sent after an
 // observation was answered (a commit acknowledged, an earlier OffsetFetch
-// answered) must not return less. Commits themselves are the client's
+// answered) must not return less, and a group member made after it must
+// not resume from less (Source "resume": its first offset read). Commits themselves are the client's
 // choice and are not judged, and two observations in flight at once are
 // not ordered.
 func checkCommits(r *Result, h *History) {
@@ -306,7 +307,7 @@ func checkCommits(r *Result, h *History) {
 			}
 		}
 		for _, f := range by[k] {
-			if f.Source != "fetch" {
+			if f.Source != "fetch" && f.Source != "resume" {
 				continue
 			}
 			n := sort.Search(len(answered), func(i int) bool { return answered[i].At >= f.Sent })
@@ -314,7 +315,11 @@ func checkCommits(r *Result, h *History) {
 				continue
 			}
 			if b := best[n-1]; b.Offset > f.Offset {
-				r.add(OffsetRegression, "group %s %s: OffsetFetch sent at %v answered %d, after %s %d answered at %v",
+				what := "OffsetFetch sent at %v answered %d"
+				if f.Source == "resume" {
+					what = "a member made at %v resumed from %d"
+				}
+				r.add(OffsetRegression, "group %s %s: "+what+", after %s %d answered at %v",
 					k.group, k.tp, f.Sent.Round(time.Millisecond), f.Offset, b.Source, b.Offset, b.At.Round(time.Millisecond))
 			}
 		}

@@ -128,6 +128,12 @@ func TestCheckFindsEachKind(t *testing.T) {
 				Commit{Group: "g", TP: tp, Offset: 13, Source: "commit", Sent: 10 * time.Second, At: 12 * time.Second},
 				Commit{Group: "g", TP: tp, Offset: 12, Source: "fetch", Sent: 13 * time.Second, At: 13 * time.Second})
 		}},
+		{"a new member resumes from before a commit", OffsetRegression, 1, func(h *History) {
+			tp := TP{"t", 0}
+			h.Commit = append(h.Commit,
+				Commit{Group: "g", TP: tp, Offset: 0, Source: "resume", Sent: 3 * time.Second, At: 31 * time.Second},         // after commit 5 at 3 s
+				Commit{Group: "g", TP: tp, Offset: 2, Source: "resume", Sent: 1500 * time.Millisecond, At: 32 * time.Second}) // made before it: fine
+		}},
 		{"heal over its bound", Stuck, 1, func(h *History) { h.HealErr = "partition t-0 has no leader after 60s" }},
 		{"producer never resumed", Stuck, 1, func(h *History) { h.Actors[0].ResumedAt = 0 }},
 		{"consumer resumed late", Stuck, 1, func(h *History) { h.Actors[1].ResumedAt = 70 * time.Second }},

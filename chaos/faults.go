@@ -36,6 +36,9 @@ type faulter struct {
 	adm    *kadm.Client
 	topics []string
 	group  string
+	// suspendGroup, if set, takes the group's member out for a coordinator
+	// fault; the returned func lets it rejoin.
+	suspendGroup func() (resume func())
 
 	mu      sync.Mutex
 	windows []FaultWindow
@@ -236,10 +239,20 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 		if err != nil {
 			return nil, "", err
 		}
+		kind := Kill
 		if e.Kind == WipeCoordinator {
-			return f.nodeFault(Wipe, n)
+			kind = Wipe
 		}
-		return f.nodeFault(Kill, n)
+		resume := func() {}
+		if f.suspendGroup != nil {
+			resume = f.suspendGroup()
+		}
+		heal, target, err := f.nodeFault(kind, n)
+		if err != nil {
+			resume()
+			return nil, target, err
+		}
+		return func() error { defer resume(); return heal() }, target, nil
 	case WipeLastISR:
 		return f.wipeLastISR(ctx, e)
 	case Rolling:

@@ -62,8 +62,10 @@ type FinalRead struct {
 }
 
 // Commit is one observation of a group's committed offset for a partition:
-// a commit the coordinator acknowledged (Source "commit") or an OffsetFetch
-// answer (Source "fetch"), sent at Sent and answered at At.
+// a commit the coordinator acknowledged (Source "commit"), an OffsetFetch
+// answer (Source "fetch", -1 for none), sent at Sent and answered at At, or
+// the first offset a new group member read (Source "resume", Sent when the
+// member was made).
 type Commit struct {
 	Group string `json:"group"`
 	TP

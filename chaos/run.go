@@ -97,6 +97,12 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		return nil, fmt.Errorf("schedule %s needs %d nodes", sched.Name, sched.Nodes)
 	}
 	cfg.NATSCluster = cfg.NATSCluster || sched.NATSCluster
+	if ents, err := os.ReadDir(cfg.Out); err != nil {
+		return nil, err
+	} else if len(ents) > 0 {
+		// A NATS store or bucket left by another run would be its state.
+		return nil, fmt.Errorf("run directory %s is not empty", cfg.Out)
+	}
 	rec := newRecorder(cfg.Log)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rec.logf("schedule %s seed %d duration %v nodes %d out %s", sched.Name, cfg.Seed, cfg.Duration, cfg.Nodes, cfg.Out)
@@ -154,6 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.suspendGroup = gc.suspend
 	pctx, stopProducers := context.WithCancel(wctx)
 	defer stopProducers()
 	cctx, stopConsumers := context.WithCancel(wctx)

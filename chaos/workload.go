@@ -170,29 +170,89 @@ type groupConsumer struct {
 	name  string
 	group string
 	topic topicSpec
-	cl    *kgo.Client
-	rec   *recorder
-	done  chan struct{}
+	seeds []string
+	cl    *kgo.Client // replaced every memberLife
+
+	suspended atomic.Pointer[chan struct{}] // set: leave the group, rejoin once it is closed
+	joined    time.Duration                 // when the current member was made
+	resumed   map[TP]bool                   // partitions the current member has read from
+	rec       *recorder
+	done      chan struct{}
 }
 
 func newGroupConsumer(name, group string, seeds []string, t topicSpec, rec *recorder) (*groupConsumer, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(t.name), kgo.DisableAutoCommit(),
+	g := &groupConsumer{name: name, group: group, topic: t, seeds: seeds, rec: rec, done: make(chan struct{})}
+	if err := g.connect(); err != nil {
+		return nil, err
+	}
+	rec.actor(name, "group")
+	return g, nil
+}
+
+// connect makes the member's client: a new member of the group, which
+// resumes from the group's committed offsets (the start when there are
+// none).
+func (g *groupConsumer) connect() error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds...),
+		kgo.ConsumerGroup(g.group), kgo.ConsumeTopics(g.topic.name), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rec.actor(name, "group")
-	return &groupConsumer{name: name, group: group, topic: t, cl: cl, rec: rec, done: make(chan struct{})}, nil
+	g.cl = cl
+	g.joined = g.rec.since()
+	g.resumed = map[TP]bool{}
+	return nil
 }
+
+// suspend makes the member leave the group at once and join again, as a
+// new member resuming from the committed offsets, when resume is called:
+// a consumer restarted while its coordinator fails over, so that commits
+// the coordinator lost show as offsets going back instead of being
+// overwritten by the member's next commit.
+func (g *groupConsumer) suspend() (resume func()) {
+	ch := make(chan struct{})
+	g.suspended.Store(&ch)
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+// memberLife is how long one client of the group consumer lives: it then
+// leaves and a new one joins, resuming from the committed offsets, so that
+// commits a coordinator lost show as offsets going back.
+const memberLife = 15 * time.Second
 
 func (g *groupConsumer) run(ctx context.Context) {
 	defer close(g.done)
-	defer g.cl.Close()
+	defer func() { g.cl.Close() }()
+	born := time.Now()
 	for ctx.Err() == nil {
-		fs := g.cl.PollFetches(ctx)
+		if ch := g.suspended.Load(); ch != nil {
+			g.cl.Close()
+			select {
+			case <-*ch:
+			case <-ctx.Done():
+				g.connect()
+				return
+			}
+			g.suspended.Store(nil)
+			if err := g.connect(); err != nil {
+				return
+			}
+			born = time.Now()
+		}
+		if time.Since(born) > memberLife {
+			g.cl.Close() // leaves the group
+			if err := g.connect(); err != nil {
+				return
+			}
+			born = time.Now()
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := g.cl.PollFetches(pctx)
+		cancel()
 		var rs []Read
 		now := g.rec.since()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -201,6 +261,14 @@ func (g *groupConsumer) run(ctx context.Context) {
 		g.rec.reads(g.name, rs)
 		if len(rs) == 0 {
 			continue
+		}
+		// Where a new member starts reading a partition is the committed
+		// offset it resumed from (or the log start when there is none).
+		for _, r := range rs {
+			if !g.resumed[r.TP] {
+				g.resumed[r.TP] = true
+				g.rec.commit(Commit{Group: g.group, TP: r.TP, Offset: r.Offset, Source: "resume", Sent: g.joined, At: now}, "")
+			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		sent := g.rec.since()
