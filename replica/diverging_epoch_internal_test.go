@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
@@ -46,26 +48,31 @@ func TestFetcherCutsOnDivergingEpoch(t *testing.T) {
 
 	ft := &fetcher{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	k := replicaKey{"t", 0}
-	p := &fetchPart{followed: followed{rep: rep, leader: 2, epoch: 3}, fetchedEpoch: 2}
-	ft.truncateDiverging(k, p, 1, 5)
+	p := &fetchPart{followed: followed{rep: rep, leader: 2, epoch: 3}, st: partState{backoff: defaultRetryBackoff}}
+	answer := func(fetchedEpoch, epoch int32, end int64) {
+		p.st.Step(time.Now(), event{kind: evSent, epoch: fetchedEpoch})
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = epoch, end
+		ft.apply(k, p, &rp)
+	}
+	answer(2, 1, 5)
 	if got := rep.Log().LogEndOffset(); got != 5 || rep.Log().LatestEpoch() != 1 {
 		t.Fatalf("after DivergingEpoch {1 5}: log end %d, latest epoch %d; want 5 in epoch 1", got, rep.Log().LatestEpoch())
 	}
-	if p.needTruncate || !p.pausedUntil.IsZero() {
-		t.Fatalf("a cut that made progress paused the partition: %+v", p)
+	if p.st.needTruncate || !p.st.pausedUntil.IsZero() {
+		t.Fatalf("a cut that made progress paused the partition: %+v", p.st)
 	}
 
-	p.fetchedEpoch = 1
 	before := time.Now()
-	ft.truncateDiverging(k, p, 1, 5)
-	if rep.Log().LogEndOffset() != 5 || !p.needTruncate || !p.pausedUntil.After(before) {
-		t.Fatalf("an answer that cuts nothing: log end %d, %+v; want the OffsetForLeaderEpoch check, paced", rep.Log().LogEndOffset(), p)
+	answer(1, 1, 5)
+	if rep.Log().LogEndOffset() != 5 || !p.st.needTruncate || !p.st.pausedUntil.After(before) {
+		t.Fatalf("an answer that cuts nothing: log end %d, %+v; want the OffsetForLeaderEpoch check, paced", rep.Log().LogEndOffset(), p.st)
 	}
 
-	p.needTruncate, p.pausedUntil = false, time.Time{}
+	p.st.needTruncate, p.st.pausedUntil = false, time.Time{}
 	rep.SetLeadership(true, 4)
-	ft.truncateDiverging(k, p, 0, 0)
-	if rep.Log().LogEndOffset() != 5 || p.needTruncate {
-		t.Fatalf("on a leader: log end %d, %+v; want no cut and no recheck", rep.Log().LogEndOffset(), p)
+	answer(1, 0, 0)
+	if rep.Log().LogEndOffset() != 5 || p.st.needTruncate {
+		t.Fatalf("on a leader: log end %d, %+v; want no cut and no recheck", rep.Log().LogEndOffset(), p.st)
 	}
 }

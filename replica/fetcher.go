@@ -41,17 +41,11 @@ type followed struct {
 	epoch  int32
 }
 
+// fetchPart is one partition a fetcher replicates: what it follows, and
+// its replication state (follow.go), owned by the fetcher goroutine.
 type fetchPart struct {
 	followed
-	needTruncate bool
-	// needBootstrap: the leader no longer holds this replica's log end
-	// locally; rebuild from the remote tail (bootstrap.go).
-	needBootstrap  bool
-	bootstrapRetry bootstrapRetry // pacing of failed bootstraps
-	pausedUntil    time.Time
-	// fetchedEpoch is the LastFetchedEpoch of the Fetch in flight: the
-	// epoch a DivergingEpoch in its answer is about.
-	fetchedEpoch int32
+	st partState
 }
 
 // fetchers owns the follower fetchers; Update is called after each
@@ -86,6 +80,11 @@ type FetchConfig struct {
 	MinBytes          int32         // replica.fetch.min.bytes
 	MaxBytes          int32         // replica.fetch.response.max.bytes
 	PartitionMaxBytes int32         // replica.fetch.max.bytes
+	// RetryBackoff is how long a partition pauses after a failed
+	// divergence check or append, a partition error in a Fetch answer, or
+	// a DivergingEpoch that cut nothing (as replica.fetch.backoff.ms).
+	// Default 200ms.
+	RetryBackoff time.Duration
 }
 
 // FetchConfigFrom takes the replica.fetch.* settings of a validated
@@ -97,6 +96,9 @@ func FetchConfigFrom(b config.Broker) FetchConfig {
 
 func newFetchers(self int32, store Metadata, cfg FetchConfig, logger *slog.Logger) *fetchers {
 	cfg.Fetchers = max(cfg.Fetchers, 1)
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = defaultRetryBackoff
+	}
 	return &fetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
 		cfg: cfg, byLeader: map[fetcherKey]*fetcher{}}
 }
@@ -227,7 +229,7 @@ func (ft *fetcher) set(ps map[replicaKey]followed) {
 	for k, p := range ps {
 		cur, ok := ft.parts[k]
 		if !ok || cur.epoch != p.epoch || cur.rep != p.rep {
-			ft.parts[k] = &fetchPart{followed: p, needTruncate: true}
+			ft.parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
 		}
 	}
 }
@@ -251,28 +253,21 @@ func (ft *fetcher) snapshot() map[replicaKey]*fetchPart {
 func (ft *fetcher) run(ctx context.Context) {
 	defer close(ft.done)
 	defer ft.conn.Close()
-	backoff := 50 * time.Millisecond
+	var pacer roundPacer
 	for ctx.Err() == nil {
 		parts := ft.snapshot()
-		if err := ft.round(ctx, parts); err != nil {
+		active, err := ft.round(ctx, parts)
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			ft.log.Debug("replica fetch failed", "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(backoff*2, time.Second)
-			continue
 		}
-		backoff = 50 * time.Millisecond
-		if len(parts) == 0 {
+		if pause := pacer.after(err != nil, len(parts), active); pause > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(pause):
 			}
 		}
 	}
@@ -285,42 +280,16 @@ func (ft *fetcher) broker() *kgo.Broker {
 	return nil
 }
 
-// round truncates new followers, then sends one Fetch for every active
-// partition and applies the answer.
-func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) error {
+// round runs one round: each partition's state machine (follow.go) says
+// whether it bootstraps, checks divergence, or goes into the one Fetch of
+// the round; the answer is applied partition by partition. It returns how
+// many partitions the Fetch carried.
+func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (int, error) {
 	b := ft.broker()
 	if b == nil {
-		return errors.New("no connection to the leader")
+		return 0, errors.New("no connection to the leader")
 	}
 	now := time.Now()
-	for k, p := range parts {
-		if p.needBootstrap && now.After(p.pausedUntil) {
-			switch err := ft.bootstrap(ctx, b, k, p); {
-			case err == nil:
-				p.needBootstrap, p.bootstrapRetry = false, bootstrapRetry{}
-			case errors.Is(err, errNotBehind):
-				// Out of range for another reason: check divergence.
-				p.needBootstrap, p.needTruncate, p.bootstrapRetry = false, true, bootstrapRetry{}
-			default:
-				if ctx.Err() != nil {
-					return ctx.Err() // stopping: not a failure to pace or log
-				}
-				pause, level := p.bootstrapRetry.failed(now)
-				p.pausedUntil = now.Add(pause)
-				ft.log.Log(ctx, level, "rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition,
-					"failures", p.bootstrapRetry.failures, "retry_in", pause, "err", err)
-				continue
-			}
-		}
-		if p.needTruncate && now.After(p.pausedUntil) {
-			if err := ft.truncate(ctx, b, k, p); err != nil {
-				p.pausedUntil = now.Add(200 * time.Millisecond)
-				ft.log.Debug("truncation check failed", "topic", k.topic, "partition", k.partition, "err", err)
-				continue
-			}
-			p.needTruncate = false
-		}
-	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = ft.f.self
 	req.MaxWaitMillis = int32(ft.f.cfg.MaxWait.Milliseconds())
@@ -328,7 +297,28 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	topics := map[string]int{}
 	active := map[replicaKey]*fetchPart{}
 	for k, p := range parts {
-		if p.needTruncate || p.needBootstrap || now.Before(p.pausedUntil) {
+		a := p.st.Step(now, event{kind: evRound})
+		for a.kind == actBootstrap || a.kind == actTruncate {
+			var err error
+			if a.kind == actBootstrap {
+				err = ft.bootstrap(ctx, b, k, p)
+				if err != nil && ctx.Err() != nil {
+					return 0, ctx.Err() // stopping: not a failure to pace or log
+				}
+				a = p.st.Step(now, event{kind: evBootstrapped, err: err})
+				if a.kind == actBackoff {
+					ft.log.Log(ctx, a.level, "rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition,
+						"failures", p.st.retry.failures, "retry_in", a.pause, "err", err)
+				}
+			} else {
+				err = ft.truncate(ctx, b, k, p)
+				a = p.st.Step(now, event{kind: evTruncated, err: err})
+				if a.kind == actBackoff {
+					ft.log.Log(ctx, a.level, "truncation check failed", "topic", k.topic, "partition", k.partition, "err", err)
+				}
+			}
+		}
+		if a.kind != actFetch {
 			continue
 		}
 		i, ok := topics[k.topic]
@@ -343,19 +333,13 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 		fp.Partition, fp.CurrentLeaderEpoch = k.partition, p.epoch
 		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
 		fp.LastFetchedEpoch = p.rep.Log().LatestEpoch()
-		p.fetchedEpoch = fp.LastFetchedEpoch
+		p.st.Step(now, event{kind: evSent, epoch: fp.LastFetchedEpoch})
 		fp.PartitionMaxBytes = ft.f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 		active[k] = p
 	}
 	if len(active) == 0 {
-		if len(parts) > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		return nil
+		return 0, nil
 	}
 	ft.mu.Lock()
 	ft.sent = sentFetch{count: ft.sent.count + 1, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
@@ -363,55 +347,42 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) e
 	ft.mu.Unlock()
 	resp, err := ft.conn.Fetch(ctx, req)
 	if err != nil {
-		return err
+		return len(active), err
 	}
 	if resp.ErrorCode != 0 {
-		return kerr.ErrorForCode(resp.ErrorCode)
+		return len(active), kerr.ErrorForCode(resp.ErrorCode)
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			k := replicaKey{t.Topic, rp.Partition}
-			p, ok := active[k]
-			if !ok {
-				continue
-			}
-			switch rp.ErrorCode {
-			case 0:
-				if rp.DivergingEpoch.Epoch >= 0 {
-					ft.truncateDiverging(k, p, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
-					continue
-				}
-				if err := p.rep.AppendFollower(rp.RecordBatches, rp.HighWatermark); err != nil {
-					if errors.Is(err, partition.ErrNotLeader) {
-						continue
-					}
-					if errors.Is(err, partition.ErrDiskFull) {
-						// Past disk_high_watermark (logged by tiering): fetch
-						// again later; the leader drops this replica from
-						// the ISR meanwhile.
-						p.pausedUntil = time.Now().Add(time.Second)
-						continue
-					}
-					ft.log.Warn("follower append failed; checking for divergence", "topic", k.topic, "partition", k.partition, "err", err)
-					p.needTruncate = true
-					p.pausedUntil = time.Now().Add(200 * time.Millisecond) // no tight loop if it fails again
-				}
-			case kerr.OffsetMovedToTieredStorage.Code, kerr.OffsetOutOfRange.Code:
-				// Below the leader's local log start (KIP-405), or out of
-				// its range: bootstrap checks which, and hands a log that is
-				// not behind to the divergence check.
-				p.needBootstrap = true
-			default:
-				// Fenced, not leader, unknown epoch...: wait for the control
-				// plane to tell this node the new roles.
-				p.pausedUntil = time.Now().Add(200 * time.Millisecond)
-				p.needTruncate = true // recheck divergence before fetching again
-				ft.log.Debug("replica fetch partition error", "topic", k.topic, "partition", k.partition,
-					"err", kerr.ErrorForCode(rp.ErrorCode))
+			if p, ok := active[k]; ok {
+				ft.apply(k, p, &rp)
 			}
 		}
 	}
-	return nil
+	return len(active), nil
+}
+
+// apply applies one partition's Fetch answer as its state machine says.
+func (ft *fetcher) apply(k replicaKey, p *fetchPart, rp *kmsg.FetchResponseTopicPartition) {
+	ev := event{kind: evAnswer, code: rp.ErrorCode}
+	if rp.DivergingEpoch.Epoch >= 0 {
+		ev.diverging, ev.divEpoch, ev.divEndOffset = true, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset
+	}
+	a := p.st.Step(time.Now(), ev)
+	switch a.kind {
+	case actBackoff:
+		ft.log.Log(context.Background(), a.level, "replica fetch partition error", "topic", k.topic, "partition", k.partition,
+			"err", kerr.ErrorForCode(rp.ErrorCode))
+	case actAppend:
+		err := p.rep.AppendFollower(rp.RecordBatches, rp.HighWatermark)
+		if a := p.st.Step(time.Now(), event{kind: evAppended, err: err}); a.kind == actBackoff {
+			ft.log.Log(context.Background(), a.level, "follower append failed; checking for divergence",
+				"topic", k.topic, "partition", k.partition, "err", err)
+		}
+	case actCutDiverging:
+		ft.cutDiverging(k, p, a)
+	}
 }
 
 // truncate asks the leader for the end of this replica's latest epoch and
@@ -452,27 +423,24 @@ func (ft *fetcher) truncate(ctx context.Context, b *kgo.Broker, k replicaKey, p 
 	return err
 }
 
-// truncateDiverging applies a fetch response's DivergingEpoch (KIP-320):
-// the leader's largest epoch at or below the LastFetchedEpoch this fetcher
-// sent, and that epoch's end in the leader's log. The tail is cut as the
-// OffsetForLeaderEpoch answer would cut it (Replica.TruncateDivergent), and
-// the next round fetches from the new log end. An answer that cuts nothing
-// cannot make progress by fetching again: the partition goes to the
+// cutDiverging applies a fetch answer's DivergingEpoch (KIP-320): the
+// leader's largest epoch at or below the LastFetchedEpoch this fetcher
+// sent (a.fetchedEpoch), and that epoch's end in the leader's log (a.epoch,
+// a.endOffset). The tail is cut as the OffsetForLeaderEpoch answer would
+// cut it (Replica.TruncateDivergent), and the next round fetches from the
+// new log end. The state machine sends an answer that cut nothing to the
 // OffsetForLeaderEpoch check, paced like a failed one.
-func (ft *fetcher) truncateDiverging(k replicaKey, p *fetchPart, epoch int32, endOffset int64) {
+func (ft *fetcher) cutDiverging(k replicaKey, p *fetchPart, a action) {
 	from := p.rep.Log().LogEndOffset()
-	to, err := p.rep.TruncateDivergent(p.fetchedEpoch, epoch, endOffset)
+	to, err := p.rep.TruncateDivergent(a.fetchedEpoch, a.epoch, a.endOffset)
+	next := p.st.Step(time.Now(), event{kind: evCut, err: err, cut: err == nil && to < from})
 	switch {
-	case errors.Is(err, partition.ErrNotLeader):
-		// The role moved on: the control plane's next update decides.
-	case err != nil || to >= from:
-		ft.log.Warn("diverging epoch from the leader cut nothing; checking with OffsetForLeaderEpoch", "topic", k.topic,
-			"partition", k.partition, "log_end", from, "epoch", p.fetchedEpoch, "diverging_epoch", epoch, "end_offset", endOffset, "err", err)
-		p.needTruncate = true
-		p.pausedUntil = time.Now().Add(200 * time.Millisecond)
-	default:
+	case next.kind == actBackoff:
+		ft.log.Log(context.Background(), next.level, "diverging epoch from the leader cut nothing; checking with OffsetForLeaderEpoch", "topic", k.topic,
+			"partition", k.partition, "log_end", from, "epoch", a.fetchedEpoch, "diverging_epoch", a.epoch, "end_offset", a.endOffset, "err", err)
+	case err == nil:
 		ft.log.Info("follower truncating divergent tail", "topic", k.topic, "partition", k.partition,
-			"from", from, "to", to, "epoch", p.fetchedEpoch, "leader_epoch_answer", epoch, "via", "DivergingEpoch")
+			"from", from, "to", to, "epoch", a.fetchedEpoch, "leader_epoch_answer", a.epoch, "via", "DivergingEpoch")
 	}
 }
 
