@@ -73,6 +73,7 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 		}
 		cleaned++
 	}
+	r.logger.Debug("compaction pass", "first_uncleanable", limit, "segments_cleaned", cleaned)
 	return cleaned, nil
 }
 

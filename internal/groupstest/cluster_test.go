@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,8 +27,9 @@ type cluster struct {
 
 // startCluster starts NATS and three nodes with a 2 s broker session and
 // controller lease and a 3 s replica.lag.time.max, and waits until every
-// node is ready and the controller sees all three.
-func startCluster(t testing.TB, extra ...string) *cluster {
+// node is ready and the controller sees all three. settings are flag and
+// value pairs that replace those defaults or add to them.
+func startCluster(t testing.TB, settings ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
@@ -36,15 +38,20 @@ func startCluster(t testing.TB, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
+	flags := []string{"--broker-session-timeout", "2s", "--controller-lease", "2s", "--replica-lag-time-max", "3s"}
+	for i := 0; i+1 < len(settings); i += 2 {
+		if j := slices.Index(flags, settings[i]); j >= 0 && j%2 == 0 {
+			flags[j+1] = settings[i+1]
+		} else {
+			flags = append(flags, settings[i], settings[i+1])
+		}
+	}
 	c := &cluster{t: t}
 	for id := 1; id <= 3; id++ {
 		n := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), append([]string{
 			"--node-id", fmt.Sprint(id),
 			"--nats", srv.ClientURL(),
-			"--broker-session-timeout", "2s",
-			"--controller-lease", "2s",
-			"--replica-lag-time-max", "3s",
-		}, extra...), proctest.Name(fmt.Sprintf("groupstest node %d", id)))
+		}, flags...), proctest.Name(fmt.Sprintf("groupstest node %d", id)))
 		n.Start()
 		c.nodes = append(c.nodes, n)
 	}
