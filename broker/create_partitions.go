@@ -4,8 +4,10 @@ package broker
 //
 //   - v1: no change here.  v2: flexible versions.  v3: no change here.
 //
-// The count only grows (INVALID_PARTITIONS otherwise); manual assignments of
-// the new partitions are not supported (INVALID_REQUEST).
+// The count only grows (INVALID_PARTITIONS otherwise). A manual assignment
+// names the replicas of each new partition: as many lists as new
+// partitions, each of the topic's replication factor in distinct registered
+// brokers (INVALID_REPLICA_ASSIGNMENT otherwise).
 
 import (
 	"context"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -23,9 +26,11 @@ func (n *Node) handleCreatePartitions(ctx context.Context, req *kafka.Request) (
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
+		var assignment [][]int32
+		for _, a := range t.Assignment {
+			assignment = append(assignment, a.Replicas)
+		}
 		switch {
-		case len(t.Assignment) > 0:
-			rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, errMessage(fmt.Errorf("manual assignment is not supported"))
 		case r.ValidateOnly:
 			topic, ok := n.store.Topic(t.Topic)
 			if !ok {
@@ -33,6 +38,16 @@ func (n *Node) handleCreatePartitions(ctx context.Context, req *kafka.Request) (
 			} else if t.Count <= topic.Partitions {
 				rt.ErrorCode = kerr.InvalidPartitions.Code
 				rt.ErrorMessage = errMessage(fmt.Errorf("topic has %d partitions, asked for %d", topic.Partitions, t.Count))
+			} else if assignment != nil {
+				err := controlplane.ValidateAssignment(assignment, int(topic.ReplicationFactor), n.liveBrokers())
+				if err == nil && int32(len(assignment)) != t.Count-topic.Partitions {
+					err = fmt.Errorf("%w: %d new partitions, %d assignments", controlplane.ErrInvalidReplicaAssignment, t.Count-topic.Partitions, len(assignment))
+				}
+				rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
+			}
+		case assignment != nil:
+			if err := n.store.CreatePartitionsWithAssignment(ctx, t.Topic, t.Count, assignment); err != nil {
+				rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
 			}
 		default:
 			if err := n.store.CreatePartitions(ctx, t.Topic, t.Count); err != nil {

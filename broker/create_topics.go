@@ -8,11 +8,15 @@ package broker
 //   - v7: TopicID in the response.
 //
 // Configs are validated with Kafka's names before anything is written
-// (INVALID_CONFIG); manual replica assignments are not supported yet
-// (INVALID_REQUEST). A name given twice in one request fails both entries.
+// (INVALID_CONFIG). A manual replica assignment needs -1 partitions and
+// replication factor (INVALID_REQUEST otherwise), partitions 0..n-1, and
+// for each the same number of distinct registered brokers
+// (INVALID_REPLICA_ASSIGNMENT otherwise, controlplane.ValidateAssignment).
+// A name given twice in one request fails both entries.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,11 +45,15 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			fail(kerr.InvalidRequest.Code, fmt.Errorf("topic %q named more than once", t.Topic))
 			continue
 		}
-		if len(t.ReplicaAssignment) > 0 {
-			fail(kerr.InvalidRequest.Code, fmt.Errorf("manual replica assignment is not supported"))
+		assignment, code, aerr := manualAssignment(t)
+		if aerr != nil {
+			fail(code, aerr)
 			continue
 		}
 		parts, rf := t.NumPartitions, t.ReplicationFactor
+		if assignment != nil {
+			parts, rf = int32(len(assignment)), int16(len(assignment[0]))
+		}
 		if parts == -1 {
 			parts = n.cfg.NumPartitions
 		}
@@ -56,7 +64,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			fail(kerr.InvalidPartitions.Code, fmt.Errorf("%d partitions", parts))
 			continue
 		}
-		if rf < 1 {
+		if rf < 1 && assignment == nil {
 			fail(kerr.InvalidReplicationFactor.Code, fmt.Errorf("replication factor %d", rf))
 			continue
 		}
@@ -85,12 +93,23 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 				fail(kerr.TopicAlreadyExists.Code, fmt.Errorf("topic %q exists", t.Topic))
 				continue
 			}
-			if live := len(n.store.Brokers()); int(rf) > live {
+			if assignment != nil {
+				if err := controlplane.ValidateAssignment(assignment, int(rf), n.liveBrokers()); err != nil {
+					fail(adminErrorCode(err), err)
+					continue
+				}
+			} else if live := len(n.store.Brokers()); int(rf) > live {
 				fail(kerr.InvalidReplicationFactor.Code, fmt.Errorf("replication factor %d > %d live brokers", rf, live))
 				continue
 			}
 		} else {
-			topic, err := n.store.CreateTopic(ctx, t.Topic, parts, rf, configs)
+			var topic controlplane.Topic
+			var err error
+			if assignment != nil {
+				topic, err = n.store.CreateTopicWithAssignment(ctx, t.Topic, assignment, configs)
+			} else {
+				topic, err = n.store.CreateTopic(ctx, t.Topic, parts, rf, configs)
+			}
 			if err != nil {
 				fail(adminErrorCode(err), err)
 				continue
@@ -112,4 +131,26 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 		n.reconcile()
 	}
 	return kafka.Reply{Response: resp}, nil
+}
+
+// manualAssignment returns a CreateTopics entry's replica assignment in
+// partition order, nil when it has none; on error, Kafka's code for it.
+func manualAssignment(t kmsg.CreateTopicsRequestTopic) ([][]int32, int16, error) {
+	if len(t.ReplicaAssignment) == 0 {
+		return nil, 0, nil
+	}
+	if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+		return nil, kerr.InvalidRequest.Code, errors.New("both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time")
+	}
+	out := make([][]int32, len(t.ReplicaAssignment))
+	for _, a := range t.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(out) || out[a.Partition] != nil {
+			return nil, kerr.InvalidReplicaAssignment.Code, errors.New("partitions should be consecutive and start from 0")
+		}
+		out[a.Partition] = a.Replicas
+		if out[a.Partition] == nil {
+			out[a.Partition] = []int32{}
+		}
+	}
+	return out, 0, nil
 }

@@ -58,6 +58,29 @@ func ValidateReplicaAssignment(replicas []int32, live func(int32) bool) error {
 	return nil
 }
 
+// ValidateAssignment checks a manual assignment of partitions (CreateTopics,
+// CreatePartitions) as Kafka does: every partition has rf replicas (the
+// same count for all), each list passes ValidateReplicaAssignment. It
+// returns an ErrInvalidReplicaAssignment naming the partition.
+func ValidateAssignment(assignment [][]int32, rf int, live func(int32) bool) error {
+	for i, replicas := range assignment {
+		if err := ValidateReplicaAssignment(replicas, live); err != nil {
+			return fmt.Errorf("partition %d: %w", i, err)
+		}
+		if len(replicas) != rf {
+			return fmt.Errorf("%w: partition %d has %d replicas, want %d like every partition", ErrInvalidReplicaAssignment, i, len(replicas), rf)
+		}
+	}
+	return nil
+}
+
+// liveIn is the membership test of a broker list.
+func liveIn(brokers []Broker) func(int32) bool {
+	return func(id int32) bool {
+		return slices.ContainsFunc(brokers, func(b Broker) bool { return b.NodeID == id })
+	}
+}
+
 // StartReassignment starts a reassignment of st towards target (validated
 // by the caller: see ValidateReplicaAssignment), replacing one in progress,
 // and completes it at once when every target replica is already in the ISR

@@ -179,3 +179,25 @@ func TestValidateReplicaAssignment(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateAssignment(t *testing.T) {
+	live := liveSet(1, 2, 3, 4)
+	for _, c := range []struct {
+		name string
+		a    [][]int32
+		rf   int
+		ok   bool
+	}{
+		{"good", [][]int32{{4, 1, 2}, {2, 3, 4}}, 3, true},
+		{"different replica counts", [][]int32{{1, 2, 3}, {1, 2}}, 3, false},
+		{"not the topic's replication factor", [][]int32{{1, 2}}, 3, false},
+		{"a broker twice", [][]int32{{1, 1, 2}}, 3, false},
+		{"an unregistered broker", [][]int32{{1, 2, 9}}, 3, false},
+		{"an empty list", [][]int32{{}}, 0, false},
+	} {
+		err := ValidateAssignment(c.a, c.rf, live)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidReplicaAssignment)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -356,3 +356,54 @@ func TestUpdatePartitionCASOneWinner(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestManualAssignment: CreateTopicWithAssignment and
+// CreatePartitionsWithAssignment place replicas as asked, the first leading,
+// and refuse an assignment Kafka refuses.
+func TestManualAssignment(t *testing.T) {
+	ns := startNATS(t)
+	s := openStore(t, connect(t, ns), StoreConfig{})
+	ctx := testCtx(t)
+	if err := s.RegisterBroker(ctx, broker(1)); err != nil {
+		t.Fatal(err)
+	}
+	other := openStore(t, connect(t, ns), StoreConfig{})
+	if err := other.RegisterBroker(ctx, broker(2)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "both brokers", func() bool { return len(s.Brokers()) == 2 })
+	if _, err := s.CreateTopicWithAssignment(ctx, "bad", [][]int32{{1, 2}, {1}}, nil); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("uneven replica counts: %v", err)
+	}
+	if _, err := s.CreateTopicWithAssignment(ctx, "bad", [][]int32{{1, 3}}, nil); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("unregistered broker: %v", err)
+	}
+	if _, ok := s.Topic("bad"); ok {
+		t.Fatal("a refused topic was created")
+	}
+	topic, err := s.CreateTopicWithAssignment(ctx, "manual", [][]int32{{2, 1}, {1, 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topic.Partitions != 2 || topic.ReplicationFactor != 2 {
+		t.Fatalf("topic %+v", topic)
+	}
+	if err := s.CreatePartitionsWithAssignment(ctx, "manual", 4, [][]int32{{2, 1}}); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("one assignment for two new partitions: %v", err)
+	}
+	if err := s.CreatePartitionsWithAssignment(ctx, "manual", 3, [][]int32{{1}}); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("wrong replication factor: %v", err)
+	}
+	if err := s.CreatePartitionsWithAssignment(ctx, "manual", 3, [][]int32{{2, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int32{{2, 1}, {1, 2}, {2, 1}}
+	if got := s.Partitions("manual"); len(got) != len(want) {
+		t.Fatalf("%d partitions, want %d", len(got), len(want))
+	}
+	for p, st := range s.Partitions("manual") {
+		if !slices.Equal(st.Replicas, want[p]) || st.Leader != want[p][0] || !slices.Equal(st.ISR, want[p]) {
+			t.Fatalf("partition %d: %s, want replicas %v led by %d", p, stateString(st), want[p], want[p][0])
+		}
+	}
+}

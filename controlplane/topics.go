@@ -25,6 +25,24 @@ const maxCASRetries = 8
 // ErrInvalidReplicationFactor (rf < 1 or above the live broker count),
 // ErrTopicExists.
 func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (Topic, error) {
+	return s.createTopic(ctx, name, partitions, rf, nil, configs)
+}
+
+// CreateTopicWithAssignment creates a topic whose partition p has the
+// replicas assignment[p], the first being its leader (CreateTopics with a
+// manual assignment); otherwise as CreateTopic. The assignment is checked
+// by ValidateAssignment against the live brokers
+// (ErrInvalidReplicaAssignment).
+func (s *Store) CreateTopicWithAssignment(ctx context.Context, name string, assignment [][]int32, configs map[string]string) (Topic, error) {
+	if len(assignment) == 0 {
+		return Topic{}, fmt.Errorf("%w: no partitions", ErrInvalidReplicaAssignment)
+	}
+	return s.createTopic(ctx, name, int32(len(assignment)), int16(len(assignment[0])), assignment, configs)
+}
+
+// createTopic is CreateTopic with the assignment given (validated here), or
+// nil for AssignReplicas'.
+func (s *Store) createTopic(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string) (Topic, error) {
 	if err := s.checkOpen(); err != nil {
 		return Topic{}, err
 	}
@@ -38,12 +56,18 @@ func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, 
 		return Topic{}, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
 	brokers := s.Brokers()
-	if rf < 1 || int(rf) > len(brokers) {
+	if assignment != nil {
+		if err := ValidateAssignment(assignment, int(rf), liveIn(brokers)); err != nil {
+			return Topic{}, err
+		}
+	} else if rf < 1 || int(rf) > len(brokers) {
 		return Topic{}, fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(brokers))
 	}
 	t := Topic{Name: name, ID: NewTopicID(), Partitions: partitions, ReplicationFactor: rf,
 		Configs: maps.Clone(configs), Internal: isInternalTopic(name)}
-	assignment := AssignReplicas(brokers, partitions, rf, rand.IntN(len(brokers)))
+	if assignment == nil {
+		assignment = AssignReplicas(brokers, partitions, rf, rand.IntN(len(brokers)))
+	}
 	if err := s.createPartitions(ctx, t, 0, assignment); err != nil {
 		return Topic{}, err
 	}
@@ -210,6 +234,22 @@ func (s *Store) SetTopicConfigs(ctx context.Context, name string, configs map[st
 // fewer brokers are live than the topic's replication factor; ErrConflict
 // when another writer grows the topic at the same time.
 func (s *Store) CreatePartitions(ctx context.Context, name string, newCount int32) error {
+	return s.createPartitionsAssigned(ctx, name, newCount, nil)
+}
+
+// CreatePartitionsWithAssignment grows the topic to newCount partitions
+// with the given replicas for the new ones, in order (CreatePartitions with
+// a manual assignment): one list per new partition, each of the topic's
+// replication factor, distinct live brokers (ErrInvalidReplicaAssignment
+// otherwise); otherwise as CreatePartitions.
+func (s *Store) CreatePartitionsWithAssignment(ctx context.Context, name string, newCount int32, assignment [][]int32) error {
+	if assignment == nil {
+		assignment = [][]int32{}
+	}
+	return s.createPartitionsAssigned(ctx, name, newCount, assignment)
+}
+
+func (s *Store) createPartitionsAssigned(ctx context.Context, name string, newCount int32, assignment [][]int32) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -221,12 +261,23 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, newCount int3
 		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, name, t.Partitions, newCount)
 	}
 	brokers := s.Brokers()
-	if int(t.ReplicationFactor) > len(brokers) {
-		return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, t.ReplicationFactor, len(brokers))
-	}
-	all := AssignReplicas(brokers, newCount, t.ReplicationFactor, rand.IntN(len(brokers)))
 	old := t.Partitions
-	if err := s.createPartitions(ctx, t, old, all[old:]); err != nil {
+	var added [][]int32
+	if assignment != nil {
+		if int32(len(assignment)) != newCount-old {
+			return fmt.Errorf("%w: %d new partitions, %d assignments", ErrInvalidReplicaAssignment, newCount-old, len(assignment))
+		}
+		if err := ValidateAssignment(assignment, int(t.ReplicationFactor), liveIn(brokers)); err != nil {
+			return err
+		}
+		added = assignment
+	} else {
+		if int(t.ReplicationFactor) > len(brokers) {
+			return fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, t.ReplicationFactor, len(brokers))
+		}
+		added = AssignReplicas(brokers, newCount, t.ReplicationFactor, rand.IntN(len(brokers)))[old:]
+	}
+	if err := s.createPartitions(ctx, t, old, added); err != nil {
 		return err
 	}
 	err = s.updateTopic(ctx, name, func(cur *Topic) error {
