@@ -116,33 +116,18 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 	}
 	for i := range cfg.Nodes {
 		id := int32(i + 1)
-		kafka, err := freeAddr()
-		if err != nil {
-			return c, err
-		}
-		admin, err := freeAddr()
-		if err != nil {
-			return c, err
-		}
 		dir := filepath.Join(c.dir, fmt.Sprintf("node-%d", id))
-		args := []string{"serve", "--node-id", fmt.Sprint(id), "--data-dir", dir, "--listen", kafka, "--admin-listen", admin,
-			"--nats", strings.Join(urls, ","), "--nats-replicas", fmt.Sprint(len(c.nats)),
-			"--broker-session-timeout", cfg.Session.String(), "--controller-lease", cfg.Session.String(),
-			"--replica-lag-time-max", "3s",
-			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style=true",
-			"--s3-request-timeout", "5s",
-			"--tiering-interval", "500ms", "--remote-orphan-grace", cfg.OrphanGrace.String(),
-			"--retention-check-interval", "1s",
-		}
 		env := []string{"AWS_ACCESS_KEY_ID=" + s3Access, "AWS_SECRET_ACCESS_KEY=" + s3Secret, "AWS_REGION=" + s3Region}
-		n := &Node{Proc: NewProc(fmt.Sprintf("node-%d", id), cfg.Shale, args, env, filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id))),
-			ID: id, Kafka: kafka, Admin: admin, Dir: dir}
+		n := &Node{Proc: NewProc(fmt.Sprintf("node-%d", id), cfg.Shale, nil, env, filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id))),
+			ID: id, Dir: dir}
 		if c.net.ok {
 			n.Gid = 40000 + uint32(os.Getpid()%1000)*10 + uint32(id)
 			n.Proc.gid = n.Gid
 		}
 		c.Nodes = append(c.Nodes, n)
-		if err := n.Start(); err != nil {
+	}
+	for _, n := range c.Nodes {
+		if err := c.startNode(ctx, n, urls); err != nil {
 			return c, err
 		}
 	}
@@ -152,6 +137,49 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 		}
 	}
 	return c, nil
+}
+
+// startNode gives a node free ports and starts it, and when a port was
+// taken between choosing and binding it (the node exits at once), does
+// so again, up to three times.
+func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) error {
+	var lastErr error
+	for range 3 {
+		kafka, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		admin, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		n.Kafka, n.Admin = kafka, admin
+		n.args = []string{"serve", "--node-id", fmt.Sprint(n.ID), "--data-dir", n.Dir, "--listen", kafka, "--admin-listen", admin,
+			"--nats", strings.Join(natsURLs, ","), "--nats-replicas", fmt.Sprint(len(c.nats)),
+			"--broker-session-timeout", c.cfg.Session.String(), "--controller-lease", c.cfg.Session.String(),
+			"--replica-lag-time-max", "3s",
+			"--s3-endpoint", c.proxy.URL, "--s3-bucket", s3Bucket, "--s3-region", s3Region, "--s3-path-style=true",
+			"--s3-request-timeout", "5s",
+			"--tiering-interval", "500ms", "--remote-orphan-grace", c.cfg.OrphanGrace.String(),
+			"--retention-check-interval", "1s",
+		}
+		if err := n.Start(); err != nil {
+			return err
+		}
+		// A port taken by another process: the node exits within moments.
+		exited := false
+		poll(time.Second, 50*time.Millisecond, func() bool { exited = !n.Alive(); return exited || ctx.Err() != nil })
+		if !exited {
+			return nil
+		}
+		n.stop(syscall.SIGKILL, 5*time.Second)
+		lastErr = fmt.Errorf("%s exited at start (see %s)", n.Name, n.log)
+		b, _ := os.ReadFile(n.log)
+		if !strings.Contains(string(b), "address already in use") {
+			return lastErr
+		}
+	}
+	return lastErr
 }
 
 func (c *Cluster) startNATS() error {
