@@ -7,9 +7,12 @@
 // partition PartitionFor(group, partitions). Committed offsets and group
 // metadata are records in that partition, in Kafka's own key and value
 // schemas (see records.go), appended by the coordinator and acknowledged
-// once the high watermark passes them. A node that leads an offsets
-// partition it has not loaded yet reads it from the log start (answering
-// COORDINATOR_LOAD_IN_PROGRESS meanwhile) and rebuilds its groups.
+// once the high watermark passes them; a commit is applied to the group's
+// state (what OffsetFetch answers) only then. A node that leads an offsets
+// partition it has not loaded yet reads it from the log start to the log
+// end, as Kafka does (answering COORDINATOR_LOAD_IN_PROGRESS meanwhile),
+// and rebuilds its groups. docs/consumer-groups.md says what holds under
+// each failure.
 //
 // Each group's state is owned by one goroutine (runner.go); the protocol
 // handlers send it closures and wait for the answer in kafka.Reply.Wait,

@@ -80,7 +80,7 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 		rf = int16(live)
 	}
 	if err := c.cluster.EnsureTopic(ctx, OffsetsTopic, c.cfg.Partitions, rf, offsetsTopicConfigs); err != nil {
-		return Broker{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, OffsetsTopic, err)
+		return Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, OffsetsTopic, err)
 	}
 	if b, ok = c.cluster.PartitionLeader(OffsetsTopic, p); !ok {
 		return Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
