@@ -109,7 +109,11 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 	if err := c.startS3(); err != nil {
 		return c, err
 	}
-	c.net = newNetFaults(log)
+	if cfg.needNet {
+		c.net = newNetFaults(log)
+	} else {
+		c.net = &netFaults{why: "the schedule has no network partitions", rules: map[string][]string{}, log: log}
+	}
 	var urls []string
 	for _, p := range c.natsP {
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", p))

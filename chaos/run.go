@@ -54,6 +54,9 @@ type Config struct {
 	NATSCluster bool
 	// KeepData keeps the nodes' data dirs and the bucket after the run.
 	KeepData bool
+	// needNet: the schedule has network partitions (set by Run); only then
+	// does the suite set up its iptables chain.
+	needNet bool
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -97,6 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		return nil, fmt.Errorf("schedule %s needs %d nodes", sched.Name, sched.Nodes)
 	}
 	cfg.NATSCluster = cfg.NATSCluster || sched.NATSCluster
+	cfg.needNet = slices.ContainsFunc(sched.Kinds, func(k FaultKind) bool { return k == PartNode || k == PartNATS || k == PartS3 })
 	if ents, err := os.ReadDir(cfg.Out); err != nil {
 		return nil, err
 	} else if len(ents) > 0 {
