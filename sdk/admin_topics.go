@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,70 @@ type PartitionInfo struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	ISR         []int32
+	Err         error // the partition's error in the Metadata answer (LEADER_NOT_AVAILABLE, ...), else nil
+}
+
+// ReplicationFactor is the number of replicas of the topic's first
+// partition (Kafka's tools assume every partition has as many).
+func (t TopicInfo) ReplicationFactor() int {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	return len(t.Partitions[0].Replicas)
+}
+
+// ClusterInfo is the cluster as a node's Metadata answer describes it.
+type ClusterInfo struct {
+	ClusterID  string
+	Controller int32        // node id of the controller, -1 when none is known
+	Brokers    []BrokerInfo // by node id
+	Topics     []TopicInfo  // by name, internal topics included
+}
+
+// BrokerInfo is one live broker: its id and the address it advertises.
+type BrokerInfo struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string // "" when the broker has none
+}
+
+// DescribeCluster returns the live brokers, the controller, and the named
+// topics (every topic when none is named, internal ones included) with
+// their partitions. A named topic that does not exist is left out.
+func (a *Admin) DescribeCluster(ctx context.Context, topics ...string) (ClusterInfo, error) {
+	if a.closed.Load() {
+		return ClusterInfo{}, ErrClosed
+	}
+	m, err := a.adm.Metadata(ctx, topics...)
+	if err != nil {
+		return ClusterInfo{}, fmt.Errorf("sdk: metadata: %w", err)
+	}
+	info := ClusterInfo{ClusterID: m.Cluster, Controller: m.Controller}
+	for _, b := range m.Brokers {
+		bi := BrokerInfo{NodeID: b.NodeID, Host: b.Host, Port: b.Port}
+		if b.Rack != nil {
+			bi.Rack = *b.Rack
+		}
+		info.Brokers = append(info.Brokers, bi)
+	}
+	slices.SortFunc(info.Brokers, func(x, y BrokerInfo) int { return cmp.Compare(x.NodeID, y.NodeID) })
+	for _, d := range m.Topics.Sorted() {
+		if d.Err == nil {
+			info.Topics = append(info.Topics, topicInfo(d))
+		}
+	}
+	return info, nil
+}
+
+// topicInfo converts kadm's description of a topic.
+func topicInfo(d kadm.TopicDetail) TopicInfo {
+	info := TopicInfo{Name: d.Topic, ID: d.ID.String(), Internal: d.IsInternal}
+	for _, p := range d.Partitions.Sorted() {
+		info.Partitions = append(info.Partitions, PartitionInfo{Partition: p.Partition, Leader: p.Leader,
+			LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), Err: p.Err})
+	}
+	return info
 }
 
 // CreateTopic creates topic with partitions partitions, rf replicas each,
@@ -78,12 +143,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, topic string) (TopicInfo, err
 	if d.Err != nil {
 		return TopicInfo{}, topicErr(topic, d.Err)
 	}
-	info := TopicInfo{Name: d.Topic, ID: d.ID.String(), Internal: d.IsInternal}
-	for _, p := range d.Partitions.Sorted() {
-		info.Partitions = append(info.Partitions, PartitionInfo{Partition: p.Partition, Leader: p.Leader,
-			LeaderEpoch: p.LeaderEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)})
-	}
-	return info, nil
+	return topicInfo(d), nil
 }
 
 // DeleteTopic deletes topic and, in time, its remote segments.

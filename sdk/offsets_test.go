@@ -182,3 +182,36 @@ func TestOffsetResetAndLag(t *testing.T) {
 		t.Fatalf("reset-b not assigned to the member: %+v", lags)
 	}
 }
+
+// TestDescribeCluster: the node, the controller and the topics as the
+// node's Metadata answer has them; a named topic that does not exist is
+// left out.
+func TestDescribeCluster(t *testing.T) {
+	a := newAdmin(t)
+	ctx := ctxT(t, 60*time.Second)
+	createTopic(t, a, "cluster-t", 3, nil)
+	info, err := a.DescribeCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Brokers) != 1 || info.Controller != info.Brokers[0].NodeID || info.ClusterID == "" ||
+		info.Brokers[0].Host != "127.0.0.1" || info.Brokers[0].Port <= 0 {
+		t.Fatalf("cluster %+v", info)
+	}
+	found := false
+	for _, ti := range info.Topics {
+		if ti.Name == "cluster-t" {
+			found = true
+			if len(ti.Partitions) != 3 || ti.ReplicationFactor() != 1 || ti.Partitions[2].Leader != info.Brokers[0].NodeID || ti.Partitions[2].Err != nil {
+				t.Fatalf("topic %+v", ti)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("cluster-t not in %+v", info.Topics)
+	}
+	one, err := a.DescribeCluster(ctx, "cluster-t", "no-such-topic")
+	if err != nil || len(one.Topics) != 1 || one.Topics[0].Name != "cluster-t" {
+		t.Fatalf("named topics: %+v (%v)", one.Topics, err)
+	}
+}

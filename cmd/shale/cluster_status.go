@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -58,26 +57,21 @@ func clusterStatus(ctx context.Context, g *cliGlobals, stdout io.Writer, topic s
 		return err
 	}
 	defer done()
-	adm := a.Kadm()
 	var topics []string
 	if topic != "" {
 		topics = []string{topic}
 	}
-	m, err := adm.Metadata(ctx, topics...)
+	info, err := a.DescribeCluster(ctx, topics...)
 	if err != nil {
 		return err
 	}
-	out := clusterStatusOut{ClusterID: m.Cluster, Controller: m.Controller}
-	for _, b := range m.Brokers {
-		cb := clusterBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port}
-		if b.Rack != nil {
-			cb.Rack = *b.Rack
-		}
-		out.Brokers = append(out.Brokers, cb)
+	out := clusterStatusOut{ClusterID: info.ClusterID, Controller: info.Controller}
+	for _, b := range info.Brokers {
+		out.Brokers = append(out.Brokers, clusterBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
 	}
-	for _, t := range m.Topics.Sorted() {
-		for _, p := range t.Partitions.Sorted() {
-			cp := clusterPartition{Topic: t.Topic, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+	for _, t := range info.Topics {
+		for _, p := range t.Partitions {
+			cp := clusterPartition{Topic: t.Name, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR}
 			if p.Err != nil {
 				cp.Error = p.Err.Error()
@@ -85,7 +79,6 @@ func clusterStatus(ctx context.Context, g *cliGlobals, stdout io.Writer, topic s
 			out.Partitions = append(out.Partitions, cp)
 		}
 	}
-	sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].NodeID < out.Brokers[j].NodeID })
 	if g.json() {
 		return writeJSON(stdout, out)
 	}

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func newTopicCmd() *cobra.Command {
@@ -198,20 +197,4 @@ func errText(err error, msg string) string {
 		return fmt.Sprintf("%v: %s", err, msg)
 	}
 	return err.Error()
-}
-
-// topicDetail fetches one topic's metadata or errUnknownTopic.
-func topicDetail(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
-	details, err := adm.ListTopicsWithInternal(ctx, topic)
-	if err != nil {
-		return kadm.TopicDetail{}, err
-	}
-	d, ok := details[topic]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		if ok && d.Err != nil {
-			return d, fmt.Errorf("%w %q: %v", errUnknownTopic, topic, d.Err)
-		}
-		return d, fmt.Errorf("%w %q", errUnknownTopic, topic)
-	}
-	return d, nil
 }

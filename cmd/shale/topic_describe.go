@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/sdk"
 )
 
 // topicDescription is `shale topic describe`'s output.
@@ -60,14 +62,18 @@ func topicDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, topic s
 		return err
 	}
 	defer done()
-	adm := a.Kadm()
-	d, err := topicDetail(ctx, adm, topic)
-	if err != nil {
-		return err
+	info, err := a.DescribeTopic(ctx, topic)
+	if err == nil && len(info.Partitions) == 0 {
+		err = sdk.ErrTopicNotFound
 	}
-	desc := topicDescription{Topic: topic, ID: d.ID.String(), Internal: d.IsInternal,
-		ReplicationFactor: d.Partitions.NumReplicas(), Configs: []topicConfig{}}
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return topicNotFound(topic, err)
+	}
+	desc := topicDescription{Topic: topic, ID: info.ID, Internal: info.Internal,
+		ReplicationFactor: info.ReplicationFactor(), Configs: []topicConfig{}}
+	// The SDK's TopicConfig has no sources: the franz-go admin client
+	// underneath has them.
+	rcs, err := a.Kadm().DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -89,7 +95,7 @@ func topicDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, topic s
 	if err != nil {
 		return topicNotFound(topic, err)
 	}
-	for _, p := range d.Partitions.Sorted() {
+	for _, p := range info.Partitions {
 		pd := topicPartitionDs{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, LogStartOffset: bounds[p.Partition].Start, HighWatermark: bounds[p.Partition].End}
 		if p.Err != nil {
