@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -86,5 +87,67 @@ func TestFlushFailureAfterWrite(t *testing.T) {
 	}
 	if got := r.Log().LogEndOffset(); got != leo+2 {
 		t.Fatalf("log end %d after the retry, want %d", got, leo+2)
+	}
+}
+
+// TestFollowerFlushFailureAfterWrite: a follower (flush.messages=1) whose
+// fsync fails after it wrote a replicated idempotent batch still records
+// the batch in producer state (so that, leading later, it answers the
+// producer's retry as a duplicate), and its log takes no more batches.
+// Before the fix a follower append that failed applied nothing to producer
+// state.
+func TestFollowerFlushFailureAfterWrite(t *testing.T) {
+	cfg := map[string]string{"flush.messages": "1"}
+	leader, follower := openTest(t, t.TempDir(), nil, nil), openTest(t, t.TempDir(), cfg, nil)
+	defer func() { leader.Close(); follower.Close() }()
+	leader.SetLeadership(true, 1)
+	follower.SetLeadership(false, 1)
+	b := build(t, batch.BuildOptions{ProducerID: 9, ProducerEpoch: 0, BaseSequence: 0}, 4)
+	retry := append([]byte(nil), b...)
+	if _, err := leader.AppendLeader(b); err != nil {
+		t.Fatal(err)
+	}
+	data, err := leader.Log().ReadBytes(0, 1<<20, leader.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected := errors.New("injected EIO")
+	segment.SetFsyncFault(func(f *os.File) error {
+		if strings.HasSuffix(f.Name(), ".log") { // the segment, not the epoch checkpoint written before it
+			return injected
+		}
+		return nil
+	})
+	t.Cleanup(func() { segment.SetFsyncFault(nil) })
+	if err := follower.AppendFollower(data, 0); !errors.Is(err, segment.ErrSyncFailed) {
+		t.Fatalf("follower append with a failing fsync: %v, want ErrSyncFailed", err)
+	}
+	segment.SetFsyncFault(nil)
+	if e := follower.Log().LogEndOffset(); e != 4 {
+		t.Fatalf("follower log end %d, want 4 (the batch landed)", e)
+	}
+	h, err := batch.ParseHeader(retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower.appendMu.Lock()
+	dup, err := follower.producers.Check(&h)
+	follower.appendMu.Unlock()
+	if err != nil || dup == nil || dup.FirstOffset != 0 {
+		t.Fatalf("follower producer state after the failed flush: dup %+v, err %v; want the batch at 0", dup, err)
+	}
+	more := build(t, batch.NoProducer(), 1)
+	if _, err := leader.AppendLeader(more); err != nil {
+		t.Fatal(err)
+	}
+	next, err := leader.Log().ReadBytes(4, 1<<20, leader.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.AppendFollower(next, 0); !errors.Is(err, segment.ErrSyncFailed) {
+		t.Fatalf("a later follower append on the offline log: %v, want ErrSyncFailed", err)
+	}
+	if e := follower.Log().LogEndOffset(); e != 4 {
+		t.Fatalf("follower log end %d after an append on the offline log, want 4", e)
 	}
 }
