@@ -27,6 +27,7 @@ type partitionRecord struct {
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partition_epoch"`
 	ELR            []int32 `json:"eligible_leader_replicas,omitempty"`
+	CtrlEpoch      uint64  `json:"controller_epoch,omitempty"`
 	Adding         []int32 `json:"adding_replicas,omitempty"`
 	Removing       []int32 `json:"removing_replicas,omitempty"`
 }
@@ -73,7 +74,7 @@ func decodeTopic(b []byte) (Topic, error) {
 
 func encodePartition(p PartitionState) []byte {
 	return mustJSON(partitionRecord{TopicID: p.TopicID.Hex(), Topic: p.Topic, Partition: p.Partition,
-		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch, ELR: p.ELR,
+		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch, ELR: p.ELR, CtrlEpoch: p.ControllerEpoch,
 		Adding: p.AddingReplicas, Removing: p.RemovingReplicas})
 }
 
@@ -87,7 +88,7 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 		return PartitionState{}, err
 	}
 	return PartitionState{TopicID: id, Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
-		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, ELR: r.ELR,
+		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, ELR: r.ELR, ControllerEpoch: r.CtrlEpoch,
 		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, Revision: rev}, nil
 }
 

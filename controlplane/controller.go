@@ -51,8 +51,13 @@ type Controller struct {
 
 	holder  atomic.Int32 // the controller's node id as last seen, -1 unknown
 	leading atomic.Bool  // this node holds the lease
-	leaseRv uint64       // owned by the loop goroutine
-	unsub   func()
+	// Owned by the loop goroutine: the lease's current revision, the
+	// revision it was created at (this tenure's controller epoch, which
+	// fences its partition writes), and when it was last renewed.
+	leaseRv   uint64
+	epoch     uint64
+	renewedAt time.Time
+	unsub     func()
 }
 
 // StartController joins the controller election.
@@ -149,17 +154,19 @@ func (c *Controller) step(ctx context.Context) {
 	defer cancel()
 	me := []byte(strconv.FormatInt(int64(c.cfg.NodeID), 10))
 	if c.leading.Load() {
+		renewStart := time.Now()
 		rev, err := c.kv.Update(rctx, controllerKey, me, c.leaseRv)
 		if err != nil {
 			c.log.Warn("controller lease lost", "err", err)
 			c.leading.Store(false)
 		} else {
-			c.leaseRv = rev
+			c.leaseRv, c.renewedAt = rev, renewStart
 		}
 	}
 	if !c.leading.Load() {
+		createStart := time.Now()
 		if rev, err := c.kv.Create(rctx, controllerKey, me); err == nil {
-			c.leaseRv = rev
+			c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
 			c.leading.Store(true)
 			c.log.Info("became controller", "node", c.cfg.NodeID, "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, controllerKey); gerr == nil {
@@ -204,10 +211,30 @@ func (c *Controller) reconcile(ctx context.Context) {
 			if !d.Changed || !c.leading.Load() {
 				continue
 			}
-			uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
-			_, err := c.store.UpdatePartition(uctx, d.State)
-			cancel()
+			next, err := FenceController(st, d.State, c.epoch)
+			if errors.Is(err, ErrControllerFenced) && c.stillHoldsLease(ctx) {
+				// No newer lease can exist while this one was renewed by
+				// revision: the record's epoch comes from a controller bucket
+				// that was deleted and created again. Take the record over.
+				c.log.Error("partition carries a controller epoch above the current lease's; overwriting", "topic", t.Name,
+					"partition", st.Partition, "controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
+				next, err = d.State, nil
+				next.ControllerEpoch = c.epoch
+			}
+			if err == nil && time.Since(c.renewedAt) > c.cfg.LeaseTTL/2 {
+				return // the lease may have lapsed: renew before writing more
+			}
+			if err == nil {
+				uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+				_, err = c.store.UpdatePartition(uctx, next)
+				cancel()
+			}
 			switch {
+			case errors.Is(err, ErrControllerFenced):
+				c.log.Warn("deposed: a newer controller wrote a partition", "topic", t.Name, "partition", st.Partition,
+					"controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
+				c.leading.Store(false)
+				return
 			case err == nil:
 				if st.Reassigning() && !d.State.Reassigning() {
 					c.log.Info("reassignment completed", "topic", t.Name, "partition", st.Partition,
@@ -226,4 +253,28 @@ func (c *Controller) reconcile(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// FenceController stamps a controller's decision next, made from the state
+// st it read, with the controller's epoch (its lease's creation revision).
+// ErrControllerFenced when st was last written by a controller with a newer
+// epoch: this one is deposed and must not write (Kafka's controller epoch
+// check). The compare-and-set on st's revision then makes the check exact:
+// the write lands only on the record that was checked.
+func FenceController(st, next PartitionState, epoch uint64) (PartitionState, error) {
+	if st.ControllerEpoch > epoch {
+		return st, fmt.Errorf("%w: %s-%d written at controller epoch %d, this controller's is %d",
+			ErrControllerFenced, st.Topic, st.Partition, st.ControllerEpoch, epoch)
+	}
+	next.ControllerEpoch = epoch
+	return next, nil
+}
+
+// stillHoldsLease reads the lease key: this node's, at the revision it last
+// renewed.
+func (c *Controller) stillHoldsLease(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+	defer cancel()
+	e, err := c.kv.Get(rctx, controllerKey)
+	return err == nil && e.Revision() == c.leaseRv && string(e.Value()) == strconv.FormatInt(int64(c.cfg.NodeID), 10)
 }

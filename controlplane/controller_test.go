@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -80,6 +81,9 @@ func TestControllerFailover(t *testing.T) {
 	})
 	for _, st := range observer.Partitions("ha") {
 		old := before[st.Partition]
+		if old.Leader == victim && st.ControllerEpoch == 0 {
+			t.Fatalf("partition %d: the controller's election carries no controller epoch", st.Partition)
+		}
 		if old.Leader == victim && st.LeaderEpoch != old.LeaderEpoch+1 {
 			t.Fatalf("partition %d: epoch %d -> %d, want one bump per election", st.Partition, old.LeaderEpoch, st.LeaderEpoch)
 		}
@@ -91,4 +95,20 @@ func TestControllerFailover(t *testing.T) {
 	ctrls[ctrlID-1].Close()
 	survivor := int32(6) - victim - ctrlID
 	eventually(t, 15*time.Second, "the survivor became controller", func() bool { return ctrls[survivor-1].IsController() })
+}
+
+func TestFenceController(t *testing.T) {
+	st := ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3})
+	st.ControllerEpoch = 20
+	next := st
+	next.Leader, next.ISR = 2, []int32{2, 3}
+	if _, err := FenceController(st, next, 10); !errors.Is(err, ErrControllerFenced) {
+		t.Fatalf("a controller of epoch 10 over a record written at 20: %v", err)
+	}
+	for _, epoch := range []uint64{20, 30} {
+		got, err := FenceController(st, next, epoch)
+		if err != nil || got.ControllerEpoch != epoch || got.Leader != 2 {
+			t.Fatalf("epoch %d: %+v %v", epoch, got, err)
+		}
+	}
 }

@@ -39,6 +39,9 @@ var (
 	// ErrNoReassignmentInProgress: cancelling a reassignment of a partition
 	// that has none (NO_REASSIGNMENT_IN_PROGRESS).
 	ErrNoReassignmentInProgress = errors.New("controlplane: no reassignment in progress")
+	// ErrControllerFenced: a controller's write to a partition that a
+	// controller with a newer lease already wrote: it is deposed.
+	ErrControllerFenced = errors.New("controlplane: controller fenced by a newer one")
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("controlplane: store closed")
 )

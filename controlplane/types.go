@@ -54,6 +54,10 @@ type PartitionState struct {
 	ELR []int32
 	// PartitionEpoch is bumped by every UpdatePartition.
 	PartitionEpoch int32
+	// ControllerEpoch is the epoch (lease revision) of the last controller
+	// that wrote this state; a controller with an older one is deposed and
+	// may not write it (Kafka's controller epoch). Other writers keep it.
+	ControllerEpoch uint64
 	// Revision is the KV revision this state was read at or written as; pass
 	// it back to UpdatePartition for compare-and-set.
 	Revision uint64
