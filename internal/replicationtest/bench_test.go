@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 const (
@@ -71,8 +73,8 @@ const (
 // minus bench-cpu-% is what neighbours took.
 func BenchmarkReplicatedProduce(b *testing.B) {
 	c := startCluster(b, "bench3", 3)
-	ctx := ctxFor(b, 10*time.Minute)
-	adm := kadm.NewClient(c.nodes[0].client())
+	ctx := proctest.Context(b, 10*time.Minute)
+	adm := kadm.NewClient(c.nodes[0].Client())
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "bench1"); err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func benchValue() []byte {
 func benchClient(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) *kgo.Client {
 	var seeds []string
 	for _, n := range c.nodes {
-		seeds = append(seeds, n.kafka)
+		seeds = append(seeds, n.Kafka())
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.MaxBufferedRecords(10_000), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(benchLinger)}, opts...)...)
@@ -134,7 +136,7 @@ func benchClient(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) *kgo.C
 	}
 	b.Cleanup(cl.Close)
 	// Warm up: metadata, connections, producer id.
-	ctx := ctxFor(b, 30*time.Second)
+	ctx := proctest.Context(b, 30*time.Second)
 	for p := range c.parts {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: benchValue()}).FirstErr(); err != nil {
 			b.Fatal(err)
@@ -160,7 +162,7 @@ func produceMax(b *testing.B, c *cluster, topic string, opts ...kgo.Opt) float64
 	syscall.Sync()
 	b.StartTimer()
 	cl := benchClient(b, c, topic, opts...)
-	ctx := ctxFor(b, 5*time.Minute)
+	ctx := proctest.Context(b, 5*time.Minute)
 	value := benchValue()
 	var acked, failed atomic.Int64
 	var firstErr atomic.Value
@@ -222,7 +224,7 @@ func fixedRate(b *testing.B, c *cluster, topic string, rate float64) {
 	syscall.Sync()
 	b.StartTimer()
 	cl := benchClient(b, c, topic, kgo.RequiredAcks(kgo.AllISRAcks()))
-	ctx := ctxFor(b, time.Minute)
+	ctx := proctest.Context(b, time.Minute)
 	count := min(int(rate*fixedRateRun.Seconds()), fixedRateMaxRecs)
 	if count < 100 {
 		b.Fatalf("rate %.0f/s is too low to measure", rate)
@@ -408,7 +410,7 @@ const clockTick = 10 * time.Millisecond
 func sampleCPU(c *cluster) cpuSample {
 	s := cpuSample{at: time.Now(), ok: true}
 	for _, n := range c.nodes {
-		cmd, _ := n.current()
+		cmd := n.Cmd()
 		if cmd == nil || cmd.Process == nil {
 			s.ok = false
 			continue

@@ -1,15 +1,10 @@
 package replicationtest
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -19,7 +14,6 @@ import (
 type node struct {
 	*proctest.Node
 	id     int32
-	kafka  string      // = Kafka(), for bench_test.go
 	cutOff atomic.Bool // its control plane is cut (natsProxy); its views are stale
 }
 
@@ -35,20 +29,10 @@ func newNode(t testing.TB, dir string, id int32, natsURLs string, extra ...strin
 		"--controller-lease", "2s",
 		"--replica-lag-time-max", "3s",
 	}, extra...), proctest.Name(fmt.Sprintf("replicationtest node %d", id)))
-	return &node{Node: pn, id: id, kafka: pn.Kafka()}
+	return &node{Node: pn, id: id}
 }
 
 // partitionDir is the directory of one partition's log on this node.
 func (n *node) partitionDir(topic string, p int32) string {
 	return filepath.Join(n.DataDir(), "logs", fmt.Sprintf("%s-%d", topic, p))
 }
-
-// client is Client, for bench_test.go.
-func (n *node) client() *kgo.Client { return n.Client() }
-
-// current returns the live run's command (nil between runs), for
-// bench_test.go's CPU samples; the second result is unused.
-func (n *node) current() (*exec.Cmd, struct{}) { return n.Cmd(), struct{}{} }
-
-// ctxFor is proctest.Context, for bench_test.go.
-func ctxFor(t testing.TB, d time.Duration) context.Context { return proctest.Context(t, d) }
