@@ -11,8 +11,12 @@ import (
 
 // sessionLoop enforces the rule that a node cut off from the control plane
 // for longer than its broker session stops acting as leader: the controller
-// will have elected others by then. It resumes, and reconciles with the
-// control plane's view, once NATS is back.
+// will have elected others by then. Cut off means the NATS connection is
+// down, or the node's own registration has not been renewed (a NATS server
+// that stays connected but has lost its cluster, as an embedded server in
+// cluster mode cut from its routes does, accepts the connection but not
+// the write). It resumes, and reconciles with the control plane's view,
+// once both are back.
 func (n *Node) sessionLoop(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -24,24 +28,37 @@ func (n *Node) sessionLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n.nc.IsConnected() {
-			if stepped {
-				n.logger.Info("control plane reachable again; reconciling")
-				n.replicas.Resume()
-				n.reconcile()
-				stepped = false
+		now := time.Now()
+		if !n.nc.IsConnected() {
+			if downSince.IsZero() {
+				downSince = now
 			}
+		} else {
 			downSince = time.Time{}
-			continue
 		}
-		if downSince.IsZero() {
-			downSince = time.Now()
-		}
-		if !stepped && time.Since(downSince) > n.cfg.BrokerSessionTimeout {
+		renewed, _ := n.store.RegistrationRenewed()
+		lost := sessionLost(now, downSince, renewed, n.cfg.BrokerSessionTimeout)
+		switch {
+		case lost && !stepped:
+			n.logger.Warn("control plane lost for longer than the broker session; stepping down",
+				"connected", downSince.IsZero(), "registration_renewed_ago", now.Sub(renewed).Round(time.Millisecond))
 			n.replicas.StepDown()
 			stepped = true
+		case !lost && stepped:
+			n.logger.Info("control plane reachable again; reconciling")
+			n.replicas.Resume()
+			n.reconcile()
+			stepped = false
 		}
 	}
+}
+
+// sessionLost reports whether the node must stop acting as leader at now:
+// its NATS connection has been down since downSince (zero: connected), or
+// its registration was last renewed at renewed, longer than the broker
+// session ago.
+func sessionLost(now, downSince, renewed time.Time, session time.Duration) bool {
+	return (!downSince.IsZero() && now.Sub(downSince) > session) || now.Sub(renewed) > session
 }
 
 // controlledShutdown moves leadership of this node's partitions to other

@@ -27,11 +27,12 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 	if s.reg.active && s.reg.broker.NodeID != b.NodeID {
 		return fmt.Errorf("%w: this store already registered node %d", ErrInvalidBroker, s.reg.broker.NodeID)
 	}
+	start := time.Now()
 	rev, err := s.putBroker(ctx, b, 0)
 	if err != nil {
 		return err
 	}
-	s.reg.active, s.reg.broker, s.reg.rev = true, b, rev
+	s.reg.active, s.reg.broker, s.reg.rev, s.reg.renewedAt = true, b, rev, start
 	if !s.reg.started {
 		s.reg.started = true
 		s.wg.Go(s.keepalive)
@@ -90,12 +91,13 @@ func (s *Store) keepalive() {
 		}
 		s.reg.Lock()
 		if s.reg.active {
+			start := time.Now()
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.KeepaliveInterval)
 			rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
 			cancel()
 			switch {
 			case err == nil:
-				s.reg.rev = rev
+				s.reg.rev, s.reg.renewedAt = rev, start
 			case errors.Is(err, ErrBrokerIDInUse):
 				s.log.Error("broker registration taken over; keepalive stopped", "node", s.reg.broker.NodeID, "err", err)
 				s.reg.active = false
@@ -128,13 +130,23 @@ func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error 
 		cp = []ReplicaLog{}
 	}
 	s.reg.logs = &cp
+	start := time.Now()
 	rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
 	if err != nil {
 		s.reg.logs = prev
 		return err
 	}
-	s.reg.rev = rev
+	s.reg.rev, s.reg.renewedAt = rev, start
 	return nil
+}
+
+// RegistrationRenewed returns when this node's registration was last
+// written successfully (the start of that write: the key lives BrokerTTL
+// from at least then), and false when no registration is being kept alive.
+func (s *Store) RegistrationRenewed() (time.Time, bool) {
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	return s.reg.renewedAt, s.reg.active
 }
 
 // ReplicaLogs returns broker id's report of replica log ends from the cache,

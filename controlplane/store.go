@@ -102,6 +102,9 @@ type Store struct {
 		broker  Broker
 		rev     uint64
 		logs    *[]ReplicaLog // ReportReplicaLogs' report; nil until made
+		// renewedAt is when the last successful write of the registration
+		// was sent (its start: the key lives BrokerTTL from at least then).
+		renewedAt time.Time
 	}
 }
 
