@@ -216,12 +216,23 @@ func (f *faulter) pickNode(pick int) (*Node, error) {
 	return live[pick%len(live)], nil
 }
 
-// restart starts a node and waits until it is ready.
+// restart starts a node and waits until it is ready. A node that exits
+// before it is ready (shale serve gives up at once when it cannot reach
+// NATS, as during a nats-kill) is started again, as a supervisor would,
+// for up to 60 s.
 func (f *faulter) restart(n *Node) error {
-	if err := n.Start(); err != nil {
-		return err
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := n.Start(); err != nil {
+			return err
+		}
+		err := f.c.waitReady(context.Background(), n, time.Until(deadline))
+		if err == nil || n.Alive() || time.Now().After(deadline) {
+			return err
+		}
+		f.rec.logf("%s exited before it was ready; starting it again", n.Name)
+		time.Sleep(time.Second)
 	}
-	return f.c.waitReady(context.Background(), n, 60*time.Second)
 }
 
 // apply starts a fault and returns how to heal it.

@@ -48,7 +48,12 @@ func (p *Proc) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.cmd != nil {
-		return fmt.Errorf("%s: start while a run is live", p.Name)
+		select {
+		case <-p.mu.done: // exited on its own: forget it
+			p.mu.cmd, p.mu.done, p.mu.paused = nil, nil, false
+		default:
+			return fmt.Errorf("%s: start while a run is live", p.Name)
+		}
 	}
 	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
