@@ -156,8 +156,14 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 	}
 
 	// Committed: k=v1, then an overwritten key f that rolls segments.
-	if err := c.produceKeyed(ctx, leader, topic, -1, "k", "v1"); err != nil {
-		t.Fatal(err)
+	// The metadata names the leader before its node has opened the replica
+	// (UNKNOWN_TOPIC_OR_PARTITION until then): the first write is retried.
+	var last error
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		last = c.produceKeyed(ctx, leader, topic, -1, "k", "v1")
+		return last == nil
+	}); err != nil {
+		t.Fatalf("first produce to node %d: %v", leader, last)
 	}
 	for i := range 40 {
 		if err := c.produceKeyed(ctx, leader, topic, -1, "f", fmt.Sprintf("committed-%d", i)); err != nil {
@@ -219,7 +225,6 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 	c.node(leader).Start()
 	c.node(leader).WaitReady()
 	c.waitInSync(topic, 0, 3, 60*time.Second)
-	var last error
 	if err := proctest.WaitFor(60*time.Second, func() bool {
 		if _, last = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}}); last != nil {
 			return false
