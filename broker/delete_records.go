@@ -6,7 +6,10 @@ package broker
 //
 // Moves each partition's log start offset up to the requested offset (-1
 // means the high watermark), deleting whole segments below it. An offset
-// above the high watermark is OFFSET_OUT_OF_RANGE.
+// above the high watermark is OFFSET_OUT_OF_RANGE. On a tiered topic the
+// new log start is committed to the remote metadata before anything is
+// deleted (tiering.Manager.DeleteRecordsBefore): cold reads, EARLIEST,
+// remote retention, followers and later leaders start there.
 
 import (
 	"context"
@@ -32,7 +35,12 @@ func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kaf
 				if off == -1 {
 					off = rep.HighWatermark()
 				}
-				rp.LowWatermark, err = rep.DeleteRecordsBefore(off)
+				if n.tiering != nil {
+					// Tiered: the new log start goes into the remote metadata first.
+					rp.LowWatermark, err = n.tiering.manager.DeleteRecordsBefore(ctx, rep, off)
+				} else {
+					rp.LowWatermark, err = rep.DeleteRecordsBefore(off)
+				}
 			}
 			rp.ErrorCode = kafkaerr.Code(err)
 			rt.Partitions = append(rt.Partitions, rp)

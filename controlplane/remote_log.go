@@ -145,6 +145,8 @@ type RemoteLog struct {
 		segs map[TopicID]map[int32]map[string]*entry[RemoteSegment]
 		// tiers: the brokers' cold-tier records, by node id.
 		tiers map[int32]*entry[ColdTier]
+		// starts: the partitions' log start records, by partition key.
+		starts map[string]*entry[int64]
 	}
 }
 
@@ -163,6 +165,7 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	rl := &RemoteLog{store: s, kv: kv, log: s.log.With("bucket", BucketRemoteSegments)}
 	rl.mu.segs = map[TopicID]map[int32]map[string]*entry[RemoteSegment]{}
 	rl.mu.tiers = map[int32]*entry[ColdTier]{}
+	rl.mu.starts = map[string]*entry[int64]{}
 	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, rl.apply)
 	if err != nil {
 		return nil, err
@@ -199,6 +202,10 @@ func parseRemoteSegmentKey(key string) (TopicID, int32, string, error) {
 func (rl *RemoteLog) apply(ch change) {
 	if strings.HasPrefix(ch.key, coldTierKeyPrefix) {
 		rl.applyColdTier(ch)
+		return
+	}
+	if strings.HasPrefix(ch.key, logStartKeyPrefix) {
+		rl.applyLogStart(ch)
 		return
 	}
 	id, p, segID, err := parseRemoteSegmentKey(ch.key)

@@ -376,12 +376,31 @@ func (ft *fetcher) apply(k replicaKey, p *fetchPart, rp *kmsg.FetchResponseTopic
 			"err", kerr.ErrorForCode(rp.ErrorCode))
 	case actAppend:
 		err := p.rep.AppendFollower(rp.RecordBatches, rp.HighWatermark)
+		if err == nil {
+			ft.followLogStart(k, p, rp.LogStartOffset)
+		}
 		if a := p.st.Step(time.Now(), event{kind: evAppended, err: err}); a.kind == actBackoff {
 			ft.log.Log(context.Background(), a.level, "follower append failed; checking for divergence",
 				"topic", k.topic, "partition", k.partition, "err", err)
 		}
 	case actCutDiverging:
 		ft.cutDiverging(k, p, a)
+	}
+}
+
+// followLogStart moves the follower's log start up to the leader's
+// (DeleteRecords, retention), as Kafka's followers do from each fetch
+// answer, within the follower's high watermark. Tiered topics are left to
+// the tiering loop: the leader reports its local log start, above data that
+// is in the bucket, and the log start DeleteRecords set is in the remote
+// metadata (tiering.Manager.DeleteRecordsBefore).
+func (ft *fetcher) followLogStart(k replicaKey, p *fetchPart, leaderStart int64) {
+	if p.rep.Config().Bool(config.RemoteStorageEnable) || leaderStart <= p.rep.LocalLogStartOffset() {
+		return
+	}
+	if _, err := p.rep.DeleteRecordsBefore(min(leaderStart, p.rep.HighWatermark())); err != nil {
+		ft.log.Warn("follower log start not moved to the leader's", "topic", k.topic, "partition", k.partition,
+			"leader_log_start", leaderStart, "err", err)
 	}
 }
 

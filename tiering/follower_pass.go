@@ -1,7 +1,6 @@
 package tiering
 
 import (
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 )
@@ -24,12 +23,10 @@ func (m *Manager) followerPass(rep *partition.Replica) {
 	if !ok || st.Leader == m.cfg.NodeID {
 		return // led here: partitionPass's (or not yet known)
 	}
+	m.applyLogStart(rep, top.ID) // DeleteRecords on the leader
 	remote := m.meta.ListRemoteSegments(top.ID, rep.Partition())
-	start, ok := controlplane.RemoteLogStartOffset(remote)
-	if !ok {
-		start = -1
-	}
-	rep.SetRemoteState(partition.RemoteState{LogStart: start, CopiedNext: CopiedNext(rep.Log().Segments(), remote)})
+	rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, m.recordedStart(top.ID, rep.Partition())),
+		CopiedNext: CopiedNext(rep.Log().Segments(), remote)})
 	if err := rep.ApplyRetention(m.now()); err != nil {
 		m.log.Warn("follower local retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 	}

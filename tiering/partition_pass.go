@@ -19,6 +19,8 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	prefix := PartitionPrefix(m.cfg.Prefix, t.rep.Topic(), t.id, t.rep.Partition())
 	p := t.rep.Partition()
 	hw := t.rep.HighWatermark()
+	recorded := m.recordedStart(t.id, p)
+	m.applyLogStart(t.rep, t.id) // a leader elected before it saw a DeleteRecords
 	local := t.rep.Log().Segments()
 	remote := m.meta.ListRemoteSegments(t.id, p)
 	// Interrupted deletes first (an upload abandoned when the bucket failed
@@ -50,7 +52,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 			invariants.Check(seg.NextOffset <= hw, "%s-%d: uploading segment [%d, %d) past the high watermark %d",
 				t.rep.Topic(), p, seg.BaseOffset, seg.NextOffset, hw)
 			end, ok := controlplane.RemoteLogEndOffset(m.meta.ListRemoteSegments(t.id, p))
-			invariants.Check(!ok || seg.BaseOffset <= end+1, "%s-%d: uploading segment at %d leaves a gap after the remote end %d",
+			invariants.Check(!ok || seg.BaseOffset <= max(end+1, recorded), "%s-%d: uploading segment at %d leaves a gap after the remote end %d",
 				t.rep.Topic(), p, seg.BaseOffset, end)
 		}
 		if _, err := m.upload(ctx, t, seg, prefix); err != nil {
@@ -68,7 +70,9 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	remote = m.meta.ListRemoteSegments(t.id, p)
 	tc := t.rep.Config()
 	if cleaned {
-		for _, rec := range RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes)) {
+		plan := append(BelowLogStart(remote, recorded),
+			RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))...)
+		for _, rec := range dedupSegments(plan) {
 			if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
 				if !m.bucketFailed(err) {
 					logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
@@ -82,11 +86,8 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		m.reconcilePartition(ctx, t, prefix, logger)
 	}
 	remote = m.meta.ListRemoteSegments(t.id, p)
-	start, ok := controlplane.RemoteLogStartOffset(remote)
-	if !ok {
-		start = -1
-	}
-	t.rep.SetRemoteState(partition.RemoteState{LogStart: start, CopiedNext: CopiedNext(t.rep.Log().Segments(), remote)})
+	t.rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, recorded),
+		CopiedNext: CopiedNext(t.rep.Log().Segments(), remote)})
 	if err := t.rep.ApplyRetention(m.now()); err != nil {
 		logger.Warn("local retention failed", "err", err)
 	}
@@ -99,6 +100,32 @@ func InterruptedDeletes(remote []controlplane.RemoteSegment) []controlplane.Remo
 	for _, r := range remote {
 		if r.State == controlplane.DeleteStarted || r.State == controlplane.DeleteFinished {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// BelowLogStart returns the CopyFinished segments that lie wholly below the
+// log start DeleteRecords recorded (-1: none), oldest first: deleted on
+// purpose, they go whatever retention says.
+func BelowLogStart(remote []controlplane.RemoteSegment, recorded int64) []controlplane.RemoteSegment {
+	var out []controlplane.RemoteSegment
+	for _, r := range remote {
+		if r.State == controlplane.CopyFinished && r.EndOffset < recorded {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// dedupSegments drops repeated segment ids, keeping the first.
+func dedupSegments(segs []controlplane.RemoteSegment) []controlplane.RemoteSegment {
+	seen := map[string]bool{}
+	out := segs[:0:0]
+	for _, s := range segs {
+		if !seen[s.SegmentID] {
+			seen[s.SegmentID] = true
+			out = append(out, s)
 		}
 	}
 	return out

@@ -51,8 +51,7 @@ func (r *Reader) Read(ctx context.Context, topic string, p int32, offset int64, 
 // errors as Read.
 func (r *Reader) ReadShared(ctx context.Context, topic string, p int32, offset int64, maxBytes int, minOne bool) (batches [][]byte, release func(), nextOffset int64, err error) {
 	noop := func() {}
-	segs := r.segments(topic, p)
-	start, ok := controlplane.RemoteLogStartOffset(segs)
+	segs, start, ok := r.segmentsAndStart(topic, p)
 	if !ok {
 		return nil, noop, offset, outOfRange(offset, -1)
 	}

@@ -31,6 +31,14 @@ type Segments interface {
 	ListRemoteSegments(id controlplane.TopicID, p int32) []controlplane.RemoteSegment
 }
 
+// LogStarts is where a Reader finds the log start DeleteRecords recorded
+// for a partition (*controlplane.RemoteLog), without network I/O. A
+// Segments that also implements it has its reads and LogStartOffset start
+// there.
+type LogStarts interface {
+	RemoteLogStart(id controlplane.TopicID, p int32) (int64, bool)
+}
+
 // Topics resolves topic names to ids (*controlplane.Store), without network
 // I/O.
 type Topics interface {
@@ -115,17 +123,39 @@ func (r *Reader) Stats() Stats {
 // segments returns the partition's remote segment records, or nil when the
 // topic is unknown.
 func (r *Reader) segments(topic string, p int32) []controlplane.RemoteSegment {
-	t, ok := r.topics.Topic(topic)
-	if !ok {
-		return nil
-	}
-	return r.segs.ListRemoteSegments(t.ID, p)
+	segs, _, _ := r.segmentsAndStart(topic, p)
+	return segs
 }
 
-// LogStartOffset is the first offset held in readable remote segments, or
-// -1 when there are none.
+// segmentsAndStart returns the partition's remote segment records and the
+// first offset of them still retained: their start, or the log start
+// DeleteRecords recorded when higher; ok is false when no retained offset
+// is in them.
+func (r *Reader) segmentsAndStart(topic string, p int32) (segs []controlplane.RemoteSegment, start int64, ok bool) {
+	t, found := r.topics.Topic(topic)
+	if !found {
+		return nil, 0, false
+	}
+	segs = r.segs.ListRemoteSegments(t.ID, p)
+	if start, ok = controlplane.RemoteLogStartOffset(segs); !ok {
+		return segs, 0, false
+	}
+	if ls, isLS := r.segs.(LogStarts); isLS {
+		if rec, has := ls.RemoteLogStart(t.ID, p); has && rec > start {
+			if end, _ := controlplane.RemoteLogEndOffset(segs); rec > end {
+				return segs, 0, false
+			}
+			start = rec
+		}
+	}
+	return segs, start, true
+}
+
+// LogStartOffset is the first retained offset held in readable remote
+// segments (at or above the log start DeleteRecords recorded), or -1 when
+// there is none.
 func (r *Reader) LogStartOffset(topic string, p int32) int64 {
-	if off, ok := controlplane.RemoteLogStartOffset(r.segments(topic, p)); ok {
+	if _, off, ok := r.segmentsAndStart(topic, p); ok {
 		return off
 	}
 	return -1

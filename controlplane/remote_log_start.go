@@ -1,0 +1,118 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// logStartKeyPrefix starts the key of a partition's log start record in
+// shale_remote_segments ("_start.<topic id hex>.<partition>").
+const logStartKeyPrefix = "_start."
+
+// logStartRecord is the stored form of a partition's log start: the offset
+// DeleteRecords moved it to. Field names are part of the stored format.
+type logStartRecord struct {
+	LogStart    int64     `json:"log_start"`
+	LeaderEpoch int32     `json:"leader_epoch"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+func logStartKey(id TopicID, p int32) string { return logStartKeyPrefix + partitionKey(id, p) }
+
+// RaiseLogStart records that the partition's log start moved up to start
+// (DeleteRecords on a tiered topic): remote data below it is deleted on
+// purpose, cold reads and ListOffsets EARLIEST start there, and remote
+// retention removes the segments that lie wholly below it. The record only
+// moves up (a lower start is a no-op) and is fenced by leader epoch like a
+// segment write (ErrFenced). Concurrent writers retry on ErrConflict.
+func (rl *RemoteLog) RaiseLogStart(ctx context.Context, id TopicID, p int32, start int64, leaderEpoch int32) error {
+	if err := rl.store.checkOpen(); err != nil {
+		return err
+	}
+	if err := rl.fence(ctx, RemoteSegment{TopicID: id, Partition: p, LeaderEpoch: leaderEpoch}); err != nil {
+		return err
+	}
+	key := logStartKey(id, p)
+	data := mustJSON(logStartRecord{LogStart: start, LeaderEpoch: leaderEpoch, UpdatedAt: time.Now().UTC()})
+	for range 5 {
+		cur, err := rl.kv.Get(ctx, key)
+		var rev uint64
+		switch {
+		case isKeyGone(err):
+			rev, err = rl.kv.Create(ctx, key, data)
+		case err != nil:
+			return fmt.Errorf("controlplane: read log start %s: %w", key, err)
+		default:
+			var old logStartRecord
+			if err := json.Unmarshal(cur.Value(), &old); err != nil {
+				return fmt.Errorf("controlplane: decode log start %s: %w", key, err)
+			}
+			if old.LogStart >= start {
+				rl.apply(change{key: key, rev: cur.Revision(), value: cur.Value()})
+				return nil
+			}
+			rev, err = rl.kv.Update(ctx, key, data, cur.Revision())
+		}
+		if err != nil {
+			if isWrongLastSeq(err) {
+				continue // another writer got there: read again
+			}
+			return fmt.Errorf("controlplane: write log start %s: %w", key, err)
+		}
+		rl.apply(change{key: key, rev: rev, value: data})
+		return nil
+	}
+	return fmt.Errorf("%w: log start %s kept changing", ErrConflict, key)
+}
+
+// RemoteLogStart returns the log start DeleteRecords recorded for the
+// partition (RaiseLogStart), from the cache; ok is false when there is none.
+func (rl *RemoteLog) RemoteLogStart(id TopicID, p int32) (int64, bool) {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	e := rl.mu.starts[partitionKey(id, p)]
+	if e == nil || e.deleted {
+		return 0, false
+	}
+	return e.val, true
+}
+
+// DeleteRemoteLogStart removes a partition's log start record (the cleanup
+// of a deleted topic).
+func (rl *RemoteLog) DeleteRemoteLogStart(ctx context.Context, id TopicID, p int32) error {
+	key := logStartKey(id, p)
+	if err := rl.kv.Delete(ctx, key); err != nil {
+		return fmt.Errorf("controlplane: delete log start %s: %w", key, err)
+	}
+	rl.mu.Lock()
+	if e := rl.mu.starts[partitionKey(id, p)]; e != nil {
+		e.deleted = true
+	}
+	rl.mu.Unlock()
+	return nil
+}
+
+// applyLogStart is apply for a "_start." key.
+func (rl *RemoteLog) applyLogStart(ch change) {
+	pk := strings.TrimPrefix(ch.key, logStartKeyPrefix)
+	if _, _, err := parsePartitionKey(pk); err != nil {
+		rl.log.Warn("ignoring log start key", "key", ch.key, "err", err)
+		return
+	}
+	var r logStartRecord
+	if !ch.deleted {
+		if err := json.Unmarshal(ch.value, &r); err != nil {
+			rl.log.Warn("ignoring log start value", "key", ch.key, "err", err)
+			return
+		}
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if cur := rl.mu.starts[pk]; cur != nil && ch.rev <= cur.rev {
+		return
+	}
+	rl.mu.starts[pk] = &entry[int64]{val: r.LogStart, rev: ch.rev, deleted: ch.deleted}
+}
