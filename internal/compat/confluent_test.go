@@ -7,6 +7,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -55,7 +56,7 @@ func confluentProduce(t *testing.T, addr, topic, codec string, recs []record) {
 			t.Fatalf("Produce %d: %v", i, err)
 		}
 	}
-	ctx := ctxT(t, 40*time.Second)
+	ctx := proctest.Context(t, 40*time.Second)
 	for range recs {
 		select {
 		case ev := <-reports:
@@ -151,7 +152,7 @@ func TestConfluentAdminClient(t *testing.T) {
 		t.Fatalf("NewAdminClient: %v", err)
 	}
 	defer adm.Close()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	const topic = "confluent-admin"
 
 	res, err := adm.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: topic, NumPartitions: 2, ReplicationFactor: 1,

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -77,7 +78,7 @@ func kafkaGoProduce(t *testing.T, addr, topic string, codec compress.Compression
 		}
 		msgs[i] = m
 	}
-	err := w.WriteMessages(ctxT(t, 30*time.Second), msgs...)
+	err := w.WriteMessages(proctest.Context(t, 30*time.Second), msgs...)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -100,7 +101,7 @@ func kafkaGoProduce(t *testing.T, addr, topic string, codec compress.Compression
 // offset with a group-less Reader per partition.
 func kafkaGoConsume(t *testing.T, addr, topic string, want [numPartitions][]record) [numPartitions][]record {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	var got [numPartitions][]record
 	for p := range numPartitions {
 		r := kafka.NewReader(kafka.ReaderConfig{
@@ -155,7 +156,7 @@ func TestKafkaGoProduceConsumeEveryCodec(t *testing.T) {
 
 func TestKafkaGoConnAndClientAdmin(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	conn, err := kafka.DialContext(ctx, "tcp", n.KafkaAddr())
 	if err != nil {
 		t.Fatalf("dial: %v", err)

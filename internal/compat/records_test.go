@@ -2,7 +2,6 @@ package compat
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // numPartitions is the partition count of every produce/consume topic.
@@ -130,13 +131,6 @@ func checkPartition(t *testing.T, p int, want, got []record, strictNull bool) {
 	}
 }
 
-// ctxT is a context that ends at d or when the test ends.
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // createTopic creates a topic with franz-go's kadm, the client the broker's
 // own e2e tests use, so that a client's own admin path is tested separately.
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
@@ -146,7 +140,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctxT(t, 20*time.Second), partitions, 1, nil, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(proctest.Context(t, 20*time.Second), partitions, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -171,7 +165,7 @@ func franzConsume(t *testing.T, addr, topic string, want [numPartitions][]record
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	var got [numPartitions][]record
 	total, n := 0, 0
 	for p := range numPartitions {

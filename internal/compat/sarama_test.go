@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -85,7 +86,7 @@ func saramaConsume(t *testing.T, addr, topic string, want [numPartitions][]recor
 		t.Fatalf("sarama consumer: %v", err)
 	}
 	defer cons.Close()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	var got [numPartitions][]record
 	for p := range numPartitions {
 		pc, err := cons.ConsumePartition(topic, int32(p), sarama.OffsetOldest)
