@@ -9,22 +9,19 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/procstat"
 )
 
 // ErrNotReady is returned when a child server did not accept the topic
 // before the start deadline.
 var ErrNotReady = errors.New("loadbench: server not ready")
-
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
-// is 100 on every Linux architecture Go supports.
-const clockTicks = 100
 
 // Process is a server running as a child process. Close stops it; it is
 // safe to call more than once.
@@ -69,35 +66,8 @@ func (p *Process) Close() error {
 }
 
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU returns utime+stime from the text of /proc/<pid>/stat. The
-// command name (field 2) may hold spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("loadbench: malformed /proc stat %q", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state); utime is field 14, stime field 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("loadbench: short /proc stat %q", stat)
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("loadbench: /proc stat field %q: %w", s, err)
-		}
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	st, err := procstat.Read(pid)
+	return st.CPU, err
 }
 
 // freePort returns a loopback port that was free a moment ago.

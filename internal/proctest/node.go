@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/procstat"
 )
 
 // ReadyTimeout bounds WaitReady. A node restarted after SIGKILL first waits
@@ -312,33 +314,9 @@ func (n *Node) Pause() {
 	if cmd == nil {
 		return
 	}
-	if err := WaitFor(10*time.Second, func() bool { return allThreadsStopped(cmd.Process.Pid) }); err != nil {
+	if err := WaitFor(10*time.Second, func() bool { return procstat.AllThreadsStopped(cmd.Process.Pid) }); err != nil {
 		n.t.Fatalf("%s: not stopped 10 s after SIGSTOP", n.name)
 	}
-}
-
-// allThreadsStopped reports whether every thread of pid is in the stopped
-// state (T, or t when traced), from /proc/<pid>/task/*/stat.
-func allThreadsStopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			return false // a thread that just exited: look again
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')') // the command name may hold spaces
-		if i < 0 || i+2 >= len(s) {
-			return false
-		}
-		if st := s[i+2]; st != 'T' && st != 't' {
-			return false
-		}
-	}
-	return true
 }
 
 // Resume sends SIGCONT to a paused run.

@@ -2,7 +2,6 @@ package proctest
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/procstat"
 )
 
 // TestMain runs the tests, or, when PROCTEST_CHILD is set, plays the child
@@ -64,16 +65,11 @@ func child(t *testing.T, mode string, opts ...Option) *Node {
 
 // procState is the state letter of pid in /proc/pid/stat ("T" when stopped).
 func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return ""
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+3 > len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
+	return string(st.State)
 }
 
 func TestNodeLifecycle(t *testing.T) {
@@ -94,7 +90,7 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal("Paused false after Pause")
 	}
 	// Pause returns only once every thread is stopped: no polling here.
-	if !allThreadsStopped(pid) || procState(pid) != "T" {
+	if !procstat.AllThreadsStopped(pid) || procState(pid) != "T" {
 		t.Fatalf("process state %q right after Pause returned", procState(pid))
 	}
 	n.Resume()

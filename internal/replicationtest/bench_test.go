@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/procstat"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -404,9 +405,6 @@ type cpuSample struct {
 	ok      bool
 }
 
-// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
-const clockTick = 10 * time.Millisecond
-
 func sampleCPU(c *cluster) cpuSample {
 	s := cpuSample{at: time.Now(), ok: true}
 	for _, n := range c.nodes {
@@ -415,9 +413,9 @@ func sampleCPU(c *cluster) cpuSample {
 			s.ok = false
 			continue
 		}
-		d, err := procCPU(cmd.Process.Pid)
+		st, err := procstat.Read(cmd.Process.Pid)
 		s.ok = s.ok && err == nil
-		s.bench += d
+		s.bench += st.CPU
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -438,29 +436,6 @@ func (s cpuSample) sharesSince(from cpuSample) (bench, machine float64, ok bool)
 		return 0, 0, false
 	}
 	return 100 * (s.bench - from.bench).Seconds() / wall, 100 * (s.machine - from.machine).Seconds() / wall, true
-}
-
-// procCPU is a process's user+system CPU time from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
-	if i < 0 || i+2 > len(s) {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+2:]) // f[0] is field 3 (state); utime, stime are fields 14, 15
-	if len(f) < 13 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	return time.Duration(u+st) * clockTick, nil
 }
 
 // machineBusy is the machine's non-idle CPU time (all but idle and iowait)
@@ -486,7 +461,7 @@ func machineBusy() (time.Duration, error) {
 		}
 		busy += v
 	}
-	return time.Duration(busy) * clockTick, nil
+	return time.Duration(busy) * procstat.ClockTick, nil
 }
 
 // cpuCount is the number of CPUs /proc/stat sums over.
