@@ -15,7 +15,7 @@ import (
 // The node's clean-shutdown record and its replica log reports, for leader
 // eligibility after an unclean restart (KIP-966; controlplane/eligibility.go).
 //
-// A node that stops cleanly writes cleanShutdownFile in its data dir once
+// A node that stops cleanly writes CleanShutdownFile in its data dir once
 // every replica is flushed and closed. At start the node reads and removes
 // it: without it (killed, crashed, or a new disk) the node registers with
 // UncleanStart and, once its replicas are open, reports the log end of each
@@ -24,12 +24,13 @@ import (
 // dropped once the node is back in the partition's ISR under a leader, by
 // the leader's catch-up rule.
 
-const cleanShutdownFile = "clean_shutdown"
+// CleanShutdownFile is the clean-shutdown record's name in the data dir.
+const CleanShutdownFile = "clean_shutdown"
 
 // takeCleanShutdown reports whether dir holds the clean-shutdown record,
 // and removes it (durably) so that a crash of this run is seen as unclean.
 func takeCleanShutdown(dir string) (bool, error) {
-	p := filepath.Join(dir, cleanShutdownFile)
+	p := filepath.Join(dir, CleanShutdownFile)
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	} else if err != nil {
@@ -43,7 +44,7 @@ func takeCleanShutdown(dir string) (bool, error) {
 
 // writeCleanShutdown records a clean stop in dir, durably.
 func writeCleanShutdown(dir string) error {
-	p := filepath.Join(dir, cleanShutdownFile)
+	p := filepath.Join(dir, CleanShutdownFile)
 	f, err := os.Create(p)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
@@ -82,10 +84,21 @@ func TestFollowerStartsWhenLeaderRegistersLater(t *testing.T) {
 		t.Fatalf("fetchers %+v before the leader is known; want none", fs)
 	}
 
-	// Node 1 registers and leads. Its ISR checks (a quarter of
+	// Node 1 registers and leads, as a node that stopped cleanly: without
+	// the clean-shutdown record it would register with UncleanStart and the
+	// controller would rightly elect the trusted ISR member, node 2 (KIP-966;
+	// controlplane/eligibility.go), whose Kafka port this test does not run.
+	n1dir := filepath.Join(dir, "n1")
+	if err := os.MkdirAll(n1dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n1dir, broker.CleanShutdownFile), []byte("clean shutdown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Its ISR checks (a quarter of
 	// replica_lag_time_max) would change the partition state, and with it
 	// start the fetcher by another path: keep them out of the test's time.
-	n1 := testnode.Start(t, filepath.Join(dir, "n1"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
+	n1 := testnode.Start(t, n1dir, testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 10 * time.Minute })
 	cl := newClient(t, n1.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	recs := makeRecords("late", 50, "late")
