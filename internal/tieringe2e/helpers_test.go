@@ -19,6 +19,7 @@ import (
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore/objstoretest"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -62,11 +63,8 @@ func startNode(t testing.TB, dir, endpoint, bucket string, opts ...testnode.Opti
 	return testnode.Start(t, dir, all...)
 }
 
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT is proctest.Context, by the name this package's tests use.
+func ctxT(t testing.TB, d time.Duration) context.Context { return proctest.Context(t, d) }
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
@@ -204,16 +202,12 @@ func listOffset(t testing.TB, addr, topic string, ts int64) int64 {
 	return p.Offset
 }
 
-// waitFor polls cond every 50 ms until it holds or d passes.
+// waitFor polls cond (proctest.Poll, every 50 ms) until it holds, failing
+// the test once d has passed.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		tick := time.NewTimer(50 * time.Millisecond)
-		<-tick.C
+	if err := proctest.Poll(d, 50*time.Millisecond, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
