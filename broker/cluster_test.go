@@ -10,22 +10,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
-// waitFor polls cond on a ticker until it holds, failing at the deadline.
+// waitFor polls cond (proctest.WaitFor) until it holds, failing the test
+// once d has passed.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
+	if err := proctest.WaitFor(d, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
