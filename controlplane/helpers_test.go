@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -51,25 +52,15 @@ func openStore(t *testing.T, nc *nats.Conn, cfg StoreConfig) *Store {
 	return st
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is a proctest.Context of 30 s.
+func testCtx(t *testing.T) context.Context { return proctest.Context(t, 30*time.Second) }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond every 10 ms (proctest.Poll) until it holds, failing
+// the test once timeout has passed.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		case <-tick.C:
-		}
+	if err := proctest.Poll(timeout, 10*time.Millisecond, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
