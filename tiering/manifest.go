@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,4 +71,38 @@ func encodeManifest(m Manifest) []byte {
 		panic(fmt.Sprintf("tiering: marshal manifest: %v", err))
 	}
 	return b
+}
+
+// ErrBadManifest: a manifest.json from the bucket failed its checks.
+var ErrBadManifest = errors.New("tiering: bad segment manifest")
+
+// DecodeManifest parses a manifest.json read from the bucket (encodeManifest's
+// output) and checks that it describes a segment: a topic id, offsets in
+// order, a .log object, sizes that are not negative, and epoch entries in
+// order.
+func DecodeManifest(b []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Manifest{}, fmt.Errorf("%w: %w", ErrBadManifest, err)
+	}
+	if _, err := controlplane.ParseTopicID(m.TopicID); err != nil {
+		return Manifest{}, fmt.Errorf("%w: topic id: %w", ErrBadManifest, err)
+	}
+	if m.BaseOffset < 0 || m.EndOffset < m.BaseOffset || m.Partition < 0 {
+		return Manifest{}, fmt.Errorf("%w: partition %d offsets [%d, %d]", ErrBadManifest, m.Partition, m.BaseOffset, m.EndOffset)
+	}
+	if _, ok := m.Objects[KindLog]; !ok {
+		return Manifest{}, fmt.Errorf("%w: no .log object", ErrBadManifest)
+	}
+	for k, o := range m.Objects {
+		if o.Size < 0 || o.Key == "" {
+			return Manifest{}, fmt.Errorf("%w: object %s: key %q size %d", ErrBadManifest, k, o.Key, o.Size)
+		}
+	}
+	for i, e := range m.SegmentEpochs {
+		if i > 0 && (e.Epoch <= m.SegmentEpochs[i-1].Epoch || e.StartOffset < m.SegmentEpochs[i-1].StartOffset) {
+			return Manifest{}, fmt.Errorf("%w: epoch entry %d out of order", ErrBadManifest, i)
+		}
+	}
+	return m, nil
 }
