@@ -17,15 +17,14 @@ import (
 func TestFaultsS3(t *testing.T) {
 	env := startS3(t)
 	faults := objstoretest.StartFaultProxy(t, env.srv.Endpoint)
-	slow := startS3Proxy(t, faults.URL)
-	n := startNode(t, t.TempDir(), slow.URL, env.bucket, testnode.WithOrphanGrace(time.Second))
+	n := startNode(t, t.TempDir(), faults.URL, env.bucket, testnode.WithOrphanGrace(time.Second))
 	const topic, total = "faults", 20_000
 	createTopic(t, n.KafkaAddr(), topic, 1, tieredTopicConfig)
 
 	// Uploads: a slow server, and faults among the first requests, the
 	// stall among them (it holds one request for objstoretest.SlowLimit,
 	// since the node sets no per-attempt timeout, then answers 503).
-	slow.setDelay(20 * time.Millisecond)
+	faults.SetDelay(20 * time.Millisecond)
 	faults.SetPlan(objstoretest.Pass, objstoretest.InternalError, objstoretest.SlowDown, objstoretest.Pass,
 		objstoretest.InternalError, objstoretest.InternalError, objstoretest.Stall, objstoretest.SlowDown,
 		objstoretest.Pass, objstoretest.InternalError)
@@ -44,12 +43,12 @@ func TestFaultsS3(t *testing.T) {
 	}
 	plan = append(plan, objstoretest.Pass, objstoretest.SlowDown)
 	faults.SetPlan(plan...)
-	slow.setDelay(10 * time.Millisecond)
+	faults.SetDelay(10 * time.Millisecond)
 	consumeFranz(t, n.KafkaAddr(), topic, 0, total)
 	if inj := faults.Injected(); inj[objstoretest.InternalError] != 10 || inj[objstoretest.SlowDown] != 3 {
 		t.Fatalf("faults injected: %v, want both plans", inj)
 	}
-	slow.setDelay(0)
+	faults.SetDelay(0)
 
 	mc := minioClient(t, env.srv.Endpoint)
 	waitFor(t, 30*time.Second, "the bucket to match the remote metadata", func() bool {
@@ -67,15 +66,15 @@ func TestFaultsS3(t *testing.T) {
 // clean them up in its reconciler and still serve every record.
 func TestUploadCutOffLeavesNoOrphanS3(t *testing.T) {
 	env := startS3(t)
-	proxy := startS3Proxy(t, env.srv.Endpoint)
+	proxy := objstoretest.StartFaultProxy(t, env.srv.Endpoint)
 	dir := t.TempDir()
 	const topic, total = "cutoff", 10_000
-	proxy.holdPuts(".timeindex")
+	proxy.HoldPuts(".timeindex")
 	n := startNode(t, dir, proxy.URL, env.bucket, testnode.WithOrphanGrace(time.Second))
 	createTopic(t, n.KafkaAddr(), topic, 1, tieredTopicConfig)
 	produceRange(t, n.KafkaAddr(), topic, 0, total)
 	select {
-	case <-proxy.held:
+	case <-proxy.Held():
 	case <-ctxT(t, 60*time.Second).Done():
 		t.Fatal("no .timeindex upload reached the proxy")
 	}
@@ -89,7 +88,7 @@ func TestUploadCutOffLeavesNoOrphanS3(t *testing.T) {
 	if !halfUploaded(listBucket(t, mc, env.bucket)) {
 		t.Fatal("the bucket holds no half-uploaded segment (a .log without its .timeindex): the test did not cut an upload off")
 	}
-	proxy.holdPuts("")
+	proxy.HoldPuts("")
 	n = startNode(t, dir, proxy.URL, env.bucket, testnode.WithOrphanGrace(time.Second))
 	waitTiered(t, n, topic, 3, total/2)
 	waitFor(t, 60*time.Second, "the reconciler to clean up the cut-off upload", func() bool {
