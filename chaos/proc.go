@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shale-io/shale/internal/procstat"
 )
 
 // errNotRunning: a signal or wait on a Proc with no live run.
@@ -176,7 +178,7 @@ func (p *Proc) Pause() error {
 	p.mu.paused = true
 	p.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
-	for !allThreadsStopped(cmd.Process.Pid) {
+	for !procstat.AllThreadsStopped(cmd.Process.Pid) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: not stopped 10 s after SIGSTOP", p.Name)
 		}
@@ -202,29 +204,6 @@ func (p *Proc) Paused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.paused
-}
-
-// allThreadsStopped reports whether every thread of pid is stopped (T or t).
-func allThreadsStopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			return false
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+2 >= len(s) {
-			return false
-		}
-		if st := s[i+2]; st != 'T' && st != 't' {
-			return false
-		}
-	}
-	return true
 }
 
 // freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
