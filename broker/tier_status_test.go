@@ -20,6 +20,7 @@ func TestTierStatusOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rep.Close()
+	rep.SetLeadership(true, 0) // a replica opens as a follower
 	for i := range 40 {
 		b, err := batch.Build(nil, batch.NoProducer(), []batch.Record{{Value: fmt.Appendf(nil, "%0200d", i)}})
 		if err != nil {

@@ -115,6 +115,7 @@ func tieredReplica(t *testing.T, topic string, n int) (*partition.Replica, *memR
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.SetLeadership(true, 0) // a replica opens as a follower
 	t.Cleanup(func() { rep.Close() })
 	for i := 0; i < n; i += 10 {
 		var recs []batch.Record

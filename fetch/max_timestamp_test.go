@@ -39,6 +39,7 @@ func spikedReplica(t *testing.T, n, spike int) (*partition.Replica, *memRemote) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.SetLeadership(true, 0) // a replica opens as a follower
 	t.Cleanup(func() { rep.Close() })
 	var all []byte
 	for i := 0; i < n; i += 10 {

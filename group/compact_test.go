@@ -35,6 +35,7 @@ func openOffsetsReplica(t testing.TB, dir string) *partition.Replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.SetLeadership(true, 0) // a replica opens as a follower
 	return rep
 }
 

@@ -129,7 +129,7 @@ func TestFollowerFetchDivergenceKeepsFencing(t *testing.T) {
 // leader.
 func TestTruncateDivergent(t *testing.T) {
 	src := leaderWithEpochs(t, 5, []int32{0, 1, 3}, 3) // [0@0, 1@5, 3@10], end 15
-	f := openTest(t, t.TempDir(), nil, nil)
+	f := openFollower(t, t.TempDir(), nil, nil)
 	t.Cleanup(func() { f.Close() })
 	f.SetLeadership(false, 4)
 	for f.Log().LogEndOffset() < 15 {

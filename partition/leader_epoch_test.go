@@ -50,10 +50,10 @@ func TestSetLeadershipAssignsEpoch(t *testing.T) {
 }
 
 // TestLeaderReopenedInItsEpochAssignsAgain: reopening drops the entry of an
-// epoch with no batch (as Kafka's log loader does); the broker reopens a
-// replica at the epoch it led in (Options.LeaderEpoch, leading by default),
-// so SetLeadership reports no role change, and must still put the epoch
-// back in the history.
+// epoch with no batch (as Kafka's log loader does); a replica reopened at
+// the epoch it led in (Options.LeaderEpoch) opens as a follower, and when
+// the control plane makes it leader again at that epoch, SetLeadership
+// must put the epoch back in the history.
 func TestLeaderReopenedInItsEpochAssignsAgain(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.ResolveTopic(nil, nil)
@@ -76,8 +76,8 @@ func TestLeaderReopenedInItsEpochAssignsAgain(t *testing.T) {
 	}
 	defer r.Close()
 	checkHistory(t, r, segment.EpochEntry{Epoch: 1, StartOffset: 0})
-	if r.SetLeadership(true, 2) {
-		t.Fatal("the reopened leader reported a role change")
+	if r.IsLeader() || !r.SetLeadership(true, 2) {
+		t.Fatal("the reopened replica did not open as a follower and take the role")
 	}
 	checkHistory(t, r, segment.EpochEntry{Epoch: 1, StartOffset: 0}, segment.EpochEntry{Epoch: 2, StartOffset: 4})
 }
@@ -126,7 +126,7 @@ func TestFormerLeaderDropsUnwrittenEpoch(t *testing.T) {
 // that epoch agrees, and the entry stays (it is history, not an unwritten
 // epoch).
 func TestTruncateDivergentKeepsAgreedEntryAtLogStart(t *testing.T) {
-	f := openTest(t, t.TempDir(), nil, nil)
+	f := openFollower(t, t.TempDir(), nil, nil)
 	defer f.Close()
 	f.SetLeadership(false, 5)
 	hist := []segment.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: 700}}
@@ -140,17 +140,20 @@ func TestTruncateDivergentKeepsAgreedEntryAtLogStart(t *testing.T) {
 	checkHistory(t, f, segment.EpochEntry{Epoch: 4, StartOffset: 1000})
 }
 
-// TestFollowerFetchUnplacedEpoch: a leader whose history cannot place the
-// follower's last epoch (only possible for one never made leader by
-// SetLeadership) answers as Kafka does, OFFSET_OUT_OF_RANGE, not a
-// divergence.
-func TestFollowerFetchUnplacedEpoch(t *testing.T) {
-	r := openTest(t, t.TempDir(), nil, nil) // leads at epoch 0 by default
+// TestFollowerFetchOnReopenedReplica: a replica opens as a follower, so a
+// follower fetch is refused until the control plane makes it leader; then
+// its own epoch is in its history and the follower's epoch 0 ends at its
+// log end. (A leader whose history cannot place an epoch at or below its
+// own no longer exists: every leader is made by SetLeadership, which
+// records its epoch.)
+func TestFollowerFetchOnReopenedReplica(t *testing.T) {
+	r, err := Open(Options{Dir: t.TempDir(), Topic: "t", Config: config.ResolveTopic(nil, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer r.Close()
-	_, err := r.FollowerFetch(2, 0, 0, time.Now())
-	var div *DivergedError
-	if !errors.Is(err, segment.ErrOffsetOutOfRange) || errors.As(err, &div) {
-		t.Fatalf("an epoch the history cannot place: %v, want ErrOffsetOutOfRange", err)
+	if _, err := r.FollowerFetch(2, 0, 0, time.Now()); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("fetch from a replica just opened: %v, want ErrNotLeader", err)
 	}
 	r.SetLeadership(true, 1)
 	if _, err := r.FollowerFetch(2, 0, 0, time.Now()); err != nil {

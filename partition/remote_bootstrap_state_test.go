@@ -30,7 +30,7 @@ func TestResetFromRemoteStateAtOffset(t *testing.T) {
 	now := time.Now().UnixMilli()
 
 	dir := t.TempDir()
-	follower := openTest(t, dir, nil, nil)
+	follower := openFollower(t, dir, nil, nil)
 	follower.SetLeadership(false, 3)
 	if err := follower.ResetFromRemote(tail); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestResetFromRemoteStateAtOffset(t *testing.T) {
 		if err := follower.Close(); err != nil {
 			t.Fatal(err)
 		}
-		follower = openTest(t, dir, nil, nil)
+		follower = openFollower(t, dir, nil, nil)
 	}
 	defer func() { follower.Close() }()
 	l := follower.Log()
@@ -90,7 +90,7 @@ func TestResetFromRemoteStateAtOffset(t *testing.T) {
 func TestResetFromRemoteFailedKeepsSnapshots(t *testing.T) {
 	leader, tail, _, _ := tieredLeader(t)
 	dir := t.TempDir()
-	follower := openTest(t, dir, map[string]string{"segment.bytes": "1024"}, nil)
+	follower := openFollower(t, dir, map[string]string{"segment.bytes": "1024"}, nil)
 	defer func() { follower.Close() }()
 	follower.SetLeadership(false, 3)
 	end := leader.Log().LogEndOffset()

@@ -55,7 +55,7 @@ func tieredLeader(t *testing.T) (leader *Replica, tail RemoteTail, last, early [
 func TestResetFromRemote(t *testing.T) {
 	leader, tail, last, early := tieredLeader(t)
 	dir := t.TempDir()
-	follower := openTest(t, dir, nil, nil)
+	follower := openFollower(t, dir, nil, nil)
 	defer func() { follower.Close() }()
 	follower.SetLeadership(false, 3)
 
@@ -106,7 +106,7 @@ func TestResetFromRemote(t *testing.T) {
 	if err := follower.Close(); err != nil {
 		t.Fatal(err)
 	}
-	follower = openTest(t, dir, nil, nil)
+	follower = openFollower(t, dir, nil, nil)
 	follower.SetLeadership(true, 4)
 	if got := follower.Log().Epochs(); got[0] != want[0] {
 		t.Fatalf("epochs after reopen %v", got)
@@ -135,7 +135,7 @@ func TestResetFromRemote(t *testing.T) {
 func TestResetFromRemoteSnapshotWithoutReset(t *testing.T) {
 	leader, tail, _, _ := tieredLeader(t)
 	dir := t.TempDir()
-	follower := openTest(t, dir, nil, nil)
+	follower := openFollower(t, dir, nil, nil)
 	follower.SetLeadership(false, 3)
 	b, err := leader.Log().ReadBytes(0, 600, leader.Log().LogEndOffset(), true)
 	if err != nil {
@@ -154,7 +154,7 @@ func TestResetFromRemoteSnapshotWithoutReset(t *testing.T) {
 	}
 	follower.Log().Flush()
 	follower.Close()
-	follower = openTest(t, dir, nil, nil)
+	follower = openFollower(t, dir, nil, nil)
 	defer follower.Close()
 	if follower.Log().LogEndOffset() != oldEnd {
 		t.Fatalf("log end %d, want the old %d", follower.Log().LogEndOffset(), oldEnd)

@@ -42,23 +42,49 @@ var (
 
 // Options configure a Replica.
 type Options struct {
-	Dir         string              // the partition directory, <data dir>/<topic>-<partition>
-	Topic       string              // topic name
-	Partition   int32               // partition number
-	Config      *config.TopicConfig // effective topic config
-	LeaderEpoch int32               // the epoch this node leads in
-	Now         func() time.Time    // clock; default time.Now
-	Logger      *slog.Logger        // default slog.Default()
+	Dir       string              // the partition directory, <data dir>/<topic>-<partition>
+	Topic     string              // topic name
+	Partition int32               // partition number
+	Config    *config.TopicConfig // effective topic config
+	// LeaderEpoch is the leader epoch the replica opens at, as a
+	// follower: it leads only once SetLeadership says so (the control
+	// plane's decision, applied by the broker).
+	LeaderEpoch int32
+	Now         func() time.Time // clock; default time.Now
+	Logger      *slog.Logger     // default slog.Default()
 	// MaxDecompressed bounds the size of one decompressed batch during
 	// broker-side recompression. Default 64 MiB.
 	MaxDecompressed int
 	// WritebackBytes is segment.Config.WritebackBytes (the broker's
 	// log_writeback_bytes); 0 leaves writeback to the kernel.
 	WritebackBytes int64
+	// HWCheckpointInterval is how often, at most, MaybeFlush writes the
+	// high watermark checkpoint when the high watermark moved (Kafka's
+	// replica.high.watermark.checkpoint.interval.ms). Default
+	// DefaultHWCheckpointInterval.
+	HWCheckpointInterval time.Duration
 }
 
 // Replica is one partition's local replica. Appends are serialised by
 // appendMu; reads go to the segment log concurrently.
+//
+// It opens as a follower at Options.LeaderEpoch, with the high watermark
+// of its checkpoint (hw_checkpoint.go), and leads only once SetLeadership
+// makes it leader.
+//
+// Locks, in the order they are taken (a goroutine holding one may take
+// only those below it; never the other way round):
+//
+//	appendMu    serialises the log's writers: appends, truncation, resets, role changes to leader, Close
+//	ckpt        serialises writes of the high watermark checkpoint
+//	mu          the role, epoch, high watermark, assignment and follower progress; held briefly, no I/O under it
+//	remote      the tiering manager's remote state; a leaf (taken alone or under appendMu, never under mu)
+//
+// segment.Log has its own locks below all of these: the replica calls the
+// log under any of them, and the log never calls back into the replica
+// except through OnRoll (onRoll), which runs under the log's writer lock
+// inside an append, so appendMu is already held and onRoll takes no
+// replica lock.
 type Replica struct {
 	topic     string
 	partition int32
@@ -85,6 +111,14 @@ type Replica struct {
 		known bool
 	}
 	diskFull atomic.Bool // refuse appends with ErrDiskFull
+
+	// ckpt is the high watermark checkpoint's state (hw_checkpoint.go).
+	ckpt struct {
+		sync.Mutex
+		hw       int64         // the value in the file; -1 when there is none
+		at       time.Time     // when it was last written
+		interval time.Duration // Options.HWCheckpointInterval
+	}
 
 	mu struct {
 		sync.Mutex
@@ -164,12 +198,37 @@ func Open(opts Options) (*Replica, error) {
 	r.producers = ps
 	r.mu.cfg = opts.Config
 	r.mu.leaderEpoch = opts.LeaderEpoch
-	r.mu.leader = true
-	r.mu.hw = l.LogEndOffset()
+	r.mu.leader = false
 	r.mu.hwChanged = make(chan struct{})
 	r.mu.leoChanged = make(chan struct{})
 	r.mu.self = -1
 	r.mu.leaderAt = opts.Now()
+
+	// The high watermark is the checkpointed one, never the log end: the
+	// records above it may never have been committed (Kafka's
+	// replication-offset-checkpoint). A crash that lost the log's
+	// unflushed tail can leave the checkpoint past the log end; it is then
+	// rewritten at once, or records appended later at those offsets would
+	// count as committed at the next open.
+	r.ckpt.interval = opts.HWCheckpointInterval
+	if r.ckpt.interval <= 0 {
+		r.ckpt.interval = DefaultHWCheckpointInterval
+	}
+	ckpt, ok, err := readHWCheckpoint(opts.Dir, opts.Topic, opts.Partition)
+	if err != nil {
+		r.logger.Warn("high watermark checkpoint unreadable; opening at the log start", "err", err)
+	}
+	r.mu.hw = openingHW(ckpt, ok, l.LogStartOffset(), l.LogEndOffset())
+	r.ckpt.hw = -1
+	if ok {
+		r.ckpt.hw = ckpt
+	}
+	if ok && r.ckpt.hw != r.mu.hw {
+		if err := r.CheckpointHW(); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -488,11 +547,21 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 // replica.
 func (r *Replica) LogErr() error { return r.log.Err() }
 
-// MaybeFlush applies flush.ms (called periodically by the owner).
-func (r *Replica) MaybeFlush() error { return r.log.MaybeFlush() }
+// MaybeFlush applies flush.ms and writes the high watermark checkpoint when
+// it is due (called periodically by the owner).
+func (r *Replica) MaybeFlush() error {
+	err := r.log.MaybeFlush()
+	r.ckpt.Lock()
+	defer r.ckpt.Unlock()
+	if e := r.checkpointHWLocked(false); err == nil {
+		err = e
+	}
+	return err
+}
 
-// Close flushes, snapshots producer state at the log end, and closes the log
-// with its clean-shutdown marker. Waiters are woken with ErrClosed.
+// Close flushes, snapshots producer state at the log end, checkpoints the
+// high watermark, and closes the log with its clean-shutdown marker.
+// Waiters are woken with ErrClosed.
 func (r *Replica) Close() error {
 	r.mu.Lock()
 	if r.mu.closed {
@@ -507,6 +576,9 @@ func (r *Replica) Close() error {
 	defer r.appendMu.Unlock()
 	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 0); err != nil {
 		r.logger.Warn("producer state snapshot at close failed", "err", err)
+	}
+	if err := r.CheckpointHW(); err != nil {
+		r.logger.Warn("high watermark checkpoint at close failed", "err", err)
 	}
 	return r.log.Close()
 }

@@ -12,7 +12,17 @@ import (
 	"github.com/shale-io/shale/segment/batch"
 )
 
+// openTest opens a replica alone (no assignment) and makes it leader at
+// epoch 0: its high watermark follows its log end.
 func openTest(t *testing.T, dir string, topicCfg map[string]string, now func() time.Time) *Replica {
+	t.Helper()
+	r := openFollower(t, dir, topicCfg, now)
+	r.SetLeadership(true, 0)
+	return r
+}
+
+// openFollower opens a replica as Open leaves it: a follower at epoch 0.
+func openFollower(t *testing.T, dir string, topicCfg map[string]string, now func() time.Time) *Replica {
 	t.Helper()
 	r, err := Open(Options{Dir: dir, Topic: "t", Partition: 0, Config: config.ResolveTopic(topicCfg, nil), Now: now})
 	if err != nil {

@@ -154,8 +154,8 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 		if epoch < 0 || end < 0 {
 			// Kafka's answer (Partition.readRecords) for a last epoch the
 			// history cannot place. A leader's history holds its own epoch
-			// from SetLeadership on, so only a replica that leads without
-			// having been made leader (Open's default) gets here.
+			// from SetLeadership on (the only way to lead), so this is a
+			// guard: no epoch at or below the leader's is unplaceable.
 			return -1, fmt.Errorf("%w: cannot place follower %d's last fetched epoch %d in this leader's history (epoch %d)",
 				segment.ErrOffsetOutOfRange, id, lastFetchedEpoch, r.mu.leaderEpoch)
 		}
@@ -426,6 +426,7 @@ func (r *Replica) truncateLocked(offset int64) error {
 		r.setHW(end)
 	}
 	r.mu.Unlock()
+	r.hwCutBelowCheckpoint()
 	r.logger.Info("truncated divergent tail", "to", end, "asked", offset, "records", before-end)
 	return nil
 }

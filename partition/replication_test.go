@@ -16,7 +16,7 @@ import (
 func pair(t *testing.T, minISR string) (leader, follower *Replica) {
 	t.Helper()
 	cfg := map[string]string{"min.insync.replicas": minISR}
-	leader, follower = openTest(t, t.TempDir(), cfg, nil), openTest(t, t.TempDir(), cfg, nil)
+	leader, follower = openFollower(t, t.TempDir(), cfg, nil), openFollower(t, t.TempDir(), cfg, nil)
 	t.Cleanup(func() { leader.Close(); follower.Close() })
 	leader.SetLeadership(true, 1)
 	follower.SetLeadership(false, 1)

@@ -53,6 +53,10 @@ func (r *Replica) SetLeadership(leader bool, epoch int32) bool {
 		r.mu.followers = map[int32]*followerState{}
 	}
 	r.mu.leader, r.mu.leaderEpoch = leader, epoch
+	// The HW moves now if the ISR allows (Kafka's makeLeader:
+	// maybeIncrementLeaderHW): with this replica alone in an ISR that
+	// meets min.insync.replicas, it is its log end.
+	r.maybeAdvanceHWLocked()
 	close(r.mu.leoChanged)
 	r.mu.leoChanged = make(chan struct{})
 	// Wake long polls and acks=all waiters: they re-check the role.

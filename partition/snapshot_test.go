@@ -36,7 +36,7 @@ func snapshotProducers(t *testing.T, dir string, offset int64) map[int64]int32 {
 // stay as long as their segments, and retention prunes them.
 func TestSnapshotAtEveryRollHoldsTheBatchesBelowIt(t *testing.T) {
 	cfg := map[string]string{"min.insync.replicas": "1", "segment.bytes": "500"}
-	leader, follower := openTest(t, t.TempDir(), cfg, nil), openTest(t, t.TempDir(), cfg, nil)
+	leader, follower := openTest(t, t.TempDir(), cfg, nil), openFollower(t, t.TempDir(), cfg, nil)
 	t.Cleanup(func() { leader.Close(); follower.Close() })
 	leader.SetLeadership(true, 1)
 	follower.SetLeadership(false, 1)

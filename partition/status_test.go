@@ -13,7 +13,7 @@ import (
 // heard from or not, with the log end offset and the times of its fetches;
 // a follower reports its own offsets and no followers.
 func TestStatusLeaderAndFollower(t *testing.T) {
-	leader, follower := openTest(t, t.TempDir(), nil, nil), openTest(t, t.TempDir(), nil, nil)
+	leader, follower := openTest(t, t.TempDir(), nil, nil), openFollower(t, t.TempDir(), nil, nil)
 	defer leader.Close()
 	defer follower.Close()
 	leader.SetLeadership(true, 1)

@@ -86,6 +86,7 @@ func newFixture(t *testing.T, configs map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.rep.SetLeadership(true, ps.LeaderEpoch) // a replica opens as a follower
 	t.Cleanup(func() { f.rep.Close() })
 	return f
 }

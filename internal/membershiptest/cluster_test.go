@@ -302,21 +302,36 @@ func (c *cluster) produce(topic string, p int32, n int) []int64 {
 // "0".."n-1" at the offsets produce returned.
 func (c *cluster) checkRecords(topic string, p int32, offsets []int64) {
 	c.t.Helper()
-	ctx := proctest.Context(c.t, time.Minute)
-	ends, err := c.admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	end, ok := ends.Lookup(topic, p)
-	if !ok || end.Err != nil {
-		c.t.Fatalf("%s-%d end offset: %v", topic, p, end.Err)
-	}
-	starts, err := c.admin().ListStartOffsets(ctx, topic)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	start, _ := starts.Lookup(topic, p)
+	ctx := proctest.Context(c.t, 2*time.Minute)
 	want := int64(len(offsets))
+	// A new leader opens with its checkpointed high watermark, which may
+	// lag its log, and (KIP-966) moves it only once the ISR is back at
+	// min.insync.replicas: wait for it to reach the acknowledged records.
+	var start, end kadm.ListedOffset
+	var lerr error
+	proctest.WaitFor(30*time.Second, func() bool {
+		ends, err := c.admin().ListEndOffsets(ctx, topic)
+		if err != nil {
+			lerr = err
+			return false
+		}
+		starts, err := c.admin().ListStartOffsets(ctx, topic)
+		if err != nil {
+			lerr = err
+			return false
+		}
+		var ok bool
+		if end, ok = ends.Lookup(topic, p); !ok || end.Err != nil {
+			lerr = fmt.Errorf("%s-%d end offset: %v", topic, p, end.Err)
+			return false
+		}
+		start, _ = starts.Lookup(topic, p)
+		lerr = nil
+		return end.Offset-start.Offset == want
+	})
+	if lerr != nil {
+		c.t.Fatal(lerr)
+	}
 	if end.Offset-start.Offset != want {
 		c.t.Fatalf("%s-%d: offsets %d..%d hold %d records, want the %d acknowledged", topic, p,
 			start.Offset, end.Offset, end.Offset-start.Offset, want)
