@@ -63,6 +63,13 @@ type Options struct {
 	// replica.high.watermark.checkpoint.interval.ms). Default
 	// DefaultHWCheckpointInterval.
 	HWCheckpointInterval time.Duration
+	// OnISRExpandable, if set, is called when a follower fetch makes a
+	// follower outside the ISR eligible to join it (its log end reached the
+	// high watermark and the start of the leader's epoch), so that the
+	// broker proposes the expansion at once rather than at its next
+	// periodic check. It is called without the replica's locks held and
+	// must not block.
+	OnISRExpandable func()
 }
 
 // Replica is one partition's local replica. Appends are serialised by
@@ -94,6 +101,8 @@ type Replica struct {
 	now       func() time.Time
 	maxDecomp int
 	writeback int64 // segment.Config.WritebackBytes
+	// onExpandable is Options.OnISRExpandable.
+	onExpandable func()
 
 	// appendMu serialises appends, so producer state and offsets agree.
 	appendMu  sync.Mutex
@@ -131,12 +140,20 @@ type Replica struct {
 
 		// Replication (replication.go): the assignment as the control
 		// plane records it, and, while leading, each follower's progress.
-		self       int32
-		replicas   []int32
-		isr        []int32
-		followers  map[int32]*followerState
-		leoChanged chan struct{} // closed and replaced on every append
-		leaderAt   time.Time     // when this replica last became leader
+		self     int32
+		replicas []int32
+		isr      []int32 // committed
+		// pendingISR is the ISR proposed to the control plane and not
+		// yet committed or refused (BeginISRChange); nil when none.
+		pendingISR  []int32
+		pendingBase int32     // the partition epoch it is written over
+		pendingAt   time.Time // when it was proposed
+		// partitionEpoch is the newest PartitionEpoch applied
+		// (SetAssignmentAt, EndISRChange); -1 before any.
+		partitionEpoch int32
+		followers      map[int32]*followerState
+		leoChanged     chan struct{} // closed and replaced on every append
+		leaderAt       time.Time     // when this replica last became leader
 	}
 }
 
@@ -177,10 +194,11 @@ func Open(opts Options) (*Replica, error) {
 	}
 	r := &Replica{
 		topic: opts.Topic, partition: opts.Partition, dir: opts.Dir,
-		logger:    opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
-		now:       opts.Now,
-		maxDecomp: opts.MaxDecompressed,
-		writeback: opts.WritebackBytes,
+		logger:       opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
+		now:          opts.Now,
+		maxDecomp:    opts.MaxDecompressed,
+		writeback:    opts.WritebackBytes,
+		onExpandable: opts.OnISRExpandable,
 	}
 	segCfg := SegmentConfig(opts.Config, opts.Now, r.logger)
 	segCfg.WritebackBytes = r.writeback
@@ -202,6 +220,7 @@ func Open(opts Options) (*Replica, error) {
 	r.mu.hwChanged = make(chan struct{})
 	r.mu.leoChanged = make(chan struct{})
 	r.mu.self = -1
+	r.mu.partitionEpoch = -1
 	r.mu.leaderAt = opts.Now()
 
 	// The high watermark is the checkpointed one, never the log end: the
@@ -293,6 +312,7 @@ func (r *Replica) Config() *config.TopicConfig {
 func (r *Replica) SetConfig(tc *config.TopicConfig) {
 	r.mu.Lock()
 	r.mu.cfg = tc
+	r.wakeLocked() // acks=all waiters check min.insync.replicas again
 	r.mu.Unlock()
 	segCfg := SegmentConfig(tc, r.now, r.logger)
 	segCfg.WritebackBytes = r.writeback

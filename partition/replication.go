@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -25,14 +26,36 @@ type followerState struct {
 }
 
 // SetAssignment records the partition's replicas and ISR as the control
-// plane has them, and this node's id. The leader recomputes its high
-// watermark over the new ISR; followers it no longer has are forgotten.
+// plane has them, and this node's id, unversioned: it is always applied
+// (SetAssignmentAt with partition epoch -1).
 func (r *Replica) SetAssignment(self int32, replicas, isr []int32) {
+	r.SetAssignmentAt(self, replicas, isr, -1)
+}
+
+// SetAssignmentAt records the partition's replicas and ISR as the control
+// plane has them at partitionEpoch (the record's PartitionEpoch, bumped by
+// every change), and this node's id. A state older than the newest one
+// applied (a reconcile that read the record before this replica's own ISR
+// change was committed, EndISRChange) is ignored, as Kafka's leader
+// ignores a stale partition epoch; -1 is always applied. The leader
+// recomputes its high watermark over the new ISR; followers it no longer
+// has are forgotten. acks=all waiters are woken when the ISR falls below
+// min.insync.replicas: they fail with ErrNotEnoughReplicasAfterAppend.
+func (r *Replica) SetAssignmentAt(self int32, replicas, isr []int32, partitionEpoch int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if partitionEpoch >= 0 && partitionEpoch < r.mu.partitionEpoch {
+		return
+	}
+	if partitionEpoch >= 0 {
+		r.mu.partitionEpoch = partitionEpoch
+	}
+	if r.mu.pendingISR != nil && partitionEpoch > r.mu.pendingBase {
+		r.mu.pendingISR = nil // the record moved past the proposal's base: its outcome is in it
+	}
 	r.mu.self = self
 	r.mu.replicas = slices.Clone(replicas)
-	r.mu.isr = slices.Clone(isr)
+	r.installISRLocked(isr)
 	if r.mu.followers == nil {
 		r.mu.followers = map[int32]*followerState{}
 	}
@@ -41,9 +64,81 @@ func (r *Replica) SetAssignment(self int32, replicas, isr []int32) {
 			delete(r.mu.followers, id)
 		}
 	}
+}
+
+// installISRLocked makes isr the committed ISR, moves the high watermark
+// and wakes the acks=all waiters if it fell below min.insync.replicas.
+// REQUIRES: r.mu held.
+func (r *Replica) installISRLocked(isr []int32) {
+	wasBelow := r.isrBelowMinLocked()
+	r.mu.isr = slices.Clone(isr)
+	if r.isrBelowMinLocked() && !wasBelow {
+		r.wakeLocked()
+	}
 	if r.mu.leader {
 		r.maybeAdvanceHWLocked()
 	}
+}
+
+// wakeLocked wakes every waiter on the high watermark (acks=all, long
+// polls): they check their condition again. REQUIRES: r.mu held.
+func (r *Replica) wakeLocked() {
+	close(r.mu.hwChanged)
+	r.mu.hwChanged = make(chan struct{})
+}
+
+// BeginISRChange records, on the leader at epoch, that isr is proposed to
+// the control plane: from now until EndISRChange the high watermark is the
+// smallest log end offset over the maximal ISR, the committed ISR and the
+// proposed one together (Kafka's maximal ISR, KIP-497's AlterPartition):
+// a joining member counts from the moment it is proposed, since the
+// control plane may elect it as soon as the change commits, and a leaving
+// one keeps counting until the shrink is committed. basePartitionEpoch is
+// the partition epoch of the record the proposal is written over: when the
+// answer is lost (a timeout), the proposal ends when SetAssignmentAt
+// applies a newer record (the proposal's, or one that superseded it), or
+// when ProposeISRChange finds it older than replica.lag.time.max.ms. It
+// reports false, and records nothing, when the replica does not lead at
+// epoch or a change is already pending.
+func (r *Replica) BeginISRChange(epoch int32, isr []int32, basePartitionEpoch int32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.leader || r.mu.leaderEpoch != epoch || r.mu.pendingISR != nil {
+		return false
+	}
+	r.mu.pendingISR = slices.Clone(isr)
+	r.mu.pendingBase, r.mu.pendingAt = basePartitionEpoch, r.now()
+	return true
+}
+
+// EndISRChange ends the change BeginISRChange recorded. committed reports
+// whether the control plane took it: then isr, the ISR as written at
+// partitionEpoch, is installed at once (SetAssignmentAt ignores older
+// states after it); otherwise the committed ISR stays as it was. Either
+// way the high watermark is computed over the committed ISR again.
+func (r *Replica) EndISRChange(committed bool, isr []int32, partitionEpoch int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.pendingISR = nil
+	if committed && partitionEpoch >= r.mu.partitionEpoch {
+		r.mu.partitionEpoch = partitionEpoch
+		r.installISRLocked(isr)
+	}
+}
+
+// maximalISRLocked is the committed ISR with the members of a pending
+// proposal added (BeginISRChange). REQUIRES: r.mu held.
+func (r *Replica) maximalISRLocked() []int32 {
+	if r.mu.pendingISR == nil {
+		return r.mu.isr
+	}
+	out := slices.Clone(r.mu.isr)
+	for _, id := range r.mu.pendingISR {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // ISR returns the in-sync replicas as last set.
@@ -67,6 +162,12 @@ func (r *Replica) ISRSize() int {
 func (r *Replica) isrBelowMin() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.isrBelowMinLocked()
+}
+
+// isrBelowMinLocked: the committed ISR is smaller than min.insync.replicas.
+// REQUIRES: r.mu held.
+func (r *Replica) isrBelowMinLocked() bool {
 	return r.mu.isr != nil && int64(len(r.mu.isr)) < r.mu.cfg.Int64(config.MinInsyncReplicas)
 }
 
@@ -86,9 +187,11 @@ func (r *Replica) LEOChanged() <-chan struct{} {
 }
 
 // maybeAdvanceHWLocked moves a leader's high watermark to the smallest log
-// end offset over the ISR, never backwards, and only while the ISR has at
-// least min.insync.replicas members (KIP-966): a write is committed only
-// once enough replicas hold it.
+// end offset over the maximal ISR (the committed ISR and a pending
+// proposal's members, BeginISRChange), never backwards, and only while the
+// committed ISR has at least min.insync.replicas members (KIP-966): a
+// write is committed only once enough replicas hold it, and it is held by
+// every replica the control plane may elect.
 // REQUIRES: r.mu held.
 func (r *Replica) maybeAdvanceHWLocked() {
 	if !r.mu.leader {
@@ -106,7 +209,7 @@ func (r *Replica) maybeAdvanceHWLocked() {
 		return
 	}
 	hw := leo
-	for _, id := range r.mu.isr {
+	for _, id := range r.maximalISRLocked() {
 		if id == r.mu.self {
 			continue
 		}
@@ -138,8 +241,41 @@ func (r *Replica) maybeAdvanceHWLocked() {
 // segment.ErrOffsetOutOfRange, as Kafka answers it; a leader made by
 // SetLeadership always places it (its own epoch is in its history).
 func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
+	hw, expandable, err := r.followerFetch(id, fetchOffset, lastFetchedEpoch, now)
+	if expandable && r.onExpandable != nil {
+		r.onExpandable()
+	}
+	return hw, err
+}
+
+// followerFetch is FollowerFetch under r.mu; expandable reports that the
+// fetch made the follower eligible to join the ISR (its log end reached the
+// high watermark and the start of this leader's epoch, Kafka's
+// isFollowerInSync), for Options.OnISRExpandable.
+func (r *Replica) followerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	hw, err := r.followerFetchLocked(id, fetchOffset, lastFetchedEpoch, now)
+	if err != nil || slices.Contains(r.maximalISRLocked(), id) || r.mu.self < 0 {
+		return hw, false, err
+	}
+	f := r.mu.followers[id]
+	return hw, f.leo >= r.mu.hw && f.leo >= r.epochStartLocked(), nil
+}
+
+// epochStartLocked is where this leader's epoch starts in its log (0 when
+// its history does not have it). REQUIRES: r.mu held.
+func (r *Replica) epochStartLocked() int64 {
+	if es := r.log.Epochs(); len(es) > 0 {
+		if last := es[len(es)-1]; last.Epoch == r.mu.leaderEpoch {
+			return last.StartOffset
+		}
+	}
+	return 0
+}
+
+// followerFetchLocked is FollowerFetch's bookkeeping. REQUIRES: r.mu held.
+func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
 	if !r.mu.leader {
 		return -1, ErrNotLeader
 	}
@@ -163,22 +299,35 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 			return -1, &DivergedError{Follower: id, LastFetchedEpoch: lastFetchedEpoch, FetchOffset: fetchOffset, Epoch: epoch, EndOffset: end}
 		}
 	}
+	leo := r.log.LogEndOffset()
+	if fetchOffset > leo {
+		// The follower claims offsets this leader does not have: it is not
+		// caught up, and its log end is no replica of this log's. Kafka
+		// answers OFFSET_OUT_OF_RANGE and moves none of its state.
+		return -1, fmt.Errorf("%w: follower %d fetches at %d, past this leader's log end %d",
+			segment.ErrOffsetOutOfRange, id, fetchOffset, leo)
+	}
 	if r.mu.followers == nil {
 		r.mu.followers = map[int32]*followerState{}
 	}
 	f, ok := r.mu.followers[id]
 	if !ok {
 		f = &followerState{lastFetchLeaderL: -1}
+		if slices.Contains(r.mu.isr, id) {
+			// Kafka's makeLeader: an ISR member counts as caught up at
+			// the election, or a new leader could drop it at its first
+			// ISR check, before it had a chance to catch up.
+			f.lastCaughtUp = r.mu.leaderAt
+		}
 		r.mu.followers[id] = f
 	}
-	leo := r.log.LogEndOffset()
 	switch {
-	case fetchOffset >= leo:
+	case fetchOffset == leo:
 		f.lastCaughtUp = now
 	case f.lastFetchLeaderL >= 0 && fetchOffset >= f.lastFetchLeaderL:
 		f.lastCaughtUp = f.lastFetch
 	}
-	f.leo = min(fetchOffset, leo)
+	f.leo = fetchOffset
 	f.lastFetch = now
 	f.lastFetchLeaderL = leo
 	r.maybeAdvanceHWLocked()
@@ -244,15 +393,16 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ch ISRChange
-	if !r.mu.leader || r.mu.self < 0 {
+	if r.mu.pendingISR != nil && now.Sub(r.mu.pendingAt) > lagMax {
+		// Its answer was lost and no newer record came: had it committed,
+		// the control plane's watch would have brought it long ago.
+		r.mu.pendingISR = nil
+		r.maybeAdvanceHWLocked()
+	}
+	if !r.mu.leader || r.mu.self < 0 || r.mu.pendingISR != nil {
 		return ch
 	}
-	epochStart := int64(0)
-	if es := r.log.Epochs(); len(es) > 0 {
-		if last := es[len(es)-1]; last.Epoch == r.mu.leaderEpoch {
-			epochStart = last.StartOffset
-		}
-	}
+	epochStart := r.epochStartLocked()
 	for _, id := range r.mu.replicas {
 		if id == r.mu.self {
 			continue
@@ -421,6 +571,16 @@ func (r *Replica) truncateLocked(offset int64) error {
 	// below offset, and the high watermark must not be left past its end.
 	end := r.log.LogEndOffset()
 	r.producers.TruncateTo(end)
+	// The producer snapshots at or above the cut were taken of the cut
+	// batches: a reopen after the log grows past them again would load
+	// the state of the divergent tail (Kafka's truncateAndReload).
+	for _, off := range listSnapshots(r.dir) {
+		if off >= end {
+			if err := os.Remove(snapshotName(r.dir, off)); err != nil && !os.IsNotExist(err) {
+				r.logger.Error("a producer snapshot above a truncation could not be removed", "offset", off, "cut", end, "err", err)
+			}
+		}
+	}
 	r.mu.Lock()
 	if r.mu.hw > end {
 		r.setHW(end)

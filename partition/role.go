@@ -52,6 +52,7 @@ func (r *Replica) SetLeadership(leader bool, epoch int32) bool {
 		r.mu.leaderAt = r.now()
 		r.mu.followers = map[int32]*followerState{}
 	}
+	r.mu.pendingISR = nil // a proposal of the old term is fenced by its epoch
 	r.mu.leader, r.mu.leaderEpoch = leader, epoch
 	// The HW moves now if the ISR allows (Kafka's makeLeader:
 	// maybeIncrementLeaderHW): with this replica alone in an ISR that

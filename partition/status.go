@@ -20,7 +20,8 @@ type FollowerStatus struct {
 	// offset (capped at the leader's log end then).
 	LogEndOffset int64
 	// LastFetch is when it last fetched; LastCaughtUp the last time it had
-	// everything the leader had (zero if never).
+	// everything the leader had: for an ISR member, at least the time this
+	// replica became leader (Kafka's makeLeader); zero if never.
 	LastFetch    time.Time
 	LastCaughtUp time.Time
 }
