@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -9,10 +10,24 @@ import (
 	"github.com/shale-io/shale/infra/config"
 )
 
-// isrLoop is the leader's side of ISR management: every interval it asks
-// each local leader replica which followers should leave (lagging past
-// replica.lag.time.max.ms) or join (caught up) the ISR, and commits the
-// change to the control plane by compare-and-set before it counts.
+// isrSoon queues an ISR check (partition.Options.OnISRExpandable: a
+// follower fetch reached the high watermark); it never blocks.
+func (r *Manager) isrSoon() {
+	select {
+	case r.isrCh <- struct{}{}:
+	default:
+	}
+}
+
+// isrLoop is the leader's side of ISR management: every quarter of
+// replica.lag.time.max.ms, and as soon as a follower outside the ISR has
+// caught up (isrSoon, as Kafka expands the ISR at the fetch that reaches
+// the high watermark), it asks each local leader replica which followers
+// should leave (lagging past replica.lag.time.max.ms) or join (caught up)
+// the ISR, and commits the change to the control plane by compare-and-set.
+// The replica counts the proposal in its high watermark from before the
+// write until its answer (partition's maximal ISR: BeginISRChange,
+// EndISRChange), and installs a committed ISR at once.
 func (r *Manager) isrLoop(ctx context.Context) {
 	lag := r.lagMax
 	t := time.NewTicker(max(lag/4, 100*time.Millisecond))
@@ -22,6 +37,7 @@ func (r *Manager) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.isrCh:
 		}
 		now := time.Now()
 		for _, rep := range r.All() {
@@ -46,9 +62,23 @@ func (r *Manager) isrLoop(ctx context.Context) {
 				continue
 			}
 			st = controlplane.ChangeISR(st, isr, int(rep.Config().Int64(config.MinInsyncReplicas)))
+			if !rep.BeginISRChange(st.LeaderEpoch, st.ISR, st.PartitionEpoch) {
+				continue // the role moved on, or a change is pending
+			}
 			uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := r.store.UpdatePartition(uctx, st)
+			written, err := r.store.UpdatePartition(uctx, st)
 			cancel()
+			switch {
+			case err == nil:
+				rep.EndISRChange(true, written.ISR, written.PartitionEpoch)
+			case errors.Is(err, controlplane.ErrConflict):
+				rep.EndISRChange(false, nil, -1) // refused: the record had moved on
+			default:
+				// The answer is lost: the write may have committed. The
+				// proposal keeps counting until a newer record is applied
+				// (partition.Replica.BeginISRChange).
+				r.reconcileSoon()
+			}
 			if err != nil {
 				r.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 				continue

@@ -89,6 +89,7 @@ type Manager struct {
 	fetchers  *fetchers
 
 	reconcileCh chan struct{} // a queued Reconcile for Run
+	isrCh       chan struct{} // a queued ISR check for isrLoop (isrSoon)
 	// reconcileMu serialises Reconcile: handlers and the event loop both call it.
 	reconcileMu sync.Mutex
 	// swept: the stray directories were removed (sweepStray, once).
@@ -113,7 +114,7 @@ func New(cfg Config, md Metadata) *Manager {
 	}
 	m := &Manager{nodeID: cfg.NodeID, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
 		writeback: cfg.WritebackBytes, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
-		now: time.Now, reconcileCh: make(chan struct{}, 1)}
+		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1)}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, logger)
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
@@ -281,13 +282,18 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	rep, err := partition.Open(partition.Options{
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),
 		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger, WritebackBytes: r.writeback,
+		OnISRExpandable: r.isrSoon,
 	})
 	if err != nil {
 		return fmt.Errorf("opening %s-%d: %w", t.Name, st.Partition, err)
 	}
+	// The replica opens as a follower with its checkpointed high
+	// watermark; it becomes visible to requests only once its role is
+	// applied (issue 15 item 4).
+	r.applyRole(rep, st, true)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.mu.closed {
+		r.mu.Unlock()
 		return rep.Close()
 	}
 	if _, dup := r.mu.replicas[replicaKey{t.Name, st.Partition}]; dup {
@@ -296,9 +302,13 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	}
 	r.mu.replicas[replicaKey{t.Name, st.Partition}] = rep
 	r.mu.topicIDs[t.Name] = t.ID
+	down := r.mu.steppedDown
 	r.mu.Unlock()
-	r.applyRole(rep, st, true)
-	r.mu.Lock()
+	if down && rep.IsLeader() {
+		// StepDown ran between applyRole and the insertion, and did not
+		// see this replica.
+		rep.SetLeadership(false, rep.LeaderEpoch())
+	}
 	return nil
 }
 
@@ -310,7 +320,7 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 	down := r.mu.steppedDown
 	r.mu.RUnlock()
 	leader := st.Leader == r.nodeID && !down
-	rep.SetAssignment(r.nodeID, st.Replicas, st.ISR)
+	rep.SetAssignmentAt(r.nodeID, st.Replicas, st.ISR, st.PartitionEpoch)
 	if rep.SetLeadership(leader, st.LeaderEpoch) || opened {
 		role := "follower"
 		if leader {
