@@ -422,9 +422,32 @@ func (r *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.reconcileCh:
+			if d := testReconcileDelay(); d > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 			r.ReconcileOrLog()
 		}
 	}
+}
+
+// ReconcileDelayEnv names a fault-injection hook for process tests: a
+// duration (time.ParseDuration) by which Run delays every queued
+// Reconcile, so that a test can show what a node does while its replicas
+// lag the control plane (internal/replicationtest's maximal ISR test).
+// Unset in production.
+const ReconcileDelayEnv = "SHALE_TEST_RECONCILE_DELAY"
+
+// testReconcileDelay is ReconcileDelayEnv's value, 0 when unset or invalid.
+func testReconcileDelay() time.Duration {
+	d, err := time.ParseDuration(os.Getenv(ReconcileDelayEnv))
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // ReconcileOrLog is Reconcile with its error logged (callers that act on a

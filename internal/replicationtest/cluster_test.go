@@ -33,6 +33,13 @@ type cluster struct {
 // replication factor 3 and min.insync.replicas=2.
 func startCluster(t testing.TB, topic string, parts int32, extra ...string) *cluster {
 	t.Helper()
+	return startClusterEnv(t, topic, parts, nil, extra...)
+}
+
+// startClusterEnv is startCluster with env added to every node's
+// environment (newNodeEnv).
+func startClusterEnv(t testing.TB, topic string, parts int32, env []string, extra ...string) *cluster {
+	t.Helper()
 	dir := t.TempDir()
 	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -45,7 +52,7 @@ func startCluster(t testing.TB, topic string, parts int32, extra ...string) *clu
 	for i := range 3 {
 		px := newNATSProxy(t, target)
 		c.proxies = append(c.proxies, px)
-		c.nodes = append(c.nodes, newNode(t, dir, int32(i+1), px.url(), extra...))
+		c.nodes = append(c.nodes, newNodeEnv(t, dir, int32(i+1), px.url(), env, extra...))
 		c.nodes[i].Start()
 	}
 	for _, n := range c.nodes {

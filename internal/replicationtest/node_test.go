@@ -17,18 +17,19 @@ type node struct {
 	cutOff atomic.Bool // its control plane is cut (natsProxy); its views are stale
 }
 
-// newNode returns node id of a cluster on the NATS URLs natsURLs
+// newNodeEnv returns node id of a cluster on the NATS URLs natsURLs
 // (comma-separated), with its data dir under dir, fresh Kafka and admin
 // ports, a 2 s broker session and controller lease, a 3 s replica.lag.time.max,
+// env (KEY=value pairs, fault-injection hooks) added to its environment,
 // and extra flags.
-func newNode(t testing.TB, dir string, id int32, natsURLs string, extra ...string) *node {
+func newNodeEnv(t testing.TB, dir string, id int32, natsURLs string, env []string, extra ...string) *node {
 	pn := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), append([]string{
 		"--node-id", fmt.Sprint(id),
 		"--nats", natsURLs,
 		"--broker-session-timeout", "2s",
 		"--controller-lease", "2s",
 		"--replica-lag-time-max", "3s",
-	}, extra...), proctest.Name(fmt.Sprintf("replicationtest node %d", id)))
+	}, extra...), proctest.Name(fmt.Sprintf("replicationtest node %d", id)), proctest.Env(env...))
 	return &node{Node: pn, id: id}
 }
 
