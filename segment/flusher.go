@@ -32,8 +32,8 @@ type flushJob struct {
 // flusher is the Log's background flush state.
 type flusher struct {
 	// syncing is held by the flusher while it syncs one job and raises the
-	// recovery point for it, and by dropFlushes. Lock order: writer,
-	// syncing, mu, then the Log's rp.
+	// recovery point for it, and by dropFlushes. Lock order: writer, then
+	// syncing, then mu or the Log's rp (leaves, never nested; see Log).
 	syncing sync.Mutex
 
 	mu      sync.Mutex

@@ -17,8 +17,19 @@ import (
 // mutations are serialized. State that readers see lives in mu and changes
 // only while both the writer lock and mu are held; readers (Read,
 // OffsetForTimestamp, Epochs, Segments, ...) take mu for reading, so they
-// never wait for an fsync and never see a half-applied append. Lock order:
-// writer, then mu.
+// never wait for an fsync and never see a half-applied append.
+//
+// Locks, in the order they are taken (a goroutine holding one takes only
+// those below it):
+//
+//	writer      a mutation, held across its disk I/O; never taken by the flusher
+//	bg.syncing  the flusher's current job (fsync or writeback), and dropFlushes under writer
+//	mu, bg.mu, rp  leaves: each held briefly, and no lock is taken while holding one
+//	               (mu: readers' state; bg.mu: the flusher's queue and sticky error;
+//	               rp: the recovery point, held across its file write)
+//
+// The owner (partition.Replica) calls the Log under its own locks; the Log
+// calls back into it only through Config.OnRoll, under writer.
 type Log struct {
 	dir    string
 	cfg    Config
