@@ -15,6 +15,7 @@ import (
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
@@ -168,7 +169,7 @@ func fetchOnce(t *testing.T, h *fetchHandler, v int16, parts map[string]int64, m
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	}
-	reply, err := h.handle(testCtx(t), &kafka.Request{Key: 1, Version: v, Msg: req})
+	reply, err := h.handle(proctest.Context(t, 30*time.Second), &kafka.Request{Key: 1, Version: v, Msg: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,12 +198,6 @@ func fetchOnce(t *testing.T, h *fetchHandler, v int16, parts map[string]int64, m
 		t.Fatalf("v%d: kmsg cannot decode: %v", v, err)
 	}
 	return resp
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func part(t *testing.T, resp *kmsg.FetchResponse, topic string) kmsg.FetchResponseTopicPartition {
@@ -352,7 +347,7 @@ func listOffset(t *testing.T, h *listOffsetsHandler, ts int64) kmsg.ListOffsetsR
 	rp.Timestamp, rp.CurrentLeaderEpoch = ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	reply, err := h.handle(testCtx(t), &kafka.Request{Key: 2, Version: 9, Msg: req})
+	reply, err := h.handle(proctest.Context(t, 30*time.Second), &kafka.Request{Key: 2, Version: 9, Msg: req})
 	if err != nil {
 		t.Fatal(err)
 	}
