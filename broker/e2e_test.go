@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -26,11 +27,8 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT is proctest.Context, by the name the broker tests use.
+func ctxT(t *testing.T, d time.Duration) context.Context { return proctest.Context(t, d) }
 
 func makeRecords(topic string, n int, tag string) []*kgo.Record {
 	recs := make([]*kgo.Record, n)
