@@ -26,7 +26,7 @@ func (m *Manager) followerPass(rep *partition.Replica) {
 	m.applyLogStart(rep, top.ID) // DeleteRecords on the leader
 	remote := m.meta.ListRemoteSegments(top.ID, rep.Partition())
 	rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, m.recordedStart(top.ID, rep.Partition())),
-		CopiedNext: CopiedNext(rep.Log().Segments(), remote)})
+		CopiedNext: CopiedNext(rep.Log().Segments(), remote, rep.Log().Epochs())})
 	if err := rep.ApplyRetention(m.now()); err != nil {
 		m.log.Warn("follower local retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 	}

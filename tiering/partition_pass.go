@@ -38,7 +38,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		}
 		m.bucketOK()
 	}
-	plan := UploadPlan(local, remote, hw)
+	plan := UploadPlan(local, remote, hw, t.rep.Log().Epochs())
 	if !cleaned {
 		plan = nil
 	}
@@ -87,7 +87,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	}
 	remote = m.meta.ListRemoteSegments(t.id, p)
 	t.rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, recorded),
-		CopiedNext: CopiedNext(t.rep.Log().Segments(), remote)})
+		CopiedNext: CopiedNext(t.rep.Log().Segments(), remote, t.rep.Log().Epochs())})
 	if err := t.rep.ApplyRetention(m.now()); err != nil {
 		logger.Warn("local retention failed", "err", err)
 	}
@@ -132,15 +132,16 @@ func dedupSegments(segs []controlplane.RemoteSegment) []controlplane.RemoteSegme
 }
 
 // UploadPlan returns the closed, non-empty local segments below the high
-// watermark whose offsets are not yet all in CopyFinished remote segments,
-// in offset order.
-func UploadPlan(local []segment.SegmentInfo, remote []controlplane.RemoteSegment, hw int64) []segment.SegmentInfo {
+// watermark whose offsets are not yet all in CopyFinished remote segments
+// of the local log's lineage (epochs, the local leader-epoch history; see
+// Covered), in offset order.
+func UploadPlan(local []segment.SegmentInfo, remote []controlplane.RemoteSegment, hw int64, epochs []segment.EpochEntry) []segment.SegmentInfo {
 	var out []segment.SegmentInfo
 	for _, s := range local {
 		if s.Active || s.NextOffset > hw {
 			break
 		}
-		if s.NextOffset > s.BaseOffset && !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+		if s.NextOffset > s.BaseOffset && !Covered(remote, s.BaseOffset, s.NextOffset-1, epochs) {
 			out = append(out, s)
 		}
 	}
@@ -148,30 +149,80 @@ func UploadPlan(local []segment.SegmentInfo, remote []controlplane.RemoteSegment
 }
 
 // Covered reports whether every offset in [from, to] lies in a CopyFinished
-// segment of remote (sorted by base offset). An empty range is covered.
-func Covered(remote []controlplane.RemoteSegment, from, to int64) bool {
+// segment of remote (sorted by base offset) whose leader-epoch history
+// agrees with epochs, the local log's, over the offsets it covers: a segment
+// uploaded by an older leader whose records the current log replaced (a
+// divergent tail truncated after a failover) holds other records at those
+// offsets, and covers nothing here; it is an orphan of the lineage. With
+// epochs nil the lineage is not checked. An empty range is covered.
+func Covered(remote []controlplane.RemoteSegment, from, to int64, epochs []segment.EpochEntry) bool {
 	pos := from
 	for _, r := range remote {
 		if pos > to {
 			break
 		}
-		if r.State == controlplane.CopyFinished && r.BaseOffset <= pos && r.EndOffset >= pos {
+		if r.State == controlplane.CopyFinished && r.BaseOffset <= pos && r.EndOffset >= pos &&
+			(epochs == nil || SameLineage(epochs, r.SegmentEpochs, pos, min(to, r.EndOffset))) {
 			pos = r.EndOffset + 1
 		}
 	}
 	return pos > to
 }
 
+// SameLineage reports whether two leader-epoch histories (entries in
+// offset order, each saying from which offset an epoch wrote) give every
+// offset of [from, to] the same epoch. A history with no entry at or before
+// from gives from its first entry's epoch (a history cut at a log start).
+func SameLineage(local []segment.EpochEntry, remote []controlplane.EpochEntry, from, to int64) bool {
+	a := make([]controlplane.EpochEntry, len(local))
+	for i, e := range local {
+		a[i] = controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	x, y := restrictEpochs(a, from, to), restrictEpochs(remote, from, to)
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// restrictEpochs returns the entries of es in force over [from, to]: the one
+// at from (its start moved to from), then those starting inside.
+func restrictEpochs(es []controlplane.EpochEntry, from, to int64) []controlplane.EpochEntry {
+	var out []controlplane.EpochEntry
+	for _, e := range es {
+		if e.StartOffset > to {
+			break
+		}
+		if e.StartOffset <= from {
+			out = append(out[:0], controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: from})
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: from})
+			continue
+		}
+		if out[len(out)-1].Epoch != e.Epoch {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // CopiedNext returns the next offset of the longest run of local segments,
-// from the oldest, that are committed remotely; the local log start when
-// the oldest is not.
-func CopiedNext(local []segment.SegmentInfo, remote []controlplane.RemoteSegment) int64 {
+// from the oldest, that are committed remotely within the local log's
+// lineage (epochs, see Covered); the local log start when the oldest is not.
+func CopiedNext(local []segment.SegmentInfo, remote []controlplane.RemoteSegment, epochs []segment.EpochEntry) int64 {
 	if len(local) == 0 {
 		return 0
 	}
 	next := local[0].BaseOffset
 	for _, s := range local {
-		if s.Active || !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+		if s.Active || !Covered(remote, s.BaseOffset, s.NextOffset-1, epochs) {
 			break
 		}
 		next = s.NextOffset
@@ -197,7 +248,7 @@ func RemoteRetentionPlan(remote []controlplane.RemoteSegment, local []segment.Se
 		}
 	}
 	for _, s := range local {
-		if !Covered(remote, s.BaseOffset, s.NextOffset-1) {
+		if !Covered(remote, s.BaseOffset, s.NextOffset-1, nil) {
 			total += s.Size
 		}
 	}

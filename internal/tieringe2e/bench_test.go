@@ -101,7 +101,7 @@ func startColdFixture(b *testing.B) *coldFixture {
 func uploadLag(n *broker.Node, topic string) int {
 	for _, r := range n.Replicas().All() {
 		if r.Topic() == topic && r.Partition() == 0 {
-			return len(tiering.UploadPlan(r.Log().Segments(), finishedSegments(n, topic), r.HighWatermark()))
+			return len(tiering.UploadPlan(r.Log().Segments(), finishedSegments(n, topic), r.HighWatermark(), r.Log().Epochs()))
 		}
 	}
 	return -1
