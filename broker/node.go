@@ -4,10 +4,8 @@
 // handler, and the background loops (retention, flushing). It is the
 // composition package: cmd/shale and the tests start nodes through it.
 //
-// The metadata and admin API handlers (Metadata, CreateTopics, DeleteTopics,
-// CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
-// DeleteRecords, DescribeCluster) live here too, one file per API: they
-// combine the control plane with the local replicas.
+// The Kafka API handlers live in the packages that own their behaviour
+// (ingest, fetch, group, admin); this package registers them.
 package broker
 
 import (
@@ -24,8 +22,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/admin"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/config"
@@ -35,6 +33,7 @@ import (
 	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/replica"
+	"github.com/shale-io/shale/tiering"
 	"github.com/shale-io/shale/tiering/coldread"
 )
 
@@ -53,6 +52,7 @@ type Node struct {
 	bucketMetrics *objstore.Counters
 	metrics       *metrics.Registry // see metrics.go
 	replicas      *replica.Manager  // see replica/
+	apis          *admin.Handlers   // metadata, admin and group APIs; see admin/
 	tiering       *nodeTiering      // see tiering.go
 	pids          *controlplane.ProducerIDs
 	server        *kafka.Server
@@ -249,20 +249,12 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
-	reg.Register(kmsg.Metadata, 0, 12, n.handleMetadata)
-	reg.Register(kmsg.CreateTopics, 0, 7, n.handleCreateTopics)
-	reg.Register(kmsg.DeleteTopics, 0, 6, n.handleDeleteTopics)
-	reg.Register(kmsg.CreatePartitions, 0, 3, n.handleCreatePartitions)
-	reg.Register(kmsg.DescribeConfigs, 0, 4, n.handleDescribeConfigs)
-	reg.Register(kmsg.AlterConfigs, 0, 2, n.handleAlterConfigs)
-	reg.Register(kmsg.IncrementalAlterConfigs, 0, 1, n.handleIncrementalAlterConfigs)
-	reg.Register(kmsg.DeleteRecords, 0, 2, n.handleDeleteRecords)
-	reg.Register(kmsg.DescribeCluster, 0, 1, n.handleDescribeCluster)
-	reg.Register(kmsg.ElectLeaders, 0, 2, n.handleElectLeaders)
-	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
-	reg.Register(kmsg.AlterPartitionAssignments, 0, 0, n.handleAlterPartitionReassignments)
-	reg.Register(kmsg.ListPartitionReassignments, 0, 0, n.handleListPartitionReassignments)
-	n.registerGroupAPIs(reg)
+	var tm *tiering.Manager // a nil *nodeTiering is tiering off
+	if n.tiering != nil {
+		tm = n.tiering.manager
+	}
+	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
+		ControllerID: n.controllerID, Logger: n.logger})
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -377,7 +369,9 @@ func (n *Node) Close(ctx context.Context) error {
 				// Serve may not have started; closing the listener ends it either way.
 				defer n.kafkaLn.Close()
 			}
-			stopGroups(n)
+			if n.apis != nil {
+				n.apis.StopGroups()
+			}
 			errs = append(errs, n.server.Shutdown(ctx))
 		} else if n.kafkaLn != nil {
 			n.kafkaLn.Close()

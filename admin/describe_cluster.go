@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // DescribeCluster (key 60), versions 0-1.
 //
@@ -12,13 +12,13 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleDescribeCluster(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterID = n.store.ClusterID()
-	resp.ControllerID = n.controllerID()
+	resp.ClusterID = h.store.ClusterID()
+	resp.ControllerID = h.controllerID()
 	resp.EndpointType = 1
-	for _, b := range n.store.Brokers() {
+	for _, b := range h.store.Brokers() {
 		mb := kmsg.NewDescribeClusterResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
 		if b.Rack != "" {

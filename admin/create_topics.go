@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // CreateTopics (key 19), versions 0-7.
 //
@@ -27,7 +27,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.CreateTopicsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
@@ -55,10 +55,10 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			parts, rf = int32(len(assignment)), int16(len(assignment[0]))
 		}
 		if parts == -1 {
-			parts = n.cfg.NumPartitions
+			parts = h.cfg.NumPartitions
 		}
 		if rf == -1 {
-			rf = n.cfg.DefaultReplicationFactor
+			rf = h.cfg.DefaultReplicationFactor
 		}
 		if parts < 1 {
 			fail(kerr.InvalidPartitions.Code, fmt.Errorf("%d partitions", parts))
@@ -89,16 +89,16 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			continue
 		}
 		if r.ValidateOnly {
-			if _, exists := n.store.Topic(t.Topic); exists {
+			if _, exists := h.store.Topic(t.Topic); exists {
 				fail(kerr.TopicAlreadyExists.Code, fmt.Errorf("topic %q exists", t.Topic))
 				continue
 			}
 			if assignment != nil {
-				if err := controlplane.ValidateAssignment(assignment, int(rf), n.liveBrokers()); err != nil {
+				if err := controlplane.ValidateAssignment(assignment, int(rf), h.liveBrokers()); err != nil {
 					fail(adminErrorCode(err), err)
 					continue
 				}
-			} else if live := len(n.store.Brokers()); int(rf) > live {
+			} else if live := len(h.store.Brokers()); int(rf) > live {
 				fail(kerr.InvalidReplicationFactor.Code, fmt.Errorf("replication factor %d > %d live brokers", rf, live))
 				continue
 			}
@@ -106,9 +106,9 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			var topic controlplane.Topic
 			var err error
 			if assignment != nil {
-				topic, err = n.store.CreateTopicWithAssignment(ctx, t.Topic, assignment, configs)
+				topic, err = h.store.CreateTopicWithAssignment(ctx, t.Topic, assignment, configs)
 			} else {
-				topic, err = n.store.CreateTopic(ctx, t.Topic, parts, rf, configs)
+				topic, err = h.store.CreateTopic(ctx, t.Topic, parts, rf, configs)
 			}
 			if err != nil {
 				fail(adminErrorCode(err), err)
@@ -117,7 +117,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 			rt.TopicID = topic.ID
 		}
 		rt.NumPartitions, rt.ReplicationFactor = parts, rf
-		tc := config.ResolveTopic(configs, n.cfg.TopicDefaults)
+		tc := config.ResolveTopic(configs, h.cfg.TopicDefaults)
 		for _, name := range tc.Names() {
 			v, src, _ := tc.Get(name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
@@ -128,7 +128,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, req *kafka.Request) (kafk
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if !r.ValidateOnly {
-		n.reconcile()
+		h.reconcile()
 	}
 	return kafka.Reply{Response: resp}, nil
 }

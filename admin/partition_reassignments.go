@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // AlterPartitionReassignments (key 45), version 0, and
 // ListPartitionReassignments (key 46), version 0.
@@ -27,40 +27,40 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleAlterPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-	live := n.liveBrokers()
+	live := h.liveBrokers()
 	for _, t := range r.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode, rp.ErrorMessage = n.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, live)
+			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, live)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	n.reconcile()
+	h.reconcile()
 	return kafka.Reply{Response: resp}, nil
 }
 
-func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []int32, live func(int32) bool) (int16, *string) {
+func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, target []int32, live func(int32) bool) (int16, *string) {
 	if target != nil {
 		if err := controlplane.ValidateReplicaAssignment(target, live); err != nil {
 			return adminErrorCode(err), errMessage(err)
 		}
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		st, ok := n.store.Partition(topic, p)
+		st, ok := h.store.Partition(topic, p)
 		if !ok {
 			return kerr.UnknownTopicOrPartition.Code, nil
 		}
 		var d controlplane.Decision
 		if target == nil {
 			var err error
-			if d, err = controlplane.CancelReassignment(st, live, n.uncleanElection(topic)); err != nil {
+			if d, err = controlplane.CancelReassignment(st, live, h.uncleanElection(topic)); err != nil {
 				return adminErrorCode(err), errMessage(err)
 			}
 		} else {
@@ -69,9 +69,9 @@ func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []
 			}
 			d = controlplane.StartReassignment(st, target, live)
 		}
-		_, err := n.store.UpdatePartition(ctx, d.State)
+		_, err := h.store.UpdatePartition(ctx, d.State)
 		if err == nil {
-			n.logger.Info("partition reassignment", "topic", topic, "partition", p, "cancel", target == nil,
+			h.logger.Info("partition reassignment", "topic", topic, "partition", p, "cancel", target == nil,
 				"replicas", d.State.Replicas, "adding", d.State.AddingReplicas, "removing", d.State.RemovingReplicas,
 				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
 			return 0, nil
@@ -83,7 +83,7 @@ func (n *Node) reassignOne(ctx context.Context, topic string, p int32, target []
 	return kerr.NotController.Code, errMessage(errors.New("partition record kept changing; retry"))
 }
 
-func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	add := func(st controlplane.PartitionState, rt *kmsg.ListPartitionReassignmentsResponseTopic) {
@@ -98,7 +98,7 @@ func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.
 	list := func(topic string, parts []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = topic
-		for _, st := range n.store.Partitions(topic) {
+		for _, st := range h.store.Partitions(topic) {
 			if parts == nil || slices.Contains(parts, st.Partition) {
 				add(st, &rt)
 			}
@@ -108,7 +108,7 @@ func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.
 		}
 	}
 	if r.Topics == nil {
-		for _, t := range n.store.Topics() {
+		for _, t := range h.store.Topics() {
 			list(t.Name, nil)
 		}
 	}
@@ -119,7 +119,7 @@ func (n *Node) handleListPartitionReassignments(ctx context.Context, req *kafka.
 }
 
 // uncleanElection is the topic's unclean.leader.election.enable.
-func (n *Node) uncleanElection(topic string) bool {
-	t, ok := n.store.Topic(topic)
-	return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)
+func (h *Handlers) uncleanElection(topic string) bool {
+	t, ok := h.store.Topic(topic)
+	return ok && h.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)
 }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // DescribeConfigs (key 32), versions 0-4.
 //
@@ -26,19 +26,19 @@ const (
 	resourceBroker = 4
 )
 
-func (n *Node) brokerSettings() map[string]string {
+func (h *Handlers) brokerSettings() map[string]string {
 	return map[string]string{
-		"broker.id":                  strconv.Itoa(int(n.cfg.NodeID)),
-		"auto.create.topics.enable":  strconv.FormatBool(n.cfg.AutoCreateTopics),
-		"num.partitions":             strconv.Itoa(int(n.cfg.NumPartitions)),
-		"default.replication.factor": strconv.Itoa(int(n.cfg.DefaultReplicationFactor)),
-		"socket.request.max.bytes":   strconv.Itoa(int(n.cfg.MaxRequestBytes)),
-		"advertised.listeners":       "PLAINTEXT://" + n.cfg.Advertise,
-		"broker.rack":                n.cfg.Rack,
+		"broker.id":                  strconv.Itoa(int(h.cfg.NodeID)),
+		"auto.create.topics.enable":  strconv.FormatBool(h.cfg.AutoCreateTopics),
+		"num.partitions":             strconv.Itoa(int(h.cfg.NumPartitions)),
+		"default.replication.factor": strconv.Itoa(int(h.cfg.DefaultReplicationFactor)),
+		"socket.request.max.bytes":   strconv.Itoa(int(h.cfg.MaxRequestBytes)),
+		"advertised.listeners":       "PLAINTEXT://" + h.cfg.Advertise,
+		"broker.rack":                h.cfg.Rack,
 	}
 }
 
-func (n *Node) handleDescribeConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleDescribeConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, res := range r.Resources {
@@ -57,13 +57,13 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, req *kafka.Request) (k
 		}
 		switch res.ResourceType {
 		case resourceTopic:
-			t, ok := n.store.Topic(res.ResourceName)
+			t, ok := h.store.Topic(res.ResourceName)
 			if !ok {
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rr.ErrorMessage = errMessage(fmt.Errorf("unknown topic %q", res.ResourceName))
 				break
 			}
-			tc := config.ResolveTopic(t.Configs, n.cfg.TopicDefaults)
+			tc := config.ResolveTopic(t.Configs, h.cfg.TopicDefaults)
 			for _, name := range tc.Names() {
 				if !wanted(name) {
 					continue
@@ -81,12 +81,12 @@ func (n *Node) handleDescribeConfigs(ctx context.Context, req *kafka.Request) (k
 				rr.Configs = append(rr.Configs, c)
 			}
 		case resourceBroker:
-			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
+			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(h.cfg.NodeID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
-				rr.ErrorMessage = errMessage(fmt.Errorf("this is broker %d", n.cfg.NodeID))
+				rr.ErrorMessage = errMessage(fmt.Errorf("this is broker %d", h.cfg.NodeID))
 				break
 			}
-			for name, v := range n.brokerSettings() {
+			for name, v := range h.brokerSettings() {
 				if !wanted(name) {
 					continue
 				}

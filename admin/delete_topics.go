@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // DeleteTopics (key 20), versions 0-6.
 //
@@ -18,7 +18,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleDeleteTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleDeleteTopics(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteTopicsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
@@ -39,7 +39,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, req *kafka.Request) (kafk
 		name := ""
 		if t.name != nil {
 			name = *t.name
-		} else if topic, ok := n.store.TopicByID(controlplane.TopicID(t.id)); ok {
+		} else if topic, ok := h.store.TopicByID(controlplane.TopicID(t.id)); ok {
 			name = topic.Name
 			rt.Topic = &topic.Name
 		} else {
@@ -47,14 +47,14 @@ func (n *Node) handleDeleteTopics(ctx context.Context, req *kafka.Request) (kafk
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		if topic, ok := n.store.Topic(name); ok {
+		if topic, ok := h.store.Topic(name); ok {
 			rt.TopicID = topic.ID
 		}
-		if err := n.store.DeleteTopic(ctx, name); err != nil {
+		if err := h.store.DeleteTopic(ctx, name); err != nil {
 			rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	n.reconcile()
+	h.reconcile()
 	return kafka.Reply{Response: resp}, nil
 }

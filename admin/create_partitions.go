@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // CreatePartitions (key 37), versions 0-3.
 //
@@ -20,7 +20,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleCreatePartitions(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleCreatePartitions(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.CreatePartitionsRequest)
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range r.Topics {
@@ -32,32 +32,32 @@ func (n *Node) handleCreatePartitions(ctx context.Context, req *kafka.Request) (
 		}
 		switch {
 		case r.ValidateOnly:
-			topic, ok := n.store.Topic(t.Topic)
+			topic, ok := h.store.Topic(t.Topic)
 			if !ok {
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if t.Count <= topic.Partitions {
 				rt.ErrorCode = kerr.InvalidPartitions.Code
 				rt.ErrorMessage = errMessage(fmt.Errorf("topic has %d partitions, asked for %d", topic.Partitions, t.Count))
 			} else if assignment != nil {
-				err := controlplane.ValidateAssignment(assignment, int(topic.ReplicationFactor), n.liveBrokers())
+				err := controlplane.ValidateAssignment(assignment, int(topic.ReplicationFactor), h.liveBrokers())
 				if err == nil && int32(len(assignment)) != t.Count-topic.Partitions {
 					err = fmt.Errorf("%w: %d new partitions, %d assignments", controlplane.ErrInvalidReplicaAssignment, t.Count-topic.Partitions, len(assignment))
 				}
 				rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
 			}
 		case assignment != nil:
-			if err := n.store.CreatePartitionsWithAssignment(ctx, t.Topic, t.Count, assignment); err != nil {
+			if err := h.store.CreatePartitionsWithAssignment(ctx, t.Topic, t.Count, assignment); err != nil {
 				rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
 			}
 		default:
-			if err := n.store.CreatePartitions(ctx, t.Topic, t.Count); err != nil {
+			if err := h.store.CreatePartitions(ctx, t.Topic, t.Count); err != nil {
 				rt.ErrorCode, rt.ErrorMessage = adminErrorCode(err), errMessage(err)
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if !r.ValidateOnly {
-		n.reconcile()
+		h.reconcile()
 	}
 	return kafka.Reply{Response: resp}, nil
 }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // Metadata (key 3), versions 0-12.
 //
@@ -21,10 +21,10 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	for _, b := range n.store.Brokers() {
+	for _, b := range h.store.Brokers() {
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
 		if b.Rack != "" {
@@ -33,14 +33,14 @@ func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Re
 		}
 		resp.Brokers = append(resp.Brokers, mb)
 	}
-	cid := n.store.ClusterID()
+	cid := h.store.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = n.controllerID()
+	resp.ControllerID = h.controllerID()
 
 	var names []string
 	created := false
 	if r.Topics == nil || (req.Version == 0 && len(r.Topics) == 0) {
-		for _, t := range n.store.Topics() {
+		for _, t := range h.store.Topics() {
 			names = append(names, t.Name)
 		}
 	} else {
@@ -49,7 +49,7 @@ func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Re
 			case rt.Topic != nil:
 				names = append(names, *rt.Topic)
 			case rt.TopicID != [16]byte{}:
-				if t, ok := n.store.TopicByID(controlplane.TopicID(rt.TopicID)); ok {
+				if t, ok := h.store.TopicByID(controlplane.TopicID(rt.TopicID)); ok {
 					names = append(names, t.Name)
 				} else {
 					mt := kmsg.NewMetadataResponseTopic()
@@ -59,21 +59,21 @@ func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Re
 			}
 		}
 	}
-	autoCreate := n.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
+	autoCreate := h.cfg.AutoCreateTopics && (req.Version < 4 || r.AllowAutoTopicCreation)
 	for _, name := range names {
 		mt := kmsg.NewMetadataResponseTopic()
 		topic := name
 		mt.Topic = &topic
-		t, ok := n.store.Topic(name)
+		t, ok := h.store.Topic(name)
 		if !ok && autoCreate {
 			var err error
-			t, err = n.store.CreateTopic(ctx, name, n.cfg.NumPartitions, n.cfg.DefaultReplicationFactor, nil)
+			t, err = h.store.CreateTopic(ctx, name, h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, nil)
 			if err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
 				mt.ErrorCode = adminErrorCode(err)
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			t, ok = n.store.Topic(name)
+			t, ok = h.store.Topic(name)
 			created = true
 		}
 		if !ok {
@@ -85,11 +85,11 @@ func (n *Node) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Re
 			continue
 		}
 		if created {
-			n.reconcile()
+			h.reconcile()
 		}
 		mt.TopicID = t.ID
 		mt.IsInternal = t.Internal
-		for _, st := range n.store.Partitions(name) {
+		for _, st := range h.store.Partitions(name) {
 			mp := kmsg.NewMetadataResponseTopicPartition()
 			mp.Partition, mp.Leader, mp.LeaderEpoch = st.Partition, st.Leader, st.LeaderEpoch
 			mp.Replicas, mp.ISR = st.Replicas, st.ISR

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/shale-io/shale/kafkaerr"

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // AlterConfigs (key 33), versions 0-2, and IncrementalAlterConfigs (key 44),
 // versions 0-1.
@@ -26,11 +26,11 @@ import (
 )
 
 // alterTopicConfigs validates and stores a topic's new explicit configs.
-func (n *Node) alterTopicConfigs(ctx context.Context, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
+func (h *Handlers) alterTopicConfigs(ctx context.Context, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
 	if resType != resourceTopic {
 		return kerr.InvalidRequest.Code, errMessage(fmt.Errorf("only topic configs can be altered"))
 	}
-	t, ok := n.store.Topic(topic)
+	t, ok := h.store.Topic(topic)
 	if !ok {
 		return kerr.UnknownTopicOrPartition.Code, errMessage(fmt.Errorf("unknown topic %q", topic))
 	}
@@ -48,20 +48,20 @@ func (n *Node) alterTopicConfigs(ctx context.Context, resType int8, topic string
 	if validateOnly {
 		return 0, nil
 	}
-	if err := n.store.SetTopicConfigs(ctx, topic, next); err != nil {
+	if err := h.store.SetTopicConfigs(ctx, topic, next); err != nil {
 		return adminErrorCode(err), errMessage(err)
 	}
-	n.reconcile()
+	h.reconcile()
 	return 0, nil
 }
 
-func (n *Node) handleAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, res := range r.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = n.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
+		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
 			func(map[string]string) (map[string]string, error) {
 				next := map[string]string{}
 				for _, c := range res.Configs {
@@ -76,13 +76,13 @@ func (n *Node) handleAlterConfigs(ctx context.Context, req *kafka.Request) (kafk
 	return kafka.Reply{Response: resp}, nil
 }
 
-func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleIncrementalAlterConfigs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = n.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
+		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
 			func(cur map[string]string) (map[string]string, error) {
 				if cur == nil {
 					cur = map[string]string{}

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // ElectLeaders (key 43), versions 0-2.
 //
@@ -24,22 +24,22 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (n *Node) liveBrokers() func(int32) bool {
+func (h *Handlers) liveBrokers() func(int32) bool {
 	live := map[int32]bool{}
-	for _, b := range n.store.Brokers() {
+	for _, b := range h.store.Brokers() {
 		live[b.NodeID] = true
 	}
 	return func(b int32) bool { return live[b] }
 }
 
-func (n *Node) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ElectLeadersRequest)
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
-	live := n.liveBrokers()
+	live := h.liveBrokers()
 	targets := map[string][]int32{}
 	if r.Topics == nil {
-		for _, t := range n.store.Topics() {
-			for _, st := range n.store.Partitions(t.Name) {
+		for _, t := range h.store.Topics() {
+			for _, st := range h.store.Partitions(t.Name) {
 				targets[t.Name] = append(targets[t.Name], st.Partition)
 			}
 		}
@@ -53,18 +53,18 @@ func (n *Node) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafk
 		for _, p := range parts {
 			rp := kmsg.NewElectLeadersResponseTopicPartition()
 			rp.Partition = p
-			rp.ErrorCode, rp.ErrorMessage = n.electOne(ctx, topic, p, r.ElectionType, live)
+			rp.ErrorCode, rp.ErrorMessage = h.electOne(ctx, topic, p, r.ElectionType, live)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	n.reconcile()
+	h.reconcile()
 	return kafka.Reply{Response: resp}, nil
 }
 
-func (n *Node) electOne(ctx context.Context, topic string, p int32, electionType int8, live func(int32) bool) (int16, *string) {
+func (h *Handlers) electOne(ctx context.Context, topic string, p int32, electionType int8, live func(int32) bool) (int16, *string) {
 	for attempt := 0; attempt < 5; attempt++ {
-		st, ok := n.store.Partition(topic, p)
+		st, ok := h.store.Partition(topic, p)
 		if !ok {
 			return kerr.UnknownTopicOrPartition.Code, nil
 		}
@@ -86,9 +86,9 @@ func (n *Node) electOne(ctx context.Context, topic string, p int32, electionType
 				return kerr.PreferredLeaderNotAvailable.Code, nil
 			}
 		}
-		_, err := n.store.UpdatePartition(ctx, d.State)
+		_, err := h.store.UpdatePartition(ctx, d.State)
 		if err == nil {
-			n.logger.Info("leader elected by request", "topic", topic, "partition", p,
+			h.logger.Info("leader elected by request", "topic", topic, "partition", p,
 				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "unclean", electionType == 1)
 			return 0, nil
 		}

@@ -1,9 +1,8 @@
-package broker
+package admin
 
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -23,56 +22,49 @@ const groupMinSessionTimeout = time.Second
 //
 // The coordinator owns no goroutine beyond the lifetime of the
 // __consumer_offsets replicas it serves: its groups stop when their
-// partition's replica closes (which Node.Close does last), so it needs no
-// place in the node's shutdown order.
-func (n *Node) registerGroupAPIs(reg *kafka.Registry) {
-	c := group.New(group.Config{
-		ReplicationFactor: n.cfg.OffsetsTopicReplicationFactor,
+// partition's replica closes (which the node's Close does last), so it
+// needs no place in the node's shutdown order beyond StopGroups.
+func (h *Handlers) registerGroupAPIs(reg *kafka.Registry) {
+	h.groups = group.New(group.Config{
+		ReplicationFactor: h.cfg.OffsetsTopicReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,
-		Logger:            n.logger,
-	}, n.replicas, groupCluster{n})
-	c.Register(reg)
-	groupCoordinators.Store(n, c)
+		Logger:            h.logger,
+	}, h.replicas, groupCluster{h})
+	h.groups.Register(reg)
 }
 
-// groupCoordinators holds each node's coordinator, so that the group
-// wiring stays in this file.
-var groupCoordinators sync.Map // *Node -> *group.Coordinator
-
-// stopGroups stops n's group coordinator: held JoinGroup and SyncGroup
+// StopGroups stops the group coordinator: held JoinGroup and SyncGroup
 // requests are answered NOT_COORDINATOR at once, so that a graceful
-// shutdown does not wait out a rebalance. Node.Close should call it before
-// the Kafka server's Shutdown; without that call the groups stop when the
-// replicas close, and a held join delays the shutdown until its context
-// ends. Idempotent.
-func stopGroups(n *Node) {
-	if c, ok := groupCoordinators.LoadAndDelete(n); ok {
-		c.(*group.Coordinator).Close()
-	}
+// shutdown does not wait out a rebalance. The node's Close should call it
+// before the Kafka server's Shutdown; without that call the groups stop
+// when the replicas close, and a held join delays the shutdown until its
+// context ends. Idempotent.
+func (h *Handlers) StopGroups() {
+	h.stopGroups.Do(h.groups.Close)
 }
 
 // groupCluster is the control plane as the group coordinator sees it.
-type groupCluster struct{ n *Node }
+type groupCluster struct{ h *Handlers }
 
 // EnsureTopic implements group.Cluster.
 func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
-	if _, err := gc.n.store.CreateTopic(ctx, name, partitions, rf, configs); err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
+	if _, err := gc.h.store.CreateTopic(ctx, name, partitions, rf, configs); err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
 		return err
 	}
-	gc.n.reconcile()
+	gc.h.reconcile()
 	return nil
 }
 
 // LiveBrokers implements group.Cluster.
-func (gc groupCluster) LiveBrokers() int { return len(gc.n.store.Brokers()) }
+func (gc groupCluster) LiveBrokers() int { return len(gc.h.store.Brokers()) }
 
 // PartitionLeader implements group.Cluster.
 func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, bool) {
-	st, ok := gc.n.store.Partition(topic, p)
+	st, ok := gc.h.store.Partition(topic, p)
 	if !ok || st.Leader < 0 {
 		return group.Broker{}, false
 	}
-	for _, b := range gc.n.store.Brokers() {
+	for _, b := range gc.h.store.Brokers() {
 		if b.NodeID == st.Leader {
 			return group.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port}, true
 		}

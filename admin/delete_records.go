@@ -1,4 +1,4 @@
-package broker
+package admin
 
 // DeleteRecords (key 21), versions 0-2.
 //
@@ -20,7 +20,7 @@ import (
 	"github.com/shale-io/shale/kafkaerr"
 )
 
-func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (h *Handlers) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteRecordsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range r.Topics {
@@ -29,15 +29,15 @@ func (n *Node) handleDeleteRecords(ctx context.Context, req *kafka.Request) (kaf
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			rep, err := n.replicas.Leader(t.Topic, p.Partition)
+			rep, err := h.replicas.Leader(t.Topic, p.Partition)
 			if err == nil {
 				off := p.Offset
 				if off == -1 {
 					off = rep.HighWatermark()
 				}
-				if n.tiering != nil {
+				if h.tiering != nil {
 					// Tiered: the new log start goes into the remote metadata first.
-					rp.LowWatermark, err = n.tiering.manager.DeleteRecordsBefore(ctx, rep, off)
+					rp.LowWatermark, err = h.tiering.DeleteRecordsBefore(ctx, rep, off)
 				} else {
 					rp.LowWatermark, err = rep.DeleteRecordsBefore(off)
 				}

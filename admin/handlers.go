@@ -1,0 +1,83 @@
+// Package admin holds the node's metadata and admin Kafka APIs, one file
+// per API named after it (Metadata, CreateTopics, DeleteTopics,
+// CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
+// IncrementalAlterConfigs, ElectLeaders, the partition reassignments,
+// DescribeCluster), and the wiring of the consumer group coordinator's
+// APIs (package group owns them). They combine the control plane with the
+// local replicas: each reads and writes controlplane's metadata, then has
+// the replica manager reconcile so that the node acts on the change before
+// it answers.
+//
+// admin sits above controlplane/, replica/, group/ and kafka/, and below
+// broker/, which builds the Handlers with Register when a node starts.
+package admin
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/replica"
+	"github.com/shale-io/shale/tiering"
+)
+
+// Config is what the admin handlers act on.
+type Config struct {
+	// Broker is the node's validated config (its id, advertised address,
+	// rack, topic defaults, auto-creation and default partition settings).
+	Broker   config.Broker
+	Store    *controlplane.Store
+	Replicas *replica.Manager
+	// Tiering is the node's tiering manager, nil when tiering is off:
+	// DeleteRecords on a tiered topic commits the new log start to the
+	// remote metadata first.
+	Tiering *tiering.Manager
+	// ControllerID returns the node holding the controller lease, as last seen.
+	ControllerID func() int32
+	Logger       *slog.Logger
+}
+
+// Handlers serves the admin APIs of one node. Register builds it; its
+// handlers are called concurrently by the Kafka server.
+type Handlers struct {
+	cfg          config.Broker
+	store        *controlplane.Store
+	replicas     *replica.Manager
+	tiering      *tiering.Manager // nil: tiering off
+	controllerID func() int32
+	logger       *slog.Logger
+
+	groups     *group.Coordinator
+	stopGroups sync.Once
+}
+
+// Register registers the metadata, admin and group APIs in reg.
+func Register(reg *kafka.Registry, cfg Config) *Handlers {
+	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID, logger: cfg.Logger}
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	reg.Register(kmsg.Metadata, 0, 12, h.handleMetadata)
+	reg.Register(kmsg.CreateTopics, 0, 7, h.handleCreateTopics)
+	reg.Register(kmsg.DeleteTopics, 0, 6, h.handleDeleteTopics)
+	reg.Register(kmsg.CreatePartitions, 0, 3, h.handleCreatePartitions)
+	reg.Register(kmsg.DescribeConfigs, 0, 4, h.handleDescribeConfigs)
+	reg.Register(kmsg.AlterConfigs, 0, 2, h.handleAlterConfigs)
+	reg.Register(kmsg.IncrementalAlterConfigs, 0, 1, h.handleIncrementalAlterConfigs)
+	reg.Register(kmsg.DeleteRecords, 0, 2, h.handleDeleteRecords)
+	reg.Register(kmsg.DescribeCluster, 0, 1, h.handleDescribeCluster)
+	reg.Register(kmsg.ElectLeaders, 0, 2, h.handleElectLeaders)
+	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
+	reg.Register(kmsg.AlterPartitionAssignments, 0, 0, h.handleAlterPartitionReassignments)
+	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
+	h.registerGroupAPIs(reg)
+	return h
+}
+
+// reconcile has the replica manager act on a change just committed.
+func (h *Handlers) reconcile() { h.replicas.ReconcileOrLog() }
