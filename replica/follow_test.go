@@ -22,7 +22,7 @@ type followStep struct {
 
 var (
 	errIO     = errors.New("connection reset")
-	notLeader = fmt.Errorf("%w: t-0", partition.ErrNotLeader)
+	errLocalNotLeader = fmt.Errorf("%w: t-0", partition.ErrNotLeader)
 	round     = event{kind: evRound}
 	sent      = func(epoch int32) event { return event{kind: evSent, epoch: epoch} }
 	answer    = func(code int16) event { return event{kind: evAnswer, code: code} }
@@ -168,7 +168,7 @@ func TestFollowerStateMachine(t *testing.T) {
 			{1, answer(kerr.NotLeaderForPartition.Code), backoff(200*ms, slog.LevelDebug)},
 			{150, round, none},
 			{202, round, doTruncate},
-			{202, truncated(notLeader), backoff(200*ms, slog.LevelDebug)},
+			{202, truncated(errLocalNotLeader), backoff(200*ms, slog.LevelDebug)},
 			{403, round, doTruncate},
 		}},
 		{name: "not leader locally (this replica leads again): an append or a cut that meets it does nothing", steps: []followStep{
@@ -176,11 +176,11 @@ func TestFollowerStateMachine(t *testing.T) {
 			{0, truncated(nil), fetch},
 			{0, sent(1), none},
 			{1, answer(0), doAppend},
-			{1, appended(notLeader), none},
+			{1, appended(errLocalNotLeader), none},
 			{2, round, fetch},
 			{2, sent(1), none},
 			{3, diverging(0, 0), cutAt(1, 0, 0)},
-			{3, cut(false, notLeader), none},
+			{3, cut(false, errLocalNotLeader), none},
 			{4, round, fetch},
 		}},
 		{name: "disk full: an append refused above disk_high_watermark pauses a second, silently, and fetches again without a divergence check", steps: []followStep{
