@@ -112,6 +112,16 @@ func Elect(st PartitionState, v View) Decision {
 			removed = append(removed, b)
 		}
 	}
+	if slices.ContainsFunc(isr, v.trusted) {
+		// A member that restarted uncleanly (a new disk, a torn log) may no
+		// longer hold what the ISR acknowledged: while a trusted member
+		// remains it leaves the ISR (and joins no ELR) and comes back only
+		// by the leader's catch-up rule, as Kafka removes a broker that
+		// registers with a new incarnation from every ISR. Otherwise it
+		// stayed in the ISR when it came back before its session expired,
+		// and ElectLeaders PREFERRED could make its empty log the leader's.
+		isr = slices.DeleteFunc(isr, func(b int32) bool { return !v.trusted(b) })
+	}
 	if len(isr) == 0 && len(st.ISR) > 0 {
 		// Keep the last ISR member: it holds every acknowledged write.
 		last := st.ISR[0]

@@ -81,9 +81,9 @@ func TestElect(t *testing.T) {
 		{"while the leader is live, an untrusted ELR member stays in the ELR",
 			withELR(ps(1, 3, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, []int32{2}, nil, 2,
 			withELR(ps(1, 3, []int32{1, 2, 3}, []int32{1}), 2)},
-		{"a leader that restarted uncleanly is replaced by a trusted ISR member",
+		{"a leader that restarted uncleanly is replaced by a trusted ISR member, and leaves the ISR until it catches up",
 			ps(1, 3, []int32{1, 2, 3}, []int32{1, 2}), []int32{1, 2}, []int32{1}, nil, 1,
-			ps(2, 4, []int32{1, 2, 3}, []int32{1, 2})},
+			ps(2, 4, []int32{1, 2, 3}, []int32{2})},
 	}
 	for _, c := range cases {
 		v := View{Live: liveSet(c.live...), Trust: trustOf(c.pending, c.reported), MinISR: c.minISR}
@@ -98,6 +98,37 @@ func TestElect(t *testing.T) {
 // pending and reported candidates, a clean election (no unclean flag)
 // chooses a trusted live candidate, or, only when every candidate is live
 // and reported, the one with the longest log.
+// TestElectRemovesUncleanMemberFromISR is the chaos suite's mixed schedule,
+// seed 106: a node wiped and restarted before its session expired was still
+// in the ISR, and ElectLeaders PREFERRED made its empty log the leader's
+// (LOST 344). An uncleanly started member leaves the ISR while a trusted one
+// remains, so the preferred election cannot pick it.
+func TestElectRemovesUncleanMemberFromISR(t *testing.T) {
+	st := ps(1, 3, []int32{2, 1, 3}, []int32{1, 2, 3})
+	for _, c := range []struct {
+		name     string
+		pending  []int32
+		reported map[int32]ReplicaLog
+	}{
+		{"not reported yet", []int32{2}, nil},
+		{"reported an empty log", nil, map[int32]ReplicaLog{2: {LastEpoch: -1, LogEnd: 0}}},
+	} {
+		d := Elect(st, View{Live: liveSet(1, 2, 3), Trust: trustOf(c.pending, c.reported), MinISR: 2})
+		if want := []int32{1, 3}; !slices.Equal(d.State.ISR, want) || d.State.Leader != 1 || len(d.State.ELR) != 0 {
+			t.Errorf("%s: ISR %v ELR %v leader %d; want ISR %v, no ELR, leader 1", c.name, d.State.ISR, d.State.ELR, d.State.Leader, want)
+		}
+		if p := ElectPreferred(d.State, liveSet(1, 2, 3)); p.State.Leader != 1 {
+			t.Errorf("%s: PREFERRED elected %d after the reconcile; want the leader to stay 1", c.name, p.State.Leader)
+		}
+	}
+	// The only live ISR member restarted uncleanly: it stays (the longest-log
+	// rule decides whether it may lead).
+	d := Elect(ps(1, 3, []int32{1, 2, 3}, []int32{1}), View{Live: liveSet(1, 2, 3), Trust: trustOf([]int32{1}, nil), MinISR: 2})
+	if !slices.Equal(d.State.ISR, []int32{1}) {
+		t.Errorf("last ISR member, unclean: ISR %v; want [1]", d.State.ISR)
+	}
+}
+
 func TestElectNeverTrustsAnUntrustedCandidate(t *testing.T) {
 	st := withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)
 	ends := map[int32]ReplicaLog{1: {LogEnd: 5}, 2: {LogEnd: 9}, 3: {LogEnd: 7}}
