@@ -21,12 +21,12 @@ type followStep struct {
 }
 
 var (
-	errIO     = errors.New("connection reset")
+	errIO             = errors.New("connection reset")
 	errLocalNotLeader = fmt.Errorf("%w: t-0", partition.ErrNotLeader)
-	round     = event{kind: evRound}
-	sent      = func(epoch int32) event { return event{kind: evSent, epoch: epoch} }
-	answer    = func(code int16) event { return event{kind: evAnswer, code: code} }
-	diverging = func(epoch int32, end int64) event {
+	round             = event{kind: evRound}
+	sent              = func(epoch int32) event { return event{kind: evSent, epoch: epoch} }
+	answer            = func(code int16) event { return event{kind: evAnswer, code: code} }
+	diverging         = func(epoch int32, end int64) event {
 		return event{kind: evAnswer, diverging: true, divEpoch: epoch, divEndOffset: end}
 	}
 	truncated  = func(err error) event { return event{kind: evTruncated, err: err} }
