@@ -78,6 +78,31 @@ type logReports struct {
 	active  bool // the node started uncleanly
 	made    bool // the first report was published
 	reports []controlplane.ReplicaLog
+	// out is, per partition, the latest partition epoch at which this node
+	// saw a record without itself in the ISR (from the store's events, so
+	// that a removal the leader undoes at once is not missed).
+	out map[tpKey]int32
+}
+
+type tpKey struct {
+	id        controlplane.TopicID
+	partition int32
+}
+
+// sawOut records st if it leaves this node out of the ISR.
+func (r *logReports) sawOut(st controlplane.PartitionState, self int32) {
+	if slices.Contains(st.ISR, self) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := tpKey{st.TopicID, st.Partition}
+	if r.out == nil {
+		r.out = map[tpKey]int32{}
+	}
+	if st.PartitionEpoch > r.out[k] {
+		r.out[k] = st.PartitionEpoch
+	}
 }
 
 // candidateLogs returns the log ends of the local replicas this node is a
@@ -95,14 +120,16 @@ func (n *Node) candidateLogs() []controlplane.ReplicaLog {
 		}
 		out = append(out, controlplane.ReplicaLog{TopicID: st.TopicID, Partition: st.Partition,
 			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
-			LastEpoch: last, LogEnd: rep.Log().LogEndOffset()})
+			LastEpoch: last, LogEnd: rep.Log().LogEndOffset(), InISR: slices.Contains(st.ISR, n.cfg.NodeID)})
 	}
 	return out
 }
 
 // refreshLogReports publishes the first report after the replicas are open
-// (first), and later drops the entries of partitions this node has rejoined:
-// it is in the ISR under a leader, at a record written after the report.
+// (first), and later drops the entries of partitions this node has rejoined
+// (ReplicaLog.Rejoined). An entry made in the ISR moves on to the record
+// that took the node out of it, once seen, so that the leader's re-admission
+// after that counts.
 func (n *Node) refreshLogReports(first bool) {
 	r := &n.logReports
 	r.mu.Lock()
@@ -117,15 +144,28 @@ func (n *Node) refreshLogReports(first bool) {
 	if first {
 		next = n.candidateLogs()
 	} else {
-		next = slices.DeleteFunc(slices.Clone(r.reports), func(l controlplane.ReplicaLog) bool {
+		for _, l := range r.reports {
 			t, ok := n.store.TopicByID(l.TopicID)
 			if !ok {
-				return true
+				continue
 			}
 			st, ok := n.store.Partition(t.Name, l.Partition)
-			return !ok || (st.Leader >= 0 && slices.Contains(st.ISR, n.cfg.NodeID) && st.PartitionEpoch > l.PartitionEpoch)
-		})
-		if len(next) == len(r.reports) {
+			if !ok {
+				continue
+			}
+			e := r.out[tpKey{l.TopicID, l.Partition}]
+			if !slices.Contains(st.ISR, n.cfg.NodeID) {
+				e = max(e, st.PartitionEpoch)
+			}
+			if l.InISR && e > l.PartitionEpoch {
+				l.InISR, l.PartitionEpoch = false, e
+			}
+			if l.Rejoined(st, n.cfg.NodeID) {
+				continue
+			}
+			next = append(next, l)
+		}
+		if slices.Equal(next, r.reports) {
 			return
 		}
 	}
@@ -154,6 +194,7 @@ func (n *Node) logReportLoop(ctx context.Context) {
 	changed := make(chan struct{}, 1)
 	unsubscribe := n.store.Subscribe(func(ev controlplane.Event) {
 		if ev.Kind == controlplane.PartitionChanged {
+			n.logReports.sawOut(ev.Partition, n.cfg.NodeID)
 			select {
 			case changed <- struct{}{}:
 			default:

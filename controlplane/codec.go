@@ -52,6 +52,7 @@ type replicaLogRecord struct {
 	PartitionEpoch int32  `json:"partition_epoch"`
 	LastEpoch      int32  `json:"last_epoch"`
 	LogEnd         int64  `json:"log_end"`
+	InISR          bool   `json:"in_isr,omitempty"`
 }
 
 func encodeTopic(t Topic) []byte {
@@ -98,7 +99,7 @@ func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog) []byte {
 	if logs != nil {
 		for _, l := range *logs {
 			r.Logs = append(r.Logs, replicaLogRecord{TopicID: l.TopicID.Hex(), Partition: l.Partition,
-				LeaderEpoch: l.LeaderEpoch, PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd})
+				LeaderEpoch: l.LeaderEpoch, PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR})
 		}
 	}
 	return mustJSON(r)
@@ -113,7 +114,7 @@ func (r brokerRecord) replicaLogs() []ReplicaLog {
 			continue
 		}
 		out = append(out, ReplicaLog{TopicID: id, Partition: l.Partition, LeaderEpoch: l.LeaderEpoch,
-			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd})
+			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR})
 	}
 	return out
 }

@@ -30,8 +30,12 @@ import (
 //   - otherwise, with unclean.leader.election.enable, the first live replica
 //     leads, and else the partition stays offline;
 //   - a node drops a partition from its report once it is back in the ISR
-//     under a leader, in a record written after the report: it caught up
-//     (or was itself elected as the longest log), so it is trusted again.
+//     under a leader, in a record written after the report, having been out
+//     of it at the report or since (ReplicaLog.Rejoined): it caught up (or
+//     was itself elected as the longest log), so it is trusted again. The
+//     controller applies the same rule to the report it sees, so that it does
+//     not take a member the leader just re-admitted out of the ISR again
+//     before the node has dropped the entry.
 
 // Trust is what the controller knows of a live broker's log of one
 // partition.
@@ -89,6 +93,12 @@ func Eligibility(st PartitionState, b Broker, logs []ReplicaLog, reported bool) 
 	}
 	for _, l := range logs {
 		if l.TopicID == st.TopicID && l.Partition == st.Partition {
+			if l.Rejoined(st, b.NodeID) {
+				// The leader put it back by the catch-up rule; the node drops
+				// the entry soon, but until then the controller must not take
+				// it out of the ISR again on a stale report.
+				return Trusted, ReplicaLog{}
+			}
 			return Reported, l
 		}
 	}

@@ -203,3 +203,36 @@ func TestChangeISR(t *testing.T) {
 		t.Fatalf("a member rejoining leaves the ELR: elr %v", s.ELR)
 	}
 }
+
+// TestElectKeepsAMemberTheLeaderReadmitted is the CI failure of
+// TestEmptyDiskRejoinFromBucket: node 1, killed and restarted, reported its
+// log as an ELR member; the leader re-admitted it to the ISR by the catch-up
+// rule, and the controller, still seeing the report, took it out again
+// (ISR [3 1] → [3]), so acks=all produce got NOT_ENOUGH_REPLICAS. A report
+// made out of the ISR no longer applies once a later record has the node in
+// it; one made in the ISR applies until the node has been seen out of it.
+func TestElectKeepsAMemberTheLeaderReadmitted(t *testing.T) {
+	st := ps(3, 1, []int32{2, 1, 3}, []int32{3, 1})
+	st.PartitionEpoch = 4
+	node1 := Broker{NodeID: 1, UncleanStart: true}
+	for _, c := range []struct {
+		name    string
+		report  ReplicaLog
+		wantISR []int32
+	}{
+		{"reported from the ELR, re-admitted later", ReplicaLog{PartitionEpoch: 2, LeaderEpoch: 1, LogEnd: 10}, []int32{3, 1}},
+		{"reported from the ISR, never seen out of it", ReplicaLog{PartitionEpoch: 2, LeaderEpoch: 1, LogEnd: 0, InISR: true}, []int32{3}},
+		{"reported from the ELR at this very record", ReplicaLog{PartitionEpoch: 4, LeaderEpoch: 1, LogEnd: 0}, []int32{3}},
+	} {
+		v := View{Live: liveSet(1, 3), MinISR: 2, Trust: func(b int32) (Trust, ReplicaLog) {
+			if b == 1 {
+				return Eligibility(st, node1, []ReplicaLog{c.report}, true)
+			}
+			return Trusted, ReplicaLog{}
+		}}
+		d := Elect(st, v)
+		if !slices.Equal(d.State.ISR, c.wantISR) || d.State.Leader != 3 {
+			t.Errorf("%s: ISR %v leader %d; want ISR %v, leader 3", c.name, d.State.ISR, d.State.Leader, c.wantISR)
+		}
+	}
+}

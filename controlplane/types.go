@@ -102,6 +102,20 @@ type ReplicaLog struct {
 	// log) and LogEnd its log end offset.
 	LastEpoch int32
 	LogEnd    int64
+	// InISR: the node was in the ISR of that record (else the ELR). Such a
+	// member must be seen out of the ISR before a later ISR counts as its
+	// rejoining: the node then moves PartitionEpoch on to the record that
+	// removed it and clears InISR (see Rejoined).
+	InISR bool
+}
+
+// Rejoined reports whether broker b, which made report l, is back in the
+// ISR of st under a leader after the report: st is a later record and b was
+// out of the ISR at the report's. Only the leader's catch-up rule (or an
+// election that weighed the report) puts it back, so the report no longer
+// applies: b holds what the ISR holds.
+func (l ReplicaLog) Rejoined(st PartitionState, b int32) bool {
+	return !l.InISR && st.Leader >= 0 && st.PartitionEpoch > l.PartitionEpoch && slices.Contains(st.ISR, b)
 }
 
 // EventKind says what changed.
