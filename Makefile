@@ -16,7 +16,7 @@ all: build
 
 ## build: compile bin/shale
 build:
-	$(GO) build -o $(BIN)/shale ./cmd/shale
+	$(GO) build -buildvcs=auto -o $(BIN)/shale ./cmd/shale
 
 ## run: one node, embedded NATS, a filesystem bucket, Kafka on 127.0.0.1:9092
 run: build

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -54,17 +55,23 @@ func readBuildVersion() buildVersion {
 }
 
 // versionLine is the one-line version of `shale --version`.
-func versionLine() string {
-	v := readBuildVersion()
+func versionLine() string { return formatVersionLine(readBuildVersion()) }
+
+// formatVersionLine is "shale VERSION [REVISION[+dirty]] GO". The revision
+// is left out when the version already names it, as the go command's
+// pseudo-versions of a VCS build do (v0.0.0-<time>-<rev12>[+dirty]).
+func formatVersionLine(v buildVersion) string {
 	s := "shale " + v.Version
 	if v.Revision != "" {
 		rev := v.Revision
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		s += " " + rev
-		if v.Modified {
-			s += "+dirty"
+		if !strings.Contains(v.Version, rev) {
+			s += " " + rev
+			if v.Modified {
+				s += "+dirty"
+			}
 		}
 	}
 	return s + " " + v.GoVersion

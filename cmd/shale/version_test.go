@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFormatVersionLine(t *testing.T) {
+	for _, c := range []struct {
+		v    buildVersion
+		want string
+	}{
+		{buildVersion{Version: "(devel)", GoVersion: "go1.26"}, "shale (devel) go1.26"},
+		{buildVersion{Version: "(devel)", GoVersion: "go1.26", Revision: "0123456789abcdef", Modified: true}, "shale (devel) 0123456789ab+dirty go1.26"},
+		{buildVersion{Version: "v0.0.0-20261201132248-0123456789ab+dirty", GoVersion: "go1.26", Revision: "0123456789abcdef", Modified: true},
+			"shale v0.0.0-20261201132248-0123456789ab+dirty go1.26"},
+		{buildVersion{Version: "v1.2.0", GoVersion: "go1.26", Revision: "0123456789abcdef"}, "shale v1.2.0 0123456789ab go1.26"},
+	} {
+		if got := formatVersionLine(c.v); got != c.want {
+			t.Errorf("formatVersionLine(%+v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestMakeBuildStampsRevision builds the binary as `make build` does, from
+// this repository, and checks that `shale version` names the checked-out
+// commit: GOFLAGS=-buildvcs=false (set on some machines) must not hide it.
+func TestMakeBuildStampsRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "build -buildvcs=auto -o $(BIN)/shale ./cmd/shale") {
+		t.Fatal("the Makefile's build rule no longer builds with -buildvcs=auto; update this test with it")
+	}
+	bin := filepath.Join(t.TempDir(), "shale")
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".")
+	cmd.Env = append(cmd.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("shale version: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), strings.TrimSpace(string(head))) {
+		t.Fatalf("shale version does not name HEAD %s:\n%s", head, out)
+	}
+}
