@@ -2,8 +2,8 @@ package main
 
 import (
 	"io"
-	"strings"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
