@@ -13,7 +13,8 @@ package fetch
 //
 // LATEST (-1) is the high watermark; EARLIEST (-2) the log start offset (the
 // remote log start when the partition has remote data); a timestamp finds
-// the first offset whose timestamp is at or after it through the remote
+// the first offset at or above the log start (never one DeleteRecords or
+// retention removed) whose timestamp is at or after it through the remote
 // .timeindex objects first (remote data is the older), then the local
 // .timeindex, or -1 when there is none below the high watermark.
 // MAX_TIMESTAMP looks at local data only.
