@@ -13,8 +13,9 @@ import (
 	"github.com/shale-io/shale/segment"
 )
 
-// ErrSegmentGone: a local segment file vanished during its upload
-// (truncation or retention); the upload is abandoned and retried later.
+// ErrSegmentGone: a local segment file vanished, or changed, before its
+// upload started (truncation, retention or compaction); the upload is
+// abandoned and tried again on the next pass.
 var ErrSegmentGone = errors.New("tiering: local segment file is gone")
 
 // ErrBucket marks a failed bucket request of an upload or a remote delete
@@ -33,9 +34,52 @@ type target struct {
 type object struct {
 	kind Kind
 	key  string
-	path string // read from this file when data is nil
+	file *os.File // read from this file (its first size bytes) when data is nil
 	data []byte
 	size int64
+}
+
+// segmentFiles are the .log, .index and .timeindex of one closed segment,
+// opened together before its upload starts, so that every Put reads one
+// version of the segment: a compaction swap, retention or a truncation
+// that renames or removes the files meanwhile leaves these descriptors on
+// the files as they were (Kafka's RemoteLogManager copies from the
+// segment's open files too).
+type segmentFiles [3]*os.File
+
+var segmentSuffixes = [3]string{".log", ".index", ".timeindex"}
+
+// openSegmentFiles opens the three files of the segment at base and checks
+// that, once all are open, each path still names the file opened (no swap
+// ran between two opens: then the three would not be one version).
+// ErrSegmentGone when a file is missing or was swapped.
+func openSegmentFiles(rep *partition.Replica, base int64) (segmentFiles, error) {
+	var fs segmentFiles
+	for i, suf := range segmentSuffixes {
+		f, err := os.Open(rep.SegmentPath(base, suf))
+		if err != nil {
+			fs.close()
+			return segmentFiles{}, fmt.Errorf("%w: %v", ErrSegmentGone, err)
+		}
+		fs[i] = f
+	}
+	for i, suf := range segmentSuffixes {
+		opened, err1 := fs[i].Stat()
+		named, err2 := os.Stat(rep.SegmentPath(base, suf))
+		if err1 != nil || err2 != nil || !os.SameFile(opened, named) {
+			fs.close()
+			return segmentFiles{}, fmt.Errorf("%w: %s changed while its upload opened it", ErrSegmentGone, suf)
+		}
+	}
+	return fs, nil
+}
+
+func (fs segmentFiles) close() {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // segmentEpochs restricts the log's leader-epoch history to one segment: the
@@ -62,17 +106,23 @@ func segmentEpochs(all []segment.EpochEntry, base, next int64) []controlplane.Ep
 func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo, prefix string) (controlplane.RemoteSegment, error) {
 	segID := controlplane.NewSegmentID()
 	key := func(k Kind) string { return SegmentKey(prefix, seg.BaseOffset, t.epoch, segID, k) }
+	files, err := openSegmentFiles(t.rep, seg.BaseOffset)
+	if err != nil {
+		return controlplane.RemoteSegment{}, err
+	}
+	defer files.close()
 	var objs []object
-	for _, f := range []struct {
-		kind   Kind
-		suffix string
-	}{{KindLog, ".log"}, {KindIndex, ".index"}, {KindTimeIndex, ".timeindex"}} {
-		p := t.rep.SegmentPath(seg.BaseOffset, f.suffix)
-		st, err := os.Stat(p)
+	for i, kind := range [3]Kind{KindLog, KindIndex, KindTimeIndex} {
+		st, err := files[i].Stat()
 		if err != nil {
 			return controlplane.RemoteSegment{}, fmt.Errorf("%w: %v", ErrSegmentGone, err)
 		}
-		objs = append(objs, object{kind: f.kind, key: key(f.kind), path: p, size: st.Size()})
+		objs = append(objs, object{kind: kind, key: key(kind), file: files[i], size: st.Size()})
+	}
+	if objs[0].size != seg.Size {
+		// Compacted or truncated since the pass listed it: the offsets and
+		// timestamps listed may not be this file's. The next pass lists it again.
+		return controlplane.RemoteSegment{}, fmt.Errorf("%w: segment %d holds %d bytes, listed with %d", ErrSegmentGone, seg.BaseOffset, objs[0].size, seg.Size)
 	}
 	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
 	ep := EncodeEpochs(epochs)
@@ -139,15 +189,11 @@ func (m *Manager) put(ctx context.Context, o object) error {
 		}
 		return nil
 	}
-	f, err := os.Open(o.path)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrSegmentGone, err)
-	}
-	defer f.Close()
-	// A closed segment does not change; read exactly the size recorded.
+	// A closed segment's file does not change (a swap or deletion renames
+	// it away, the descriptor stays on it); read exactly the size recorded.
 	// A SectionReader seeks, so that objstore.WithRetries can retry the Put
 	// (an io.LimitReader got one attempt).
-	if err := m.bucket.Put(ctx, o.key, io.NewSectionReader(f, 0, o.size), o.size); err != nil {
+	if err := m.bucket.Put(ctx, o.key, io.NewSectionReader(o.file, 0, o.size), o.size); err != nil {
 		return fmt.Errorf("%w: %w", ErrBucket, err)
 	}
 	return nil
