@@ -9,6 +9,14 @@ package ingest
 //   - v10-11: no wire change that matters here (KIP-951 leader hints are
 //     left empty, as are the v12+ transaction fields).
 //
+// Transactional batches (KIP-98) are appended like idempotent ones, opening
+// the producer's transaction in the partition until the coordinator's marker
+// ends it (partition.Replica.AppendTxnMarker). When a TxnVerifier is
+// configured, the first transactional batch of a producer's transaction in
+// a partition is verified with the transaction coordinator before it is
+// appended (KIP-890), so that a late batch of a finished transaction does
+// not open a hanging one.
+//
 // acks=0 writes no response (later responses keep their order), acks=1
 // answers after the local append, acks=all (-1) appends in the handler and
 // waits in Reply.Wait until the high watermark passes the batch, so the next
@@ -27,6 +35,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
 )
 
 // ProduceObserver receives per-topic ingest figures (metrics). Optional.
@@ -34,16 +43,46 @@ type ProduceObserver interface {
 	Produced(topic string, bytes, records int)
 }
 
-// RegisterProduce serves Produce on reg.
+// TxnVerifier checks with the transaction coordinator that a transactional
+// producer's transaction includes a partition, before the partition's first
+// batch of that transaction is appended (KIP-890's server-side defence
+// against hanging transactions). Its error is translated with kafkaerr's
+// table into the partition's error code.
+type TxnVerifier interface {
+	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error
+}
+
+// ProduceConfig configures the Produce handler. Leaders is required; the
+// others may be nil.
+type ProduceConfig struct {
+	Leaders  partition.Leaders
+	Observer ProduceObserver
+	Logger   *slog.Logger
+	// TxnVerifier, when set, verifies the first transactional batch of a
+	// transaction in each partition (see TxnVerifier); nil appends
+	// without asking.
+	TxnVerifier TxnVerifier
+}
+
+// RegisterProduce serves Produce on reg, without transaction verification.
 func RegisterProduce(reg *kafka.Registry, leaders partition.Leaders, obs ProduceObserver, log *slog.Logger) {
-	h := &produceHandler{leaders: leaders, obs: obs, log: log}
+	RegisterProduceConfig(reg, ProduceConfig{Leaders: leaders, Observer: obs, Logger: log})
+}
+
+// RegisterProduceConfig serves Produce on reg as cfg says.
+func RegisterProduceConfig(reg *kafka.Registry, cfg ProduceConfig) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier}
 	reg.Register(kmsg.Produce, 3, 11, h.handle)
 }
 
 type produceHandler struct {
-	leaders partition.Leaders
-	obs     ProduceObserver
-	log     *slog.Logger
+	leaders  partition.Leaders
+	obs      ProduceObserver
+	log      *slog.Logger
+	verifier TxnVerifier
 }
 
 type pendingAck struct {
@@ -72,13 +111,12 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				prp.ErrorCode = kerr.InvalidRequiredAcks.Code
 				continue
 			}
-			if r.TransactionID != nil {
-				prp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				continue
-			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err == nil && acks == -1 && int64(rep.ISRSize()) < rep.Config().Int64(config.MinInsyncReplicas) {
 				err = partition.ErrNotEnoughReplicas
+			}
+			if err == nil {
+				err = h.verifyTxn(ctx, r.TransactionID, rep, t.Topic, p.Partition, p.Records)
 			}
 			if err != nil {
 				prp.ErrorCode = kafkaerr.Code(err)
@@ -140,4 +178,17 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 		}
 		return resp, nil
 	}}, nil
+}
+
+// verifyTxn asks the TxnVerifier, if any, about a transactional batch that
+// would open its producer's transaction in the partition.
+func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *partition.Replica, topic string, part int32, records []byte) error {
+	if h.verifier == nil || txnID == nil {
+		return nil
+	}
+	hd, err := batch.ParseHeader(records)
+	if err != nil || !hd.Transactional() || hd.Control() || rep.HasOpenTxn(hd.ProducerID, hd.ProducerEpoch) {
+		return nil // AppendLeader judges the batch itself
+	}
+	return h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -137,11 +138,6 @@ func TestProduceAnswers(t *testing.T) {
 	if p := got["a-0"]; p.ErrorCode != kerr.InvalidRequiredAcks.Code {
 		t.Fatalf("acks=2: %+v", p)
 	}
-	txn := "t"
-	got = produce(t, h, 1, &txn, map[string][]byte{"a-0": records(t, 1)})
-	if p := got["a-0"]; p.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
-		t.Fatalf("transactional: %+v", p)
-	}
 
 	a.SetLeadership(false, 1)
 	got = produce(t, h, 1, nil, map[string][]byte{"a-0": records(t, 1)})
@@ -189,5 +185,81 @@ func TestInitProducerID(t *testing.T) {
 	r.TransactionalID = &txn
 	if resp := call(r); resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transactional: %+v", resp)
+	}
+}
+
+// verifier records the verifications asked and answers err.
+type verifier struct {
+	asked []string
+	err   error
+}
+
+func (v *verifier) VerifyTxn(_ context.Context, txnID string, pid int64, epoch int16, topic string, part int32) error {
+	v.asked = append(v.asked, fmt.Sprintf("%s/%d/%d/%s-%d", txnID, pid, epoch, topic, part))
+	return v.err
+}
+
+func txnRecords(t *testing.T, pid int64, epoch int16, seq int32) []byte {
+	t.Helper()
+	o := batch.NoProducer()
+	o.ProducerID, o.ProducerEpoch, o.BaseSequence, o.Transactional = pid, epoch, seq, true
+	o.FirstTimestamp = time.Now().UnixMilli()
+	b, err := batch.Build(nil, o, []batch.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestProduceTransactional: transactional batches are appended; the
+// verifier is asked only for the batch that opens the producer's
+// transaction in the partition, and its refusal is the partition's error;
+// a stale epoch and a non-transactional batch inside the transaction get
+// Kafka's codes.
+func TestProduceTransactional(t *testing.T) {
+	a := leaderReplica(t, "a", nil)
+	v := &verifier{}
+	h := &produceHandler{leaders: leaders{"a-0": a}, log: quiet(), verifier: v}
+	txn := "tx"
+
+	v.err = partition.ErrInvalidTxnState // as the coordinator would refuse a partition not added
+	got := produce(t, h, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 0)})
+	if p := got["a-0"]; p.ErrorCode != kerr.InvalidTxnState.Code || a.Log().LogEndOffset() != 0 {
+		t.Fatalf("refused verification: %+v, log end %d", p, a.Log().LogEndOffset())
+	}
+	v.err = nil
+	got = produce(t, h, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 0)})
+	if p := got["a-0"]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first transactional batch: %+v", p)
+	}
+	got = produce(t, h, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 1)})
+	if p := got["a-0"]; p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("second transactional batch: %+v", p)
+	}
+	if len(v.asked) != 2 || v.asked[1] != "tx/5/1/a-0" {
+		t.Fatalf("verifications %v: want the refused one and the one that opened the transaction", v.asked)
+	}
+	if got := a.LastStableOffset(); got != 0 {
+		t.Fatalf("lso %d with the transaction open", got)
+	}
+	got = produce(t, h, 1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 0, 2)})
+	if p := got["a-0"]; p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("stale epoch: %+v", p)
+	}
+	got = produce(t, h, 1, nil, map[string][]byte{"a-0": records(t, 1)})
+	if p := got["a-0"]; p.ErrorCode != 0 {
+		t.Fatalf("another producer's plain batch: %+v", p)
+	}
+	if _, err := a.AppendTxnMarker(partition.TxnMarker{ProducerID: 5, ProducerEpoch: 1, CoordinatorEpoch: 0, Commit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, hw := a.LastStableOffset(), a.HighWatermark(); got != hw || hw != 4 {
+		t.Fatalf("lso %d hw %d after the commit, want 4", got, hw)
+	}
+	if _, err := a.AppendTxnMarker(partition.TxnMarker{ProducerID: 5, ProducerEpoch: 0, CoordinatorEpoch: 0}); kafkaerr.Code(err) != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("stale marker: %v (code %d)", err, kafkaerr.Code(err))
+	}
+	if _, err := a.AppendTxnMarker(partition.TxnMarker{ProducerID: 5, ProducerEpoch: 1, CoordinatorEpoch: -1}); kafkaerr.Code(err) != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("stale coordinator: %v (code %d)", err, kafkaerr.Code(err))
 	}
 }

@@ -43,7 +43,8 @@ var Table = kafka.NewErrorTable(
 	// Idempotent producers.
 	kafka.Translation{Err: partition.ErrOutOfOrderSequence, Kafka: kerr.OutOfOrderSequenceNumber},
 	kafka.Translation{Err: partition.ErrProducerFenced, Kafka: kerr.InvalidProducerEpoch},
-	kafka.Translation{Err: partition.ErrTransactional, Kafka: kerr.InvalidTxnState},
+	kafka.Translation{Err: partition.ErrInvalidTxnState, Kafka: kerr.InvalidTxnState},
+	kafka.Translation{Err: partition.ErrCoordinatorFenced, Kafka: kerr.TransactionCoordinatorFenced},
 
 	// Leadership and replication: the client refreshes its metadata.
 	kafka.Translation{Err: partition.ErrNotLeader, Kafka: kerr.NotLeaderForPartition},

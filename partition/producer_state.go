@@ -22,9 +22,18 @@ var (
 	// ErrOutOfOrderSequence: the batch's first sequence does not follow the
 	// producer's last one (OUT_OF_ORDER_SEQUENCE_NUMBER).
 	ErrOutOfOrderSequence = errors.New("partition: out of order sequence number")
-	// ErrProducerFenced: the batch's producer epoch is older than the one on
-	// record (INVALID_PRODUCER_EPOCH).
+	// ErrProducerFenced: the batch's (or transaction marker's) producer
+	// epoch is older than the one on record (INVALID_PRODUCER_EPOCH; Kafka
+	// answers PRODUCER_FENCED to a transactional producer's newer API
+	// versions, which the handler decides).
 	ErrProducerFenced = errors.New("partition: producer epoch is stale")
+	// ErrInvalidTxnState: a non-transactional batch from a producer whose
+	// transaction is open in this partition (INVALID_TXN_STATE).
+	ErrInvalidTxnState = errors.New("partition: non-transactional batch inside an open transaction")
+	// ErrCoordinatorFenced: a transaction marker from a coordinator epoch
+	// older than the one that last wrote a marker for the producer
+	// (TRANSACTION_COORDINATOR_FENCED).
+	ErrCoordinatorFenced = errors.New("partition: transaction coordinator epoch is stale")
 )
 
 // maxCachedBatches is how many recent batches per producer are remembered to
@@ -42,6 +51,20 @@ type batchMeta struct {
 type producerEntry struct {
 	Epoch   int16
 	Batches []batchMeta // oldest first, at most maxCachedBatches
+	// CoordinatorEpoch is that of the last transaction marker written
+	// for the producer, -1 before any.
+	CoordinatorEpoch int32
+	// TxnFirstOffset is the first offset of the producer's open
+	// transaction (its first transactional batch since the last marker),
+	// -1 when none is open.
+	TxnFirstOffset int64
+	// LastTimestamp is the max timestamp of the producer's last batch or
+	// marker.
+	LastTimestamp int64
+}
+
+func newEntry(epoch int16) *producerEntry {
+	return &producerEntry{Epoch: epoch, CoordinatorEpoch: -1, TxnFirstOffset: -1, LastTimestamp: -1}
 }
 
 func (e *producerEntry) lastSeq() int32 {
@@ -51,17 +74,37 @@ func (e *producerEntry) lastSeq() int32 {
 	return e.Batches[len(e.Batches)-1].LastSeq
 }
 
-// ProducerState tracks idempotent producers of one partition: the epoch and
-// the last five batches of each producer id. It is not safe for concurrent
-// use; the Replica guards it with its append lock.
+// ProducerState tracks idempotent and transactional producers of one
+// partition: the epoch and the last five batches of each producer id, and
+// each producer's open transaction. It is not safe for concurrent use; the
+// Replica guards it with its append lock.
 type ProducerState struct {
 	producers map[int64]*producerEntry
+	// open maps the producers with an open transaction to its first
+	// offset (the entries' TxnFirstOffset, indexed for the last stable
+	// offset).
+	open map[int64]int64
 }
 
 // NewProducerState returns an empty state.
 func NewProducerState() *ProducerState {
-	return &ProducerState{producers: map[int64]*producerEntry{}}
+	return &ProducerState{producers: map[int64]*producerEntry{}, open: map[int64]int64{}}
 }
+
+// FirstOpenOffset is the first offset of the earliest open transaction, or
+// -1 when none is open.
+func (ps *ProducerState) FirstOpenOffset() int64 {
+	first := int64(-1)
+	for _, off := range ps.open {
+		if first < 0 || off < first {
+			first = off
+		}
+	}
+	return first
+}
+
+// OpenTxns is the number of open transactions.
+func (ps *ProducerState) OpenTxns() int { return len(ps.open) }
 
 // Len is the number of producers tracked.
 func (ps *ProducerState) Len() int { return len(ps.producers) }
@@ -84,6 +127,9 @@ func (ps *ProducerState) Check(h *batch.Header) (dup *batchMeta, err error) {
 	if h.ProducerEpoch < e.Epoch {
 		return nil, fmt.Errorf("%w: producer %d epoch %d < %d", ErrProducerFenced, h.ProducerID, h.ProducerEpoch, e.Epoch)
 	}
+	if e.TxnFirstOffset >= 0 && !h.Transactional() {
+		return nil, fmt.Errorf("%w: producer %d has a transaction open since offset %d", ErrInvalidTxnState, h.ProducerID, e.TxnFirstOffset)
+	}
 	if h.ProducerEpoch == e.Epoch {
 		last := h.LastSequence()
 		for i := range e.Batches {
@@ -105,15 +151,96 @@ func (ps *ProducerState) Check(h *batch.Header) (dup *batchMeta, err error) {
 	return nil, nil
 }
 
-// Update records an appended batch (with its assigned offsets in h).
+// CheckMarker decides whether a transaction marker for producer id at
+// epoch, written by a coordinator at coordinatorEpoch, may be appended, as
+// Kafka's appendEndTxnMarker does: not below the producer's epoch
+// (ErrProducerFenced), nor below the coordinator epoch of its last marker
+// (ErrCoordinatorFenced).
+func (ps *ProducerState) CheckMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+	e, ok := ps.producers[id]
+	if !ok {
+		return nil
+	}
+	if epoch < e.Epoch {
+		return fmt.Errorf("%w: marker for producer %d at epoch %d < %d", ErrProducerFenced, id, epoch, e.Epoch)
+	}
+	if coordinatorEpoch < e.CoordinatorEpoch {
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d < %d", ErrCoordinatorFenced, id, coordinatorEpoch, e.CoordinatorEpoch)
+	}
+	return nil
+}
+
+// CompletedTxn is a transaction that a marker ended: FirstOffset is its
+// first batch's base offset (the marker's own offset when it had none here)
+// and LastOffset the marker's offset.
+type CompletedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+	Aborted     bool
+}
+
+// Apply records one appended batch, h its header with the assigned offsets
+// and raw its bytes: a data batch as Update does; a control batch holding a
+// transaction marker ends the producer's transaction (as EndTxn does) and
+// returns it with ok. A control batch of another type, or one whose record
+// does not parse, changes nothing.
+func (ps *ProducerState) Apply(h *batch.Header, raw []byte) (txn CompletedTxn, ok bool) {
+	if !h.Control() {
+		ps.Update(h)
+		return txn, false
+	}
+	m, isMarker, err := batch.ParseEndTxnMarker(raw)
+	if err != nil || !isMarker || h.ProducerID < 0 {
+		return txn, false
+	}
+	return ps.EndTxn(h, m), true
+}
+
+// EndTxn records an appended transaction marker m, h its control batch's
+// header: the producer's open transaction ends, its epoch becomes the
+// marker's (a newer epoch forgets the cached batches, as a bumped epoch
+// starts at sequence 0), and the coordinator epoch is remembered.
+func (ps *ProducerState) EndTxn(h *batch.Header, m batch.EndTxnMarker) CompletedTxn {
+	e, ok := ps.producers[h.ProducerID]
+	if !ok {
+		e = newEntry(h.ProducerEpoch)
+		ps.producers[h.ProducerID] = e
+	}
+	if h.ProducerEpoch != e.Epoch {
+		e.Epoch, e.Batches = h.ProducerEpoch, nil
+	}
+	txn := CompletedTxn{ProducerID: h.ProducerID, FirstOffset: h.BaseOffset, LastOffset: h.BaseOffset, Aborted: !m.Commit}
+	if e.TxnFirstOffset >= 0 {
+		txn.FirstOffset = e.TxnFirstOffset
+	}
+	e.TxnFirstOffset = -1
+	delete(ps.open, h.ProducerID)
+	e.CoordinatorEpoch = m.CoordinatorEpoch
+	e.LastTimestamp = h.MaxTimestamp
+	return txn
+}
+
+// Update records an appended data batch (with its assigned offsets in h);
+// a transactional one opens the producer's transaction if none is. A
+// control batch is Apply's.
 func (ps *ProducerState) Update(h *batch.Header) {
-	if h.ProducerID < 0 {
+	if h.ProducerID < 0 || h.Control() {
 		return
 	}
 	e, ok := ps.producers[h.ProducerID]
-	if !ok || h.ProducerEpoch != e.Epoch {
-		e = &producerEntry{Epoch: h.ProducerEpoch}
+	if !ok {
+		e = newEntry(h.ProducerEpoch)
 		ps.producers[h.ProducerID] = e
+	} else if h.ProducerEpoch != e.Epoch {
+		// A bumped epoch keeps the open transaction and the coordinator
+		// epoch (Kafka's maybeUpdateProducerEpoch): only a marker ends it.
+		e.Epoch, e.Batches = h.ProducerEpoch, nil
+	}
+	e.LastTimestamp = h.MaxTimestamp
+	if h.Transactional() && e.TxnFirstOffset < 0 {
+		e.TxnFirstOffset = h.BaseOffset
+		ps.open[h.ProducerID] = h.BaseOffset
 	}
 	if len(e.Batches) == maxCachedBatches {
 		copy(e.Batches, e.Batches[1:])
@@ -125,7 +252,10 @@ func (ps *ProducerState) Update(h *batch.Header) {
 	})
 }
 
-// TruncateTo forgets batches at or after offset (the log was truncated there).
+// TruncateTo forgets batches at or after offset (the log was truncated
+// there), and transactions opened at or after it. A transaction that a
+// marker at or after offset ended is not reopened: the replica rebuilds
+// its state from a snapshot and the log instead (reloadProducersLocked).
 func (ps *ProducerState) TruncateTo(offset int64) {
 	for pid, e := range ps.producers {
 		n := 0
@@ -136,7 +266,11 @@ func (ps *ProducerState) TruncateTo(offset int64) {
 			}
 		}
 		e.Batches = e.Batches[:n]
-		if n == 0 {
+		if e.TxnFirstOffset >= offset {
+			e.TxnFirstOffset = -1
+			delete(ps.open, pid)
+		}
+		if n == 0 && e.TxnFirstOffset < 0 {
 			delete(ps.producers, pid)
 		}
 	}
@@ -144,9 +278,12 @@ func (ps *ProducerState) TruncateTo(offset int64) {
 
 // Snapshot files: `<20-digit offset>.snapshot` in the partition directory, the
 // state as of that offset (every batch below it applied). Format, big endian:
-// magic "SHPS", version u16, count u32, then per producer: id i64, epoch i16,
-// n u8, n x (firstSeq i32, lastSeq i32, firstOffset i64, lastOffset i64,
-// timestamp i64); then a CRC32C of everything before it.
+// magic "SHPS", version u16 (2), count u32, then per producer: id i64, epoch
+// i16, coordinator epoch i32, open transaction's first offset i64 (-1: none),
+// last timestamp i64, n u8, n x (firstSeq i32, lastSeq i32, firstOffset
+// i64, lastOffset i64, timestamp i64); then a CRC32C of everything before
+// it. Version 1, without the coordinator epoch, first offset and last
+// timestamp, is still read (no transaction open).
 const snapshotSuffix = ".snapshot"
 
 var snapshotMagic = []byte("SHPS")
@@ -165,12 +302,15 @@ func (ps *ProducerState) Encode() []byte {
 	var buf bytes.Buffer
 	be := binary.BigEndian
 	buf.Write(snapshotMagic)
-	binary.Write(&buf, be, uint16(1))
+	binary.Write(&buf, be, uint16(2))
 	binary.Write(&buf, be, uint32(len(ids)))
 	for _, id := range ids {
 		e := ps.producers[id]
 		binary.Write(&buf, be, id)
 		binary.Write(&buf, be, e.Epoch)
+		binary.Write(&buf, be, e.CoordinatorEpoch)
+		binary.Write(&buf, be, e.TxnFirstOffset)
+		binary.Write(&buf, be, e.LastTimestamp)
 		buf.WriteByte(byte(len(e.Batches)))
 		for _, b := range e.Batches {
 			binary.Write(&buf, be, b)
@@ -194,18 +334,29 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
 		return nil, fmt.Errorf("%w: crc", ErrBadSnapshot)
 	}
-	if v := be.Uint16(body[4:]); v != 1 {
-		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, v)
+	version := be.Uint16(body[4:])
+	if version != 1 && version != 2 {
+		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, version)
 	}
 	n := be.Uint32(body[6:])
 	r := bytes.NewReader(body[10:])
 	ps := NewProducerState()
 	for i := uint32(0); i < n; i++ {
 		var id int64
-		var e producerEntry
 		var cnt uint8
-		if binary.Read(r, be, &id) != nil || binary.Read(r, be, &e.Epoch) != nil || binary.Read(r, be, &cnt) != nil || cnt > maxCachedBatches {
+		e := newEntry(0)
+		if binary.Read(r, be, &id) != nil || binary.Read(r, be, &e.Epoch) != nil {
 			return nil, fmt.Errorf("%w: producer %d", ErrBadSnapshot, i)
+		}
+		if version >= 2 && (binary.Read(r, be, &e.CoordinatorEpoch) != nil || binary.Read(r, be, &e.TxnFirstOffset) != nil ||
+			binary.Read(r, be, &e.LastTimestamp) != nil || e.TxnFirstOffset < -1) {
+			return nil, fmt.Errorf("%w: producer %d", ErrBadSnapshot, i)
+		}
+		if binary.Read(r, be, &cnt) != nil || cnt > maxCachedBatches {
+			return nil, fmt.Errorf("%w: producer %d", ErrBadSnapshot, i)
+		}
+		if _, dup := ps.producers[id]; dup {
+			return nil, fmt.Errorf("%w: producer %d listed twice", ErrBadSnapshot, id)
 		}
 		e.Batches = make([]batchMeta, cnt)
 		for j := range e.Batches {
@@ -213,7 +364,16 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 				return nil, fmt.Errorf("%w: producer %d batch %d", ErrBadSnapshot, i, j)
 			}
 		}
-		ps.producers[id] = &e
+		if version == 1 && cnt > 0 {
+			e.LastTimestamp = e.Batches[cnt-1].Timestamp
+		}
+		if cnt == 0 {
+			e.Batches = nil
+		}
+		ps.producers[id] = e
+		if e.TxnFirstOffset >= 0 {
+			ps.open[id] = e.TxnFirstOffset
+		}
 	}
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadSnapshot, r.Len())

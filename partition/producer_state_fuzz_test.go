@@ -19,6 +19,11 @@ func FuzzDecodeProducerState(f *testing.F) {
 		ps.Update(&h)
 	}
 	f.Add(ps.Encode())
+	th := batch.Header{BaseOffset: 30, LastOffsetDelta: 1, ProducerID: 11, ProducerEpoch: 2, BaseSequence: 0, Attributes: 0x10}
+	ps.Update(&th)
+	mh := batch.Header{BaseOffset: 32, ProducerID: 9, ProducerEpoch: 2, BaseSequence: -1, Attributes: 0x30}
+	ps.EndTxn(&mh, batch.EndTxnMarker{CoordinatorEpoch: 3})
+	f.Add(ps.Encode())
 	f.Add(NewProducerState().Encode())
 	f.Add([]byte("SHPS"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -30,8 +35,13 @@ func FuzzDecodeProducerState(f *testing.F) {
 			return
 		}
 		again, err := DecodeProducerState(got.Encode())
-		if err != nil || !reflect.DeepEqual(again.producers, got.producers) {
+		if err != nil || !reflect.DeepEqual(again.producers, got.producers) || !reflect.DeepEqual(again.open, got.open) {
 			t.Fatalf("round trip: %v", err)
+		}
+		for id, e := range got.producers {
+			if off, ok := got.open[id]; ok != (e.TxnFirstOffset >= 0) || (ok && off != e.TxnFirstOffset) {
+				t.Fatalf("producer %d: open transactions %v disagree with its entry %+v", id, got.open, e)
+			}
 		}
 	})
 }

@@ -90,6 +90,8 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	r.remote.Unlock()
 	r.mu.Lock()
 	r.setHW(t.Offset)
+	r.mu.unreplicated = nil
+	r.publishTxnStateLocked()
 	r.signalAppendLocked()
 	r.mu.Unlock()
 	r.logger.Info("follower log restarted from the remote tail", "offset", t.Offset, "log_start", t.LogStart,

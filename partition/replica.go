@@ -31,9 +31,6 @@ var (
 	ErrInvalidTimestamp = errors.New("partition: timestamp out of range")
 	// ErrOneBatch: Produce v3+ carries exactly one record batch per partition (INVALID_RECORD).
 	ErrOneBatch = errors.New("partition: a produce must carry exactly one record batch")
-	// ErrTransactional: transactions are not supported (TRANSACTIONAL_ID_AUTHORIZATION_FAILED is
-	// not right either; the produce path answers INVALID_TXN_STATE).
-	ErrTransactional = errors.New("partition: transactional batches are not supported")
 	// ErrControlBatch: clients may not write control batches (INVALID_RECORD).
 	ErrControlBatch = errors.New("partition: control batches may not be produced")
 	// ErrClosed: the replica is closed.
@@ -112,6 +109,9 @@ type Replica struct {
 	// REQUIRES: appendMu held.
 	pending     []byte
 	pendingNext int64
+	// txnDone are the transactions completed by the batches applied since
+	// the last publishTxnStateLocked. REQUIRES: appendMu held.
+	txnDone []txnRange
 
 	// remote is the tiering manager's view of the remote segments.
 	remote struct {
@@ -154,6 +154,13 @@ type Replica struct {
 		followers      map[int32]*followerState
 		leoChanged     chan struct{} // closed and replaced on every append
 		leaderAt       time.Time     // when this replica last became leader
+
+		// Transactions (txn.go), as published from producer state:
+		// the first offset of the earliest open transaction (-1: none)
+		// and the completed ones whose markers may not be below the
+		// high watermark yet.
+		firstOpen    int64
+		unreplicated []txnRange
 	}
 }
 
@@ -215,6 +222,7 @@ func Open(opts Options) (*Replica, error) {
 	}
 	r.producers = ps
 	r.mu.cfg = opts.Config
+	r.publishTxnStateLocked()
 	r.mu.leaderEpoch = opts.LeaderEpoch
 	r.mu.leader = false
 	r.mu.hwChanged = make(chan struct{})
@@ -251,7 +259,8 @@ func Open(opts Options) (*Replica, error) {
 	return r, nil
 }
 
-// replayProducers applies the batch headers from offset `from` to the log end.
+// replayProducers applies the batches from offset `from` to the log end to
+// ps, noting the transactions they complete (completedLocked).
 func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 	for off := from; off < r.log.LogEndOffset(); {
 		b, err := r.log.ReadBytes(off, 1<<20, r.log.LogEndOffset(), true)
@@ -262,8 +271,10 @@ func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 			break
 		}
 		next := off
-		err = batch.Split(b, func(h *batch.Header, _ []byte) error {
-			ps.Update(h)
+		err = batch.Split(b, func(h *batch.Header, raw []byte) error {
+			if txn, ok := ps.Apply(h, raw); ok {
+				r.completedLocked(txn)
+			}
 			next = h.NextOffset()
 			return nil
 		})
@@ -403,9 +414,6 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	if h.Control() {
 		return AppendResult{}, ErrControlBatch
 	}
-	if h.Transactional() {
-		return AppendResult{}, ErrTransactional
-	}
 	now := r.now().UnixMilli()
 	logAppendTime := int64(-1)
 	if tc.String(config.MessageTimestampType) == "LogAppendTime" {
@@ -466,6 +474,9 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	}
 	if len(info.Batches) > 0 {
 		r.mu.Lock()
+		if h.Transactional() {
+			r.publishTxnStateLocked()
+		}
 		r.signalAppendLocked()
 		r.maybeAdvanceHWLocked()
 		r.mu.Unlock()

@@ -428,9 +428,9 @@ func (r *Replica) applyPendingBelow(offset int64) {
 	if r.pending == nil {
 		return
 	}
-	batch.Split(r.pending, func(h *batch.Header, _ []byte) error {
+	batch.Split(r.pending, func(h *batch.Header, raw []byte) error {
 		if next := h.NextOffset(); next > r.pendingNext && next <= offset {
-			r.producers.Update(h)
+			r.applyBatchLocked(h, raw)
 			r.pendingNext = next
 		}
 		return nil
@@ -496,6 +496,7 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(records) > 0 {
+		r.publishTxnStateLocked()
 		r.signalAppendLocked()
 	}
 	if hw := min(leaderHW, r.log.LogEndOffset()); hw >= 0 && hw != r.mu.hw && !r.mu.leader {
@@ -570,7 +571,6 @@ func (r *Replica) truncateLocked(offset int64) error {
 	// A cut inside a batch drops the whole batch: the log may now end
 	// below offset, and the high watermark must not be left past its end.
 	end := r.log.LogEndOffset()
-	r.producers.TruncateTo(end)
 	// The producer snapshots at or above the cut were taken of the cut
 	// batches: a reopen after the log grows past them again would load
 	// the state of the divergent tail (Kafka's truncateAndReload).
@@ -581,13 +581,38 @@ func (r *Replica) truncateLocked(offset int64) error {
 			}
 		}
 	}
+	// Producer state is rebuilt from the newest snapshot below the cut and
+	// the batches after it, as Kafka's truncateAndReload does: cutting a
+	// marker reopens its transaction, which forgetting batches cannot do.
+	if err := r.reloadProducersLocked(); err != nil {
+		r.logger.Warn("producer state not rebuilt after a truncation; forgetting the cut batches instead", "cut", end, "err", err)
+		r.producers.TruncateTo(end)
+	}
 	r.mu.Lock()
 	if r.mu.hw > end {
 		r.setHW(end)
 	}
+	r.resetTxnStateLocked(end)
 	r.mu.Unlock()
 	r.hwCutBelowCheckpoint()
 	r.logger.Info("truncated divergent tail", "to", end, "asked", offset, "records", before-end)
+	return nil
+}
+
+// reloadProducersLocked rebuilds producer state from the newest snapshot at
+// or below the log end and the batches after it. REQUIRES: appendMu held.
+func (r *Replica) reloadProducersLocked() error {
+	ps, from := LoadLatestSnapshot(r.dir, r.log.LogEndOffset())
+	done := r.txnDone
+	r.txnDone = nil
+	err := r.replayProducers(ps, max(from, r.log.LogStartOffset()))
+	// The completed transactions replayed are those below the cut, already
+	// known; only those noted before are kept to publish.
+	r.txnDone = done
+	if err != nil {
+		return err
+	}
+	r.producers = ps
 	return nil
 }
 

@@ -44,8 +44,8 @@ func (r *Replica) SnapshotAt(offset int64) (data []byte, ok bool, err error) {
 			return nil, false, fmt.Errorf("rebuilding the producer snapshot at %d from %d: %w", offset, from, err)
 		}
 		next := off
-		batch.Split(b, func(h *batch.Header, _ []byte) error {
-			ps.Update(h)
+		batch.Split(b, func(h *batch.Header, raw []byte) error {
+			ps.Apply(h, raw)
 			next = h.NextOffset()
 			return nil
 		})

@@ -1,0 +1,217 @@
+package partition
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// The log side of transactions (KIP-98): transactional batches open a
+// producer's transaction in this partition, a transaction marker (a control
+// batch the coordinator has the leader write, AppendTxnMarker) ends it, and
+// the last stable offset (LSO) is the high watermark held back by the
+// earliest transaction not yet decided and replicated.
+
+// TxnMarker is a transaction marker to write (WriteTxnMarkers): the end of
+// producer (ProducerID, ProducerEpoch)'s transaction in this partition,
+// committed or aborted, by the coordinator at CoordinatorEpoch.
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+}
+
+// ProducerInfo is one producer's state in this partition (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	LastSequence     int32 // -1 when no batch of the current epoch is cached
+	LastTimestamp    int64 // of its last batch or marker, -1 when unknown
+	CoordinatorEpoch int32 // of its last marker, -1 before any
+	// CurrentTxnStartOffset is the first offset of its open transaction,
+	// -1 when none is open.
+	CurrentTxnStartOffset int64
+}
+
+// txnRange is a completed transaction whose marker (at Last) was not yet
+// below the high watermark when it was written: it holds the last stable
+// offset at First until the marker is replicated, as Kafka's unreplicated
+// transactions do.
+type txnRange struct{ First, Last int64 }
+
+// AppendTxnMarker appends, on the leader, a control batch holding m as
+// Kafka's EndTransactionMarker (attributes control and transactional, one
+// control record: key version 0 and type ABORT 0 or COMMIT 1, value version
+// 0 and the coordinator epoch), and ends the producer's open transaction.
+// An aborted transaction is recorded in the segment's transaction index
+// (.txnindex). The caller waits for replication with WaitCommitted
+// (res.LastOffset, res.LeaderEpoch).
+//
+// A marker at a producer epoch older than the producer's current one is
+// ErrProducerFenced; one from a coordinator epoch older than the
+// producer's last marker's is ErrCoordinatorFenced. A replica that does
+// not lead is ErrNotLeader. Safe for concurrent use.
+func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
+	r.mu.Lock()
+	leader, closed := r.mu.leader, r.mu.closed
+	r.mu.Unlock()
+	if closed {
+		return AppendResult{}, ErrClosed
+	}
+	if !leader {
+		return AppendResult{}, ErrNotLeader
+	}
+	if r.diskFull.Load() {
+		return AppendResult{}, ErrDiskFull
+	}
+	if err := r.log.Err(); err != nil {
+		return AppendResult{}, err
+	}
+	if m.ProducerID < 0 {
+		return AppendResult{}, fmt.Errorf("%w: marker for producer id %d", ErrInvalidTxnState, m.ProducerID)
+	}
+	marker := batch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
+	records, err := batch.BuildEndTxnMarker(nil, m.ProducerID, m.ProducerEpoch, r.now().UnixMilli(), marker)
+	if err != nil {
+		return AppendResult{}, err
+	}
+
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	r.mu.Lock()
+	epoch, leader := r.mu.leaderEpoch, r.mu.leader
+	r.mu.Unlock()
+	if !leader {
+		return AppendResult{}, ErrNotLeader
+	}
+	if err := r.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch); err != nil {
+		return AppendResult{}, err
+	}
+	info, err := r.log.Append(records, epoch)
+	for i := range info.Batches {
+		h, perr := batch.ParseHeader(records)
+		if perr != nil {
+			break
+		}
+		h.BaseOffset = info.Batches[i].BaseOffset
+		r.applyTxnMarkerLocked(&h, marker)
+	}
+	if len(info.Batches) > 0 {
+		r.mu.Lock()
+		r.publishTxnStateLocked()
+		r.signalAppendLocked()
+		r.maybeAdvanceHWLocked()
+		r.mu.Unlock()
+	}
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1,
+		LogStartOffset: r.LogStartOffset(), LeaderEpoch: epoch}, nil
+}
+
+// applyBatchLocked records one batch of the log (h with its offsets, raw
+// its bytes) in producer state: what appends, replays and follower appends
+// all do. REQUIRES: appendMu held.
+func (r *Replica) applyBatchLocked(h *batch.Header, raw []byte) {
+	if txn, ok := r.producers.Apply(h, raw); ok {
+		r.completedLocked(txn)
+	}
+}
+
+// applyTxnMarkerLocked is applyBatchLocked for a marker this leader wrote.
+// REQUIRES: appendMu held.
+func (r *Replica) applyTxnMarkerLocked(h *batch.Header, m batch.EndTxnMarker) {
+	r.completedLocked(r.producers.EndTxn(h, m))
+}
+
+// completedLocked notes a transaction a marker ended, for the last stable
+// offset (publishTxnStateLocked). REQUIRES: appendMu held.
+func (r *Replica) completedLocked(txn CompletedTxn) {
+	r.txnDone = append(r.txnDone, txnRange{First: txn.FirstOffset, Last: txn.LastOffset})
+}
+
+// publishTxnStateLocked makes the producer state's open transactions and
+// the transactions completed since the last call visible to
+// LastStableOffset. REQUIRES: appendMu and r.mu held.
+func (r *Replica) publishTxnStateLocked() {
+	r.mu.firstOpen = r.producers.FirstOpenOffset()
+	r.mu.unreplicated = append(r.mu.unreplicated, r.txnDone...)
+	r.txnDone = r.txnDone[:0]
+}
+
+// resetTxnStateLocked forgets what publishTxnStateLocked made visible, for
+// a producer state rebuilt from scratch (truncation, a reset), and
+// publishes the new one. REQUIRES: appendMu and r.mu held.
+func (r *Replica) resetTxnStateLocked(end int64) {
+	n := 0
+	for _, t := range r.mu.unreplicated {
+		if t.Last < end {
+			r.mu.unreplicated[n] = t
+			n++
+		}
+	}
+	r.mu.unreplicated = r.mu.unreplicated[:n]
+	r.publishTxnStateLocked()
+}
+
+// LastStableOffset is the offset below which every transaction is decided
+// and its marker replicated: the high watermark, or the first offset of the
+// earliest transaction that is still open or whose marker is not yet below
+// the high watermark, whichever is smaller (Kafka's LSO). read_committed
+// consumers read below it.
+func (r *Replica) LastStableOffset() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastStableOffsetLocked()
+}
+
+// lastStableOffsetLocked is LastStableOffset. REQUIRES: r.mu held.
+func (r *Replica) lastStableOffsetLocked() int64 {
+	hw := r.mu.hw
+	lso := hw
+	if r.mu.firstOpen >= 0 && r.mu.firstOpen < lso {
+		lso = r.mu.firstOpen
+	}
+	n := 0
+	for _, t := range r.mu.unreplicated {
+		if t.Last < hw {
+			continue // its marker is replicated
+		}
+		r.mu.unreplicated[n] = t
+		n++
+		lso = min(lso, t.First)
+	}
+	r.mu.unreplicated = r.mu.unreplicated[:n]
+	return lso
+}
+
+// Producers returns the state of every producer this replica knows, by
+// producer id (DescribeProducers). It answers on any replica; the caller
+// answers NOT_LEADER_OR_FOLLOWER where Kafka does. The caller owns the
+// returned slice.
+func (r *Replica) Producers() []ProducerInfo {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	out := make([]ProducerInfo, 0, len(r.producers.producers))
+	for id, e := range r.producers.producers {
+		out = append(out, ProducerInfo{
+			ProducerID: id, ProducerEpoch: e.Epoch, LastSequence: e.lastSeq(), LastTimestamp: e.LastTimestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, CurrentTxnStartOffset: e.TxnFirstOffset,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+// HasOpenTxn reports whether producer id has a transaction open in this
+// partition at epoch (the produce path verifies only the batch that would
+// open one, KIP-890).
+func (r *Replica) HasOpenTxn(id int64, epoch int16) bool {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	e, ok := r.producers.producers[id]
+	return ok && e.Epoch == epoch && e.TxnFirstOffset >= 0
+}

@@ -1,0 +1,228 @@
+package partition
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// txnOpts are the options of a transactional producer's batch.
+func txnOpts(pid int64, epoch int16, seq int32, ts int64) batch.BuildOptions {
+	o := idem(pid, seq, ts)
+	o.ProducerEpoch, o.Transactional = epoch, true
+	return o
+}
+
+func appendTxn(t *testing.T, r *Replica, pid int64, epoch int16, seq int32, n int) AppendResult {
+	t.Helper()
+	res, err := r.AppendLeader(build(t, txnOpts(pid, epoch, seq, time.Now().UnixMilli()), n))
+	if err != nil {
+		t.Fatalf("transactional append of producer %d: %v", pid, err)
+	}
+	return res
+}
+
+func marker(t *testing.T, r *Replica, m TxnMarker) AppendResult {
+	t.Helper()
+	res, err := r.AppendTxnMarker(m)
+	if err != nil {
+		t.Fatalf("marker %+v: %v", m, err)
+	}
+	return res
+}
+
+func producerInfo(t *testing.T, r *Replica, pid int64) ProducerInfo {
+	t.Helper()
+	for _, p := range r.Producers() {
+		if p.ProducerID == pid {
+			return p
+		}
+	}
+	t.Fatalf("producer %d not in %+v", pid, r.Producers())
+	return ProducerInfo{}
+}
+
+// TestAppendTxnMarkerWritesKafkasControlBatch: the marker is a control
+// batch laid out as Kafka's EndTransactionMarker, it ends the producer's
+// transaction, and the last stable offset follows the open transactions.
+func TestAppendTxnMarkerWritesKafkasControlBatch(t *testing.T) {
+	r := openTest(t, t.TempDir(), nil, nil)
+	defer r.Close()
+	r.AppendLeader(build(t, batch.NoProducer(), 2)) // 0-1
+	appendTxn(t, r, 7, 3, 0, 3)                     // 2-4
+	appendTxn(t, r, 8, 0, 0, 1)                     // 5
+	appendTxn(t, r, 7, 3, 3, 2)                     // 6-7
+	if got := producerInfo(t, r, 7); got.CurrentTxnStartOffset != 2 || got.LastSequence != 4 || got.ProducerEpoch != 3 || got.CoordinatorEpoch != -1 {
+		t.Fatalf("producer 7 with an open transaction: %+v", got)
+	}
+	if lso, hw := r.LastStableOffset(), r.HighWatermark(); lso != 2 || hw != 8 {
+		t.Fatalf("lso %d hw %d, want 2 and 8", lso, hw)
+	}
+
+	res := marker(t, r, TxnMarker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 5, Commit: true})
+	if res.BaseOffset != 8 || res.LastOffset != 8 {
+		t.Fatalf("marker at %+v, want 8", res)
+	}
+	if got := producerInfo(t, r, 7); got.CurrentTxnStartOffset != -1 || got.CoordinatorEpoch != 5 || got.LastSequence != 4 {
+		t.Fatalf("producer 7 after its commit: %+v", got)
+	}
+	if lso := r.LastStableOffset(); lso != 5 {
+		t.Fatalf("lso %d after 7's commit, want 5 (8's transaction)", lso)
+	}
+	marker(t, r, TxnMarker{ProducerID: 8, ProducerEpoch: 0, CoordinatorEpoch: 5, Commit: false})
+	if lso, hw := r.LastStableOffset(), r.HighWatermark(); lso != 10 || hw != 10 {
+		t.Fatalf("lso %d hw %d with no transaction open, want 10", lso, hw)
+	}
+
+	b, err := r.Log().ReadBytes(8, 1<<20, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []bool
+	err = batch.Split(b, func(h *batch.Header, raw []byte) error {
+		if !h.Control() || !h.Transactional() || h.Attributes != 0x30 || h.BaseSequence != -1 || h.NumRecords != 1 {
+			t.Errorf("marker header %+v", h)
+		}
+		recs, err := batch.Records(raw, 1<<20)
+		if err != nil {
+			return err
+		}
+		typ := byte(0)
+		if h.ProducerID == 7 {
+			typ = 1
+			kinds = append(kinds, true)
+		} else {
+			kinds = append(kinds, false)
+		}
+		if want := []byte{0, 0, 0, typ}; !bytes.Equal(recs[0].Key, want) {
+			t.Errorf("producer %d marker key %x, want %x", h.ProducerID, recs[0].Key, want)
+		}
+		if want := []byte{0, 0, 0, 0, 0, 5}; !bytes.Equal(recs[0].Value, want) {
+			t.Errorf("marker value %x, want %x", recs[0].Value, want)
+		}
+		m, ok, err := batch.ParseEndTxnMarker(raw)
+		if err != nil || !ok || m.Commit != (h.ProducerID == 7) || m.CoordinatorEpoch != 5 {
+			t.Errorf("ParseEndTxnMarker: %+v %v %v", m, ok, err)
+		}
+		return nil
+	})
+	if err != nil || len(kinds) != 2 {
+		t.Fatalf("markers read back: %v %v", kinds, err)
+	}
+}
+
+// TestTxnFencing: stale producer and coordinator epochs are refused, a
+// non-transactional batch inside an open transaction too, and a marker at a
+// bumped epoch moves the producer to it.
+func TestTxnFencing(t *testing.T) {
+	r := openTest(t, t.TempDir(), nil, nil)
+	defer r.Close()
+	appendTxn(t, r, 7, 2, 0, 1)
+	if _, err := r.AppendLeader(build(t, txnOpts(7, 1, 1, time.Now().UnixMilli()), 1)); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("transactional batch at an older epoch: %v", err)
+	}
+	if _, err := r.AppendLeader(build(t, idem(7, 1, time.Now().UnixMilli()), 1)); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("epoch 0 batch: %v", err)
+	}
+	plain := idem(7, 1, time.Now().UnixMilli())
+	plain.ProducerEpoch = 2
+	if _, err := r.AppendLeader(build(t, plain, 1)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("non-transactional batch inside the transaction: %v", err)
+	}
+	if _, err := r.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 1, CoordinatorEpoch: 4, Commit: true}); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("marker at an older epoch: %v", err)
+	}
+	marker(t, r, TxnMarker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 4}) // KIP-890: the marker bumps the epoch
+	if _, err := r.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 3, Commit: true}); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("marker from an older coordinator epoch: %v", err)
+	}
+	if got := producerInfo(t, r, 7); got.ProducerEpoch != 3 || got.LastSequence != -1 || got.CurrentTxnStartOffset != -1 {
+		t.Fatalf("after the bumping abort: %+v", got)
+	}
+	if _, err := r.AppendLeader(build(t, txnOpts(7, 2, 1, time.Now().UnixMilli()), 1)); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("the old epoch after the bump: %v", err)
+	}
+	res := appendTxn(t, r, 7, 3, 0, 1)
+	if got := producerInfo(t, r, 7); got.CurrentTxnStartOffset != res.BaseOffset {
+		t.Fatalf("next transaction at %d: %+v", res.BaseOffset, got)
+	}
+	if r.Log().LogEndOffset() != 3 {
+		t.Fatalf("log end %d, want 3: a refused batch or marker was written", r.Log().LogEndOffset())
+	}
+	r.SetLeadership(false, 1)
+	if _, err := r.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 4}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("marker on a follower: %v", err)
+	}
+}
+
+// TestOpenTxnSurvivesRestart: a transaction open at a clean close (its
+// snapshot) and at a crash (replayed from the log) is open again after the
+// reopen, and its marker found in the log closes it.
+func TestOpenTxnSurvivesRestart(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		dir := t.TempDir()
+		r := openTest(t, dir, nil, nil)
+		appendTxn(t, r, 7, 0, 0, 2) // 0-1
+		appendTxn(t, r, 8, 0, 0, 2) // 2-3
+		marker(t, r, TxnMarker{ProducerID: 8, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true})
+		appendTxn(t, r, 8, 0, 2, 1) // 5: 8's next transaction
+		if crash {
+			copyDir := crashCopy(t, dir)
+			r.Close()
+			dir = copyDir
+		} else if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r = openTest(t, dir, nil, nil)
+		if got := producerInfo(t, r, 7); got.CurrentTxnStartOffset != 0 {
+			t.Fatalf("crash %v: producer 7 %+v", crash, got)
+		}
+		if got := producerInfo(t, r, 8); got.CurrentTxnStartOffset != 5 || got.CoordinatorEpoch != 1 {
+			t.Fatalf("crash %v: producer 8 %+v", crash, got)
+		}
+		if lso := r.LastStableOffset(); lso != 0 {
+			t.Fatalf("crash %v: lso %d, want 0", crash, lso)
+		}
+		marker(t, r, TxnMarker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true})
+		if lso := r.LastStableOffset(); lso != 5 {
+			t.Fatalf("crash %v: lso %d after 7's commit, want 5", crash, lso)
+		}
+		r.Close()
+	}
+}
+
+// TestFollowerTxnStateAndTruncation: a follower learns transactions from
+// the batches it replicates, the leader's last stable offset waits for a
+// marker to be replicated, and a truncation that cuts a marker reopens its
+// transaction.
+func TestFollowerTxnStateAndTruncation(t *testing.T) {
+	leader, follower := pair(t, "1")
+	now := time.Now()
+	appendTxn(t, leader, 7, 0, 0, 2) // 0-1
+	replicate(t, leader, follower, now)
+	replicate(t, leader, follower, now)
+	marker(t, leader, TxnMarker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 2, Commit: false}) // 2
+	if lso, hw := leader.LastStableOffset(), leader.HighWatermark(); lso != 0 || hw != 2 {
+		t.Fatalf("marker not replicated: lso %d hw %d, want 0 and 2", lso, hw)
+	}
+	replicate(t, leader, follower, now) // the follower takes the marker
+	replicate(t, leader, follower, now) // and the leader learns it has it
+	if lso, hw := leader.LastStableOffset(), leader.HighWatermark(); lso != 3 || hw != 3 {
+		t.Fatalf("marker replicated: lso %d hw %d, want 3", lso, hw)
+	}
+	if got := producerInfo(t, follower, 7); got.CurrentTxnStartOffset != -1 || got.CoordinatorEpoch != 2 {
+		t.Fatalf("follower after the marker: %+v", got)
+	}
+	if err := follower.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := producerInfo(t, follower, 7); got.CurrentTxnStartOffset != 0 || got.CoordinatorEpoch != -1 {
+		t.Fatalf("follower after cutting the marker: %+v", got)
+	}
+	if lso := follower.LastStableOffset(); lso != 0 {
+		t.Fatalf("follower lso %d after cutting the marker, want 0", lso)
+	}
+}
