@@ -3,7 +3,8 @@
 // CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs, ElectLeaders, the partition reassignments,
 // DescribeCluster), and the wiring of the consumer group coordinator's
-// APIs (package group owns them). They combine the control plane with the
+// and the transaction coordinator's APIs (packages group and txn own
+// them). They combine the control plane with the
 // local replicas: each reads and writes controlplane's metadata, then has
 // the replica manager reconcile so that the node acts on the change before
 // it answers.
@@ -24,6 +25,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering"
+	"github.com/shale-io/shale/txn"
 )
 
 // Config is what the admin handlers act on.
@@ -39,7 +41,9 @@ type Config struct {
 	Tiering *tiering.Manager
 	// ControllerID returns the node holding the controller lease, as last seen.
 	ControllerID func() int32
-	Logger       *slog.Logger
+	// ProducerIDs allocates the producer ids of transactional ids.
+	ProducerIDs txn.ProducerIDs
+	Logger      *slog.Logger
 }
 
 // Handlers serves the admin APIs of one node. Register builds it; its
@@ -54,9 +58,12 @@ type Handlers struct {
 
 	groups     *group.Coordinator
 	stopGroups sync.Once
+	txns       *txn.Coordinator
+	txnMarkers *txn.KafkaMarkers
+	stopTxns   sync.Once
 }
 
-// Register registers the metadata, admin and group APIs in reg.
+// Register registers the metadata, admin, group and transaction APIs in reg.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID, logger: cfg.Logger}
 	if h.logger == nil {
@@ -76,6 +83,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.AlterPartitionAssignments, 0, 0, h.handleAlterPartitionReassignments)
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
 	h.registerGroupAPIs(reg)
+	h.registerTxnAPIs(reg, cfg.ProducerIDs)
 	return h
 }
 

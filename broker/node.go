@@ -245,7 +245,6 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
 	ingest.RegisterProduce(reg, n.replicas, n.metrics, n.logger)
-	ingest.RegisterInitProducerID(reg, n.pids, n.logger)
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
@@ -254,7 +253,8 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		tm = n.tiering.manager
 	}
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, Logger: n.logger})
+		ControllerID: n.controllerID, ProducerIDs: n.pids, Logger: n.logger})
+	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -371,6 +371,7 @@ func (n *Node) Close(ctx context.Context) error {
 			}
 			if n.apis != nil {
 				n.apis.StopGroups()
+				n.apis.StopTransactions()
 			}
 			errs = append(errs, n.server.Shutdown(ctx))
 		} else if n.kafkaLn != nil {

@@ -111,6 +111,7 @@ type Coordinator struct {
 		sync.Mutex
 		shards map[int32]*shard
 		closed bool
+		txns   TxnCoordinators // nil: no transactions
 	}
 }
 

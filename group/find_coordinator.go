@@ -9,8 +9,11 @@ package group
 // The coordinator of a group is the leader of __consumer_offsets
 // partition PartitionFor(group). The topic is created on first use
 // (compacted, internal), with offsets.topic.replication.factor replicas
-// (default 3), or as many as there are live brokers if fewer. Transaction coordinators are not supported
-// (COORDINATOR_NOT_AVAILABLE).
+// (default 3), or as many as there are live brokers if fewer. Key type 1
+// asks for a transaction coordinator, which the node's transaction
+// coordinator answers (the leader of the id's __transaction_state
+// partition, package txn; SetTransactions); COORDINATOR_NOT_AVAILABLE
+// without one.
 
 import (
 	"context"
@@ -64,6 +67,19 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 // findCoordinator is the broker leading key's offsets partition, creating
 // the offsets topic on first use.
 func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType int8) (Broker, error) {
+	if keyType == 1 {
+		c.mu.Lock()
+		txns := c.mu.txns
+		c.mu.Unlock()
+		if txns == nil {
+			return Broker{}, fmt.Errorf("%w: transactions are not served", ErrCoordinatorNotAvailable)
+		}
+		b, err := txns.FindCoordinator(ctx, key)
+		if err != nil {
+			return Broker{}, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
+		}
+		return b, nil
+	}
 	if keyType != 0 {
 		return Broker{}, fmt.Errorf("%w: coordinator type %d is not supported", ErrCoordinatorNotAvailable, keyType)
 	}
@@ -86,4 +102,18 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 		return Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
 	}
 	return b, nil
+}
+
+// TxnCoordinators finds transaction coordinators (package txn).
+type TxnCoordinators interface {
+	// FindCoordinator is the broker coordinating transactional id.
+	FindCoordinator(ctx context.Context, transactionalID string) (Broker, error)
+}
+
+// SetTransactions has FindCoordinator answer key type 1 (transactions)
+// with t. Safe to call while serving.
+func (c *Coordinator) SetTransactions(t TxnCoordinators) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.txns = t
 }

@@ -6,10 +6,18 @@ package ingest
 //   - v3: ProducerID/ProducerEpoch in the request (KIP-360): a producer that
 //     knows its id asks for an epoch bump instead of a new id.
 //
-// Shale supports idempotent producers, not transactions: a request with a
-// transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producer ids
-// are unique across the cluster and across restarts: they come from blocks
-// reserved in the control plane (ProducerIDs).
+// Without a transactional id: an idempotent producer. With one (KIP-98),
+// the transaction coordinator of the id answers (TxnCoordinator, package
+// txn): a fresh producer id, or the id's own with its epoch bumped, which
+// fences the previous producer and aborts its open transaction first
+// (CONCURRENT_TRANSACTIONS until that abort completes); INVALID_REQUEST
+// for an empty id, INVALID_TRANSACTION_TIMEOUT for a timeout outside
+// (0, transaction.max.timeout.ms], NOT_COORDINATOR, and PRODUCER_FENCED
+// (v4; INVALID_PRODUCER_EPOCH before) for a KIP-360 bump by a producer that
+// is not the id's current one. Without a coordinator (nil) a transactional
+// id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producer ids are unique
+// across the cluster and across restarts: they come from blocks reserved
+// in the control plane (ProducerIDs).
 
 import (
 	"context"
@@ -27,19 +35,47 @@ type ProducerIDs interface {
 	NextProducerID(ctx context.Context) (int64, error)
 }
 
-// RegisterInitProducerID serves InitProducerID on reg.
-func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, log *slog.Logger) {
-	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, log))
+// TxnCoordinator is the transaction coordinator (package txn) as
+// InitProducerId uses it.
+type TxnCoordinator interface {
+	// InitProducerID returns the producer id and epoch of transactional
+	// id, or an error that ErrorCode translates.
+	InitProducerID(ctx context.Context, id string, timeoutMs int32, producerID int64, epoch int16) (int64, int16, error)
+	ErrorCode(err error) int16
 }
 
-func initProducerIDHandler(ids ProducerIDs, log *slog.Logger) kafka.Handler {
+// RegisterInitProducerID serves InitProducerID on reg. txns may be nil
+// (no transactions).
+func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, txns TxnCoordinator, log *slog.Logger) {
+	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, txns, log))
+}
+
+func initProducerIDHandler(ids ProducerIDs, txns TxnCoordinator, log *slog.Logger) kafka.Handler {
 	return func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if r.TransactionalID != nil {
-			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			return kafka.Reply{Response: resp}, nil
+			if txns == nil {
+				resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				return kafka.Reply{Response: resp}, nil
+			}
+			pid, epoch := int64(-1), int16(-1)
+			if req.Version >= 3 {
+				pid, epoch = r.ProducerID, r.ProducerEpoch
+			}
+			return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+				id, ep, err := txns.InitProducerID(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, pid, epoch)
+				if err != nil {
+					resp.ErrorCode = txns.ErrorCode(err)
+					if resp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 4 {
+						resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+					}
+					return resp, nil
+				}
+				resp.ProducerID, resp.ProducerEpoch = id, ep
+				return resp, nil
+			}}, nil
 		}
 		// KIP-360: an idempotent producer with a known id bumps its epoch,
 		// which resets its sequences on every partition.

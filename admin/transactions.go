@@ -1,0 +1,41 @@
+package admin
+
+import (
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/txn"
+)
+
+// registerTxnAPIs builds the transaction coordinator (package txn owns
+// its APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+// DescribeTransactions, ListTransactions; InitProducerId is ingest's and
+// calls it) and has FindCoordinator answer transactional ids with it.
+// Its marker sender dials this node's own listener and finds the
+// partition leaders from the cluster's metadata.
+func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
+	h.txnMarkers = txn.NewKafkaMarkers(func() []string { return []string{h.cfg.Advertise} })
+	h.txns = txn.New(txn.Config{Logger: h.logger}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
+	h.txns.Register(reg)
+	h.groups.SetTransactions(h.txns)
+}
+
+// Transactions is the node's transaction coordinator (ingest's
+// InitProducerId answers transactional ids with it).
+func (h *Handlers) Transactions() *txn.Coordinator { return h.txns }
+
+// StopTransactions stops the transaction coordinator's marker senders and
+// its timeout loop, then closes its client. Idempotent.
+func (h *Handlers) StopTransactions() {
+	h.stopTxns.Do(func() {
+		h.txns.Close()
+		h.txnMarkers.Close()
+	})
+}
+
+// txnCluster is the control plane as the transaction coordinator sees it.
+type txnCluster struct{ groupCluster }
+
+// Partitions implements txn.Cluster.
+func (tc txnCluster) Partitions(topic string) (int32, bool) {
+	t, ok := tc.h.store.Topic(topic)
+	return t.Partitions, ok
+}

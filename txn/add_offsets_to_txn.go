@@ -1,0 +1,45 @@
+package txn
+
+// AddOffsetsToTxn (key 25), versions 0-3.
+//
+//   - The group's __consumer_offsets partition joins the producer's
+//     transaction, so that the coordinator writes its marker there and the
+//     group applies (or drops) the transaction's offsets (TxnOffsetCommit)
+//     when the transaction ends.
+//   - v2: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before).  v3: flexible
+//     versions.
+//
+// Errors as AddPartitionsToTxn's.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/kafka"
+)
+
+func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	r := req.Msg.(*kmsg.AddOffsetsToTxnRequest)
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		if r.Group == "" {
+			resp.ErrorCode = kerr.InvalidGroupID.Code
+			return resp, nil
+		}
+		n, ok := c.cluster.Partitions(group.OffsetsTopic)
+		if !ok {
+			// The group's coordinator creates the offsets topic; the
+			// client retries once it found it.
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		tp := TopicPartition{group.OffsetsTopic, group.PartitionFor(r.Group, n)}
+		if err := c.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []TopicPartition{tp}); err != nil {
+			resp.ErrorCode = fencedCode(err, req.Version, 2)
+		}
+		return resp, nil
+	}}, nil
+}

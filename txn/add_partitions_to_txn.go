@@ -1,0 +1,130 @@
+package txn
+
+// AddPartitionsToTxn (key 24), versions 0-4.
+//
+//   - v0-v3: one transaction, from its producer: the partitions join the
+//     ongoing transaction (starting one when none is). A partition of a
+//     topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION and the
+//     others OPERATION_NOT_ATTEMPTED, as in Kafka.  v2: PRODUCER_FENCED
+//     (INVALID_PRODUCER_EPOCH before).  v3: flexible versions.
+//   - v4: a batch of transactions, sent by partition leaders (KIP-890
+//     part 1): with VerifyOnly the coordinator only checks that each
+//     partition is in the producer's ongoing transaction
+//     (INVALID_TXN_STATE for one that is not), which is how a leader
+//     refuses a transactional write that arrives after its transaction
+//     ended (a hanging transaction).
+//
+// Errors otherwise: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
+// (the transaction before is still completing), INVALID_TXN_STATE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/kafka"
+)
+
+// addTopic is one topic of an add request: its name and partitions.
+type addTopic struct {
+	topic      string
+	partitions []int32
+}
+
+func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	r := req.Msg.(*kmsg.AddPartitionsToTxnRequest)
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		if req.Version < 4 {
+			topics := make([]addTopic, len(r.Topics))
+			for i, t := range r.Topics {
+				topics[i] = addTopic{t.Topic, t.Partitions}
+			}
+			codes := c.addOne(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, topics, req.Version)
+			for _, t := range topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = t.topic
+				for _, p := range t.partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codes[TopicPartition{t.topic, p}]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil
+		}
+		for _, tx := range r.Transactions {
+			topics := make([]addTopic, len(tx.Topics))
+			for i, t := range tx.Topics {
+				topics[i] = addTopic{t.Topic, t.Partitions}
+			}
+			codes := c.addOne(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics, req.Version)
+			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rtx.TransactionalID = tx.TransactionalID
+			for _, t := range topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rt.Topic = t.topic
+				for _, p := range t.partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codes[TopicPartition{t.topic, p}]
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rtx.Topics = append(rtx.Topics, rt)
+			}
+			resp.Transactions = append(resp.Transactions, rtx)
+		}
+		return resp, nil
+	}}, nil
+}
+
+// addOne serves one transaction of an AddPartitionsToTxn: a code per
+// partition (0 for success).
+func (c *Coordinator) addOne(ctx context.Context, id string, pid int64, epoch int16, verifyOnly bool, topics []addTopic, version int16) map[TopicPartition]int16 {
+	codes := map[TopicPartition]int16{}
+	var tps []TopicPartition
+	for _, t := range topics {
+		for _, p := range t.partitions {
+			tps = append(tps, TopicPartition{t.topic, p})
+		}
+	}
+	all := func(code int16) map[TopicPartition]int16 {
+		for _, tp := range tps {
+			codes[tp] = code
+		}
+		return codes
+	}
+	if verifyOnly {
+		bad, err := c.verifyPartitions(id, pid, epoch, tps)
+		if err != nil {
+			return all(fencedCode(err, version, 2))
+		}
+		for _, tp := range tps {
+			codes[tp] = 0
+			if err := bad[tp]; err != nil {
+				codes[tp] = ErrorCode(err)
+			}
+		}
+		return codes
+	}
+	unknown := false
+	for _, tp := range tps {
+		if n, ok := c.cluster.Partitions(tp.Topic); !ok || tp.Partition < 0 || tp.Partition >= n {
+			codes[tp] = kerr.UnknownTopicOrPartition.Code
+			unknown = true
+		}
+	}
+	if unknown {
+		for _, tp := range tps {
+			if codes[tp] == 0 {
+				codes[tp] = kerr.OperationNotAttempted.Code
+			}
+		}
+		return codes
+	}
+	if err := c.addPartitions(ctx, id, pid, epoch, tps); err != nil {
+		return all(fencedCode(err, version, 2))
+	}
+	return all(0)
+}

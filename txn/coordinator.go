@@ -1,0 +1,493 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// Config configures a Coordinator. Zero fields take the defaults.
+type Config struct {
+	// Partitions is transaction.state.log.num.partitions (default 50).
+	// Every node of a cluster must agree on it.
+	Partitions int32
+	// ReplicationFactor is transaction.state.log.replication.factor
+	// (default 3), capped at the live brokers when this node creates the
+	// topic; its min.insync.replicas is 2, or 1 on one replica.
+	ReplicationFactor int16
+	// MaxTimeout is transaction.max.timeout.ms (default 15 min).
+	MaxTimeout time.Duration
+	// AbortCheckInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms
+	// (default 10 s): how often expired transactions are looked for.
+	AbortCheckInterval time.Duration
+	// CommitTimeout bounds the wait for a state record to be replicated
+	// (default 5 s).
+	CommitTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Partitions <= 0 {
+		c.Partitions = 50
+	}
+	if c.ReplicationFactor <= 0 {
+		c.ReplicationFactor = 3
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = 15 * time.Minute
+	}
+	if c.AbortCheckInterval <= 0 {
+		c.AbortCheckInterval = 10 * time.Second
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Cluster is what the coordinator needs of the control plane.
+type Cluster interface {
+	group.Cluster
+	// Partitions is the number of partitions of topic, false when the
+	// topic does not exist.
+	Partitions(topic string) (int32, bool)
+}
+
+// ProducerIDs hands out cluster-unique producer ids.
+type ProducerIDs interface {
+	NextProducerID(ctx context.Context) (int64, error)
+}
+
+// Markers is one WriteTxnMarkers marker: the end of one producer's
+// transaction on the given partitions.
+type Markers struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+	Partitions       []TopicPartition
+}
+
+// MarkerWriter writes transaction markers to the leaders of their
+// partitions. WriteMarkers returns an error for each partition that does
+// not have the marker yet (nil map: all have it); the coordinator retries
+// those, except a partition that the control plane no longer has (its
+// topic was deleted).
+type MarkerWriter interface {
+	WriteMarkers(ctx context.Context, m Markers) map[TopicPartition]error
+}
+
+// Coordinator is this node's transaction coordinator. It is safe for
+// concurrent use; Close stops it.
+type Coordinator struct {
+	cfg     Config
+	leaders partition.Leaders
+	cluster Cluster
+	pids    ProducerIDs
+	markers MarkerWriter
+	log     *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		shards map[int32]*shard
+		closed bool
+	}
+}
+
+// shard is one __transaction_state partition this node leads.
+type shard struct {
+	partition int32
+	replica   *partition.Replica
+	epoch     int32 // the leader epoch it was loaded in: the coordinator epoch
+	ctx       context.Context
+	cancel    context.CancelFunc // on unload
+
+	mu struct {
+		sync.Mutex
+		ready    bool
+		unloaded bool
+		txns     map[string]*txnMeta
+		pending  map[string]bool // a state write in flight
+	}
+}
+
+// New returns a coordinator serving the transactional ids whose state
+// partitions leaders says this node leads. It starts the timeout loop.
+func New(cfg Config, leaders partition.Leaders, cluster Cluster, pids ProducerIDs, markers MarkerWriter) *Coordinator {
+	cfg.setDefaults()
+	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, pids: pids, markers: markers, log: cfg.Logger.With("component", "txn")}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.shards = map[int32]*shard{}
+	c.goTracked(c.abortExpiredLoop)
+	return c
+}
+
+// Register serves the coordinator's APIs on reg (InitProducerId is
+// ingest's, which calls InitProducerID).
+func (c *Coordinator) Register(reg *kafka.Registry) {
+	reg.Register(kmsg.AddPartitionsToTxn, 0, 4, c.handleAddPartitionsToTxn)
+	reg.Register(kmsg.AddOffsetsToTxn, 0, 3, c.handleAddOffsetsToTxn)
+	reg.Register(kmsg.EndTxn, 0, 4, c.handleEndTxn)
+	reg.Register(kmsg.DescribeTransactions, 0, 0, c.handleDescribeTransactions)
+	reg.Register(kmsg.ListTransactions, 0, 1, c.handleListTransactions)
+}
+
+// Close stops the coordinator and waits for its goroutines (marker
+// senders included). Idempotent.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	for _, sh := range c.mu.shards {
+		c.unloadLocked(sh)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *Coordinator) goTracked(fn func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+}
+
+// lookup returns the loaded shard of transactional id.
+func (c *Coordinator) lookup(id string) (*shard, error) {
+	p := PartitionFor(id, c.cfg.Partitions)
+	rep, err := c.leaders.Leader(StateTopic, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, ErrClosed
+	}
+	sh := c.mu.shards[p]
+	if err != nil {
+		if sh != nil {
+			c.unloadLocked(sh)
+		}
+		return nil, fmt.Errorf("%w: %s-%d: %w", ErrNotCoordinator, StateTopic, p, err)
+	}
+	if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
+		if sh != nil {
+			c.unloadLocked(sh)
+		}
+		sh = &shard{partition: p, replica: rep, epoch: rep.LeaderEpoch()}
+		sh.ctx, sh.cancel = context.WithCancel(c.ctx)
+		sh.mu.txns, sh.mu.pending = map[string]*txnMeta{}, map[string]bool{}
+		c.mu.shards[p] = sh
+		c.goTracked(func() { c.load(sh) })
+		c.goTracked(func() { c.watch(sh) })
+		return nil, ErrLoadInProgress
+	}
+	sh.mu.Lock()
+	ready := sh.mu.ready
+	sh.mu.Unlock()
+	if !ready {
+		return nil, ErrLoadInProgress
+	}
+	return sh, nil
+}
+
+// readyShards are the loaded shards (ListTransactions, the timeout loop).
+func (c *Coordinator) readyShards() []*shard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*shard
+	for _, sh := range c.mu.shards {
+		sh.mu.Lock()
+		if sh.mu.ready {
+			out = append(out, sh)
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// unloadLocked forgets sh and stops its marker senders. REQUIRES: c.mu held.
+func (c *Coordinator) unloadLocked(sh *shard) {
+	sh.mu.Lock()
+	sh.mu.unloaded = true
+	sh.mu.Unlock()
+	sh.cancel()
+	if c.mu.shards[sh.partition] == sh {
+		delete(c.mu.shards, sh.partition)
+	}
+}
+
+// watch unloads sh when its replica stops leading in its epoch.
+func (c *Coordinator) watch(sh *shard) {
+	for {
+		err := sh.replica.WaitCommitted(sh.ctx, math.MaxInt64, sh.epoch)
+		if sh.ctx.Err() != nil || !errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend) ||
+			sh.replica.LeaderEpoch() != sh.epoch {
+			break
+		}
+		select {
+		case <-sh.replica.HWChanged():
+		case <-sh.ctx.Done():
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unloadLocked(sh)
+}
+
+// write runs one state transition of id: decide gets the current state
+// (nil: unknown id) and returns the next (nil: nothing to write, the
+// current state stands). The next state is appended and replaces the
+// current one once replicated; meanwhile the id is pending and other
+// transitions get ErrConcurrentTransactions. It returns the state that
+// holds after the call.
+func (c *Coordinator) write(ctx context.Context, sh *shard, id string, decide func(cur *txnMeta) (*txnMeta, error)) (*txnMeta, error) {
+	sh.mu.Lock()
+	if sh.mu.unloaded {
+		sh.mu.Unlock()
+		return nil, ErrNotCoordinator
+	}
+	if sh.mu.pending[id] {
+		sh.mu.Unlock()
+		return nil, ErrConcurrentTransactions
+	}
+	cur := sh.mu.txns[id]
+	next, err := decide(cur)
+	if err != nil || next == nil {
+		sh.mu.Unlock()
+		return cur, err
+	}
+	next.lastUpdate = c.cfg.Now().UnixMilli()
+	off, epoch, err := c.append(sh, id, next)
+	if err != nil {
+		sh.mu.Unlock()
+		return nil, err
+	}
+	sh.mu.pending[id] = true
+	sh.mu.Unlock()
+
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	err = sh.replica.WaitCommitted(wctx, off, epoch)
+	cancel()
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	delete(sh.mu.pending, id)
+	switch {
+	case sh.mu.unloaded:
+		return nil, ErrNotCoordinator
+	case errors.Is(err, partition.ErrNotLeader), errors.Is(err, partition.ErrClosed):
+		return nil, fmt.Errorf("%w: %w", ErrNotCoordinator, err)
+	case err != nil:
+		// Kafka answers a state write that is not replicated in time
+		// COORDINATOR_NOT_AVAILABLE and keeps the old state; the record
+		// may still commit, and the next coordinator loads it.
+		return nil, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
+	}
+	sh.mu.txns[id] = next
+	return next, nil
+}
+
+// append writes m's record to sh's partition. REQUIRES: sh.mu held.
+func (c *Coordinator) append(sh *shard, id string, m *txnMeta) (int64, int32, error) {
+	opts := batch.NoProducer()
+	opts.FirstTimestamp = m.lastUpdate
+	b, err := batch.Build(nil, opts, []batch.Record{{Key: stateKey(id), Value: stateValue(m)}})
+	if err != nil {
+		return -1, 0, err
+	}
+	res, err := sh.replica.AppendLeader(b)
+	if err != nil {
+		return -1, 0, fmt.Errorf("%w: appending to %s-%d: %w", ErrNotCoordinator, StateTopic, sh.partition, err)
+	}
+	return res.LastOffset, res.LeaderEpoch, nil
+}
+
+// startCompletion sends m's markers in the background, then writes its
+// Complete state. m is a Prepare state that is replicated.
+func (c *Coordinator) startCompletion(sh *shard, m *txnMeta) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return // the next coordinator resumes it from the log
+	}
+	c.goTracked(func() { c.complete(sh, m) })
+}
+
+// markerBackoff bounds the pause between two rounds of marker writes.
+const markerBackoff = time.Second
+
+// complete writes m's markers to every partition of its transaction,
+// retrying those that fail until each has one or the shard is unloaded
+// (the next coordinator resumes from the Prepare state it loads), then
+// writes the Complete state.
+func (c *Coordinator) complete(sh *shard, m *txnMeta) {
+	mk := Markers{ProducerID: m.producerID, ProducerEpoch: m.epoch, Commit: m.state == kmsg.TransactionStatePrepareCommit,
+		CoordinatorEpoch: sh.epoch, Partitions: m.sortedPartitions()}
+	pause := 50 * time.Millisecond
+	for len(mk.Partitions) > 0 {
+		errs := c.markers.WriteMarkers(sh.ctx, mk)
+		var left []TopicPartition
+		for _, tp := range mk.Partitions {
+			err, failed := errs[tp]
+			switch {
+			case !failed || err == nil:
+			case !c.partitionExists(tp):
+				c.log.Warn("dropping the marker of a partition that no longer exists", "transactional_id", m.id, "topic", tp.Topic, "partition", tp.Partition)
+			default:
+				left = append(left, tp)
+			}
+		}
+		if len(left) > 0 && sh.ctx.Err() == nil {
+			c.log.Debug("retrying transaction markers", "transactional_id", m.id, "partitions", len(left), "err", errs[left[0]])
+		}
+		mk.Partitions = left
+		if len(left) == 0 {
+			break
+		}
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, markerBackoff)
+	}
+	for attempt := 0; sh.ctx.Err() == nil; attempt++ {
+		_, err := c.write(sh.ctx, sh, m.id, func(cur *txnMeta) (*txnMeta, error) {
+			if cur == nil || cur.producerID != m.producerID || cur.epoch != m.epoch || cur.state != m.state {
+				return nil, nil // completed already, or replaced
+			}
+			return cur.completed(), nil
+		})
+		if err == nil || errors.Is(err, ErrNotCoordinator) {
+			return
+		}
+		c.log.Warn("writing the completed transaction state failed", "transactional_id", m.id, "attempt", attempt, "err", err)
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, markerBackoff)
+	}
+}
+
+// abortExpiredLoop aborts, every AbortCheckInterval, the ongoing
+// transactions older than their timeout, bumping the epoch so that the
+// producer is fenced (Kafka's abortTimedOutTransactions).
+func (c *Coordinator) abortExpiredLoop() {
+	t := time.NewTicker(c.cfg.AbortCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := c.cfg.Now().UnixMilli()
+		for _, sh := range c.readyShards() {
+			for _, id := range sh.expired(now) {
+				next, err := c.write(sh.ctx, sh, id, func(cur *txnMeta) (*txnMeta, error) {
+					if cur == nil || !cur.expired(now) {
+						return nil, nil
+					}
+					return cur.fenceAndAbort(), nil
+				})
+				if err != nil {
+					c.log.Warn("aborting an expired transaction failed", "transactional_id", id, "err", err)
+					continue
+				}
+				if next != nil && next.state == kmsg.TransactionStatePrepareAbort {
+					c.log.Info("aborting a transaction past its timeout", "transactional_id", id, "producer_id", next.producerID, "epoch", next.epoch)
+					c.startCompletion(sh, next)
+				}
+			}
+		}
+	}
+}
+
+// expired reports whether m is an ongoing transaction past its timeout at now.
+func (m *txnMeta) expired(now int64) bool {
+	return m.state == kmsg.TransactionStateOngoing && m.start >= 0 && now-m.start > int64(m.timeoutMs)
+}
+
+// expired lists sh's transactions past their timeout at now.
+func (sh *shard) expired(now int64) []string {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var out []string
+	for id, m := range sh.mu.txns {
+		if !sh.mu.pending[id] && m.expired(now) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// stateTopicConfigs are the configs of __transaction_state for rf replicas.
+func stateTopicConfigs(rf int16) map[string]string {
+	return map[string]string{
+		"cleanup.policy":      "compact",
+		"compression.type":    "uncompressed",
+		"segment.bytes":       "104857600",
+		"min.insync.replicas": strconv.Itoa(int(min(rf, 2))),
+	}
+}
+
+// FindCoordinator is the broker leading id's state partition, creating
+// __transaction_state on first use (FindCoordinator key type 1).
+func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Broker, error) {
+	if id == "" {
+		return group.Broker{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
+	}
+	p := PartitionFor(id, c.cfg.Partitions)
+	if b, ok := c.cluster.PartitionLeader(StateTopic, p); ok {
+		return b, nil
+	}
+	rf := c.cfg.ReplicationFactor
+	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
+		rf = int16(live)
+	}
+	if err := c.cluster.EnsureTopic(ctx, StateTopic, c.cfg.Partitions, rf, stateTopicConfigs(rf)); err != nil {
+		return group.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, StateTopic, err)
+	}
+	b, ok := c.cluster.PartitionLeader(StateTopic, p)
+	if !ok {
+		return group.Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, StateTopic, p)
+	}
+	return b, nil
+}
+
+// partitionExists reports whether the control plane has tp.
+func (c *Coordinator) partitionExists(tp TopicPartition) bool {
+	n, ok := c.cluster.Partitions(tp.Topic)
+	return ok && tp.Partition < n
+}

@@ -1,0 +1,62 @@
+package txn
+
+// ListTransactions (key 66), versions 0-1 (KIP-664).
+//
+// The transactional ids of every __transaction_state partition this node
+// leads and has loaded, filtered by state (Kafka's names; an unknown one
+// is echoed in UnknownStateFilters) and producer id.  v1: a duration
+// filter (KIP-994): only transactions ongoing for longer than it.
+// A caller lists the whole cluster by asking every broker.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/kafka"
+)
+
+func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	r := req.Msg.(*kmsg.ListTransactionsRequest)
+	resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
+	states := map[string]bool{}
+	for _, s := range r.StateFilters {
+		if _, err := kmsg.ParseTransactionState(s); err != nil {
+			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
+			continue
+		}
+		states[s] = true
+	}
+	if len(r.StateFilters) > 0 && len(states) == 0 {
+		return kafka.Reply{Response: resp}, nil
+	}
+	pids := map[int64]bool{}
+	for _, p := range r.ProducerIDFilters {
+		pids[p] = true
+	}
+	now := c.cfg.Now().UnixMilli()
+	for _, sh := range c.readyShards() {
+		sh.mu.Lock()
+		for id, m := range sh.mu.txns {
+			name := m.state.String()
+			switch {
+			case len(states) > 0 && !states[name]:
+				continue
+			case len(pids) > 0 && !pids[m.producerID]:
+				continue
+			case req.Version >= 1 && r.DurationFilterMillis >= 0 &&
+				(m.state != kmsg.TransactionStateOngoing || m.start < 0 || now-m.start < r.DurationFilterMillis):
+				continue
+			}
+			ts := kmsg.NewListTransactionsResponseTransactionState()
+			ts.TransactionalID, ts.ProducerID, ts.TransactionState = id, m.producerID, name
+			resp.TransactionStates = append(resp.TransactionStates, ts)
+		}
+		sh.mu.Unlock()
+	}
+	sort.Slice(resp.TransactionStates, func(i, j int) bool {
+		return resp.TransactionStates[i].TransactionalID < resp.TransactionStates[j].TransactionalID
+	})
+	return kafka.Reply{Response: resp}, nil
+}

@@ -1,0 +1,99 @@
+package txn
+
+// WriteTxnMarkers (key 27), versions 0-1.
+//
+//   - Sent by a transaction coordinator to the leader of each partition of
+//     a transaction that ends: the leader appends the COMMIT or ABORT
+//     control batch of the producer (with the coordinator's epoch) and
+//     answers once it is committed (acks=all). On a __consumer_offsets
+//     partition the group coordinator then applies (commit) or drops
+//     (abort) the producer's transactional offsets.
+//   - v1: flexible versions.  v2 (the transaction version, KIP-890 part
+//     2) is not served.
+//
+// Errors per partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+// NOT_ENOUGH_REPLICAS, and what the log answers (a marker from an older
+// coordinator epoch: TRANSACTION_COORDINATOR_FENCED).
+
+import (
+	"context"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/kafka"
+)
+
+// Marker is the end of one producer's transaction on one partition.
+type Marker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+}
+
+// MarkerLog is the partition leader's side of WriteTxnMarkers: the node's
+// local leader replicas.
+type MarkerLog interface {
+	// AppendMarker appends m to this node's leader replica of tp and
+	// waits until it is committed (acks=all). Its error wraps
+	// partition's sentinels.
+	AppendMarker(ctx context.Context, tp TopicPartition, m Marker) error
+}
+
+// OffsetsCompletion is told of each marker committed to a
+// __consumer_offsets partition: the group coordinator, which applies or
+// drops the producer's pending transactional offsets.
+type OffsetsCompletion interface {
+	CompleteTxn(offsetsPartition int32, producerID int64, commit bool)
+}
+
+// RegisterWriteTxnMarkers serves WriteTxnMarkers on reg. groups may be nil.
+func RegisterWriteTxnMarkers(reg *kafka.Registry, log MarkerLog, groups OffsetsCompletion) {
+	reg.Register(kmsg.WriteTxnMarkers, 0, 1, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+		r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
+		return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+			return writeTxnMarkers(ctx, r, log, groups), nil
+		}}, nil
+	})
+}
+
+func writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest, log MarkerLog, groups OffsetsCompletion) *kmsg.WriteTxnMarkersResponse {
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	var wg sync.WaitGroup
+	for _, rm := range r.Markers {
+		m := Marker{ProducerID: rm.ProducerID, ProducerEpoch: rm.ProducerEpoch, CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed}
+		out := kmsg.NewWriteTxnMarkersResponseMarker()
+		out.ProducerID = rm.ProducerID
+		for _, t := range rm.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			out.Topics = append(out.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, out)
+		mi := len(resp.Markers) - 1
+		for ti, t := range rm.Topics {
+			for pi, p := range t.Partitions {
+				rp := &resp.Markers[mi].Topics[ti].Partitions[pi]
+				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = p
+				tp := TopicPartition{t.Topic, p}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := log.AppendMarker(ctx, tp, m); err != nil {
+						rp.ErrorCode = ErrorCode(err)
+						return
+					}
+					if groups != nil && tp.Topic == group.OffsetsTopic {
+						groups.CompleteTxn(tp.Partition, m.ProducerID, m.Commit)
+					}
+				}()
+			}
+		}
+	}
+	wg.Wait()
+	return resp
+}
