@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -58,4 +60,43 @@ func (n *Node) moveLeaderAway(ctx context.Context, rep *partition.Replica, cause
 			return
 		}
 	}
+}
+
+// offlineReport is the list of offline replicas this node last published.
+type offlineReport struct {
+	mu   sync.Mutex
+	sent []controlplane.OfflineReplica
+}
+
+// reportOffline publishes the replicas this node cannot serve
+// (replica.Manager.Offline: failed to open, or an offline log) in its
+// registration when the list changed, so that the controller takes the
+// node out of their ISRs and elects other leaders (controlplane.LiveFor),
+// and reconciles so that no fetcher keeps following an offline log. Start
+// and the flush loop call it; a failed write is made again at the next
+// call.
+func (n *Node) reportOffline(ctx context.Context) {
+	if n.store == nil {
+		return
+	}
+	var refs []controlplane.OfflineReplica
+	for _, o := range n.replicas.Offline() {
+		refs = append(refs, controlplane.OfflineReplica{TopicID: o.TopicID, Partition: o.Partition})
+	}
+	r := &n.offline
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.Equal(refs, r.sent) {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := n.store.ReportOfflineReplicas(wctx, refs)
+	cancel()
+	if err != nil {
+		n.logger.Warn("reporting offline replicas", "err", err)
+		return
+	}
+	r.sent = refs
+	n.logger.Warn("reported offline replicas", "count", len(refs))
+	n.reconcile()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment"
 )
@@ -82,5 +84,85 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	}
 	if seen["before"] != 1 || seen["during"] != 1 {
 		t.Fatalf("records read back: %v, want each once", seen)
+	}
+}
+
+// TestFollowerLogOfflineStopsFollowing: a follower whose log goes offline
+// (an fsync of its replica fails) stops fetching that partition and leaves
+// its ISR at once (the node reports the replica offline; the controller
+// counts it dead for that partition), while the leader keeps taking
+// acks=all writes with the two others. Before, the follower's fetcher went
+// on fetching into a log that takes no batches, and it stayed in the ISR
+// until replica.lag.time.max ran out.
+func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
+	const topic = "followerfsync"
+	dir := t.TempDir()
+	nodes, _ := testnode.StartCluster(t, dir, 3, testnode.WithSession(30*time.Second),
+		func(c *config.Broker) { c.ReplicaLagTimeMax = 5 * time.Minute })
+	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := ctxT(t, 120*time.Second)
+	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	one, two := "1", "2"
+	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"flush.messages": &one, "min.insync.replicas": &two}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	var leader int32
+	waitFor(t, 30*time.Second, "3 in-sync replicas", func() bool {
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		p := m.Topics[topic].Partitions[0]
+		leader = p.Leader
+		return p.Leader > 0 && len(p.ISR) == 3
+	})
+	follower := leader%3 + 1
+	fnode := nodes[follower-1]
+	fetching := func() bool {
+		for _, f := range fnode.Replicas().Fetchers() {
+			if slices.Contains(f.Partitions, topic+"-0") {
+				return true
+			}
+		}
+		return false
+	}
+	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the follower's fetcher", fetching)
+
+	// The follower's disk fails every fsync of this partition from now on.
+	bad := filepath.Join(dir, "node", string(rune('a'+follower-1))) + string(filepath.Separator)
+	segment.SetFsyncFault(func(f *os.File) error {
+		if strings.HasPrefix(f.Name(), bad) && strings.Contains(f.Name(), topic) {
+			return errors.New("injected EIO")
+		}
+		return nil
+	})
+	t.Cleanup(func() { segment.SetFsyncFault(nil) })
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
+		t.Fatalf("produce while a follower's fsync fails: %v", err)
+	}
+	rep, ok := fnode.Replicas().Local(topic, 0)
+	if !ok {
+		t.Fatalf("node %d has no replica of %s-0", follower, topic)
+	}
+	waitFor(t, 10*time.Second, "the follower's log to go offline", func() bool { return rep.LogErr() != nil })
+	waitFor(t, 10*time.Second, "the follower to stop fetching its offline log", func() bool { return !fetching() })
+	waitFor(t, 10*time.Second, "the follower out of the ISR", func() bool {
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		p := m.Topics[topic].Partitions[0]
+		return p.Leader == leader && len(p.ISR) == 2 && !slices.Contains(p.ISR, follower)
+	})
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all produce with the follower's log offline: %v", err)
 	}
 }

@@ -39,7 +39,8 @@ import (
 
 // Node is one running Shale broker.
 type Node struct {
-	logReports logReports // after an unclean start (clean_shutdown.go)
+	logReports logReports    // after an unclean start (clean_shutdown.go)
+	offline    offlineReport // the offline replicas reported (log_offline.go)
 	cfg        config.Broker
 	logger     *slog.Logger
 
@@ -139,6 +140,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.replicas.Reconcile(); err != nil {
 		return nil, fmt.Errorf("opening local replicas: %w", err)
 	}
+	// The replicas that failed to open are reported before the log ends
+	// of an unclean start: a report that does not name a partition trusts
+	// the node with it.
+	n.reportOffline(ctx)
 	n.refreshLogReports(true)
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
@@ -313,6 +318,7 @@ func (n *Node) flushLoop(ctx context.Context) {
 				}
 			}
 			n.moveAwayFromOfflineLogs(ctx)
+			n.reportOffline(ctx)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 // this store's own incarnation. It updates the cache from the result.
 func (s *Store) putBroker(ctx context.Context, b Broker, lastRev uint64) (uint64, error) {
 	key := brokerKey(b.NodeID)
-	data := encodeBroker(b, s.incarnation, s.reg.logs)
+	data := encodeBroker(b, s.incarnation, s.reg.logs, s.reg.offline)
 	var rev uint64
 	var err error
 	if lastRev > 0 {
@@ -138,6 +138,56 @@ func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error 
 	}
 	s.reg.rev, s.reg.renewedAt = rev, start
 	return nil
+}
+
+// ReportOfflineReplicas publishes, in this node's registration, the local
+// replicas it cannot serve (OfflineReplica); later calls replace the list.
+// The controller treats the node as dead for exactly those partitions. It
+// fails if no broker is registered.
+func (s *Store) ReportOfflineReplicas(ctx context.Context, offline []OfflineReplica) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	if !s.reg.active {
+		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
+	}
+	prev := s.reg.offline
+	s.reg.offline = slices.Clone(offline)
+	start := time.Now()
+	rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
+	if err != nil {
+		s.reg.offline = prev
+		return err
+	}
+	s.reg.rev, s.reg.renewedAt = rev, start
+	return nil
+}
+
+// OfflineReplicas returns broker id's offline replicas from the cache (see
+// ReportOfflineReplicas). The caller owns the slice.
+func (s *Store) OfflineReplicas(id int32) []OfflineReplica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.mu.c.brokers[id]
+	if e == nil || e.deleted {
+		return nil
+	}
+	return e.val.offlineReplicas()
+}
+
+// Incarnation returns the incarnation of broker id's live registration: a
+// random id per registering process, so a broker that registers again
+// after a restart has a new one.
+func (s *Store) Incarnation(id int32) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.mu.c.brokers[id]
+	if e == nil || e.deleted {
+		return "", false
+	}
+	return e.val.Incarnation, true
 }
 
 // RegistrationRenewed returns when this node's registration was last

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -75,8 +76,9 @@ func (c *cache) applyBroker(log *slog.Logger, ch change) []Event {
 		return nil
 	}
 	c.brokers[id] = &entry[brokerRecord]{val: rec, rev: ch.rev}
-	if cur == nil || cur.deleted || cur.val.broker() != rec.broker() ||
-		cur.val.LogsReported != rec.LogsReported || len(cur.val.Logs) != len(rec.Logs) {
+	if cur == nil || cur.deleted || cur.val.broker() != rec.broker() || cur.val.Incarnation != rec.Incarnation ||
+		cur.val.LogsReported != rec.LogsReported || len(cur.val.Logs) != len(rec.Logs) ||
+		!slices.Equal(cur.val.Offline, rec.Offline) {
 		return []Event{{Kind: BrokerUp, Broker: rec.broker()}}
 	}
 	return nil // a keepalive

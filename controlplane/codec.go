@@ -43,6 +43,14 @@ type brokerRecord struct {
 	UncleanStart bool               `json:"unclean_start,omitempty"`
 	LogsReported bool               `json:"logs_reported,omitempty"`
 	Logs         []replicaLogRecord `json:"replica_logs,omitempty"`
+	// Offline lists the replicas the node cannot serve (Kafka's offline
+	// log dirs): "<topic id>-<partition>".
+	Offline []offlineRecord `json:"offline_replicas,omitempty"`
+}
+
+type offlineRecord struct {
+	TopicID   string `json:"topic_id"`
+	Partition int32  `json:"partition"`
 }
 
 type replicaLogRecord struct {
@@ -93,9 +101,12 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, Revision: rev}, nil
 }
 
-func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog) []byte {
+func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog, offline []OfflineReplica) []byte {
 	r := brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation,
 		UncleanStart: b.UncleanStart, LogsReported: logs != nil}
+	for _, o := range offline {
+		r.Offline = append(r.Offline, offlineRecord{TopicID: o.TopicID.Hex(), Partition: o.Partition})
+	}
 	if logs != nil {
 		for _, l := range *logs {
 			r.Logs = append(r.Logs, replicaLogRecord{TopicID: l.TopicID.Hex(), Partition: l.Partition,
@@ -115,6 +126,18 @@ func (r brokerRecord) replicaLogs() []ReplicaLog {
 		}
 		out = append(out, ReplicaLog{TopicID: id, Partition: l.Partition, LeaderEpoch: l.LeaderEpoch,
 			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR})
+	}
+	return out
+}
+
+// offlineReplicas decodes the record's offline replicas, skipping any it
+// cannot read.
+func (r brokerRecord) offlineReplicas() []OfflineReplica {
+	var out []OfflineReplica
+	for _, o := range r.Offline {
+		if id, err := ParseTopicID(o.TopicID); err == nil {
+			out = append(out, OfflineReplica{TopicID: id, Partition: o.Partition})
+		}
 	}
 	return out
 }

@@ -23,6 +23,18 @@ func ElectOnBrokerChange(st PartitionState, live func(int32) bool, unclean bool)
 	return Elect(st, View{Live: live, Unclean: unclean})
 }
 
+// LiveFor is the liveness of brokers for partition st: registered (live)
+// and not reporting st's replica offline (offline, by broker:
+// Store.OfflineReplicas). A broker whose replica of st failed to open, or
+// whose log of st went offline, is dead for st alone, as Kafka's controller
+// treats the replicas of an offline log dir: it leaves the ISR and does not
+// lead.
+func LiveFor(st PartitionState, live func(int32) bool, offline map[int32][]OfflineReplica) func(int32) bool {
+	return func(b int32) bool {
+		return live(b) && !slices.Contains(offline[b], OfflineReplica{TopicID: st.TopicID, Partition: st.Partition})
+	}
+}
+
 // ElectPreferred moves leadership to the first assigned replica when it is
 // live and in the ISR (ElectLeaders with PREFERRED). A partition without a
 // leader is left to the controller, which alone knows whether a returning

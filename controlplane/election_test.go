@@ -103,3 +103,36 @@ func TestElectPreferredAndMoveAway(t *testing.T) {
 		t.Fatalf("a single replica keeps leading through a clean stop: %+v", d.State)
 	}
 }
+
+// TestLiveForOfflineReplica: a broker that reports a partition's replica
+// offline is dead for that partition alone: an offline leader is replaced
+// by an ISR member, an offline follower leaves the ISR, an offline last
+// ISR member leaves the partition without a leader, and another
+// partition of the same broker is untouched.
+func TestLiveForOfflineReplica(t *testing.T) {
+	id := TopicID{1}
+	other := TopicID{2}
+	offline := map[int32][]OfflineReplica{1: {{TopicID: id, Partition: 0}}}
+	at := func(st PartitionState, topic TopicID, p int32) PartitionState {
+		st.TopicID, st.Partition = topic, p
+		return st
+	}
+	cases := []struct {
+		name       string
+		st         PartitionState
+		wantLeader int32
+		wantISR    []int32
+	}{
+		{"offline leader: another ISR member leads", at(ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3}), id, 0), 2, []int32{2, 3}},
+		{"offline follower: out of the ISR", at(ps(2, 3, []int32{2, 1, 3}, []int32{2, 1, 3}), id, 0), 2, []int32{2, 3}},
+		{"offline last ISR member: no leader", at(ps(1, 3, []int32{1, 2, 3}, []int32{1}), id, 0), -1, []int32{1}},
+		{"another partition of the broker", at(ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3}), id, 1), 1, []int32{1, 2, 3}},
+		{"another topic of the broker", at(ps(1, 3, []int32{1, 2, 3}, []int32{1, 2, 3}), other, 0), 1, []int32{1, 2, 3}},
+	}
+	for _, c := range cases {
+		d := Elect(c.st, View{Live: LiveFor(c.st, liveSet(1, 2, 3), offline), MinISR: 1})
+		if d.State.Leader != c.wantLeader || !slices.Equal(d.State.ISR, c.wantISR) {
+			t.Errorf("%s: leader %d isr %v; want %d %v", c.name, d.State.Leader, d.State.ISR, c.wantLeader, c.wantISR)
+		}
+	}
+}

@@ -101,7 +101,8 @@ type Store struct {
 		started bool // the keepalive goroutine runs
 		broker  Broker
 		rev     uint64
-		logs    *[]ReplicaLog // ReportReplicaLogs' report; nil until made
+		logs    *[]ReplicaLog    // ReportReplicaLogs' report; nil until made
+		offline []OfflineReplica // ReportOfflineReplicas' list
 		// renewedAt is when the last successful write of the registration
 		// was sent (its start: the key lives BrokerTTL from at least then).
 		renewedAt time.Time

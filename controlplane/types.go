@@ -109,6 +109,16 @@ type ReplicaLog struct {
 	InISR bool
 }
 
+// OfflineReplica names a local replica that a node cannot serve: it failed
+// to open, or its log went offline after an I/O error (Kafka's offline log
+// dir). The node reports them in its registration
+// (Store.ReportOfflineReplicas); the controller counts the node as dead for
+// those partitions only: it leaves their ISR and never leads them.
+type OfflineReplica struct {
+	TopicID   TopicID
+	Partition int32
+}
+
 // Rejoined reports whether broker b, which made report l, is back in the
 // ISR of st under a leader after the report: st is a later record and b was
 // out of the ISR at the report's. Only the leader's catch-up rule (or an

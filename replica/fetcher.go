@@ -297,6 +297,11 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 	topics := map[string]int{}
 	active := map[replicaKey]*fetchPart{}
 	for k, p := range parts {
+		if p.rep.LogErr() != nil {
+			// The log went offline (an fsync failed): it takes no more
+			// batches, and the next Reconcile drops it from this fetcher.
+			continue
+		}
 		a := p.st.Step(now, event{kind: evRound})
 		for a.kind == actBootstrap || a.kind == actTruncate {
 			var err error

@@ -102,6 +102,12 @@ type Manager struct {
 		closed   bool
 		// steppedDown: the node lost the control plane; no replica leads.
 		steppedDown bool
+		// failed are the assigned replicas that failed to open, with the
+		// topic id they were assigned under: offline until the node
+		// restarts (Kafka's offline log dir), never opened again in this
+		// run, so a half-readable directory is not retried on every
+		// reconcile.
+		failed map[replicaKey]failedOpen
 	}
 }
 
@@ -118,6 +124,7 @@ func New(cfg Config, md Metadata) *Manager {
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, logger)
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
+	m.mu.failed = map[replicaKey]failedOpen{}
 	return m
 }
 
@@ -237,9 +244,17 @@ func (r *Manager) Reconcile() error {
 			r.swept = true
 		}
 	}
+	r.mu.Lock()
+	for k, f := range r.mu.failed {
+		if _, assigned := want[k]; !assigned || topics[k.topic].ID != f.topicID {
+			delete(r.mu.failed, k) // unassigned, or the topic was re-created
+		}
+	}
+	r.mu.Unlock()
 	for k, st := range want {
 		r.mu.RLock()
 		existing, open := r.mu.replicas[k]
+		_, failed := r.mu.failed[k]
 		r.mu.RUnlock()
 		t := topics[k.topic]
 		if open {
@@ -247,14 +262,26 @@ func (r *Manager) Reconcile() error {
 			r.applyRole(existing, st, false)
 			continue
 		}
+		if failed {
+			continue
+		}
 		if err := r.open(t, st); err != nil {
-			errs = append(errs, err)
+			// The replica is offline, not the node: it serves its other
+			// replicas, reports this one (Offline) and leads or follows
+			// it no more in this run.
+			r.logger.Error("replica failed to open; offline until restart", "topic", t.Name, "partition", st.Partition, "err", err)
+			r.mu.Lock()
+			r.mu.failed[k] = failedOpen{topicID: t.ID, err: err}
+			r.mu.Unlock()
 		}
 	}
 	follow := map[replicaKey]followed{}
 	r.mu.RLock()
 	down := r.mu.steppedDown
 	for k, rep := range r.mu.replicas {
+		if rep.LogErr() != nil {
+			continue // an offline log follows no leader
+		}
 		if st, ok := want[k]; ok && !down && st.Leader >= 0 && st.Leader != r.nodeID {
 			follow[k] = followed{rep: rep, leader: st.Leader, epoch: st.LeaderEpoch}
 		}
@@ -328,6 +355,46 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 		}
 		r.logger.Info("became "+role, "topic", st.Topic, "partition", st.Partition, "leader_epoch", st.LeaderEpoch, "leader", st.Leader)
 	}
+}
+
+// failedOpen is an assigned replica that failed to open.
+type failedOpen struct {
+	topicID controlplane.TopicID
+	err     error
+}
+
+// OfflineReplica is a local replica this node cannot serve: it failed to
+// open, or its log went offline after an I/O error (partition.Replica.LogErr).
+type OfflineReplica struct {
+	Topic     string
+	Partition int32
+	TopicID   controlplane.TopicID
+	Err       error
+}
+
+// Offline lists the replicas assigned here that this node cannot serve,
+// sorted by topic and partition. The node reports them to the control
+// plane, which counts the node as dead for them (controlplane.LiveFor), and
+// Reconcile runs no fetcher for them.
+func (r *Manager) Offline() []OfflineReplica {
+	r.mu.RLock()
+	var out []OfflineReplica
+	for k, f := range r.mu.failed {
+		out = append(out, OfflineReplica{Topic: k.topic, Partition: k.partition, TopicID: f.topicID, Err: f.err})
+	}
+	for k, rep := range r.mu.replicas {
+		if err := rep.LogErr(); err != nil {
+			out = append(out, OfflineReplica{Topic: k.topic, Partition: k.partition, TopicID: r.mu.topicIDs[k.topic], Err: err})
+		}
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b OfflineReplica) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
 }
 
 // StepDown makes every local replica a follower (the node lost the control
