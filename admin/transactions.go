@@ -8,7 +8,9 @@ import (
 // registerTxnAPIs builds the transaction coordinator (package txn owns
 // its APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 // DescribeTransactions, ListTransactions; InitProducerId is ingest's and
-// calls it) and has FindCoordinator answer transactional ids with it.
+// calls it), has FindCoordinator answer transactional ids with it, and
+// serves the partition leader's side: WriteTxnMarkers and
+// DescribeProducers.
 // Its marker sender dials this node's own listener and finds the
 // partition leaders from the cluster's metadata.
 func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
@@ -16,6 +18,8 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 	h.txns = txn.New(txn.Config{Logger: h.logger}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
 	h.txns.Register(reg)
 	h.groups.SetTransactions(h.txns)
+	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, nil)
+	txn.RegisterDescribeProducers(reg, h.replicas)
 }
 
 // Transactions is the node's transaction coordinator (ingest's

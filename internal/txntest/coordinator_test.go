@@ -167,14 +167,130 @@ func TestCoordinatorStates(t *testing.T) {
 	if code := endTxn(t, ctx, cl, id, pid, 1, false); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("EndTxn abort after a commit: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
 	}
-	st = describeTxn(t, ctx, cl, id)
-	if st.State != "PrepareCommit" && st.State != "CompleteCommit" {
-		t.Fatalf("after EndTxn commit: %+v", st)
+	if err := proctest.WaitFor(20*time.Second, func() bool {
+		st = describeTxn(t, ctx, cl, id)
+		return st.State == "CompleteCommit"
+	}); err != nil {
+		t.Fatalf("the commit never completed (markers): %+v", st)
 	}
-	if code := endTxn(t, ctx, cl, id, pid, 1, true); code != 0 && code != kerr.ConcurrentTransactions.Code {
+	if len(st.Topics) != 0 {
+		t.Fatalf("CompleteCommit keeps partitions: %+v", st)
+	}
+	if code := endTxn(t, ctx, cl, id, pid, 1, true); code != 0 {
 		t.Fatalf("EndTxn commit repeated: %v", kerr.ErrorForCode(code))
+	}
+	// The markers are in both partitions: each has one control batch
+	// (offset 0) and the producer's transaction is closed.
+	for _, p := range []int32{0, 1} {
+		ap := describeProducer(t, ctx, cl, "out", p, pid)
+		if ap == nil || ap.CurrentTxnStartOffset != -1 || ap.CoordinatorEpoch < 0 || ap.ProducerEpoch != 1 {
+			t.Fatalf("out-%d after the commit: producer %+v", p, ap)
+		}
+		if end := endOffset(t, ctx, cl, "out", p); end != 1 {
+			t.Fatalf("out-%d: log end %d, want 1 (the marker)", p, end)
+		}
+	}
+
+	// A new transaction, then a new producer of the same id: the open
+	// transaction is aborted with a bumped epoch before the new producer
+	// gets its epoch, and the old one is fenced.
+	if code := addPartitions(t, ctx, cl, id, pid, 1, "out", 0); code != 0 {
+		t.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	third := initPID(t, ctx, cl, id, -1, -1)
+	if third.ErrorCode != 0 || third.ProducerID != pid || third.ProducerEpoch != 3 {
+		t.Fatalf("InitProducerId over an open transaction: %+v, want epoch 3 (2 aborted it)", third)
+	}
+	if st = describeTxn(t, ctx, cl, id); st.State != "Empty" || st.ProducerEpoch != 3 {
+		t.Fatalf("after the fencing InitProducerId: %+v", st)
+	}
+	if code := endTxn(t, ctx, cl, id, pid, 1, true); code != kerr.ProducerFenced.Code {
+		t.Fatalf("EndTxn by the fenced producer: %v", kerr.ErrorForCode(code))
+	}
+	if end := endOffset(t, ctx, cl, "out", 0); end != 2 {
+		t.Fatalf("out-0: log end %d, want 2 (commit and abort markers)", end)
+	}
+
+	// The state survives a restart: the node reads __transaction_state
+	// back.
+	closeCtx, closeCancel := context.WithTimeout(ctx, 10*time.Second)
+	n.Close(closeCtx)
+	closeCancel()
+	cl.Close()
+	n = testnode.Start(t, dir)
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		st = describeTxn(t, ctx, cl2, id)
+		return !retriable(st.ErrorCode)
+	}); err != nil {
+		t.Fatalf("DescribeTransactions after the restart: %+v", st)
+	}
+	if st.ErrorCode != 0 || st.State != "Empty" || st.ProducerID != pid || st.ProducerEpoch != 3 {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	if fourth := initPID(t, ctx, cl2, id, pid, 3); fourth.ErrorCode != 0 || fourth.ProducerID != pid || fourth.ProducerEpoch != 4 {
+		t.Fatalf("KIP-360 InitProducerId after the restart: %+v", fourth)
 	}
 	if st := describeTxn(t, ctx, cl, "no-such-id"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("DescribeTransactions of an unknown id: %+v", st)
+	}
+}
+
+// describeProducer is producer pid's entry in DescribeProducers of
+// topic-p, nil when absent.
+func describeProducer(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32, pid int64) *kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{p}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("DescribeProducers answer %+v", resp)
+	}
+	for _, ap := range resp.Topics[0].Partitions[0].ActiveProducers {
+		if ap.ProducerID == pid {
+			return &ap
+		}
+	}
+	return nil
+}
+
+// endOffset is topic-p's log end (ListOffsets LATEST, read_uncommitted).
+func endOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = p, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ListOffsets answer %+v", resp)
+	}
+	return resp.Topics[0].Partitions[0].Offset
+}
+
+// waitState waits until DescribeTransactions shows id in state.
+func waitState(t *testing.T, ctx context.Context, cl *kgo.Client, id, state string) {
+	t.Helper()
+	var st kmsg.DescribeTransactionsResponseTransactionState
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		st = describeTxn(t, ctx, cl, id)
+		return st.State == state
+	}); err != nil {
+		t.Fatalf("%s never reached %s: %+v", id, state, st)
 	}
 }
