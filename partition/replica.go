@@ -112,6 +112,10 @@ type Replica struct {
 	// txnDone are the transactions completed by the batches applied since
 	// the last publishTxnStateLocked. REQUIRES: appendMu held.
 	txnDone []txnRange
+	// abortedPending are the aborted transactions noted for the
+	// transaction index and not yet written (writeAbortedLocked).
+	// REQUIRES: appendMu held.
+	abortedPending []segment.AbortedTxn
 
 	// remote is the tiering manager's view of the remote segments.
 	remote struct {
@@ -216,7 +220,19 @@ func Open(opts Options) (*Replica, error) {
 	}
 	r.log = l
 	ps, from := LoadLatestSnapshot(opts.Dir, l.LogEndOffset())
-	if err := r.replayProducers(ps, max(from, l.LogStartOffset())); err != nil {
+	// The transaction index is rebuilt by the replay for the markers at
+	// and after its start (written after a snapshot, they may have been
+	// lost or, past a crash's cut, be stale).
+	from = max(from, l.LogStartOffset())
+	if err := l.DropAbortedTxnsFrom(from); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := r.replayProducers(ps, from); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := r.writeAbortedLocked(); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -273,7 +289,7 @@ func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 		next := off
 		err = batch.Split(b, func(h *batch.Header, raw []byte) error {
 			if txn, ok := ps.Apply(h, raw); ok {
-				r.completedLocked(txn)
+				r.completedLocked(ps, txn)
 			}
 			next = h.NextOffset()
 			return nil

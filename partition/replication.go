@@ -489,6 +489,9 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 		// failed (a flush after the write).
 		r.applyPendingBelow(r.log.LogEndOffset())
 		r.pending = nil
+		if ierr := r.writeAbortedLocked(); err == nil {
+			err = ierr
+		}
 		if err != nil {
 			return err
 		}
@@ -603,12 +606,12 @@ func (r *Replica) truncateLocked(offset int64) error {
 // or below the log end and the batches after it. REQUIRES: appendMu held.
 func (r *Replica) reloadProducersLocked() error {
 	ps, from := LoadLatestSnapshot(r.dir, r.log.LogEndOffset())
-	done := r.txnDone
-	r.txnDone = nil
+	done, aborted := r.txnDone, r.abortedPending
+	r.txnDone, r.abortedPending = nil, nil
 	err := r.replayProducers(ps, max(from, r.log.LogStartOffset()))
 	// The completed transactions replayed are those below the cut, already
-	// known; only those noted before are kept to publish.
-	r.txnDone = done
+	// known and in the transaction index; only those noted before are kept.
+	r.txnDone, r.abortedPending = done, aborted
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -98,6 +99,9 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 		h.BaseOffset = info.Batches[i].BaseOffset
 		r.applyTxnMarkerLocked(&h, marker)
 	}
+	if ierr := r.writeAbortedLocked(); err == nil {
+		err = ierr
+	}
 	if len(info.Batches) > 0 {
 		r.mu.Lock()
 		r.publishTxnStateLocked()
@@ -117,20 +121,51 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 // all do. REQUIRES: appendMu held.
 func (r *Replica) applyBatchLocked(h *batch.Header, raw []byte) {
 	if txn, ok := r.producers.Apply(h, raw); ok {
-		r.completedLocked(txn)
+		r.completedLocked(r.producers, txn)
 	}
 }
 
 // applyTxnMarkerLocked is applyBatchLocked for a marker this leader wrote.
 // REQUIRES: appendMu held.
 func (r *Replica) applyTxnMarkerLocked(h *batch.Header, m batch.EndTxnMarker) {
-	r.completedLocked(r.producers.EndTxn(h, m))
+	r.completedLocked(r.producers, r.producers.EndTxn(h, m))
 }
 
-// completedLocked notes a transaction a marker ended, for the last stable
-// offset (publishTxnStateLocked). REQUIRES: appendMu held.
-func (r *Replica) completedLocked(txn CompletedTxn) {
+// completedLocked notes a transaction a marker ended, ps the producer state
+// after it: for the last stable offset (publishTxnStateLocked) and, when
+// aborted, for the segment's transaction index (writeAbortedLocked), with
+// the last stable offset after the abort (the earliest transaction still
+// open in ps, or the offset after the marker). REQUIRES: appendMu held.
+func (r *Replica) completedLocked(ps *ProducerState, txn CompletedTxn) {
 	r.txnDone = append(r.txnDone, txnRange{First: txn.FirstOffset, Last: txn.LastOffset})
+	if txn.Aborted {
+		lso := ps.FirstOpenOffset()
+		if lso < 0 {
+			lso = txn.LastOffset + 1
+		}
+		r.abortedPending = append(r.abortedPending, segment.AbortedTxn{
+			ProducerID: txn.ProducerID, FirstOffset: txn.FirstOffset, LastOffset: txn.LastOffset, LastStableOffset: lso,
+		})
+	}
+}
+
+// writeAbortedLocked records the aborted transactions noted since the last
+// call in the transaction index. A failure is logged and returned: the
+// marker is in the log, but a read_committed consumer would not learn of
+// the abort. REQUIRES: appendMu held, r.mu not held.
+func (r *Replica) writeAbortedLocked() error {
+	var first error
+	for _, a := range r.abortedPending {
+		if err := r.log.AppendAbortedTxn(a); err != nil {
+			r.logger.Error("aborted transaction not recorded in the transaction index", "producer_id", a.ProducerID,
+				"first_offset", a.FirstOffset, "last_offset", a.LastOffset, "err", err)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	r.abortedPending = r.abortedPending[:0]
+	return first
 }
 
 // publishTxnStateLocked makes the producer state's open transactions and

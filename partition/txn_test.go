@@ -3,9 +3,13 @@ package partition
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -224,5 +228,50 @@ func TestFollowerTxnStateAndTruncation(t *testing.T) {
 	}
 	if lso := follower.LastStableOffset(); lso != 0 {
 		t.Fatalf("follower lso %d after cutting the marker, want 0", lso)
+	}
+}
+
+// TestAbortedTxnIndex: an ABORT marker records the transaction in the
+// segment's .txnindex with Kafka's last stable offset, on the leader and
+// on a follower; a reopen rebuilds an index lost after the last snapshot;
+// a truncation of the marker drops its entry.
+func TestAbortedTxnIndex(t *testing.T) {
+	leader, follower := pair(t, "1")
+	now := time.Now()
+	appendTxn(t, leader, 7, 0, 0, 2)                                             // 0-1
+	appendTxn(t, leader, 8, 0, 0, 1)                                             // 2
+	marker(t, leader, TxnMarker{ProducerID: 7, ProducerEpoch: 0, Commit: false}) // 3: 8 still open at 2
+	marker(t, leader, TxnMarker{ProducerID: 8, ProducerEpoch: 0, Commit: true})  // 4
+	appendTxn(t, leader, 8, 0, 1, 1)                                             // 5
+	marker(t, leader, TxnMarker{ProducerID: 8, ProducerEpoch: 0, Commit: false}) // 6: none open
+	want := []segment.AbortedTxn{
+		{ProducerID: 7, FirstOffset: 0, LastOffset: 3, LastStableOffset: 2},
+		{ProducerID: 8, FirstOffset: 5, LastOffset: 6, LastStableOffset: 7},
+	}
+	if got := leader.Log().AbortedTxns(0, 7); !reflect.DeepEqual(got, want) {
+		t.Fatalf("leader's aborted transactions %+v, want %+v", got, want)
+	}
+	replicate(t, leader, follower, now)
+	if got := follower.Log().AbortedTxns(0, 7); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower's aborted transactions %+v, want %+v", got, want)
+	}
+	if err := follower.TruncateTo(5); err != nil {
+		t.Fatal(err)
+	}
+	if got := follower.Log().AbortedTxns(0, 7); !reflect.DeepEqual(got, want[:1]) {
+		t.Fatalf("follower's aborted transactions after the cut %+v", got)
+	}
+
+	// A crash that lost the index file: the replay from the snapshot (none
+	// here: from the log start) writes it again.
+	dir := leader.Log().Dir()
+	copyDir := crashCopy(t, dir)
+	if err := os.Remove(filepath.Join(copyDir, "00000000000000000000.txnindex")); err != nil {
+		t.Fatal(err)
+	}
+	r := openTest(t, copyDir, nil, nil)
+	defer r.Close()
+	if got := r.Log().AbortedTxns(0, 7); !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted transactions after the crash %+v, want %+v", got, want)
 	}
 }

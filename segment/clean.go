@@ -77,7 +77,9 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	if err := syncDir(l.dir); err != nil {
 		return err
 	}
-	if err := old.renameDeleted(); err != nil {
+	// The .txnindex stays: the cleaned segment keeps the same markers'
+	// offsets, and its aborted transactions with them.
+	if err := old.renameDeletedExcept(txnIndexSuffix); err != nil {
 		return err
 	}
 	if err := os.Rename(swap, old.path(logSuffix)); err != nil {

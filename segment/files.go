@@ -19,11 +19,16 @@ const (
 	swapSuffix      = ".swap"
 	tmpSuffix       = ".tmp"
 
+	// txnIndexSuffix (txn_index.go) is the fourth file of a segment.
+
 	epochCheckpointFile = "leader-epoch-checkpoint"
 	logStartOffsetFile  = "log-start-offset"
 	recoveryPointFile   = "recovery-point"
 	cleanShutdownFile   = ".clean-shutdown"
 )
+
+// segmentSuffixes are the files of one segment.
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
 
 // fileName is Kafka's segment file name: the base offset, 20 digits, zero padded.
 func fileName(base int64, suffix string) string {

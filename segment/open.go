@@ -124,7 +124,7 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		have[b] = true
 	}
 	for name := range present {
-		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if b, ok := parseSegmentName(name, suf); ok && !have[b] {
 				l.logger.Info("removing index without a log", "file", name)
 				if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
@@ -170,6 +170,9 @@ func (l *Log) load(clean bool) error {
 		s, err := openSegment(l.dir, base)
 		if err != nil {
 			return err
+		}
+		if s.txnErr != nil {
+			l.logger.Warn("transaction index unreadable; dropped", "file", fileName(base, txnIndexSuffix), "err", s.txnErr)
 		}
 		l.mu.segments = append(l.mu.segments, s)
 		trusted := i < recoverFrom && present[fileName(base, indexSuffix)] && present[fileName(base, timeIndexSuffix)]
@@ -276,7 +279,7 @@ func (l *Log) rebuildEpochs() error {
 
 func (l *Log) removeSegmentFiles(bases []int64) {
 	for _, b := range bases {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			if err := os.Remove(filepath.Join(l.dir, fileName(b, suf))); err != nil && !os.IsNotExist(err) {
 				l.logger.Warn("removing segment file", "file", fileName(b, suf), "err", err)
 			}

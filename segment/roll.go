@@ -129,6 +129,9 @@ func (l *Log) Truncate(offset int64) error {
 	if err != nil {
 		return err
 	}
+	if err := l.truncateTxns(s, newEnd); err != nil {
+		return err
+	}
 	for _, g := range gone {
 		if e := g.close(false); err == nil {
 			err = e

@@ -36,6 +36,11 @@ type segment struct {
 	// renamed: the files carry the .deleted suffix; removeFiles must then
 	// leave the plain names alone (a cleaned segment reuses them).
 	renamed bool
+	// txns are the .txnindex entries (txn_index.go), in marker order.
+	txns []AbortedTxn
+	// txnErr is why the .txnindex found at open was unreadable (then
+	// dropped), for the loader to report.
+	txnErr error
 	// tail holds the places of the newest batches while the segment is
 	// active and takes appends (nil before the first append after Open, and
 	// after a roll). Guarded by l.mu.
@@ -74,6 +79,10 @@ func openSegment(dir string, base int64) (*segment, error) {
 	}
 	s.idx = offsetIndex{mmapIndex: idx, base: base}
 	s.tidx = timeIndex{mmapIndex: tidx, base: base}
+	if err := s.loadTxnIndex(); err != nil {
+		s.txnErr = err
+		os.Remove(s.path(txnIndexSuffix))
+	}
 	return s, nil
 }
 
@@ -184,7 +193,10 @@ func (s *segment) sync() error {
 	if err := fsync(s.idx.f); err != nil {
 		return err
 	}
-	return fsync(s.tidx.f)
+	if err := fsync(s.tidx.f); err != nil {
+		return err
+	}
+	return s.syncTxnIndex()
 }
 
 // close releases the files, trimming the indexes when trim is set.
@@ -199,10 +211,17 @@ func (s *segment) close(trim bool) error {
 	return err
 }
 
-// renameDeleted renames the three files with a .deleted suffix; open
+// renameDeleted renames the segment's files with a .deleted suffix; open
 // handles keep working.
-func (s *segment) renameDeleted() error {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+func (s *segment) renameDeleted() error { return s.renameDeletedExcept("") }
+
+// renameDeletedExcept is renameDeleted leaving the file with suffix keep
+// in place (a cleaned segment keeps its .txnindex).
+func (s *segment) renameDeletedExcept(keep string) error {
+	for _, suf := range segmentSuffixes {
+		if suf == keep {
+			continue
+		}
 		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -214,7 +233,7 @@ func (s *segment) renameDeleted() error {
 // removeFiles removes the segment's files, renamed or not.
 func (s *segment) removeFiles() error {
 	var first error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		paths := []string{s.path(suf), s.path(suf) + deletedSuffix}
 		if s.renamed {
 			paths = paths[1:]

@@ -9,7 +9,7 @@ import (
 func newSegmentCmd() *cobra.Command {
 	dump := &cobra.Command{
 		Use:   "dump [--records] FILE...",
-		Short: "print .log, .index and .timeindex files (as kafka-dump-log does)",
+		Short: "print .log, .index, .timeindex and .txnindex files (as kafka-dump-log does)",
 		Args:  minArgs(1, "name a file"),
 	}
 	records := dump.Flags().Bool("records", false, "print every record: offset, timestamp, key, value, headers")

@@ -1,9 +1,10 @@
 // Package dumplog prints the contents of segment files for operators, as
 // Kafka's kafka-dump-log (DumpLogSegments) does: it is the engine of
 // `shale segment dump`. It reads `.log` files (concatenated RecordBatch v2,
-// as Kafka and Shale write them), `.index` files (offset -> position) and
-// `.timeindex` files (timestamp -> offset), and checks each index against
-// the `.log` beside it.
+// as Kafka and Shale write them), `.index` files (offset -> position),
+// `.timeindex` files (timestamp -> offset) and `.txnindex` files (aborted
+// transactions), and checks the offset and time indexes against the `.log`
+// beside them.
 //
 // Dump reports damage instead of stopping at it: a torn or corrupt tail of
 // a `.log`, a batch with a bad CRC, an index entry that points nowhere. It
@@ -41,7 +42,7 @@ const DefaultMaxDecompressed = 64 << 20
 var ErrFileName = errors.New("dumplog: file name is not a 20-digit base offset")
 
 // Dump writes a description of each file to w, in order. Files are told
-// apart by extension: .log, .index and .timeindex; others are reported as
+// apart by extension: .log, .index, .timeindex and .txnindex; others are reported as
 // ignored, as Kafka does. Each file's problems are part of the output; the
 // returned error joins the files that could not be read (wrapping the
 // underlying error) and the first write error on w.
@@ -61,6 +62,8 @@ func Dump(w io.Writer, files []string, opts Options) error {
 			err = dumpIndex(out, path)
 		case ".timeindex":
 			err = dumpTimeIndex(out, path)
+		case ".txnindex":
+			err = dumpTxnIndex(out, path)
 		default:
 			out.ignored(path)
 		}
