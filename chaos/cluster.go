@@ -166,6 +166,12 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) err
 			"--s3-request-timeout", "5s",
 			"--tiering-interval", "500ms", "--remote-orphan-grace", c.cfg.OrphanGrace.String(),
 			"--retention-check-interval", "1s",
+			// Cluster-wide, as an operator who promises no loss with one
+			// node's disk gone sets it: the internal topics
+			// (__consumer_offsets) inherit it, so their followers join the
+			// ELR when the ISR shrinks to the leader (wipe-last-isr, seed 41:
+			// OFFSET-REGRESSION with the default of 1).
+			"--topic-default", "min.insync.replicas=2",
 		}
 		if err := n.Start(); err != nil {
 			return err
