@@ -5,8 +5,12 @@ package fetch
 
 // Fetch (key 1), versions 4-12.
 //
-//   - v4: IsolationLevel; LastStableOffset and AbortedTransactions (always
-//     the high watermark and none: Shale has no transactions).
+//   - v4: IsolationLevel; LastStableOffset and AbortedTransactions. A
+//     read_committed (1) consumer reads below the last stable offset and
+//     gets the aborted transactions that overlap what it read, from the
+//     segments' .txnindex (KIP-98); read_uncommitted (0) reads below the
+//     high watermark and gets an empty list. LastStableOffset is the
+//     partition's either way.
 //   - v5: LogStartOffset in the response.
 //   - v7: fetch sessions (KIP-227): Shale declines them and answers session
 //     id 0, so clients send full fetches.
@@ -81,10 +85,14 @@ type partResult struct {
 	partition int32
 	errCode   int16
 	hw        int64
+	lso       int64 // the last stable offset; -1 with an error
 	logStart  int64
-	reads     []segment.ReadResult
-	cold      [][]byte // pieces of batches read from remote segments, sent in order before reads
-	size      int
+	// aborted are the aborted transactions overlapping the records read,
+	// for a read_committed fetch.
+	aborted []segment.AbortedTxn
+	reads   []segment.ReadResult
+	cold    [][]byte // pieces of batches read from remote segments, sent in order before reads
+	size    int
 	// diverging, when set, is the DivergingEpoch answered to a follower
 	// whose log has left this one (v12+, KIP-320).
 	diverging *divergingEpoch
@@ -271,7 +279,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 	for _, t := range r.Topics {
 		tr := topicResult{topic: t.Topic}
 		for _, p := range t.Partitions {
-			pr := partResult{partition: p.Partition, hw: -1, logStart: -1}
+			pr := partResult{partition: p.Partition, hw: -1, lso: -1, logStart: -1}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err != nil {
 				pr.errCode = kafkaerr.Code(err)
@@ -288,6 +296,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 			}
 			localStart := rep.Log().LogStartOffset()
 			pr.hw, pr.logStart = rep.HighWatermark(), localStart
+			pr.lso = min(rep.LastStableOffset(), pr.hw)
 			if r.ReplicaID >= 0 {
 				// A follower's fetch: its offset is its log end, which moves
 				// the high watermark; it reads past the high watermark, up to
@@ -342,8 +351,17 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
+			// The last stable offset moves only with the high watermark
+			// (a marker counts once replicated): one wake-up serves both.
 			waitOn = append(waitOn, rep.HWChanged())
-			total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, pr.hw, &failed)
+			bound := pr.hw
+			if r.IsolationLevel == 1 {
+				bound = pr.lso
+			}
+			total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, bound, &failed)
+			if r.IsolationLevel == 1 && len(pr.reads) > 0 {
+				pr.aborted = rep.Log().AbortedTxns(p.FetchOffset, pr.reads[len(pr.reads)-1].NextOffset)
+			}
 			tr.parts = append(tr.parts, pr)
 		}
 		res = append(res, tr)
@@ -442,11 +460,16 @@ func encodeFetch(v int16, res []topicResult) *body {
 			e.i32(p.partition)
 			e.i16(p.errCode)
 			e.i64(p.hw)
-			e.i64(p.hw) // LastStableOffset: no transactions
+			e.i64(p.lso)
 			if v >= 5 {
 				e.i64(p.logStart)
 			}
-			e.arrayLen(0) // AbortedTransactions
+			e.arrayLen(len(p.aborted)) // AbortedTransactions
+			for _, a := range p.aborted {
+				e.i64(a.ProducerID)
+				e.i64(a.FirstOffset)
+				e.tags()
+			}
 			if v >= 11 {
 				e.i32(-1) // PreferredReadReplica
 			}

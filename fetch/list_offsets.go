@@ -3,7 +3,10 @@ package fetch
 // ListOffsets (key 2), versions 1-9.
 //
 //   - v1: one offset per partition (the v0 multi-offset form is not served).
-//   - v2: IsolationLevel (the same answer: no transactions).
+//   - v2: IsolationLevel: for read_committed (1), LATEST is the last stable
+//     offset and a timestamp or MAX_TIMESTAMP answer must lie below it, as
+//     Kafka bounds them (lastFetchableOffset); for read_uncommitted, the
+//     high watermark.
 //   - v4: CurrentLeaderEpoch in the request, LeaderEpoch in the response.
 //   - v6: flexible versions.
 //   - v7: MAX_TIMESTAMP (-3): the offset of the record with the largest timestamp.
@@ -65,7 +68,7 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 				rp.ErrorCode = kafkaerr.Code(err)
 			} else {
 				var err error
-				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp)
+				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp, r.IsolationLevel == 1)
 				if err != nil {
 					h.log.Error("offset lookup failed", "topic", t.Topic, "partition", p.Partition, "timestamp", p.Timestamp, "err", err)
 					rp.ErrorCode = kafkaerr.Code(err)
@@ -81,9 +84,11 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 	return kafka.Reply{Response: resp}, nil
 }
 
-// lookupOffset answers one ListOffsets query: (offset, timestamp).
-func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Replica, ts int64) (int64, int64, error) {
-	l, hw := rep.Log(), rep.HighWatermark()
+// lookupOffset answers one ListOffsets query: (offset, timestamp). hw is
+// the last offset a consumer may fetch up to: the high watermark, or the
+// last stable offset when committed (read_committed).
+func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Replica, ts int64, committed bool) (int64, int64, error) {
+	l, hw := rep.Log(), fetchBound(rep, committed)
 	topic, p := rep.Topic(), rep.Partition()
 	switch ts {
 	case -1: // LATEST
@@ -104,7 +109,7 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 		}
 		return h.remote.LastTieredOffset(topic, p), -1, nil
 	case -3: // MAX_TIMESTAMP
-		return h.maxTimestamp(ctx, rep)
+		return h.maxTimestamp(ctx, rep, hw)
 	}
 	if h.remote != nil && h.remote.LogStartOffset(topic, p) >= 0 {
 		rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
@@ -126,11 +131,12 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 
 // maxTimestamp answers MAX_TIMESTAMP (KIP-734) over the whole log, remote
 // segments included: the first record holding the largest timestamp below
-// the high watermark. When the remote segments' largest timestamp is at
-// least the local one, the record is the first at that timestamp, found
-// through the remote .timeindex like a timestamp query.
-func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Replica) (int64, int64, error) {
-	l, hw := rep.Log(), rep.HighWatermark()
+// the bound hw (the high watermark or the last stable offset). When the
+// remote segments' largest timestamp is at least the local one, the record
+// is the first at that timestamp, found through the remote .timeindex like
+// a timestamp query.
+func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Replica, hw int64) (int64, int64, error) {
+	l := rep.Log()
 	off, mts, ok, err := l.MaxTimestampOffset()
 	if err != nil {
 		return -1, -1, err
@@ -152,6 +158,16 @@ func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Re
 		return -1, -1, nil
 	}
 	return off, mts, nil
+}
+
+// fetchBound is the offset a consumer reads below: the high watermark, or
+// for read_committed the last stable offset.
+func fetchBound(rep *partition.Replica, committed bool) int64 {
+	hw := rep.HighWatermark()
+	if committed {
+		return min(rep.LastStableOffset(), hw)
+	}
+	return hw
 }
 
 // epochAt is the leader epoch of the batch holding offset, from the epoch cache.
