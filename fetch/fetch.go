@@ -117,6 +117,47 @@ type coldRead struct {
 	release    func() // of batches, once the response is written; nil when there is nothing to release
 	err        error
 	nextOffset int64
+	// committed: a read_committed fetch, which gets the aborted
+	// transactions of the range read (from the remote .txnindex, then the
+	// local one); rep is the partition's replica.
+	committed bool
+	rep       *partition.Replica
+	aborted   []segment.AbortedTxn
+}
+
+// abortedTxnReader is a RemoteReader that knows the aborted transactions
+// of the remote segments (tiering/coldread.Reader.AbortedTxns): complete is
+// false when the markers of some may lie in local segments.
+type abortedTxnReader interface {
+	AbortedTxns(ctx context.Context, topic string, partition int32, from, upTo int64) (txns []segment.AbortedTxn, complete bool, err error)
+}
+
+// coldAborted finds the aborted transactions overlapping [c.offset,
+// c.nextOffset) for a read_committed cold read: in the remote .txnindex
+// objects, then, unless those settle it, in the local segments (a marker
+// written after the last uploaded segment), each marker once.
+func (h *fetchHandler) coldAborted(ctx context.Context, c *coldRead) ([]segment.AbortedTxn, error) {
+	var out []segment.AbortedTxn
+	complete := false
+	if ar, ok := h.opts.remote.(abortedTxnReader); ok {
+		var err error
+		if out, complete, err = ar.AbortedTxns(ctx, c.topic, c.partition, c.offset, c.nextOffset); err != nil {
+			return nil, err
+		}
+	}
+	if complete {
+		return out, nil
+	}
+	seen := make(map[int64]bool, len(out))
+	for _, a := range out {
+		seen[a.LastOffset] = true
+	}
+	for _, a := range c.rep.Log().AbortedTxns(c.offset, c.nextOffset) {
+		if !seen[a.LastOffset] {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // sharedRemoteReader is a RemoteReader that can also hand out its batches
@@ -232,6 +273,13 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if c.committed {
+				defer func() {
+					if c.err == nil && c.nextOffset > c.offset {
+						c.aborted, c.err = h.coldAborted(ctx, c)
+					}
+				}()
+			}
 			if sr, ok := h.opts.remote.(sharedRemoteReader); ok {
 				c.batches, c.release, c.nextOffset, c.err = sr.ReadShared(ctx, c.topic, c.partition, c.offset, c.budget, c.minOne)
 				return
@@ -262,7 +310,7 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 			h.log.Warn("no remote or local data at offset", "topic", c.topic, "partition", c.partition, "offset", c.offset)
 			continue
 		}
-		pr.cold = c.batches
+		pr.cold, pr.aborted = c.batches, c.aborted
 		for _, b := range c.batches {
 			pr.size += len(b)
 		}
@@ -344,7 +392,8 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicR
 				budget := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
 				if budget > 0 || minOne {
 					cold = append(cold, &coldRead{topic: t.Topic, partition: p.Partition, offset: p.FetchOffset,
-						budget: budget, minOne: minOne, ti: len(res), pi: len(tr.parts)})
+						budget: budget, minOne: minOne, ti: len(res), pi: len(tr.parts),
+						committed: r.IsolationLevel == 1, rep: rep})
 					total += budget
 					minOne = false
 				}

@@ -18,7 +18,10 @@ const (
 	KindTimeIndex Kind = "timeindex"
 	KindEpochs    Kind = "epochs"
 	KindSnapshot  Kind = "snapshot"
-	KindManifest  Kind = "manifest.json"
+	// KindTxnIndex is the segment's .txnindex (Kafka's format), uploaded
+	// only when the segment holds an aborted transaction's marker.
+	KindTxnIndex Kind = "txnindex"
+	KindManifest Kind = "manifest.json"
 )
 
 // PartitionPrefix returns the key prefix, ending in "/", under which all of

@@ -18,7 +18,11 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	logger := m.log.With("topic", t.rep.Topic(), "partition", t.rep.Partition())
 	prefix := PartitionPrefix(m.cfg.Prefix, t.rep.Topic(), t.id, t.rep.Partition())
 	p := t.rep.Partition()
-	hw := t.rep.HighWatermark()
+	// Segments are uploaded only below the last stable offset (at most the
+	// high watermark): a remote segment holds no record of a transaction
+	// still undecided, so its .txnindex is final (Kafka's RemoteLogManager
+	// copies below the LSO too).
+	hw := t.rep.LastStableOffset()
 	recorded := m.recordedStart(t.id, p)
 	m.applyLogStart(t.rep, t.id) // a leader elected before it saw a DeleteRecords
 	local := t.rep.Log().Segments()
@@ -49,7 +53,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		if invariants.Enabled {
 			// Tiering sees only offsets below the high watermark, and remote
 			// offsets stay contiguous: no gap after the last remote segment.
-			invariants.Check(seg.NextOffset <= hw, "%s-%d: uploading segment [%d, %d) past the high watermark %d",
+			invariants.Check(seg.NextOffset <= hw, "%s-%d: uploading segment [%d, %d) past the last stable offset %d",
 				t.rep.Topic(), p, seg.BaseOffset, seg.NextOffset, hw)
 			end, ok := controlplane.RemoteLogEndOffset(m.meta.ListRemoteSegments(t.id, p))
 			invariants.Check(!ok || seg.BaseOffset <= max(end+1, recorded), "%s-%d: uploading segment at %d leaves a gap after the remote end %d",
@@ -131,8 +135,8 @@ func dedupSegments(segs []controlplane.RemoteSegment) []controlplane.RemoteSegme
 	return out
 }
 
-// UploadPlan returns the closed, non-empty local segments below the high
-// watermark whose offsets are not yet all in CopyFinished remote segments
+// UploadPlan returns the closed, non-empty local segments below hw (the
+// last stable offset, at most the high watermark) whose offsets are not yet all in CopyFinished remote segments
 // of the local log's lineage (epochs, the local leader-epoch history; see
 // Covered), in offset order.
 func UploadPlan(local []segment.SegmentInfo, remote []controlplane.RemoteSegment, hw int64, epochs []segment.EpochEntry) []segment.SegmentInfo {

@@ -124,6 +124,16 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 		// timestamps listed may not be this file's. The next pass lists it again.
 		return controlplane.RemoteSegment{}, fmt.Errorf("%w: segment %d holds %d bytes, listed with %d", ErrSegmentGone, seg.BaseOffset, objs[0].size, seg.Size)
 	}
+	// The aborted transactions whose markers the segment holds, from the
+	// log's memory of its .txnindex: final, since the segment ends below
+	// the last stable offset (UploadPlan).
+	if txns := t.rep.Log().SegmentAbortedTxns(seg.BaseOffset); len(txns) > 0 {
+		var ti []byte
+		for _, a := range txns {
+			ti = a.AppendTo(ti)
+		}
+		objs = append(objs, object{kind: KindTxnIndex, key: key(KindTxnIndex), data: ti, size: int64(len(ti))})
+	}
 	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
 	ep := EncodeEpochs(epochs)
 	objs = append(objs, object{kind: KindEpochs, key: key(KindEpochs), data: ep, size: int64(len(ep))})

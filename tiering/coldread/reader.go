@@ -57,6 +57,7 @@ type Reader struct {
 	chunks  *lru[chunkKey, *chunk]
 	offIdx  *lru[string, *offsetIndex]
 	timeIdx *lru[string, *timeIndex]
+	txnIdx  *lru[string, txnList] // txn_index.go
 	pool    *pool
 
 	stats struct {
@@ -85,6 +86,7 @@ func newReader(cfg Config, bucket objstore.Bucket, segs Segments, topics Topics,
 		chunks:  newChunkLRU(cfg.CacheBytes),
 		offIdx:  newLRU[string](cfg.IndexCacheBytes, (*offsetIndex).bytes),
 		timeIdx: newLRU[string](cfg.IndexCacheBytes, (*timeIndex).bytes),
+		txnIdx:  newLRU[string](cfg.IndexCacheBytes, txnList.bytes),
 		pool:    newPool(cfg.Workers, cfg.QueueLength)}, nil
 }
 
