@@ -26,12 +26,12 @@ run: build
 test: tools build
 	PATH="$(BIN):$$PATH" $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
 
-## chaos: one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED
+## chaos: one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1
 SCHEDULE      ?= smoke
 DURATION      ?= 60s
 chaos: tools build
 	$(GO) build -o $(BIN)/shale-chaos ./cmd/shale-chaos
-	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
+	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(TRANSACTIONS),--transactions) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
 
 ## bench: benchmarks, each figure beside its peer as a ratio
 bench: tools build

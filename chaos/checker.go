@@ -37,10 +37,14 @@ const (
 	// Orphans: objects in the bucket that no committed metadata references,
 	// older than the reconciler's grace.
 	Orphans Kind = "ORPHANS"
+	// AbortedRead: a read_committed read shows a record of a transaction
+	// that was not committed (the transactional workload's output of an
+	// input whose offset the group never committed).
+	AbortedRead Kind = "ABORTED-READ"
 )
 
 // Kinds lists every Kind in the order verdicts print them.
-var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, OffsetRegression, Stuck, ReplicaDivergence, Orphans}
+var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead}
 
 // Violation is one finding of the checker.
 type Violation struct {
@@ -98,6 +102,7 @@ func Check(h *History) Result {
 	checkStuck(&r, h)
 	checkReplicas(&r, h)
 	checkOrphans(&r, h)
+	checkETL(&r, h, finals)
 	return r
 }
 
@@ -437,4 +442,68 @@ func short(v string) string {
 		return v[:32] + "…"
 	}
 	return v
+}
+
+// checkETL: the transactional workload's exactly-once (DUPLICATE, LOST,
+// INCONSISTENT, ABORTED-READ, STUCK). Every input record below the group's
+// committed offset has its output once in the read_committed read, and no
+// output shows an input the group has not committed: its transaction was
+// aborted (or its offsets and its output were not committed atomically).
+func checkETL(r *Result, h *History, finals map[TP]*finalIndex) {
+	e := h.ETL
+	if e == nil {
+		return
+	}
+	if e.Err != "" {
+		r.add(Stuck, "etl: %s", e.Err)
+	}
+	if !e.Drained {
+		r.add(Stuck, "etl: the group's commits did not reach the input's end (committed %v)", e.Committed)
+	}
+	type in struct {
+		p   int32
+		off int64
+	}
+	seen := map[in]int64{} // input → output offset
+	for _, f := range e.Outputs {
+		if f.Err != "" {
+			r.add(Stuck, "%s: read_committed read stopped: %s", f.TP, f.Err)
+		}
+		for _, rec := range f.Records {
+			p, off, v, ok := ParseETLValue(rec.Value)
+			if !ok {
+				r.add(Inconsistent, "%s offset %d: %q is not a value the workload wrote", f.TP, rec.Offset, short(rec.Value))
+				continue
+			}
+			k := in{p, off}
+			if prev, dup := seen[k]; dup {
+				r.add(Duplicate, "%s: input %s-%d offset %d written twice (offsets %d and %d) read_committed", f.TP, e.Input, p, off, prev, rec.Offset)
+				continue
+			}
+			seen[k] = rec.Offset
+			if c, ok := e.Committed[p]; !ok || off >= c {
+				r.add(AbortedRead, "%s offset %d: output of input %s-%d offset %d visible read_committed, but the group committed only up to %d",
+					f.TP, rec.Offset, e.Input, p, off, c)
+			}
+			if fi := finals[TP{e.Input, p}]; fi != nil {
+				if got, ok := fi.at[off]; ok && got.Value != v {
+					r.add(Inconsistent, "%s offset %d: carries input %s-%d offset %d %q, the input there is %q", f.TP, rec.Offset, e.Input, p, off, short(v), short(got.Value))
+				}
+			}
+		}
+	}
+	for _, f := range h.Final {
+		if f.Topic != e.Input {
+			continue
+		}
+		c := e.Committed[f.Partition]
+		for _, rec := range f.Records {
+			if rec.Offset >= c {
+				break
+			}
+			if _, ok := seen[in{f.Partition, rec.Offset}]; !ok {
+				r.add(Lost, "%s offset %d: consumed and committed by the transactional group, but its output is missing read_committed", f.TP, rec.Offset)
+			}
+		}
+	}
 }

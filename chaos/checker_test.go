@@ -190,3 +190,66 @@ func TestValueRoundTrip(t *testing.T) {
 		t.Fatal("garbage parsed")
 	}
 }
+
+// etlHistory adds to cleanHistory a transactional workload that consumed
+// t-0 up to offset 8 and wrote each record once to etl-out-0, with holes
+// where markers and an aborted attempt were.
+func etlHistory() *History {
+	h := cleanHistory()
+	out := FinalRead{TP: TP{etlOutput, 0}, LogStart: 0, HW: 20}
+	for i := range int64(8) {
+		out.Records = append(out.Records, Rec{Offset: 2*i + 3, Value: ETLValue(0, i, Value("p0", i, 4))})
+	}
+	h.ETL = &ETLHistory{Input: "t", Output: etlOutput, Group: etlGroup, Committed: map[int32]int64{0: 8},
+		Outputs: []FinalRead{out}, Commits: 8, Aborts: 1, Drained: true}
+	return h
+}
+
+func TestCheckETL(t *testing.T) {
+	if r := Check(etlHistory()); r.Total() != 0 {
+		t.Fatalf("clean transactional history: %v", r.Violations)
+	}
+	cases := []struct {
+		name   string
+		mutate func(h *History)
+		want   Kind
+	}{
+		{"an aborted attempt's output visible", func(h *History) {
+			o := &h.ETL.Outputs[0]
+			o.Records = append(o.Records, Rec{Offset: 19, Value: ETLValue(0, 8, Value("p0", 8, 4))})
+		}, AbortedRead},
+		{"an input written twice", func(h *History) {
+			o := &h.ETL.Outputs[0]
+			o.Records = append(o.Records, Rec{Offset: 19, Value: ETLValue(0, 2, Value("p0", 2, 4))})
+		}, Duplicate},
+		{"a committed input's output missing", func(h *History) {
+			o := &h.ETL.Outputs[0]
+			o.Records = o.Records[:len(o.Records)-1]
+		}, Lost},
+		{"an output carrying another value than its input", func(h *History) {
+			h.ETL.Outputs[0].Records[0].Value = ETLValue(0, 0, "other")
+		}, Inconsistent},
+		{"the group never caught up", func(h *History) { h.ETL.Drained = false }, Stuck},
+	}
+	for _, c := range cases {
+		h := etlHistory()
+		c.mutate(h)
+		r := Check(h)
+		if r.Counts[c.want] == 0 {
+			t.Errorf("%s: no %s in %v", c.name, c.want, r.Violations)
+		}
+	}
+}
+
+func TestParseETLValue(t *testing.T) {
+	v := ETLValue(2, 77, "p1:5:x|y")
+	p, off, in, ok := ParseETLValue(v)
+	if !ok || p != 2 || off != 77 || in != "p1:5:x|y" {
+		t.Fatalf("ParseETLValue(%q) = %d %d %q %v", v, p, off, in, ok)
+	}
+	for _, bad := range []string{"", "etl|", "etl|a|1|v", "p0:1:x", "etl|1|b|v"} {
+		if _, _, _, ok := ParseETLValue(bad); ok {
+			t.Errorf("ParseETLValue(%q) ok", bad)
+		}
+	}
+}

@@ -135,6 +135,9 @@ type History struct {
 	Bucket      []BucketObject `json:"bucket,omitempty"`
 	Referenced  []string       `json:"referenced,omitempty"`
 	OrphanGrace time.Duration  `json:"orphan_grace"`
+
+	// ETL is the transactional workload's record (nil: it did not run).
+	ETL *ETLHistory `json:"etl,omitempty"`
 }
 
 // Value is the value a producer writes for seq: "producer:seq:" and a

@@ -52,6 +52,10 @@ type Config struct {
 	HealBound, ResumeBound time.Duration
 	// NATSCluster runs three NATS servers (also set by the schedule).
 	NATSCluster bool
+	// Transactions adds the transactional read-process-write workload (a
+	// franz-go GroupTransactSession from the plain topic to etl-out) and
+	// its exactly-once check.
+	Transactions bool
 	// KeepData keeps the nodes' data dirs and the bucket after the run.
 	KeepData bool
 	// needNet: the schedule has network partitions (set by Run); only then
@@ -123,11 +127,15 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		rec.logf("network partitions unavailable: %s", c.net.why)
 	}
 	topics := workloadTopics()
-	if err := createTopics(ctx, c, topics, int16(min(3, cfg.Nodes))); err != nil {
+	created := topics
+	if cfg.Transactions {
+		created = append(slices.Clone(topics), etlOutputTopic(topics[0]))
+	}
+	if err := createTopics(ctx, c, created, int16(min(3, cfg.Nodes))); err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, t := range topics {
+	for _, t := range created {
 		names = append(names, t.name)
 	}
 	f, err := newFaulter(c, rec, names, groupName)
@@ -165,6 +173,12 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		return nil, err
 	}
 	f.suspendGroup = gc.suspend
+	var tx *etl
+	if cfg.Transactions {
+		if tx, err = newETL("etl", c.seeds(), topics[0], rec); err != nil {
+			return nil, err
+		}
+	}
 	pctx, stopProducers := context.WithCancel(wctx)
 	defer stopProducers()
 	cctx, stopConsumers := context.WithCancel(wctx)
@@ -176,6 +190,12 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	for _, cn := range consumers {
 		wg.Add(1)
 		go func() { defer wg.Done(); cn.run(cctx) }()
+	}
+	ectx, stopETL := context.WithCancel(wctx)
+	defer stopETL()
+	if tx != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); tx.run(ectx) }()
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); gc.run(cctx) }()
@@ -270,6 +290,11 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		<-cn.done
 	}
 	<-gc.done
+	var etlHist *ETLHistory
+	if tx != nil {
+		etlHist = drainETL(ctx, tx, f.adm, ends[topics[0].name], stopETL)
+		rec.logf("etl: %d transactions committed, %d aborted, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Drained)
+	}
 
 	h := rec.history()
 	h.ResumeBound = cfg.ResumeBound
@@ -281,6 +306,10 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	rec.logf("final read")
 	h.Final = finalRead(ctx, c, topics)
 	h.Replicas = replicaLogs(c, topics, h.Final)
+	if etlHist != nil {
+		etlHist.Outputs = readCommitted(ctx, c.seeds(), f.adm, tx.out)
+		h.ETL = etlHist
+	}
 	h.Bucket, h.Referenced, err = bucketAndMetadata(ctx, c)
 	if err != nil {
 		rec.logf("bucket check skipped: %v", err)

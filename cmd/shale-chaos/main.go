@@ -75,6 +75,7 @@ func run(args []string) error {
 	producers := fs.Int("producers", 2, "producers")
 	natsCluster := fs.Bool("nats-cluster", false, "three NATS servers instead of one")
 	keep := fs.Bool("keep-data", false, "keep data dirs after a passing run")
+	txns := fs.Bool("transactions", false, "add the transactional read-process-write workload and its exactly-once check")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func run(args []string) error {
 	defer stop()
 	v, err := chaos.Run(ctx, chaos.Config{Schedule: *schedule, Seed: *seed, Duration: *duration, Nodes: *nodes, Out: abs,
 		Shale: *shale, VersityGW: *versity, Self: self, Rate: *rate, Producers: *producers, NATSCluster: *natsCluster,
-		KeepData: *keep, Log: os.Stdout})
+		KeepData: *keep, Transactions: *txns, Log: os.Stdout})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,256 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The transactional read-process-write workload (Config.Transactions): a
+// franz-go GroupTransactSession, the client Kafka Streams-style pipelines
+// use, reads the plain topic read_committed as a member of its own group
+// and writes each record to the output topic (same partition), committing
+// its input offsets in the same transaction. Exactly once means: the output
+// read read_committed holds each consumed input record once, and nothing
+// whose input offset the group has not committed.
+
+const (
+	etlGroup  = "chaos-etl"
+	etlTxnID  = "chaos-etl"
+	etlOutput = "etl-out"
+)
+
+// etlOutputTopic is the output topic, partitioned as the input.
+func etlOutputTopic(in topicSpec) topicSpec {
+	return topicSpec{name: etlOutput, parts: in.parts, configs: map[string]string{"min.insync.replicas": "2",
+		"remote.storage.enable": "false"}}
+}
+
+// ETLValue is what the workload writes for input record (partition,
+// offset, value): "etl|partition|offset|value".
+func ETLValue(partition int32, offset int64, value string) string {
+	return "etl|" + strconv.Itoa(int(partition)) + "|" + strconv.FormatInt(offset, 10) + "|" + value
+}
+
+// ParseETLValue splits an ETLValue; ok is false for anything else.
+func ParseETLValue(s string) (partition int32, offset int64, value string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "etl|")
+	if !ok {
+		return 0, 0, "", false
+	}
+	ps, rest, ok1 := strings.Cut(rest, "|")
+	ofs, value, ok2 := strings.Cut(rest, "|")
+	p, err1 := strconv.ParseInt(ps, 10, 32)
+	o, err2 := strconv.ParseInt(ofs, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return 0, 0, "", false
+	}
+	return int32(p), o, value, true
+}
+
+// ETLHistory is what the transactional workload recorded.
+type ETLHistory struct {
+	Input  string `json:"input"`
+	Output string `json:"output"`
+	Group  string `json:"group"`
+	// Committed is the group's committed offset per input partition after
+	// the workload stopped (read with require_stable), -1 for none.
+	Committed map[int32]int64 `json:"committed"`
+	// Outputs is the output topic read read_committed after the run.
+	Outputs []FinalRead `json:"outputs"`
+	// Commits and Aborts count the transactions the client ended each way;
+	// Drained says whether the group's commits reached the input's end
+	// before the workload stopped.
+	Commits int64  `json:"commits"`
+	Aborts  int64  `json:"aborts"`
+	Drained bool   `json:"drained"`
+	Err     string `json:"err,omitempty"`
+}
+
+// etl is the transactional read-process-write actor.
+type etl struct {
+	name    string
+	in, out topicSpec
+	sess    *kgo.GroupTransactSession
+	rec     *recorder
+	done    chan struct{}
+	commits atomic.Int64
+	aborts  atomic.Int64
+}
+
+func newETL(name string, seeds []string, in topicSpec, rec *recorder) (*etl, error) {
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...),
+		kgo.TransactionalID(etlTxnID), kgo.TransactionTimeout(15*time.Second),
+		kgo.ConsumerGroup(etlGroup), kgo.ConsumeTopics(in.name),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.RecordDeliveryTimeout(20*time.Second), kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }),
+		kgo.MetadataMinAge(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	rec.actor(name, "etl")
+	return &etl{name: name, in: in, out: etlOutputTopic(in), sess: sess, rec: rec, done: make(chan struct{})}, nil
+}
+
+// run reads, writes and commits one transaction per poll until ctx ends.
+func (e *etl) run(ctx context.Context) {
+	defer close(e.done)
+	defer e.sess.Close()
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := e.sess.PollFetches(pctx)
+		cancel()
+		var rs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) { rs = append(rs, r) })
+		if len(rs) == 0 {
+			continue
+		}
+		if err := e.sess.Begin(); err != nil {
+			e.rec.logf("etl: begin: %v", err)
+			continue
+		}
+		now := e.rec.since()
+		reads := make([]Read, 0, len(rs))
+		for _, r := range rs {
+			reads = append(reads, Read{TP: TP{r.Topic, r.Partition}, Rec: Rec{Offset: r.Offset, Value: string(r.Value)}, Consumer: e.name, At: now})
+			e.sess.Produce(ctx, &kgo.Record{Topic: e.out.name, Partition: r.Partition,
+				Value: []byte(ETLValue(r.Partition, r.Offset, string(r.Value)))}, nil)
+		}
+		ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		committed, err := e.sess.End(ectx, kgo.TryCommit)
+		cancel()
+		if committed && err == nil {
+			e.commits.Add(1)
+			e.rec.reads(e.name, reads)
+		} else if n := e.aborts.Add(1); n <= 5 || n%100 == 0 {
+			e.rec.logf("etl: transaction %d aborted (committed %v): %v", n, committed, err)
+		}
+	}
+}
+
+// committedOffsets is the group's committed offset per input partition,
+// read as stable (no transaction of the group's pending), -1 for none.
+func committedOffsets(ctx context.Context, adm *kadm.Client, in topicSpec) (map[int32]int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := adm.FetchOffsetsForTopics(cctx, etlGroup, in.name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for p := range in.parts {
+		out[p] = -1
+		if o, ok := resp.Lookup(in.name, p); ok && o.Err == nil {
+			out[p] = o.At
+		}
+	}
+	return out, nil
+}
+
+// readCommitted reads tp read_committed from its log start to its last
+// stable offset: holes (markers, aborted records) are expected, so it stops
+// once it has seen the last record below the LSO, or after quiet polls.
+func readCommitted(ctx context.Context, seeds []string, adm *kadm.Client, t topicSpec) []FinalRead {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	starts, err1 := adm.ListStartOffsets(lctx, t.name)
+	lsos, err2 := adm.ListCommittedOffsets(lctx, t.name)
+	cancel()
+	var out []FinalRead
+	for p := range t.parts {
+		fr := FinalRead{TP: TP{t.name, p}}
+		s, ok1 := starts.Lookup(t.name, p)
+		e, ok2 := lsos.Lookup(t.name, p)
+		if err1 != nil || err2 != nil || !ok1 || !ok2 || s.Err != nil || e.Err != nil {
+			fr.Err = fmt.Sprintf("list offsets: %v %v", err1, err2)
+			out = append(out, fr)
+			continue
+		}
+		fr.LogStart, fr.HW = s.Offset, e.Offset
+		recs, err := readCommittedPartition(ctx, seeds, fr.TP, fr.LogStart, fr.HW)
+		fr.Records = recs
+		if err != nil {
+			fr.Err = err.Error()
+		}
+		out = append(out, fr)
+	}
+	return out
+}
+
+func readCommittedPartition(ctx context.Context, seeds []string, tp TP, from, end int64) ([]Rec, error) {
+	if end <= from {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	var recs []Rec
+	quiet := 0
+	for quiet < 6 { // 6 polls of up to 500 ms with nothing: the rest are markers or aborted
+		pctx, pcancel := context.WithTimeout(rctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		if rctx.Err() != nil {
+			return recs, fmt.Errorf("read_committed read of [%d,%d) did not finish before the deadline", from, end)
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < end {
+				recs = append(recs, Rec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+				n++
+			}
+		})
+		if n == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if len(recs) > 0 && recs[len(recs)-1].Offset == end-1 {
+			break
+		}
+	}
+	return recs, nil
+}
+
+// drainETL waits (at most 60 s) until the group's committed offsets reach
+// ends, the input's end offsets after the producers stopped, then stops the
+// workload and reads the final committed offsets.
+func drainETL(ctx context.Context, e *etl, adm *kadm.Client, ends map[int32]int64, stop func()) *ETLHistory {
+	h := &ETLHistory{Input: e.in.name, Output: e.out.name, Group: etlGroup}
+	h.Drained = poll(60*time.Second, 500*time.Millisecond, func() bool {
+		c, err := committedOffsets(ctx, adm, e.in)
+		if err != nil {
+			return false
+		}
+		for p, end := range ends {
+			if c[p] < end {
+				return false
+			}
+		}
+		return true
+	})
+	stop()
+	<-e.done
+	h.Commits, h.Aborts = e.commits.Load(), e.aborts.Load()
+	c, err := committedOffsets(ctx, adm, e.in)
+	if err != nil {
+		h.Err = fmt.Sprintf("committed offsets after the run: %v", err)
+	}
+	h.Committed = c
+	return h
+}
