@@ -238,35 +238,76 @@ func CopiedNext(local []segment.SegmentInfo, remote []controlplane.RemoteSegment
 // retention, oldest first: records already in DeleteStarted or
 // DeleteFinished (an interrupted delete, resumed), then the run of oldest
 // CopyFinished segments past retention.ms (by max timestamp) or whose
-// removal still leaves retention.bytes, counting the remote bytes and the
-// local bytes not yet uploaded.
+// removal still leaves retention.bytes (as Kafka: a segment goes while the
+// rest alone reach retention.bytes).
+//
+// The partition's size counts each offset once (RetainedBytes): right
+// after a leader change the new leader's local segments hold offsets the
+// old leader's uploads hold too, and where their boundaries differ two
+// leaders' copies overlap; counting both would make in-retention data look
+// like a breach and delete it (KAFKA-20732). The estimate errs low, so
+// retention never deletes what a byte-exact count would keep.
 func RemoteRetentionPlan(remote []controlplane.RemoteSegment, local []segment.SegmentInfo, now time.Time, retentionMs, retentionBytes int64) []controlplane.RemoteSegment {
 	var out []controlplane.RemoteSegment
-	var total int64
 	for _, r := range remote {
-		switch r.State {
-		case controlplane.DeleteStarted, controlplane.DeleteFinished:
+		if r.State == controlplane.DeleteStarted || r.State == controlplane.DeleteFinished {
 			out = append(out, r)
-		case controlplane.CopyFinished:
-			total += r.Size
 		}
 	}
-	for _, s := range local {
-		if !Covered(remote, s.BaseOffset, s.NextOffset-1, nil) {
-			total += s.Size
-		}
-	}
-	for _, r := range remote {
-		if r.State != controlplane.CopyFinished {
-			continue
-		}
+	finished, shares, total := RetainedBytes(remote, local)
+	for i, r := range finished {
 		expired := retentionMs >= 0 && r.MaxTimestamp >= 0 && now.UnixMilli()-r.MaxTimestamp > retentionMs
-		oversize := retentionBytes >= 0 && total-r.Size >= retentionBytes
+		oversize := retentionBytes >= 0 && total-shares[i] >= retentionBytes
 		if !expired && !oversize {
 			break
 		}
-		total -= r.Size
+		total -= shares[i]
 		out = append(out, r)
 	}
 	return out
+}
+
+// RetainedBytes estimates the partition's size with every offset counted
+// once. It returns the CopyFinished remote segments in offset order, the
+// bytes each adds (its size, or for one that overlaps an earlier one the
+// share of its size that its new offsets make up), and the total: those
+// shares plus the local segments that hold no offset of a CopyFinished
+// remote segment (one partly uploaded counts nothing, as in Kafka's
+// onlyLocalLogSegmentsSize).
+func RetainedBytes(remote []controlplane.RemoteSegment, local []segment.SegmentInfo) (finished []controlplane.RemoteSegment, shares []int64, total int64) {
+	next := int64(-1) // the offsets below next are counted
+	for _, r := range remote {
+		if r.State != controlplane.CopyFinished || r.EndOffset < r.BaseOffset {
+			continue
+		}
+		share := int64(0)
+		switch {
+		case r.BaseOffset >= next:
+			share = r.Size
+		case r.EndOffset >= next:
+			share = r.Size * (r.EndOffset - next + 1) / (r.EndOffset - r.BaseOffset + 1)
+		}
+		next = max(next, r.EndOffset+1)
+		finished, shares, total = append(finished, r), append(shares, share), total+share
+	}
+	for _, s := range local {
+		if s.NextOffset > s.BaseOffset && !overlapsAny(finished, s.BaseOffset, s.NextOffset-1) {
+			total += s.Size
+		}
+	}
+	return finished, shares, total
+}
+
+// overlapsAny reports whether any of segs (sorted by base offset) holds an
+// offset of [from, to].
+func overlapsAny(segs []controlplane.RemoteSegment, from, to int64) bool {
+	for _, r := range segs {
+		if r.BaseOffset > to {
+			break
+		}
+		if r.EndOffset >= from {
+			return true
+		}
+	}
+	return false
 }
