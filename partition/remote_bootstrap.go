@@ -25,7 +25,9 @@ type RemoteTail struct {
 	// otherwise.
 	LogStart int64
 	// Epochs is the leader-epoch history of the data below Offset (the
-	// remote segment's epochs object).
+	// remote segment's epochs object: from the leader's log start when it
+	// uploaded the segment). The replica keeps it from LogStart on, so
+	// that it places the epochs of every retained remote segment.
 	Epochs []segment.EpochEntry
 	// ProducerSnapshot is the producer-state snapshot uploaded with the
 	// segment (Encode's format), the state after every batch below
@@ -73,7 +75,10 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	if err := ps.WriteSnapshot(r.dir, t.Offset, 0); err != nil {
 		return err
 	}
-	if err := r.log.ResetTo(t.Offset, t.Epochs); err != nil {
+	// The history of the remote data from the partition's log start (the
+	// tail's epochs object holds it from the leader's log start at upload).
+	epochs := epochsFrom(t.Epochs, min(t.LogStart, t.Offset))
+	if err := r.log.ResetToWithHistory(t.Offset, epochs); err != nil {
 		return err
 	}
 	r.producers = ps
@@ -97,4 +102,19 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	r.logger.Info("follower log restarted from the remote tail", "offset", t.Offset, "log_start", t.LogStart,
 		"epochs", len(t.Epochs), "producers", ps.Len())
 	return nil
+}
+
+// epochsFrom returns the history es (in offset order) as from start: the
+// entries wholly before start dropped, the one in force at start moved
+// to it. es is not modified.
+func epochsFrom(es []segment.EpochEntry, start int64) []segment.EpochEntry {
+	i := 0
+	for i+1 < len(es) && es[i+1].StartOffset <= start {
+		i++
+	}
+	out := append([]segment.EpochEntry(nil), es[i:]...)
+	if len(out) > 0 && out[0].StartOffset < start {
+		out[0].StartOffset = start
+	}
+	return out
 }

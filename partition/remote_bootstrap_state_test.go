@@ -35,7 +35,9 @@ func TestResetFromRemoteStateAtOffset(t *testing.T) {
 	if err := follower.ResetFromRemote(tail); err != nil {
 		t.Fatal(err)
 	}
-	want := []segment.EpochEntry{{Epoch: 3, StartOffset: tail.Offset}}
+	// The tail's history from the partition's log start (0): the leader
+	// wrote everything in epoch 3.
+	want := []segment.EpochEntry{{Epoch: 3, StartOffset: 0}}
 	for reopen := range 3 {
 		if got := follower.Log().Epochs(); !slices.Equal(got, want) {
 			t.Fatalf("after %d reopens: epochs %v, want %v", reopen, got, want)
@@ -72,10 +74,9 @@ func TestResetFromRemoteStateAtOffset(t *testing.T) {
 	if err != nil || res.Duplicate || res.BaseOffset != tail.Offset {
 		t.Fatalf("the next sequence: %+v %v", res, err)
 	}
-	// Epoch 4's first batch at the reset offset replaces the entry of
-	// epoch 3 there (as Kafka's assign does); the end of epoch 3 is still
-	// answered right: the reset offset.
-	if got := l.Epochs(); !slices.Equal(got, []segment.EpochEntry{{Epoch: 4, StartOffset: tail.Offset}}) {
+	// Epoch 4 starts at the reset offset, after the history of the remote
+	// data; the end of epoch 3 is answered right: the reset offset.
+	if got := l.Epochs(); !slices.Equal(got, []segment.EpochEntry{{Epoch: 3, StartOffset: 0}, {Epoch: 4, StartOffset: tail.Offset}}) {
 		t.Fatalf("epochs after leading: %v", got)
 	}
 	if e, off := l.EndOffsetForEpoch(3); e != 3 || off != tail.Offset {

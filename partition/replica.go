@@ -680,12 +680,10 @@ func (r *Replica) ApplyRetention(now time.Time) error {
 			return nil
 		}
 	}
-	var start int64
 	if tc.Bool(config.RemoteStorageEnable) {
-		start = r.tieredRetention(now, tc)
-	} else {
-		start = RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
+		return r.applyTieredRetention(now, tc)
 	}
+	start := RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
 	if start < 0 || start <= r.log.LogStartOffset() {
 		return nil
 	}

@@ -100,14 +100,36 @@ func TieredRetentionPlan(segs []segment.SegmentInfo, now time.Time, localMs, loc
 	return max(start, RetentionPlan(segs, now, totalMs, totalBytes))
 }
 
-// tieredRetention is ApplyRetention for a replica with remote storage on.
-// Until the tiering manager has reported (SetRemoteState), nothing counts as
-// uploaded and only total retention deletes.
-func (r *Replica) tieredRetention(now time.Time, tc *config.TopicConfig) int64 {
-	s, ok := r.RemoteState()
-	if !ok {
+// applyTieredRetention is ApplyRetention for a replica with remote storage
+// on. Until the tiering manager has reported (SetRemoteState), nothing
+// counts as uploaded and only total retention deletes.
+//
+// Local deletion keeps the leader-epoch history below the local log start
+// (segment.Log.DeleteLocalSegmentsBefore): the remote data has those
+// epochs, and OffsetForLeaderEpoch must place them for a follower that
+// returns with a divergent tail (Kafka keeps the history from the global
+// log start). Once the remote state is known the history is cut at the
+// partition's log start, LogStartOffset.
+func (r *Replica) applyTieredRetention(now time.Time, tc *config.TopicConfig) error {
+	s, known := r.RemoteState()
+	if !known {
 		s.CopiedNext = -1
 	}
-	return TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
+	start := TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
 		tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
+	if start > r.log.LogStartOffset() {
+		n, err := r.log.DeleteLocalSegmentsBefore(start)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			PruneSnapshots(r.dir, r.log.LogStartOffset())
+			r.logger.Info("local retention deleted segments", "segments", n, "local_log_start_offset", r.log.LogStartOffset())
+		}
+	}
+	if !known {
+		return nil
+	}
+	_, err := r.log.TruncateEpochsBefore(r.LogStartOffset())
+	return err
 }

@@ -10,11 +10,44 @@ import (
 // to the LEO), and sets the log start offset to max(current, newLogStart),
 // persisting it in the log-start-offset file. newLogStart may lie inside a
 // segment; that segment stays but offsets below newLogStart become out of
-// range. Removed segments are renamed .deleted and closed and removed after
-// FileDeleteDelay (on a later MaybeFlush or Close), so a reader holding a
-// ReadResult.File keeps reading valid bytes until then. newLogStart above
-// the LEO is ErrOffsetOutOfRange.
+// range. The leader-epoch history is cut at newLogStart. Removed segments
+// are renamed .deleted and closed and removed after FileDeleteDelay (on a
+// later MaybeFlush or Close), so a reader holding a ReadResult.File keeps
+// reading valid bytes until then. newLogStart above the LEO is
+// ErrOffsetOutOfRange.
 func (l *Log) DeleteSegmentsBefore(newLogStart int64) (deleted int, err error) {
+	return l.deleteSegmentsBefore(newLogStart, true)
+}
+
+// DeleteLocalSegmentsBefore is DeleteSegmentsBefore for a log whose older
+// offsets are still retained elsewhere (remote storage, KIP-405): the
+// segments go and the (local) log start moves, but the leader-epoch
+// history keeps its entries below it, so that OffsetForLeaderEpoch still
+// places the epochs of the remote data (Kafka cuts the history at the
+// global log start only). The owner cuts it there with TruncateEpochsBefore.
+func (l *Log) DeleteLocalSegmentsBefore(newLocalStart int64) (deleted int, err error) {
+	return l.deleteSegmentsBefore(newLocalStart, false)
+}
+
+// TruncateEpochsBefore cuts the leader-epoch history at start, the
+// partition's log start (local or remote): the entries wholly before it go
+// and the one in force at it starts there. It reports whether the history
+// changed; the checkpoint is written first, and on an error the history is
+// unchanged.
+func (l *Log) TruncateEpochsBefore(start int64) (bool, error) {
+	l.writer.Lock()
+	defer l.writer.Unlock()
+	if l.mu.closed {
+		return false, ErrClosed
+	}
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	if !epochs.truncateFromStart(start) {
+		return false, nil
+	}
+	return true, l.installEpochs(epochs)
+}
+
+func (l *Log) deleteSegmentsBefore(newLogStart int64, cutEpochs bool) (deleted int, err error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -31,6 +64,15 @@ func (l *Log) DeleteSegmentsBefore(newLogStart int64) (deleted int, err error) {
 	if deleted > 0 {
 		start = max(start, segs[deleted].base)
 	}
+	// The history first: Open keeps entries below the log start (a log
+	// with remote storage keeps them on purpose), so a crash between the
+	// two writes must leave the cut history, not the old start with it.
+	epochs := append(epochCache(nil), l.mu.epochs...)
+	if cutEpochs && epochs.truncateFromStart(start) {
+		if err := epochs.write(l.dir); err != nil {
+			return 0, err
+		}
+	}
 	if start != l.mu.logStart {
 		// Persist first: a crash must not resurrect offsets we dropped.
 		if err := writeOffsetFile(l.dir, logStartOffsetFile, start); err != nil {
@@ -38,13 +80,6 @@ func (l *Log) DeleteSegmentsBefore(newLogStart int64) (deleted int, err error) {
 		}
 	}
 	gone := append([]*segment(nil), segs[:deleted]...)
-	epochs := append(epochCache(nil), l.mu.epochs...)
-	epochsChanged := epochs.truncateFromStart(start)
-	if epochsChanged {
-		if err := epochs.write(l.dir); err != nil {
-			return 0, err
-		}
-	}
 	if deleted > 0 {
 		l.dropFlushes(func(x *segment) bool { return x.base < segs[deleted].base })
 	}

@@ -240,13 +240,15 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 		}
 	}
 	// Entries from the log end on have no batch left, except the one in
-	// force at the log start: cut there, it starts at the log start, which
-	// an empty log's end equals (a log reset to the remote tail, or deleted
-	// up to its end). Dropping it would lose the history of the data below
-	// the log start at the second reopen, after the first had moved it up.
+	// force at the log start: cut there, it starts at or below the log
+	// start, which an empty log's end equals (a log reset to the remote
+	// tail, or deleted up to its end). Dropping it would lose the history
+	// of the data below the log start at the second reopen. Entries below
+	// the log start stay: DeleteSegmentsBefore cut them before it moved the
+	// start, and DeleteLocalSegmentsBefore and ResetToWithHistory keep them
+	// on purpose (older offsets in remote storage).
 	c1 := l.mu.epochs.truncateFromEnd(max(l.mu.leo, l.mu.logStart+1))
-	c2 := l.mu.epochs.truncateFromStart(l.mu.logStart)
-	if !epochsOK || c1 || c2 {
+	if !epochsOK || c1 {
 		if err := l.mu.epochs.write(l.dir); err != nil {
 			return err
 		}

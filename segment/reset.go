@@ -36,6 +36,20 @@ import (
 // a crash before the reset completes leaves no snapshot that the old log
 // does not reach.
 func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
+	return l.resetTo(offset, epochs, true)
+}
+
+// ResetToWithHistory is ResetTo keeping the history below offset: entries
+// starting at or after offset are dropped, and the rest stay as given, so
+// that a follower rebuilt from the remote tail places the epochs of the
+// remote data as the leader does (Kafka's follower takes the leader-epoch
+// checkpoint of the remote segment, from the partition's log start). The
+// caller passes the history from the partition's log start.
+func (l *Log) ResetToWithHistory(offset int64, epochs []EpochEntry) error {
+	return l.resetTo(offset, epochs, false)
+}
+
+func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -59,7 +73,9 @@ func (l *Log) ResetTo(offset int64, epochs []EpochEntry) error {
 	// crash before the new segment), the new history starts at offset, above
 	// that log's end, and Open drops it.
 	cache.truncateFromEnd(offset)
-	cache.truncateFromStart(offset)
+	if cutAtOffset {
+		cache.truncateFromStart(offset)
+	}
 
 	// The flusher lets go of the old segments before they are renamed.
 	l.dropFlushes(nil)

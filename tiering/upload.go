@@ -99,6 +99,19 @@ func segmentEpochs(all []segment.EpochEntry, base, next int64) []controlplane.Ep
 	return out
 }
 
+// historyBefore returns the entries of the leader-epoch history that start
+// below next.
+func historyBefore(all []segment.EpochEntry, next int64) []controlplane.EpochEntry {
+	var out []controlplane.EpochEntry
+	for _, e := range all {
+		if e.StartOffset >= next {
+			break
+		}
+		out = append(out, controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	return out
+}
+
 // upload copies one closed segment and commits its metadata: CopyStarted
 // (listing every key it will write), the objects, then CopyFinished. On a
 // failure after CopyStarted it tries to delete what it wrote and retire the
@@ -134,8 +147,13 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 		}
 		objs = append(objs, object{kind: KindTxnIndex, key: key(KindTxnIndex), data: ti, size: int64(len(ti))})
 	}
-	epochs := segmentEpochs(t.rep.Log().Epochs(), seg.BaseOffset, seg.NextOffset)
-	ep := EncodeEpochs(epochs)
+	history := t.rep.Log().Epochs()
+	epochs := segmentEpochs(history, seg.BaseOffset, seg.NextOffset)
+	// The epochs object is the whole history up to the segment's end, from
+	// the log start (Kafka uploads the leader-epoch checkpoint so): a
+	// follower rebuilt from this segment places every retained epoch. The
+	// metadata's SegmentEpochs are the segment's own entries.
+	ep := EncodeEpochs(historyBefore(history, seg.NextOffset))
 	objs = append(objs, object{kind: KindEpochs, key: key(KindEpochs), data: ep, size: int64(len(ep))})
 	snap, ok, err := t.rep.SnapshotAt(seg.NextOffset)
 	if err != nil {
