@@ -18,7 +18,7 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 	h.txns = txn.New(txn.Config{Logger: h.logger}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
 	h.txns.Register(reg)
 	h.groups.SetTransactions(h.txns)
-	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, nil)
+	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, h.groups)
 	txn.RegisterDescribeProducers(reg, h.replicas)
 }
 

@@ -13,7 +13,10 @@ package group
 // it changes later follows. So the log from S on holds the live state of
 // every group, and a coordinator that loads it from there rebuilds the same
 // groups. A crash before the delete leaves a longer log, never a shorter
-// one. Tombstones vanish at the first compaction after them (there is no
+// one. A compaction gives up while a group has transactional offsets
+// waiting for their marker (they live only in their transactional batch
+// below S); the next one is tried after CompactAfterRecords more appends.
+// Tombstones vanish at the first compaction after them (there is no
 // delete.retention.ms grace: no consumer reads this topic but the
 // coordinator).
 
@@ -67,6 +70,14 @@ func (c *Coordinator) compact(ctx context.Context, sh *shard) error {
 		var perr error
 		_, err := c.call(ctx, r, func(g *group, send replyFn) {
 			hw := int64(-1)
+			if len(g.pendingTxn) > 0 {
+				// Its transactional offsets are only in the batches
+				// below s, until their markers: cutting them would
+				// lose a commit that its marker applies.
+				perr = fmt.Errorf("group %q has transactional offsets pending", g.id)
+				send(nil, -1)
+				return
+			}
 			recs := g.liveRecords()
 			for len(recs) > 0 && perr == nil {
 				n := min(len(recs), snapshotChunk)

@@ -133,6 +133,7 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)
 	reg.Register(kmsg.LeaveGroup, 0, 5, c.handleLeaveGroup)
 	reg.Register(kmsg.OffsetCommit, 0, 8, c.handleOffsetCommit)
+	reg.Register(kmsg.TxnOffsetCommit, 0, 3, c.handleTxnOffsetCommit)
 	reg.Register(kmsg.OffsetFetch, 0, 8, c.handleOffsetFetch)
 	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
 	reg.Register(kmsg.ListGroups, 0, 4, c.handleListGroups)

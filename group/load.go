@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,12 +25,16 @@ type shard struct {
 
 	sinceCompact atomic.Int64 // records appended since the last compaction
 	compacting   atomic.Bool
+	txnAppend    sync.Mutex // serialises transactional appends (appendTxn)
 }
 
 // loadedGroup is what reading a partition leaves of one group.
 type loadedGroup struct {
 	meta    *kmsg.GroupMetadataValue // nil: no live metadata record
 	offsets map[topicPartition]offsetEntry
+	// pendingTxn: transactional offsets whose marker is not in the log
+	// (yet), per producer id.
+	pendingTxn map[int64]map[topicPartition]offsetEntry
 }
 
 // readLoadBytes bounds one read of the offsets partition at load.
@@ -51,11 +56,14 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 	get := func(id string) *loadedGroup {
 		lg := groups[id]
 		if lg == nil {
-			lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}}
+			lg = &loadedGroup{offsets: map[topicPartition]offsetEntry{}, pendingTxn: map[int64]map[topicPartition]offsetEntry{}}
 			groups[id] = lg
 		}
 		return lg
 	}
+	// txnGroups: per producer id, the groups with offsets of its open
+	// transaction, which its marker applies or drops.
+	txnGroups := map[int64]map[string]bool{}
 	l := rep.Log()
 	end := l.LogEndOffset()
 	for off := l.LogStartOffset(); off < end; {
@@ -70,6 +78,24 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 		err = batch.Split(b, func(h *batch.Header, one []byte) error {
 			next = h.NextOffset()
 			if h.Control() {
+				m, ok, err := batch.ParseEndTxnMarker(one)
+				if err != nil || !ok {
+					return nil // not a transaction marker: nothing of a group's
+				}
+				for id := range txnGroups[h.ProducerID] {
+					lg := groups[id]
+					if pend := lg.pendingTxn[h.ProducerID]; m.Commit {
+						for tp, e := range pend {
+							// A commit appended after the transaction's
+							// offset wins, as in Kafka.
+							if cur, ok := lg.offsets[tp]; !ok || cur.logOffset < e.logOffset {
+								lg.offsets[tp] = e
+							}
+						}
+					}
+					delete(lg.pendingTxn, h.ProducerID)
+				}
+				delete(txnGroups, h.ProducerID)
 				return nil
 			}
 			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
@@ -80,6 +106,23 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 				}
 				lg := get(k.group)
 				switch {
+				case k.kind == kindOffset && h.Transactional():
+					e, err := decodeOffsetValue(r.Value)
+					if err != nil {
+						skipped++
+						return nil
+					}
+					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
+					pend := lg.pendingTxn[h.ProducerID]
+					if pend == nil {
+						pend = map[topicPartition]offsetEntry{}
+						lg.pendingTxn[h.ProducerID] = pend
+					}
+					pend[k.tp] = e
+					if txnGroups[h.ProducerID] == nil {
+						txnGroups[h.ProducerID] = map[string]bool{}
+					}
+					txnGroups[h.ProducerID][k.group] = true
 				case k.kind == kindOffset && r.Value == nil:
 					delete(lg.offsets, k.tp)
 				case k.kind == kindOffset:
@@ -112,7 +155,7 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 		off = next
 	}
 	for id, lg := range groups {
-		if lg.meta == nil && len(lg.offsets) == 0 {
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.pendingTxn) == 0 {
 			delete(groups, id)
 		}
 	}
@@ -125,6 +168,7 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 func restore(g *group, lg *loadedGroup, now time.Time) {
 	g.now = now
 	g.offsets = lg.offsets
+	g.pendingTxn = lg.pendingTxn
 	v := lg.meta
 	if v == nil {
 		g.setState(StateEmpty)

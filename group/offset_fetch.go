@@ -5,8 +5,11 @@ package group
 //   - v1: offsets from __consumer_offsets (v0 read ZooKeeper's; both are
 //     served the same here).  v2: top-level ErrorCode; null topics fetch
 //     every committed offset of the group.  v5: LeaderEpoch.
-//   - v6: flexible versions.  v7: RequireStable (no transactions, so
-//     nothing is ever unstable).  v8: several groups per request.
+//   - v6: flexible versions.  v7: RequireStable (KIP-447): a partition
+//     with a transactional offset waiting for its transaction's marker
+//     answers UNSTABLE_OFFSET_COMMIT, which the client retries, so that a
+//     consumer taking over a partition never starts from an offset that a
+//     commit in flight is about to move.  v8: several groups per request.
 //
 // A partition without a committed offset answers offset -1. A group this
 // node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
@@ -31,9 +34,10 @@ type fetchTopic struct {
 
 // fetchedOffset is one answer of an OffsetFetch.
 type fetchedOffset struct {
-	tp    topicPartition
-	entry offsetEntry
-	found bool
+	tp       topicPartition
+	entry    offsetEntry
+	found    bool
+	unstable bool // RequireStable and a transactional offset is pending
 }
 
 func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -49,7 +53,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						ts = append(ts, fetchTopic{t.Topic, t.Partitions})
 					}
 				}
-				got, code, err := c.fetchOffsets(ctx, rg.Group, ts)
+				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable)
 				if err != nil {
 					return nil, err
 				}
@@ -63,6 +67,9 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = f.tp.partition, -1, -1, kmsg.StringPtr("")
 						if f.found {
 							op.Offset, op.LeaderEpoch, op.Metadata = f.entry.offset, f.entry.leaderEpoch, kmsg.StringPtr(f.entry.metadata)
+						}
+						if f.unstable {
+							op.Offset, op.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 						}
 						ot.Partitions = append(ot.Partitions, op)
 					}
@@ -79,7 +86,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				ts = append(ts, fetchTopic{t.Topic, t.Partitions})
 			}
 		}
-		got, code, err := c.fetchOffsets(ctx, r.Group, ts)
+		got, code, err := c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable)
 		if err != nil {
 			return nil, err
 		}
@@ -104,6 +111,9 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				if req.Version < 2 {
 					op.ErrorCode = code
 				}
+				if f.unstable {
+					op.Offset, op.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
 				ot.Partitions = append(ot.Partitions, op)
 			}
 			resp.Topics = append(resp.Topics, ot)
@@ -113,8 +123,10 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 }
 
 // fetchOffsets reads one group's committed offsets: those of topics, or
-// all with nil topics. A non-zero code is the group's error.
-func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic) ([]fetchedOffset, int16, error) {
+// all with nil topics. A non-zero code is the group's error. With
+// requireStable, partitions with a pending transactional offset are
+// marked unstable.
+func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic, requireStable bool) ([]fetchedOffset, int16, error) {
 	rn, err := c.lookup(groupID, false)
 	if err != nil {
 		return nil, errorCode(err), nil
@@ -126,6 +138,11 @@ func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics [
 	code := int16(0)
 	_, err = c.call(ctx, rn, func(g *group, send replyFn) {
 		got = answerOffsets(g.offsets, topics)
+		if requireStable {
+			for i := range got {
+				got[i].unstable = g.unstable(got[i].tp)
+			}
+		}
 		send(nil, -1)
 	}, func() kmsg.Response { code = kerr.NotCoordinator.Code; return nil })
 	return got, code, err

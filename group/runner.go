@@ -22,6 +22,7 @@ type runner struct {
 func (c *Coordinator) startRunnerLocked(sh *shard, g *group) *runner {
 	r := &runner{g: g, shard: sh, events: make(chan func(*group), 16), stop: make(chan struct{}), done: make(chan struct{})}
 	g.persist = func(recs []record) (int64, error) { return c.append(sh, recs) }
+	g.persistTxn = func(p txnProducer, recs []record) (int64, error) { return c.appendTxn(sh, p, recs) }
 	sh.groups[g.id] = r
 	c.goTracked(func() { c.run(r) })
 	return r
@@ -88,5 +89,5 @@ func (c *Coordinator) run(r *runner) {
 // offset, never a generation. It has nothing in __consumer_offsets and is
 // dropped, as if never created.
 func (g *group) phantom() bool {
-	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.unreplicated) == 0
+	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.unreplicated) == 0 && len(g.pendingTxn) == 0
 }

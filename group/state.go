@@ -121,6 +121,9 @@ type group struct {
 	// still be pending.
 	unreplicated map[topicPartition]offsetEntry
 	deletedAt    map[topicPartition]int64
+	// pendingTxn holds, per producer id, the transactional offsets
+	// appended and waiting for the transaction's marker (txn_offsets.go).
+	pendingTxn map[int64]map[topicPartition]offsetEntry
 
 	rebalanceDeadline time.Time // PreparingRebalance: complete the join by then
 	syncDeadline      time.Time // CompletingRebalance: members that did not sync by then are removed
@@ -128,6 +131,8 @@ type group struct {
 	now     time.Time
 	limits  *Config
 	persist func([]record) (hw int64, err error) // appends the records; returns the last offset
+	// persistTxn appends records as a transactional batch of a producer.
+	persistTxn func(txnProducer, []record) (int64, error)
 }
 
 func newGroup(id string, limits *Config, persist func([]record) (int64, error)) *group {
@@ -136,6 +141,7 @@ func newGroup(id string, limits *Config, persist func([]record) (int64, error)) 
 		members: map[string]*member{}, pending: map[string]time.Time{},
 		static: map[string]string{}, offsets: map[topicPartition]offsetEntry{},
 		unreplicated: map[topicPartition]offsetEntry{}, deletedAt: map[topicPartition]int64{},
+		pendingTxn: map[int64]map[topicPartition]offsetEntry{},
 	}
 }
 

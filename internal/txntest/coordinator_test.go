@@ -294,3 +294,8 @@ func waitState(t *testing.T, ctx context.Context, cl *kgo.Client, id, state stri
 		t.Fatalf("%s never reached %s: %+v", id, state, st)
 	}
 }
+
+// pollFor is proctest.Poll every 200 ms.
+func pollFor(d time.Duration, cond func() bool) error {
+	return proctest.Poll(d, 200*time.Millisecond, cond)
+}

@@ -1,0 +1,98 @@
+package group
+
+// TxnOffsetCommit (key 28), versions 0-3.
+//
+//   - A transactional producer commits the offsets it consumed as part of
+//     its transaction (KIP-98): the offsets are appended to the group's
+//     __consumer_offsets partition in a transactional batch of the
+//     producer (its id and epoch), acks=all, and stay pending until the
+//     transaction's marker reaches the partition: a COMMIT applies them
+//     (what OffsetFetch answers), an ABORT drops them. A partition with a
+//     pending transactional offset answers OffsetFetch with RequireStable
+//     UNSTABLE_OFFSET_COMMIT (KIP-447).
+//   - v2: LeaderEpoch per partition.  v3: flexible versions; GroupInstanceID,
+//     MemberID and Generation (KIP-447): with a member id or a generation
+//     the member must be the group's, of its generation
+//     (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), so that
+//     a zombie that lost its partitions in a rebalance cannot commit.
+//     Without them (generation -1) any producer may commit, as with a
+//     simple OffsetCommit.
+//
+// The transaction coordinator checks the producer: a producer fenced by
+// a newer epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3,
+// where the partition's producer state refuses the older epoch).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/kafka"
+)
+
+func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
+	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		failAll := func(code int16) kmsg.Response {
+			resp.Topics = resp.Topics[:0]
+			for _, t := range r.Topics {
+				rt := kmsg.NewTxnOffsetCommitResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp
+		}
+		if r.Group == "" {
+			return failAll(kerr.InvalidGroupID.Code), nil
+		}
+		cr := commitRequest{memberID: "", generation: -1}
+		if req.Version >= 3 {
+			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
+		}
+		simple := cr.memberID == "" && cr.generation < 0
+		rn, err := c.lookup(r.Group, simple)
+		switch {
+		case err != nil:
+			return failAll(errorCode(err)), nil
+		case rn == nil:
+			return failAll(kerr.IllegalGeneration.Code), nil // a member's commit to a group that does not exist
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				md := ""
+				if p.Metadata != nil {
+					md = *p.Metadata
+				}
+				epoch := p.LeaderEpoch
+				if req.Version < 2 {
+					epoch = -1
+				}
+				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
+			}
+		}
+		producer := txnProducer{id: r.ProducerID, epoch: r.ProducerEpoch}
+		return c.call(ctx, rn, func(g *group, send replyFn) {
+			codes, hw := g.txnCommit(cr, producer)
+			failAll(0)
+			i := 0
+			for ti := range resp.Topics {
+				for pi := range resp.Topics[ti].Partitions {
+					code := codes[i]
+					if code == kerr.InvalidProducerEpoch.Code && req.Version >= 3 {
+						code = kerr.ProducerFenced.Code
+					}
+					resp.Topics[ti].Partitions[pi].ErrorCode = code
+					i++
+				}
+			}
+			send(resp, hw)
+		}, func() kmsg.Response { return failAll(kerr.NotCoordinator.Code) })
+	}}, nil
+}

@@ -1,0 +1,130 @@
+package txntest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// etl runs a franz-go GroupTransactSession that copies every record of
+// in to out (value "out-" + input value) in transactions, aborting every
+// abortEvery-th one (0: never), until stop says so or ctx ends.
+func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop func() bool, logf func(string, ...any)) error {
+	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.ConsumerGroup("etl"),
+		kgo.ConsumeTopics("in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("out"),
+		kgo.TransactionTimeout(20*time.Second), kgo.SessionTimeout(6*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for n := 0; !stop() && ctx.Err() == nil; {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fs := s.PollRecords(pctx, 20)
+		cancel()
+		if fs.IsClientClosed() {
+			return nil
+		}
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := s.Begin(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		for _, r := range recs {
+			s.Produce(ctx, &kgo.Record{Value: append([]byte("out-"), r.Value...), Partition: r.Partition}, nil)
+		}
+		n++
+		try := kgo.TryCommit
+		if abortEvery > 0 && n%abortEvery == 0 {
+			try = kgo.TryAbort
+		}
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		committed, err := s.End(ectx, try)
+		cancel()
+		if err != nil {
+			logf("%s: End: %v (committed %v)", id, err, committed)
+		}
+	}
+	return nil
+}
+
+// TestGroupTransactSessionOneNode: a read-process-write pipeline of
+// GroupTransactSessions on one node, aborting every second transaction and
+// handing the group over from one session to two fresh ones midway,
+// leaves every input's output committed exactly once in the output topic.
+func TestGroupTransactSessionOneNode(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, "in", 3, 1)
+	createTopic(t, ctx, cl, "out", 3, 1)
+	const total = 300
+	want := map[string]bool{}
+	for i := range total {
+		v := fmt.Sprintf("%d", i)
+		want["out-"+v] = true
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(i % 3)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committedOut := func() int {
+		committed := 0
+		for p := range int32(3) {
+			v, err := readLog(ctx, cl, "out", p)
+			if err != nil {
+				return -1
+			}
+			committed += len(v.committed)
+		}
+		return committed
+	}
+	// Two phases: one session alone until a third of the outputs are
+	// committed, then two fresh ones, which start from the group's
+	// committed offsets (the first phase's transactional commits) and
+	// rebalance between them.
+	for _, phase := range []struct {
+		ids    []string
+		target int
+	}{{[]string{"etl-a"}, total / 3}, {[]string{"etl-b", "etl-c"}, total}} {
+		done := make(chan struct{})
+		stop := func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		}
+		errs := make(chan error, len(phase.ids))
+		for _, id := range phase.ids {
+			go func() { errs <- etl(ctx, []string{n.KafkaAddr()}, id, 2, stop, t.Logf) }()
+		}
+		err := pollFor(90*time.Second, func() bool { return committedOut() >= phase.target })
+		close(done)
+		for range phase.ids {
+			if e := <-errs; e != nil {
+				t.Error(e)
+			}
+		}
+		if err != nil {
+			t.Fatalf("the pipeline did not commit %d outputs in time (%d)", phase.target, committedOut())
+		}
+	}
+	aborted := checkExactlyOnce(t, ctx, cl, "out", 3, want)
+	if aborted == 0 {
+		t.Error("no aborted record in the output: the aborts did not run")
+	}
+	t.Logf("%d aborted records in the output log", aborted)
+}
