@@ -235,7 +235,7 @@ func TestCoordinatorStates(t *testing.T) {
 	if fourth := initPID(t, ctx, cl2, id, pid, 3); fourth.ErrorCode != 0 || fourth.ProducerID != pid || fourth.ProducerEpoch != 4 {
 		t.Fatalf("KIP-360 InitProducerId after the restart: %+v", fourth)
 	}
-	if st := describeTxn(t, ctx, cl, "no-such-id"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+	if st := describeTxn(t, ctx, cl2, "no-such-id"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("DescribeTransactions of an unknown id: %+v", st)
 	}
 }

@@ -3,6 +3,7 @@ package txntest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,24 @@ func TestTransactionalProducerCommitAbort(t *testing.T) {
 	run(false, "aborted")
 
 	waitState(t, ctx, admin, id, "CompleteAbort")
+	for _, c := range []struct {
+		level kgo.IsolationLevel
+		name  string
+		want  int
+	}{{kgo.ReadCommitted(), "read_committed", 6}, {kgo.ReadUncommitted(), "read_uncommitted", 12}} {
+		got := consumeAll(t, ctx, n.KafkaAddr(), "events", c.level, c.want)
+		committed := 0
+		for _, v := range got {
+			if strings.HasPrefix(v, "committed-") {
+				committed++
+			} else if c.want == 6 {
+				t.Errorf("%s consumer read %q of the aborted transaction", c.name, v)
+			}
+		}
+		if len(got) != c.want || committed != 6 {
+			t.Errorf("%s consumer read %d records (%d committed), want %d (6)", c.name, len(got), committed, c.want)
+		}
+	}
 	st := describeTxn(t, ctx, admin, id)
 	pid := st.ProducerID
 	for _, p := range []int32{0, 1} {
@@ -63,4 +82,30 @@ func TestTransactionalProducerCommitAbort(t *testing.T) {
 			t.Errorf("events-%d: producer %+v, want no open transaction", p, ap)
 		}
 	}
+}
+
+// consumeAll reads topic from the start with the isolation level until
+// it has want records and then for another half second, and returns
+// their values.
+func consumeAll(t *testing.T, ctx context.Context, addr, topic string, level kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	quiet := time.Time{}
+	for time.Now().Before(deadline) && (quiet.IsZero() || time.Now().Before(quiet)) {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		if len(got) >= want && quiet.IsZero() {
+			quiet = time.Now().Add(500 * time.Millisecond) // anything more would be too many
+		}
+	}
+	return got
 }

@@ -23,7 +23,9 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 		return err
 	}
 	defer s.Close()
-	for n := 0; !stop() && ctx.Err() == nil; {
+	n, aborts := 0, 0
+	defer func() { logf("%s: %d transactions, %d aborted", id, n, aborts) }()
+	for !stop() && ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fs := s.PollRecords(pctx, 20)
 		cancel()
@@ -37,13 +39,20 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 		if err := s.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		for _, r := range recs {
-			s.Produce(ctx, &kgo.Record{Value: append([]byte("out-"), r.Value...), Partition: r.Partition}, nil)
+		// Synchronously, so that an aborted transaction's records are
+		// in the log (End aborts what is still buffered unsent).
+		out := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			out[i] = &kgo.Record{Value: append([]byte("out-"), r.Value...), Partition: r.Partition}
+		}
+		if err := s.ProduceSync(ctx, out...).FirstErr(); err != nil {
+			logf("%s: produce: %v", id, err)
 		}
 		n++
 		try := kgo.TryCommit
 		if abortEvery > 0 && n%abortEvery == 0 {
 			try = kgo.TryAbort
+			aborts++
 		}
 		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		committed, err := s.End(ectx, try)
