@@ -34,6 +34,7 @@ var rows = []pairRow{
 	{label: "cold replay S3, bare fetch client", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayRawFetchS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
 	{label: "cold replay S3, franz-go consumer", pkg: "internal/tieringe2e", names: []string{"BenchmarkColdTierS3/ColdReplayS3"}, peers: []string{"BenchmarkColdTierS3/PlainRangedGetS3"}, unit: "MB/s", peerDesc: "minio-go ranged GETs of the same objects", goal: ">= 0.70"},
 	{label: "produce RF=3 acks=all", pkg: "internal/replicationtest", names: []string{"BenchmarkReplicatedProduce/rf3-acks-all"}, peers: []string{"BenchmarkReplicatedProduce/rf1-acks-1"}, unit: "MB/s", peerDesc: "RF=1 acks=1 (same run)"},
+	{label: "transactional produce RF=3", pkg: "internal/replicationtest", names: []string{"BenchmarkTransactionalProduce/txn-100ms"}, peers: []string{"BenchmarkTransactionalProduce/idempotent"}, unit: "MB/s", peerDesc: "idempotent acks=all (same run; a transaction every 100 ms)"},
 	{label: "kafka round trip", pkg: "kafka", names: []string{"BenchmarkRoundTrip/server"}, peers: []string{"BenchmarkRoundTrip/tcp-echo"}, unit: "ns/op", peerDesc: "bare TCP echo"},
 	{label: "fetch of a 4 KiB file range", pkg: "kafka", names: []string{"BenchmarkFileBodyRoundTrip/file"}, peers: []string{"BenchmarkFileBodyRoundTrip/memory"}, unit: "ns/op", peerDesc: "the same bytes from memory"},
 }
