@@ -22,11 +22,24 @@ import (
 // replicating it), and dropping a committed value in favour of one that is
 // later truncated would leave the key with no value at all. The active
 // segment is never touched; a closed segment is cleaned only when it ends
-// at or below the first uncleanable offset. Records without a key and control batches stay.
+// at or below the first uncleanable offset. Records without a key stay.
 // Every batch keeps its base offset and offset span, even when all its
 // records go (an empty batch, as Kafka's cleaner leaves for producer
 // state), so offsets stay contiguous batch by batch and consumers skip the
 // gaps. Each replica compacts its own log.
+//
+// Transactions, as Kafka's LogCleaner treats them: the first uncleanable
+// offset is also at most the last stable offset, so no batch of a
+// transaction still open (or whose marker is not replicated) is touched.
+// The records of aborted transactions (the .txnindex) are dropped and take
+// no part in deciding a key's latest value. A transactional batch left
+// without records loses its transactional attribute (batch.EmptyOutsideTxn)
+// so that no producer-state replay reopens its transaction. A COMMIT marker
+// goes once its segment's newest timestamp is older than
+// delete.retention.ms and no record of its transaction is left (the pass
+// has seen every batch from the log start on); ABORT markers stay, with
+// their .txnindex entries: a consumer that read an aborted transaction's
+// entry without its marker would skip the producer's later records.
 
 // compactionLimit bounds the size of a segment the cleaner rewrites in
 // memory; larger ones are left for a streaming cleaner.
@@ -44,24 +57,38 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 		return 0, nil
 	}
 	limit := r.firstUncleanable(segs)
-	latest, err := r.latestOffsets(limit)
+	aborted := newAbortedSet(r.log.AbortedTxns(r.log.LogStartOffset(), limit))
+	latest, err := r.latestOffsets(limit, aborted)
 	if err != nil {
 		return 0, err
 	}
 	horizon := now.UnixMilli() - tc.Int64(config.DeleteRetentionMs)
 	cleaned := 0
+	// txns follows, from the log start on, which producers have a record
+	// of a transaction left in the cleaned log; it is exact only while no
+	// segment was skipped (seenAll).
+	txns := txnTracker{retained: map[int64]bool{}, seenAll: true}
 	for _, s := range segs {
 		if s.Active || s.NextOffset > limit {
 			break // this and every later segment hold uncleanable offsets
 		}
-		if s.Size == 0 || s.Size > compactionLimit || s.BaseOffset < r.log.LogStartOffset() {
+		if s.BaseOffset < r.log.LogStartOffset() {
+			txns.seenAll = false // its batches below the log start are not looked at
+			continue
+		}
+		if s.Size == 0 {
+			continue
+		}
+		if s.Size > compactionLimit {
+			txns.seenAll = false
 			continue
 		}
 		b, err := r.log.ReadBytes(s.BaseOffset, int(s.Size), s.NextOffset, true)
 		if err != nil {
 			return cleaned, err
 		}
-		out, changed, err := compactSegment(b, latest, horizon, r.maxDecomp)
+		markersGo := s.MaxTimestamp >= 0 && s.MaxTimestamp < horizon
+		out, changed, err := compactSegment(b, latest, horizon, r.maxDecomp, aborted, &txns, markersGo)
 		if err != nil {
 			return cleaned, fmt.Errorf("compacting segment %d: %w", s.BaseOffset, err)
 		}
@@ -77,10 +104,11 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 	return cleaned, nil
 }
 
-// firstUncleanable is Kafka's first uncleanable offset: the high watermark
-// or the active segment's base, whichever is smaller.
+// firstUncleanable is Kafka's first uncleanable offset: the last stable
+// offset (at most the high watermark) or the active segment's base,
+// whichever is smaller.
 func (r *Replica) firstUncleanable(segs []segment.SegmentInfo) int64 {
-	limit := r.HighWatermark()
+	limit := r.LastStableOffset()
 	for _, s := range segs {
 		if s.Active {
 			limit = min(limit, s.BaseOffset)
@@ -90,8 +118,8 @@ func (r *Replica) firstUncleanable(segs []segment.SegmentInfo) int64 {
 }
 
 // latestOffsets maps every key below limit to the offset of its last
-// record there.
-func (r *Replica) latestOffsets(limit int64) (map[string]int64, error) {
+// record there, aborted transactions left out.
+func (r *Replica) latestOffsets(limit int64, aborted abortedSet) (map[string]int64, error) {
 	latest := map[string]int64{}
 	for off := r.log.LogStartOffset(); off < limit; {
 		b, err := r.log.ReadBytes(off, 8<<20, limit, true)
@@ -104,8 +132,8 @@ func (r *Replica) latestOffsets(limit int64) (map[string]int64, error) {
 		next := off
 		err = batch.Split(b, func(h *batch.Header, raw []byte) error {
 			next = h.NextOffset()
-			if h.Control() || h.LastOffset() >= limit {
-				return nil // a batch that reaches the limit decides nothing
+			if h.Control() || h.LastOffset() >= limit || aborted.has(h) {
+				return nil // a batch that reaches the limit decides nothing, nor does an aborted one
 			}
 			return batch.ForEachRecord(raw, r.maxDecomp, func(rec *batch.Record) error {
 				if rec.Key != nil {
@@ -125,14 +153,64 @@ func (r *Replica) latestOffsets(limit int64) (map[string]int64, error) {
 	return latest, nil
 }
 
+// abortedSet holds a partition's aborted transactions by producer id.
+type abortedSet map[int64][]segment.AbortedTxn
+
+func newAbortedSet(txns []segment.AbortedTxn) abortedSet {
+	s := abortedSet{}
+	for _, a := range txns {
+		s[a.ProducerID] = append(s[a.ProducerID], a)
+	}
+	return s
+}
+
+// has reports whether the data batch h belongs to an aborted transaction:
+// transactional, of a producer with an aborted transaction whose range
+// holds the batch.
+func (s abortedSet) has(h *batch.Header) bool {
+	if !h.Transactional() || h.Control() {
+		return false
+	}
+	for _, a := range s[h.ProducerID] {
+		if h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// txnTracker is what a compaction pass knows of transactions so far:
+// the producers with a transactional record left since their last marker.
+type txnTracker struct {
+	retained map[int64]bool
+	seenAll  bool // every batch from the log start on went through the pass
+}
+
 // compactSegment rewrites the batches of one segment. It is a pure function
-// of the bytes, the latest offsets and the tombstone horizon.
-func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp int) ([]byte, bool, error) {
+// of the bytes, the latest offsets, the tombstone horizon, the aborted
+// transactions and the pass's transaction tracking (updated); markersGo
+// says the segment is past delete.retention.ms, so that a COMMIT marker
+// with no record of its transaction left may go.
+func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp int,
+	aborted abortedSet, txns *txnTracker, markersGo bool) ([]byte, bool, error) {
 	out := make([]byte, 0, len(b))
 	changed := false
 	err := batch.Split(b, func(h *batch.Header, raw []byte) error {
 		if h.Control() {
+			m, isMarker, err := batch.ParseEndTxnMarker(raw)
+			drop := err == nil && isMarker && m.Commit && markersGo && txns.seenAll && !txns.retained[h.ProducerID]
+			delete(txns.retained, h.ProducerID)
+			if drop {
+				changed = true
+				out = append(out, batch.EmptyOutsideTxn(raw)...)
+				return nil
+			}
 			out = append(out, raw...)
+			return nil
+		}
+		if aborted.has(h) {
+			changed = true
+			out = append(out, batch.EmptyOutsideTxn(raw)...)
 			return nil
 		}
 		recs, err := batch.Records(raw, maxDecomp)
@@ -151,13 +229,16 @@ func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp 
 			}
 			kept = append(kept, rec)
 		}
+		if h.Transactional() && len(kept) > 0 {
+			txns.retained[h.ProducerID] = true
+		}
 		if len(kept) == len(recs) {
 			out = append(out, raw...)
 			return nil
 		}
 		changed = true
 		if len(kept) == 0 {
-			out = append(out, batch.EmptyLike(raw)...)
+			out = append(out, batch.EmptyOutsideTxn(raw)...)
 			return nil
 		}
 		opts := batch.BuildOptions{

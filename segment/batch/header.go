@@ -270,3 +270,16 @@ func EmptyLike(b []byte) []byte {
 	be.PutUint32(out[offCRC:], ComputeCRC(out))
 	return out
 }
+
+// EmptyOutsideTxn is EmptyLike with the transactional attribute cleared:
+// what log compaction leaves of a transactional batch whose records all
+// went (an aborted transaction's, or a committed one's overwritten), so that
+// a replay of producer state never opens a transaction for it once the
+// transaction's marker may be removed.
+func EmptyOutsideTxn(b []byte) []byte {
+	out := EmptyLike(b)
+	be := binary.BigEndian
+	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])&^attrTransactional)
+	be.PutUint32(out[offCRC:], ComputeCRC(out))
+	return out
+}
