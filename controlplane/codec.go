@@ -30,6 +30,7 @@ type partitionRecord struct {
 	CtrlEpoch      uint64  `json:"controller_epoch,omitempty"`
 	Adding         []int32 `json:"adding_replicas,omitempty"`
 	Removing       []int32 `json:"removing_replicas,omitempty"`
+	LeaderInc      string  `json:"leader_incarnation,omitempty"`
 }
 
 type brokerRecord struct {
@@ -84,7 +85,7 @@ func decodeTopic(b []byte) (Topic, error) {
 func encodePartition(p PartitionState) []byte {
 	return mustJSON(partitionRecord{TopicID: p.TopicID.Hex(), Topic: p.Topic, Partition: p.Partition,
 		Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.PartitionEpoch, ELR: p.ELR, CtrlEpoch: p.ControllerEpoch,
-		Adding: p.AddingReplicas, Removing: p.RemovingReplicas})
+		Adding: p.AddingReplicas, Removing: p.RemovingReplicas, LeaderInc: p.LeaderIncarnation})
 }
 
 func decodePartition(b []byte, rev uint64) (PartitionState, error) {
@@ -98,7 +99,7 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 	}
 	return PartitionState{TopicID: id, Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
 		Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, ISR: r.ISR, PartitionEpoch: r.PartitionEpoch, ELR: r.ELR, ControllerEpoch: r.CtrlEpoch,
-		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, Revision: rev}, nil
+		AddingReplicas: r.Adding, RemovingReplicas: r.Removing, LeaderIncarnation: r.LeaderInc, Revision: rev}, nil
 }
 
 func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog, offline []OfflineReplica) []byte {

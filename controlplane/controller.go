@@ -202,10 +202,14 @@ func (c *Controller) reconcile(ctx context.Context) {
 		offline[b.NodeID] = c.store.OfflineReplicas(b.NodeID)
 	}
 	isLive := func(b int32) bool { _, ok := live[b]; return ok }
+	incarnation := func(b int32) string {
+		inc, _ := c.store.Incarnation(b)
+		return inc
+	}
 	for _, t := range c.store.Topics() {
 		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
-			v := View{Live: LiveFor(st, isLive, offline), MinISR: minISR, Unclean: unclean, Trust: func(b int32) (Trust, ReplicaLog) {
+			v := View{Live: LiveFor(st, isLive, offline), MinISR: minISR, Unclean: unclean, Incarnation: incarnation, Trust: func(b int32) (Trust, ReplicaLog) {
 				r := live[b]
 				return Eligibility(st, r.b, r.logs, r.reported)
 			}}
@@ -241,6 +245,9 @@ func (c *Controller) reconcile(ctx context.Context) {
 				if st.Reassigning() && !d.State.Reassigning() {
 					c.log.Info("reassignment completed", "topic", t.Name, "partition", st.Partition,
 						"replicas", d.State.Replicas, "leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
+				} else if d.Reregistered {
+					c.log.Info("leader registered again; new leader epoch", "topic", t.Name, "partition", st.Partition,
+						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
 				} else if d.LeaderChanged {
 					c.log.Info("elected leader", "topic", t.Name, "partition", st.Partition,
 						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR, "elr", d.State.ELR)

@@ -13,6 +13,9 @@ type Decision struct {
 	Changed bool
 	// LeaderChanged is true when the leader (and so the leader epoch) moved.
 	LeaderChanged bool
+	// Reregistered is true when the leader stayed but registered again
+	// with a new incarnation, and the leader epoch was bumped for it.
+	Reregistered bool
 }
 
 // ElectOnBrokerChange is Elect with every live broker trusted and
@@ -76,20 +79,48 @@ func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool) Decisi
 // ReconcilePartition is the controller's pass over one partition: it
 // applies Elect, then completes a reassignment whose target
 // replicas are all in the ISR (CompleteReassignment), as one change.
+//
+// It also fences a leader that registered again (v.Incarnation): the
+// record keeps the incarnation of the leader's registration, stamped the
+// first time the controller sees the leader, and a leader whose
+// registration now has another one restarted, so the epoch is bumped, as
+// Kafka's controller bumps the leader epochs of a broker that registers
+// with a new incarnation. Its followers then check for divergence
+// (OffsetForLeaderEpoch), and nothing written or promised in the old
+// process's epoch is taken for the new one's.
 func ReconcilePartition(st PartitionState, v View) Decision {
 	next := Elect(st, v).State
 	next.LeaderEpoch = st.LeaderEpoch
-	return finish(st, completeReassignment(next, v.Live))
+	d := finish(st, completeReassignment(next, v.Live))
+	if v.Incarnation == nil || d.State.Leader < 0 {
+		return d
+	}
+	inc := v.Incarnation(d.State.Leader)
+	if inc == "" || inc == d.State.LeaderIncarnation {
+		return d
+	}
+	if !d.LeaderChanged && d.State.LeaderIncarnation != "" {
+		d.State.LeaderEpoch = st.LeaderEpoch + 1
+		d.Reregistered = true
+	}
+	d.State.LeaderIncarnation, d.Changed = inc, true
+	return d
 }
 
-// finish compares and bumps the leader epoch when the leader moved.
+// finish compares and bumps the leader epoch when the leader moved; a new
+// leader's incarnation is not known to the caller: it is cleared, for the
+// controller to stamp (ReconcilePartition).
 func finish(old, next PartitionState) Decision {
 	d := Decision{State: next}
 	d.LeaderChanged = old.Leader != next.Leader
 	if d.LeaderChanged {
 		d.State.LeaderEpoch = old.LeaderEpoch + 1
+		if d.State.LeaderIncarnation == old.LeaderIncarnation {
+			d.State.LeaderIncarnation = ""
+		}
 	}
 	d.Changed = d.LeaderChanged || !slices.Equal(old.ISR, next.ISR) || !slices.Equal(old.ELR, next.ELR) || !slices.Equal(old.Replicas, next.Replicas) ||
-		!slices.Equal(old.AddingReplicas, next.AddingReplicas) || !slices.Equal(old.RemovingReplicas, next.RemovingReplicas)
+		!slices.Equal(old.AddingReplicas, next.AddingReplicas) || !slices.Equal(old.RemovingReplicas, next.RemovingReplicas) ||
+		old.LeaderIncarnation != d.State.LeaderIncarnation
 	return d
 }

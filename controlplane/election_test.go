@@ -136,3 +136,44 @@ func TestLiveForOfflineReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileFencesReregisteredLeader: the controller stamps the
+// leader's registration incarnation into the record the first time it sees
+// it (no epoch bump), bumps the leader epoch when the same leader has
+// registered again with another incarnation (a restart), and leaves a
+// record whose leader's incarnation is the stamped one alone. A leader
+// change made elsewhere clears the stamp for the controller to set.
+func TestReconcileFencesReregisteredLeader(t *testing.T) {
+	incs := map[int32]string{1: "a", 2: "b", 3: "c"}
+	v := View{Live: liveSet(1, 2, 3), MinISR: 1, Incarnation: func(b int32) string { return incs[b] }}
+	st := ps(1, 4, []int32{1, 2, 3}, []int32{1, 2, 3})
+
+	d := ReconcilePartition(st, v)
+	if !d.Changed || d.Reregistered || d.State.LeaderEpoch != 4 || d.State.LeaderIncarnation != "a" {
+		t.Fatalf("first sight: %+v; want the incarnation stamped at epoch 4", d)
+	}
+	st = d.State
+	if d := ReconcilePartition(st, v); d.Changed {
+		t.Fatalf("same incarnation: changed to %+v", d.State)
+	}
+	incs[1] = "a2" // node 1 restarted and registered again
+	d = ReconcilePartition(st, v)
+	if !d.Changed || !d.Reregistered || d.LeaderChanged || d.State.Leader != 1 || d.State.LeaderEpoch != 5 || d.State.LeaderIncarnation != "a2" {
+		t.Fatalf("re-registered leader: %+v; want leader 1 at epoch 5 with incarnation a2", d)
+	}
+	st = d.State
+	moved := MoveLeaderAway(st, 1, liveSet(1, 2, 3))
+	if moved.State.Leader != 2 || moved.State.LeaderIncarnation != "" {
+		t.Fatalf("controlled shutdown: %+v; want leader 2 with no incarnation yet", moved.State)
+	}
+	d = ReconcilePartition(moved.State, v)
+	if d.Reregistered || d.State.LeaderEpoch != moved.State.LeaderEpoch || d.State.LeaderIncarnation != "b" {
+		t.Fatalf("after a move: %+v; want node 2's incarnation stamped at epoch %d", d, moved.State.LeaderEpoch)
+	}
+	// An election by the controller stamps the new leader at once (node
+	// 1 left the ISR at its controlled shutdown: node 3 is elected).
+	d = ReconcilePartition(d.State, View{Live: liveSet(1, 3), MinISR: 1, Incarnation: v.Incarnation})
+	if !d.LeaderChanged || d.Reregistered || d.State.Leader != 3 || d.State.LeaderIncarnation != "c" {
+		t.Fatalf("election: %+v; want leader 3 stamped c", d)
+	}
+}

@@ -64,6 +64,10 @@ type View struct {
 	MinISR int
 	// Unclean is the topic's unclean.leader.election.enable.
 	Unclean bool
+	// Incarnation is the incarnation of a live broker's registration
+	// (Store.Incarnation), "" when unknown. Nil: registrations are not
+	// told apart (ReconcilePartition does not fence re-registered leaders).
+	Incarnation func(int32) string
 }
 
 func (v View) trust(b int32) (Trust, ReplicaLog) {

@@ -52,6 +52,12 @@ type PartitionState struct {
 	// Disjoint from the ISR; cleared once the ISR is back at
 	// min.insync.replicas.
 	ELR []int32
+	// LeaderIncarnation is the incarnation of the leader's registration
+	// (Store.Incarnation) when the controller last saw it lead: a leader
+	// that registers again (a restart) has a new one, and the controller
+	// then bumps the leader epoch (ReconcilePartition). Empty until the
+	// controller has seen the leader; cleared when the leader changes.
+	LeaderIncarnation string
 	// PartitionEpoch is bumped by every UpdatePartition.
 	PartitionEpoch int32
 	// ControllerEpoch is the epoch (lease revision) of the last controller

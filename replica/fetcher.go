@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,11 +139,22 @@ func (f *fetchers) Update(parts map[replicaKey]followed) {
 		}
 		byLeader[fk][k] = p
 	}
+	addrs := f.leaderAddrs()
 	for id, ft := range f.byLeader {
-		if _, ok := byLeader[id]; !ok {
-			ft.stop()
-			delete(f.byLeader, id)
+		_, ok := byLeader[id]
+		addr, known := addrs[id.leader]
+		if ok && (!known || addr == ft.addr) {
+			continue
 		}
+		// Not followed any more, or the leader registered again at
+		// another address (a restart): the fetcher's connections and
+		// client dial the old one for ever. A new fetcher starts below,
+		// and its partitions start over with the divergence check.
+		if ok {
+			ft.log.Info("leader registered at a new address; restarting the fetcher", "old", ft.addr, "new", addr)
+		}
+		ft.stop()
+		delete(f.byLeader, id)
 	}
 	for id, ps := range byLeader {
 		ft, ok := f.byLeader[id]
@@ -168,14 +181,18 @@ func (f *fetchers) Close() {
 	}
 }
 
+// leaderAddrs returns the Kafka address of every registered broker.
+func (f *fetchers) leaderAddrs() map[int32]string {
+	out := map[int32]string{}
+	for _, b := range f.store.Brokers() {
+		out[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	return out
+}
+
 func (f *fetchers) startFetcher(key fetcherKey) *fetcher {
 	leader := key.leader
-	var addr string
-	for _, b := range f.store.Brokers() {
-		if b.NodeID == leader {
-			addr = fmt.Sprintf("%s:%d", b.Host, b.Port)
-		}
-	}
+	addr := f.leaderAddrs()[leader]
 	if addr == "" {
 		// The leader is not registered (yet, in this node's cache): its
 		// BrokerUp reconciles and calls Update again (Manager.Run), or the
@@ -190,7 +207,7 @@ func (f *fetchers) startFetcher(key fetcherKey) *fetcher {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ft := &fetcher{f: f, leader: leader, index: key.index, cl: cl, conn: newFetchConn(addr, clientID), cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
+	ft := &fetcher{f: f, leader: leader, index: key.index, addr: addr, cl: cl, conn: newFetchConn(addr, clientID), cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
 		log: f.logger.With("leader", leader, "fetcher", key.index)}
 	go ft.run(ctx)
 	return ft
@@ -201,6 +218,7 @@ type fetcher struct {
 	f      *fetchers
 	leader int32
 	index  int
+	addr   string // the leader's address it dials
 	cl     *kgo.Client
 	conn   *fetchConn // Fetch requests; owned by run
 	log    *slog.Logger

@@ -1,0 +1,137 @@
+package replica_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/replica"
+)
+
+// TestLeaderRestartOnNewAddress: the leader of a partition stops cleanly
+// while it is the partition's only live in-sync replica (so it keeps the
+// leadership) and starts again at another Kafka port. Its new registration
+// is a new incarnation: the controller must give the partition a new
+// leader epoch, as Kafka fences a broker that registers again, and the
+// follower, which followed it all along, must fetch from its new address.
+// Before, the epoch stayed and the follower's fetcher kept dialing the old
+// port, so it never saw a record written after the restart.
+//
+// Node 2 is a replica.Manager on its own control-plane store, not
+// registered (so node 1's controlled shutdown finds no other live ISR
+// member); node 1 is a whole node, run twice.
+func TestLeaderRestartOnNewAddress(t *testing.T) {
+	dir := t.TempDir()
+	srv := testnode.StartNATS(t, dir)
+	ctx := ctxT(t, 120*time.Second)
+
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	st2, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st2.Close)
+	// CreateTopic places replicas on live brokers: node 2 registers for
+	// that only.
+	if err := st2.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st2.CreateTopic(ctx, "moved", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.DeregisterBroker(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps, ok := st2.Partition("moved", 0)
+	if !ok {
+		t.Fatal("no partition state after CreateTopic")
+	}
+	ps.Replicas, ps.ISR, ps.Leader = []int32{1, 2}, []int32{1, 2}, 1
+	if _, err := st2.UpdatePartition(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+
+	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "n2", "logs"), TopicDefaults: map[string]string{},
+		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
+		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
+	}, st2)
+	if err := m.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(runCtx) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	follower, ok := m.Local("moved", 0)
+	if !ok || follower.IsLeader() {
+		t.Fatalf("node 2 replica of moved-0: open %v; want an open follower", ok)
+	}
+
+	n1dir := filepath.Join(dir, "n1")
+	if err := os.MkdirAll(n1dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A node that stopped cleanly: trusted with its log (KIP-966).
+	if err := os.WriteFile(filepath.Join(n1dir, broker.CleanShutdownFile), []byte("clean shutdown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := []testnode.Option{testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
+		func(c *config.Broker) { c.ReplicaLagTimeMax = 10 * time.Minute }}
+	n1 := testnode.Start(t, n1dir, opts...)
+	produce := func(n *broker.Node, tag string) int64 {
+		t.Helper()
+		cl := newClient(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		if err := cl.ProduceSync(ctx, makeRecords("moved", 50, tag)...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		leader := replicaOn(n, "moved", 0)
+		if leader == nil || !leader.IsLeader() {
+			t.Fatal("node 1 does not lead moved-0")
+		}
+		return leader.Log().LogEndOffset()
+	}
+	end := produce(n1, "first")
+	waitFor(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
+		return follower.Log().LogEndOffset() == end
+	})
+	before, _ := st2.Partition("moved", 0)
+	oldAddr := n1.KafkaAddr()
+	if err := n1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := st2.Partition("moved", 0); ps.Leader != 1 {
+		t.Fatalf("node 1's clean stop moved the leadership (%+v): the test needs it kept", ps)
+	}
+
+	n1 = testnode.Start(t, n1dir, opts...)
+	if n1.KafkaAddr() == oldAddr {
+		t.Fatalf("node 1 restarted at its old address %s", oldAddr)
+	}
+	waitFor(t, 20*time.Second, "a new leader epoch for the re-registered leader", func() bool {
+		ps, _ := st2.Partition("moved", 0)
+		return ps.Leader == 1 && ps.LeaderEpoch > before.LeaderEpoch
+	})
+	end = produce(n1, "second")
+	waitFor(t, 20*time.Second, "the follower to fetch from the leader's new address", func() bool {
+		return follower.Log().LogEndOffset() == end
+	})
+}
