@@ -42,11 +42,30 @@ func StartCluster(n int, baseDir string, opts ...ClusterOption) ([]*Server, erro
 	for i, p := range routePorts {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
+	routesOf := func(from int) []string {
+		if co.routeVia == nil {
+			return routes
+		}
+		var out []string
+		for to := range routes {
+			if to != from {
+				out = append(out, co.routeVia(from, to, fmt.Sprintf("127.0.0.1:%d", routePorts[to])))
+			}
+		}
+		return out
+	}
 	servers := make([]*Server, 0, n)
 	stopAll := func() {
 		for _, s := range servers {
 			s.Shutdown()
 		}
+	}
+	advertise := ""
+	if co.routeVia != nil {
+		// A server that learns of a peer from another dials the peer's
+		// advertised route address directly (an implicit route, around
+		// the proxies); one that accepts nothing makes it fail.
+		advertise = unroutableRoute
 	}
 	for i := range n {
 		name := fmt.Sprintf("shale-nats-%d", i+1)
@@ -55,9 +74,11 @@ func StartCluster(n int, baseDir string, opts ...ClusterOption) ([]*Server, erro
 			ServerName: name,
 			Logger:     co.logger,
 			Cluster: &ClusterConfig{
-				Name:   "shale-test",
-				Port:   routePorts[i],
-				Routes: routes,
+				Name:        "shale-test",
+				Port:        routePorts[i],
+				Routes:      routesOf(i),
+				NoAdvertise: co.routeVia != nil,
+				Advertise:   advertise,
 			},
 		})
 		if err != nil {
@@ -93,7 +114,22 @@ func StartCluster(n int, baseDir string, opts ...ClusterOption) ([]*Server, erro
 // ClusterOption adjusts StartCluster.
 type ClusterOption func(*clusterOptions)
 
-type clusterOptions struct{ logger *slog.Logger }
+type clusterOptions struct {
+	logger   *slog.Logger
+	routeVia func(from, to int, target string) string
+}
+
+// unroutableRoute is the route address advertised under WithRouteVia: the
+// TCP port 1 of the loopback, where nothing listens.
+const unroutableRoute = "127.0.0.1:1"
+
+// WithRouteVia makes member from (0-based) reach member to through the URL
+// via returns for to's route address target (host:port), such as a proxy
+// a test can cut. No route bypasses it: the members advertise a route
+// address that accepts nothing, and no member addresses to clients.
+func WithRouteVia(via func(from, to int, target string) string) ClusterOption {
+	return func(o *clusterOptions) { o.routeVia = via }
+}
 
 // WithLogger sends every member's logs to l.
 func WithLogger(l *slog.Logger) ClusterOption {

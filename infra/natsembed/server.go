@@ -62,6 +62,13 @@ type ClusterConfig struct {
 	// Routes are the other members' route URLs, e.g. "nats://127.0.0.1:6222".
 	// Listing this server's own route is harmless.
 	Routes []string
+	// NoAdvertise keeps the server from telling clients the other members'
+	// addresses (its INFO's connect_urls).
+	NoAdvertise bool
+	// Advertise is the route address (host:port) peers are told to dial
+	// when they learn of this server from another (an implicit route);
+	// default: the address its routes come from.
+	Advertise string
 }
 
 // Server is one running embedded NATS server. Its methods are safe for
@@ -93,7 +100,7 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:             true,
 	}
 	if c := cfg.Cluster; c != nil {
-		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: c.Host, Port: c.Port}
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: c.Host, Port: c.Port, NoAdvertise: c.NoAdvertise, Advertise: c.Advertise}
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
@@ -195,6 +202,10 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // JetStreamIsLeader reports whether this server is the JetStream meta leader
 // of its cluster (always false for a standalone server).
 func (s *Server) JetStreamIsLeader() bool { return s.ns.JetStreamIsLeader() }
+
+// NumRoutes is the number of route connections the server has to its
+// cluster peers.
+func (s *Server) NumRoutes() int { return s.ns.NumRoutes() }
 
 // Shutdown stops the server and waits until it has stopped. It is idempotent
 // and safe to call concurrently.

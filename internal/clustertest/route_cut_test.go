@@ -1,0 +1,239 @@
+package clustertest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/adminapi"
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// TestLeaderStepsDownWhenItsNATSServerIsCut is issue 15 item 6 on real
+// processes: three shale nodes, each connected to its own member of a
+// 3-server NATS cluster (in this process), whose routes all go through
+// proxies. The routes of the server of partition 0's leader are cut: that
+// server stays up and keeps the node's connection, but it has lost its
+// cluster, so the node's registration can no longer be renewed. The node
+// must stop acting as leader within its broker session (it logs the step
+// down and its replica turns follower), the two others must elect a new
+// leader and take acks=all writes, and once the routes are back the node
+// must rejoin as a follower, with no two nodes ever leading one partition
+// in the same epoch. Before 5a498fe the node stepped down only when its
+// NATS connection dropped, which here it never does: it led on.
+func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
+	const (
+		topic   = "routecut"
+		parts   = 3
+		session = 2 * time.Second // newNode's --broker-session-timeout
+	)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	proxies := map[[2]int]*routeProxy{} // by (from, to) member
+	servers, err := natsembed.StartCluster(3, filepath.Join(dir, "nats"), natsembed.WithLogger(quietLogger()),
+		natsembed.WithRouteVia(func(from, to int, target string) string {
+			p := newRouteProxy(t, target)
+			mu.Lock()
+			proxies[[2]int{from, to}] = p
+			mu.Unlock()
+			return "nats://" + p.addr()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+		}
+	})
+	// Node i talks to NATS member i-1 only.
+	nodes := make([]*node, 3)
+	for i := range nodes {
+		nodes[i] = newNode(t, dir, int32(i+1), servers[i].ClientURL(), "--nats-replicas", "3")
+		nodes[i].Start()
+		nodes[i].WaitReady()
+	}
+	ctx := proctest.Context(t, 4*time.Minute)
+	adm := kadm.NewClient(nodes[0].Client())
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
+	}); err != nil {
+		t.Fatal("three brokers and a controller: ", err)
+	}
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitInStep(ctx, t, nodes, topic, parts, 30*time.Second)
+	before, err := viewFrom(ctx, nodes[0], topic, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := nodes[before.parts[0].Leader-1]
+	member := int(victim.id - 1)
+	var others []*node
+	for _, n := range nodes {
+		if n != victim {
+			others = append(others, n)
+		}
+	}
+
+	cut := time.Now()
+	mu.Lock()
+	for k, p := range proxies {
+		if k[0] == member || k[1] == member {
+			p.setCut(true)
+		}
+	}
+	mu.Unlock()
+	if err := proctest.WaitFor(10*time.Second, func() bool { return servers[member].NumRoutes() == 0 }); err != nil {
+		t.Fatalf("NATS member %d keeps %d routes after the cut", member, servers[member].NumRoutes())
+	}
+	// Bounded generously for a loaded machine; on the code before the fix
+	// the node never steps down.
+	if err := proctest.WaitFor(session+15*time.Second, func() bool {
+		return victim.CountLines("control plane lost for longer than the broker session; stepping down") > 0
+	}); err != nil {
+		t.Fatalf("node %d, cut from the NATS cluster, did not step down: %s", victim.id, victim.Tail())
+	}
+	t.Logf("node %d stepped down %v after its NATS server was cut (broker session %v)", victim.id,
+		time.Since(cut).Round(10*time.Millisecond), session)
+	st, err := adminapi.Client{Timeout: 5 * time.Second}.ReplicationStatus(ctx, victim.Admin(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Partitions {
+		if p.Role == "leader" {
+			t.Fatalf("node %d still acts as leader of %s-%d after stepping down", victim.id, topic, p.Partition)
+		}
+	}
+
+	// The others elect a new leader and take acks=all writes.
+	live := map[int32]bool{others[0].id: true, others[1].id: true}
+	if err := proctest.WaitFor(45*time.Second, func() bool {
+		v, err := viewFrom(ctx, others[0], topic, parts)
+		return err == nil && live[v.parts[0].Leader] && v.parts[0].LeaderEpoch > before.parts[0].LeaderEpoch
+	}); err != nil {
+		t.Fatalf("no new leader of %s-0 among nodes %d and %d", topic, others[0].id, others[1].id)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(others[0].Kafka(), others[1].Kafka()), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(45*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("while cut")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all produce to %s-0 on the two connected nodes: %v", topic, err)
+	}
+
+	// Routes back: the node rejoins, as a follower of partition 0.
+	mu.Lock()
+	for _, p := range proxies {
+		p.setCut(false)
+	}
+	mu.Unlock()
+	var last string
+	if err := proctest.WaitFor(60*time.Second, func() bool {
+		v, err := viewFrom(ctx, victim, topic, parts)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("brokers %v, %s-0 %+v", v.brokers, topic, v.parts[0])
+		return slices.Equal(v.brokers, []int32{1, 2, 3}) && v.parts[0].Leader != victim.id && len(v.parts[0].ISR) == 3
+	}); err != nil {
+		t.Fatalf("node %d did not rejoin after the routes came back: %s", victim.id, last)
+	}
+	if n := checkEpochs(t, nodes); n == 0 {
+		t.Fatal("no leader claims read")
+	}
+	for _, n := range nodes {
+		n.CheckNoPanic()
+	}
+}
+
+// routeProxy forwards TCP connections to one NATS route listener and can
+// cut them: setCut(true) closes every open connection and refuses new
+// ones until setCut(false). Its goroutines end when the test ends.
+type routeProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+}
+
+func newRouteProxy(t testing.TB, target string) *routeProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &routeProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go p.accept() // ends when close closes the listener
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *routeProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *routeProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		go p.pipe(c, s) // each ends when either side is closed
+		go p.pipe(s, c)
+	}
+}
+
+func (p *routeProxy) pipe(dst, src net.Conn) {
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+func (p *routeProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
+}
+
+func (p *routeProxy) close() {
+	p.ln.Close()
+	p.setCut(true)
+}
