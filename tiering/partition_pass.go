@@ -74,6 +74,20 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	remote = m.meta.ListRemoteSegments(t.id, p)
 	tc := t.rep.Config()
 	if cleaned {
+		// Copies outside the lineage that the lineage's copies cover go
+		// first: no reader that follows the lineage reads them.
+		for _, rec := range OrphanCopies(remote, t.rep.Log().Epochs()) {
+			if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+				if !m.bucketFailed(err) {
+					logger.Warn("removing a remote copy outside the epoch lineage failed", "segment", rec.SegmentID, "err", err)
+				}
+				break
+			}
+			logger.Info("removed a remote copy outside the epoch lineage", "segment", rec.SegmentID,
+				"base_offset", rec.BaseOffset, "end_offset", rec.EndOffset, "leader_epoch", rec.LeaderEpoch)
+			m.stats.orphansDeleted.Add(1)
+		}
+		remote = m.meta.ListRemoteSegments(t.id, p)
 		plan := append(BelowLogStart(remote, recorded),
 			RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))...)
 		for _, rec := range dedupSegments(plan) {
