@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -115,4 +116,28 @@ func (rl *RemoteLog) applyLogStart(ch change) {
 		return
 	}
 	rl.mu.starts[pk] = &entry[int64]{val: r.LogStart, rev: ch.rev, deleted: ch.deleted}
+}
+
+// LogStartPartitions returns the partitions that have a log start record,
+// by topic id, partitions ascending, from the cache (the controller's
+// cleanup of deleted topics reads it: a topic whose segments are all gone
+// may still have one). The caller owns the result.
+func (rl *RemoteLog) LogStartPartitions() map[TopicID][]int32 {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	out := map[TopicID][]int32{}
+	for pk, e := range rl.mu.starts {
+		if e.deleted {
+			continue
+		}
+		id, p, err := parsePartitionKey(pk)
+		if err != nil {
+			continue
+		}
+		out[id] = append(out[id], p)
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
 }

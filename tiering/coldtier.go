@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shale-io/shale/controlplane"
@@ -139,16 +140,29 @@ func (m *Manager) unreadableSegments(ctx context.Context) (missing int, sample s
 	return missing, sample, nil
 }
 
-// coldTierOK reports whether this broker may tier on this pass. On a
+// coldTierOK reports whether this broker may tier on this pass; it records
+// this broker's cold tier again when its record is missing. On a
 // conflict it logs once (again when the conflict changes), counts it in
 // Stats, and takes back what replicas were told is uploaded, so that local
 // retention deletes nothing on the strength of a bucket that other brokers
 // cannot read (only retention.ms/bytes apply, as without tiering).
-func (m *Manager) coldTierOK(reps []*partition.Replica) bool {
+func (m *Manager) coldTierOK(ctx context.Context, reps []*partition.Replica) bool {
 	if m.cfg.Location == "" {
 		return true
 	}
-	conflict := ColdTierConflict(m.ownTier(), m.meta.ColdTiers())
+	tiers := m.meta.ColdTiers()
+	if !slices.ContainsFunc(tiers, func(t controlplane.ColdTier) bool { return t.NodeID == m.cfg.NodeID }) {
+		// Removed meanwhile (the controller took this broker for gone while
+		// its registration lapsed): record it again, so the check goes on
+		// counting this broker.
+		if err := m.meta.PutColdTier(ctx, m.ownTier()); err != nil {
+			m.log.Warn("recording this broker's cold tier again failed", "err", err)
+		} else {
+			m.log.Info("recorded this broker's cold tier again")
+		}
+		tiers = m.meta.ColdTiers()
+	}
+	conflict := ColdTierConflict(m.ownTier(), tiers)
 	msg := ""
 	if conflict != nil {
 		msg = conflict.Error()

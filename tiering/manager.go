@@ -244,7 +244,7 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	defer m.stats.passes.Add(1)
 	reps := m.cfg.Replicas()
 	m.checkDisk(reps)
-	if !m.coldTierOK(reps) {
+	if !m.coldTierOK(ctx, reps) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -265,6 +265,9 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	if reconcile && m.cfg.IsController() {
 		m.cleanDeletedTopics(ctx)
 		m.abortCutUploads(ctx)
+		if m.cfg.Location != "" {
+			m.cleanRemovedBrokerTiers(ctx)
+		}
 	}
 }
 

@@ -57,8 +57,9 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 }
 
 // cleanDeletedTopics removes the objects and records of topics that no
-// longer exist (the controller's job). A re-created topic has a new id, so
-// it never shares a record or a key prefix with the deleted one.
+// longer exist (the controller's job), their log start records last. A
+// re-created topic has a new id, so it never shares a record or a key
+// prefix with the deleted one.
 func (m *Manager) cleanDeletedTopics(ctx context.Context) {
 	for _, id := range m.meta.RemoteTopicIDs() {
 		if _, ok := m.cfg.Store.TopicByID(id); ok {
@@ -69,6 +70,64 @@ func (m *Manager) cleanDeletedTopics(ctx context.Context) {
 				m.log.Warn("cleaning a deleted topic's remote data failed", "topic_id", id.Hex(), "partition", p, "err", err)
 			}
 		}
+	}
+	for id, parts := range m.meta.LogStartPartitions() {
+		if _, ok := m.cfg.Store.TopicByID(id); ok {
+			continue
+		}
+		for _, p := range parts {
+			if len(m.meta.ListRemoteSegments(id, p)) > 0 {
+				continue // its segments first (a later pass)
+			}
+			if err := m.meta.DeleteRemoteLogStart(ctx, id, p); err != nil {
+				m.log.Warn("removing a deleted topic's log start record failed", "topic_id", id.Hex(), "partition", p, "err", err)
+				continue
+			}
+			m.stats.orphansDeleted.Add(1)
+		}
+	}
+}
+
+// RemovedBrokerTiers returns the node ids of the cold-tier records to
+// remove: those of brokers that are neither live (registered) nor assigned
+// a replica of any partition, other than self. A broker that is only down
+// keeps its record while it still holds replicas; one that comes back
+// records its tier again (Register, and every pass when its record is
+// missing).
+func RemovedBrokerTiers(tiers []controlplane.ColdTier, self int32, live []controlplane.Broker, assigned map[int32]bool) []int32 {
+	alive := map[int32]bool{}
+	for _, b := range live {
+		alive[b.NodeID] = true
+	}
+	var out []int32
+	for _, t := range tiers {
+		if t.NodeID != self && !alive[t.NodeID] && !assigned[t.NodeID] {
+			out = append(out, t.NodeID)
+		}
+	}
+	return out
+}
+
+// cleanRemovedBrokerTiers removes the cold-tier records of brokers that
+// left the cluster (the controller's job, on reconcile passes), so that a
+// broker id gone for good no longer takes part in the cold-tier check.
+func (m *Manager) cleanRemovedBrokerTiers(ctx context.Context) {
+	assigned := map[int32]bool{}
+	for _, top := range m.cfg.Store.Topics() {
+		for _, ps := range m.cfg.Store.Partitions(top.Name) {
+			for _, ids := range [][]int32{ps.Replicas, ps.AddingReplicas, ps.RemovingReplicas} {
+				for _, id := range ids {
+					assigned[id] = true
+				}
+			}
+		}
+	}
+	for _, node := range RemovedBrokerTiers(m.meta.ColdTiers(), m.cfg.NodeID, m.cfg.Store.Brokers(), assigned) {
+		if err := m.meta.DeleteColdTier(ctx, node); err != nil {
+			m.log.Warn("removing the cold-tier record of a removed broker failed", "node", node, "err", err)
+			continue
+		}
+		m.log.Info("removed the cold-tier record of a broker that left the cluster", "node", node)
 	}
 }
 
