@@ -313,6 +313,15 @@ func (r *Replica) replayProducers(ps *ProducerState, from int64) error {
 // first (applyPendingBelow).
 func (r *Replica) onRoll(newBase int64) {
 	r.applyPendingBelow(newBase)
+	if len(r.abortedPending) > 0 {
+		// A follower append's ABORT marker below the roll is not yet in
+		// the transaction index (written once the append returns, outside
+		// the log's writer lock): a snapshot here would let a crash in
+		// between lose its entry, since recovery replays only from the
+		// newest snapshot. Without it, recovery replays from an older one
+		// and SnapshotAt rebuilds this one for tiering.
+		return
+	}
 	// No fsync here, on the append path: SnapshotAt rebuilds a snapshot a
 	// crash lost, and recovery falls back to an older one.
 	if err := r.producers.writeSnapshotNoSync(r.dir, newBase, 0); err != nil {

@@ -275,3 +275,59 @@ func TestAbortedTxnIndex(t *testing.T) {
 		t.Fatalf("aborted transactions after the crash %+v, want %+v", got, want)
 	}
 }
+
+// TestFollowerRollAfterAbortKeepsIndexRecoverable: a follower append that
+// holds an ABORT marker and rolls after it writes no producer snapshot at
+// the roll, so that a crash before the append's .txnindex write (the state
+// left here by removing the file) recovers the entry by replaying from an
+// older snapshot. It failed before: the roll's snapshot made recovery
+// replay from after the marker.
+func TestFollowerRollAfterAbortKeepsIndexRecoverable(t *testing.T) {
+	cfg := map[string]string{"min.insync.replicas": "1", "segment.bytes": "1024"}
+	leader, follower := openFollower(t, t.TempDir(), cfg, nil), openFollower(t, t.TempDir(), cfg, nil)
+	defer leader.Close()
+	defer follower.Close()
+	leader.SetLeadership(true, 1)
+	follower.SetLeadership(false, 1)
+	leader.SetAssignment(1, []int32{1, 2}, []int32{1, 2})
+	follower.SetAssignment(2, []int32{1, 2}, []int32{1, 2})
+	appendTxn(t, leader, 7, 0, 0, 2)
+	res := marker(t, leader, TxnMarker{ProducerID: 7, ProducerEpoch: 0})
+	for range 20 {
+		if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(leader.Log().Segments()) < 3 {
+		t.Fatalf("only %d segments on the leader", len(leader.Log().Segments()))
+	}
+	// One follower append of everything the first segments hold.
+	var b []byte
+	for off := int64(0); off < leader.Log().LogEndOffset(); {
+		part, err := leader.Log().ReadBytes(off, 1<<20, leader.Log().LogEndOffset(), true)
+		if err != nil || len(part) == 0 {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		batch.Split(part, func(h *batch.Header, _ []byte) error { off = h.NextOffset(); return nil })
+		b = append(b, part...)
+	}
+	if err := follower.AppendFollower(b, leader.HighWatermark()); err != nil {
+		t.Fatal(err)
+	}
+	if len(follower.Log().Segments()) < 2 {
+		t.Fatalf("the follower's append did not roll: %d segments", len(follower.Log().Segments()))
+	}
+	want := []segment.AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: res.BaseOffset, LastStableOffset: res.BaseOffset + 1}}
+	if got := follower.Log().AbortedTxns(0, follower.Log().LogEndOffset()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower's aborted transactions %+v", got)
+	}
+	copyDir := crashCopy(t, follower.Log().Dir())
+	if err := os.Remove(filepath.Join(copyDir, "00000000000000000000.txnindex")); err != nil {
+		t.Fatal(err)
+	}
+	r := openFollower(t, copyDir, cfg, nil)
+	defer r.Close()
+	if got := r.Log().AbortedTxns(0, r.Log().LogEndOffset()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the crash: %+v, want %+v", got, want)
+	}
+}
