@@ -27,6 +27,15 @@ type logView struct {
 // depends only on the log as written (the markers), not on the broker's
 // read_committed support.
 func readLog(ctx context.Context, cl *kgo.Client, topic string, p int32) (logView, error) {
+	send := func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) { return cl.Request(ctx, req) }
+	if len(cl.SeedBrokers()) > 1 {
+		// A cluster: ask the partition's leader (a Fetch is not routed).
+		leader, err := leaderOf(ctx, cl, topic, p)
+		if err != nil {
+			return logView{}, err
+		}
+		send = cl.Broker(int(leader)).Request
+	}
 	var v logView
 	pending := map[int64][]string{} // producer id -> values of its open transaction
 	for off := int64(0); ; {
@@ -38,10 +47,11 @@ func readLog(ctx context.Context, cl *kgo.Client, topic string, p int32) (logVie
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, off, 8<<20, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+		kresp, err := send(ctx, req)
 		if err != nil {
 			return v, err
 		}
+		resp := kresp.(*kmsg.FetchResponse)
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			return v, fmt.Errorf("fetch answer %+v", resp)
 		}
@@ -138,4 +148,27 @@ func checkExactlyOnce(t *testing.T, ctx context.Context, cl *kgo.Client, topic s
 		t.Errorf("%d of %d outputs missing", missing, len(want))
 	}
 	return aborted
+}
+
+// leaderOf is topic-p's leader in the metadata cl is answered.
+func leaderOf(ctx context.Context, cl *kgo.Client, topic string, p int32) (int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		for _, mp := range t.Partitions {
+			if mp.Partition == p && mp.ErrorCode == 0 && mp.Leader >= 0 {
+				return mp.Leader, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("%s-%d has no leader", topic, p)
 }

@@ -1,0 +1,226 @@
+package txntest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// startProcesses starts NATS in the test process and three `shale serve`
+// processes (ids 1..3) with a 2 s broker session and controller lease.
+func startProcesses(t *testing.T) []*proctest.Node {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // after the nodes' cleanups, registered later
+	var nodes []*proctest.Node
+	for id := 1; id <= 3; id++ {
+		n := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), []string{
+			"--node-id", fmt.Sprint(id), "--nats", srv.ClientURL(),
+			"--broker-session-timeout", "2s", "--controller-lease", "2s", "--replica-lag-time-max", "3s",
+		}, proctest.Name(fmt.Sprintf("txntest node %d", id)))
+		n.Start()
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		n.WaitReady()
+	}
+	ctx := proctest.Context(t, time.Minute)
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		m, err := nodes[0].Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3 && m.ControllerID > 0
+	}); err != nil {
+		t.Fatal("three brokers and a controller: ", err)
+	}
+	return nodes
+}
+
+func createTopicConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16, configs map[string]string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, rf
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatal(err)
+	}
+}
+
+// TestExactlyOnceUnderKills: a read-process-write pipeline of two
+// franz-go GroupTransactSessions copies a topic to another on three
+// `shale serve` processes (replication factor 3, min.insync.replicas 2)
+// while, in a bounded loop, one node at a time is killed (SIGKILL) and
+// restarted once the pipeline made progress. At the end every input's
+// output is committed exactly once, and nothing of an aborted
+// transaction is committed (checked from the markers in the log, and by a
+// read_committed consumer).
+func TestExactlyOnceUnderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	nodes := startProcesses(t)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.Kafka())
+	}
+	ctx := proctest.Context(t, 6*time.Minute)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	minISR := map[string]string{"min.insync.replicas": "2"}
+	createTopicConfigs(t, ctx, cl, "in", 3, 3, minISR)
+	createTopicConfigs(t, ctx, cl, "out", 3, 3, minISR)
+	// The input arrives in four chunks: one before the pipeline starts,
+	// one at each kill round, so that every round has work to do while
+	// its node is down and after it restarted.
+	const total, chunks = 600, 4
+	want := map[string]bool{}
+	var recs []*kgo.Record
+	for i := range total {
+		v := fmt.Sprintf("%d", i)
+		want["out-"+v] = true
+		recs = append(recs, &kgo.Record{Value: []byte(v), Partition: int32(i % 3)})
+	}
+	produceChunk := func(c int) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, recs[c*total/chunks:(c+1)*total/chunks]...).FirstErr(); err != nil {
+			t.Fatalf("producing input chunk %d: %v", c, err)
+		}
+	}
+	produceChunk(0)
+	committedOut := func() int {
+		committed := 0
+		for p := range int32(3) {
+			v, err := readLog(ctx, cl, "out", p)
+			if err != nil {
+				return -1
+			}
+			committed += len(v.committed)
+		}
+		return committed
+	}
+
+	done := make(chan struct{})
+	stop := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	var logMu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, id := range []string{"etl-1", "etl-2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- etl(ctx, seeds, id, 4, stop, logf)
+		}()
+	}
+	stopSessions := func() {
+		close(done)
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			if e != nil {
+				t.Error(e)
+			}
+		}
+		logMu.Lock()
+		for _, l := range lines {
+			t.Log(l)
+		}
+		logMu.Unlock()
+	}
+
+	// Three rounds: new input, progress, kill one node, progress without
+	// it (logged when the cluster cannot make it), restart it.
+	for round := range chunks - 1 {
+		produceChunk(round + 1)
+		last := committedOut()
+		if err := pollFor(60*time.Second, func() bool { return committedOut() >= last+total/chunks/10 }); err != nil {
+			stopSessions()
+			t.Fatalf("round %d: no progress before the kill (%d committed)", round, committedOut())
+		}
+		victim := nodes[round%3]
+		victim.Kill()
+		// The output's leaders move: read until the log answers again.
+		if err := pollFor(30*time.Second, func() bool { last = committedOut(); return last >= 0 }); err != nil {
+			stopSessions()
+			t.Fatalf("round %d: the output is unreadable after the kill", round)
+		}
+		t.Logf("round %d: killed %s with %d committed", round, victim.Kafka(), last)
+		if err := pollFor(60*time.Second, func() bool { return committedOut() >= last+total/chunks/4 }); err != nil {
+			t.Logf("round %d: no progress while a node was down (%d committed)", round, committedOut())
+		}
+		victim.Start()
+		victim.WaitReady()
+		t.Logf("round %d: restarted with %d committed", round, committedOut())
+	}
+	err = pollFor(120*time.Second, func() bool { return committedOut() >= total })
+	stopSessions()
+	if err != nil {
+		t.Fatalf("the pipeline committed %d of %d outputs", committedOut(), total)
+	}
+	// Transactions the sessions left open (a Close during one) are
+	// aborted by their timeout.
+	if err := pollFor(90*time.Second, func() bool {
+		for p := range int32(3) {
+			if v, err := readLog(ctx, cl, "out", p); err != nil || v.open > 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal("transactions still open in the output")
+	}
+	aborted := checkExactlyOnce(t, ctx, cl, "out", 3, want)
+	t.Logf("%d aborted records in the output log", aborted)
+	got := consumeAll(t, ctx, seeds[0], "out", kgo.ReadCommitted(), total)
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	if len(got) != total || len(seen) != total {
+		t.Errorf("a read_committed consumer read %d records, %d distinct, want %d", len(got), len(seen), total)
+	}
+	for _, n := range nodes {
+		n.CheckNoPanic()
+	}
+}
