@@ -81,9 +81,6 @@ func createTopicConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, topic
 // transaction is committed (checked from the markers in the log, and by a
 // read_committed consumer).
 func TestExactlyOnceUnderKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test")
-	}
 	nodes := startProcesses(t)
 	var seeds []string
 	for _, n := range nodes {
