@@ -115,14 +115,15 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 			if err == nil && acks == -1 && int64(rep.ISRSize()) < rep.Config().Int64(config.MinInsyncReplicas) {
 				err = partition.ErrNotEnoughReplicas
 			}
+			var guard partition.VerificationGuard
 			if err == nil {
-				err = h.verifyTxn(ctx, r.TransactionID, rep, t.Topic, p.Partition, p.Records)
+				guard, err = h.verifyTxn(ctx, r.TransactionID, rep, t.Topic, p.Partition, p.Records)
 			}
 			if err != nil {
 				prp.ErrorCode = kafkaerr.Code(err)
 				continue
 			}
-			res, err := rep.AppendLeader(p.Records)
+			res, err := rep.AppendLeaderVerified(p.Records, guard)
 			if err != nil {
 				prp.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
@@ -181,14 +182,17 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 }
 
 // verifyTxn asks the TxnVerifier, if any, about a transactional batch that
-// would open its producer's transaction in the partition.
-func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *partition.Replica, topic string, part int32, records []byte) error {
+// would open its producer's transaction in the partition, and returns the
+// guard to append it with (zero when nothing was verified): a marker
+// written for the producer meanwhile voids it (partition.VerificationGuard).
+func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *partition.Replica, topic string, part int32, records []byte) (partition.VerificationGuard, error) {
 	if h.verifier == nil || txnID == nil {
-		return nil
+		return 0, nil
 	}
 	hd, err := batch.ParseHeader(records)
 	if err != nil || !hd.Transactional() || hd.Control() || rep.HasOpenTxn(hd.ProducerID, hd.ProducerEpoch) {
-		return nil // AppendLeader judges the batch itself
+		return 0, nil // AppendLeader judges the batch itself
 	}
-	return h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part)
+	guard := rep.StartVerification(hd.ProducerID)
+	return guard, h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part)
 }

@@ -263,3 +263,35 @@ func TestProduceTransactional(t *testing.T) {
 		t.Fatalf("stale coordinator: %v (code %d)", err, kafkaerr.Code(err))
 	}
 }
+
+// racingVerifier answers yes, but the producer's transaction ends (its
+// coordinator's abort marker lands) while it is asked.
+type racingVerifier struct{ rep *partition.Replica }
+
+func (v *racingVerifier) VerifyTxn(_ context.Context, _ string, pid int64, epoch int16, _ string, _ int32) error {
+	_, err := v.rep.AppendTxnMarker(partition.TxnMarker{ProducerID: pid, ProducerEpoch: epoch})
+	return err
+}
+
+// TestProduceVerificationGuard: a transactional batch verified while its
+// transaction ended (a marker between the verification and the append, as
+// a timeout abort would write) is refused with INVALID_TXN_STATE instead of
+// opening a transaction no coordinator knows (KIP-890's hanging
+// transaction); the last stable offset is not held back.
+func TestProduceVerificationGuard(t *testing.T) {
+	a := leaderReplica(t, "a", nil)
+	h := &produceHandler{leaders: leaders{"a-0": a}, log: quiet(), verifier: &racingVerifier{rep: a}}
+	txn := "tx"
+	got := produce(t, h, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 0)})
+	if p := got["a-0"]; p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("a batch verified across a marker: %+v", p)
+	}
+	if lso, hw := a.LastStableOffset(), a.HighWatermark(); lso != hw || hw != 1 {
+		t.Fatalf("lso %d hw %d: want both 1 (the marker only)", lso, hw)
+	}
+	for _, p := range a.Producers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			t.Fatalf("a transaction was opened: %+v", p)
+		}
+	}
+}

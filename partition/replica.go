@@ -116,6 +116,11 @@ type Replica struct {
 	// transaction index and not yet written (writeAbortedLocked).
 	// REQUIRES: appendMu held.
 	abortedPending []segment.AbortedTxn
+	// guards are the produce path's verifications in progress by
+	// producer id, guardSeq the last one handed out (txn.go).
+	// REQUIRES: appendMu held.
+	guards   map[int64]VerificationGuard
+	guardSeq uint64
 
 	// remote is the tiering manager's view of the remote segments.
 	remote struct {
@@ -412,6 +417,11 @@ type AppendResult struct {
 // and appends. The returned error wraps batch's, ProducerState's or this
 // package's sentinels.
 func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
+	return r.appendLeader(records, 0)
+}
+
+// appendLeader is AppendLeader; a non-zero guard is AppendLeaderVerified's.
+func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendResult, error) {
 	r.mu.Lock()
 	tc, leader, closed := r.mu.cfg, r.mu.leader, r.mu.closed
 	r.mu.Unlock()
@@ -481,6 +491,9 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 	}
 	dup, err := r.producers.Check(&h)
 	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := r.checkGuardLocked(&h, guard, dup != nil); err != nil {
 		return AppendResult{}, err
 	}
 	if dup != nil {

@@ -98,6 +98,7 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 		}
 		h.BaseOffset = info.Batches[i].BaseOffset
 		r.applyTxnMarkerLocked(&h, marker)
+		delete(r.guards, m.ProducerID) // a verification before the marker is void
 	}
 	if ierr := r.writeAbortedLocked(); err == nil {
 		err = ierr
@@ -249,4 +250,52 @@ func (r *Replica) HasOpenTxn(id int64, epoch int16) bool {
 	defer r.appendMu.Unlock()
 	e, ok := r.producers.producers[id]
 	return ok && e.Epoch == epoch && e.TxnFirstOffset >= 0
+}
+
+// VerificationGuard ties a transactional batch to the verification the
+// produce path made with the coordinator before it (KIP-890's
+// VerificationGuard): StartVerification returns one, any marker for the
+// producer voids it, and AppendLeaderVerified refuses the batch that would
+// open a transaction with a void guard. Zero is no guard.
+type VerificationGuard uint64
+
+// StartVerification records that the produce path is about to verify
+// producer id's transaction with its coordinator, and returns the guard to
+// append with.
+func (r *Replica) StartVerification(id int64) VerificationGuard {
+	r.appendMu.Lock()
+	defer r.appendMu.Unlock()
+	r.guardSeq++
+	if r.guards == nil {
+		r.guards = map[int64]VerificationGuard{}
+	}
+	r.guards[id] = VerificationGuard(r.guardSeq)
+	return r.guards[id]
+}
+
+// AppendLeaderVerified is AppendLeader for a transactional batch verified
+// with the coordinator under guard (StartVerification): a batch that would
+// open the producer's transaction is ErrInvalidTxnState when a marker for
+// the producer was written since the verification started (the
+// transaction it was verified in has ended: appending it would open one
+// that no coordinator knows, a hanging transaction).
+func (r *Replica) AppendLeaderVerified(records []byte, guard VerificationGuard) (AppendResult, error) {
+	return r.appendLeader(records, guard)
+}
+
+// checkGuardLocked applies AppendLeaderVerified's rule to batch h (dup: a
+// retried batch, which opens nothing) and consumes the guard of a batch
+// that opens a transaction. REQUIRES: appendMu held.
+func (r *Replica) checkGuardLocked(h *batch.Header, guard VerificationGuard, dup bool) error {
+	if guard == 0 || dup || !h.Transactional() {
+		return nil
+	}
+	if e, ok := r.producers.producers[h.ProducerID]; ok && e.TxnFirstOffset >= 0 {
+		return nil // the transaction is open here already
+	}
+	if r.guards[h.ProducerID] != guard {
+		return fmt.Errorf("%w: producer %d's transaction ended during the batch's verification", ErrInvalidTxnState, h.ProducerID)
+	}
+	delete(r.guards, h.ProducerID)
+	return nil
 }
