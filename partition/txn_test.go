@@ -331,3 +331,58 @@ func TestFollowerRollAfterAbortKeepsIndexRecoverable(t *testing.T) {
 		t.Fatalf("after the crash: %+v, want %+v", got, want)
 	}
 }
+
+// TestResetFromRemoteKeepsOpenTxn: a follower rebuilt from the remote
+// tail, whose uploaded snapshot (SnapshotAt, as tiering takes it) was taken
+// with a transaction open, holds that transaction open at its first offset
+// (the last stable offset waits for it), and the marker it replicates later
+// ends it and is recorded in its .txnindex.
+func TestResetFromRemoteKeepsOpenTxn(t *testing.T) {
+	cfg := map[string]string{"segment.bytes": "1024", "min.insync.replicas": "1"}
+	leader := openTest(t, t.TempDir(), cfg, nil)
+	defer leader.Close()
+	leader.SetLeadership(true, 3)
+	first := appendTxn(t, leader, 7, 0, 0, 2)
+	for range 30 {
+		if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := leader.Log().Segments()
+	at := segs[len(segs)-1].BaseOffset
+	snap, ok, err := leader.SnapshotAt(at)
+	if err != nil || !ok {
+		t.Fatalf("SnapshotAt(%d): %v %v", at, ok, err)
+	}
+	res := marker(t, leader, TxnMarker{ProducerID: 7, ProducerEpoch: 0})
+
+	follower := openFollower(t, t.TempDir(), cfg, nil)
+	defer follower.Close()
+	follower.SetLeadership(false, 3)
+	if err := follower.ResetFromRemote(RemoteTail{Offset: at, Epochs: leader.Log().Epochs(), ProducerSnapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if got := producerInfo(t, follower, 7); got.CurrentTxnStartOffset != first.BaseOffset {
+		t.Fatalf("after the reset: %+v, want the transaction open at %d", got, first.BaseOffset)
+	}
+	if lso := follower.LastStableOffset(); lso != first.BaseOffset {
+		t.Fatalf("lso %d after the reset, want %d", lso, first.BaseOffset)
+	}
+	for off := at; off < leader.Log().LogEndOffset(); {
+		b, err := leader.Log().ReadBytes(off, 1<<20, leader.Log().LogEndOffset(), true)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		batch.Split(b, func(h *batch.Header, _ []byte) error { off = h.NextOffset(); return nil })
+		if err := follower.AppendFollower(b, leader.HighWatermark()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := producerInfo(t, follower, 7); got.CurrentTxnStartOffset != -1 {
+		t.Fatalf("after the marker: %+v", got)
+	}
+	want := []segment.AbortedTxn{{ProducerID: 7, FirstOffset: first.BaseOffset, LastOffset: res.BaseOffset, LastStableOffset: res.BaseOffset + 1}}
+	if got := follower.Log().AbortedTxns(at, res.BaseOffset+1); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower's aborted transactions %+v, want %+v", got, want)
+	}
+}
