@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzOpenLog writes arbitrary bytes as a segment's .log, .index and
-// .timeindex and as the leader-epoch checkpoint and recovery files, opens the
+// .timeindex (and, with flag 8, the .index bytes again as its .txnindex)
+// and as the leader-epoch checkpoint and recovery files, opens the
 // directory (cleanly or not), and checks that Open never panics and that
 // the opened log reads and appends.
 func FuzzOpenLog(f *testing.F) {
@@ -20,6 +21,8 @@ func FuzzOpenLog(f *testing.F) {
 	f.Add(read(fileName(0, logSuffix)), read(fileName(0, indexSuffix)), read(fileName(0, timeIndexSuffix)),
 		read(epochCheckpointFile), uint8(0), int64(7))
 	f.Add(read(fileName(12, logSuffix)), []byte{0, 0, 0, 1, 0, 0, 0, 0}, []byte{}, []byte("0\n1\n0 0\n"), uint8(3), int64(-1))
+	f.Add(read(fileName(0, logSuffix)), AbortedTxn{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3}.AppendTo(nil),
+		read(fileName(0, timeIndexSuffix)), read(epochCheckpointFile), uint8(8), int64(0))
 	saved := fsync
 	fsync = func(*os.File) error { return nil }
 	f.Cleanup(func() { fsync = saved })
@@ -38,6 +41,9 @@ func FuzzOpenLog(f *testing.F) {
 		write(fileName(base, indexSuffix), idxB)
 		write(fileName(base, timeIndexSuffix), tidxB)
 		write(epochCheckpointFile, cpB)
+		if flags&8 != 0 {
+			write(fileName(base, txnIndexSuffix), idxB)
+		}
 		if flags&1 != 0 {
 			write(cleanShutdownFile, nil)
 		}
@@ -62,6 +68,11 @@ func FuzzOpenLog(f *testing.F) {
 		l.OffsetForTimestamp(n)
 		l.MaxTimestampOffset()
 		l.EndOffsetForEpoch(int32(n))
+		for _, a := range l.AbortedTxns(start, end+1) {
+			if a.FirstOffset > a.LastOffset {
+				t.Fatalf("aborted transaction %+v", a)
+			}
+		}
 		info, err := l.Append(buildBatch(t, batchSpec{records: 2}), l.LatestEpoch()+1)
 		if err != nil {
 			t.Fatalf("append after open: %v", err)

@@ -190,8 +190,14 @@ func (l *Log) load(clean bool) error {
 			if truncated && i+1 < len(bases) {
 				l.logger.Warn("dropping segments after a truncated one", "from", fileName(bases[i+1], logSuffix), "count", len(bases)-i-1)
 				l.removeSegmentFiles(bases[i+1:])
+				if err := s.dropStrayTxns(); err != nil {
+					return err
+				}
 				break
 			}
+		}
+		if err := s.dropStrayTxns(); err != nil {
+			return err
 		}
 		next = s.next
 	}

@@ -130,6 +130,34 @@ func (s *segment) truncateTxnFile(offset int64) (int, error) {
 	return n, nil
 }
 
+// dropStrayTxns removes, at open, the entries whose marker is not in the
+// segment as recovered ([base, next)): a crash that cut the .log after the
+// entry was written, or a foreign file. The file is rewritten without them
+// (removed when none is left). REQUIRES: writer lock and l.mu held (load).
+func (s *segment) dropStrayTxns() error {
+	kept := s.txns[:0]
+	for _, a := range s.txns {
+		if a.LastOffset >= s.base && a.LastOffset < s.next {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) == len(s.txns) {
+		return nil
+	}
+	s.txns = kept
+	if len(kept) == 0 {
+		if err := os.Remove(s.path(txnIndexSuffix)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	var b []byte
+	for _, a := range kept {
+		b = a.AppendTo(b)
+	}
+	return writeFileAtomic(s.dir, filepath.Base(s.path(txnIndexSuffix)), b)
+}
+
 // truncateTxns is truncateTxnFile followed by the cut in memory.
 // REQUIRES: writer lock held, l.mu not held.
 func (l *Log) truncateTxns(s *segment, offset int64) error {

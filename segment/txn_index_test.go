@@ -188,3 +188,39 @@ func FuzzDecodeTxnIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestTxnIndexStrayEntriesDroppedAtOpen: entries whose marker the
+// recovered segment does not hold (a crash cut the .log after them) are
+// dropped from memory and from the file at open.
+func TestTxnIndexStrayEntriesDroppedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(newFakeClock())
+	l := openLog(t, dir, cfg)
+	mustAppend(t, l, buildBatch(t, batchSpec{records: 3}), 0) // 0-2
+	keep := AbortedTxn{ProducerID: 1, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}
+	if err := l.AppendAbortedTxn(keep); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	stray := AbortedTxn{ProducerID: 2, FirstOffset: 2, LastOffset: 9, LastStableOffset: 10}
+	p := filepath.Join(dir, fileName(0, txnIndexSuffix))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(stray.AppendTo(nil))
+	f.Close()
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if got := l.AbortedTxns(0, 20); !reflect.DeepEqual(got, []AbortedTxn{keep}) {
+		t.Fatalf("entries after open %+v, want only %+v", got, keep)
+	}
+	if st, err := os.Stat(p); err != nil || st.Size() != AbortedTxnSize {
+		t.Fatalf("file after open: %v %v", st, err)
+	}
+	// The next marker's entry goes after the kept one, not refused by the stray.
+	mustAppend(t, l, buildBatch(t, batchSpec{records: 1}), 0)
+	if err := l.AppendAbortedTxn(AbortedTxn{ProducerID: 3, FirstOffset: 3, LastOffset: 3, LastStableOffset: 4}); err != nil {
+		t.Fatal(err)
+	}
+}
