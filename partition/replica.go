@@ -1,6 +1,7 @@
 // Package partition is one local replica of one partition: its segment log,
 // its role and leader epoch, the log end offset and high watermark, the
-// idempotent-producer state, and the waiters for acks=all and long polls.
+// idempotent and transactional producer state with the last stable offset
+// (txn.go), and the waiters for acks=all and long polls.
 //
 // It sits above segment (bytes on disk) and below the protocol packages
 // (ingest's Produce, fetch's Fetch), which translate its errors to Kafka codes.

@@ -1,7 +1,9 @@
 // Package segment is the partition log on local disk: record batches laid out
 // byte for byte as Apache Kafka lays them out, in segments named by their base
-// offset (20 digits, zero padded) with a sparse offset index (.index) and a
-// sparse time index (.timeindex), plus the small per-partition files Kafka
+// offset (20 digits, zero padded) with a sparse offset index (.index), a
+// sparse time index (.timeindex) and, for a segment holding ABORT markers,
+// Kafka's transaction index (.txnindex, txn_index.go), plus the small
+// per-partition files Kafka
 // keeps beside them (leader-epoch-checkpoint) and a few of Shale's own
 // (log-start-offset, recovery-point, .clean-shutdown).
 //
