@@ -67,27 +67,43 @@ type ETLHistory struct {
 	// Commits and Aborts count the transactions the client ended each way;
 	// Drained says whether the group's commits reached the input's end
 	// before the workload stopped.
-	Commits int64  `json:"commits"`
-	Aborts  int64  `json:"aborts"`
-	Drained bool   `json:"drained"`
-	Err     string `json:"err,omitempty"`
+	Commits int64 `json:"commits"`
+	Aborts  int64 `json:"aborts"`
+	// Restarts counts the sessions replaced after End failed.
+	Restarts int64  `json:"restarts"`
+	Drained  bool   `json:"drained"`
+	Err      string `json:"err,omitempty"`
 }
 
 // etl is the transactional read-process-write actor.
 type etl struct {
-	name    string
-	in, out topicSpec
-	sess    *kgo.GroupTransactSession
-	rec     *recorder
-	done    chan struct{}
-	commits atomic.Int64
-	aborts  atomic.Int64
+	name     string
+	in, out  topicSpec
+	seeds    []string
+	sess     *kgo.GroupTransactSession // replaced after a failed End
+	rec      *recorder
+	done     chan struct{}
+	commits  atomic.Int64
+	aborts   atomic.Int64
+	restarts atomic.Int64
 }
 
 func newETL(name string, seeds []string, in topicSpec, rec *recorder) (*etl, error) {
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...),
+	e := &etl{name: name, in: in, out: etlOutputTopic(in), seeds: seeds, rec: rec, done: make(chan struct{})}
+	if err := e.connect(); err != nil {
+		return nil, err
+	}
+	rec.actor(name, "etl")
+	return e, nil
+}
+
+// connect makes the session's client: a new producer of the same
+// transactional id (its InitProducerId fences the previous one and aborts
+// its open transaction) and a new member of the group.
+func (e *etl) connect() error {
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(e.seeds...),
 		kgo.TransactionalID(etlTxnID), kgo.TransactionTimeout(15*time.Second),
-		kgo.ConsumerGroup(etlGroup), kgo.ConsumeTopics(in.name),
+		kgo.ConsumerGroup(etlGroup), kgo.ConsumeTopics(e.in.name),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -96,16 +112,16 @@ func newETL(name string, seeds []string, in topicSpec, rec *recorder) (*etl, err
 		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }),
 		kgo.MetadataMinAge(200*time.Millisecond))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rec.actor(name, "etl")
-	return &etl{name: name, in: in, out: etlOutputTopic(in), sess: sess, rec: rec, done: make(chan struct{})}, nil
+	e.sess = sess
+	return nil
 }
 
 // run reads, writes and commits one transaction per poll until ctx ends.
 func (e *etl) run(ctx context.Context) {
 	defer close(e.done)
-	defer e.sess.Close()
+	defer func() { e.sess.Close() }()
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := e.sess.PollFetches(pctx)
@@ -116,7 +132,13 @@ func (e *etl) run(ctx context.Context) {
 			continue
 		}
 		if err := e.sess.Begin(); err != nil {
-			e.rec.logf("etl: begin: %v", err)
+			e.rec.logf("etl: begin: %v; replacing the session", err)
+			e.sess.Close()
+			e.restarts.Add(1)
+			if cerr := e.connect(); cerr != nil {
+				e.rec.logf("etl: reconnecting: %v", cerr)
+				return
+			}
 			continue
 		}
 		now := e.rec.since()
@@ -134,6 +156,16 @@ func (e *etl) run(ctx context.Context) {
 			e.rec.reads(e.name, reads)
 		} else if n := e.aborts.Add(1); n <= 5 || n%100 == 0 {
 			e.rec.logf("etl: transaction %d aborted (committed %v): %v", n, committed, err)
+		}
+		if err != nil {
+			// franz-go: no error of End is retryable; the session must be
+			// replaced, as a stream processor restarts its task.
+			e.sess.Close()
+			e.restarts.Add(1)
+			if cerr := e.connect(); cerr != nil {
+				e.rec.logf("etl: reconnecting: %v", cerr)
+				return
+			}
 		}
 	}
 }
@@ -246,7 +278,7 @@ func drainETL(ctx context.Context, e *etl, adm *kadm.Client, ends map[int32]int6
 	})
 	stop()
 	<-e.done
-	h.Commits, h.Aborts = e.commits.Load(), e.aborts.Load()
+	h.Commits, h.Aborts, h.Restarts = e.commits.Load(), e.aborts.Load(), e.restarts.Load()
 	c, err := committedOffsets(ctx, adm, e.in)
 	if err != nil {
 		h.Err = fmt.Sprintf("committed offsets after the run: %v", err)

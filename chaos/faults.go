@@ -264,6 +264,12 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 			return nil, target, err
 		}
 		return func() error { defer resume(); return heal() }, target, nil
+	case KillTxnCoordinator:
+		n, err := f.txnCoordinator(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return f.nodeFault(Kill, n)
 	case WipeLastISR:
 		return f.wipeLastISR(ctx, e)
 	case Rolling:
@@ -453,6 +459,24 @@ func (f *faulter) coordinator(ctx context.Context) (*Node, error) {
 		}
 	}
 	return nil, fmt.Errorf("no coordinator for %s", f.group)
+}
+
+// txnCoordinator is the node leading the transactional pipeline's
+// __transaction_state partition.
+func (f *faulter) txnCoordinator(ctx context.Context) (*Node, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, r := range f.adm.FindTxnCoordinators(rctx, etlTxnID) {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		for _, n := range f.c.Nodes {
+			if n.ID == r.NodeID {
+				return n, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no transaction coordinator for %s", etlTxnID)
 }
 
 // reassign moves one partition's replicas: onto a node outside its set

@@ -104,6 +104,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		return nil, fmt.Errorf("schedule %s needs %d nodes", sched.Name, sched.Nodes)
 	}
 	cfg.NATSCluster = cfg.NATSCluster || sched.NATSCluster
+	cfg.Transactions = cfg.Transactions || sched.Transactions
 	cfg.needNet = slices.ContainsFunc(sched.Kinds, func(k FaultKind) bool { return k == PartNode || k == PartNATS || k == PartS3 })
 	if ents, err := os.ReadDir(cfg.Out); err != nil {
 		return nil, err
@@ -293,7 +294,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	var etlHist *ETLHistory
 	if tx != nil {
 		etlHist = drainETL(ctx, tx, f.adm, ends[topics[0].name], stopETL)
-		rec.logf("etl: %d transactions committed, %d aborted, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Drained)
+		rec.logf("etl: %d transactions committed, %d aborted, %d session restarts, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Restarts, etlHist.Drained)
 	}
 
 	h := rec.history()

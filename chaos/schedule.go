@@ -18,6 +18,10 @@ const (
 	Kill            FaultKind = "kill"             // kill -9 a node, restart it after the window
 	KillCoordinator FaultKind = "kill-coordinator" // kill -9 the node leading the group's __consumer_offsets partition
 	WipeCoordinator FaultKind = "wipe-coordinator" // kill -9 the group coordinator's node, delete its data dir, restart it
+	// KillTxnCoordinator: kill -9 the node leading the transactional
+	// pipeline's __transaction_state partition (its transaction
+	// coordinator); needs Config.Transactions.
+	KillTxnCoordinator FaultKind = "kill-txn-coordinator"
 	Pause           FaultKind = "pause"            // SIGSTOP a node (all threads stopped), SIGCONT after the window
 	Wipe            FaultKind = "wipe"             // kill -9 a node, delete its data dir, restart it (node replacement)
 	WipeLastISR     FaultKind = "wipe-last-isr"    // kill a partition's followers, then its leader; wipe the leader; start the followers, then it
@@ -36,7 +40,7 @@ const (
 
 func (k FaultKind) track() string {
 	switch k {
-	case Kill, KillCoordinator, WipeCoordinator, Pause, Wipe, WipeLastISR, Rolling, PartNode, PartNATS, PartS3:
+	case Kill, KillCoordinator, WipeCoordinator, KillTxnCoordinator, Pause, Wipe, WipeLastISR, Rolling, PartNode, PartNATS, PartS3:
 		return "node"
 	case Reassign, Elect:
 		return "ops"
@@ -54,6 +58,8 @@ type Schedule struct {
 	Nodes int
 	// NATSCluster runs three NATS servers instead of one.
 	NATSCluster bool
+	// Transactions runs the transactional pipeline (Config.Transactions).
+	Transactions bool
 	// NoLoss: the schedule promises no acknowledged record lost (RF=3,
 	// min.insync.replicas=2, at most one node down at a time).
 	NoLoss bool
@@ -73,6 +79,8 @@ var Schedules = []Schedule{
 	{Name: "tiered", About: "S3 outages (paused server, 5xx, latency, a node cut from S3) and kills under the tiered workload", Kinds: []FaultKind{S3Pause, S3Errors, S3Latency, PartS3, Kill}, Nodes: 3, NoLoss: true},
 	{Name: "nats", About: "a 3-server NATS cluster: a NATS server killed, all paused, a node cut from NATS", Kinds: []FaultKind{NATSKill, NATSPause, PartNATS}, Nodes: 3, NATSCluster: true, NoLoss: true},
 	{Name: "network", About: "network partitions: a node cut from its peers, from NATS, from S3 (iptables)", Kinds: []FaultKind{PartNode, PartNATS, PartS3}, Nodes: 3, NoLoss: true},
+	{Name: "transactions", About: "the transactional read-process-write pipeline under kill -9 of its transaction coordinator, of the group coordinator, of any node, and preferred elections",
+		Kinds: []FaultKind{KillTxnCoordinator, KillCoordinator, Kill, Elect}, Nodes: 3, NoLoss: true, Transactions: true},
 	{Name: "mixed", About: "everything at once, within the limits: one node fault, one infra fault and one admin op at a time", Kinds: []FaultKind{Kill, Pause, Wipe, Rolling, PartNode, PartNATS, S3Errors, S3Latency, S3Pause, NATSKill, Reassign, Elect, KillCoordinator}, Nodes: 3, NoLoss: true},
 }
 
