@@ -22,20 +22,20 @@ const (
 	// pipeline's __transaction_state partition (its transaction
 	// coordinator); needs Config.Transactions.
 	KillTxnCoordinator FaultKind = "kill-txn-coordinator"
-	Pause           FaultKind = "pause"            // SIGSTOP a node (all threads stopped), SIGCONT after the window
-	Wipe            FaultKind = "wipe"             // kill -9 a node, delete its data dir, restart it (node replacement)
-	WipeLastISR     FaultKind = "wipe-last-isr"    // kill a partition's followers, then its leader; wipe the leader; start the followers, then it
-	Rolling         FaultKind = "rolling"          // SIGTERM and restart every node in turn
-	PartNode        FaultKind = "partition-node"   // drop packets between a node and its peers (iptables)
-	PartNATS        FaultKind = "partition-nats"   // drop packets between a node and NATS (iptables)
-	PartS3          FaultKind = "partition-s3"     // drop packets between a node and S3 (iptables)
-	S3Errors        FaultKind = "s3-errors"        // the S3 fault proxy answers 30% of requests 500/503
-	S3Latency       FaultKind = "s3-latency"       // the S3 fault proxy adds 300 ms to every request
-	S3Pause         FaultKind = "s3-pause"         // SIGSTOP the S3 server
-	NATSKill        FaultKind = "nats-kill"        // kill -9 a NATS server, restart it after the window
-	NATSPause       FaultKind = "nats-pause"       // SIGSTOP every NATS server
-	Reassign        FaultKind = "reassign"         // AlterPartitionReassignments of a partition, and back at the window's end
-	Elect           FaultKind = "elect"            // ElectLeaders PREFERRED on every partition
+	Pause              FaultKind = "pause"          // SIGSTOP a node (all threads stopped), SIGCONT after the window
+	Wipe               FaultKind = "wipe"           // kill -9 a node, delete its data dir, restart it (node replacement)
+	WipeLastISR        FaultKind = "wipe-last-isr"  // kill a partition's followers, then its leader; wipe the leader; start the followers, then it
+	Rolling            FaultKind = "rolling"        // SIGTERM and restart every node in turn
+	PartNode           FaultKind = "partition-node" // drop packets between a node and its peers (iptables)
+	PartNATS           FaultKind = "partition-nats" // drop packets between a node and NATS (iptables)
+	PartS3             FaultKind = "partition-s3"   // drop packets between a node and S3 (iptables)
+	S3Errors           FaultKind = "s3-errors"      // the S3 fault proxy answers 30% of requests 500/503
+	S3Latency          FaultKind = "s3-latency"     // the S3 fault proxy adds 300 ms to every request
+	S3Pause            FaultKind = "s3-pause"       // SIGSTOP the S3 server
+	NATSKill           FaultKind = "nats-kill"      // kill -9 a NATS server, restart it after the window
+	NATSPause          FaultKind = "nats-pause"     // SIGSTOP every NATS server
+	Reassign           FaultKind = "reassign"       // AlterPartitionReassignments of a partition, and back at the window's end
+	Elect              FaultKind = "elect"          // ElectLeaders PREFERRED on every partition
 )
 
 func (k FaultKind) track() string {
