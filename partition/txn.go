@@ -176,6 +176,7 @@ func (r *Replica) publishTxnStateLocked() {
 	r.mu.firstOpen = r.producers.FirstOpenOffset()
 	r.mu.unreplicated = append(r.mu.unreplicated, r.txnDone...)
 	r.txnDone = r.txnDone[:0]
+	r.lastStableOffsetLocked() // drops the replicated ones, so the list stays short
 }
 
 // resetTxnStateLocked forgets what publishTxnStateLocked made visible, for
