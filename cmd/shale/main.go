@@ -105,6 +105,8 @@ Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
+		newTransactionCmd(),
+		newProducerCmd(),
 		newClusterCmd(),
 		newReplicationCmd(),
 		newTierCmd(),
