@@ -204,4 +204,3 @@ func producerDescribe(ctx context.Context, g *cliGlobals, w io.Writer, topic str
 	}
 	return t.flush()
 }
-
