@@ -144,7 +144,10 @@ func TestKillMidUploadS3(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the bucket does not match the remote metadata after 60s: %s\nbucket: %v", last, listBucket(t, mc, env.bucket))
 	}
-	if !sweptBy(n, lateKey) {
+	// The reconciler logs the deletion after the DELETE answered, and the
+	// node's output reaches the test through a pipe: the bucket can match
+	// before the line is read.
+	if err := proctest.Poll(10*time.Second, 100*time.Millisecond, func() bool { return sweptBy(n, lateKey) }); err != nil {
 		t.Fatalf("no reconciler log line deleting %s, the object that landed late", lateKey)
 	}
 	t.Logf("bucket matches the metadata at %v", time.Since(begin).Round(time.Millisecond))
