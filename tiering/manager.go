@@ -41,7 +41,8 @@ type Config struct {
 	IsController func() bool
 	// DataDir and DiskHighWatermark: when the filesystem holding DataDir is
 	// fuller than this fraction, produce is refused (partition.ErrDiskFull).
-	// 0 disables the check.
+	// Checked every Interval by the loop, apart from the passes (RunOnce
+	// does not check). 0 disables the check.
 	DataDir           string
 	DiskHighWatermark float64
 	// Location names the bucket for the brokers' cold-tier check
@@ -101,6 +102,8 @@ type Manager struct {
 
 	health bucketHealth
 
+	testDiskCapacity int64 // DiskCapacityEnv, 0 unset
+
 	tierMu       sync.Mutex
 	tierConflict string // the last cold-tier conflict logged ("" none)
 
@@ -138,7 +141,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.DiskHighWatermark < 0 || cfg.DiskHighWatermark > 1 {
 		return nil, fmt.Errorf("tiering: DiskHighWatermark %v: want 0..1", cfg.DiskHighWatermark)
 	}
-	return &Manager{cfg: cfg, bucket: cfg.Bucket, meta: cfg.Meta, now: cfg.Now,
+	return &Manager{cfg: cfg, bucket: cfg.Bucket, meta: cfg.Meta, now: cfg.Now, testDiskCapacity: testDiskCapacity(),
 		log: cfg.Logger.With("component", "tiering"), done: make(chan struct{})}, nil
 }
 
@@ -166,7 +169,10 @@ func (m *Manager) Close() {
 }
 
 func (m *Manager) loop(ctx context.Context) {
+	var disk sync.WaitGroup
+	disk.Go(func() { m.diskLoop(ctx) })
 	defer close(m.done)
+	defer disk.Wait()
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -175,6 +181,25 @@ func (m *Manager) loop(ctx context.Context) {
 			return
 		case <-t.C:
 			m.pass(ctx, m.stats.passes.Load()%uint64(m.cfg.ReconcileEvery) == 0)
+		}
+	}
+}
+
+// diskLoop checks the disk high-water mark every Interval, apart from the
+// passes: a pass that waits out the retries of an unreachable bucket must
+// not delay the refusal of produce while the disk fills.
+func (m *Manager) diskLoop(ctx context.Context) {
+	if m.cfg.DiskHighWatermark <= 0 || m.cfg.DataDir == "" {
+		return
+	}
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.checkDisk(m.cfg.Replicas())
 		}
 	}
 }
@@ -243,7 +268,6 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 	defer m.passMu.Unlock()
 	defer m.stats.passes.Add(1)
 	reps := m.cfg.Replicas()
-	m.checkDisk(reps)
 	if !m.coldTierOK(ctx, reps) {
 		return
 	}

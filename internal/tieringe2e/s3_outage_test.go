@@ -2,6 +2,9 @@ package tieringe2e
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,8 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore/objstoretest"
+	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/tiering"
 )
 
 // TestS3OutageS3 stops the S3 server (versitygw) under a `shale serve`
@@ -25,23 +35,40 @@ import (
 // uploads resume by themselves, the local disk shrinks back to the hot tail,
 // every record reads back from offset 0 through the cold tier, and the
 // bucket holds exactly what the metadata references.
+//
+// The disk: the node runs with disk_high_watermark 0.5 of a simulated disk
+// of diskCapacity bytes holding only its data dir (tiering.DiskCapacityEnv;
+// a real disk is shared with other programs). Writing on through the
+// outage, produce must be refused with KAFKA_STORAGE_ERROR (retriable)
+// before the data dir fills the disk, and accepted again once the backlog
+// is uploaded.
 func TestS3OutageS3(t *testing.T) {
 	const (
-		topic      = "outage"
-		sessionTTL = 3 * time.Second
-		before     = 10_000 // records tiered before the outage
-		during     = 12_000 // records produced while the bucket is down
+		topic        = "outage"
+		sessionTTL   = 3 * time.Second
+		before       = 10_000 // records tiered before the outage
+		during       = 12_000 // records produced while the bucket is down
+		diskCapacity = 192 << 20
 	)
 	env := startS3(t)
 	mc := minioClient(t, env.srv.Endpoint)
 	dataDir := t.TempDir()
-	n := newChildNode(t, dataDir, "--s3-endpoint", env.srv.Endpoint, "--s3-bucket", env.bucket,
+	n := &childNode{nats: proctest.FreeAddr(t)}
+	n.Node = proctest.Serve(t, proctest.Binary(t), dataDir, []string{"--nats-listen", n.nats,
+		"--s3-endpoint", env.srv.Endpoint, "--s3-bucket", env.bucket,
 		"--s3-region", objstoretest.Region, "--s3-path-style=true", "--tiering-interval", "100ms",
 		"--remote-orphan-grace", "1s", "--broker-session-timeout", sessionTTL.String(),
-		"--retention-check-interval", "200ms")
+		"--retention-check-interval", "200ms", "--disk-high-watermark", "0.5"},
+		proctest.Name("tieringe2e"), proctest.Env("AWS_EC2_METADATA_DISABLED=true",
+			fmt.Sprintf("%s=%d", tiering.DiskCapacityEnv, diskCapacity)))
 	n.Start()
 	n.WaitReady()
 	createTopic(t, n.Kafka(), topic, 1, tieredTopicConfig)
+	// The disk phase writes big records to a topic of 8 MiB segments: few
+	// uploads once the bucket is back.
+	diskTopic := topic + "-disk"
+	createTopic(t, n.Kafka(), diskTopic, 1, map[string]*string{"segment.bytes": new("8388608"),
+		"local.retention.bytes": new("131072"), "remote.storage.enable": new("true")})
 	produceRange(t, n.Kafka(), topic, 0, before)
 	waitFor(t, 60*time.Second, "the first records tiered and dropped locally", func() bool {
 		return listOffset(t, n.Kafka(), topic, -4) > 0
@@ -87,11 +114,29 @@ func TestS3OutageS3(t *testing.T) {
 	t.Logf("outage of %v: %d records produced, local log %d bytes from offset %d, %d records in the metadata (%d before)",
 		time.Since(outage).Round(time.Millisecond), during, size, localStart, len(partRecords()), records0)
 
-	env.srv.Restart(t)
+	// Writing on, the data dir must not fill the disk: produce is refused
+	// first, with a retriable KAFKA_STORAGE_ERROR.
+	used0, err := tiering.DirDiskBytes(dataDir)
+	if err != nil || used0 > diskCapacity/2-24<<20 {
+		t.Fatalf("the data dir holds %d bytes before the disk phase (%v): the simulated disk of %d is too small for the test", used0, err, diskCapacity)
+	}
 	total := int64(before + during)
+	big := produceUntilRefused(t, n.Kafka(), diskTopic, dataDir, diskCapacity)
+	if !big.refused {
+		t.Fatalf("produce never refused: the data dir reached %d bytes of a %d-byte disk (%d big records accepted)", big.used, diskCapacity, big.accepted)
+	}
+	t.Logf("produce refused (KAFKA_STORAGE_ERROR) with the data dir at %d of %d bytes, after %d records of %d bytes (the data dir held %d)",
+		big.used, diskCapacity, big.accepted, bigValue, used0)
+
+	env.srv.Restart(t)
 	waitFor(t, 120*time.Second, "uploads to resume and local retention to drop the outage's backlog", func() bool {
 		return listOffset(t, n.Kafka(), topic, -4) > total/2 && metricValue(t, n.Admin(), "shale_tiering_bucket_unreachable") == 0
 	})
+	cl := bigClient(t, n.Kafka())
+	waitFor(t, 120*time.Second, "produce accepted again", func() bool {
+		return produceBig(t, cl, diskTopic) == nil
+	})
+	cl.Close()
 	if got := n.CountLines("bucket reachable again"); got != 1 {
 		t.Fatalf("%d 'bucket reachable again' log lines, want 1", got)
 	}
@@ -99,12 +144,91 @@ func TestS3OutageS3(t *testing.T) {
 		t.Fatalf("local log %d bytes after the outage, %d during it: not shrinking back", after, size)
 	}
 	consumeFranz(t, n.Kafka(), topic, 0, total)
+	if end := listOffset(t, n.Kafka(), diskTopic, -1); end != int64(big.accepted)+1 {
+		t.Fatalf("%s ends at %d, want the %d big records accepted", diskTopic, end, big.accepted+1)
+	}
 	var last string
 	waitFor(t, 60*time.Second, "the bucket to match the metadata", func() bool {
 		last = bucketMatchesRemoteLog(t, readRemoteLog(t, n.nats, sessionTTL), mc, env.bucket)
 		return last == ""
 	})
 	n.CheckNoPanic()
+}
+
+// bigValue is the value size of the records produceUntilRefused writes.
+const bigValue = 512 << 10
+
+// diskPhase is what produceUntilRefused saw.
+type diskPhase struct {
+	refused  bool  // a produce got KAFKA_STORAGE_ERROR
+	used     int64 // the data dir's disk bytes then (or when it stopped)
+	accepted int   // records written before
+}
+
+// produceUntilRefused writes records of bigValue bytes to partition 0 of
+// topic, one acks=1 Produce request each, until one is refused with
+// KAFKA_STORAGE_ERROR or the data dir takes capacity bytes of disk (the
+// disk is full), at most 2*capacity/bigValue requests.
+func produceUntilRefused(t testing.TB, addr, topic, dataDir string, capacity int64) diskPhase {
+	t.Helper()
+	cl := bigClient(t, addr)
+	defer cl.Close()
+	var out diskPhase
+	for range 2 * capacity / bigValue {
+		used, err := tiering.DirDiskBytes(dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.used = used
+		if used >= capacity {
+			return out
+		}
+		err = produceBig(t, cl, topic)
+		switch {
+		case errors.Is(err, kerr.KafkaStorageError):
+			out.refused = true
+			return out
+		case err != nil:
+			t.Fatalf("produce of big record %d: %v, want success or KAFKA_STORAGE_ERROR", out.accepted, err)
+		}
+		out.accepted++
+	}
+	return out
+}
+
+// bigClient is a client for produceBig: acks=1, no retries.
+func bigClient(t testing.TB, addr string) *kgo.Client {
+	return newClient(t, addr, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.RequestRetries(0))
+}
+
+// produceBig sends one record of bigValue bytes with a raw acks=1 Produce
+// request (a client would retry KAFKA_STORAGE_ERROR) and returns the
+// partition's error.
+func produceBig(t testing.TB, cl *kgo.Client, topic string) error {
+	t.Helper()
+	opts := batch.NoProducer()
+	opts.FirstTimestamp = time.Now().UnixMilli()
+	records, err := batch.Build(nil, opts, []batch.Record{{Key: []byte("big"), Value: bytes.Repeat([]byte{'x'}, bigValue)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = 1, 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Request(ctxT(t, 20*time.Second), req)
+	if err != nil {
+		t.Fatalf("produce request: %v", err)
+	}
+	r := resp.(*kmsg.ProduceResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("malformed produce response %+v", r)
+	}
+	return kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode)
 }
 
 // metricValue scrapes the node's /metrics for an unlabelled series.
