@@ -19,8 +19,12 @@ func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request
 	resp.ControllerID = h.controllerID()
 	resp.EndpointType = 1
 	for _, b := range h.store.Brokers() {
+		host, port, ok := kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port)
+		if !ok {
+			continue
+		}
 		mb := kmsg.NewDescribeClusterResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
+		mb.NodeID, mb.Host, mb.Port = b.NodeID, host, port
 		if b.Rack != "" {
 			rack := b.Rack
 			mb.Rack = &rack

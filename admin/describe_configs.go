@@ -33,7 +33,10 @@ func (h *Handlers) brokerSettings() map[string]string {
 		"num.partitions":             strconv.Itoa(int(h.cfg.NumPartitions)),
 		"default.replication.factor": strconv.Itoa(int(h.cfg.DefaultReplicationFactor)),
 		"socket.request.max.bytes":   strconv.Itoa(int(h.cfg.MaxRequestBytes)),
-		"advertised.listeners":       "PLAINTEXT://" + h.cfg.Advertise,
+		"advertised.listeners":       h.cfg.AdvertisedListenerList(),
+		"listeners":                  h.cfg.Listeners,
+		"inter.broker.listener.name": h.cfg.InterBrokerListenerName,
+		"ssl.client.auth":            h.cfg.SSLClientAuth,
 		"broker.rack":                h.cfg.Rack,
 	}
 }

@@ -66,7 +66,7 @@ func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, boo
 	}
 	for _, b := range gc.h.store.Brokers() {
 		if b.NodeID == st.Leader {
-			return group.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port}, true
+			return group.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Listeners: b.Listeners}, true
 		}
 	}
 	return group.Broker{}, false

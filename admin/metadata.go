@@ -25,8 +25,12 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	for _, b := range h.store.Brokers() {
+		host, port, ok := kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port)
+		if !ok {
+			continue // Kafka lists only the brokers with the client's listener
+		}
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
+		mb.NodeID, mb.Host, mb.Port = b.NodeID, host, port
 		if b.Rack != "" {
 			rack := b.Rack
 			mb.Rack = &rack

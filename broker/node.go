@@ -58,7 +58,8 @@ type Node struct {
 	pids          *controlplane.ProducerIDs
 	server        *kafka.Server
 	admin         *http.Server
-	kafkaLn       net.Listener
+	kafkaLn       net.Listener    // the inter-broker listener, listeners[0]
+	listeners     []boundListener // see listeners.go
 	adminLn       net.Listener
 
 	cancel    context.CancelFunc
@@ -94,23 +95,18 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	// Listen before registering, so that a port 0 (tests) is advertised as
 	// the port actually bound.
-	n.kafkaLn, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
+	if err := n.bindListeners(); err != nil {
 		return nil, err
 	}
-	if _, p, _ := net.SplitHostPort(cfg.Advertise); p == "0" {
-		h, _, _ := net.SplitHostPort(cfg.Advertise)
-		_, bound, _ := net.SplitHostPort(n.kafkaLn.Addr().String())
-		cfg.Advertise = net.JoinHostPort(h, bound)
-		n.cfg.Advertise = cfg.Advertise
-	}
+	cfg = n.cfg
 	clean, err := takeCleanShutdown(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the clean-shutdown record: %w", err)
 	}
 	n.logReports.active = !clean
 	host, port := cfg.AdvertisedHostPort()
-	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, UncleanStart: !clean}); err != nil {
+	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, UncleanStart: !clean,
+		Listeners: cfg.AdvertisedListenerList()}); err != nil {
 		return nil, fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
 	}
 	n.pids, err = controlplane.OpenProducerIDs(ctx, n.nc, cfg.NATSReplicas)
@@ -170,11 +166,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.flushLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
-	n.goLoop(func() {
-		if err := n.server.Serve(n.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			n.logger.Error("kafka listener stopped", "err", err)
-		}
-	})
+	n.serveListeners()
 	if n.adminLn != nil {
 		n.admin = &http.Server{Handler: n.adminMux(), ReadHeaderTimeout: 10 * time.Second}
 		n.goLoop(func() {
@@ -371,17 +363,15 @@ func (n *Node) Close(ctx context.Context) error {
 		var errs []error
 		n.controlledShutdown(ctx)
 		if n.server != nil {
-			if n.kafkaLn != nil {
-				// Serve may not have started; closing the listener ends it either way.
-				defer n.kafkaLn.Close()
-			}
+			// Serve may not have started; closing the listeners ends it either way.
+			defer n.closeListeners()
 			if n.apis != nil {
 				n.apis.StopGroups()
 				n.apis.StopTransactions()
 			}
 			errs = append(errs, n.server.Shutdown(ctx))
-		} else if n.kafkaLn != nil {
-			n.kafkaLn.Close()
+		} else {
+			n.closeListeners()
 		}
 		if n.admin != nil {
 			errs = append(errs, n.admin.Shutdown(ctx))

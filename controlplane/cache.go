@@ -85,7 +85,7 @@ func (c *cache) applyBroker(log *slog.Logger, ch change) []Event {
 }
 
 func (r brokerRecord) broker() Broker {
-	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack, UncleanStart: r.UncleanStart}
+	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack, UncleanStart: r.UncleanStart, Listeners: r.Listeners}
 }
 
 func (c *cache) applyTopic(log *slog.Logger, ch change) []Event {

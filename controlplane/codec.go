@@ -34,10 +34,11 @@ type partitionRecord struct {
 }
 
 type brokerRecord struct {
-	NodeID int32  `json:"node_id"`
-	Host   string `json:"host"`
-	Port   int32  `json:"port"`
-	Rack   string `json:"rack,omitempty"`
+	NodeID    int32  `json:"node_id"`
+	Host      string `json:"host"`
+	Port      int32  `json:"port"`
+	Rack      string `json:"rack,omitempty"`
+	Listeners string `json:"listeners,omitempty"` // Broker.Listeners
 	// Incarnation is random per Store, so a second process claiming the same
 	// node id is told apart from a re-registration.
 	Incarnation  string             `json:"incarnation"`
@@ -104,7 +105,7 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 
 func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog, offline []OfflineReplica) []byte {
 	r := brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation,
-		UncleanStart: b.UncleanStart, LogsReported: logs != nil}
+		UncleanStart: b.UncleanStart, LogsReported: logs != nil, Listeners: b.Listeners}
 	for _, o := range offline {
 		r.Offline = append(r.Offline, offlineRecord{TopicID: o.TopicID.Hex(), Partition: o.Partition})
 	}

@@ -91,6 +91,11 @@ type Broker struct {
 	// its log ends (Store.ReportReplicaLogs) it is trusted with no
 	// partition it was a leader candidate of (see Eligibility).
 	UncleanStart bool
+	// Listeners are the broker's advertised listeners in Kafka's
+	// advertised.listeners form, NAME://host:port,NAME://host:port; Host
+	// and Port are those of its inter-broker listener. Empty for a broker
+	// that registered none.
+	Listeners string
 }
 
 // ReplicaLog is a node's report of one local replica's log end, made when a

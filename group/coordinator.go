@@ -81,6 +81,9 @@ type Broker struct {
 	NodeID int32
 	Host   string
 	Port   int32
+	// Listeners are its advertised listeners, NAME://host:port,... (see
+	// kafka.AdvertisedAddr); a client is told the address of its own.
+	Listeners string
 }
 
 // Cluster is what the coordinator needs of the control plane.

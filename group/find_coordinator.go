@@ -44,6 +44,12 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 			b, err := c.findCoordinator(ctx, key, r.CoordinatorType)
 			rc := kmsg.NewFindCoordinatorResponseCoordinator()
 			rc.Key, rc.NodeID, rc.Host, rc.Port = key, b.NodeID, b.Host, b.Port
+			if err == nil {
+				var ok bool
+				if rc.Host, rc.Port, ok = kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port); !ok {
+					err = fmt.Errorf("%w: the coordinator has no listener %s", ErrCoordinatorNotAvailable, req.ListenerName())
+				}
+			}
 			if err != nil {
 				rc.NodeID, rc.Host, rc.Port = -1, "", -1
 				rc.ErrorCode = errorCode(err)

@@ -111,6 +111,9 @@ const (
 	defaultMaxRequestBytes = 100 << 20
 	defaultIdleTimeout     = 10 * time.Minute
 	defaultReadAhead       = 8
+	// defaultHandshakeTimeout bounds a TLS handshake, so that a client that
+	// connects and sends nothing holds its connection no longer.
+	defaultHandshakeTimeout = 10 * time.Second
 )
 
 // Defaults returns c with every zero field set to its default.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,8 +33,12 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	stopping atomic.Bool  // no new request is read once set
-	inflight atomic.Int64 // requests read and not yet written or dropped
+	stopping atomic.Bool // no new request is read once set
+	// tls: nc is a *tls.Conn whose handshake serve runs first, within
+	// handshakeTimeout.
+	tls              bool
+	handshakeTimeout time.Duration
+	inflight         atomic.Int64 // requests read and not yet written or dropped
 }
 
 // item is one request on its way through the connection.
@@ -78,10 +83,14 @@ func (it *item) stages(end time.Duration, written bool) RequestStages {
 	return st
 }
 
-func newConn(s *Server, nc net.Conn, id uint64) *conn {
-	c := &conn{s: s, nc: nc}
-	c.info = ConnInfo{ID: id, Listener: s.cfg.ListenerName, Remote: nc.RemoteAddr()}
-	c.log = s.log.With("conn", id, "listener", s.cfg.ListenerName, "remote", c.info.Remote.String())
+func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
+	c := &conn{s: s, nc: nc, handshakeTimeout: l.HandshakeTimeout}
+	if l.TLS != nil {
+		c.nc = tls.Server(nc, l.TLS)
+		c.tls = true
+	}
+	c.info = ConnInfo{ID: id, Listener: l.Name, Remote: nc.RemoteAddr(), Principal: AnonymousPrincipal}
+	c.log = s.log.With("conn", id, "listener", l.Name, "remote", c.info.Remote.String())
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -90,6 +99,9 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 func (c *conn) serve() {
 	defer c.cancel()
 	defer c.nc.Close()
+	if c.tls && !c.handshake() {
+		return
+	}
 
 	reqs := make(chan *item, c.s.cfg.ReadAhead)
 	out := make(chan *item, c.s.cfg.ReadAhead)

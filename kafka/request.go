@@ -69,6 +69,12 @@ type ConnInfo struct {
 	Listener string
 	// Remote is the client's address.
 	Remote net.Addr
+	// Principal is who the connection proved to be, Kafka's principal
+	// string: "User:" and the client certificate's subject on a TLS
+	// listener that verified one, else AnonymousPrincipal.
+	Principal string
+	// TLS is set on a connection of a TLS listener.
+	TLS bool
 }
 
 // Reply is what a Handler answers. Exactly one of its fields must be set:

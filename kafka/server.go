@@ -34,6 +34,7 @@ type Server struct {
 	// request's stages (an observer or the slow-request log wants them).
 	stageObserver StageObserver // cfg.Observer when it implements StageObserver
 	slow          *slowLog      // nil when cfg.SlowRequestThreshold is zero
+	handshakeLog  slowLog       // rate limit of the failed-handshake log lines
 	timed         bool
 
 	nextConnID atomic.Uint64
@@ -71,6 +72,18 @@ func NewServer(cfg ServerConfig, reg *Registry, log *slog.Logger) *Server {
 // concurrently. Other accept errors are retried with a backoff unless ln
 // was closed by someone else, which returns the error.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, Listener{Name: s.cfg.ListenerName})
+}
+
+// ServeListener is Serve for one named listener: its connections carry
+// l.Name in ConnInfo and, when l.TLS is set, start with a TLS handshake.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	if l.Name == "" {
+		l.Name = s.cfg.ListenerName
+	}
+	if l.HandshakeTimeout <= 0 {
+		l.HandshakeTimeout = defaultHandshakeTimeout
+	}
 	if err := s.cfg.Validate(); err != nil {
 		ln.Close()
 		return err
@@ -94,7 +107,7 @@ func (s *Server) Serve(ln net.Listener) error {
 				return err
 			}
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("kafka: accept failed, retrying", "listener", s.cfg.ListenerName, "backoff", backoff, "err", err)
+			s.log.Warn("kafka: accept failed, retrying", "listener", l.Name, "backoff", backoff, "err", err)
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
@@ -105,14 +118,14 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, &l)
 	}
 }
 
 // startConn registers nc and starts its goroutines, or closes it when the
 // server is shutting down.
-func (s *Server) startConn(nc net.Conn) {
-	c := newConn(s, nc, s.nextConnID.Add(1))
+func (s *Server) startConn(nc net.Conn, l *Listener) {
+	c := newConn(s, nc, s.nextConnID.Add(1), l)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()

@@ -21,12 +21,20 @@ import (
 // Broker is one node's configuration. Field tags give the YAML key; the flag
 // and environment names are derived from it (listen -> --listen, SHALE_LISTEN).
 type Broker struct {
-	NodeID      int32  `yaml:"node_id" doc:"This node's broker id, unique in the cluster."`
-	DataDir     string `yaml:"data_dir" doc:"Directory for partition logs, the embedded NATS store and the filesystem bucket."`
-	Listen      string `yaml:"listen" doc:"Address the Kafka protocol listens on."`
-	Advertise   string `yaml:"advertise" doc:"host:port clients are told to connect to; defaults to listen."`
-	AdminListen string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
-	Rack        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+	NodeID                      int32  `yaml:"node_id" doc:"This node's broker id, unique in the cluster."`
+	DataDir                     string `yaml:"data_dir" doc:"Directory for partition logs, the embedded NATS store and the filesystem bucket."`
+	Listen                      string `yaml:"listen" doc:"Address the Kafka protocol listens on."`
+	Advertise                   string `yaml:"advertise" doc:"host:port clients are told to connect to; defaults to listen."`
+	Listeners                   string `yaml:"listeners" doc:"listeners: comma-separated NAME://host:port Kafka listeners (PLAINTEXT://127.0.0.1:9092,SSL://0.0.0.0:9093); when set, listen and advertise are ignored. Empty serves one PLAINTEXT listener on listen."`
+	AdvertisedListeners         string `yaml:"advertised_listeners" doc:"advertised.listeners: NAME://host:port clients of each listener are told to connect to; a listener not named advertises its listen address."`
+	ListenerSecurityProtocolMap string `yaml:"listener_security_protocol_map" doc:"listener.security.protocol.map: NAME:PROTOCOL pairs (PLAINTEXT, SSL); empty is Kafka's default, where each protocol name is a listener of that protocol."`
+	InterBrokerListenerName     string `yaml:"inter_broker_listener_name" doc:"inter.broker.listener.name: the listener other brokers dial (registered as the broker's host and port); empty is PLAINTEXT."`
+	SSLCertificateLocation      string `yaml:"ssl_certificate_location" doc:"PEM certificate chain (leaf first) of the SSL listeners; reloaded when the file changes."`
+	SSLKeyLocation              string `yaml:"ssl_key_location" doc:"PEM private key of ssl_certificate_location; reloaded when the file changes."`
+	SSLCALocation               string `yaml:"ssl_ca_location" doc:"PEM CA certificates that client certificates must chain to (needed by ssl_client_auth requested or required)."`
+	SSLClientAuth               string `yaml:"ssl_client_auth" doc:"ssl.client.auth: none, requested or required; a verified client certificate's subject is the principal (User:CN=...)."`
+	AdminListen                 string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
+	Rack                        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
@@ -79,6 +87,9 @@ type Broker struct {
 	// TopicDefaults are broker-wide topic config defaults with Kafka's topic
 	// config names (retention.ms: 3600000).
 	TopicDefaults map[string]string `yaml:"topic_defaults" doc:"Broker-wide defaults for topic configs, by topic config name."`
+
+	// resolved are the listeners Validate put together (ListenerConfigs).
+	resolved []Listener
 }
 
 // Defaults returns the configuration of `make run`: one node on loopback.
@@ -135,6 +146,9 @@ func (b *Broker) Validate() error {
 	}
 	if _, port, err := net.SplitHostPort(b.Advertise); err != nil || port == "" {
 		return fmt.Errorf("%w: advertise %q: want host:port", ErrInvalidConfig, b.Advertise)
+	}
+	if err := b.resolveListeners(); err != nil {
+		return err
 	}
 	if b.BrokerSessionTimeout < time.Second || b.ControllerLease < time.Second {
 		return fmt.Errorf("%w: broker_session_timeout and controller_lease must be at least 1s", ErrInvalidConfig)
@@ -224,7 +238,7 @@ func (b *Broker) fields(fn func(name, doc string, v reflect.Value)) {
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
 		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
-		if name == "" || f.Type.Kind() == reflect.Map {
+		if name == "" || !f.IsExported() || f.Type.Kind() == reflect.Map {
 			continue
 		}
 		fn(name, f.Tag.Get("doc"), rv.Field(i))

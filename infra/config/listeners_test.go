@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestListenWithoutListenersIsOnePlaintextListener(t *testing.T) {
+	b := Defaults()
+	b.Listen = "127.0.0.1:9092"
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := []Listener{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Listen: "127.0.0.1:9092", Advertise: "127.0.0.1:9092"}}
+	if got := b.ListenerConfigs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("listeners %+v, want %+v", got, want)
+	}
+	if got := b.AdvertisedListenerList(); got != "PLAINTEXT://127.0.0.1:9092" {
+		t.Fatalf("advertised %q", got)
+	}
+}
+
+func TestListeners(t *testing.T) {
+	b := Defaults()
+	b.Listeners = "ssl://0.0.0.0:9093, INTERNAL://10.0.0.5:9094,PLAINTEXT://127.0.0.1:9092"
+	b.AdvertisedListeners = "SSL://kafka.example.com:9093"
+	b.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:PLAINTEXT"
+	b.InterBrokerListenerName = "internal"
+	b.SSLCertificateLocation, b.SSLKeyLocation = "/etc/shale/tls.crt", "/etc/shale/tls.key"
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := []Listener{
+		{Name: "INTERNAL", Protocol: "PLAINTEXT", Listen: "10.0.0.5:9094", Advertise: "10.0.0.5:9094"},
+		{Name: "SSL", Protocol: "SSL", Listen: "0.0.0.0:9093", Advertise: "kafka.example.com:9093"},
+		{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Listen: "127.0.0.1:9092", Advertise: "127.0.0.1:9092"},
+	}
+	if got := b.ListenerConfigs(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("listeners\n%+v, want\n%+v", got, want)
+	}
+	if b.Listen != "10.0.0.5:9094" || b.Advertise != "10.0.0.5:9094" {
+		t.Fatalf("listen %q advertise %q: want the inter-broker listener's", b.Listen, b.Advertise)
+	}
+	b.SetListenerAdvertise("INTERNAL", "10.0.0.5:19094")
+	if b.Advertise != "10.0.0.5:19094" || !strings.HasPrefix(b.AdvertisedListenerList(), "INTERNAL://10.0.0.5:19094,SSL://") {
+		t.Fatalf("after SetListenerAdvertise: advertise %q, list %q", b.Advertise, b.AdvertisedListenerList())
+	}
+}
+
+func TestListenersRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(b *Broker)
+		want string
+	}{
+		{"bad item", func(b *Broker) { b.Listeners = "127.0.0.1:9092" }, "NAME://host:port"},
+		{"twice", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,plaintext://:2" }, "twice"},
+		{"unknown protocol", func(b *Broker) { b.Listeners, b.ListenerSecurityProtocolMap = "A://:1", "A:TLS" }, "protocol TLS"},
+		{"no protocol", func(b *Broker) { b.Listeners = "INTERNAL://:1" }, "no security protocol"},
+		{"sasl", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,SASL_SSL://:2" }, "not built yet"},
+		{"ssl inter-broker", func(b *Broker) {
+			b.Listeners, b.InterBrokerListenerName, b.SSLCertificateLocation, b.SSLKeyLocation = "SSL://:1", "SSL", "c", "k"
+		}, "not built yet"},
+		{"inter-broker missing", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "PLAINTEXT://:1", "INTERNAL" }, "not in listeners"},
+		{"ssl without files", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,SSL://:2" }, "ssl_certificate_location"},
+		{"advertised unknown", func(b *Broker) { b.Listeners, b.AdvertisedListeners = "PLAINTEXT://:1", "SSL://h:2" }, "which listeners does not"},
+		{"advertised alone", func(b *Broker) { b.AdvertisedListeners = "PLAINTEXT://h:2" }, "without listeners"},
+		{"client auth", func(b *Broker) { b.Listeners, b.SSLClientAuth = "PLAINTEXT://:1", "always" }, "ssl_client_auth"},
+		{"client auth without CA", func(b *Broker) { b.Listeners, b.SSLClientAuth = "PLAINTEXT://:1", "required" }, "ssl_ca_location"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := Defaults()
+			tc.set(&b)
+			err := b.Validate()
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want ErrInvalidConfig with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// ClientAuth is Kafka's ssl.client.auth: whether a TLS listener asks its
+// clients for a certificate.
+type ClientAuth string
+
+const (
+	// ClientAuthNone asks for no client certificate (the default).
+	ClientAuthNone ClientAuth = "none"
+	// ClientAuthRequested verifies a client certificate when one is sent
+	// and accepts clients without one (their principal is User:ANONYMOUS).
+	ClientAuthRequested ClientAuth = "requested"
+	// ClientAuthRequired refuses the handshake of a client without a
+	// certificate signed by the configured CA.
+	ClientAuthRequired ClientAuth = "required"
+)
+
+// ErrTLSConfig: the TLS files or settings cannot make a server
+// configuration.
+var ErrTLSConfig = errors.New("kafka: invalid TLS configuration")
+
+// TLSFiles names the PEM files of a TLS listener. CertFile holds the
+// certificate chain (leaf first), KeyFile its private key, CAFile the CA
+// certificates that client certificates must chain to (required unless
+// ClientAuth is none).
+type TLSFiles struct {
+	CertFile   string
+	KeyFile    string
+	CAFile     string
+	ClientAuth ClientAuth // empty is none
+}
+
+// TLSReloader serves a tls.Config built from TLSFiles and rebuilt when one of
+// the files changes on disk: at each handshake it compares the files' size
+// and modification time with those it loaded, and reloads when any differ,
+// so a rotated certificate is used from the next connection on without a
+// restart. A reload that fails (a half-written file, a key that does not
+// match) keeps the last good configuration and logs, at most once per
+// change. Its methods are safe for concurrent use.
+type TLSReloader struct {
+	files TLSFiles
+	log   *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		cfg     *tls.Config
+		stamps  []fileStamp // of the files cfg was built from
+		badSeen []fileStamp // of the files whose last reload failed, logged once
+	}
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// NewTLSReloader loads files once and returns the reloader, or the error
+// that makes the files unusable. A nil log discards logs.
+func NewTLSReloader(files TLSFiles, log *slog.Logger) (*TLSReloader, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if files.ClientAuth == "" {
+		files.ClientAuth = ClientAuthNone
+	}
+	switch files.ClientAuth {
+	case ClientAuthNone, ClientAuthRequested, ClientAuthRequired:
+	default:
+		return nil, fmt.Errorf("%w: ssl.client.auth %q: want required, requested or none", ErrTLSConfig, files.ClientAuth)
+	}
+	if files.CertFile == "" || files.KeyFile == "" {
+		return nil, fmt.Errorf("%w: a certificate file and a key file are needed", ErrTLSConfig)
+	}
+	if files.ClientAuth != ClientAuthNone && files.CAFile == "" {
+		return nil, fmt.Errorf("%w: ssl.client.auth=%s needs a CA file", ErrTLSConfig, files.ClientAuth)
+	}
+	r := &TLSReloader{files: files, log: log}
+	stamps, err := r.stat()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := r.load()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.cfg, r.mu.stamps = cfg, stamps
+	return r, nil
+}
+
+// ServerConfig returns the configuration for a listener: its
+// GetConfigForClient hands each handshake the current files' configuration.
+// TLS 1.2 is the lowest version accepted.
+func (r *TLSReloader) ServerConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return r.current(), nil
+		},
+	}
+}
+
+// current returns the configuration of the files as they are now, reloading
+// them when they changed since the last load.
+func (r *TLSReloader) current() *tls.Config {
+	stamps, err := r.stat()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil || equalStamps(stamps, r.mu.stamps) || equalStamps(stamps, r.mu.badSeen) {
+		return r.mu.cfg
+	}
+	cfg, err := r.load()
+	if err != nil {
+		r.mu.badSeen = stamps
+		r.log.Warn("kafka: TLS files changed but do not load; keeping the previous certificate", "cert", r.files.CertFile, "err", err)
+		return r.mu.cfg
+	}
+	r.mu.cfg, r.mu.stamps, r.mu.badSeen = cfg, stamps, nil
+	r.log.Info("kafka: TLS certificate reloaded", "cert", r.files.CertFile)
+	return cfg
+}
+
+func (r *TLSReloader) paths() []string {
+	p := []string{r.files.CertFile, r.files.KeyFile}
+	if r.files.CAFile != "" {
+		p = append(p, r.files.CAFile)
+	}
+	return p
+}
+
+func (r *TLSReloader) stat() ([]fileStamp, error) {
+	var out []fileStamp
+	for _, p := range r.paths() {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTLSConfig, err)
+		}
+		out = append(out, fileStamp{size: fi.Size(), mod: fi.ModTime()})
+	}
+	return out, nil
+}
+
+func equalStamps(a, b []fileStamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].size != b[i].size || !a[i].mod.Equal(b[i].mod) {
+			return false
+		}
+	}
+	return true
+}
+
+// load builds the configuration from the files.
+func (r *TLSReloader) load() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(r.files.CertFile, r.files.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTLSConfig, err)
+	}
+	cfg := &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		// TLS 1.2 suites: forward-secret AEADs only (TLS 1.3's are fixed).
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
+	}
+	if r.files.CAFile != "" {
+		pem, err := os.ReadFile(r.files.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTLSConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: no certificate in %s", ErrTLSConfig, r.files.CAFile)
+		}
+		cfg.ClientCAs = pool
+	}
+	switch r.files.ClientAuth {
+	case ClientAuthRequired:
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	case ClientAuthRequested:
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
+}
+
+// AnonymousPrincipal is the principal of a connection that proved no
+// identity (Kafka's KafkaPrincipal.ANONYMOUS).
+const AnonymousPrincipal = "User:ANONYMOUS"
+
+// certPrincipal is Kafka's default SSL principal: "User:" and the client
+// certificate's subject as an RFC 2253 distinguished name, or
+// AnonymousPrincipal without a certificate.
+func certPrincipal(st tls.ConnectionState) string {
+	if len(st.PeerCertificates) == 0 {
+		return AnonymousPrincipal
+	}
+	return "User:" + st.PeerCertificates[0].Subject.String()
+}
