@@ -386,3 +386,76 @@ func TestResetFromRemoteKeepsOpenTxn(t *testing.T) {
 		t.Fatalf("follower's aborted transactions %+v, want %+v", got, want)
 	}
 }
+
+// TestTxnAcrossLeaderChange: the leader fails over with a transaction
+// open and its ABORT marker written but not replicated. The new leader
+// still has the transaction open (the LSO waits at its first offset) and
+// takes the coordinator's retried marker, a COMMIT here (the coordinator's
+// decision is the one it re-sends); the old leader, back as a follower,
+// cuts its unreplicated marker (its .txnindex entry with it), reopens the
+// transaction, and replicates the new leader's marker: both replicas agree
+// on every transaction.
+func TestTxnAcrossLeaderChange(t *testing.T) {
+	a, b := pair(t, "1")
+	now := time.Now()
+	first := appendTxn(t, a, 7, 0, 0, 2)
+	appendTxn(t, a, 7, 0, 2, 1)
+	replicate(t, a, b, now)
+	replicate(t, a, b, now)
+	lost := marker(t, a, TxnMarker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 1}) // never replicated
+	if got := a.Log().AbortedTxns(0, lost.BaseOffset+1); len(got) != 1 {
+		t.Fatalf("old leader's index %+v", got)
+	}
+
+	// Failover to b at epoch 2.
+	a.SetLeadership(false, 2)
+	b.SetLeadership(true, 2)
+	b.SetAssignment(2, []int32{1, 2}, []int32{2})
+	if got := producerInfo(t, b, 7); got.CurrentTxnStartOffset != first.BaseOffset {
+		t.Fatalf("new leader: %+v", got)
+	}
+	if lso := b.LastStableOffset(); lso != first.BaseOffset {
+		t.Fatalf("new leader's lso %d, want %d", lso, first.BaseOffset)
+	}
+	res := marker(t, b, TxnMarker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 2, Commit: true})
+	if res.BaseOffset != lost.BaseOffset {
+		t.Fatalf("new marker at %d, the lost one was at %d", res.BaseOffset, lost.BaseOffset)
+	}
+	if lso, hw := b.LastStableOffset(), b.HighWatermark(); lso != hw || hw != res.BaseOffset+1 {
+		t.Fatalf("new leader after the marker: lso %d hw %d", lso, hw)
+	}
+
+	// a follows b: OffsetForLeaderEpoch says epoch 1 ends at the marker's
+	// offset on b, so a cuts its own marker there.
+	epoch, end := b.Log().EndOffsetForEpoch(1)
+	if _, err := a.TruncateDivergent(1, epoch, end); err != nil {
+		t.Fatal(err)
+	}
+	if got := producerInfo(t, a, 7); got.CurrentTxnStartOffset != first.BaseOffset {
+		t.Fatalf("old leader after the cut: %+v", got)
+	}
+	if got := a.Log().AbortedTxns(0, lost.BaseOffset+1); len(got) != 0 {
+		t.Fatalf("old leader's index after the cut %+v", got)
+	}
+	off := a.Log().LogEndOffset()
+	hw, err := b.FollowerFetch(1, off, a.Log().LatestEpoch(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := b.Log().ReadBytes(off, 1<<20, b.Log().LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendFollower(bs, hw); err != nil {
+		t.Fatal(err)
+	}
+	if got := producerInfo(t, a, 7); got.CurrentTxnStartOffset != -1 || got.CoordinatorEpoch != 2 {
+		t.Fatalf("old leader after replicating the commit: %+v", got)
+	}
+	if got := a.Log().AbortedTxns(0, a.Log().LogEndOffset()); len(got) != 0 {
+		t.Fatalf("old leader's index after the commit %+v", got)
+	}
+	if lso, hw := a.LastStableOffset(), a.HighWatermark(); lso != hw || hw != res.BaseOffset+1 {
+		t.Fatalf("old leader as follower: lso %d hw %d", lso, hw)
+	}
+}
