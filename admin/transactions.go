@@ -22,6 +22,10 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 	txn.RegisterDescribeProducers(reg, h.replicas)
 }
 
+// TxnVerifier is the partition leader's check of KIP-890 part 1 that
+// Produce asks before the first batch of a transaction in a partition.
+func (h *Handlers) TxnVerifier() txn.Verifier { return txn.Verifier{Client: h.txnMarkers} }
+
 // Transactions is the node's transaction coordinator (ingest's
 // InitProducerId answers transactional ids with it).
 func (h *Handlers) Transactions() *txn.Coordinator { return h.txns }

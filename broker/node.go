@@ -241,7 +241,6 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 }
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
-	ingest.RegisterProduce(reg, n.replicas, n.metrics, n.logger)
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
@@ -252,6 +251,8 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
 		ControllerID: n.controllerID, ProducerIDs: n.pids, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
+	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
+		TxnVerifier: n.apis.TxnVerifier()})
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.

@@ -1,0 +1,80 @@
+package txntest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// produceTxn sends one transactional batch of producer pid at epoch
+// (sequence 0) to topic-p and returns the partition's error code.
+func produceTxn(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, topic string, p int32) int16 {
+	t.Helper()
+	opts := batch.NoProducer()
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, 0, true
+	opts.FirstTimestamp = time.Now().UnixMilli()
+	b, err := batch.Build(nil, opts, []batch.Record{{Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = p, b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestVerifyRefusesUnaddedPartition: KIP-890 part 1 on one node. A
+// transactional batch for a partition its transaction does not include is
+// refused (INVALID_TXN_STATE) and opens no transaction there; after
+// AddPartitionsToTxn the same batch is appended.
+func TestVerifyRefusesUnaddedPartition(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createTopic(t, ctx, cl, "v", 2, 1)
+	const id = "verify"
+	init := initPID(t, ctx, cl, id, -1, -1)
+	if init.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %+v", init)
+	}
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+	if code := addPartitions(t, ctx, cl, id, pid, epoch, "v", 0); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := produceTxn(t, ctx, cl, id, pid, epoch, "v", 1); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("a batch for a partition outside the transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if ap := describeProducer(t, ctx, cl, "v", 1, pid); ap != nil {
+		t.Fatalf("the refused batch left producer state in v-1: %+v", ap)
+	}
+	if code := produceTxn(t, ctx, cl, id, pid, epoch, "v", 0); code != 0 {
+		t.Fatalf("a batch for the added partition: %v", kerr.ErrorForCode(code))
+	}
+	if code := addPartitions(t, ctx, cl, id, pid, epoch, "v", 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := produceTxn(t, ctx, cl, id, pid, epoch, "v", 1); code != 0 {
+		t.Fatalf("after AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
+	}
+}

@@ -1,0 +1,67 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Verifier is the partition leader's side of KIP-890 part 1 (ingest's
+// TxnVerifier): before the first batch of a producer's transaction is
+// appended to a partition, the leader asks the transaction coordinator,
+// with AddPartitionsToTxn v4 VerifyOnly, whether the partition is in the
+// producer's ongoing transaction. A batch that arrives after its
+// transaction ended (a retry, a zombie) would otherwise open a
+// transaction that nothing ends. It sends with the marker sender's
+// client, which finds the coordinator of the id.
+type Verifier struct {
+	Client *KafkaMarkers
+}
+
+// VerifyTxn implements ingest.TxnVerifier: nil when the partition is in
+// the transaction; the coordinator's answer (INVALID_TXN_STATE,
+// PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING) otherwise; and
+// NOT_ENOUGH_REPLICAS, which producers retry, when the coordinator cannot
+// answer now, as Kafka's leader answers then.
+func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
+	retry := func(err error) error { return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err) }
+	cl, err := v.Client.client()
+	if err != nil {
+		return retry(err)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = transactionalID, producerID, epoch, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = topic, []int32{partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return retry(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return retry(err)
+	}
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, p := range t.Partitions {
+				if t.Topic != topic || p.Partition != partition {
+					continue
+				}
+				switch code := p.ErrorCode; code {
+				case 0:
+					return nil
+				case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+					return retry(kerr.ErrorForCode(code))
+				default:
+					return kerr.ErrorForCode(code)
+				}
+			}
+		}
+	}
+	return retry(fmt.Errorf("no answer for %s-%d", topic, partition))
+}
