@@ -26,7 +26,9 @@ type Verifier struct {
 // NOT_ENOUGH_REPLICAS, which producers retry, when the coordinator cannot
 // answer now, as Kafka's leader answers then.
 func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
-	retry := func(err error) error { return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err) }
+	retry := func(err error) error {
+		return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err)
+	}
 	cl, err := v.Client.client()
 	if err != nil {
 		return retry(err)
