@@ -190,8 +190,13 @@ func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *part
 		return 0, nil
 	}
 	hd, err := batch.ParseHeader(records)
-	if err != nil || !hd.Transactional() || hd.Control() || rep.HasOpenTxn(hd.ProducerID, hd.ProducerEpoch) {
+	if err != nil || !hd.Transactional() || hd.Control() {
 		return 0, nil // AppendLeader judges the batch itself
+	}
+	if rep.HasOpenTxn(hd.ProducerID, hd.ProducerEpoch) {
+		// No need to ask; but should a marker end the transaction before
+		// the append, the batch must not open another one unverified.
+		return partition.NotVerified, nil
 	}
 	guard := rep.StartVerification(hd.ProducerID)
 	return guard, h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part)

@@ -295,3 +295,36 @@ func TestProduceVerificationGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceUnverifiedBatchAfterMarker: with a verifier, a batch not
+// verified because its transaction was open is refused when a marker ended
+// the transaction before the append (partition.NotVerified), instead of
+// opening a new transaction unverified.
+func TestProduceUnverifiedBatchAfterMarker(t *testing.T) {
+	a := leaderReplica(t, "a", nil)
+	if _, err := a.AppendLeader(txnRecords(t, 5, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if !a.HasOpenTxn(5, 1) {
+		t.Fatal("the transaction is not open")
+	}
+	if _, err := a.AppendTxnMarker(partition.TxnMarker{ProducerID: 5, ProducerEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AppendLeaderVerified(txnRecords(t, 5, 1, 1), partition.NotVerified); !errors.Is(err, partition.ErrInvalidTxnState) {
+		t.Fatalf("an unverified batch after the marker: %v", err)
+	}
+	if a.HasOpenTxn(5, 1) || a.LastStableOffset() != a.HighWatermark() {
+		t.Fatalf("a transaction was opened (lso %d hw %d)", a.LastStableOffset(), a.HighWatermark())
+	}
+	// Inside an open transaction the unverified guard appends as before.
+	v := &verifier{}
+	h := &produceHandler{leaders: leaders{"a-0": a}, log: quiet(), verifier: v}
+	txn := "tx"
+	if p := produce(t, h, 1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 1)})["a-0"]; p.ErrorCode != 0 {
+		t.Fatalf("a verified batch: %+v", p)
+	}
+	if p := produce(t, h, 1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 2)})["a-0"]; p.ErrorCode != 0 || len(v.asked) != 1 {
+		t.Fatalf("the next batch of the open transaction: %+v, %d verifications", p, len(v.asked))
+	}
+}

@@ -260,6 +260,13 @@ func (r *Replica) HasOpenTxn(id int64, epoch int16) bool {
 // open a transaction with a void guard. Zero is no guard.
 type VerificationGuard uint64
 
+// NotVerified is the guard of a transactional batch that the produce path
+// did not verify because its transaction was open here already: it never
+// matches, so the batch is refused if a marker ended the transaction
+// before the append (it would open a new one unverified), as Kafka's
+// sentinel guard is.
+const NotVerified VerificationGuard = ^VerificationGuard(0)
+
 // StartVerification records that the produce path is about to verify
 // producer id's transaction with its coordinator, and returns the guard to
 // append with.
