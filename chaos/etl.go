@@ -104,7 +104,7 @@ func (e *etl) connect() error {
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(e.seeds...),
 		kgo.TransactionalID(etlTxnID), kgo.TransactionTimeout(15*time.Second),
 		kgo.ConsumerGroup(etlGroup), kgo.ConsumeTopics(e.in.name),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
