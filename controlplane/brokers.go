@@ -27,9 +27,15 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 	if s.reg.active && s.reg.broker.NodeID != b.NodeID {
 		return fmt.Errorf("%w: this store already registered node %d", ErrInvalidBroker, s.reg.broker.NodeID)
 	}
+	if err := s.subscribeLiveness(b.NodeID); err != nil {
+		return err
+	}
 	start := time.Now()
 	rev, err := s.putBroker(ctx, b, 0)
 	if err != nil {
+		if !s.reg.active {
+			s.unsubscribeLiveness()
+		}
 		return err
 	}
 	s.reg.active, s.reg.broker, s.reg.rev, s.reg.renewedAt = true, b, rev, start
@@ -101,6 +107,7 @@ func (s *Store) keepalive() {
 			case errors.Is(err, ErrBrokerIDInUse):
 				s.log.Error("broker registration taken over; keepalive stopped", "node", s.reg.broker.NodeID, "err", err)
 				s.reg.active = false
+				s.unsubscribeLiveness()
 			case s.ctx.Err() == nil:
 				s.log.Warn("broker keepalive failed", "node", s.reg.broker.NodeID, "err", err)
 			}
@@ -225,6 +232,7 @@ func (s *Store) DeregisterBroker(ctx context.Context) error {
 		return nil
 	}
 	s.reg.active = false
+	s.unsubscribeLiveness()
 	key := brokerKey(s.reg.broker.NodeID)
 	rev, err := kvDelete(ctx, s.js, BucketBrokers, key, s.reg.rev)
 	if err != nil {

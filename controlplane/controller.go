@@ -94,10 +94,14 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 			c.Poke()
 		}
 	})
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.loop(lctx)
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.probeLoop(lctx) // liveness.go
 	}()
 	return c, nil
 }

@@ -76,6 +76,7 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 type Store struct {
 	log         *slog.Logger
 	cfg         StoreConfig
+	nc          *nats.Conn
 	js          jetstream.JetStream
 	brokersKV   jetstream.KeyValue
 	topicsKV    jetstream.KeyValue
@@ -103,6 +104,9 @@ type Store struct {
 		rev     uint64
 		logs    *[]ReplicaLog    // ReportReplicaLogs' report; nil until made
 		offline []OfflineReplica // ReportOfflineReplicas' list
+		// liveness answers the controller's probes (liveness.go) while
+		// registered.
+		liveness *nats.Subscription
 		// renewedAt is when the last successful write of the registration
 		// was sent (its start: the key lives BrokerTTL from at least then).
 		renewedAt time.Time
@@ -122,7 +126,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: jetstream: %w", err)
 	}
-	s := &Store{log: cfg.Logger.With("component", "controlplane"), cfg: cfg, js: js,
+	s := &Store{log: cfg.Logger.With("component", "controlplane"), cfg: cfg, nc: nc, js: js,
 		incarnation: randomID(), bus: newEventBus()}
 	s.mu.c = newCache()
 	ttl := cfg.BrokerTTL
@@ -249,6 +253,9 @@ func (s *Store) Close() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.reg.Lock()
+	s.unsubscribeLiveness()
+	s.reg.Unlock()
 	for _, w := range s.watches {
 		w.stop()
 	}

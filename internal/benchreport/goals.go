@@ -32,6 +32,12 @@ var goalRows = []goalRow{
 		unit: "p99-ms", goal: 10, also: []string{"p50-ms", "p999-ms"}, context: latencyContext},
 	{label: "ack latency RF=3 1000 rec/s", pkg: "internal/replicationtest", name: "BenchmarkReplicatedProduce/rf3-acks-all-1000rps",
 		unit: "p99-ms", goal: 10, also: []string{"p50-ms", "p999-ms"}, context: latencyContext},
+	// Issue 15 item 10: kill -9 of a partition leader until acks=all
+	// produce succeeds again, 20 times, beside the broker session timeout
+	// and a clean-shutdown leader move measured in the same run.
+	{label: "leader failover, kill -9", pkg: "internal/clustertest", name: "BenchmarkLeaderFailover",
+		unit: "p99-ms", goal: 3000, also: []string{"p50-ms", "max-ms"},
+		context: []string{"session-ms", "p99-over-session-ratio", "clean-p50-ms", "clean-p99-ms", "p50-over-clean-p50-ratio"}},
 }
 
 // latencyContext is the second line of each latency row: the rate, the
@@ -78,7 +84,7 @@ func writeGoals(w io.Writer, med map[Key]map[string]float64, rows []goalRow) map
 // unitName is a custom unit without its suffix: "p99-ms" -> "p99",
 // "bench-cpu-%" -> "bench-cpu".
 func unitName(u string) string {
-	for _, suf := range []string{"-ms", "-%", "/s"} {
+	for _, suf := range []string{"-ms", "-%", "/s", "-ratio"} {
 		if n, ok := strings.CutSuffix(u, suf); ok {
 			return n
 		}
@@ -95,6 +101,8 @@ func formatUnit(v float64, u string) string {
 		return fmt.Sprintf("%.0f%%", v)
 	case strings.HasSuffix(u, "/s"):
 		return fmt.Sprintf("%.0f/s", v)
+	case strings.HasSuffix(u, "-ratio"):
+		return fmt.Sprintf("%.3f", v)
 	}
 	return fmt.Sprintf("%.3g %s", v, u)
 }

@@ -18,7 +18,7 @@ var benchPackages = []string{"./segment", "./segment/batch", "./kafka"}
 // is reported in the returned error, but the samples of the others are kept.
 // slowBenchPackages run with their own fixed -benchtime and one count: each
 // iteration is a whole workload (a cold replay through an S3 server).
-var slowBenchPackages = map[string]string{"./internal/tieringe2e": "2x", "./internal/replicationtest": "500ms"}
+var slowBenchPackages = map[string]string{"./internal/tieringe2e": "2x", "./internal/replicationtest": "500ms", "./internal/clustertest": "1x"}
 
 func runGoBench(ctx context.Context, benchtime string, count, procs int, raw io.Writer) ([]Sample, error) {
 	samples, err := runGoBenchPkgs(ctx, benchtime, count, procs, raw, benchPackages)

@@ -1,0 +1,196 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Fast detection of a dead broker process (issue 15 item 10). A
+// registration expires only BrokerTTL after its last keepalive, and the
+// controller lease LeaseTTL after its last renewal; a broker killed with
+// SIGKILL would keep its partitions without a leader for that long. But a
+// dead process leaves two traces at once: the NATS server drops its
+// connection, and with it the interest in the broker's liveness subject
+// (a request there is answered "no responders"), and its Kafka listener
+// refuses connections. The controller probes every registered broker's
+// liveness subject every livenessInterval; a broker with livenessMisses
+// consecutive "no responders" whose Kafka address also refuses a TCP
+// connection is dead, and the controller deletes its registration (by
+// revision, as if it had expired): every node sees BrokerDown and the
+// controller elects at once. A controller candidate probes the lease's
+// holder the same way and deletes the lease (by revision) when its process
+// is gone. Anything short of proof leaves the timeouts in charge: a paused
+// process keeps its connection (probes time out, no "no responders"), and
+// a node cut off from NATS, or a host that is gone, does not refuse
+// connections (the dial times out); those still wait for BrokerTTL, during
+// which the node itself steps down (broker.sessionLost).
+
+const (
+	livenessInterval = 200 * time.Millisecond
+	livenessMisses   = 2
+	livenessTimeout  = 500 * time.Millisecond
+)
+
+// livenessSubject is the core NATS subject a registered broker answers on.
+// The incarnation makes it one process's: a restarted broker answers on
+// another.
+func livenessSubject(clusterID string, id int32, incarnation string) string {
+	return "shale.liveness." + clusterID + "." + strconv.Itoa(int(id)) + "." + incarnation
+}
+
+// subscribeLiveness makes this store answer on its registration's liveness
+// subject, before the registration is written, so that no probe finds the
+// key without the responder. REQUIRES: s.reg held.
+func (s *Store) subscribeLiveness(id int32) error {
+	if s.reg.liveness != nil {
+		return nil
+	}
+	sub, err := s.nc.Subscribe(livenessSubject(s.clusterID, id, s.incarnation), func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		return fmt.Errorf("controlplane: liveness subscription: %w", err)
+	}
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("controlplane: liveness subscription: %w", err)
+	}
+	s.reg.liveness = sub
+	return nil
+}
+
+// unsubscribeLiveness stops answering probes. REQUIRES: s.reg held.
+func (s *Store) unsubscribeLiveness() {
+	if s.reg.liveness != nil {
+		_ = s.reg.liveness.Unsubscribe()
+		s.reg.liveness = nil
+	}
+}
+
+// registration is one live broker key as the cache holds it.
+type registration struct {
+	broker      Broker
+	incarnation string
+	rev         uint64
+}
+
+// registrations returns the live broker keys from the cache.
+func (s *Store) registrations() []registration {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]registration, 0, len(s.mu.c.brokers))
+	for _, e := range s.mu.c.brokers {
+		if !e.deleted {
+			out = append(out, registration{broker: e.val.broker(), incarnation: e.val.Incarnation, rev: e.rev})
+		}
+	}
+	return out
+}
+
+// probeGone asks r's liveness subject and reports whether NATS answered
+// that nobody listens there (the process's connection is gone). A reply,
+// a timeout or any other error is not proof.
+func (s *Store) probeGone(ctx context.Context, r registration) bool {
+	pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
+	defer cancel()
+	_, err := s.nc.RequestWithContext(pctx, livenessSubject(s.clusterID, r.broker.NodeID, r.incarnation), nil)
+	return errors.Is(err, nats.ErrNoResponders)
+}
+
+// listenerRefused reports whether b's Kafka address refuses a TCP
+// connection: nothing listens there (a timeout is not proof).
+func listenerRefused(ctx context.Context, b Broker) bool {
+	d := net.Dialer{Timeout: livenessTimeout}
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// removeRegistration deletes r's key if it is still at r's revision, as if
+// it had expired.
+func (s *Store) removeRegistration(ctx context.Context, r registration) error {
+	key := brokerKey(r.broker.NodeID)
+	rev, err := kvDelete(ctx, s.js, BucketBrokers, key, r.rev)
+	if err != nil {
+		return err
+	}
+	s.apply((*cache).applyBroker, change{key: key, rev: rev, deleted: true})
+	return nil
+}
+
+// probeLoop is the controller's liveness prober (see above): as the
+// controller it removes the registrations of dead broker processes; as a
+// candidate it removes the lease of a dead holder. It runs until ctx ends.
+func (c *Controller) probeLoop(ctx context.Context) {
+	t := time.NewTicker(livenessInterval)
+	defer t.Stop()
+	misses := map[string]int{} // by node id and incarnation
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		leading, holder := c.leading.Load(), c.holder.Load()
+		seen := map[string]bool{}
+		for _, r := range c.store.registrations() {
+			id := r.broker.NodeID
+			if id == c.cfg.NodeID || (!leading && id != holder) {
+				continue
+			}
+			k := strconv.Itoa(int(id)) + "/" + r.incarnation
+			seen[k] = true
+			if !c.store.probeGone(ctx, r) {
+				delete(misses, k)
+				continue
+			}
+			if misses[k]++; misses[k] < livenessMisses || !listenerRefused(ctx, r.broker) {
+				continue
+			}
+			delete(misses, k)
+			fctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+			var err error
+			if leading {
+				err = c.store.removeRegistration(fctx, r)
+			} else {
+				err = c.removeLease(fctx, id)
+			}
+			cancel()
+			switch {
+			case err != nil:
+				c.log.Debug("removing a dead broker's registration or lease", "node", id, "err", err)
+			case leading:
+				c.log.Info("broker process gone (no NATS connection, Kafka port refused); registration removed", "node", id)
+			default:
+				c.log.Info("controller process gone (no NATS connection, Kafka port refused); lease removed", "node", id)
+				c.Poke()
+			}
+		}
+		for k := range misses {
+			if !seen[k] {
+				delete(misses, k)
+			}
+		}
+	}
+}
+
+// removeLease deletes the controller lease if node holder still holds it.
+func (c *Controller) removeLease(ctx context.Context, holder int32) error {
+	e, err := c.kv.Get(ctx, controllerKey)
+	if err != nil {
+		return err
+	}
+	if string(e.Value()) != strconv.Itoa(int(holder)) {
+		return nil
+	}
+	return c.kv.Delete(ctx, controllerKey, jetstream.LastRevision(e.Revision()))
+}

@@ -1,0 +1,59 @@
+package controlplane
+
+import (
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// TestControllerRemovesDeadBrokerProcess: a registered broker whose NATS
+// connection is gone keeps its registration while its Kafka address still
+// accepts connections (it may be alive, cut off from NATS: the session
+// timeout decides), and loses it at once, long before its 30 s BrokerTTL,
+// once the address refuses them too (the process is gone).
+func TestControllerRemovesDeadBrokerProcess(t *testing.T) {
+	srv := startNATS(t)
+	cfg := StoreConfig{BrokerTTL: 30 * time.Second, Logger: quietLogger()}
+	s1 := openStore(t, connect(t, srv), cfg)
+	if err := s1.RegisterBroker(testCtx(t), broker(1)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartController(testCtx(t), s1, ControllerConfig{NodeID: 1, LeaseTTL: time.Second, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	eventually(t, 10*time.Second, "node 1 controller", c.IsController)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	nc2 := connect(t, srv)
+	s2 := openStore(t, nc2, cfg)
+	b2 := Broker{NodeID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	if err := s2.RegisterBroker(testCtx(t), b2); err != nil {
+		t.Fatal(err)
+	}
+	registered := func() bool {
+		return slices.ContainsFunc(s1.Brokers(), func(b Broker) bool { return b.NodeID == 2 })
+	}
+	eventually(t, 10*time.Second, "node 1 sees node 2", registered)
+	// Probes are answered: nothing happens over ten probe rounds.
+	stays := func(what string) {
+		t.Helper()
+		if proctest.Poll(10*livenessInterval, livenessInterval/2, func() bool { return !registered() }) == nil {
+			t.Fatal(what)
+		}
+	}
+	stays("a live broker's registration was removed")
+
+	nc2.Close() // the connection is gone; the Kafka address still accepts
+	stays("the registration of a broker whose Kafka address accepts connections was removed")
+	ln.Close() // and now nothing listens there: the process is gone
+	eventually(t, 10*time.Second, "node 2's registration removed", func() bool { return !registered() })
+}
