@@ -88,7 +88,13 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 
 	servers[0].Shutdown()
 	peerNC.Close() // broker 7 dies: no more keepalives, no deregistration
-	// Wait until the registration and its expiry marker are both gone.
+	// Wait until the registration and its expiry marker are both gone. Each
+	// poll's requests are bounded on their own: while the stream elects a
+	// new leader (server 0 may have led it) the other members leave a
+	// STREAM.INFO request unanswered, and a request bounded only by the
+	// test's context blocked past this wait's deadline (under load, 1 run
+	// in 5 here: "context deadline exceeded" after 2 minutes) although the
+	// key had long expired.
 	js, err := jetstream.New(func() *nats.Conn {
 		nc, err := nats.Connect(servers[2].ClientURL())
 		if err != nil {
@@ -101,11 +107,13 @@ func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := proctest.WaitFor(30*time.Second, func() bool {
-		s, err := js.Stream(ctx, "KV_"+controlplane.BucketBrokers)
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		s, err := js.Stream(pctx, "KV_"+controlplane.BucketBrokers)
 		if err != nil {
 			return false
 		}
-		info, err := s.Info(ctx)
+		info, err := s.Info(pctx)
 		return err == nil && info.State.Msgs == 0
 	}); err != nil {
 		t.Fatal("broker 7's key and marker never left the stream")
