@@ -109,7 +109,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Above its start, byte for byte the other replicas' batches up to the
-	// high watermark, and its epoch history the leader's. Local retention
+	// high watermark, and its epoch history the leader's, from the log start. Local retention
 	// runs on every replica (followers too, once the leader's uploads cover
 	// their segments), so each one's first local offset moves on: the
 	// rebuilt one's never below where it started; they are compared from
@@ -144,7 +144,10 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 		}
 		le, err1 := readEpochFile(c.node(leader).partitionDir(c.topic, 0))
 		we, err2 := readEpochFile(wiped.partitionDir(c.topic, 0))
-		if err1 != nil || err2 != nil || len(le) == 0 || !slices.Equal(cutEpochs(we, common), cutEpochs(le, common)) {
+		// The whole history, from the partition's log start (0, in the
+		// bucket), not only from the local logs' start: both keep the epochs
+		// of the remote data (issue 16 item 4).
+		if err1 != nil || err2 != nil || len(le) == 0 || le[0].start != 0 || !slices.Equal(we, le) {
 			last = fmt.Sprintf("epochs from %d: leader %v (%v), node %d %v (%v)", common, le, err1, wiped.id, we, err2)
 			return false
 		}
@@ -330,18 +333,4 @@ func readEpochFile(dir string) ([]epochEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// cutEpochs is the history as a log starting at start has it: the entry in
-// force at start, moved to start, and those after it.
-func cutEpochs(es []epochEntry, start int64) []epochEntry {
-	i := 0
-	for i+1 < len(es) && es[i+1].start <= start {
-		i++
-	}
-	out := slices.Clone(es[i:])
-	if len(out) > 0 && out[0].start < start {
-		out[0].start = start
-	}
-	return out
 }
