@@ -184,7 +184,13 @@ func (c *Coordinator) goTracked(fn func()) {
 
 // lookup returns the loaded shard of transactional id.
 func (c *Coordinator) lookup(id string) (*shard, error) {
-	p := PartitionFor(id, c.cfg.Partitions)
+	return c.lookupPartition(PartitionFor(id, c.cfg.Partitions))
+}
+
+// lookupPartition returns the loaded shard of state partition p, starting
+// its load when this node leads p and has not loaded it in its current
+// leader epoch (ErrLoadInProgress meanwhile).
+func (c *Coordinator) lookupPartition(p int32) (*shard, error) {
 	rep, err := c.leaders.Leader(StateTopic, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -345,6 +351,10 @@ func (c *Coordinator) startCompletion(sh *shard, m *txnMeta) {
 // markerBackoff bounds the pause between two rounds of marker writes.
 const markerBackoff = time.Second
 
+// loadCheckInterval is how often the coordinator looks for state
+// partitions it leads and has not loaded.
+const loadCheckInterval = time.Second
+
 // complete writes m's markers to every partition of its transaction,
 // retrying those that fail until each has one or the shard is unloaded
 // (the next coordinator resumes from the Prepare state it loads), then
@@ -403,13 +413,26 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 // abortExpiredLoop aborts, every AbortCheckInterval, the ongoing
 // transactions older than their timeout, bumping the epoch so that the
 // producer is fenced (Kafka's abortTimedOutTransactions).
+//
+// It also loads, every loadCheckInterval, each state partition this node
+// has come to lead, as Kafka's coordinator does on its election: without
+// a request for one of its ids, a partition would otherwise stay unloaded,
+// its Prepare states without their markers and its expired transactions
+// (a producer that died with one open) never aborted.
 func (c *Coordinator) abortExpiredLoop() {
 	t := time.NewTicker(c.cfg.AbortCheckInterval)
 	defer t.Stop()
+	load := time.NewTicker(loadCheckInterval)
+	defer load.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
+		case <-load.C:
+			for p := range c.cfg.Partitions {
+				c.lookupPartition(p) // loads, or fails for a partition led elsewhere
+			}
+			continue
 		case <-t.C:
 		}
 		now := c.cfg.Now().UnixMilli()
