@@ -241,6 +241,7 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 }
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
+	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)

@@ -91,6 +91,9 @@ func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
 	}
 	c.info = ConnInfo{ID: id, Listener: l.Name, Remote: nc.RemoteAddr(), Principal: AnonymousPrincipal}
 	c.log = s.log.With("conn", id, "listener", l.Name, "remote", c.info.Remote.String())
+	if l.SASL != nil {
+		c.info.sasl = newSASLState(l.SASL, c.log, &s.handshakeLog)
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -243,10 +246,16 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			it.started = time.Since(it.read)
 		}
 		var err error
-		if it.early != nil {
+		switch {
+		case it.early != nil:
 			it.reply = Reply{Response: it.early}
-		} else {
+		case !c.info.sasl.allows(it.req.Key):
+			err = fmt.Errorf("%w: %s before authentication", ErrUnauthenticated, kmsg.NameForKey(it.req.Key))
+		default:
 			err = c.handle(it)
+		}
+		if c.info.sasl.closing() && err == nil {
+			c.stopReading() // a failed authentication: this reply is the last
 		}
 		if timed {
 			it.handled = it.started

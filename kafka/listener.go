@@ -18,6 +18,11 @@ type Listener struct {
 	TLS *tls.Config
 	// HandshakeTimeout bounds the TLS handshake; zero is 10 seconds.
 	HandshakeTimeout time.Duration
+	// SASL, when set, makes the listener a SASL_PLAINTEXT or SASL_SSL
+	// one: until a client authenticates with one of these mechanisms
+	// (SaslHandshake, SaslAuthenticate) only ApiVersions and the SASL APIs
+	// are answered, and any other request closes the connection.
+	SASL []SASLMechanism
 }
 
 // handshake runs the TLS handshake of a TLS listener's connection within

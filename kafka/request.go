@@ -75,6 +75,11 @@ type ConnInfo struct {
 	Principal string
 	// TLS is set on a connection of a TLS listener.
 	TLS bool
+
+	// sasl is the authentication state of a SASL listener's connection,
+	// nil on other listeners. Only the dispatcher goroutine (the handlers)
+	// reads and writes it.
+	sasl *saslState
 }
 
 // Reply is what a Handler answers. Exactly one of its fields must be set:
