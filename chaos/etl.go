@@ -70,26 +70,35 @@ type ETLHistory struct {
 	Commits int64 `json:"commits"`
 	Aborts  int64 `json:"aborts"`
 	// Restarts counts the sessions replaced after End failed.
-	Restarts int64  `json:"restarts"`
-	Drained  bool   `json:"drained"`
-	Err      string `json:"err,omitempty"`
+	Restarts int64 `json:"restarts"`
+	// ProduceFailed counts the transactions in which an output record
+	// failed (they are aborted).
+	ProduceFailed int64  `json:"produce_failed"`
+	Drained       bool   `json:"drained"`
+	Err           string `json:"err,omitempty"`
 }
 
 // etl is the transactional read-process-write actor.
 type etl struct {
-	name     string
-	in, out  topicSpec
-	seeds    []string
-	sess     *kgo.GroupTransactSession // replaced after a failed End
-	rec      *recorder
-	done     chan struct{}
-	commits  atomic.Int64
-	aborts   atomic.Int64
-	restarts atomic.Int64
+	name    string
+	in, out topicSpec
+	seeds   []string
+	sess    *kgo.GroupTransactSession // replaced after a failed End
+	rec     *recorder
+	done    chan struct{}
+	// delivery is the session's RecordDeliveryTimeout.
+	delivery      time.Duration
+	commits       atomic.Int64
+	aborts        atomic.Int64
+	restarts      atomic.Int64
+	produceFailed atomic.Int64
 }
 
-func newETL(name string, seeds []string, in topicSpec, rec *recorder) (*etl, error) {
-	e := &etl{name: name, in: in, out: etlOutputTopic(in), seeds: seeds, rec: rec, done: make(chan struct{})}
+// etlDeliveryTimeout is the workload's RecordDeliveryTimeout.
+const etlDeliveryTimeout = 20 * time.Second
+
+func newETL(name string, seeds []string, in topicSpec, rec *recorder, delivery time.Duration) (*etl, error) {
+	e := &etl{name: name, in: in, out: etlOutputTopic(in), seeds: seeds, rec: rec, done: make(chan struct{}), delivery: delivery}
 	if err := e.connect(); err != nil {
 		return nil, err
 	}
@@ -108,7 +117,7 @@ func (e *etl) connect() error {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.RecordDeliveryTimeout(20*time.Second), kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.RecordDeliveryTimeout(e.delivery), kgo.ProduceRequestTimeout(5*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }),
 		kgo.MetadataMinAge(200*time.Millisecond))
 	if err != nil {
@@ -143,13 +152,27 @@ func (e *etl) run(ctx context.Context) {
 		}
 		now := e.rec.since()
 		reads := make([]Read, 0, len(rs))
+		// A record that fails (its delivery timeout passed while the
+		// producer id or the partition could not be had from the
+		// transaction coordinator) is in no partition of the transaction,
+		// and End(TryCommit) would still commit the consumed offsets:
+		// franz-go leaves it to the caller to abort, as its EOS example
+		// does with this promise.
+		failed := kgo.AbortingFirstErrPromise(e.sess.Client())
 		for _, r := range rs {
 			reads = append(reads, Read{TP: TP{r.Topic, r.Partition}, Rec: Rec{Offset: r.Offset, Value: string(r.Value)}, Consumer: e.name, At: now})
 			e.sess.Produce(ctx, &kgo.Record{Topic: e.out.name, Partition: r.Partition,
-				Value: []byte(ETLValue(r.Partition, r.Offset, string(r.Value)))}, nil)
+				Value: []byte(ETLValue(r.Partition, r.Offset, string(r.Value)))}, failed.Promise())
+		}
+		try := kgo.TryCommit
+		if perr := failed.Err(); perr != nil {
+			if n := e.produceFailed.Add(1); n <= 5 || n%100 == 0 {
+				e.rec.logf("etl: an output of transaction %d failed, aborting it: %v", e.commits.Load()+e.aborts.Load()+1, perr)
+			}
+			try = kgo.TryAbort
 		}
 		ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		committed, err := e.sess.End(ectx, kgo.TryCommit)
+		committed, err := e.sess.End(ectx, try)
 		cancel()
 		if committed && err == nil {
 			e.commits.Add(1)
@@ -278,7 +301,7 @@ func drainETL(ctx context.Context, e *etl, adm *kadm.Client, ends map[int32]int6
 	})
 	stop()
 	<-e.done
-	h.Commits, h.Aborts, h.Restarts = e.commits.Load(), e.aborts.Load(), e.restarts.Load()
+	h.Commits, h.Aborts, h.Restarts, h.ProduceFailed = e.commits.Load(), e.aborts.Load(), e.restarts.Load(), e.produceFailed.Load()
 	c, err := committedOffsets(ctx, adm, e.in)
 	if err != nil {
 		h.Err = fmt.Sprintf("committed offsets after the run: %v", err)

@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	f.suspendGroup = gc.suspend
 	var tx *etl
 	if cfg.Transactions {
-		if tx, err = newETL("etl", c.seeds(), topics[0], rec); err != nil {
+		if tx, err = newETL("etl", c.seeds(), topics[0], rec, etlDeliveryTimeout); err != nil {
 			return nil, err
 		}
 	}

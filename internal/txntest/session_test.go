@@ -45,12 +45,16 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 		for i, r := range recs {
 			out[i] = &kgo.Record{Value: append([]byte("out-"), r.Value...), Partition: r.Partition}
 		}
-		if err := s.ProduceSync(ctx, out...).FirstErr(); err != nil {
-			logf("%s: produce: %v", id, err)
+		// A failed output aborts the transaction: End(TryCommit) would
+		// commit the consumed offsets without it (issue 17, chaos seed
+		// 203; chaos.TestETLAbortsWhenAnOutputFails).
+		produced := s.ProduceSync(ctx, out...).FirstErr()
+		if produced != nil {
+			logf("%s: produce: %v; aborting", id, produced)
 		}
 		n++
 		try := kgo.TryCommit
-		if abortEvery > 0 && n%abortEvery == 0 {
+		if produced != nil || abortEvery > 0 && n%abortEvery == 0 {
 			try = kgo.TryAbort
 			aborts++
 		}
