@@ -191,6 +191,11 @@ func (n *Node) metricsState() metrics.NodeState {
 			ChunkHits: s.ChunkHits, ChunkMisses: s.ChunkMisses, GetRequests: s.GetRequests, GetBytes: s.GetBytes,
 			ReadAheads: s.ReadAheads, IndexHits: s.IndexHits, IndexMisses: s.IndexMisses, CacheBytes: s.CacheBytes}
 	}
+	if n.apis != nil && n.apis.Transactions() != nil {
+		s := n.apis.Transactions().Stats()
+		st.Transactions = &metrics.TransactionFigures{Open: s.Open, OldestOpenSeconds: float64(s.OldestOpenMs) / 1000,
+			Committed: s.Committed, Aborted: s.Aborted, TimedOut: s.TimedOut}
+	}
 	return st
 }
 

@@ -107,6 +107,7 @@ type Coordinator struct {
 	pids    ProducerIDs
 	markers MarkerWriter
 	log     *slog.Logger
+	counts  counters
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -397,7 +398,15 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 			}
 			return cur.completed(), nil
 		})
-		if err == nil || errors.Is(err, ErrNotCoordinator) {
+		if err == nil {
+			if m.state == kmsg.TransactionStatePrepareCommit {
+				c.counts.committed.Add(1)
+			} else {
+				c.counts.aborted.Add(1)
+			}
+			return
+		}
+		if errors.Is(err, ErrNotCoordinator) {
 			return
 		}
 		c.log.Warn("writing the completed transaction state failed", "transactional_id", m.id, "attempt", attempt, "err", err)
@@ -450,6 +459,7 @@ func (c *Coordinator) abortExpiredLoop() {
 				}
 				if next != nil && next.state == kmsg.TransactionStatePrepareAbort {
 					c.log.Info("aborting a transaction past its timeout", "transactional_id", id, "producer_id", next.producerID, "epoch", next.epoch)
+					c.counts.timedOut.Add(1)
 					c.startCompletion(sh, next)
 				}
 			}

@@ -119,9 +119,10 @@ func TestTrafficSeries(t *testing.T) {
 
 func TestStateSeries(t *testing.T) {
 	st := NodeState{ActiveController: true, UnderReplicatedPartitions: 2, OfflinePartitions: 1,
-		Topics:   []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
-		Tiering:  &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
-		ColdRead: &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048}}
+		Topics:       []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
+		Tiering:      &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
+		ColdRead:     &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048},
+		Transactions: &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1}}
 	r := New(func() NodeState { return st })
 	f := scrape(t, r.Handler())
 	want(t, f, 1, "kafka_controller_kafkacontroller_active_controller_count")
@@ -137,6 +138,11 @@ func TestStateSeries(t *testing.T) {
 	want(t, f, 500, "kafka_server_brokertopicmetrics_remote_fetch_bytes_total")
 	want(t, f, 0.75, "shale_coldread_chunk_cache_hit_ratio")
 	want(t, f, 2048, "shale_coldread_chunk_cache_bytes")
+	want(t, f, 2, "shale_transactions_open")
+	want(t, f, 1.5, "shale_transactions_oldest_open_seconds")
+	want(t, f, 7, "shale_transactions_committed_total")
+	want(t, f, 3, "shale_transactions_aborted_total")
+	want(t, f, 1, "shale_transactions_timed_out_total")
 
 	// Without a cold tier the tiering series are absent, not zero.
 	st = NodeState{}

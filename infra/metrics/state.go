@@ -21,6 +21,18 @@ type NodeState struct {
 	Tiering *TieringCounters
 	// ColdRead is the cold reader's counters; nil without a cold tier.
 	ColdRead *ColdReadCounters
+	// Transactions is the transaction coordinator's figures; nil without
+	// one.
+	Transactions *TransactionFigures
+}
+
+// TransactionFigures are the transaction coordinator's figures: open
+// transactions now, over the state partitions this node leads, and totals
+// since the node started.
+type TransactionFigures struct {
+	Open                         int
+	OldestOpenSeconds            float64
+	Committed, Aborted, TimedOut int64
 }
 
 // TopicTiering is one topic's remote-log figures over the partitions this
@@ -116,6 +128,15 @@ var (
 	descReadAheads  = desc("shale_coldread_read_aheads_total", "Chunks queued for read-ahead by sequential cold reads.")
 	descIndexHits   = desc("shale_coldread_index_cache_hits_total", "Remote offset and time index lookups served from cache.")
 	descIndexMisses = desc("shale_coldread_index_cache_misses_total", "Remote offset and time index lookups that had to GET.")
+
+	descTxnOpen = desc("shale_transactions_open",
+		"Transactions ongoing or waiting for their markers, over the __transaction_state partitions this node leads.")
+	descTxnOldest = desc("shale_transactions_oldest_open_seconds",
+		"Age of the oldest open transaction this node coordinates; 0 when none.")
+	descTxnCommitted = desc("shale_transactions_committed_total", "Transactions this node completed with a commit.")
+	descTxnAborted   = desc("shale_transactions_aborted_total", "Transactions this node completed with an abort (timeouts included).")
+	descTxnTimedOut  = desc("shale_transactions_timed_out_total",
+		"Transactions this node aborted because they passed their timeout (transaction.timeout.ms).")
 )
 
 var allStateDescs = []*prometheus.Desc{
@@ -124,6 +145,7 @@ var allStateDescs = []*prometheus.Desc{
 	descCopyBytes, descCopyRequests, descCopyErrors, descDeleteRequests, descOrphans, descPasses, descDiskFull, descBucketUnreachable,
 	descRemoteFetchBytes, descRemoteFetchErrors, descChunkHits, descChunkMisses, descChunkHitRatio, descCacheBytes,
 	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
+	descTxnOpen, descTxnOldest, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 }
 
 // stateCollector turns a NodeState read at scrape time into series.
@@ -180,6 +202,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReadAheads, float64(r.ReadAheads))
 		counter(descIndexHits, float64(r.IndexHits))
 		counter(descIndexMisses, float64(r.IndexMisses))
+	}
+	if x := st.Transactions; x != nil {
+		gauge(descTxnOpen, float64(x.Open))
+		gauge(descTxnOldest, x.OldestOpenSeconds)
+		counter(descTxnCommitted, float64(x.Committed))
+		counter(descTxnAborted, float64(x.Aborted))
+		counter(descTxnTimedOut, float64(x.TimedOut))
 	}
 }
 

@@ -3,6 +3,8 @@ package txntest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +55,22 @@ func TestTransactionalProducerCommitAbort(t *testing.T) {
 	run(false, "aborted")
 
 	waitState(t, ctx, admin, id, "CompleteAbort")
+	// The coordinator's metrics count one commit and one abort, and
+	// nothing open.
+	resp, err := http.Get("http://" + n.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"shale_transactions_committed_total 1", "shale_transactions_aborted_total 1", "shale_transactions_open 0"} {
+		if !strings.Contains(string(body), "\n"+line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 	for _, c := range []struct {
 		level kgo.IsolationLevel
 		name  string
