@@ -43,12 +43,16 @@ type Config struct {
 	ControllerID func() int32
 	// ProducerIDs allocates the producer ids of transactional ids.
 	ProducerIDs txn.ProducerIDs
-	Logger      *slog.Logger
+	// SCRAM holds the SCRAM credentials (DescribeUserScramCredentials,
+	// AlterUserScramCredentials); nil leaves those APIs unregistered.
+	SCRAM  *controlplane.SCRAMCredentials
+	Logger *slog.Logger
 }
 
 // Handlers serves the admin APIs of one node. Register builds it; its
 // handlers are called concurrently by the Kafka server.
 type Handlers struct {
+	scram        *controlplane.SCRAMCredentials // nil: no SCRAM APIs
 	cfg          config.Broker
 	store        *controlplane.Store
 	replicas     *replica.Manager
@@ -84,6 +88,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
 	h.registerGroupAPIs(reg)
 	h.registerTxnAPIs(reg, cfg.ProducerIDs)
+	h.registerSCRAM(reg, cfg.SCRAM)
 	return h
 }
 

@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 
+	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/kafka/sasl"
 )
 
 // boundListener is one Kafka listener the node has bound.
@@ -19,10 +22,23 @@ type boundListener struct {
 // registers, so that a port 0 (tests) is advertised as the port bound, and
 // loads the TLS files when a listener needs them. The inter-broker listener
 // is n.listeners[0] and n.kafkaLn.
-func (n *Node) bindListeners() error {
+func (n *Node) bindListeners(ctx context.Context) error {
 	var reloader *kafka.TLSReloader
+	var err error
+	if n.scram, err = controlplane.OpenSCRAMCredentials(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
+		return err
+	}
+	var mechs []kafka.SASLMechanism
 	for _, l := range n.cfg.ListenerConfigs() {
 		kl := kafka.Listener{Name: l.Name}
+		if l.SASL() {
+			if mechs == nil {
+				if mechs, err = n.saslMechanisms(); err != nil {
+					return err
+				}
+			}
+			kl.SASL = mechs
+		}
 		if l.TLS() {
 			if reloader == nil {
 				var err error
@@ -51,6 +67,40 @@ func (n *Node) bindListeners() error {
 	}
 	n.kafkaLn = n.listeners[0].ln
 	return nil
+}
+
+// saslMechanisms builds sasl_enabled_mechanisms: PLAIN from its users file,
+// SCRAM against the credentials in the control plane.
+func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
+	var out []kafka.SASLMechanism
+	for _, name := range n.cfg.SASLMechanisms() {
+		if name == sasl.Plain {
+			users, err := sasl.LoadPlainUsers(n.cfg.SASLPlainUsersFile)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sasl.PlainMechanism(users))
+			continue
+		}
+		m, err := sasl.SCRAM(name, func(ctx context.Context, user string) (sasl.Credential, error) {
+			c, err := n.scram.Get(ctx, name, user)
+			if errors.Is(err, controlplane.ErrNoSCRAMCredential) {
+				return sasl.Credential{}, sasl.ErrUnknownUser
+			}
+			if err != nil {
+				return sasl.Credential{}, err
+			}
+			return sasl.Credential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: a SASL listener without sasl_enabled_mechanisms", config.ErrInvalidConfig)
+	}
+	return out, nil
 }
 
 // serveListeners serves every bound listener until the server shuts down.

@@ -60,6 +60,7 @@ type Node struct {
 	admin         *http.Server
 	kafkaLn       net.Listener    // the inter-broker listener, listeners[0]
 	listeners     []boundListener // see listeners.go
+	scram         *controlplane.SCRAMCredentials
 	adminLn       net.Listener
 
 	cancel    context.CancelFunc
@@ -95,7 +96,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	// Listen before registering, so that a port 0 (tests) is advertised as
 	// the port actually bound.
-	if err := n.bindListeners(); err != nil {
+	if err := n.bindListeners(ctx); err != nil {
 		return nil, err
 	}
 	cfg = n.cfg
@@ -250,7 +251,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		tm = n.tiering.manager
 	}
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, ProducerIDs: n.pids, Logger: n.logger})
+		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.apis.TxnVerifier()})

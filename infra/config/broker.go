@@ -33,6 +33,8 @@ type Broker struct {
 	SSLKeyLocation              string `yaml:"ssl_key_location" doc:"PEM private key of ssl_certificate_location; reloaded when the file changes."`
 	SSLCALocation               string `yaml:"ssl_ca_location" doc:"PEM CA certificates that client certificates must chain to (needed by ssl_client_auth requested or required)."`
 	SSLClientAuth               string `yaml:"ssl_client_auth" doc:"ssl.client.auth: none, requested or required; a verified client certificate's subject is the principal (User:CN=...)."`
+	SASLEnabledMechanisms       string `yaml:"sasl_enabled_mechanisms" doc:"sasl.enabled.mechanisms of the SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (comma-separated)."`
+	SASLPlainUsersFile          string `yaml:"sasl_plain_users_file" doc:"File of user:password lines that PLAIN checks against (read at start); needed when PLAIN is enabled."`
 	AdminListen                 string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
 	Rack                        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
@@ -99,6 +101,7 @@ func Defaults() Broker {
 		DataDir:                       "./data",
 		Listen:                        "127.0.0.1:9092",
 		AdminListen:                   "127.0.0.1:9644",
+		SASLEnabledMechanisms:         "SCRAM-SHA-256,SCRAM-SHA-512",
 		NATSListen:                    "127.0.0.1:4222",
 		NATSReplicas:                  1,
 		BrokerSessionTimeout:          6 * time.Second,

@@ -145,9 +145,6 @@ func (b *Broker) resolveListeners() error {
 		if !ok {
 			return fmt.Errorf("%w: listener %s has no security protocol in listener_security_protocol_map", ErrInvalidConfig, l[0])
 		}
-		if proto == ProtocolSASLPlaintext || proto == ProtocolSASLSSL {
-			return fmt.Errorf("%w: listener %s: %s is not built yet (see docs/security.md)", ErrInvalidConfig, l[0], proto)
-		}
 		a := advertised[l[0]]
 		delete(advertised, l[0])
 		if a == "" {
@@ -176,6 +173,17 @@ func (b *Broker) resolveListeners() error {
 			return fmt.Errorf("%w: listener %s (%s) needs ssl_certificate_location and ssl_key_location", ErrInvalidConfig, l.Name, l.Protocol)
 		}
 	}
+	for _, m := range b.SASLMechanisms() {
+		switch m {
+		case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		case "PLAIN":
+			if b.SASLPlainUsersFile == "" {
+				return fmt.Errorf("%w: sasl_enabled_mechanisms names PLAIN without sasl_plain_users_file", ErrInvalidConfig)
+			}
+		default:
+			return fmt.Errorf("%w: sasl_enabled_mechanisms: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", ErrInvalidConfig, m)
+		}
+	}
 	switch b.SSLClientAuth {
 	case "", "none", "requested", "required":
 	default:
@@ -187,4 +195,20 @@ func (b *Broker) resolveListeners() error {
 	b.resolved = out
 	b.Listen, b.Advertise = out[0].Listen, out[0].Advertise
 	return nil
+}
+
+// SASL reports whether the listener's clients authenticate with SASL.
+func (l Listener) SASL() bool {
+	return l.Protocol == ProtocolSASLPlaintext || l.Protocol == ProtocolSASLSSL
+}
+
+// SASLMechanisms returns sasl_enabled_mechanisms as a list, upper case.
+func (b *Broker) SASLMechanisms() []string {
+	var out []string
+	for _, m := range strings.Split(b.SASLEnabledMechanisms, ",") {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -59,7 +59,9 @@ func TestListenersRefused(t *testing.T) {
 		{"twice", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,plaintext://:2" }, "twice"},
 		{"unknown protocol", func(b *Broker) { b.Listeners, b.ListenerSecurityProtocolMap = "A://:1", "A:TLS" }, "protocol TLS"},
 		{"no protocol", func(b *Broker) { b.Listeners = "INTERNAL://:1" }, "no security protocol"},
-		{"sasl", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,SASL_SSL://:2" }, "not built yet"},
+		{"sasl inter-broker", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "SASL_PLAINTEXT://:1", "SASL_PLAINTEXT" }, "not built yet"},
+		{"plain without users", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1,SASL_PLAINTEXT://:2", "PLAIN" }, "sasl_plain_users_file"},
+		{"unknown mechanism", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1", "GSSAPI" }, "GSSAPI"},
 		{"ssl inter-broker", func(b *Broker) {
 			b.Listeners, b.InterBrokerListenerName, b.SSLCertificateLocation, b.SSLKeyLocation = "SSL://:1", "SSL", "c", "k"
 		}, "not built yet"},

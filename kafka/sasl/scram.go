@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -157,4 +158,31 @@ func (e *scramExchange) step(ctx context.Context, msg []byte) ([]byte, bool, str
 		return []byte(out), true, e.conv.Username(), nil
 	}
 	return []byte(out), false, "", nil
+}
+
+// CredentialFromSaltedPassword derives the stored credential from a salted
+// password (RFC 5802: ClientKey = HMAC(salted, "Client Key"), StoredKey =
+// H(ClientKey), ServerKey = HMAC(salted, "Server Key")), the form Kafka's
+// AlterUserScramCredentials sends so that the password never reaches the
+// broker.
+func CredentialFromSaltedPassword(mechanism string, salt, salted []byte, iterations int) (Credential, error) {
+	h, err := hashOf(mechanism)
+	if err != nil {
+		return Credential{}, err
+	}
+	if iterations < MinIterations || iterations > MaxIterations {
+		return Credential{}, fmt.Errorf("sasl: iterations %d: want %d..%d", iterations, MinIterations, MaxIterations)
+	}
+	if len(salt) == 0 || len(salted) == 0 {
+		return Credential{}, fmt.Errorf("sasl: empty salt or salted password")
+	}
+	mac := func(key []byte, msg string) []byte {
+		m := hmac.New(h, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	clientKey := mac(salted, "Client Key")
+	sh := h()
+	sh.Write(clientKey)
+	return Credential{Salt: salt, Iterations: iterations, StoredKey: sh.Sum(nil), ServerKey: mac(salted, "Server Key")}, nil
 }
