@@ -105,6 +105,7 @@ Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
 		newProduceCmd(),
 		newConsumeCmd(),
 		newGroupCmd(),
+		newUserCmd(),
 		newTransactionCmd(),
 		newProducerCmd(),
 		newClusterCmd(),
