@@ -265,8 +265,15 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			}
 		}
 		if err != nil {
-			c.log.Error("kafka: closing connection after handler failure",
-				"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
+			if errors.Is(err, ErrUnauthenticated) {
+				// A client's mistake, not the node's: rate-limited, at Info.
+				if ok, held := c.s.handshakeLog.allow(time.Now()); ok {
+					c.log.Info("kafka: closing connection", "err", err, "suppressed", held)
+				}
+			} else {
+				c.log.Error("kafka: closing connection after handler failure",
+					"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
+			}
 			c.observe(it, err, false)
 			c.drop(it)
 			failed = true

@@ -29,6 +29,11 @@ type tlsServer struct {
 
 func startTLSServer(t *testing.T, auth ClientAuth) *tlsServer {
 	t.Helper()
+	return startTLSServerTimeout(t, auth, 0)
+}
+
+func startTLSServerTimeout(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration) *tlsServer {
+	t.Helper()
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "test-ca")
 	cert, key := ca.Server(t, "broker-one")
@@ -52,7 +57,9 @@ func startTLSServer(t *testing.T, auth ClientAuth) *tlsServer {
 	}
 	ts.addr = ln.Addr().String()
 	served := make(chan error, 1)
-	go func() { served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig()}) }()
+	go func() {
+		served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig(), HandshakeTimeout: handshakeTimeout})
+	}()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
@@ -236,4 +243,26 @@ func TestAdvertisedAddr(t *testing.T) {
 			t.Errorf("AdvertisedAddr(%q, %q) = %q %d %v, want %q %d %v", tc.listeners, tc.listener, h, p, ok, tc.host, tc.port, tc.ok)
 		}
 	}
+}
+
+// TestTLSHandshakeTimeout: a client that connects to a TLS listener and
+// sends nothing is closed once the handshake timeout passes.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	ts := startTLSServerTimeout(t, ClientAuthNone, 300*time.Millisecond)
+	nc, err := net.DialTimeout("tcp", ts.addr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	start := time.Now()
+	nc.SetReadDeadline(time.Now().Add(testTimeout))
+	if _, err := nc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the server sent bytes to a client that sent none")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection stayed open for %v", testTimeout)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("closed after %v, before the 300ms handshake timeout", d)
+	}
+	ts.logs.waitLine(t, "TLS handshake failed")
 }
