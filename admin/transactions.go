@@ -24,7 +24,16 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 
 // TxnVerifier is the partition leader's check of KIP-890 part 1 that
 // Produce asks before the first batch of a transaction in a partition.
-func (h *Handlers) TxnVerifier() txn.Verifier { return txn.Verifier{Client: h.txnMarkers} }
+func (h *Handlers) TxnVerifier() txn.Verifier {
+	return txn.Verifier{Client: h.txnMarkers, Coordinator: func(id string) (int32, bool) {
+		t, ok := h.store.Topic(txn.StateTopic)
+		if !ok || t.Partitions <= 0 {
+			return -1, false
+		}
+		st, ok := h.store.Partition(txn.StateTopic, txn.PartitionFor(id, t.Partitions))
+		return st.Leader, ok && st.Leader >= 0
+	}}
+}
 
 // Transactions is the node's transaction coordinator (ingest's
 // InitProducerId answers transactional ids with it).

@@ -15,9 +15,19 @@ import (
 // producer's ongoing transaction. A batch that arrives after its
 // transaction ended (a retry, a zombie) would otherwise open a
 // transaction that nothing ends. It sends with the marker sender's
-// client, which finds the coordinator of the id.
+// client to the coordinator this node's metadata names (Coordinator), as
+// Kafka's leader looks the coordinator up for each check: a coordinator
+// that moved answers NOT_COORDINATOR per partition with a top-level code
+// of 0, which franz-go's coordinator cache does not drop, so a check sent
+// through that cache went to the old coordinator until the producer gave
+// up (the chaos suite's transactions schedule, seed 203 at 9e940fa:
+// STUCK after a preferred election moved __transaction_state-30).
 type Verifier struct {
 	Client *KafkaMarkers
+	// Coordinator returns the broker leading the id's __transaction_state
+	// partition in this node's metadata; false when none leads. Nil: the
+	// client's coordinator lookup.
+	Coordinator func(transactionalID string) (int32, bool)
 }
 
 // VerifyTxn implements ingest.TxnVerifier: nil when the partition is in
@@ -41,8 +51,25 @@ func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, produce
 	tt.Topic, tt.Partitions = topic, []int32{partition}
 	tx.Topics = append(tx.Topics, tt)
 	req.Transactions = append(req.Transactions, tx)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
+	var resp *kmsg.AddPartitionsToTxnResponse
+	if v.Coordinator != nil {
+		id, ok := v.Coordinator(transactionalID)
+		if !ok {
+			return retry(fmt.Errorf("%w: no leader of its %s partition", kerr.CoordinatorNotAvailable, StateTopic))
+		}
+		if len(cl.DiscoveredBrokers()) == 0 {
+			// A new client knows only its seed: load the brokers first.
+			if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+				return retry(err)
+			}
+		}
+		kr, err := cl.Broker(int(id)).Request(ctx, req)
+		if err != nil {
+			cl.ForceMetadataRefresh() // a broker the client does not know yet
+			return retry(err)
+		}
+		resp = kr.(*kmsg.AddPartitionsToTxnResponse)
+	} else if resp, err = req.RequestWith(ctx, cl); err != nil {
 		return retry(err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
