@@ -134,6 +134,16 @@ func TestCheckFindsEachKind(t *testing.T) {
 				Commit{Group: "g", TP: tp, Offset: 0, Source: "resume", Sent: 3 * time.Second, At: 31 * time.Second},         // after commit 5 at 3 s
 				Commit{Group: "g", TP: tp, Offset: 2, Source: "resume", Sent: 1500 * time.Millisecond, At: 32 * time.Second}) // made before it: fine
 		}},
+		{"no offset after a member resumed from the log start is none; after a commit it is", OffsetRegression, 1, func(h *History) {
+			v, w := TP{"v", 0}, TP{"w", 0}
+			h.Commit = append(h.Commit,
+				// transactions seed 203: a member found no offset, read from 0, and
+				// an OffsetFetch then answered -1
+				Commit{Group: "g", TP: v, Offset: 0, Source: "resume", Sent: 5 * time.Second, At: 5 * time.Second},
+				Commit{Group: "g", TP: v, Offset: -1, Source: "fetch", Sent: 6 * time.Second, At: 6 * time.Second},
+				Commit{Group: "g", TP: w, Offset: 0, Source: "commit", Sent: 5 * time.Second, At: 5 * time.Second},
+				Commit{Group: "g", TP: w, Offset: -1, Source: "fetch", Sent: 6 * time.Second, At: 6 * time.Second})
+		}},
 		{"heal over its bound", Stuck, 1, func(h *History) { h.HealErr = "partition t-0 has no leader after 60s" }},
 		{"producer never resumed", Stuck, 1, func(h *History) { h.Actors[0].ResumedAt = 0 }},
 		{"consumer resumed late", Stuck, 1, func(h *History) { h.Actors[1].ResumedAt = 70 * time.Second }},
