@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,24 +29,11 @@ type ProducerIDs struct {
 // OpenProducerIDs opens (creating it if absent) the producer id bucket with
 // the given number of JetStream replicas.
 func OpenProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*ProducerIDs, error) {
-	js, err := jetstream.New(nc)
+	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{
+		Bucket: "shale_producer_ids", History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
+	})
 	if err != nil {
 		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// CreateKeyValue, not CreateOrUpdateKeyValue: concurrent stream updates
-	// of one replicated bucket (nodes starting together) can hang until the
-	// deadline on a NATS cluster.
-	cfg := jetstream.KeyValueConfig{
-		Bucket: "shale_producer_ids", History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	}
-	kv, err := js.CreateKeyValue(cctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(cctx, cfg.Bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("producer id bucket: %w", err)
 	}
 	return &ProducerIDs{kv: kv}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,22 +40,11 @@ type SCRAMCredentials struct {
 // OpenSCRAMCredentials opens (creating it if absent) the credentials bucket
 // with the given number of JetStream replicas.
 func OpenSCRAMCredentials(ctx context.Context, nc *nats.Conn, replicas int) (*SCRAMCredentials, error) {
-	js, err := jetstream.New(nc)
+	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{
+		Bucket: "shale_scram_credentials", History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
+	})
 	if err != nil {
 		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// CreateKeyValue, not CreateOrUpdateKeyValue, as OpenProducerIDs.
-	cfg := jetstream.KeyValueConfig{
-		Bucket: "shale_scram_credentials", History: 1, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	}
-	kv, err := js.CreateKeyValue(cctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(cctx, cfg.Bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("SCRAM credentials bucket: %w", err)
 	}
 	return &SCRAMCredentials{kv: kv}, nil
 }
