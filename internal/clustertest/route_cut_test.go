@@ -2,8 +2,6 @@ package clustertest
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -38,14 +36,14 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	)
 	dir := t.TempDir()
 	var mu sync.Mutex
-	proxies := map[[2]int]*routeProxy{} // by (from, to) member
+	proxies := map[[2]int]*proctest.Proxy{} // by (from, to) member
 	servers, err := natsembed.StartCluster(3, filepath.Join(dir, "nats"), natsembed.WithLogger(quietLogger()),
 		natsembed.WithRouteVia(func(from, to int, target string) string {
-			p := newRouteProxy(t, target)
+			p := proctest.NewProxy(t, target)
 			mu.Lock()
 			proxies[[2]int{from, to}] = p
 			mu.Unlock()
-			return "nats://" + p.addr()
+			return "nats://" + p.Addr()
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +90,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	mu.Lock()
 	for k, p := range proxies {
 		if k[0] == member || k[1] == member {
-			p.setCut(true)
+			p.Cut(true)
 		}
 	}
 	mu.Unlock()
@@ -139,7 +137,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	// Routes back: the node rejoins, as a follower of partition 0.
 	mu.Lock()
 	for _, p := range proxies {
-		p.setCut(false)
+		p.Cut(false)
 	}
 	mu.Unlock()
 	var last string
@@ -160,80 +158,4 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	for _, n := range nodes {
 		n.CheckNoPanic()
 	}
-}
-
-// routeProxy forwards TCP connections to one NATS route listener and can
-// cut them: setCut(true) closes every open connection and refuses new
-// ones until setCut(false). Its goroutines end when the test ends.
-type routeProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-}
-
-func newRouteProxy(t testing.TB, target string) *routeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &routeProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	go p.accept() // ends when close closes the listener
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *routeProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *routeProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		go p.pipe(c, s) // each ends when either side is closed
-		go p.pipe(s, c)
-	}
-}
-
-func (p *routeProxy) pipe(dst, src net.Conn) {
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-func (p *routeProxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-}
-
-func (p *routeProxy) close() {
-	p.ln.Close()
-	p.setCut(true)
 }

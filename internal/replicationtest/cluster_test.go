@@ -22,13 +22,13 @@ import (
 type cluster struct {
 	t       testing.TB
 	nodes   []*node
-	proxies []*natsProxy // node i+1 reaches NATS through proxies[i]
+	proxies []*proctest.Proxy // node i+1 reaches NATS through proxies[i]
 	topic   string
 	parts   int32
 }
 
 // startCluster starts NATS and nodes 1..3 (each reaching NATS through its
-// own natsProxy), waits until each is ready and
+// own proctest.Proxy), waits until each is ready and
 // the controller sees all three, and creates topic with parts partitions,
 // replication factor 3 and min.insync.replicas=2.
 func startCluster(t testing.TB, topic string, parts int32, extra ...string) *cluster {
@@ -50,9 +50,9 @@ func startClusterEnv(t testing.TB, topic string, parts int32, env []string, extr
 	c := &cluster{t: t, topic: topic, parts: parts}
 	target := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	for i := range 3 {
-		px := newNATSProxy(t, target)
+		px := proctest.NewProxy(t, target)
 		c.proxies = append(c.proxies, px)
-		c.nodes = append(c.nodes, newNodeEnv(t, dir, int32(i+1), px.url(), env, extra...))
+		c.nodes = append(c.nodes, newNodeEnv(t, dir, int32(i+1), "nats://"+px.Addr(), env, extra...))
 		c.nodes[i].Start()
 	}
 	for _, n := range c.nodes {

@@ -14,7 +14,7 @@ import (
 type node struct {
 	*proctest.Node
 	id     int32
-	cutOff atomic.Bool // its control plane is cut (natsProxy); its views are stale
+	cutOff atomic.Bool // its control plane is cut (proctest.Proxy); its views are stale
 }
 
 // newNodeEnv returns node id of a cluster on the NATS URLs natsURLs

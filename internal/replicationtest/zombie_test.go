@@ -139,7 +139,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 		}
 	}()
 	zombie.cutOff.Store(true)
-	c.proxies[zid-1].setCut(true)
+	c.proxies[zid-1].Cut(true)
 	newLeader, newEpoch := c.leaderOf(0, 30*time.Second, zid)
 	if err := proctest.WaitFor(30*time.Second, func() bool { return zombie.CountLines("stepped down: control plane unreachable") > 0 }); err != nil {
 		t.Fatalf("zombie %d never stepped down without its control plane", zid)
@@ -147,7 +147,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	lp.waitAcked(200, 30*time.Second)
 	close(stop)
 	<-done
-	c.proxies[zid-1].setCut(false)
+	c.proxies[zid-1].Cut(false)
 	zombie.cutOff.Store(false)
 	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
 		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
