@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,66 +11,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
 // cluster is three shale processes (node ids 1..3) on one NATS server run
 // in the test process.
 type cluster struct {
-	t     testing.TB
-	nodes []*proctest.Node
+	*proctest.Cluster
+	t testing.TB
 }
 
-// startCluster starts NATS and three nodes with a 2 s broker session and
-// controller lease and a 3 s replica.lag.time.max, and waits until every
-// node is ready and the controller sees all three. settings are flag and
-// value pairs that replace those defaults or add to them.
+// startCluster starts NATS and three nodes with proctest's default flags
+// (a 2 s broker session and controller lease, a 3 s replica.lag.time.max),
+// and waits until every node is ready and the controller sees all three.
+// settings are flag and value pairs that replace those defaults or add to
+// them.
 func startCluster(t testing.TB, settings ...string) *cluster {
 	t.Helper()
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
-	flags := []string{"--broker-session-timeout", "2s", "--controller-lease", "2s", "--replica-lag-time-max", "3s"}
-	for i := 0; i+1 < len(settings); i += 2 {
-		if j := slices.Index(flags, settings[i]); j >= 0 && j%2 == 0 {
-			flags[j+1] = settings[i+1]
-		} else {
-			flags = append(flags, settings[i], settings[i+1])
-		}
-	}
-	c := &cluster{t: t}
-	for id := 1; id <= 3; id++ {
-		n := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), append([]string{
-			"--node-id", fmt.Sprint(id),
-			"--nats", srv.ClientURL(),
-		}, flags...), proctest.Name(fmt.Sprintf("groupstest node %d", id)))
-		n.Start()
-		c.nodes = append(c.nodes, n)
-	}
-	for _, n := range c.nodes {
-		n.WaitReady()
-	}
-	ctx := proctest.Context(t, time.Minute)
-	if err := proctest.WaitFor(30*time.Second, func() bool {
-		m, err := c.nodes[0].Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.ControllerID > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
-	return c
+	return &cluster{t: t, Cluster: proctest.StartCluster(t, shaleBin, []int32{1, 2, 3},
+		proctest.ClusterName("groupstest"), proctest.NodeFlags(settings...))}
 }
 
 // node returns node id (1-based).
-func (c *cluster) node(id int32) *proctest.Node { return c.nodes[id-1] }
+func (c *cluster) node(id int32) *proctest.Node { return c.Node(id) }
 
 // request sends req to node id only and returns its answer.
 func (c *cluster) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	if id < 1 || int(id) > len(c.nodes) {
+	if !slices.Contains(c.IDs(), id) {
 		return nil, fmt.Errorf("no node %d", id)
 	}
 	n := c.node(id)
@@ -92,12 +56,12 @@ func (c *cluster) request(ctx context.Context, id int32, req kmsg.Request) (kmsg
 // coordinator asks the running nodes, in turn, for group's coordinator.
 func (c *cluster) coordinator(ctx context.Context, group string) (int32, error) {
 	var last error = errors.New("no running node")
-	for i := range c.nodes {
+	for _, id := range c.IDs() {
 		// The client sends the highest version both sides support: fill
 		// the fields of v0-v3 and v4, read the answer of either.
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey, req.CoordinatorKeys = group, []string{group}
-		resp, err := c.request(ctx, int32(i+1), req)
+		resp, err := c.request(ctx, id, req)
 		if err != nil {
 			last = err
 			continue
@@ -161,17 +125,14 @@ func (c *cluster) waitInSync(topic string, p int32, want int, d time.Duration) i
 	var last string
 	err := proctest.WaitFor(d, func() bool {
 		leader = -1
-		for i, n := range c.nodes {
-			if !n.Alive() || n.Paused() {
-				continue
-			}
-			st, err := c.partition(ctx, int32(i+1), topic, p)
+		for _, id := range c.LiveIDs() {
+			st, err := c.partition(ctx, id, topic, p)
 			if err != nil {
 				last = err.Error()
 				return false
 			}
 			if len(st.isr) != want || st.leader < 1 || (leader >= 0 && st.leader != leader) {
-				last = fmt.Sprintf("node %d sees %s-%d leader %d isr %v", i+1, topic, p, st.leader, st.isr)
+				last = fmt.Sprintf("node %d sees %s-%d leader %d isr %v", id, topic, p, st.leader, st.isr)
 				return false
 			}
 			leader = st.leader
@@ -182,12 +143,4 @@ func (c *cluster) waitInSync(topic string, p int32, want int, d time.Duration) i
 		c.t.Fatalf("%s-%d: not %d in sync after %v: %s", topic, p, want, d, last)
 	}
 	return leader
-}
-
-// checkNoPanic checks every node's output for panics and races.
-func (c *cluster) checkNoPanic() {
-	c.t.Helper()
-	for _, n := range c.nodes {
-		n.CheckNoPanic()
-	}
 }

@@ -272,5 +272,5 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 	if v, ok := latest["g"]; ok {
 		t.Fatalf("key g reads %q: an uncommitted record survived the failover", v)
 	}
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

@@ -257,7 +257,7 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 		t.Fatalf("final committed offset %d (%v), acknowledged %d", final, err, cm.acked.Load())
 	}
 	t.Logf("%d commits acknowledged (%d tries), %d OffsetFetch answers checked, none behind", cm.acked.Load(), cm.tries.Load(), checks.Load())
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 func mustCoordinator(t *testing.T, c *cluster, ctx context.Context, grp string) int32 {

@@ -3,8 +3,6 @@ package membershiptest
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -31,11 +28,11 @@ func (n *node) partitionDir(topic string, p int32) string {
 	return filepath.Join(n.DataDir(), "logs", fmt.Sprintf("%s-%d", topic, p))
 }
 
-// cluster is shale processes on one NATS server run in the test process.
+// cluster is shale processes on one NATS server run in the test process
+// (proctest.Cluster), with the package's view of each node.
 type cluster struct {
+	*proctest.Cluster
 	t     testing.TB
-	dir   string
-	nats  string // the NATS URL the nodes use
 	nodes map[int32]*node
 }
 
@@ -44,34 +41,18 @@ type cluster struct {
 // ready and the controller sees them all.
 func startCluster(t testing.TB, ids ...int32) *cluster {
 	t.Helper()
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
-	c := &cluster{t: t, dir: dir, nats: srv.ClientURL(), nodes: map[int32]*node{}}
+	c := &cluster{t: t, nodes: map[int32]*node{}, Cluster: proctest.NewCluster(t, shaleBin,
+		proctest.ClusterName("membershiptest"), proctest.NodeFlags("--broker-session-timeout", "3s"))}
 	for _, id := range ids {
-		c.newNode(id).Start()
+		c.newNode(id)
 	}
-	for _, id := range ids {
-		c.nodes[id].WaitReady()
-	}
-	c.waitBrokers(ids...)
+	c.Start(ids...)
 	return c
 }
 
 // newNode prepares node id; it does not start it.
 func (c *cluster) newNode(id int32) *node {
-	pn := proctest.Serve(c.t, shaleBin, filepath.Join(c.dir, fmt.Sprintf("node-%d", id)), []string{
-		"--node-id", fmt.Sprint(id),
-		"--nats", c.nats,
-		"--broker-session-timeout", "3s",
-		"--controller-lease", "2s",
-		"--replica-lag-time-max", "3s",
-	}, proctest.Name(fmt.Sprintf("membershiptest node %d", id)))
-	n := &node{Node: pn, id: id}
+	n := &node{Node: c.NewNode(id), id: id}
 	c.nodes[id] = n
 	return n
 }
@@ -80,75 +61,23 @@ func (c *cluster) newNode(id int32) *node {
 func (c *cluster) addNode(id int32) *node {
 	c.t.Helper()
 	n := c.newNode(id)
-	n.Start()
-	n.WaitReady()
-	c.waitBrokers(c.liveIDs()...)
+	c.Start(id)
 	return n
 }
 
-// liveIDs returns the ids of the nodes with a live, unpaused run, sorted.
-func (c *cluster) liveIDs() []int32 {
-	var out []int32
-	for id, n := range c.nodes {
-		if n.Alive() && !n.Paused() {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// waitBrokers waits until some live node lists exactly ids as brokers and
-// names a controller.
-func (c *cluster) waitBrokers(ids ...int32) {
-	c.t.Helper()
-	var last string
-	err := proctest.WaitFor(30*time.Second, func() bool {
-		resp, err := c.anyLive().Metadata(proctest.Context(c.t, 5*time.Second))
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		var got []int32
-		for _, b := range resp.Brokers {
-			got = append(got, b.NodeID)
-		}
-		slices.Sort(got)
-		last = fmt.Sprintf("brokers %v, controller %d", got, resp.ControllerID)
-		return slices.Equal(got, ids) && resp.ControllerID >= 0
-	})
-	if err != nil {
-		c.t.Fatalf("want brokers %v and a controller: %s", ids, last)
-	}
-}
+// waitBrokers waits until the live nodes list exactly ids as brokers and
+// name a controller.
+func (c *cluster) waitBrokers(ids ...int32) { c.t.Helper(); c.WaitBrokers(30*time.Second, ids...) }
 
 // anyLive returns the live node with the smallest id.
 func (c *cluster) anyLive() *node {
 	c.t.Helper()
-	ids := c.liveIDs()
-	if len(ids) == 0 {
-		c.t.Fatal("no live node")
-	}
-	return c.nodes[ids[0]]
+	return c.nodes[c.LiveIDs()[0]]
 }
 
 // client returns a franz-go client seeded with every live node, closed at
 // the end of the test.
-func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
-	c.t.Helper()
-	var seeds []string
-	for _, id := range c.liveIDs() {
-		seeds = append(seeds, c.nodes[id].Kafka())
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
-		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(cl.Close)
-	return cl
-}
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client { c.t.Helper(); return c.Client(opts...) }
 
 // admin returns an admin client over the live nodes.
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
@@ -228,7 +157,7 @@ func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(
 	var last string
 	err := proctest.WaitFor(d, func() bool {
 		first := true
-		for _, id := range c.liveIDs() {
+		for _, id := range c.LiveIDs() {
 			pv, err := c.view(c.nodes[id], topic, p)
 			if err != nil {
 				last = err.Error()
@@ -249,7 +178,7 @@ func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(
 			last += ": leader not live"
 			return false
 		}
-		if !tookRole(ln, "became leader", topic, p, got.epoch) {
+		if !ln.TookRole("became leader", topic, p, got.epoch) {
 			last += ": leader has not taken the role yet"
 			return false
 		}
@@ -259,17 +188,6 @@ func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(
 		c.t.Fatalf("%s-%d: not in the awaited state after %v: %s", topic, p, d, last)
 	}
 	return got
-}
-
-// tookRole reports whether n's output (any run) has a line with message
-// msg ("became leader" or "became follower") for topic-partition in epoch.
-func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
-	for _, kv := range n.LogLines(msg) {
-		if kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
-			return true
-		}
-	}
-	return false
 }
 
 // produce writes records "0".."n-1" to partition p of topic with acks=all,
@@ -353,13 +271,5 @@ func (c *cluster) checkRecords(topic string, p int32, offsets []int64) {
 		if r.Offset != off || string(r.Value) != strconv.Itoa(i) {
 			c.t.Fatalf("%s-%d: record %d is %q at offset %d, acknowledged at offset %d", topic, p, i, r.Value, r.Offset, off)
 		}
-	}
-}
-
-// checkNoPanic checks every node's output for panics and races.
-func (c *cluster) checkNoPanic() {
-	c.t.Helper()
-	for _, n := range c.nodes {
-		n.CheckNoPanic()
 	}
 }

@@ -114,5 +114,5 @@ func TestManualReplicaAssignment(t *testing.T) {
 		offsets := c.produce(topic, int32(p), 100)
 		c.checkRecords(topic, int32(p), offsets)
 	}
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

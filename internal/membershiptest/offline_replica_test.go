@@ -73,7 +73,7 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	n1.WaitReady()
 	c.waitPartition("offline", 0, 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 })
 	c.checkRecords("offline", 0, offsets)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // checkNotFollowing fails the test if node n has a replica fetcher for

@@ -113,7 +113,7 @@ func TestReassignAwayFromLeader(t *testing.T) {
 	}
 	c.waitMoved(topic, old, target)
 	c.checkRecords(topic, 0, offsets)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // TestReassignThenPreferredElection moves [1,2,3] -> [4,1,2] while node 4
@@ -152,7 +152,7 @@ func TestReassignThenPreferredElection(t *testing.T) {
 	if !errors.Is(early, kerr.PreferredLeaderNotAvailable) {
 		t.Fatalf("ElectLeaders PREFERRED while node 4 was catching up: %v, want PREFERRED_LEADER_NOT_AVAILABLE", early)
 	}
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // electPreferred asks ElectLeaders PREFERRED for partition 0 of topic and
@@ -218,5 +218,5 @@ func TestReassignmentInProgressAndCancelled(t *testing.T) {
 	resumed = true
 	c.waitMoved(topic, []int32{1, 2, 3, 4}, old)
 	c.checkRecords(topic, 0, offsets)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

@@ -76,5 +76,5 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	leader.WaitReady()
 	c.waitPartition(topic, 0, 60*time.Second, func(pv partitionView) bool { return pv.leader >= 0 })
 	c.checkRecords(topic, 0, offsets)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

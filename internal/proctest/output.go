@@ -1,6 +1,9 @@
 package proctest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // crashMarks are what a Go program prints when it panics, dies of a fatal
 // runtime error, is dumped by SIGQUIT, or (built with -race) races.
@@ -60,4 +63,15 @@ func logLines(out, msg string) []map[string]string {
 		}
 	}
 	return lines
+}
+
+// TookRole reports whether the node logged msg ("became leader", "became
+// follower") for partition of topic in leader epoch epoch.
+func (n *Node) TookRole(msg, topic string, partition, epoch int32) bool {
+	for _, kv := range n.LogLines(msg) {
+		if kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
+			return true
+		}
+	}
+	return false
 }

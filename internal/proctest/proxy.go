@@ -91,3 +91,10 @@ func (p *Proxy) close() {
 	p.ln.Close()
 	p.Cut(true)
 }
+
+// IsCut reports whether the proxy is cut.
+func (p *Proxy) IsCut() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
+}

@@ -3,28 +3,24 @@ package replicationtest
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
 // cluster is three shale processes on one NATS server run in the test
-// process, and the one replicated topic a test works on.
+// process, each reaching NATS through its own proxy (proctest.Cluster),
+// and the one replicated topic a test works on.
 type cluster struct {
-	t       testing.TB
-	nodes   []*node
-	proxies []*proctest.Proxy // node i+1 reaches NATS through proxies[i]
-	topic   string
-	parts   int32
+	*proctest.Cluster
+	t     testing.TB
+	nodes []*node // node i+1 is nodes[i]
+	topic string
+	parts int32
 }
 
 // startCluster starts NATS and nodes 1..3 (each reaching NATS through its
@@ -36,36 +32,18 @@ func startCluster(t testing.TB, topic string, parts int32, extra ...string) *clu
 	return startClusterEnv(t, topic, parts, nil, extra...)
 }
 
-// startClusterEnv is startCluster with env added to every node's
-// environment (newNodeEnv).
+// startClusterEnv is startCluster with env (KEY=value pairs,
+// fault-injection hooks) added to every node's environment.
 func startClusterEnv(t testing.TB, topic string, parts int32, env []string, extra ...string) *cluster {
 	t.Helper()
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
+	c := &cluster{t: t, topic: topic, parts: parts, Cluster: proctest.NewCluster(t, shaleBin,
+		proctest.ClusterName("replicationtest"), proctest.NATSProxies(), proctest.NodeEnv(env...), proctest.NodeFlags(extra...))}
+	for id := int32(1); id <= 3; id++ {
+		c.nodes = append(c.nodes, &node{Node: c.NewNode(id), id: id})
 	}
-	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
-	c := &cluster{t: t, topic: topic, parts: parts}
-	target := strings.TrimPrefix(srv.ClientURL(), "nats://")
-	for i := range 3 {
-		px := proctest.NewProxy(t, target)
-		c.proxies = append(c.proxies, px)
-		c.nodes = append(c.nodes, newNodeEnv(t, dir, int32(i+1), "nats://"+px.Addr(), env, extra...))
-		c.nodes[i].Start()
-	}
-	for _, n := range c.nodes {
-		n.WaitReady()
-	}
+	c.Start(1, 2, 3)
 	ctx := proctest.Context(t, time.Minute)
 	adm := kadm.NewClient(c.nodes[0].Client())
-	if err := proctest.WaitFor(20*time.Second, func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
 	two := "2"
 	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
 		t.Fatal(err)
@@ -81,10 +59,8 @@ func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 // off from the control plane.
 func (c *cluster) live() []*node {
 	var out []*node
-	for _, n := range c.nodes {
-		if n.Alive() && !n.Paused() && !n.cutOff.Load() {
-			out = append(out, n)
-		}
+	for _, id := range c.LiveIDs() {
+		out = append(out, c.node(id))
 	}
 	return out
 }
@@ -149,11 +125,11 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 			}
 			leader, epoch = pv.leader, pv.epoch
 		}
-		if leader < 1 || int(leader) > len(c.nodes) || !c.node(leader).Alive() || c.node(leader).Paused() || c.node(leader).cutOff.Load() || slices.Contains(exclude, leader) {
+		if leader < 1 || int(leader) > len(c.nodes) || !c.Live(leader) || slices.Contains(exclude, leader) {
 			last = fmt.Sprintf("partition %d leader %d", p, leader)
 			return false
 		}
-		if !tookRole(c.node(leader), "became leader", c.topic, p, epoch) {
+		if !c.node(leader).TookRole("became leader", c.topic, p, epoch) {
 			last = fmt.Sprintf("node %d has not logged becoming leader of %d in epoch %d", leader, p, epoch)
 			return false
 		}
@@ -188,7 +164,7 @@ func (c *cluster) waitSettled(d time.Duration) {
 					last = fmt.Sprintf("node %d: partition %d leader %d isr %v", n.id, p, pv.leader, pv.isr)
 					return false
 				}
-				if !tookRole(c.node(pv.leader), "became leader", c.topic, p, pv.epoch) {
+				if !c.node(pv.leader).TookRole("became leader", c.topic, p, pv.epoch) {
 					last = fmt.Sprintf("partition %d: node %d not yet leader in epoch %d", p, pv.leader, pv.epoch)
 					return false
 				}
@@ -198,13 +174,5 @@ func (c *cluster) waitSettled(d time.Duration) {
 	})
 	if err != nil {
 		c.t.Fatalf("cluster not settled after %v: %s", d, last)
-	}
-}
-
-// checkNoPanic checks every node's stderr for panics and races.
-func (c *cluster) checkNoPanic() {
-	c.t.Helper()
-	for _, n := range c.nodes {
-		n.CheckNoPanic()
 	}
 }

@@ -191,7 +191,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	}
 	t.Logf("read back %d records from offset 0 through node %d; %s; total %v", n, wiped.id, lp.summary(), time.Since(begin).Round(time.Second))
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // rawIdempotent is an idempotent producer (InitProducerId, explicit

@@ -36,7 +36,7 @@ func TestRapidDoubleFailover(t *testing.T) {
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %s", n, lp.summary())
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // TestLastReplicaStanding kills both followers of a partition (KIP-966):
@@ -92,7 +92,7 @@ func TestLastReplicaStanding(t *testing.T) {
 	t.Logf("read back %d records (%d acknowledged when both followers died); x-alone records kept: %d; %s",
 		n, stalled, len(extras), lp.summary())
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // TestEmptyDiskRejoin kills a follower, deletes its whole data dir and
@@ -121,5 +121,5 @@ func TestEmptyDiskRejoin(t *testing.T) {
 		t.Fatalf("node %d's log after the rejoin starts at %d (%v), want 0", wiped.id, first, err)
 	}
 	t.Logf("node %d rejoined with an empty disk; read back %d records; %s", wiped.id, n, lp.summary())
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

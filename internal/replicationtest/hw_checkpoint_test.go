@@ -173,7 +173,7 @@ func TestRestartedLeaderKeepsUncommittedHidden(t *testing.T) {
 	}
 	c.checkReplicasIdentical(30 * time.Second)
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // tierStatus is n's tier status line for partition 0 of topic.

@@ -45,5 +45,5 @@ func TestLeaderKillLoop(t *testing.T) {
 	n, _ := lp.checkAcked(t)
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %d became-leader lines, no epoch led twice", n, checkEpochs(t, c.nodes))
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

@@ -60,5 +60,5 @@ func TestKIP101UnflushedTailOnLeaderRestart(t *testing.T) {
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %s", n, lp.summary())
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

@@ -1,23 +1,11 @@
 package replicationtest
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/shale-io/shale/internal/proctest"
 )
-
-// tookRole reports whether n's output (any run) has a line with message
-// msg ("became leader" or "became follower") for topic-partition in epoch.
-func tookRole(n *node, msg, topic string, partition, epoch int32) bool {
-	for _, kv := range n.LogLines(msg) {
-		if kv["topic"] == topic && kv["partition"] == fmt.Sprint(partition) && kv["leader_epoch"] == fmt.Sprint(epoch) {
-			return true
-		}
-	}
-	return false
-}
 
 // checkEpochs fails the test if two nodes ever logged becoming leader of
 // one partition in the same leader epoch. It returns how many such lines

@@ -36,7 +36,7 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 	other := c.node(6 - leaderID - f.id)
 	// The followers open their replicas a reconcile (4 s) late.
 	if err := proctest.WaitFor(60*time.Second, func() bool {
-		return tookRole(f, "became follower", c.topic, 0, epoch) && tookRole(other, "became follower", c.topic, 0, epoch)
+		return f.TookRole("became follower", c.topic, 0, epoch) && other.TookRole("became follower", c.topic, 0, epoch)
 	}); err != nil {
 		t.Fatal("the followers did not open their replicas")
 	}
@@ -139,5 +139,5 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 		}
 	}
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }

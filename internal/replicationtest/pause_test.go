@@ -46,7 +46,7 @@ func TestLeaderPauseLoop(t *testing.T) {
 	}
 	t.Logf("read back %d records; %d divergent-tail truncations; %d became-leader lines, no epoch led twice",
 		n, truncs, checkEpochs(t, c.nodes))
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // followedSince reports whether n logged becoming follower of

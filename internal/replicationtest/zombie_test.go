@@ -92,7 +92,7 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 	}
 	t.Logf("read back %d records; %s", n, lp.summary())
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
 
 // TestZombieLeaderCutFromControlPlane cuts a partition leader's NATS
@@ -138,8 +138,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 			}
 		}
 	}()
-	zombie.cutOff.Store(true)
-	c.proxies[zid-1].Cut(true)
+	c.Proxy(zid).Cut(true)
 	newLeader, newEpoch := c.leaderOf(0, 30*time.Second, zid)
 	if err := proctest.WaitFor(30*time.Second, func() bool { return zombie.CountLines("stepped down: control plane unreachable") > 0 }); err != nil {
 		t.Fatalf("zombie %d never stepped down without its control plane", zid)
@@ -147,8 +146,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	lp.waitAcked(200, 30*time.Second)
 	close(stop)
 	<-done
-	c.proxies[zid-1].Cut(false)
-	zombie.cutOff.Store(false)
+	c.Proxy(zid).Cut(false)
 	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
 		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
 	}
@@ -170,5 +168,5 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	t.Logf("zombie %d answered %d acks=all writes, codes %v; node %d led in epoch %d; read back %d records; %s",
 		zid, len(zacks), codes, newLeader, newEpoch, n, lp.summary())
 	checkEpochs(t, c.nodes)
-	c.checkNoPanic()
+	c.CheckNoPanic()
 }
