@@ -45,7 +45,10 @@ type Config struct {
 	ProducerIDs txn.ProducerIDs
 	// SCRAM holds the SCRAM credentials (DescribeUserScramCredentials,
 	// AlterUserScramCredentials); nil leaves those APIs unregistered.
-	SCRAM  *controlplane.SCRAMCredentials
+	SCRAM *controlplane.SCRAMCredentials
+	// Quotas holds the client quotas (DescribeClientQuotas,
+	// AlterClientQuotas); nil leaves those APIs unregistered.
+	Quotas *controlplane.ClientQuotas
 	Logger *slog.Logger
 }
 
@@ -53,6 +56,7 @@ type Config struct {
 // handlers are called concurrently by the Kafka server.
 type Handlers struct {
 	scram        *controlplane.SCRAMCredentials // nil: no SCRAM APIs
+	quotas       *controlplane.ClientQuotas     // nil: no client quota APIs
 	cfg          config.Broker
 	store        *controlplane.Store
 	replicas     *replica.Manager
@@ -89,6 +93,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h.registerGroupAPIs(reg)
 	h.registerTxnAPIs(reg, cfg.ProducerIDs)
 	h.registerSCRAM(reg, cfg.SCRAM)
+	h.registerClientQuotas(reg, cfg.Quotas)
 	return h
 }
 

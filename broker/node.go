@@ -32,6 +32,7 @@ import (
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering"
 	"github.com/shale-io/shale/tiering/coldread"
@@ -61,6 +62,8 @@ type Node struct {
 	kafkaLn       net.Listener    // the inter-broker listener, listeners[0]
 	listeners     []boundListener // see listeners.go
 	scram         *controlplane.SCRAMCredentials
+	quotaStore    *controlplane.ClientQuotas // see quotas.go
+	quotas        *quota.Manager
 	adminLn       net.Listener
 
 	cancel    context.CancelFunc
@@ -150,6 +153,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, fmt.Errorf("cold reads: %w", err)
 	}
 
+	if err := n.startQuotas(ctx); err != nil {
+		return nil, fmt.Errorf("client quotas: %w", err)
+	}
 	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
@@ -251,7 +257,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		tm = n.tiering.manager
 	}
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Logger: n.logger})
+		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.apis.TxnVerifier()})
@@ -403,6 +409,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.ctrl != nil {
 			n.ctrl.Close()
+		}
+		if n.quotaStore != nil {
+			n.quotaStore.Close()
 		}
 		if n.store != nil {
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -106,6 +106,7 @@ Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
 		newConsumeCmd(),
 		newGroupCmd(),
 		newUserCmd(),
+		newQuotaCmd(),
 		newTransactionCmd(),
 		newProducerCmd(),
 		newClusterCmd(),

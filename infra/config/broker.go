@@ -71,6 +71,9 @@ type Broker struct {
 
 	RequestLogSlowThreshold time.Duration `yaml:"request_log_slow_threshold" doc:"A request whose total time exceeds this logs one Info line with its API, version, correlation id, client id and stage breakdown in ms (at most 5 lines per second per node); 0 disables."`
 
+	QuotaWindowNum  int           `yaml:"quota_window_num" doc:"quota.window.num: client quota rates are measured over this many sample windows."`
+	QuotaWindowSize time.Duration `yaml:"quota_window_size" doc:"quota.window.size.seconds: the span of one client quota sample window."`
+
 	LogLevel  string `yaml:"log_level" doc:"debug, info, warn or error."`
 	LogFormat string `yaml:"log_format" doc:"text or json."`
 
@@ -122,6 +125,8 @@ func Defaults() Broker {
 		FlushCheckInterval:            time.Second,
 		LogWritebackBytes:             1 << 20,
 		ShutdownTimeout:               10 * time.Second,
+		QuotaWindowNum:                11,
+		QuotaWindowSize:               time.Second,
 		LogLevel:                      "info",
 		LogFormat:                     "text",
 		TopicDefaults:                 map[string]string{},
@@ -185,6 +190,9 @@ func (b *Broker) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("%w: log_format %q", ErrInvalidConfig, b.LogFormat)
+	}
+	if b.QuotaWindowNum < 2 || b.QuotaWindowSize < time.Millisecond {
+		return fmt.Errorf("%w: quota_window_num %d must be at least 2 and quota_window_size %v at least 1ms", ErrInvalidConfig, b.QuotaWindowNum, b.QuotaWindowSize)
 	}
 	if b.RequestLogSlowThreshold < 0 {
 		return fmt.Errorf("%w: request_log_slow_threshold %v is negative", ErrInvalidConfig, b.RequestLogSlowThreshold)

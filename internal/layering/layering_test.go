@@ -30,6 +30,7 @@ var rules = []rule{
 	{within: "kafka", why: "the Kafka transport stands alone: handlers register on it, metrics reach it through hooks"},
 	{within: "adminapi", why: "the admin API's JSON is shared by server, SDK and CLI; standard library only"},
 	{within: "internal/invariants", why: "the invariant checks are imported by every layer"},
+	{within: "quota", why: "quota arithmetic stands alone: the control plane stores its configurations, handlers record on it"},
 	{within: "sdk", allow: []string{"adminapi"}, why: "applications link the SDK without the server"},
 }
 

@@ -1,0 +1,139 @@
+package broker_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/quota"
+)
+
+// TestClientQuotaAPIs: kadm alters and describes client quotas with
+// Kafka's filters and errors, and the node's quota manager follows the
+// control plane.
+func TestClientQuotaAPIs(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
+	ctx := ctxT(t, 30*time.Second)
+	str := func(s string) *string { return &s }
+	user := func(name *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "user", Name: name}
+	}
+	client := func(name *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "client-id", Name: name}
+	}
+	set := func(k string, v float64) []kadm.AlterClientQuotaOp {
+		return []kadm.AlterClientQuotaOp{{Key: k, Value: v}}
+	}
+	entries := []kadm.AlterClientQuotaEntry{
+		{Entity: kadm.ClientQuotaEntity{user(str("alice"))}, Ops: set(quota.KeyProducerByteRate, 1000)},
+		{Entity: kadm.ClientQuotaEntity{user(nil)}, Ops: set(quota.KeyProducerByteRate, 500)},
+		{Entity: kadm.ClientQuotaEntity{user(str("alice")), client(str("app"))}, Ops: set(quota.KeyConsumerByteRate, 4000)},
+		{Entity: kadm.ClientQuotaEntity{client(nil)}, Ops: set(quota.KeyRequestPercentage, 25)},
+	}
+	// validate_only changes nothing.
+	if res, err := adm.ValidateAlterClientQuotas(ctx, entries); err != nil || res[0].Err != nil {
+		t.Fatalf("validate: %v %v", res, err)
+	}
+	if d, err := adm.DescribeClientQuotas(ctx, false, nil); err != nil || len(d) != 0 {
+		t.Fatalf("after validate_only: %v %v", d, err)
+	}
+	res, err := adm.AlterClientQuotas(ctx, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("%v: %v %s", r.Entity, r.Err, r.ErrMessage)
+		}
+	}
+	count := func(strict bool, comps ...kadm.DescribeClientQuotaComponent) int {
+		t.Helper()
+		d, err := adm.DescribeClientQuotas(ctx, strict, comps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d)
+	}
+	exact := func(typ, name string) kadm.DescribeClientQuotaComponent {
+		return kadm.DescribeClientQuotaComponent{Type: typ, MatchName: str(name), MatchType: 0}
+	}
+	def := func(typ string) kadm.DescribeClientQuotaComponent {
+		return kadm.DescribeClientQuotaComponent{Type: typ, MatchType: 1}
+	}
+	anyOf := func(typ string) kadm.DescribeClientQuotaComponent {
+		return kadm.DescribeClientQuotaComponent{Type: typ, MatchType: 2}
+	}
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		comps  []kadm.DescribeClientQuotaComponent
+		want   int
+	}{
+		{"all", false, nil, 4},
+		{"user alice", false, []kadm.DescribeClientQuotaComponent{exact("user", "alice")}, 2},
+		{"user alice strict", true, []kadm.DescribeClientQuotaComponent{exact("user", "alice")}, 1},
+		{"default user", false, []kadm.DescribeClientQuotaComponent{def("user")}, 1},
+		{"any user", false, []kadm.DescribeClientQuotaComponent{anyOf("user")}, 3},
+		{"any client", false, []kadm.DescribeClientQuotaComponent{anyOf("client-id")}, 2},
+		{"any client strict", true, []kadm.DescribeClientQuotaComponent{anyOf("client-id")}, 1},
+		{"alice and app", true, []kadm.DescribeClientQuotaComponent{exact("user", "alice"), exact("client-id", "app")}, 1},
+		{"bob", false, []kadm.DescribeClientQuotaComponent{exact("user", "bob")}, 0},
+	} {
+		if got := count(tc.strict, tc.comps...); got != tc.want {
+			t.Errorf("describe %s: %d entities, want %d", tc.name, got, tc.want)
+		}
+	}
+	// Kafka's errors: INVALID_REQUEST for the entry, which changes nothing.
+	for _, e := range []kadm.AlterClientQuotaEntry{
+		{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: str("10.0.0.1")}}, Ops: set("connection_creation_rate", 5)},
+		{Entity: kadm.ClientQuotaEntity{user(str("bob"))}, Ops: set("bogus", 5)},
+		{Entity: kadm.ClientQuotaEntity{user(str("bob"))}, Ops: set(quota.KeyProducerByteRate, 1.5)},
+		{Entity: kadm.ClientQuotaEntity{user(str("bob"))}, Ops: set(quota.KeyProducerByteRate, -1)},
+		{Entity: kadm.ClientQuotaEntity{user(str("bob")), user(str("carol"))}, Ops: set(quota.KeyProducerByteRate, 1)},
+		{Entity: kadm.ClientQuotaEntity{}, Ops: set(quota.KeyProducerByteRate, 1)},
+	} {
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{e})
+		if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidRequest) {
+			t.Errorf("alter %v: %v %v, want INVALID_REQUEST", e, res, err)
+		}
+	}
+	if _, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: 2}}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Errorf("describe ip: %v, want INVALID_REQUEST", err)
+	}
+	if got := count(false, exact("user", "bob")); got != 0 {
+		t.Errorf("a failed alter stored bob: %d", got)
+	}
+
+	// The node's manager follows: precedence as Kafka's.
+	waitFor(t, 10*time.Second, "the quota manager sees the quotas", func() bool {
+		limit, from, ok := n.Quotas().Resolve(quota.Fetch, "alice", "app")
+		return ok && limit == 4000 && from == quota.Entity{User: quota.Named("alice"), ClientID: quota.Named("app")}
+	})
+	for _, tc := range []struct {
+		typ          quota.Type
+		user, client string
+		want         float64
+	}{
+		{quota.Produce, "alice", "app", 1000},
+		{quota.Produce, "bob", "app", 500},
+		{quota.Request, "bob", "x", 25},
+	} {
+		if limit, _, ok := n.Quotas().Resolve(tc.typ, tc.user, tc.client); !ok || limit != tc.want {
+			t.Errorf("%v for %s/%s: %v %v, want %v", tc.typ, tc.user, tc.client, limit, ok, tc.want)
+		}
+	}
+	// Removing a key removes it on the node.
+	if res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{user(nil)},
+		Ops: []kadm.AlterClientQuotaOp{{Key: quota.KeyProducerByteRate, Remove: true}}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("remove: %v %v", res, err)
+	}
+	waitFor(t, 10*time.Second, "the default user's quota is gone", func() bool {
+		_, _, ok := n.Quotas().Resolve(quota.Produce, "bob", "app")
+		return !ok
+	})
+}
