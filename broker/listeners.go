@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
@@ -32,6 +33,7 @@ func (n *Node) bindListeners(ctx context.Context) error {
 	for _, l := range n.cfg.ListenerConfigs() {
 		kl := kafka.Listener{Name: l.Name}
 		if l.SASL() {
+			kl.MaxReauth = n.cfg.ConnectionsMaxReauth
 			if mechs == nil {
 				if mechs, err = n.saslMechanisms(); err != nil {
 					return err
@@ -74,6 +76,14 @@ func (n *Node) bindListeners(ctx context.Context) error {
 func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
 	var out []kafka.SASLMechanism
 	for _, name := range n.cfg.SASLMechanisms() {
+		if name == sasl.OAuthBearer {
+			m, err := n.oauthBearer()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+			continue
+		}
 		if name == sasl.Plain {
 			users, err := sasl.LoadPlainUsers(n.cfg.SASLPlainUsersFile)
 			if err != nil {
@@ -101,6 +111,31 @@ func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
 		return nil, fmt.Errorf("%w: a SASL listener without sasl_enabled_mechanisms", config.ErrInvalidConfig)
 	}
 	return out, nil
+}
+
+// oauthBearer builds OAUTHBEARER from the sasl_oauthbearer_* settings.
+func (n *Node) oauthBearer() (kafka.SASLMechanism, error) {
+	src, err := sasl.NewJWKSource(sasl.JWKSConfig{
+		URL:          n.cfg.SASLOAuthBearerJWKSEndpointURL,
+		Refresh:      n.cfg.SASLOAuthBearerJWKSEndpointRefresh,
+		RetryBackoff: n.cfg.SASLOAuthBearerJWKSEndpointRetryBackoff,
+		Timeout:      n.cfg.SASLOAuthBearerJWKSEndpointTimeout,
+	}, n.logger)
+	if err != nil {
+		return nil, err
+	}
+	var aud []string
+	for _, a := range strings.Split(n.cfg.SASLOAuthBearerExpectedAudience, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			aud = append(aud, a)
+		}
+	}
+	return sasl.OAuthBearerMechanism(sasl.NewJWTValidator(src, sasl.ClaimRules{
+		Issuer:    n.cfg.SASLOAuthBearerExpectedIssuer,
+		Audience:  aud,
+		SubClaim:  n.cfg.SASLOAuthBearerSubClaimName,
+		ClockSkew: n.cfg.SASLOAuthBearerClockSkew,
+	}, nil)), nil
 }
 
 // serveListeners serves every bound listener until the server shuts down.

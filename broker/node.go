@@ -159,7 +159,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
-		SlowRequestThreshold: cfg.RequestLogSlowThreshold}, reg, n.logger)
+		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics}, reg, n.logger)
 	if cfg.AdminListen != "" {
 		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 			return nil, err

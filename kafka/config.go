@@ -36,6 +36,10 @@ type ServerConfig struct {
 	// lines held back are counted in the next line). Zero, the default,
 	// disables the log; negative is invalid.
 	SlowRequestThreshold time.Duration `yaml:"request.log.slow.threshold"`
+	// AuthObserver, when set, is told every SASL authentication's outcome
+	// and every connection closed because its session expired (metrics).
+	// Optional.
+	AuthObserver AuthObserver `yaml:"-"`
 }
 
 // RequestObserver receives one observation per request: its API key and

@@ -92,7 +92,7 @@ func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
 	c.info = ConnInfo{ID: id, Listener: l.Name, Remote: nc.RemoteAddr(), Principal: AnonymousPrincipal}
 	c.log = s.log.With("conn", id, "listener", l.Name, "remote", c.info.Remote.String())
 	if l.SASL != nil {
-		c.info.sasl = newSASLState(l.SASL, c.log, &s.handshakeLog)
+		c.info.sasl = newSASLState(l, c.log, &s.handshakeLog, s.cfg.AuthObserver)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
@@ -249,8 +249,10 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 		switch {
 		case it.early != nil:
 			it.reply = Reply{Response: it.early}
-		case !c.info.sasl.allows(it.req.Key):
-			err = fmt.Errorf("%w: %s before authentication", ErrUnauthenticated, kmsg.NameForKey(it.req.Key))
+		case c.info.sasl != nil:
+			if err = c.info.sasl.check(it.req.Key, time.Now()); err == nil {
+				err = c.handle(it)
+			}
 		default:
 			err = c.handle(it)
 		}
@@ -265,12 +267,19 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, ErrUnauthenticated) {
+			switch {
+			case errors.Is(err, ErrSessionExpired):
+				// Kafka's expired-connections-killed: at Debug, as Kafka logs it.
+				c.log.Debug("kafka: closing connection", "err", err)
+				if o := c.s.cfg.AuthObserver; o != nil {
+					o.ObserveExpiredSession(c.info.Listener)
+				}
+			case errors.Is(err, ErrUnauthenticated):
 				// A client's mistake, not the node's: rate-limited, at Info.
 				if ok, held := c.s.handshakeLog.allow(time.Now()); ok {
 					c.log.Info("kafka: closing connection", "err", err, "suppressed", held)
 				}
-			} else {
+			default:
 				c.log.Error("kafka: closing connection after handler failure",
 					"api", kmsg.NameForKey(it.req.Key), "version", it.req.Version, "correlation_id", it.req.CorrelationID, "err", err)
 			}

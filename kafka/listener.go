@@ -23,6 +23,13 @@ type Listener struct {
 	// (SaslHandshake, SaslAuthenticate) only ApiVersions and the SASL APIs
 	// are answered, and any other request closes the connection.
 	SASL []SASLMechanism
+	// MaxReauth is connections.max.reauth.ms of a SASL listener (KIP-368):
+	// when positive, each authentication's session lasts at most this
+	// long (less when the credential expires sooner, an OAUTHBEARER
+	// token), SaslAuthenticate tells the client so, and a connection that
+	// has not re-authenticated by then is closed at its next request.
+	// Zero, Kafka's default, gives sessions no end.
+	MaxReauth time.Duration
 }
 
 // handshake runs the TLS handshake of a TLS listener's connection within

@@ -3,11 +3,17 @@ package kafka
 // SaslAuthenticate (key 36), versions 0-2.
 //
 //   - v0 (KIP-152): one step of the exchange SaslHandshake chose.
-//   - v1: SessionLifetimeMillis (KIP-368); always 0, re-authentication is
-//     not asked for.  v2: flexible.
+//   - v1: SessionLifetimeMillis (KIP-368): with Listener.MaxReauth
+//     (connections.max.reauth.ms) set, the least of it and the
+//     credential's remaining lifetime (an OAUTHBEARER token's exp), else 0.
+//     A client that sent v1+ may re-authenticate on the same connection
+//     (SaslHandshake, then SaslAuthenticate); the principal must not
+//     change. A request other than SaslHandshake after the lifetime closes
+//     the connection (see saslState.check). v2: flexible.
 //   - Bad credentials (or a malformed message) are SASL_AUTHENTICATION_FAILED
 //     with a message that names the mechanism only, a log line without the
-//     secret (at most five a second per server), and a closed connection.
+//     secret (at most five a second per server), the AuthObserver's
+//     failure, and a closed connection.
 
 import (
 	"context"
@@ -22,27 +28,47 @@ func handleSASLAuthenticate(ctx context.Context, req *Request) (Reply, error) {
 	r := req.Msg.(*kmsg.SASLAuthenticateRequest)
 	resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	st := req.Conn.sasl
-	if st == nil || st.exchange == nil || st.authenticated {
+	if st == nil || st.exchange == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		if st != nil {
 			st.failed = true
 		}
 		return Reply{Response: resp}, nil
 	}
+	if r.Version >= 1 {
+		st.supportsReauth = true
+	}
+	what := "authentication"
+	if st.reauth {
+		what = "re-authentication"
+	}
 	out, done, user, err := st.exchange.Step(ctx, r.SASLAuthBytes)
+	msg := fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", what, st.mech)
+	if err == nil && done && st.reauth && "User:"+user != req.Conn.Principal {
+		err = fmt.Errorf("%w: cannot change principals during re-authentication from %s: User:%s", ErrSASLAuthFailed, req.Conn.Principal, user)
+		msg = fmt.Sprintf("Cannot change principals during re-authentication from %s: User:%s", req.Conn.Principal, user)
+	}
 	if err != nil {
 		st.failed = true
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		msg := fmt.Sprintf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", st.mech)
 		resp.ErrorMessage = &msg
 		if ok, held := st.limiter.allow(time.Now()); ok {
-			st.log.Info("kafka: SASL authentication failed, closing connection", "mechanism", st.mech, "err", err, "suppressed", held)
+			st.log.Info("kafka: SASL "+what+" failed, closing connection", "mechanism", st.mech, "err", err, "suppressed", held)
 		}
+		st.observe(err)
 		return Reply{Response: resp}, nil
 	}
 	resp.SASLAuthBytes = out
 	if done {
-		st.authenticated = true
+		now := time.Now()
+		life := sessionLifetime(st.maxReauth, st.exchange, now)
+		st.expiry = time.Time{}
+		if st.maxReauth > 0 {
+			st.expiry = now.Add(life)
+		}
+		resp.SessionLifetimeMillis = life.Milliseconds()
+		st.observe(nil)
+		st.authenticated, st.reauth, st.exchange = true, false, nil
 		req.Conn.Principal = "User:" + user
 	}
 	return Reply{Response: resp}, nil

@@ -6,8 +6,14 @@ package kafka
 //     SaslAuthenticate requests. v0, where raw SASL tokens follow the
 //     handshake outside Kafka's framing, is not served.
 //   - An unknown mechanism is UNSUPPORTED_SASL_MECHANISM with the list of
-//     enabled ones, a second handshake or one on a listener without SASL is
-//     ILLEGAL_SASL_STATE; both close the connection after the answer.
+//     enabled ones, a second handshake before the exchange ended or one on
+//     a listener without SASL is ILLEGAL_SASL_STATE; both close the
+//     connection after the answer.
+//   - On an authenticated connection whose client sent SaslAuthenticate
+//     v1+, a handshake begins a re-authentication (KIP-368), which must use
+//     the same mechanism (else ILLEGAL_SASL_STATE and the connection
+//     closes; Kafka fails it at the next SaslAuthenticate) and end with
+//     the same principal.
 
 import (
 	"context"
@@ -28,22 +34,31 @@ func handleSASLHandshake(_ context.Context, req *Request) (Reply, error) {
 	r := req.Msg.(*kmsg.SASLHandshakeRequest)
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	st := req.Conn.sasl
-	if st == nil || st.exchange != nil || st.authenticated {
+	if st == nil || st.exchange != nil || (st.authenticated && !st.supportsReauth) {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		if st != nil {
 			st.failed = true
 		}
 		return Reply{Response: resp}, nil
 	}
+	var chosen SASLMechanism
 	for _, m := range st.mechs {
 		resp.SupportedMechanisms = append(resp.SupportedMechanisms, m.Name())
 		if m.Name() == r.Mechanism {
-			st.mech, st.exchange = m.Name(), m.Start()
+			chosen = m
 		}
 	}
-	if st.exchange == nil {
+	switch {
+	case chosen == nil:
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		st.failed = true
+		st.failed, st.reauth = true, st.authenticated
+		st.observe(kerr.UnsupportedSaslMechanism)
+	case st.authenticated && chosen.Name() != st.mech:
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		st.failed, st.reauth = true, true
+		st.observe(kerr.IllegalSaslState)
+	default:
+		st.mech, st.exchange, st.reauth = chosen.Name(), chosen.Start(), st.authenticated
 	}
 	return Reply{Response: resp}, nil
 }

@@ -35,8 +35,19 @@ type Broker struct {
 	SSLClientAuth               string `yaml:"ssl_client_auth" doc:"ssl.client.auth: none, requested or required; a verified client certificate's subject is the principal (User:CN=...)."`
 	SASLEnabledMechanisms       string `yaml:"sasl_enabled_mechanisms" doc:"sasl.enabled.mechanisms of the SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (comma-separated)."`
 	SASLPlainUsersFile          string `yaml:"sasl_plain_users_file" doc:"File of user:password lines that PLAIN checks against (read at start); needed when PLAIN is enabled."`
-	AdminListen                 string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
-	Rack                        string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+
+	SASLOAuthBearerJWKSEndpointURL          string        `yaml:"sasl_oauthbearer_jwks_endpoint_url" doc:"sasl.oauthbearer.jwks.endpoint.url: https://, http:// or file:// URL of the JWKS that OAUTHBEARER tokens are verified with (a file is reloaded when it changes); needed when OAUTHBEARER is enabled."`
+	SASLOAuthBearerJWKSEndpointRefresh      time.Duration `yaml:"sasl_oauthbearer_jwks_endpoint_refresh" doc:"sasl.oauthbearer.jwks.endpoint.refresh.ms: how old a fetched JWKS may get before a login fetches it again."`
+	SASLOAuthBearerJWKSEndpointRetryBackoff time.Duration `yaml:"sasl_oauthbearer_jwks_endpoint_retry_backoff" doc:"Least time between two JWKS fetches (after a failure, or for a token whose kid the JWKS lacks)."`
+	SASLOAuthBearerJWKSEndpointTimeout      time.Duration `yaml:"sasl_oauthbearer_jwks_endpoint_timeout" doc:"Bound on one JWKS fetch."`
+	SASLOAuthBearerExpectedIssuer           string        `yaml:"sasl_oauthbearer_expected_issuer" doc:"sasl.oauthbearer.expected.issuer: when set, a token's iss claim must equal it."`
+	SASLOAuthBearerExpectedAudience         string        `yaml:"sasl_oauthbearer_expected_audience" doc:"sasl.oauthbearer.expected.audience: comma-separated; when set, a token's aud claim must name one of them."`
+	SASLOAuthBearerSubClaimName             string        `yaml:"sasl_oauthbearer_sub_claim_name" doc:"sasl.oauthbearer.sub.claim.name: the claim whose value is the principal (User:<value>)."`
+	SASLOAuthBearerClockSkew                time.Duration `yaml:"sasl_oauthbearer_clock_skew" doc:"sasl.oauthbearer.clock.skew.seconds: how far a token's exp, iat and nbf may be off this node's clock."`
+	ConnectionsMaxReauth                    time.Duration `yaml:"connections_max_reauth" doc:"connections.max.reauth.ms (KIP-368): when positive, a SASL session lasts at most this long (less when its token expires sooner), clients re-authenticate on the same connection, and one that did not is closed at its next request; 0 gives sessions no end."`
+	SSLPrincipalMappingRules                string        `yaml:"ssl_principal_mapping_rules" doc:"ssl.principal.mapping.rules (KIP-371): comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT, applied in order to a client certificate's subject."`
+	AdminListen                             string        `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
+	Rack                                    string        `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
@@ -100,11 +111,19 @@ type Broker struct {
 // Defaults returns the configuration of `make run`: one node on loopback.
 func Defaults() Broker {
 	return Broker{
-		NodeID:                        0,
-		DataDir:                       "./data",
-		Listen:                        "127.0.0.1:9092",
-		AdminListen:                   "127.0.0.1:9644",
-		SASLEnabledMechanisms:         "SCRAM-SHA-256,SCRAM-SHA-512",
+		NodeID:                0,
+		DataDir:               "./data",
+		Listen:                "127.0.0.1:9092",
+		AdminListen:           "127.0.0.1:9644",
+		SASLEnabledMechanisms: "SCRAM-SHA-256,SCRAM-SHA-512",
+
+		SASLOAuthBearerJWKSEndpointRefresh:      time.Hour,
+		SASLOAuthBearerJWKSEndpointRetryBackoff: 10 * time.Second,
+		SASLOAuthBearerJWKSEndpointTimeout:      10 * time.Second,
+		SASLOAuthBearerSubClaimName:             "sub",
+		SASLOAuthBearerClockSkew:                30 * time.Second,
+		SSLPrincipalMappingRules:                "DEFAULT",
+
 		NATSListen:                    "127.0.0.1:4222",
 		NATSReplicas:                  1,
 		BrokerSessionTimeout:          6 * time.Second,

@@ -180,9 +180,16 @@ func (b *Broker) resolveListeners() error {
 			if b.SASLPlainUsersFile == "" {
 				return fmt.Errorf("%w: sasl_enabled_mechanisms names PLAIN without sasl_plain_users_file", ErrInvalidConfig)
 			}
+		case "OAUTHBEARER":
+			if b.SASLOAuthBearerJWKSEndpointURL == "" {
+				return fmt.Errorf("%w: sasl_enabled_mechanisms names OAUTHBEARER without sasl_oauthbearer_jwks_endpoint_url", ErrInvalidConfig)
+			}
 		default:
-			return fmt.Errorf("%w: sasl_enabled_mechanisms: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", ErrInvalidConfig, m)
+			return fmt.Errorf("%w: sasl_enabled_mechanisms: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER", ErrInvalidConfig, m)
 		}
+	}
+	if b.ConnectionsMaxReauth < 0 || b.SASLOAuthBearerClockSkew < 0 {
+		return fmt.Errorf("%w: connections_max_reauth and sasl_oauthbearer_clock_skew must not be negative", ErrInvalidConfig)
 	}
 	switch b.SSLClientAuth {
 	case "", "none", "requested", "required":

@@ -30,6 +30,7 @@ type Registry struct {
 	isrExpands prometheus.Counter
 
 	objstore *objectStoreSeries
+	auth     *authSeries // see auth.go
 }
 
 // requestTimeBuckets span a local produce (well under a millisecond) to a
@@ -66,6 +67,7 @@ func New(state func() NodeState) *Registry {
 	r.isrExpands = r.counter("kafka_server_replicamanager_isr_expands_total",
 		"ISR expansions committed by this node as partition leader (Kafka IsrExpandsPerSec).")
 	r.objstore = newObjectStoreSeries(r.reg)
+	r.auth = newAuthSeries(r.reg)
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}
