@@ -53,6 +53,9 @@ func (n *Node) bindListeners(ctx context.Context) error {
 				}
 			}
 			kl.TLS = reloader.ServerConfig()
+			if kl.PrincipalMapper, err = kafka.ParseSSLPrincipalMappingRules(n.cfg.SSLPrincipalMappingRules); err != nil {
+				return err
+			}
 		}
 		ln, err := net.Listen("tcp", l.Listen)
 		if err != nil {

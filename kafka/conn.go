@@ -38,7 +38,8 @@ type conn struct {
 	// handshakeTimeout.
 	tls              bool
 	handshakeTimeout time.Duration
-	inflight         atomic.Int64 // requests read and not yet written or dropped
+	mapper           *SSLPrincipalMapper // of a TLS listener's client certificates
+	inflight         atomic.Int64        // requests read and not yet written or dropped
 }
 
 // item is one request on its way through the connection.
@@ -85,6 +86,9 @@ func (it *item) stages(end time.Duration, written bool) RequestStages {
 
 func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
 	c := &conn{s: s, nc: nc, handshakeTimeout: l.HandshakeTimeout}
+	if l.SASL == nil {
+		c.mapper = l.PrincipalMapper // SASL names a SASL_SSL connection's principal
+	}
 	if l.TLS != nil {
 		c.nc = tls.Server(nc, l.TLS)
 		c.tls = true

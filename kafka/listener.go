@@ -30,6 +30,11 @@ type Listener struct {
 	// has not re-authenticated by then is closed at its next request.
 	// Zero, Kafka's default, gives sessions no end.
 	MaxReauth time.Duration
+	// PrincipalMapper is ssl.principal.mapping.rules of a TLS listener: it
+	// names the principal of a client certificate's subject; a subject no
+	// rule maps fails the connection (Kafka fails its authentication).
+	// Nil is Kafka's DEFAULT, the subject as it is.
+	PrincipalMapper *SSLPrincipalMapper
 }
 
 // handshake runs the TLS handshake of a TLS listener's connection within
@@ -47,7 +52,14 @@ func (c *conn) handshake() bool {
 	}
 	tc.SetDeadline(time.Time{})
 	c.info.TLS = true
-	c.info.Principal = certPrincipal(tc.ConnectionState())
+	p, err := certPrincipal(tc.ConnectionState(), c.mapper)
+	if err != nil {
+		if ok, held := c.s.handshakeLog.allow(time.Now()); ok {
+			c.log.Info("kafka: TLS client certificate maps to no principal, closing connection", "err", err, "suppressed", held)
+		}
+		return false
+	}
+	c.info.Principal = p
 	// A stopReading during the handshake set a deadline the line above
 	// cleared; readSize checks stopping after arming its own.
 	return true

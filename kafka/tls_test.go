@@ -34,6 +34,11 @@ func startTLSServer(t *testing.T, auth ClientAuth) *tlsServer {
 
 func startTLSServerTimeout(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration) *tlsServer {
 	t.Helper()
+	return startTLSServerWith(t, auth, handshakeTimeout, nil)
+}
+
+func startTLSServerWith(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration, mapper *SSLPrincipalMapper) *tlsServer {
+	t.Helper()
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "test-ca")
 	cert, key := ca.Server(t, "broker-one")
@@ -58,7 +63,7 @@ func startTLSServerTimeout(t *testing.T, auth ClientAuth, handshakeTimeout time.
 	ts.addr = ln.Addr().String()
 	served := make(chan error, 1)
 	go func() {
-		served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig(), HandshakeTimeout: handshakeTimeout})
+		served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig(), HandshakeTimeout: handshakeTimeout, PrincipalMapper: mapper})
 	}()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -126,6 +131,27 @@ func TestTLSClientCertificateIsThePrincipal(t *testing.T) {
 		t.Fatal("a client certificate of an unknown CA was accepted")
 	}
 	ts.logs.waitLine(t, "TLS handshake failed")
+}
+
+// TestTLSPrincipalMappingRules: with ssl.principal.mapping.rules, the
+// principal of an mTLS client is what the first matching rule makes of its
+// subject, and a subject no rule maps is refused.
+func TestTLSPrincipalMappingRules(t *testing.T) {
+	m, err := ParseSSLPrincipalMappingRules(`RULE:^CN=([^,]+),O=eng$/$1/L`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startTLSServerWith(t, ClientAuthRequired, 0, m)
+	alice := ts.ca.ClientTLS(t, "Alice", "eng")
+	got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), Certificates: []tls.Certificate{alice}})
+	if err != nil || got != "SSL|User:alice" {
+		t.Fatalf("listener|principal = %q (%v), want SSL|User:alice", got, err)
+	}
+	bob := ts.ca.ClientTLS(t, "bob", "ops")
+	if got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), Certificates: []tls.Certificate{bob}}); err == nil {
+		t.Fatalf("a subject no rule maps was served as %q", got)
+	}
+	ts.logs.waitLine(t, "maps to no principal")
 }
 
 func TestTLSClientCertificateRequested(t *testing.T) {
