@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
@@ -49,6 +50,11 @@ type Config struct {
 	// Quotas holds the client quotas (DescribeClientQuotas,
 	// AlterClientQuotas); nil leaves those APIs unregistered.
 	Quotas *controlplane.ClientQuotas
+	// Authorizer checks every API's ACLs; nil is the authorizer off.
+	Authorizer *authz.Authorizer
+	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
+	// (the authorizer off) answers those APIs SECURITY_DISABLED.
+	ACLs   *controlplane.ACLs
 	Logger *slog.Logger
 }
 
@@ -57,6 +63,8 @@ type Config struct {
 type Handlers struct {
 	scram        *controlplane.SCRAMCredentials // nil: no SCRAM APIs
 	quotas       *controlplane.ClientQuotas     // nil: no client quota APIs
+	authz        *authz.Authorizer              // nil: the authorizer off
+	acls         *controlplane.ACLs             // nil: the authorizer off
 	cfg          config.Broker
 	store        *controlplane.Store
 	replicas     *replica.Manager
@@ -73,7 +81,8 @@ type Handlers struct {
 
 // Register registers the metadata, admin, group and transaction APIs in reg.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
-	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID, logger: cfg.Logger}
+	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
+		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -94,6 +103,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h.registerTxnAPIs(reg, cfg.ProducerIDs)
 	h.registerSCRAM(reg, cfg.SCRAM)
 	h.registerClientQuotas(reg, cfg.Quotas)
+	h.registerACLAPIs(reg)
 	return h
 }
 

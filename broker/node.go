@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/shale-io/shale/admin"
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/config"
@@ -64,6 +65,8 @@ type Node struct {
 	scram         *controlplane.SCRAMCredentials
 	quotaStore    *controlplane.ClientQuotas // see quotas.go
 	quotas        *quota.Manager
+	authz         *authz.Authorizer  // nil: the authorizer off (authorizer.go)
+	acls          *controlplane.ACLs // nil: the authorizer off
 	adminLn       net.Listener
 
 	cancel    context.CancelFunc
@@ -103,6 +106,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, err
 	}
 	cfg = n.cfg
+	if err := n.startAuthorizer(ctx); err != nil {
+		return nil, err
+	}
 	clean, err := takeCleanShutdown(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the clean-shutdown record: %w", err)
@@ -257,7 +263,8 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		tm = n.tiering.manager
 	}
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore, Logger: n.logger})
+		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore,
+		Authorizer: n.authz, ACLs: n.acls, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.apis.TxnVerifier()})
@@ -412,6 +419,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.quotaStore != nil {
 			n.quotaStore.Close()
+		}
+		if n.acls != nil {
+			n.acls.Close()
 		}
 		if n.store != nil {
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -107,6 +107,7 @@ Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
 		newGroupCmd(),
 		newUserCmd(),
 		newQuotaCmd(),
+		newACLCmd(),
 		newTransactionCmd(),
 		newProducerCmd(),
 		newClusterCmd(),

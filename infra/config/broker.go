@@ -46,6 +46,9 @@ type Broker struct {
 	SASLOAuthBearerClockSkew                time.Duration `yaml:"sasl_oauthbearer_clock_skew" doc:"sasl.oauthbearer.clock.skew.seconds: how far a token's exp, iat and nbf may be off this node's clock."`
 	ConnectionsMaxReauth                    time.Duration `yaml:"connections_max_reauth" doc:"connections.max.reauth.ms (KIP-368): when positive, a SASL session lasts at most this long (less when its token expires sooner), clients re-authenticate on the same connection, and one that did not is closed at its next request; 0 gives sessions no end."`
 	SSLPrincipalMappingRules                string        `yaml:"ssl_principal_mapping_rules" doc:"ssl.principal.mapping.rules (KIP-371): comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT, applied in order to a client certificate's subject."`
+	Authorizer                              string        `yaml:"authorizer" doc:"authorizer.class.name: empty (no ACLs: every client may do everything) or standard (Kafka's StandardAuthorizer: ACLs in the control plane, managed with CreateAcls, DescribeAcls, DeleteAcls and shale acl)."`
+	SuperUsers                              string        `yaml:"super_users" doc:"super.users: principals separated by ';' (User:admin;User:ANONYMOUS) that the authorizer allows everything; include the principal the nodes use towards each other."`
+	AllowEveryoneIfNoACLFound               bool          `yaml:"allow_everyone_if_no_acl_found" doc:"allow.everyone.if.no.acl.found: with the authorizer on, an action on a resource that no ACL applies to is allowed."`
 	AdminListen                             string        `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
 	Rack                                    string        `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
@@ -108,6 +111,9 @@ type Broker struct {
 	resolved []Listener
 }
 
+// AuthorizerStandard is the authorizer setting that turns ACLs on.
+const AuthorizerStandard = "standard"
+
 // Defaults returns the configuration of `make run`: one node on loopback.
 func Defaults() Broker {
 	return Broker{
@@ -159,6 +165,9 @@ func Defaults() Broker {
 
 // Validate checks the configuration and fills derived values (Advertise).
 func (b *Broker) Validate() error {
+	if b.Authorizer != "" && b.Authorizer != AuthorizerStandard {
+		return fmt.Errorf("%w: authorizer %q: want empty or %s", ErrInvalidConfig, b.Authorizer, AuthorizerStandard)
+	}
 	if b.NodeID < 0 {
 		return fmt.Errorf("%w: node_id %d is negative", ErrInvalidConfig, b.NodeID)
 	}

@@ -29,8 +29,9 @@ type Registry struct {
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
 
-	objstore *objectStoreSeries
-	auth     *authSeries // see auth.go
+	objstore   *objectStoreSeries
+	auth       *authSeries      // see auth.go
+	authorizer authorizerSeries // see authorizer.go
 }
 
 // requestTimeBuckets span a local produce (well under a millisecond) to a
@@ -68,6 +69,7 @@ func New(state func() NodeState) *Registry {
 		"ISR expansions committed by this node as partition leader (Kafka IsrExpandsPerSec).")
 	r.objstore = newObjectStoreSeries(r.reg)
 	r.auth = newAuthSeries(r.reg)
+	r.authorizer = r.newAuthorizerSeries()
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}

@@ -28,6 +28,7 @@ var rules = []rule{
 	{within: "segment", why: "the bytes on local disk stand alone"},
 	{within: "infra/objstore", why: "the object store interface stands alone"},
 	{within: "kafka", why: "the Kafka transport stands alone: handlers register on it, metrics reach it through hooks"},
+	{within: "authz", allow: []string{"kafka"}, why: "the authorizer's decisions stand alone; they read only a request's connection"},
 	{within: "adminapi", why: "the admin API's JSON is shared by server, SDK and CLI; standard library only"},
 	{within: "internal/invariants", why: "the invariant checks are imported by every layer"},
 	{within: "quota", why: "quota arithmetic stands alone: the control plane stores its configurations, handlers record on it"},
