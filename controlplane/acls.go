@@ -57,7 +57,7 @@ func OpenACLs(ctx context.Context, s *Store, onChange func(*authz.Set)) (*ACLs, 
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	kv, err := s.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketACLs, Description: "Shale ACLs", Replicas: s.cfg.Replicas})
+	kv, err := OpenBucket(ctx, s.nc, jetstream.KeyValueConfig{Bucket: BucketACLs, Description: "Shale ACLs", Replicas: s.cfg.Replicas})
 	if err != nil {
 		return nil, err
 	}
