@@ -149,16 +149,81 @@ func runLoad(ctx context.Context, w io.Writer, o options) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	node, err := loadbench.StartShale(ctx, bin, dir, cfg)
+	node, err := loadbench.StartShale(ctx, bin, dir, cfg, loadbench.WithSASLSSL())
 	if err != nil {
 		return fmt.Errorf("start shale: %w", err)
 	}
+	defer node.Close()
 	sres, serr := loadbench.Run(ctx, node, cfg)
-	node.Close()
 	if serr != nil {
 		return fmt.Errorf("shale: %w", serr)
 	}
 	writeLoad(w, sres, kres)
+	return runSecurity(ctx, w, node, cfg, sres)
+}
+
+// runSecurity runs the same load over the node's SASL_SSL listener, the
+// SCRAM login rate beside plaintext connections, and the SASL_SSL load again
+// under a flood of failed logins, and prints each beside its peer.
+func runSecurity(ctx context.Context, w io.Writer, node *loadbench.Process, cfg loadbench.Config, plain loadbench.Result) error {
+	sec := node.SASLSSL
+	fmt.Fprintf(w, "\n== security: the same load over SASL_SSL (TLS, SCRAM-SHA-256) beside PLAINTEXT, same node ==\n")
+	tcfg := cfg
+	tcfg.Topic, tcfg.ClientOpts = "bench-tls", sec.ClientOpts()
+	if err := node.CreateTopic(ctx, tcfg); err != nil {
+		return err
+	}
+	tsrv := loadbench.At(node, sec.Addr)
+	tres, err := loadbench.Run(ctx, tsrv, tcfg)
+	if err != nil {
+		return fmt.Errorf("SASL_SSL load: %w", err)
+	}
+	line := func(label string, sv, pv float64, unit, peer, dir, goal string) {
+		ratio := 0.0
+		if pv > 0 {
+			ratio = sv / pv
+		}
+		fmt.Fprintf(w, "  %-30s %9.1f %-7s vs %-9s %9.1f %-7s ratio %5.3f (%s)%s\n", label, sv, unit, peer, pv, unit, ratio, dir, verdict(goal, ratio))
+	}
+	line("produce SASL_SSL", tres.Produce.MBps(), plain.Produce.MBps(), "MB/s", "PLAINTEXT", "higher is better", ">= 0.8")
+	line("consume SASL_SSL (no sendfile)", tres.Consume.MBps(), plain.Consume.MBps(), "MB/s", "PLAINTEXT", "higher is better", "")
+	line("server CPU/GB produced SASL_SSL", tres.Produce.CPUSecPerGB(), plain.Produce.CPUSecPerGB(), "CPU s", "PLAINTEXT", "lower is better", "")
+	line("server CPU/GB consumed SASL_SSL", tres.Consume.CPUSecPerGB(), plain.Consume.CPUSecPerGB(), "CPU s", "PLAINTEXT", "lower is better", "")
+
+	const logins = 300
+	pc, err := loadbench.Connect(ctx, node, nil, logins, 2)
+	if err != nil {
+		return fmt.Errorf("plaintext connections: %w", err)
+	}
+	sc, err := loadbench.Connect(ctx, tsrv, sec.ClientOpts(), logins, 2)
+	if err != nil {
+		return fmt.Errorf("SCRAM logins: %w", err)
+	}
+	line("SCRAM-SHA-256 logins over TLS", sc.PerSec(), pc.PerSec(), "/s", "PLAINTEXT", "higher is better", "")
+	line("server CPU per login", float64(sc.CPUPerLogin().Microseconds())/1000, float64(pc.CPUPerLogin().Microseconds())/1000, "ms", "PLAINTEXT", "lower is better", "")
+
+	fcfg := tcfg
+	fcfg.Topic = "bench-flood"
+	if err := node.CreateTopic(ctx, fcfg); err != nil {
+		return err
+	}
+	floodStart := time.Now()
+	flood := loadbench.StartFlood(ctx, sec.Addr, sec.TLS, 2)
+	fres, ferr := loadbench.Run(ctx, tsrv, fcfg)
+	refused, other := flood.Stop()
+	floodWall := time.Since(floodStart)
+	if ferr != nil {
+		return fmt.Errorf("SASL_SSL load under a login flood: %w", ferr)
+	}
+	line("produce SASL_SSL, login flood", fres.Produce.MBps(), tres.Produce.MBps(), "MB/s", "no flood", "higher is better", "")
+	line("consume SASL_SSL, login flood", fres.Consume.MBps(), tres.Consume.MBps(), "MB/s", "no flood", "higher is better", "")
+	fmt.Fprintf(w, "  (flood: %d failed logins refused, %.0f/s, %d other outcomes; wall: SASL_SSL produce %v consume %v, under flood %v %v; %d logins each)\n",
+		refused, float64(refused)/floodWall.Seconds(), other,
+		tres.Produce.Wall.Round(time.Millisecond), tres.Consume.Wall.Round(time.Millisecond),
+		fres.Produce.Wall.Round(time.Millisecond), fres.Consume.Wall.Round(time.Millisecond), logins)
+	if refused == 0 {
+		return fmt.Errorf("the login flood made no refused login (%d other outcomes)", other)
+	}
 	return nil
 }
 

@@ -30,6 +30,9 @@ type Config struct {
 	Records      int           // records produced, then consumed
 	RecordBytes  int           // value size of each record; keys are nil
 	PhaseTimeout time.Duration // bound on each of produce and consume
+	// ClientOpts are added to both clients' options: the TLS and SASL
+	// options of a SASL_SSL listener (SASLSSL.ClientOpts).
+	ClientOpts []kgo.Opt
 }
 
 // DefaultConfig is 200k records of 1 KiB over 8 partitions, 2 minutes per phase.
@@ -106,14 +109,14 @@ func measure(srv Server, fn func() (int, int64, error)) (Phase, error) {
 }
 
 func produce(ctx context.Context, addr string, cfg Config) (int, int64, error) {
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RetryTimeout(30*time.Second),
-	)
+		kgo.RetryTimeout(30 * time.Second),
+	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -151,12 +154,12 @@ func produce(ctx context.Context, addr string, cfg Config) (int, int64, error) {
 }
 
 func consume(ctx context.Context, addr string, cfg Config) (int, int64, error) {
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RetryTimeout(30*time.Second),
-	)
+		kgo.RetryTimeout(30 * time.Second),
+	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return 0, 0, err
 	}

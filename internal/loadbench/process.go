@@ -31,6 +31,8 @@ type Process struct {
 	stdin io.WriteCloser
 	done  chan struct{}
 	err   error // set before done is closed
+	// SASLSSL is the node's SASL_SSL listener, when started WithSASLSSL.
+	SASLSSL *SASLSSL
 }
 
 // Addr is the Kafka address of the child.
@@ -102,8 +104,12 @@ func start(cmd *exec.Cmd, stdin bool) (*Process, error) {
 // StartShale runs `bin serve` on loopback ports with its data under dir and
 // a log file dir/shale.log, creates cfg's topic, and returns once the topic
 // accepts metadata requests with a leader for every partition.
-func StartShale(ctx context.Context, bin, dir string, cfg Config) (*Process, error) {
-	var ports [3]int
+func StartShale(ctx context.Context, bin, dir string, cfg Config, opts ...ShaleOption) (*Process, error) {
+	var so shaleOptions
+	for _, o := range opts {
+		o(&so)
+	}
+	var ports [4]int
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -124,6 +130,13 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config) (*Process, err
 		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--log-level", "warn",
 	)
+	var sec *SASLSSL
+	if so.saslSSL {
+		if sec, err = newSASLSSL(dir, fmt.Sprintf("127.0.0.1:%d", ports[3])); err != nil {
+			return nil, err
+		}
+		cmd.Args = append(cmd.Args, sec.serveArgs(addr)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	p, err := start(cmd, false)
 	if err != nil {
@@ -133,6 +146,13 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config) (*Process, err
 	if err := createTopic(ctx, p, cfg); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%w; last lines of the server log:\n%s", err, logTail(dir+"/shale.log", 2048))
+	}
+	if sec != nil {
+		if err := sec.createUser(ctx, addr); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.SASLSSL = sec
 	}
 	return p, nil
 }
