@@ -23,6 +23,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering"
@@ -54,8 +55,11 @@ type Config struct {
 	Authorizer *authz.Authorizer
 	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
 	// (the authorizer off) answers those APIs SECURITY_DISABLED.
-	ACLs   *controlplane.ACLs
-	Logger *slog.Logger
+	ACLs *controlplane.ACLs
+	// InterBroker dials the other nodes (the transaction marker sender
+	// and verifier); nil dials plaintext.
+	InterBroker *interbroker.Dialer
+	Logger      *slog.Logger
 }
 
 // Handlers serves the admin APIs of one node. Register builds it; its
@@ -70,6 +74,7 @@ type Handlers struct {
 	replicas     *replica.Manager
 	tiering      *tiering.Manager // nil: tiering off
 	controllerID func() int32
+	interBroker  *interbroker.Dialer
 	logger       *slog.Logger
 
 	groups     *group.Coordinator
@@ -82,7 +87,11 @@ type Handlers struct {
 // Register registers the metadata, admin, group and transaction APIs in reg.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
-		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger}
+		authz: cfg.Authorizer, acls: cfg.ACLs,
+		interBroker: cfg.InterBroker, logger: cfg.Logger}
+	if h.interBroker == nil {
+		h.interBroker = interbroker.Plaintext()
+	}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}

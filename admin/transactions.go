@@ -11,10 +11,11 @@ import (
 // calls it), has FindCoordinator answer transactional ids with it, and
 // serves the partition leader's side: WriteTxnMarkers and
 // DescribeProducers.
-// Its marker sender dials this node's own listener and finds the
-// partition leaders from the cluster's metadata.
+// Its marker sender dials this node's own inter-broker listener (with the
+// inter-broker TLS and SASL) and finds the partition leaders from the
+// cluster's metadata.
 func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
-	h.txnMarkers = txn.NewKafkaMarkers(func() []string { return []string{h.cfg.Advertise} })
+	h.txnMarkers = txn.NewKafkaMarkers(func() []string { return []string{h.cfg.Advertise} }, h.interBroker.KgoOpts()...)
 	h.txns = txn.New(txn.Config{Logger: h.logger}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
 	h.txns.Register(reg)
 	h.groups.SetTransactions(h.txns)

@@ -106,6 +106,12 @@ type FetcherReplicationStatus struct {
 	MinBytes          int32 `json:"min_bytes"`
 	MaxBytes          int32 `json:"max_bytes"`
 	PartitionMaxBytes int32 `json:"partition_max_bytes"`
+	// ConsecutiveFailures counts its failed Fetch requests since the last
+	// answered one (and the logins the leader refused: a wrong
+	// inter-broker password or an untrusted certificate), Error is the
+	// last failure's error; 0 and "" while it fetches.
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	Error               string `json:"error,omitempty"`
 }
 
 // ReplicationStatus is the body of GET /v1/replication/status: one node's

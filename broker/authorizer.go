@@ -7,7 +7,6 @@ import (
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/kafka"
 )
 
 // startAuthorizer turns the authorizer on when cfg.Authorizer is standard:
@@ -20,7 +19,8 @@ import (
 // inter-broker listener, as in Kafka, which must be a super user (or hold
 // ClusterAction on the cluster and the topic ACLs a follower needs). On a
 // PLAINTEXT inter-broker listener that principal is User:ANONYMOUS, as in
-// Kafka: a node that does not list it in super_users warns at start.
+// Kafka, on a SASL one User:<inter_broker_sasl_username>: a node that does
+// not list it in super_users warns at start.
 func (n *Node) startAuthorizer(ctx context.Context) error {
 	if n.cfg.Authorizer != config.AuthorizerStandard {
 		return nil
@@ -35,15 +35,17 @@ func (n *Node) startAuthorizer(ctx context.Context) error {
 	if n.acls, err = controlplane.OpenACLs(ctx, n.store, n.authz.SetBindings); err != nil {
 		return fmt.Errorf("ACLs: %w", err)
 	}
-	if ls := n.cfg.ListenerConfigs(); len(ls) > 0 && !ls[0].SASL() && !ls[0].TLS() {
+	// On SSL the principal is the certificate's subject after
+	// ssl_principal_mapping_rules: not known here, so not checked.
+	if p := n.cfg.InterBrokerPrincipal(); p != "" {
 		super := false
-		for _, p := range supers {
-			super = super || p == kafka.AnonymousPrincipal
+		for _, s := range supers {
+			super = super || s == p
 		}
 		if !super {
-			n.logger.Warn("the authorizer is on and the inter-broker listener is PLAINTEXT, whose principal "+
-				kafka.AnonymousPrincipal+" is not in super_users: replication and transaction markers between nodes will be refused",
-				"listener", ls[0].Name)
+			n.logger.Warn("the authorizer is on and the inter-broker listener's principal "+p+
+				" is not in super_users: replication and transaction markers between nodes will be refused",
+				"listener", n.cfg.InterBrokerListener().Name, "principal", p)
 		}
 	}
 	return nil

@@ -71,7 +71,7 @@ func (n *Node) bindListeners(ctx context.Context) error {
 		return fmt.Errorf("%w: no Kafka listener", config.ErrInvalidConfig)
 	}
 	n.kafkaLn = n.listeners[0].ln
-	return nil
+	return n.setUpInterBroker(ctx, reloader)
 }
 
 // saslMechanisms builds sasl_enabled_mechanisms: PLAIN from its users file,

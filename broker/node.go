@@ -28,6 +28,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/infra/metrics"
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/infra/objstore"
@@ -65,8 +66,9 @@ type Node struct {
 	scram         *controlplane.SCRAMCredentials
 	quotaStore    *controlplane.ClientQuotas // see quotas.go
 	quotas        *quota.Manager
-	authz         *authz.Authorizer  // nil: the authorizer off (authorizer.go)
-	acls          *controlplane.ACLs // nil: the authorizer off
+	authz         *authz.Authorizer   // nil: the authorizer off (authorizer.go)
+	acls          *controlplane.ACLs  // nil: the authorizer off
+	interBroker   *interbroker.Dialer // every connection to another node (interbroker.go)
 	adminLn       net.Listener
 
 	cancel    context.CancelFunc
@@ -124,7 +126,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, err
 	}
 	rcfg := replica.ConfigFrom(cfg)
-	rcfg.Logger, rcfg.OnISRChange = n.logger, n.metrics.ISRChanged
+	rcfg.Logger, rcfg.OnISRChange, rcfg.Dialer = n.logger, n.metrics.ISRChanged, n.interBroker
 	n.replicas = replica.New(rcfg, n.store)
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
@@ -264,7 +266,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	}
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
 		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore,
-		Authorizer: n.authz, ACLs: n.acls, Logger: n.logger})
+		Authorizer: n.authz, ACLs: n.acls, InterBroker: n.interBroker, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.apis.TxnVerifier()})

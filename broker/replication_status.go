@@ -64,7 +64,8 @@ func replicationStatusOf(node int32, reps []*partition.Replica, leaderOf func(st
 		}
 		out.Fetchers = append(out.Fetchers, adminapi.FetcherReplicationStatus{Leader: f.Leader, Index: f.Index,
 			Partitions: append([]string{}, f.Partitions...), Fetches: f.Fetches, MaxWaitMs: f.MaxWaitMillis,
-			MinBytes: f.MinBytes, MaxBytes: f.MaxBytes, PartitionMaxBytes: f.PartitionMaxBytes})
+			MinBytes: f.MinBytes, MaxBytes: f.MaxBytes, PartitionMaxBytes: f.PartitionMaxBytes,
+			ConsecutiveFailures: f.Failures, Error: f.Error})
 	}
 	for _, rep := range reps {
 		if topic != "" && rep.Topic() != topic {

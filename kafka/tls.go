@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -108,6 +109,44 @@ func (r *TLSReloader) ServerConfig() *tls.Config {
 			return r.current(), nil
 		},
 	}
+}
+
+// ClientConfig returns a configuration for dialing another node with the
+// files as they are now (reloaded when they changed): the certificate is
+// presented when the server asks for one and the leaf allows client
+// authentication (its extended key usages name clientAuth, or none), and
+// the server's certificate must chain to roots, or to the CA file when
+// roots is nil, or to the system's roots when there is neither; serverName
+// is the host name (or IP address) it must name. A new configuration each
+// call: the caller may modify it.
+func (r *TLSReloader) ClientConfig(serverName string, roots *x509.CertPool) *tls.Config {
+	cur := r.current()
+	if roots == nil {
+		roots = cur.ClientCAs
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, RootCAs: roots, CipherSuites: cur.CipherSuites}
+	if len(cur.Certificates) > 0 && clientAuthUsable(cur.Certificates[0]) {
+		cfg.Certificates = cur.Certificates[:1]
+	}
+	return cfg
+}
+
+// clientAuthUsable reports whether a server verifying client certificates
+// (Go's, Java's) accepts c's leaf as one.
+func clientAuthUsable(c tls.Certificate) bool {
+	leaf := c.Leaf
+	if leaf == nil && len(c.Certificate) > 0 {
+		var err error
+		if leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return false
+		}
+	}
+	if leaf == nil || len(leaf.ExtKeyUsage) == 0 {
+		return leaf != nil
+	}
+	return slices.ContainsFunc(leaf.ExtKeyUsage, func(u x509.ExtKeyUsage) bool {
+		return u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny
+	})
 }
 
 // current returns the configuration of the files as they are now, reloading

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/interbroker"
 )
 
 // fetchConn is a replica fetcher's own connection to the leader for its
@@ -24,13 +26,16 @@ import (
 // Not safe for concurrent use. A response returned by Fetch aliases the
 // buffer: it is valid until the next call.
 type fetchConn struct {
-	addr string
-	fmt  *kmsg.RequestFormatter
+	addr     string
+	clientID string
+	dialer   *interbroker.Dialer
+	fmt      *kmsg.RequestFormatter
 
-	nc   net.Conn
-	corr int32
-	wbuf []byte
-	rbuf []byte
+	nc      net.Conn
+	expires time.Time // the SASL session's end, zero for none: dial again before
+	corr    int32
+	wbuf    []byte
+	rbuf    []byte
 }
 
 // fetchVersion is the Fetch version followers send: the highest Shale serves
@@ -43,8 +48,10 @@ const maxFetchResponse = 1 << 30
 
 var errFetchResponse = errors.New("replica fetch: malformed response")
 
-func newFetchConn(addr, clientID string) *fetchConn {
-	return &fetchConn{addr: addr, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
+// newFetchConn returns the connection to addr that d dials (TLS and SASL
+// as the inter-broker listener needs), at the first Fetch.
+func newFetchConn(d *interbroker.Dialer, addr, clientID string) *fetchConn {
+	return &fetchConn{addr: addr, clientID: clientID, dialer: d, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
 }
 
 // Fetch sends req (as version fetchVersion) and reads its response. Any
@@ -62,13 +69,15 @@ func (c *fetchConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fe
 }
 
 func (c *fetchConn) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	if c.nc != nil && !c.expires.IsZero() && time.Now().After(c.expires) {
+		c.Close() // the leader ends the SASL session soon (KIP-368): log in again
+	}
 	if c.nc == nil {
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", c.addr)
+		conn, err := c.dialer.Dial(ctx, c.addr, c.clientID)
 		if err != nil {
 			return nil, err
 		}
-		c.nc = nc
+		c.nc, c.expires = conn, conn.Expires
 	}
 	// The leader holds a fetch up to MaxWaitMillis; a reply later than that
 	// plus a margin is a dead connection.

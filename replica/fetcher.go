@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -61,6 +62,7 @@ type fetchers struct {
 	store  Metadata
 	logger *slog.Logger
 	cfg    FetchConfig
+	dialer *interbroker.Dialer        // every connection to a leader
 	tier   atomic.Pointer[remoteTier] // nil until tiering starts
 
 	mu       sync.Mutex
@@ -96,13 +98,16 @@ func FetchConfigFrom(b config.Broker) FetchConfig {
 		MinBytes: b.ReplicaFetchMinBytes, MaxBytes: b.ReplicaFetchResponseMaxBytes, PartitionMaxBytes: b.ReplicaFetchMaxBytes}
 }
 
-func newFetchers(self int32, store Metadata, cfg FetchConfig, logger *slog.Logger) *fetchers {
+func newFetchers(self int32, store Metadata, cfg FetchConfig, dialer *interbroker.Dialer, logger *slog.Logger) *fetchers {
+	if dialer == nil {
+		dialer = interbroker.Plaintext()
+	}
 	cfg.Fetchers = max(cfg.Fetchers, 1)
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = defaultRetryBackoff
 	}
 	return &fetchers{self: self, store: store, logger: logger.With("component", "replica-fetcher"),
-		cfg: cfg, byLeader: map[fetcherKey]*fetcher{}}
+		cfg: cfg, dialer: dialer, byLeader: map[fetcherKey]*fetcher{}}
 }
 
 // fetcherIndex is the fetcher, of n per leader, that replicates k: Kafka's
@@ -200,14 +205,14 @@ func (f *fetchers) startFetcher(key fetcherKey) *fetcher {
 		return nil
 	}
 	clientID := fmt.Sprintf("shale-replica-%d-%d", f.self, key.index)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID),
-		kgo.RequestTimeoutOverhead(5*time.Second))
+	cl, err := kgo.NewClient(append(f.dialer.KgoOpts(), kgo.SeedBrokers(addr), kgo.ClientID(clientID),
+		kgo.RequestTimeoutOverhead(5*time.Second))...)
 	if err != nil {
 		f.logger.Error("replica fetcher client", "leader", leader, "err", err)
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ft := &fetcher{f: f, leader: leader, index: key.index, addr: addr, cl: cl, conn: newFetchConn(addr, clientID), cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
+	ft := &fetcher{f: f, leader: leader, index: key.index, addr: addr, cl: cl, conn: newFetchConn(f.dialer, addr, clientID), cancel: cancel, done: make(chan struct{}), parts: map[replicaKey]*fetchPart{},
 		log: f.logger.With("leader", leader, "fetcher", key.index)}
 	go ft.run(ctx)
 	return ft
@@ -227,7 +232,49 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[replicaKey]*fetchPart
-	sent  sentFetch // REQUIRES: mu held
+	sent  sentFetch    // REQUIRES: mu held
+	fail  fetchFailure // REQUIRES: mu held
+}
+
+// fetchFailure is a fetcher's run of failed rounds, shown in FetcherStatus
+// so that a fetcher the leader refuses (a wrong password, an untrusted
+// certificate) is visible and not a silent stall.
+type fetchFailure struct {
+	count    int       // consecutive failed Fetch requests (or refused logins)
+	err      string    // the last one's error
+	logged   string    // the last error logged at Warn
+	loggedAt time.Time // when
+}
+
+// refusedLogEvery is how often a fetcher repeats the same refusal at Warn.
+const refusedLogEvery = 30 * time.Second
+
+// note records the outcome of a Fetch (nil: answered) or of a request that
+// the leader refused at the connection (a TLS or SASL failure), and logs a
+// refusal at Warn when it is new or refusedLogEvery passed. Other failures
+// (a leader restarting) stay at Debug.
+func (ft *fetcher) note(err error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	f := &ft.fail
+	if err == nil {
+		if f.logged != "" {
+			ft.log.Info("replica fetcher connected to the leader again", "addr", ft.addr, "after_failures", f.count)
+		}
+		*f = fetchFailure{}
+		return
+	}
+	f.count++
+	f.err = err.Error()
+	if !interbroker.Refused(err) {
+		ft.log.Debug("replica fetch failed", "err", err)
+		return
+	}
+	if now := time.Now(); f.err != f.logged || now.Sub(f.loggedAt) >= refusedLogEvery {
+		f.logged, f.loggedAt = f.err, now
+		ft.log.Warn("replica fetcher: the leader refused this node's connection; retrying with backoff", "addr", ft.addr,
+			"failures", f.count, "err", err)
+	}
 }
 
 // sentFetch is what a fetcher last put on the wire (Manager.Fetchers).
@@ -279,7 +326,6 @@ func (ft *fetcher) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			ft.log.Debug("replica fetch failed", "err", err)
 		}
 		if pause := pacer.after(err != nil, len(parts), active); pause > 0 {
 			select {
@@ -328,6 +374,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 				if err != nil && ctx.Err() != nil {
 					return 0, ctx.Err() // stopping: not a failure to pace or log
 				}
+				if interbroker.Refused(err) {
+					ft.note(err)
+				}
 				a = p.st.Step(now, event{kind: evBootstrapped, err: err})
 				if a.kind == actBackoff {
 					ft.log.Log(ctx, a.level, "rebuilding from the remote tail failed; retrying", "topic", k.topic, "partition", k.partition,
@@ -335,6 +384,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 				}
 			} else {
 				err = ft.truncate(ctx, b, k, p)
+				if interbroker.Refused(err) && ctx.Err() == nil {
+					ft.note(err)
+				}
 				a = p.st.Step(now, event{kind: evTruncated, err: err})
 				if a.kind == actBackoff {
 					ft.log.Log(ctx, a.level, "truncation check failed", "topic", k.topic, "partition", k.partition, "err", err)
@@ -369,6 +421,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 		maxBytes: req.MaxBytes, partitionMaxBytes: req.Topics[0].Partitions[0].PartitionMaxBytes}
 	ft.mu.Unlock()
 	resp, err := ft.conn.Fetch(ctx, req)
+	if ctx.Err() == nil {
+		ft.note(err)
+	}
 	if err != nil {
 		return len(active), err
 	}
@@ -494,6 +549,11 @@ type FetcherStatus struct {
 	Fetches    uint64   // Fetch requests sent
 	// The settings of the last Fetch request sent, as on the wire.
 	MaxWaitMillis, MinBytes, MaxBytes, PartitionMaxBytes int32
+	// Failures counts the consecutive failed Fetch requests (and logins
+	// the leader refused), Error is the last one's error; both are reset
+	// by an answered Fetch.
+	Failures int
+	Error    string
 }
 
 // Fetchers lists this node's follower fetchers, by leader and index
@@ -510,7 +570,7 @@ func (r *Manager) Fetchers() []FetcherStatus {
 		ft.mu.Lock()
 		st := FetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count,
 			MaxWaitMillis: ft.sent.maxWaitMillis, MinBytes: ft.sent.minBytes, MaxBytes: ft.sent.maxBytes,
-			PartitionMaxBytes: ft.sent.partitionMaxBytes}
+			PartitionMaxBytes: ft.sent.partitionMaxBytes, Failures: ft.fail.count, Error: ft.fail.err}
 		for k := range ft.parts {
 			st.Partitions = append(st.Partitions, fmt.Sprintf("%s-%d", k.topic, k.partition))
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -53,7 +54,10 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (ISR shrink and expand).
 	ReplicaLagTimeMax time.Duration
 	Fetch             FetchConfig
-	Logger            *slog.Logger
+	// Dialer makes the fetchers' connections to leaders (TLS and SASL of
+	// the inter-broker listener); nil dials plaintext.
+	Dialer *interbroker.Dialer
+	Logger *slog.Logger
 	// OnISRChange, if set, is called after each committed ISR change (metrics).
 	OnISRChange func(shrink, expand bool)
 }
@@ -121,7 +125,7 @@ func New(cfg Config, md Metadata) *Manager {
 	m := &Manager{nodeID: cfg.NodeID, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
 		writeback: cfg.WritebackBytes, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
 		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1)}
-	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, logger)
+	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
 	m.mu.failed = map[replicaKey]failedOpen{}

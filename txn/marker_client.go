@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +17,7 @@ import (
 // lazily; Close closes its connections.
 type KafkaMarkers struct {
 	seeds func() []string
+	opts  []kgo.Opt
 
 	mu struct {
 		sync.Mutex
@@ -25,9 +27,11 @@ type KafkaMarkers struct {
 }
 
 // NewKafkaMarkers returns a marker writer that bootstraps from seeds
-// (host:port of brokers, this node's own address is enough).
-func NewKafkaMarkers(seeds func() []string) *KafkaMarkers {
-	return &KafkaMarkers{seeds: seeds}
+// (host:port of brokers, this node's own address is enough); opts are
+// the client's connection options (the inter-broker listener's TLS and
+// SASL: interbroker.Dialer.KgoOpts).
+func NewKafkaMarkers(seeds func() []string, opts ...kgo.Opt) *KafkaMarkers {
+	return &KafkaMarkers{seeds: seeds, opts: slices.Clip(opts)}
 }
 
 func (k *KafkaMarkers) client() (*kgo.Client, error) {
@@ -37,7 +41,7 @@ func (k *KafkaMarkers) client() (*kgo.Client, error) {
 		return nil, ErrClosed
 	}
 	if k.mu.cl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(k.seeds()...), kgo.ClientID("shale-txn-markers"), kgo.RequestRetries(0))
+		cl, err := kgo.NewClient(append(k.opts, kgo.SeedBrokers(k.seeds()...), kgo.ClientID("shale-txn-markers"), kgo.RequestRetries(0))...)
 		if err != nil {
 			return nil, err
 		}

@@ -165,6 +165,14 @@ func writeReplicationStatus(w io.Writer, sts []adminapi.ReplicationStatus) {
 			}
 		}
 		t.flush()
+		for _, st := range sts {
+			for _, f := range st.Fetchers {
+				if f.Error != "" {
+					fmt.Fprintf(w, "node %d fetcher %d from node %d failing (%d in a row): %s\n", st.NodeID, f.Index, f.Leader,
+						f.ConsecutiveFailures, f.Error)
+				}
+			}
+		}
 	}
 }
 

@@ -49,8 +49,15 @@ type Broker struct {
 	Authorizer                              string        `yaml:"authorizer" doc:"authorizer.class.name: empty (no ACLs: every client may do everything) or standard (Kafka's StandardAuthorizer: ACLs in the control plane, managed with CreateAcls, DescribeAcls, DeleteAcls and shale acl)."`
 	SuperUsers                              string        `yaml:"super_users" doc:"super.users: principals separated by ';' (User:admin;User:ANONYMOUS) that the authorizer allows everything; include the principal the nodes use towards each other."`
 	AllowEveryoneIfNoACLFound               bool          `yaml:"allow_everyone_if_no_acl_found" doc:"allow.everyone.if.no.acl.found: with the authorizer on, an action on a resource that no ACL applies to is allowed."`
-	AdminListen                             string        `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
-	Rack                                    string        `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+	// The node's side of the inter-broker listener: how it dials and logs
+	// in to the other nodes (interbroker.go).
+	SASLMechanismInterBrokerProtocol string `yaml:"sasl_mechanism_inter_broker_protocol" doc:"sasl.mechanism.inter.broker.protocol: the SASL mechanism this node logs in to other nodes with when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); empty is the first of sasl_enabled_mechanisms."`
+	InterBrokerSASLUsername          string `yaml:"inter_broker_sasl_username" doc:"User this node logs in to other nodes as on a SASL inter-broker listener (Kafka's JAAS username); its principal is User:<name>. A SCRAM credential for it is created at start when none exists."`
+	InterBrokerSASLPassword          string `yaml:"inter_broker_sasl_password" doc:"Password of inter_broker_sasl_username; prefer SHALE_INTER_BROKER_SASL_PASSWORD or inter_broker_sasl_password_file to a flag."`
+	InterBrokerSASLPasswordFile      string `yaml:"inter_broker_sasl_password_file" doc:"File whose first line is the password of inter_broker_sasl_username (instead of inter_broker_sasl_password), read at start."`
+	InterBrokerSSLCALocation         string `yaml:"inter_broker_ssl_ca_location" doc:"PEM CA certificates that the other nodes' certificates must chain to on an SSL or SASL_SSL inter-broker listener; empty is ssl_ca_location, and without either the system's roots."`
+	AdminListen                      string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
+	Rack                             string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`

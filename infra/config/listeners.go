@@ -163,11 +163,6 @@ func (b *Broker) resolveListeners() error {
 	if out[0].Name != b.InterBrokerListenerName {
 		return fmt.Errorf("%w: inter_broker_listener_name %s is not in listeners", ErrInvalidConfig, b.InterBrokerListenerName)
 	}
-	if out[0].Protocol != ProtocolPlaintext {
-		// The replica fetchers and the transaction marker sender dial
-		// other brokers in plaintext today.
-		return fmt.Errorf("%w: inter_broker_listener_name %s: an inter-broker listener other than PLAINTEXT is not built yet (see docs/security.md)", ErrInvalidConfig, out[0].Name)
-	}
 	for _, l := range out {
 		if l.TLS() && (b.SSLCertificateLocation == "" || b.SSLKeyLocation == "") {
 			return fmt.Errorf("%w: listener %s (%s) needs ssl_certificate_location and ssl_key_location", ErrInvalidConfig, l.Name, l.Protocol)
@@ -198,6 +193,9 @@ func (b *Broker) resolveListeners() error {
 	}
 	if b.SSLClientAuth != "" && b.SSLClientAuth != "none" && b.SSLCALocation == "" {
 		return fmt.Errorf("%w: ssl_client_auth=%s needs ssl_ca_location", ErrInvalidConfig, b.SSLClientAuth)
+	}
+	if err := b.validateInterBroker(out[0]); err != nil {
+		return err
 	}
 	b.resolved = out
 	b.Listen, b.Advertise = out[0].Listen, out[0].Advertise

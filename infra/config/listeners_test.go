@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -49,6 +50,54 @@ func TestListeners(t *testing.T) {
 	}
 }
 
+func TestInterBrokerListenerOfEachProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		listeners, name string
+		set             func(b *Broker)
+		principal, mech string
+	}{
+		{"PLAINTEXT://:1", "PLAINTEXT", func(*Broker) {}, "User:ANONYMOUS", ""},
+		{"SSL://:1", "SSL", func(b *Broker) { b.SSLCertificateLocation, b.SSLKeyLocation = "c", "k" }, "", ""},
+		{"SASL_PLAINTEXT://:1", "SASL_PLAINTEXT", func(b *Broker) { b.InterBrokerSASLUsername, b.InterBrokerSASLPassword = "broker", "p" },
+			"User:broker", "SCRAM-SHA-256"},
+		{"SASL_SSL://:1,PLAINTEXT://:2", "sasl_ssl", func(b *Broker) {
+			b.SSLCertificateLocation, b.SSLKeyLocation = "c", "k"
+			b.InterBrokerSASLUsername, b.InterBrokerSASLPasswordFile, b.SASLMechanismInterBrokerProtocol = "broker", "f", "scram-sha-512"
+		}, "User:broker", "SCRAM-SHA-512"},
+	} {
+		b := Defaults()
+		b.Listeners, b.InterBrokerListenerName = tc.listeners, tc.name
+		tc.set(&b)
+		if err := b.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.listeners, err)
+		}
+		if ib := b.InterBrokerListener(); ib.Name != strings.ToUpper(tc.name) || b.InterBrokerPrincipal() != tc.principal ||
+			b.SASLMechanismInterBrokerProtocol != tc.mech {
+			t.Fatalf("%s: listener %+v principal %q mechanism %q", tc.listeners, ib, b.InterBrokerPrincipal(), b.SASLMechanismInterBrokerProtocol)
+		}
+	}
+}
+
+func TestInterBrokerPasswordFile(t *testing.T) {
+	b := Defaults()
+	b.InterBrokerSASLPasswordFile = t.TempDir() + "/pass"
+	if _, err := b.InterBrokerPassword(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if err := os.WriteFile(b.InterBrokerSASLPasswordFile, []byte("s3cret\r\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := b.InterBrokerPassword(); err != nil || p != "s3cret" {
+		t.Fatalf("password %q, %v", p, err)
+	}
+	if err := os.WriteFile(b.InterBrokerSASLPasswordFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.InterBrokerPassword(); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("empty first line: %v", err)
+	}
+}
+
 func TestListenersRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -59,12 +108,21 @@ func TestListenersRefused(t *testing.T) {
 		{"twice", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,plaintext://:2" }, "twice"},
 		{"unknown protocol", func(b *Broker) { b.Listeners, b.ListenerSecurityProtocolMap = "A://:1", "A:TLS" }, "protocol TLS"},
 		{"no protocol", func(b *Broker) { b.Listeners = "INTERNAL://:1" }, "no security protocol"},
-		{"sasl inter-broker", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "SASL_PLAINTEXT://:1", "SASL_PLAINTEXT" }, "not built yet"},
+		{"sasl inter-broker without user", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "SASL_PLAINTEXT://:1", "SASL_PLAINTEXT" }, "inter_broker_sasl_username"},
+		{"sasl inter-broker without password", func(b *Broker) {
+			b.Listeners, b.InterBrokerListenerName, b.InterBrokerSASLUsername = "SASL_PLAINTEXT://:1", "SASL_PLAINTEXT", "broker"
+		}, "inter_broker_sasl_password"},
+		{"sasl inter-broker with two passwords", func(b *Broker) {
+			b.Listeners, b.InterBrokerListenerName, b.InterBrokerSASLUsername = "SASL_PLAINTEXT://:1", "SASL_PLAINTEXT", "broker"
+			b.InterBrokerSASLPassword, b.InterBrokerSASLPasswordFile = "p", "f"
+		}, "one of"},
+		{"sasl inter-broker mechanism not enabled", func(b *Broker) {
+			b.Listeners, b.InterBrokerListenerName, b.InterBrokerSASLUsername, b.InterBrokerSASLPassword = "SASL_SSL://:1", "SASL_SSL", "broker", "p"
+			b.SSLCertificateLocation, b.SSLKeyLocation, b.SASLMechanismInterBrokerProtocol = "c", "k", "PLAIN"
+		}, "not in sasl_enabled_mechanisms"},
 		{"plain without users", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1,SASL_PLAINTEXT://:2", "PLAIN" }, "sasl_plain_users_file"},
 		{"unknown mechanism", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1", "GSSAPI" }, "GSSAPI"},
-		{"ssl inter-broker", func(b *Broker) {
-			b.Listeners, b.InterBrokerListenerName, b.SSLCertificateLocation, b.SSLKeyLocation = "SSL://:1", "SSL", "c", "k"
-		}, "not built yet"},
+		{"ssl inter-broker without files", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "SSL://:1", "SSL" }, "ssl_certificate_location"},
 		{"inter-broker missing", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "PLAINTEXT://:1", "INTERNAL" }, "not in listeners"},
 		{"ssl without files", func(b *Broker) { b.Listeners = "PLAINTEXT://:1,SSL://:2" }, "ssl_certificate_location"},
 		{"advertised unknown", func(b *Broker) { b.Listeners, b.AdvertisedListeners = "PLAINTEXT://:1", "SSL://h:2" }, "which listeners does not"},

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,6 +66,15 @@ func (ca *CA) Server(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 	return ca.issue(t, pkix.Name{CommonName: cn}, x509.ExtKeyUsageServerAuth)
 }
 
+// Node issues a broker's certificate, for 127.0.0.1, ::1 and localhost with
+// subject CN=cn, usable both to serve and as a client certificate (the
+// node dials its peers with it: inter-broker mTLS), and returns it and its
+// key as PEM.
+func (ca *CA) Node(t testing.TB, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return ca.issue(t, pkix.Name{CommonName: cn}, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
 // Client issues a client certificate with subject CN=cn, O=org (org may be
 // empty) and returns it and its key as PEM.
 func (ca *CA) Client(t testing.TB, cn, org string) (certPEM, keyPEM []byte) {
@@ -87,7 +97,7 @@ func (ca *CA) ClientTLS(t testing.TB, cn, org string) tls.Certificate {
 	return cert
 }
 
-func (ca *CA) issue(t testing.TB, name pkix.Name, usage x509.ExtKeyUsage) ([]byte, []byte) {
+func (ca *CA) issue(t testing.TB, name pkix.Name, usages ...x509.ExtKeyUsage) ([]byte, []byte) {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -96,9 +106,9 @@ func (ca *CA) issue(t testing.TB, name pkix.Name, usage x509.ExtKeyUsage) ([]byt
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usages,
 	}
-	if usage == x509.ExtKeyUsageServerAuth {
+	if slices.Contains(usages, x509.ExtKeyUsageServerAuth) {
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}
