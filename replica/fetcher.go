@@ -246,13 +246,14 @@ type fetchFailure struct {
 	loggedAt time.Time // when
 }
 
-// refusedLogEvery is how often a fetcher repeats the same refusal at Warn.
+// refusedLogEvery is how often a fetcher repeats a refusal at Warn.
 const refusedLogEvery = 30 * time.Second
 
 // note records the outcome of a Fetch (nil: answered) or of a request that
 // the leader refused at the connection (a TLS or SASL failure), and logs a
-// refusal at Warn when it is new or refusedLogEvery passed. Other failures
-// (a leader restarting) stay at Debug.
+// refusal at Warn: the first of a run of failures, then at most once per
+// refusedLogEvery (the status shows the latest). Other failures (a leader
+// restarting) stay at Debug.
 func (ft *fetcher) note(err error) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
@@ -270,7 +271,7 @@ func (ft *fetcher) note(err error) {
 		ft.log.Debug("replica fetch failed", "err", err)
 		return
 	}
-	if now := time.Now(); f.err != f.logged || now.Sub(f.loggedAt) >= refusedLogEvery {
+	if now := time.Now(); f.logged == "" || now.Sub(f.loggedAt) >= refusedLogEvery {
 		f.logged, f.loggedAt = f.err, now
 		ft.log.Warn("replica fetcher: the leader refused this node's connection; retrying with backoff", "addr", ft.addr,
 			"failures", f.count, "err", err)
