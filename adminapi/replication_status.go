@@ -109,8 +109,8 @@ type FetcherReplicationStatus struct {
 	// ConsecutiveFailures counts its failed Fetch requests since the last
 	// answered one (and the logins the leader refused: a wrong
 	// inter-broker password or an untrusted certificate), Error is the
-	// last failure's error; 0 and "" while it fetches.
-	ConsecutiveFailures int    `json:"consecutive_failures"`
+	// last failure's error; both left out while it fetches.
+	ConsecutiveFailures int    `json:"consecutive_failures,omitempty"`
 	Error               string `json:"error,omitempty"`
 }
 

@@ -24,7 +24,9 @@ const (
 		`"local_log_start_offset":0,"log_end_offset":0,"high_watermark":0,"replicas":[],"isr":[],` +
 		`"under_replicated":false,"fetching_from":5,"fetcher_index":1}],` +
 		`"fetchers":[{"leader":5,"index":1,"partitions":["b-1"],"fetches":7,"max_wait_ms":500,"min_bytes":1,` +
-		`"max_bytes":10,"partition_max_bytes":2}]}`
+		`"max_bytes":10,"partition_max_bytes":2},{"leader":6,"index":0,"partitions":["b-2"],"fetches":0,` +
+		`"max_wait_ms":0,"min_bytes":0,"max_bytes":0,"partition_max_bytes":0,"consecutive_failures":3,` +
+		`"error":"inter-broker SASL authentication failed"}]}`
 )
 
 // TestWireFormat pins the JSON of both endpoints, field by field: these
@@ -48,7 +50,8 @@ func TestWireFormat(t *testing.T) {
 				FetchingFrom: 5, FetcherIndex: 1},
 		},
 		Fetchers: []adminapi.FetcherReplicationStatus{{Leader: 5, Index: 1, Partitions: []string{"b-1"}, Fetches: 7,
-			MaxWaitMs: 500, MinBytes: 1, MaxBytes: 10, PartitionMaxBytes: 2}},
+			MaxWaitMs: 500, MinBytes: 1, MaxBytes: 10, PartitionMaxBytes: 2},
+			{Leader: 6, Partitions: []string{"b-2"}, ConsecutiveFailures: 3, Error: "inter-broker SASL authentication failed"}},
 	}
 	checkJSON(t, repl, wireReplication)
 	if got, err := adminapi.DecodeReplicationStatus(strings.NewReader(wireReplication)); err != nil || !reflect.DeepEqual(got, repl) {

@@ -296,3 +296,18 @@ func TestFetcherHoldsTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationStatusShowsFailingFetchers: a fetcher the leader refuses
+// gets a line of its own under the table; a fetching one none.
+func TestReplicationStatusShowsFailingFetchers(t *testing.T) {
+	st := adminapi.ReplicationStatus{NodeID: 3, Partitions: []adminapi.PartitionReplicationStatus{}, Fetchers: []adminapi.FetcherReplicationStatus{
+		{Leader: 1, Index: 0, Partitions: []string{"t-0"}, Fetches: 5},
+		{Leader: 2, Index: 0, Partitions: []string{"t-1"}, ConsecutiveFailures: 12, Error: "inter-broker SASL authentication failed with 127.0.0.1:9094"},
+	}}
+	var out bytes.Buffer
+	writeReplicationStatus(&out, []adminapi.ReplicationStatus{st})
+	want := "node 3 fetcher 0 from node 2 failing (12 in a row): inter-broker SASL authentication failed with 127.0.0.1:9094\n"
+	if !strings.HasSuffix(out.String(), want) || strings.Count(out.String(), "failing") != 1 {
+		t.Fatalf("output:\n%s\nwant it to end with %q and name one failing fetcher", out.String(), want)
+	}
+}
