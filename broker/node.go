@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
-		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics}, reg, n.logger)
+		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas}}, reg, n.logger)
 	if cfg.AdminListen != "" {
 		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 			return nil, err
@@ -257,7 +257,7 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
 	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
-	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, fetchOptions(n.cold)...)
+	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fetchOptions(n.cold), fetch.WithQuotas(n.quotas))...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
 	var tm *tiering.Manager // a nil *nodeTiering is tiering off
@@ -269,7 +269,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		Authorizer: n.authz, ACLs: n.acls, InterBroker: n.interBroker, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
-		TxnVerifier: n.apis.TxnVerifier()})
+		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas})
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.

@@ -2,8 +2,12 @@ package broker
 
 import (
 	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/quota"
 )
 
@@ -21,3 +25,25 @@ func (n *Node) startQuotas(ctx context.Context) error {
 
 // Quotas exposes the node's quota manager (for tools and tests).
 func (n *Node) Quotas() *quota.Manager { return n.quotas }
+
+// requestQuota holds clients to their request_percentage (KIP-124) with
+// the handler time the Kafka server measures. Requests of other brokers
+// (follower fetches, transaction markers) and of authentication are
+// exempt, as Kafka exempts ClusterAction and SASL requests.
+type requestQuota struct{ m *quota.Manager }
+
+func (q requestQuota) RequestTime(req *kafka.Request, handlerTime time.Duration) time.Duration {
+	switch m := req.Msg.(type) {
+	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest, *kmsg.WriteTxnMarkersRequest:
+		return 0
+	case *kmsg.FetchRequest:
+		if m.ReplicaID >= 0 {
+			return 0
+		}
+	case *kmsg.OffsetForLeaderEpochRequest:
+		if m.ReplicaID >= 0 {
+			return 0
+		}
+	}
+	return q.m.RecordTime(quota.UserOf(req.Conn.Principal), req.ClientID, handlerTime, time.Now())
+}

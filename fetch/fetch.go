@@ -41,6 +41,17 @@ package fetch
 // answers its partition KAFKA_STORAGE_ERROR, one that is still running
 // REQUEST_TIMED_OUT: both retriable, never an empty success. The response's
 // LogStartOffset is the remote log start when there is remote data.
+//
+// Quotas (WithQuotas; consumers only, follower fetches are exempt): the
+// response's max bytes are bounded by what the consumer_byte_rate quota
+// lets one response carry; a response that puts the consumer over its
+// quota is answered without records and throttle_time_ms (the bytes are
+// taken back, as Kafka does; v8+ clients back off themselves, KIP-219) and
+// the connection is muted that long. A principal over its
+// shale.remote_fetch_byte_rate gets its remote partitions answered empty,
+// at once, throttled, and no remote read starts; within it, each remote
+// read is bounded by one response's share of the quota, and the bytes read
+// count after the response.
 
 import (
 	"context"
@@ -207,24 +218,29 @@ type topicResult struct {
 func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-	maxBytes := int(r.MaxBytes)
+	fq := h.quotaFor(req, r)
+	maxBytes := fq.maxBytes(int(r.MaxBytes))
 	if maxBytes <= 0 {
 		maxBytes = 1
 	}
 	for {
 		res, total, waitOn, failed, cold := h.readAll(r, maxBytes)
+		if fq.admitCold(req, cold) {
+			// Over the cold-read quota: the remote partitions stay empty
+			// and the fetch is answered at once, throttled.
+			return h.answer(req, r, fq, res, nil), nil
+		}
 		if len(cold) > 0 {
 			coldDeadline := deadline
 			if d := time.Now().Add(h.opts.remoteMinWait); d.After(coldDeadline) {
 				coldDeadline = d
 			}
 			req.Waited(h.readCold(ctx, res, cold, coldDeadline))
-			h.observe(res, r.ReplicaID >= 0)
-			return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}, nil
+			fq.recordCold(req, cold)
+			return h.answer(req, r, fq, res, cold), nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			h.observe(res, r.ReplicaID >= 0)
-			return kafka.Reply{Body: encodeFetch(req.Version, res)}, nil
+			return h.answer(req, r, fq, res, nil), nil
 		}
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
@@ -236,10 +252,25 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
 			res, _, _, _, _ = h.readAll(r, maxBytes)
-			h.observe(res, r.ReplicaID >= 0)
-			return kafka.Reply{Body: encodeFetch(req.Version, res)}, nil
+			return h.answer(req, r, fq, res, nil), nil
 		}
 	}
+}
+
+// answer encodes the response to a fetch: over the consumer's quota,
+// without records (the cold pieces are released at once).
+func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fq *fetchQuota, res []topicResult, cold []*coldRead) kafka.Reply {
+	if fq.record(req, res) {
+		withoutRecords(res)
+		for _, c := range cold {
+			if c.release != nil {
+				c.release()
+				c.release = nil
+			}
+		}
+	}
+	h.observe(res, r.ReplicaID >= 0)
+	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}
 }
 
 func (h *fetchHandler) observe(res []topicResult, follower bool) {

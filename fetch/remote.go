@@ -37,6 +37,7 @@ type Option func(*options)
 type options struct {
 	remote        RemoteReader
 	remoteMinWait time.Duration
+	quotas        Quotas // nil: no quotas
 }
 
 // DefaultRemoteMinWait is how long a fetch waits at least for remote reads

@@ -17,6 +17,13 @@ package ingest
 // appended (KIP-890), so that a late batch of a finished transaction does
 // not open a hanging one.
 //
+// Quotas (with ProduceConfig.Quotas): the request's record bytes count
+// against the producer_byte_rate of its user and client id after the
+// append, as Kafka records them; a producer over its quota is answered at
+// once with throttle_time_ms (v3+ carries it; from v6 the client backs off
+// itself, KIP-219) and its connection is muted for that long. acks=0 gets
+// no response but the mute holds it the same.
+//
 // acks=0 writes no response (later responses keep their order), acks=1
 // answers after the local append, acks=all (-1) appends in the handler and
 // waits in Reply.Wait until the high watermark passes the batch, so the next
@@ -35,6 +42,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -62,6 +70,14 @@ type ProduceConfig struct {
 	// transaction in each partition (see TxnVerifier); nil appends
 	// without asking.
 	TxnVerifier TxnVerifier
+	// Quotas, when set, holds producers to their producer_byte_rate.
+	Quotas ByteQuotas
+}
+
+// ByteQuotas records what a client used against its quota and returns how
+// long to throttle it (quota.Manager).
+type ByteQuotas interface {
+	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
 }
 
 // RegisterProduce serves Produce on reg, without transaction verification.
@@ -74,7 +90,7 @@ func RegisterProduceConfig(reg *kafka.Registry, cfg ProduceConfig) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier}
+	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas}
 	reg.Register(kmsg.Produce, 3, 11, h.handle)
 }
 
@@ -83,6 +99,7 @@ type produceHandler struct {
 	obs      ProduceObserver
 	log      *slog.Logger
 	verifier TxnVerifier
+	quotas   ByteQuotas // nil: no quotas
 }
 
 type pendingAck struct {
@@ -145,6 +162,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	h.recordQuota(req, r)
 	switch {
 	case acks == 0:
 		return kafka.Reply{NoResponse: true}, nil
@@ -179,6 +197,21 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 		}
 		return resp, nil
 	}}, nil
+}
+
+// recordQuota counts the request's record bytes against its producer's
+// quota and throttles the request when the producer is over it.
+func (h *produceHandler) recordQuota(req *kafka.Request, r *kmsg.ProduceRequest) {
+	if h.quotas == nil {
+		return
+	}
+	n := 0
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			n += len(p.Records)
+		}
+	}
+	req.Throttle(h.quotas.Record(quota.Produce, quota.UserOf(req.Conn.Principal), req.ClientID, float64(n), time.Now()))
 }
 
 // verifyTxn asks the TxnVerifier, if any, about a transactional batch that

@@ -40,6 +40,9 @@ type ServerConfig struct {
 	// and every connection closed because its session expired (metrics).
 	// Optional.
 	AuthObserver AuthObserver `yaml:"-"`
+	// RequestQuota, when set, is told each request's handler time and may
+	// throttle the client for it (request_percentage, KIP-124). Optional.
+	RequestQuota RequestQuota `yaml:"-"`
 }
 
 // RequestObserver receives one observation per request: its API key and

@@ -40,6 +40,9 @@ type conn struct {
 	handshakeTimeout time.Duration
 	mapper           *SSLPrincipalMapper // of a TLS listener's client certificates
 	inflight         atomic.Int64        // requests read and not yet written or dropped
+	// mutedUntil (unix nanoseconds) holds the dispatcher after a throttled
+	// reply (KIP-219); see throttle.go.
+	mutedUntil atomic.Int64
 }
 
 // item is one request on its way through the connection.
@@ -246,6 +249,7 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 			c.drop(it)
 			continue
 		}
+		c.waitUnmuted(c.ctx)
 		if timed {
 			it.started = time.Since(it.read)
 		}
@@ -269,6 +273,11 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 				it.handled = time.Since(it.read)
 				it.handlerWait = min(it.req.waited, it.handled-it.started)
 			}
+		}
+		if err == nil && it.early == nil {
+			// Until the writer has sent this reply and muted the
+			// connection from then on, hold the next request already.
+			c.mute(it.req.throttle)
 		}
 		if err != nil {
 			switch {
@@ -308,12 +317,31 @@ func (c *conn) handle(it *item) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, v, debug.Stack())
 		}
 	}()
+	var start time.Time
+	rq := c.s.cfg.RequestQuota
+	if rq != nil {
+		start = time.Now()
+	}
 	reply, err := it.h(c.ctx, &it.req)
 	if err != nil {
 		return err
 	}
 	if err := reply.validate(&it.req); err != nil {
 		return err
+	}
+	if rq != nil {
+		work := max(time.Since(start)-it.req.waited, 0)
+		it.req.Throttle(rq.RequestTime(&it.req, work))
+	}
+	if d := it.req.throttle; d > 0 {
+		switch {
+		case reply.Response != nil:
+			setThrottle(reply.Response, d)
+		case reply.Body != nil:
+			if ts, ok := reply.Body.(ThrottleSetter); ok {
+				ts.SetThrottle(throttleMillis(d))
+			}
+		}
 	}
 	it.reply = reply
 	return nil

@@ -32,6 +32,9 @@ func (c *conn) write(out <-chan *item) {
 		if err == nil && len(out) == 0 {
 			err = bw.Flush()
 		}
+		if err == nil {
+			c.mute(it.req.throttle) // KIP-219: from the reply on
+		}
 		c.observe(it, err, true)
 		c.drop(it) // the reply is written: release the frame
 		if err != nil {
@@ -81,6 +84,7 @@ func (c *conn) writeReply(bw *bufio.Writer, rw *ResponseWriter, it *item) (err e
 		if err := checkResponse(it.req.Key, it.req.Version, resp); err != nil {
 			return err
 		}
+		setThrottle(resp, it.req.throttle)
 		return writeResponse(bw, it.req.CorrelationID, resp)
 	default:
 		return writeBody(bw, rw, it)

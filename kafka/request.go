@@ -40,6 +40,8 @@ type Request struct {
 
 	// waited is the sum of the handler's Waited calls.
 	waited time.Duration
+	// throttle is the largest of the handler's Throttle calls.
+	throttle time.Duration
 }
 
 // Waited reports that the handler spent d of its run waiting for data

@@ -202,16 +202,19 @@ func (m *Manager) Rate(t Type, user, clientID string, now time.Time) (perSecond,
 	return perSecond, limit, true
 }
 
-// MaxInWindow is the most of t that one request may use without being
-// throttled even on an idle rate: the quota times Samples-1 windows
-// (Kafka's maxValueInQuotaWindow, which bounds a fetch's max bytes). It is
-// +Inf when no quota applies.
-func (m *Manager) MaxInWindow(t Type, user, clientID string) float64 {
+// PerWindow is one window's worth of t's quota for user and clientID
+// (+Inf when no quota applies), what Shale lets one fetch response carry.
+// Kafka lets one carry Samples-1 windows' worth (maxValueInQuotaWindow);
+// since a fetch that would go over its quota is answered without records
+// and retried after the throttle, a response of one window wastes at most
+// one window of the consumer's rate where one of ten may waste a second
+// span's worth.
+func (m *Manager) PerWindow(t Type, user, clientID string) float64 {
 	limit, _, ok := m.Resolve(t, user, clientID)
 	if !ok {
 		return math.Inf(1)
 	}
-	return limit * float64(m.cfg.Samples-1) * m.cfg.Window.Seconds()
+	return limit * m.cfg.Window.Seconds()
 }
 
 // RecordTime records d of handler time for Request (KIP-124: the

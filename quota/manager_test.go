@@ -165,12 +165,12 @@ func TestNoQuotaNoRecord(t *testing.T) {
 	if d := m.Record(Produce, "u", "c", 1e12, t0); d != 0 {
 		t.Fatal(d)
 	}
-	if !math.IsInf(m.MaxInWindow(Fetch, "u", "c"), 1) {
+	if !math.IsInf(m.PerWindow(Fetch, "u", "c"), 1) {
 		t.Fatal("max in window bounded with no quota")
 	}
 	m.Set(Entity{User: Named("u")}, Values{KeyConsumerByteRate: 1000})
-	if got := m.MaxInWindow(Fetch, "u", "c"); got != 10000 {
-		t.Fatalf("max in window %v, want 10000", got)
+	if got := m.PerWindow(Fetch, "u", "c"); got != 1000 {
+		t.Fatalf("per window %v, want 1000", got)
 	}
 	if !m.Enabled(Fetch) || m.Enabled(Produce) {
 		t.Fatal("Enabled")

@@ -1,0 +1,134 @@
+package fetch
+
+import (
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/quota"
+)
+
+// Quotas are the consumer byte-rate and cold-read quotas a fetch is held
+// to (quota.Manager). Safe for concurrent use.
+type Quotas interface {
+	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
+	Unrecord(t quota.Type, user, clientID string, value float64, now time.Time)
+	Throttled(t quota.Type, user, clientID string, now time.Time) time.Duration
+	PerWindow(t quota.Type, user, clientID string) float64
+}
+
+// WithQuotas holds consumers' fetches to their consumer_byte_rate and
+// shale.remote_fetch_byte_rate quotas (follower fetches are exempt).
+func WithQuotas(q Quotas) Option {
+	return func(o *options) { o.quotas = q }
+}
+
+// fetchQuota is the quota state of one consumer fetch; nil for a follower
+// or without quotas.
+type fetchQuota struct {
+	q              Quotas
+	user, clientID string
+}
+
+func (h *fetchHandler) quotaFor(req *kafka.Request, r *kmsg.FetchRequest) *fetchQuota {
+	if h.opts.quotas == nil || r.ReplicaID >= 0 {
+		return nil
+	}
+	return &fetchQuota{q: h.opts.quotas, user: quota.UserOf(req.Conn.Principal), clientID: req.ClientID}
+}
+
+// maxBytes bounds a fetch's max bytes by one window of the consumer's
+// quota (quota.Manager.PerWindow; Kafka's bound is ten windows).
+func (fq *fetchQuota) maxBytes(maxBytes int) int {
+	if fq == nil {
+		return maxBytes
+	}
+	if m := fq.q.PerWindow(quota.Fetch, fq.user, fq.clientID); m < float64(maxBytes) {
+		maxBytes = max(int(m), 1)
+	}
+	return maxBytes
+}
+
+// admitCold decides the cold reads of a fetch: none while the principal is
+// over its cold-read quota (the fetch is then answered at once, those
+// partitions empty, with the throttle), else each bounded by what one
+// response may read from remote segments. It reports whether the cold
+// reads were held back.
+func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead) (held bool) {
+	if fq == nil || len(cold) == 0 {
+		return false
+	}
+	if d := fq.q.Throttled(quota.RemoteFetch, fq.user, fq.clientID, time.Now()); d > 0 {
+		req.Throttle(d)
+		return true
+	}
+	if m := fq.q.PerWindow(quota.RemoteFetch, fq.user, fq.clientID); !math.IsInf(m, 1) {
+		for _, c := range cold {
+			c.budget = min(c.budget, max(int(m), 1))
+		}
+	}
+	return false
+}
+
+// recordCold counts the bytes the cold reads returned against the
+// principal's cold-read quota; the response keeps them and the client is
+// throttled after it.
+func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead) {
+	if fq == nil {
+		return
+	}
+	n := 0
+	for _, c := range cold {
+		for _, b := range c.batches {
+			n += len(b)
+		}
+	}
+	if n > 0 {
+		req.Throttle(fq.q.Record(quota.RemoteFetch, fq.user, fq.clientID, float64(n), time.Now()))
+	}
+}
+
+// record counts the response's record bytes against the consumer's
+// quota. Over it, as Kafka does, the bytes are taken back and the fetch is
+// answered without records (throttled: the client fetches them again
+// after the throttle time); it reports whether it was.
+func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) (throttled bool) {
+	if fq == nil {
+		return false
+	}
+	n := 0
+	for _, t := range res {
+		for _, p := range t.parts {
+			n += p.size
+		}
+	}
+	now := time.Now()
+	d := fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), now)
+	if d <= 0 {
+		return false
+	}
+	fq.q.Unrecord(quota.Fetch, fq.user, fq.clientID, float64(n), now)
+	req.Throttle(d)
+	return n > 0
+}
+
+// withoutRecords empties every partition of res of its records (a
+// throttled fetch), keeping its offsets and errors.
+func withoutRecords(res []topicResult) {
+	for ti := range res {
+		for pi := range res[ti].parts {
+			p := &res[ti].parts[pi]
+			p.reads, p.cold, p.aborted, p.size = nil, nil, nil, 0
+		}
+	}
+}
+
+// SetThrottle sets the response's throttle_time_ms, its first field
+// (kafka.ThrottleSetter).
+func (b *body) SetThrottle(millis int32) {
+	if len(b.buf) >= 4 {
+		b.buf[0], b.buf[1], b.buf[2], b.buf[3] = byte(millis>>24), byte(millis>>16), byte(millis>>8), byte(millis)
+	}
+}
