@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,41 +12,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
 // startProcesses starts NATS in the test process and three `shale serve`
-// processes (ids 1..3) with a 2 s broker session and controller lease.
+// processes (ids 1..3) with proctest's default flags (a 2 s broker session
+// and controller lease, a 3 s replica.lag.time.max), and waits until the
+// controller sees all three.
 func startProcesses(t *testing.T) []*proctest.Node {
 	t.Helper()
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // after the nodes' cleanups, registered later
-	var nodes []*proctest.Node
-	for id := 1; id <= 3; id++ {
-		n := proctest.Serve(t, shaleBin, filepath.Join(dir, fmt.Sprintf("node-%d", id)), []string{
-			"--node-id", fmt.Sprint(id), "--nats", srv.ClientURL(),
-			"--broker-session-timeout", "2s", "--controller-lease", "2s", "--replica-lag-time-max", "3s",
-		}, proctest.Name(fmt.Sprintf("txntest node %d", id)))
-		n.Start()
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		n.WaitReady()
-	}
-	ctx := proctest.Context(t, time.Minute)
-	if err := proctest.WaitFor(30*time.Second, func() bool {
-		m, err := nodes[0].Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.ControllerID > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
-	return nodes
+	c := proctest.StartCluster(t, shaleBin, []int32{1, 2, 3}, proctest.ClusterName("txntest"))
+	return []*proctest.Node{c.Node(1), c.Node(2), c.Node(3)}
 }
 
 func createTopicConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16, configs map[string]string) {
