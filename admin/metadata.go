@@ -24,11 +24,15 @@ import (
 func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	registered := map[int32]bool{}
+	listed := map[int32]bool{}
 	for _, b := range h.store.Brokers() {
+		registered[b.NodeID] = true
 		host, port, ok := kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port)
 		if !ok {
 			continue // Kafka lists only the brokers with the client's listener
 		}
+		listed[b.NodeID] = true
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = b.NodeID, host, port
 		if b.Rack != "" {
@@ -94,15 +98,41 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		mt.TopicID = t.ID
 		mt.IsInternal = t.Internal
 		for _, st := range h.store.Partitions(name) {
-			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition, mp.Leader, mp.LeaderEpoch = st.Partition, st.Leader, st.LeaderEpoch
-			mp.Replicas, mp.ISR = st.Replicas, st.ISR
-			if st.Leader < 0 {
-				mp.ErrorCode = kerr.LeaderNotAvailable.Code
-			}
-			mt.Partitions = append(mt.Partitions, mp)
+			mt.Partitions = append(mt.Partitions, partitionMetadata(st, req.Version, registered, listed))
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return kafka.Reply{Response: resp}, nil
+}
+
+// partitionMetadata is partition st as Metadata at version v answers it,
+// given the registered (live) brokers and those listed in the answer (the
+// registered ones with the client's listener). As Kafka's metadata cache:
+// a leader that is not listed is no leader (-1) to the client, with
+// LEADER_NOT_AVAILABLE when it is not registered (it died and the
+// controller has not elected another yet) and, from v6, LISTENER_NOT_FOUND
+// when it is registered without the client's listener; replicas that are
+// not registered are offline. A client told of a leader that is not among
+// the brokers cannot reach it: franz-go fails the produce with "unknown
+// broker" after two metadata refreshes, and a transactional producer with
+// it, where it should wait for the election.
+func partitionMetadata(st controlplane.PartitionState, v int16, registered, listed map[int32]bool) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition, mp.Leader, mp.LeaderEpoch = st.Partition, st.Leader, st.LeaderEpoch
+	mp.Replicas, mp.ISR = st.Replicas, st.ISR
+	for _, r := range st.Replicas {
+		if !registered[r] {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+		}
+	}
+	switch {
+	case st.Leader < 0, !registered[st.Leader]:
+		mp.Leader, mp.ErrorCode = -1, kerr.LeaderNotAvailable.Code
+	case !listed[st.Leader]:
+		mp.Leader, mp.ErrorCode = -1, kerr.LeaderNotAvailable.Code
+		if v >= 6 {
+			mp.ErrorCode = kerr.ListenerNotFound.Code
+		}
+	}
+	return mp
 }
