@@ -33,6 +33,8 @@ type Process struct {
 	err   error // set before done is closed
 	// SASLSSL is the node's SASL_SSL listener, when started WithSASLSSL.
 	SASLSSL *SASLSSL
+	// AdminAddr is a Shale node's admin HTTP address (metrics, pprof).
+	AdminAddr string
 }
 
 // Addr is the Kafka address of the child.
@@ -142,7 +144,7 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config, opts ...ShaleO
 	if err != nil {
 		return nil, err
 	}
-	p.addr = addr
+	p.addr, p.AdminAddr = addr, fmt.Sprintf("127.0.0.1:%d", ports[1])
 	if err := createTopic(ctx, p, cfg); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%w; last lines of the server log:\n%s", err, logTail(dir+"/shale.log", 2048))
