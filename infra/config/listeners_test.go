@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestListenWithoutListenersIsOnePlaintextListener(t *testing.T) {
@@ -121,6 +122,10 @@ func TestListenersRefused(t *testing.T) {
 			b.SSLCertificateLocation, b.SSLKeyLocation, b.SASLMechanismInterBrokerProtocol = "c", "k", "PLAIN"
 		}, "not in sasl_enabled_mechanisms"},
 		{"plain without users", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1,SASL_PLAINTEXT://:2", "PLAIN" }, "sasl_plain_users_file"},
+		{"oauthbearer without a JWKS", func(b *Broker) {
+			b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1,SASL_PLAINTEXT://:2", "OAUTHBEARER"
+		}, "sasl_oauthbearer_jwks_endpoint_url"},
+		{"negative connections_max_reauth", func(b *Broker) { b.Listeners, b.ConnectionsMaxReauth = "PLAINTEXT://:1", -time.Second }, "connections_max_reauth"},
 		{"unknown mechanism", func(b *Broker) { b.Listeners, b.SASLEnabledMechanisms = "PLAINTEXT://:1", "GSSAPI" }, "GSSAPI"},
 		{"ssl inter-broker without files", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "SSL://:1", "SSL" }, "ssl_certificate_location"},
 		{"inter-broker missing", func(b *Broker) { b.Listeners, b.InterBrokerListenerName = "PLAINTEXT://:1", "INTERNAL" }, "not in listeners"},
