@@ -43,11 +43,11 @@ package fetch
 // LogStartOffset is the remote log start when there is remote data.
 //
 // Quotas (WithQuotas; consumers only, follower fetches are exempt): the
-// response's max bytes are bounded by what the consumer_byte_rate quota
-// lets one response carry; a response that puts the consumer over its
-// quota is answered without records and throttle_time_ms (the bytes are
-// taken back, as Kafka does; v8+ clients back off themselves, KIP-219) and
-// the connection is muted that long. A principal over its
+// response's max bytes are bounded by one window of the consumer_byte_rate
+// quota; a response that puts the consumer over its quota carries
+// throttle_time_ms (v8+ clients back off themselves, KIP-219) and the
+// connection is muted that long. (Kafka answers such a fetch without
+// records; see fetchQuota.record.) A principal over its
 // shale.remote_fetch_byte_rate gets its remote partitions answered empty,
 // at once, throttled, and no remote read starts; within it, each remote
 // read is bounded by one response's share of the quota, and the bytes read
@@ -257,18 +257,10 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 	}
 }
 
-// answer encodes the response to a fetch: over the consumer's quota,
-// without records (the cold pieces are released at once).
+// answer encodes the response to a fetch, counting it against the
+// consumer's quota.
 func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fq *fetchQuota, res []topicResult, cold []*coldRead) kafka.Reply {
-	if fq.record(req, res) {
-		withoutRecords(res)
-		for _, c := range cold {
-			if c.release != nil {
-				c.release()
-				c.release = nil
-			}
-		}
-	}
+	fq.record(req, res)
 	h.observe(res, r.ReplicaID >= 0)
 	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}
 }

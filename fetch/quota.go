@@ -14,7 +14,6 @@ import (
 // to (quota.Manager). Safe for concurrent use.
 type Quotas interface {
 	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
-	Unrecord(t quota.Type, user, clientID string, value float64, now time.Time)
 	Throttled(t quota.Type, user, clientID string, now time.Time) time.Duration
 	PerWindow(t quota.Type, user, clientID string) float64
 }
@@ -90,13 +89,16 @@ func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead) {
 	}
 }
 
-// record counts the response's record bytes against the consumer's
-// quota. Over it, as Kafka does, the bytes are taken back and the fetch is
-// answered without records (throttled: the client fetches them again
-// after the throttle time); it reports whether it was.
-func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) (throttled bool) {
+// record counts the response's record bytes against the consumer's quota
+// and throttles the fetch when they put the consumer over it. Unlike Kafka,
+// which answers such a fetch without records (and takes the bytes back),
+// the response keeps them: it carries at most one window of the quota
+// (maxBytes), so the consumer goes over by at most that, while an empty
+// answer costs it a round trip and a throttle per window (measured: 0.7-0.8
+// of the quota, against about 1 this way).
+func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) {
 	if fq == nil {
-		return false
+		return
 	}
 	n := 0
 	for _, t := range res {
@@ -104,25 +106,7 @@ func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) (throttled b
 			n += p.size
 		}
 	}
-	now := time.Now()
-	d := fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), now)
-	if d <= 0 {
-		return false
-	}
-	fq.q.Unrecord(quota.Fetch, fq.user, fq.clientID, float64(n), now)
-	req.Throttle(d)
-	return n > 0
-}
-
-// withoutRecords empties every partition of res of its records (a
-// throttled fetch), keeping its offsets and errors.
-func withoutRecords(res []topicResult) {
-	for ti := range res {
-		for pi := range res[ti].parts {
-			p := &res[ti].parts[pi]
-			p.reads, p.cold, p.aborted, p.size = nil, nil, nil, 0
-		}
-	}
+	req.Throttle(fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), time.Now()))
 }
 
 // SetThrottle sets the response's throttle_time_ms, its first field

@@ -159,7 +159,10 @@ func runLoad(ctx context.Context, w io.Writer, o options) error {
 		return fmt.Errorf("shale: %w", serr)
 	}
 	writeLoad(w, sres, kres)
-	return runSecurity(ctx, w, node, cfg, sres)
+	if err := runSecurity(ctx, w, node, cfg, sres); err != nil {
+		return err
+	}
+	return runQuota(ctx, w, bin, tmp, cfg)
 }
 
 // runSecurity runs the same load over the node's SASL_SSL listener, the

@@ -132,6 +132,7 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config, opts ...ShaleO
 		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--log-level", "warn",
 	)
+	cmd.Args = append(cmd.Args, so.args...)
 	var sec *SASLSSL
 	if so.saslSSL {
 		if sec, err = newSASLSSL(dir, fmt.Sprintf("127.0.0.1:%d", ports[3])); err != nil {

@@ -30,7 +30,15 @@ import (
 // ShaleOption changes how StartShale runs the node.
 type ShaleOption func(*shaleOptions)
 
-type shaleOptions struct{ saslSSL bool }
+type shaleOptions struct {
+	saslSSL bool
+	args    []string // more `shale serve` flags
+}
+
+// WithServeArgs adds flags to the node's `shale serve` command line.
+func WithServeArgs(args ...string) ShaleOption {
+	return func(o *shaleOptions) { o.args = append(o.args, args...) }
+}
 
 // WithSASLSSL gives the node a SASL_SSL listener beside its PLAINTEXT one:
 // a certificate of a CA made for the run, SCRAM-SHA-256, and one user
