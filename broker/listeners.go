@@ -88,11 +88,11 @@ func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
 			continue
 		}
 		if name == sasl.Plain {
-			users, err := sasl.LoadPlainUsers(n.cfg.SASLPlainUsersFile)
+			users, err := sasl.OpenPlainUsersFile(n.cfg.SASLPlainUsersFile, n.logger)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, sasl.PlainMechanism(users))
+			out = append(out, sasl.PlainFileMechanism(users))
 			continue
 		}
 		m, err := sasl.SCRAM(name, func(ctx context.Context, user string) (sasl.Credential, error) {

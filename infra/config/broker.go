@@ -34,7 +34,7 @@ type Broker struct {
 	SSLCALocation               string `yaml:"ssl_ca_location" doc:"PEM CA certificates that client certificates must chain to (needed by ssl_client_auth requested or required)."`
 	SSLClientAuth               string `yaml:"ssl_client_auth" doc:"ssl.client.auth: none, requested or required; a verified client certificate's subject is the principal (User:CN=...)."`
 	SASLEnabledMechanisms       string `yaml:"sasl_enabled_mechanisms" doc:"sasl.enabled.mechanisms of the SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (comma-separated)."`
-	SASLPlainUsersFile          string `yaml:"sasl_plain_users_file" doc:"File of user:password lines that PLAIN checks against (read at start); needed when PLAIN is enabled."`
+	SASLPlainUsersFile          string `yaml:"sasl_plain_users_file" doc:"File of user:password lines that PLAIN checks against (read again when it changes); needed when PLAIN is enabled."`
 
 	SASLOAuthBearerJWKSEndpointURL          string        `yaml:"sasl_oauthbearer_jwks_endpoint_url" doc:"sasl.oauthbearer.jwks.endpoint.url: https://, http:// or file:// URL of the JWKS that OAUTHBEARER tokens are verified with (a file is reloaded when it changes); needed when OAUTHBEARER is enabled."`
 	SASLOAuthBearerJWKSEndpointRefresh      time.Duration `yaml:"sasl_oauthbearer_jwks_endpoint_refresh" doc:"sasl.oauthbearer.jwks.endpoint.refresh.ms: how old a fetched JWKS may get before a login fetches it again."`

@@ -336,3 +336,47 @@ func TestJWKSURL(t *testing.T) {
 		t.Fatalf("no set ever fetched: %v", err)
 	}
 }
+
+// TestPlainUsersFileReload: the PLAIN users file is read again when it is
+// replaced; a replacement that does not load keeps the previous users.
+func TestPlainUsersFileReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "users")
+	if err := os.WriteFile(path, []byte("alice:a-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := sasl.OpenPlainUsersFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sasl.PlainFileMechanism(f)
+	login := func(user, pass string) error {
+		_, _, _, err := m.Start().Step(context.Background(), []byte("\x00"+user+"\x00"+pass))
+		return err
+	}
+	if err := login("alice", "a-secret"); err != nil {
+		t.Fatal(err)
+	}
+	replace := func(body string) {
+		if err := os.WriteFile(filepath.Join(dir, "new"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "new"), path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("bob:b-secret\n")
+	if err := login("bob", "b-secret"); err != nil {
+		t.Fatalf("bob after the reload: %v", err)
+	}
+	if err := login("alice", "a-secret"); err == nil {
+		t.Fatal("alice, removed from the file, still logs in")
+	}
+	replace("carol-without-a-password\n")
+	if err := login("bob", "b-secret"); err != nil {
+		t.Fatalf("bob after a file that does not load: %v", err)
+	}
+	if _, err := sasl.OpenPlainUsersFile(filepath.Join(dir, "missing"), nil); err == nil {
+		t.Fatal("a missing users file opened")
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/shale-io/shale/kafka"
 )
@@ -47,13 +49,81 @@ func LoadPlainUsers(path string) (PlainUsers, error) {
 
 // PlainMechanism returns PLAIN (RFC 4616) checking against users. Use it on
 // TLS listeners (SASL_SSL) only: the password crosses the wire as it is.
-func PlainMechanism(users PlainUsers) kafka.SASLMechanism { return plainMechanism{users: users} }
+func PlainMechanism(users PlainUsers) kafka.SASLMechanism {
+	return plainMechanism{users: func() PlainUsers { return users }}
+}
 
-type plainMechanism struct{ users PlainUsers }
+// PlainFileMechanism is PlainMechanism against a users file, read again
+// when it changes (see PlainUsersFile).
+func PlainFileMechanism(f *PlainUsersFile) kafka.SASLMechanism { return plainMechanism{users: f.Users} }
+
+type plainMechanism struct{ users func() PlainUsers }
 
 func (plainMechanism) Name() string { return Plain }
 
-func (m plainMechanism) Start() kafka.SASLExchange { return &plainExchange{users: m.users} }
+func (m plainMechanism) Start() kafka.SASLExchange { return &plainExchange{users: m.users()} }
+
+// PlainUsersFile is a users file (LoadPlainUsers' format) that is read
+// again when its size or modification time changes, checked at each login
+// as the TLS files are; a change that does not load keeps the previous
+// users and logs once. Replace the file with a rename. Safe for concurrent
+// use.
+type PlainUsersFile struct {
+	path string
+	log  *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		users PlainUsers
+		stamp fileStamp // of the file users was read from
+		bad   fileStamp // of the file whose last read failed, logged once
+	}
+}
+
+// OpenPlainUsersFile reads path once: a file that does not load is an
+// error. A nil log discards logs.
+func OpenPlainUsersFile(path string, log *slog.Logger) (*PlainUsersFile, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &PlainUsersFile{path: path, log: log}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("sasl: PLAIN users: %w", err)
+	}
+	users, err := LoadPlainUsers(path)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.users, f.mu.stamp = users, fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	return f, nil
+}
+
+// Users returns the users of the file as it is now. The caller must not
+// modify the map.
+func (f *PlainUsersFile) Users() PlainUsers {
+	fi, err := os.Stat(f.path)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		return f.mu.users // being replaced: keep the users
+	}
+	st := fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	if st.equal(f.mu.stamp) || st.equal(f.mu.bad) {
+		return f.mu.users
+	}
+	users, err := LoadPlainUsers(f.path)
+	if err != nil {
+		if !st.equal(f.mu.bad) {
+			f.log.Warn("sasl: PLAIN users file changed but does not load; keeping the previous users", "file", f.path, "err", err)
+		}
+		f.mu.bad = st
+		return f.mu.users
+	}
+	f.log.Info("sasl: PLAIN users file reloaded", "file", f.path, "users", len(users))
+	f.mu.users, f.mu.stamp, f.mu.bad = users, st, fileStamp{}
+	return users
+}
 
 type plainExchange struct {
 	users PlainUsers
