@@ -29,11 +29,12 @@ type S3Server struct {
 	// Dir is the posix root: each subdirectory is a bucket.
 	Dir string
 
-	mu   sync.Mutex
-	next int
-	bin  string
-	addr string
-	stop func() // kills the running process; nil while stopped
+	mu        sync.Mutex
+	next      int
+	bin       string
+	addr      string
+	cert, key string // TLS files, "" for plain HTTP
+	stop      func() // kills the running process; nil while stopped
 }
 
 // VersityGWPath finds the versitygw binary: $SHALE_VERSITYGW, then bin/ at
@@ -64,6 +65,18 @@ func VersityGWPath() (string, error) {
 // fails, telling to run `make tools`, unless SHALE_SKIP_S3=1, which skips it.
 func StartS3Server(t testing.TB) *S3Server {
 	t.Helper()
+	return startS3Server(t, "", "")
+}
+
+// StartS3ServerTLS is StartS3Server serving HTTPS with the PEM files
+// certFile and keyFile (Endpoint is https://...).
+func StartS3ServerTLS(t testing.TB, certFile, keyFile string) *S3Server {
+	t.Helper()
+	return startS3Server(t, certFile, keyFile)
+}
+
+func startS3Server(t testing.TB, certFile, keyFile string) *S3Server {
+	t.Helper()
 	bin, err := VersityGWPath()
 	if err != nil {
 		if os.Getenv("SHALE_SKIP_S3") == "1" {
@@ -74,7 +87,7 @@ func StartS3Server(t testing.TB) *S3Server {
 	dir := t.TempDir()
 	var lastErr error
 	for range 3 { // the free port can be taken between probe and bind
-		s, err := startVersity(t, bin, dir)
+		s, err := startVersity(t, bin, dir, certFile, keyFile)
 		if err == nil {
 			return s
 		}
@@ -84,14 +97,17 @@ func StartS3Server(t testing.TB) *S3Server {
 	return nil
 }
 
-func startVersity(t testing.TB, bin, dir string) (*S3Server, error) {
+func startVersity(t testing.TB, bin, dir, certFile, keyFile string) (*S3Server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
-	s := &S3Server{Endpoint: "http://" + addr, Dir: dir, bin: bin, addr: addr}
+	s := &S3Server{Endpoint: "http://" + addr, Dir: dir, bin: bin, addr: addr, cert: certFile, key: keyFile}
+	if certFile != "" {
+		s.Endpoint = "https://" + addr
+	}
 	if err := s.run(); err != nil {
 		return nil, err
 	}
@@ -102,8 +118,11 @@ func startVersity(t testing.TB, bin, dir string) (*S3Server, error) {
 // run starts the process on s.addr and waits until it listens.
 func (s *S3Server) run() error {
 	var out bytes.Buffer
-	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
-		"--port", s.addr, "--quiet", "posix", s.Dir)
+	args := []string{"--access", AccessKey, "--secret", SecretKey, "--region", Region, "--port", s.addr, "--quiet"}
+	if s.cert != "" {
+		args = append(args, "--cert", s.cert, "--key", s.key)
+	}
+	cmd := exec.Command(s.bin, append(args, "posix", s.Dir)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return err
