@@ -5,12 +5,15 @@ package adminapi
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -46,6 +49,39 @@ type Client struct {
 	// Timeout bounds each call (request and body), on top of the context;
 	// 0 means the context alone.
 	Timeout time.Duration
+	// Token, when set, is sent as "Authorization: Bearer <Token>" (a node
+	// with admin_auth_tokens_file). For HTTPS, give HTTP a transport with
+	// the node's CA (TLSConfig) and use https:// addresses.
+	Token string
+}
+
+// TLSConfig is the client side of an HTTPS admin listener: the server's
+// certificate must chain to the CAs in caFile (the system's roots when
+// caFile is ""), and certFile/keyFile, when set, are the client
+// certificate (admin_ssl_client_auth).
+func TLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("adminapi: no certificate in %s", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("adminapi: a client certificate needs both its file and its key's")
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
 }
 
 // TierStatus GETs TierStatusPath from node (see URL), restricted to topic
@@ -110,6 +146,9 @@ func get[T body](ctx context.Context, c Client, u string) (T, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return zero, err // a *url.Error, naming the URL
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

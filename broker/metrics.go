@@ -4,7 +4,7 @@ package broker
 // at Start, fed by the produce and fetch observers, the request observer of
 // the Kafka server, the ISR loop and the bucket's metrics sink, and reads
 // the rest from the node at scrape time (metricsState). /metrics and
-// /debug/pprof/ are served on the admin listener.
+// /debug/pprof/ (admin_pprof_enable) are served on the admin listener.
 
 import (
 	"net/http"
@@ -30,11 +30,14 @@ func (n *Node) newMetrics() *metrics.Registry { return metrics.New(n.metricsStat
 // metricsHandler serves the node's registry.
 func (n *Node) metricsHandler() http.Handler { return n.metrics.Handler() }
 
-// mountMetrics mounts MetricsPath, ReplicationStatusPath and Go's profiler
-// under /debug/pprof/ on the admin mux.
+// mountMetrics mounts MetricsPath, ReplicationStatusPath and, with
+// admin_pprof_enable, Go's profiler under /debug/pprof/ on the admin mux.
 func (n *Node) mountMetrics(mux *http.ServeMux) {
 	mux.Handle(MetricsPath, n.metricsHandler())
 	mux.Handle(ReplicationStatusPath, n.replicationStatusHandler())
+	if !n.cfg.AdminPprofEnable {
+		return
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -100,9 +100,10 @@ func mustMetric(t *testing.T, fams map[string]*dto.MetricFamily, name string, la
 // TestMetricsAfterTraffic produces to a plain and a tiered topic, waits
 // for segments to be copied to the bucket and deleted locally, consumes
 // everything (the tiered topic from the cold tier), and checks that the key
-// series moved and that the admin listener serves pprof.
+// series moved and that the admin listener serves pprof (admin_pprof_enable).
 func TestMetricsAfterTraffic(t *testing.T) {
-	n := testnode.Start(t, t.TempDir(), testnode.WithTiering(100*time.Millisecond))
+	n := testnode.Start(t, t.TempDir(), testnode.WithTiering(100*time.Millisecond),
+		func(c *config.Broker) { c.AdminPprofEnable = true })
 	ctx := ctxT(t, 150*time.Second)
 	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
 	tiered := map[string]*string{"segment.bytes": new("16384"), "local.retention.bytes": new("32768"),

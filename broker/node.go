@@ -27,6 +27,7 @@ import (
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
+	"github.com/shale-io/shale/infra/adminauth"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/infra/metrics"
@@ -168,8 +169,12 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.registerAPIs(reg)
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
 		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas}}, reg, n.logger)
+	var adminHandler http.Handler
 	if cfg.AdminListen != "" {
-		if n.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+		if adminHandler, err = n.adminHandler(); err != nil {
+			return nil, err
+		}
+		if n.adminLn, err = n.listenAdmin(); err != nil {
 			return nil, err
 		}
 	}
@@ -183,7 +188,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
 	n.serveListeners()
 	if n.adminLn != nil {
-		n.admin = &http.Server{Handler: n.adminMux(), ReadHeaderTimeout: 10 * time.Second}
+		n.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: adminauth.ErrorLog(n.logger.With("component", "admin"))}
 		n.goLoop(func() {
 			if err := n.admin.Serve(n.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				n.logger.Error("admin listener stopped", "err", err)

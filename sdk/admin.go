@@ -12,11 +12,12 @@ import (
 // protocol, and reads the tier status from a node's admin HTTP endpoint
 // (WithAdminURL). Its methods are safe for concurrent use.
 type Admin struct {
-	cl       *kgo.Client
-	adm      *kadm.Client
-	adminURL string
-	http     *http.Client
-	closed   atomic.Bool
+	cl         *kgo.Client
+	adm        *kadm.Client
+	adminURL   string
+	adminToken string
+	http       *http.Client
+	closed     atomic.Bool
 }
 
 // NewAdmin returns an admin client; it connects lazily.
@@ -29,7 +30,7 @@ func NewAdmin(opts ...Option) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{cl: cl, adm: kadm.NewClient(cl), adminURL: c.adminURL, http: c.http}, nil
+	return &Admin{cl: cl, adm: kadm.NewClient(cl), adminURL: c.adminURL, adminToken: c.adminToken, http: c.http}, nil
 }
 
 // Kadm is the underlying franz-go admin client. The caller must not close

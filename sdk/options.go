@@ -37,12 +37,13 @@ const (
 )
 
 type config struct {
-	seeds    []string
-	clientID string
-	adminURL string
-	http     *http.Client
-	logger   *slog.Logger
-	extra    []kgo.Opt
+	seeds      []string
+	clientID   string
+	adminURL   string
+	adminToken string
+	http       *http.Client
+	logger     *slog.Logger
+	extra      []kgo.Opt
 
 	// producer
 	linger          time.Duration
@@ -128,8 +129,13 @@ func WithClientID(id string) Option { return func(c *config) { c.clientID = id }
 // Admin.TierStatus.
 func WithAdminURL(url string) Option { return func(c *config) { c.adminURL = url } }
 
+// WithAdminToken sends token as "Authorization: Bearer <token>" on the admin
+// endpoint calls (a node with admin_auth_tokens_file).
+func WithAdminToken(token string) Option { return func(c *config) { c.adminToken = token } }
+
 // WithHTTPClient sets the HTTP client of the admin endpoint calls (default
-// http.DefaultClient).
+// http.DefaultClient): for an HTTPS admin listener, one whose transport
+// trusts the node's CA (adminapi.TLSConfig), with an https:// WithAdminURL.
 func WithHTTPClient(h *http.Client) Option { return func(c *config) { c.http = h } }
 
 // WithLogger logs the client's events to l (default: silent).

@@ -39,7 +39,7 @@ func adminGet[T any](ctx context.Context, a *Admin, what, topic string,
 	if a.adminURL == "" {
 		return zero, ErrNoAdminURL
 	}
-	v, err := get(adminapi.Client{HTTP: a.http}, ctx, a.adminURL, topic)
+	v, err := get(adminapi.Client{HTTP: a.http, Token: a.adminToken}, ctx, a.adminURL, topic)
 	switch {
 	case errors.Is(err, adminapi.ErrHTTPStatus):
 		return zero, fmt.Errorf("%w: %s: %w", ErrAdminHTTP, what, err)

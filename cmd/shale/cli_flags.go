@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/sdk"
 )
 
@@ -214,6 +216,9 @@ func topicNotFound(topic string, err error) error {
 type adminAddrs struct {
 	addrs []string
 	set   bool // given on the command line: the default is dropped
+	// The admin listener's TLS and authentication, as the node's
+	// admin_ssl_* and admin_auth_tokens_file ask.
+	tokenFile, ca, cert, key string
 }
 
 func (a *adminAddrs) String() string { return strings.Join(a.addrs, ",") }
@@ -238,7 +243,51 @@ func addAdmin(cmd *cobra.Command, usage string) *adminAddrs {
 	a.set = false
 	cmd.Flags().Var(a, "admin", usage+" (env SHALE_ADMIN)")
 	hiddenAlias(cmd.Flags(), a, "node", "admin")
+	cmd.Flags().StringVar(&a.tokenFile, "admin-token-file", os.Getenv("SHALE_ADMIN_TOKEN_FILE"),
+		"file whose first line is a bearer token for the admin listener (env SHALE_ADMIN_TOKEN_FILE)")
+	cmd.Flags().StringVar(&a.ca, "admin-ca", os.Getenv("SHALE_ADMIN_CA"),
+		"PEM CA of the admin listener's HTTPS certificate; addresses without a scheme become https:// (env SHALE_ADMIN_CA)")
+	cmd.Flags().StringVar(&a.cert, "admin-cert", os.Getenv("SHALE_ADMIN_CERT"), "PEM client certificate for the admin listener (env SHALE_ADMIN_CERT)")
+	cmd.Flags().StringVar(&a.key, "admin-key", os.Getenv("SHALE_ADMIN_KEY"), "PEM key of --admin-cert (env SHALE_ADMIN_KEY)")
 	return a
+}
+
+// client returns the admin HTTP client the flags ask for, and the
+// addresses to ask: with --admin-ca or --admin-cert, a host:port is
+// https://host:port.
+func (a *adminAddrs) client(timeout time.Duration) (adminapi.Client, []string, error) {
+	c := adminapi.Client{Timeout: timeout}
+	if a.tokenFile != "" {
+		data, err := os.ReadFile(a.tokenFile)
+		if err != nil {
+			return c, nil, usagef("--admin-token-file: %v", err)
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				c.Token = line
+				break
+			}
+		}
+		if c.Token == "" {
+			return c, nil, usagef("--admin-token-file %s holds no token", a.tokenFile)
+		}
+	}
+	addrs := a.addrs
+	if a.ca != "" || a.cert != "" {
+		tc, err := adminapi.TLSConfig(a.ca, a.cert, a.key)
+		if err != nil {
+			return c, nil, usagef("admin TLS: %v", err)
+		}
+		c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+		addrs = make([]string, len(a.addrs))
+		for i, x := range a.addrs {
+			if !strings.Contains(x, "://") {
+				x = "https://" + x
+			}
+			addrs[i] = x
+		}
+	}
+	return c, addrs, nil
 }
 
 // splitKV splits "name=value"; the value may contain '='.

@@ -41,7 +41,11 @@ are printed.`,
 		if *maxLag < 0 {
 			return usagef("--max-lag must not be negative")
 		}
-		return replicationStatus(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), admins.addrs, *topic, *under, *maxLag, output.json(), *timeout)
+		client, addrs, err := admins.client(*timeout)
+		if err != nil {
+			return err
+		}
+		return replicationStatus(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), client, addrs, *topic, *under, *maxLag, output.json())
 	}
 	return newGroup("replication", "replication status of the nodes' replicas", status)
 }
@@ -50,8 +54,8 @@ are printed.`,
 // was printed.
 var errSomeNodes = errors.New("some nodes did not answer")
 
-func replicationStatus(ctx context.Context, stdout, stderr io.Writer, addrs []string, topic string, under bool, maxLag int64, asJSON bool, timeout time.Duration) error {
-	client := adminapi.Client{Timeout: timeout}
+func replicationStatus(ctx context.Context, stdout, stderr io.Writer, client adminapi.Client, addrs []string, topic string, under bool,
+	maxLag int64, asJSON bool) error {
 	sts := make([]adminapi.ReplicationStatus, len(addrs))
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -309,5 +311,35 @@ func TestReplicationStatusShowsFailingFetchers(t *testing.T) {
 	want := "node 3 fetcher 0 from node 2 failing (12 in a row): inter-broker SASL authentication failed with 127.0.0.1:9094\n"
 	if !strings.HasSuffix(out.String(), want) || strings.Count(out.String(), "failing") != 1 {
 		t.Fatalf("output:\n%s\nwant it to end with %q and name one failing fetcher", out.String(), want)
+	}
+}
+
+// TestStatusVerbsOverHTTPSWithToken: the status verbs reach an admin
+// listener that serves HTTPS with bearer tokens, given --admin-ca and
+// --admin-token-file; without the token the node answers 401 and the verb
+// fails.
+func TestStatusVerbsOverHTTPSWithToken(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, "admin-ca")
+	cert, key := ca.Server(t, "node")
+	caFile := testcerts.Write(t, dir, "ca.pem", ca.CertPEM)
+	tokenFile := testcerts.Write(t, dir, "token", []byte("cli-token-0123456789abcdef\n"))
+	n := testnode.Start(t, filepath.Join(dir, "node"), func(c *config.Broker) {
+		c.AdminSSLCertificateLocation = testcerts.Write(t, dir, "admin.crt", cert)
+		c.AdminSSLKeyLocation = testcerts.Write(t, dir, "admin.key", key)
+		c.AdminAuthTokensFile = tokenFile
+	})
+	out, errOut, code := replicationRun("--admin", n.AdminAddr(), "--admin-ca", caFile, "--admin-token-file", tokenFile, "--json")
+	var sts []adminapi.ReplicationStatus
+	if code != 0 || json.Unmarshal([]byte(out), &sts) != nil || len(sts) != 1 {
+		t.Fatalf("replication status over HTTPS with a token: exit %d\n%s%s", code, out, errOut)
+	}
+	var tout, terr bytes.Buffer
+	if code := run([]string{"tier", "status", "--admin", n.AdminAddr(), "--admin-ca", caFile, "--admin-token-file", tokenFile, "--output", "json"},
+		&tout, &terr); code != 0 {
+		t.Fatalf("tier status over HTTPS with a token: exit %d\n%s%s", code, tout.String(), terr.String())
+	}
+	if _, errOut, code := replicationRun("--admin", n.AdminAddr(), "--admin-ca", caFile, "--json"); code == 0 || !strings.Contains(errOut, "401") {
+		t.Fatalf("without the token: exit %d, stderr %q; want a failure naming 401", code, errOut)
 	}
 }

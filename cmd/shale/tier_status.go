@@ -26,7 +26,11 @@ offset, remote segments and bytes, and upload lag.`,
 		if len(admin.addrs) != 1 {
 			return usagef("name one node's admin address")
 		}
-		st, err := adminapi.Client{Timeout: *timeout}.TierStatus(cmd.Context(), admin.addrs[0], *topic)
+		client, addrs, err := admin.client(*timeout)
+		if err != nil {
+			return err
+		}
+		st, err := client.TierStatus(cmd.Context(), addrs[0], *topic)
 		if err != nil {
 			return err
 		}

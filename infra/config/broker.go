@@ -57,6 +57,13 @@ type Broker struct {
 	InterBrokerSASLPasswordFile      string `yaml:"inter_broker_sasl_password_file" doc:"File whose first line is the password of inter_broker_sasl_username (instead of inter_broker_sasl_password), read at start."`
 	InterBrokerSSLCALocation         string `yaml:"inter_broker_ssl_ca_location" doc:"PEM CA certificates that the other nodes' certificates must chain to on an SSL or SASL_SSL inter-broker listener; empty is ssl_ca_location, and without either the system's roots."`
 	AdminListen                      string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
+	AdminSSLCertificateLocation      string `yaml:"admin_ssl_certificate_location" doc:"PEM certificate chain of the admin HTTP listener; with admin_ssl_key_location it serves HTTPS only (TLS 1.2+), reloaded when the files change. Empty serves plain HTTP."`
+	AdminSSLKeyLocation              string `yaml:"admin_ssl_key_location" doc:"PEM private key of admin_ssl_certificate_location."`
+	AdminSSLCALocation               string `yaml:"admin_ssl_ca_location" doc:"PEM CA certificates that admin clients' certificates must chain to (admin_ssl_client_auth)."`
+	AdminSSLClientAuth               string `yaml:"admin_ssl_client_auth" doc:"none (default), requested or required: a client certificate verified against admin_ssl_ca_location authenticates an admin request."`
+	AdminAuthTokensFile              string `yaml:"admin_auth_tokens_file" doc:"File of bearer tokens (one per line, at least 16 characters, # comments) that authenticate admin requests (Authorization: Bearer <token>); reloaded when it changes. With it or admin_ssl_client_auth set, every admin request needs credentials."`
+	AdminHealthUnauthenticated       bool   `yaml:"admin_health_unauthenticated" doc:"Serve /healthz and /readyz without credentials (load balancers, probes) when the admin listener authenticates."`
+	AdminPprofEnable                 bool   `yaml:"admin_pprof_enable" doc:"Serve Go's profiler under /debug/pprof/ on the admin listener; off by default (it shows the process's memory, stacks and command line)."`
 	Rack                             string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
@@ -237,6 +244,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.TieringInterval <= 0 || b.OrphanGrace <= 0 {
 		return fmt.Errorf("%w: tiering_interval and remote_orphan_grace must be positive", ErrInvalidConfig)
+	}
+	if err := b.validateAdmin(); err != nil {
+		return err
 	}
 	if (b.S3Endpoint != "") && b.S3Bucket == "" {
 		return fmt.Errorf("%w: s3_endpoint without s3_bucket", ErrInvalidConfig)

@@ -145,3 +145,36 @@ func TestListenersRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestAdminListenerSettings(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(b *Broker)
+		want string // "" valid
+	}{
+		{func(b *Broker) {}, ""},
+		{func(b *Broker) { b.AdminSSLCertificateLocation = "c" }, "go together"},
+		{func(b *Broker) { b.AdminSSLClientAuth = "required" }, "admin_ssl_client_auth=required needs"},
+		{func(b *Broker) {
+			b.AdminSSLCertificateLocation, b.AdminSSLKeyLocation, b.AdminSSLClientAuth = "c", "k", "requested"
+		}, "needs"},
+		{func(b *Broker) { b.AdminSSLClientAuth = "always" }, "want required"},
+		{func(b *Broker) {
+			b.AdminSSLCertificateLocation, b.AdminSSLKeyLocation, b.AdminSSLCALocation, b.AdminSSLClientAuth = "c", "k", "ca", "required"
+		}, ""},
+	} {
+		b := Defaults()
+		tc.set(&b)
+		err := b.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)) {
+			t.Fatalf("%+v: %v, want %q", b.AdminSSLClientAuth, err, tc.want)
+		}
+	}
+	b := Defaults()
+	if b.AdminPprofEnable || b.AdminHealthUnauthenticated || b.AdminAuthenticates() {
+		t.Fatal("defaults: pprof on, health open or authentication on")
+	}
+	b.AdminAuthTokensFile = "tokens"
+	if !b.AdminAuthenticates() || b.AdminClientCerts() {
+		t.Fatal("a tokens file does not turn authentication on")
+	}
+}

@@ -1,0 +1,190 @@
+package adminauth
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	tokA = "token-a-0123456789abcdef"
+	tokB = "token-b-0123456789abcdef"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeFile replaces path by renaming a complete file over it, as an
+// operator rotating tokens should.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tokensAt loads path with a clock the test moves.
+func tokensAt(t *testing.T, path string, now *time.Time, log *slog.Logger) *Tokens {
+	t.Helper()
+	tk, err := LoadTokens(path, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.now = func() time.Time { return *now }
+	tk.mu.checked = *now
+	return tk
+}
+
+func TestTokensFileAndReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "# the ops team\n  "+tokA+"  \n\n")
+	logs := &syncBuffer{}
+	now := time.Now()
+	tk := tokensAt(t, path, &now, slog.New(slog.NewTextHandler(logs, nil)))
+	for tok, want := range map[string]bool{tokA: true, tokB: false, "": false, tokA[:len(tokA)-1]: false, tokA + "x": false,
+		"# the ops team": false} {
+		if got := tk.Valid(tok); got != want {
+			t.Fatalf("Valid(%q) = %v, want %v", tok, got, want)
+		}
+	}
+
+	// Rotation: B replaces A; seen once the next look comes (a second).
+	writeFile(t, path, tokB+"\n")
+	os.Chtimes(path, now.Add(time.Minute), now.Add(time.Minute)) // a distinct modification time on coarse clocks
+	if !tk.Valid(tokA) {
+		t.Fatal("the file was looked at again within a second")
+	}
+	now = now.Add(statEvery)
+	if tk.Valid(tokA) || !tk.Valid(tokB) {
+		t.Fatal("after the rotation A still works or B does not")
+	}
+
+	// A change that does not load (a short token) keeps B and warns once.
+	writeFile(t, path, tokA+"\nxyzzy\n")
+	os.Chtimes(path, now.Add(2*time.Minute), now.Add(2*time.Minute))
+	for range 3 {
+		now = now.Add(statEvery)
+		if !tk.Valid(tokB) || tk.Valid(tokA) {
+			t.Fatal("a tokens file that does not load replaced the tokens")
+		}
+	}
+	if n := strings.Count(logs.String(), "does not load"); n != 1 {
+		t.Fatalf("%d warnings for one bad file, want 1:\n%s", n, logs)
+	}
+	// A removed file keeps them too.
+	os.Remove(path)
+	now = now.Add(statEvery)
+	if !tk.Valid(tokB) {
+		t.Fatal("a removed tokens file dropped the tokens")
+	}
+	if strings.Contains(logs.String(), tokA) || strings.Contains(logs.String(), tokB) || strings.Contains(logs.String(), "xyzzy") {
+		t.Fatalf("a token reached the log:\n%s", logs)
+	}
+	if _, err := LoadTokens(path, nil); err == nil {
+		t.Fatal("LoadTokens of a missing file")
+	}
+	writeFile(t, path, "tooshort\n")
+	if _, err := LoadTokens(path, nil); err == nil || strings.Contains(err.Error(), "tooshort") {
+		t.Fatalf("LoadTokens of a short token: %v (the error must not quote it)", err)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, tokA+"\n")
+	tk, err := LoadTokens(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("secret data")) })
+	h := Handler(ok, Config{Tokens: tk, Open: []string{"/healthz"}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	for _, tc := range []struct {
+		path, auth string
+		code       int
+	}{
+		{"/metrics", "", http.StatusUnauthorized},
+		{"/metrics", "Bearer " + tokB, http.StatusForbidden},
+		{"/metrics", "Basic " + tokA, http.StatusForbidden},
+		{"/metrics", "Bearer " + tokA, http.StatusOK},
+		{"/metrics", "bearer  " + tokA, http.StatusOK},
+		{"/healthz", "", http.StatusOK},
+		{"/healthz/", "", http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.String()
+		if rec.Code != tc.code {
+			t.Fatalf("%s %q: %d, want %d", tc.path, tc.auth, rec.Code, tc.code)
+		}
+		if tc.code != http.StatusOK && (strings.Contains(body, "secret") || strings.TrimSpace(body) != http.StatusText(tc.code)) {
+			t.Fatalf("%s %q: body %q, want only the status text", tc.path, tc.auth, body)
+		}
+		if (tc.code == http.StatusUnauthorized) != (rec.Header().Get("WWW-Authenticate") != "") {
+			t.Fatalf("%s %q: WWW-Authenticate %q", tc.path, tc.auth, rec.Header().Get("WWW-Authenticate"))
+		}
+	}
+	if !strings.Contains(logs.String(), `reason="invalid bearer token"`) || !strings.Contains(logs.String(), `reason="no credentials"`) ||
+		strings.Contains(logs.String(), tokB) {
+		t.Fatalf("refusal log:\n%s", logs)
+	}
+
+	// Without tokens or client certificates the handler is next itself.
+	if got := Handler(ok, Config{}); got == nil {
+		t.Fatal("nil handler")
+	} else {
+		rec := httptest.NewRecorder()
+		got.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("open admin listener: %d", rec.Code)
+		}
+	}
+}
+
+// TestRefusalLogIsRateLimited: a flood of refused requests logs at most
+// refusalLogRate lines a second, and the next line says how many it left out.
+func TestRefusalLogIsRateLimited(t *testing.T) {
+	l := &limiter{rate: refusalLogRate}
+	now := time.Unix(1000, 0)
+	allowed := 0
+	for range 100 {
+		if _, ok := l.allow(now); ok {
+			allowed++
+		}
+	}
+	if allowed != refusalLogRate {
+		t.Fatalf("%d lines in one second, want %d", allowed, refusalLogRate)
+	}
+	if s, ok := l.allow(now.Add(time.Second)); !ok || s != 100-refusalLogRate {
+		t.Fatalf("next second: allowed %v, suppressed %d, want %d", ok, s, 100-refusalLogRate)
+	}
+}
