@@ -16,9 +16,21 @@ import (
 // cluster's metadata.
 func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 	h.txnMarkers = txn.NewKafkaMarkers(func() []string { return []string{h.cfg.Advertise} }, h.interBroker.KgoOpts()...)
-	h.txns = txn.New(txn.Config{Logger: h.logger}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
+	h.txns = txn.New(txn.Config{
+		Partitions:         h.cfg.TransactionStateLogNumPartitions,
+		ReplicationFactor:  h.cfg.TransactionStateLogReplicationFactor,
+		MinISR:             h.cfg.TransactionStateLogMinISR,
+		TransactionVersion: h.cfg.TransactionVersion,
+		MaxTimeout:         h.cfg.TransactionMaxTimeout,
+		AbortCheckInterval: h.cfg.TransactionAbortCheckInterval,
+		IDExpiration:       h.cfg.TransactionalIDExpiration,
+		Logger:             h.logger,
+
+		IDExpirationCheckInterval: h.cfg.TransactionIDExpirationCheckInterval,
+	}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
 	h.txns.Register(reg)
 	h.groups.SetTransactions(h.txns)
+	h.groups.SetTxnPartitionAdder(h.TxnVerifier())
 	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, h.groups)
 	txn.RegisterDescribeProducers(reg, h.replicas)
 }

@@ -115,6 +115,9 @@ type Coordinator struct {
 		shards map[int32]*shard
 		closed bool
 		txns   TxnCoordinators // nil: no transactions
+		// txnAdder adds a group's offsets partition to a producer's
+		// transaction for TxnOffsetCommit v5; nil: v5 is refused.
+		txnAdder TxnPartitionAdder
 	}
 }
 
@@ -136,7 +139,7 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)
 	reg.Register(kmsg.LeaveGroup, 0, 5, c.handleLeaveGroup)
 	reg.Register(kmsg.OffsetCommit, 0, 8, c.handleOffsetCommit)
-	reg.Register(kmsg.TxnOffsetCommit, 0, 3, c.handleTxnOffsetCommit)
+	reg.Register(kmsg.TxnOffsetCommit, 0, 5, c.handleTxnOffsetCommit)
 	reg.Register(kmsg.OffsetFetch, 0, 8, c.handleOffsetFetch)
 	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
 	reg.Register(kmsg.ListGroups, 0, 4, c.handleListGroups)

@@ -1,6 +1,6 @@
 package group
 
-// TxnOffsetCommit (key 28), versions 0-3.
+// TxnOffsetCommit (key 28), versions 0-5.
 //
 //   - A transactional producer commits the offsets it consumed as part of
 //     its transaction (KIP-98): the offsets are appended to the group's
@@ -17,6 +17,15 @@ package group
 //     a zombie that lost its partitions in a rebalance cannot commit.
 //     Without them (generation -1) any producer may commit, as with a
 //     simple OffsetCommit.
+//   - v4: as v3 (Kafka adds TRANSACTION_ABORTABLE to its errors).
+//   - v5 (KIP-890 part 2, transactions v2): the client sends no
+//     AddOffsetsToTxn; before appending, the coordinator has the
+//     transaction coordinator add the group's offsets partition to the
+//     producer's transaction (TxnPartitionAdder, as Kafka's group
+//     coordinator does through AddPartitionsToTxnManager); its refusal
+//     (PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE) is
+//     every partition's error, and COORDINATOR_NOT_AVAILABLE (retried)
+//     while it cannot answer.
 //
 // The transaction coordinator checks the producer: a producer fenced by
 // a newer epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3,
@@ -24,6 +33,7 @@ package group
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,6 +88,11 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			}
 		}
 		producer := txnProducer{id: r.ProducerID, epoch: r.ProducerEpoch}
+		if req.Version >= 5 {
+			if code := c.addOffsetsPartition(ctx, r); code != 0 {
+				return failAll(code), nil
+			}
+		}
 		return c.call(ctx, rn, func(g *group, send replyFn) {
 			codes, hw := g.txnCommit(cr, producer)
 			failAll(0)
@@ -95,4 +110,41 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			send(resp, hw)
 		}, func() kmsg.Response { return failAll(kerr.NotCoordinator.Code) })
 	}}, nil
+}
+
+// TxnPartitionAdder adds a partition to a producer's transaction through
+// its transaction coordinator (package txn's Verifier with add): how
+// TxnOffsetCommit v5 puts the group's offsets partition in the
+// transaction. Its error wraps a kerr error: NOT_ENOUGH_REPLICAS when the
+// coordinator cannot answer now.
+type TxnPartitionAdder interface {
+	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error
+}
+
+// SetTxnPartitionAdder serves TxnOffsetCommit v5 with a. Safe to call
+// while serving.
+func (c *Coordinator) SetTxnPartitionAdder(a TxnPartitionAdder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.txnAdder = a
+}
+
+// addOffsetsPartition adds r's group's offsets partition to the
+// producer's transaction (TxnOffsetCommit v5): 0, or the code to answer.
+func (c *Coordinator) addOffsetsPartition(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) int16 {
+	c.mu.Lock()
+	a := c.mu.txnAdder
+	c.mu.Unlock()
+	if a == nil {
+		return kerr.CoordinatorNotAvailable.Code // transactions are not served
+	}
+	err := a.VerifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, PartitionFor(r.Group, c.cfg.Partitions), true)
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, kerr.NotEnoughReplicas), !errors.As(err, &ke):
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return ke.Code
 }

@@ -1,13 +1,18 @@
 package ingest
 
-// Produce (key 0), versions 3-11.
+// Produce (key 0), versions 3-12.
 //
 //   - v3: one record batch (magic 2) per partition, transactional id field.
 //   - v5: LogStartOffset in the response.
 //   - v8: RecordErrors and ErrorMessage in the response (KIP-467).
 //   - v9: flexible versions.
 //   - v10-11: no wire change that matters here (KIP-951 leader hints are
-//     left empty, as are the v12+ transaction fields).
+//     left empty).
+//   - v12 (KIP-890 part 2, transactions v2): no wire change; the client
+//     sends no AddPartitionsToTxn, and the leader adds the partition to
+//     the producer's transaction through the coordinator (TxnVerifier with
+//     add) before the batch that opens the transaction here, as Kafka's
+//     AddPartitionsToTxnManager does. Below v12 the leader only verifies.
 //
 // Transactional batches (KIP-98) are appended like idempotent ones, opening
 // the producer's transaction in the partition until the coordinator's marker
@@ -54,10 +59,12 @@ type ProduceObserver interface {
 // TxnVerifier checks with the transaction coordinator that a transactional
 // producer's transaction includes a partition, before the partition's first
 // batch of that transaction is appended (KIP-890's server-side defence
-// against hanging transactions). Its error is translated with kafkaerr's
-// table into the partition's error code.
+// against hanging transactions). With add (a Produce v12 of transactions
+// v2, KIP-890 part 2) it asks the coordinator to add the partition to the
+// transaction instead. Its error is translated with kafkaerr's table into
+// the partition's error code.
 type TxnVerifier interface {
-	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error
+	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error
 }
 
 // ProduceConfig configures the Produce handler. Leaders is required; the
@@ -91,7 +98,7 @@ func RegisterProduceConfig(reg *kafka.Registry, cfg ProduceConfig) {
 		cfg.Logger = slog.Default()
 	}
 	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas}
-	reg.Register(kmsg.Produce, 3, 11, h.handle)
+	reg.Register(kmsg.Produce, 3, 12, h.handle)
 }
 
 type produceHandler struct {
@@ -134,7 +141,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 			}
 			var guard partition.VerificationGuard
 			if err == nil {
-				guard, err = h.verifyTxn(ctx, r.TransactionID, rep, t.Topic, p.Partition, p.Records)
+				guard, err = h.verifyTxn(ctx, r.TransactionID, rep, t.Topic, p.Partition, p.Records, req.Version >= 12)
 			}
 			if err != nil {
 				prp.ErrorCode = kafkaerr.Code(err)
@@ -218,7 +225,8 @@ func (h *produceHandler) recordQuota(req *kafka.Request, r *kmsg.ProduceRequest)
 // would open its producer's transaction in the partition, and returns the
 // guard to append it with (zero when nothing was verified): a marker
 // written for the producer meanwhile voids it (partition.VerificationGuard).
-func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *partition.Replica, topic string, part int32, records []byte) (partition.VerificationGuard, error) {
+// add is transactions v2's implicit add (Produce v12).
+func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *partition.Replica, topic string, part int32, records []byte, add bool) (partition.VerificationGuard, error) {
 	if h.verifier == nil || txnID == nil {
 		return 0, nil
 	}
@@ -232,5 +240,5 @@ func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *part
 		return partition.NotVerified, nil
 	}
 	guard := rep.StartVerification(hd.ProducerID)
-	return guard, h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part)
+	return guard, h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part, add)
 }

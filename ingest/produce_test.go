@@ -63,8 +63,14 @@ func records(t *testing.T, n int) []byte {
 // per "topic-partition" (after Reply.Wait, for acks=all).
 func produce(t *testing.T, h *produceHandler, acks int16, txn *string, parts map[string][]byte) map[string]kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	return produceAt(t, h, 9, acks, txn, parts)
+}
+
+// produceAt is produce at request version v.
+func produceAt(t *testing.T, h *produceHandler, v, acks int16, txn *string, parts map[string][]byte) map[string]kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	r := kmsg.NewPtrProduceRequest()
-	r.SetVersion(9)
+	r.SetVersion(v)
 	r.Acks, r.TimeoutMillis, r.TransactionID = acks, 5000, txn
 	for name, recs := range parts {
 		rt := kmsg.NewProduceRequestTopic()
@@ -76,7 +82,7 @@ func produce(t *testing.T, h *produceHandler, acks int16, txn *string, parts map
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	reply, err := h.handle(ctx, &kafka.Request{Key: r.Key(), Version: 9, Msg: r})
+	reply, err := h.handle(ctx, &kafka.Request{Key: r.Key(), Version: v, Msg: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +200,12 @@ type verifier struct {
 	err   error
 }
 
-func (v *verifier) VerifyTxn(_ context.Context, txnID string, pid int64, epoch int16, topic string, part int32) error {
-	v.asked = append(v.asked, fmt.Sprintf("%s/%d/%d/%s-%d", txnID, pid, epoch, topic, part))
+func (v *verifier) VerifyTxn(_ context.Context, txnID string, pid int64, epoch int16, topic string, part int32, add bool) error {
+	q := fmt.Sprintf("%s/%d/%d/%s-%d", txnID, pid, epoch, topic, part)
+	if add {
+		q += "/add"
+	}
+	v.asked = append(v.asked, q)
 	return v.err
 }
 
@@ -264,11 +274,46 @@ func TestProduceTransactional(t *testing.T) {
 	}
 }
 
+// TestProduceV12AddsPartition: a Produce v12 (transactions v2, KIP-890
+// part 2) asks the coordinator to add the partition, not only to verify
+// it, before the batch that opens the producer's transaction; a later
+// transaction of the producer, at the epoch its end bumped to, is added
+// again after the marker (at that epoch) closed the first.
+func TestProduceV12AddsPartition(t *testing.T) {
+	a := leaderReplica(t, "a", nil)
+	v := &verifier{}
+	h := &produceHandler{leaders: leaders{"a-0": a}, log: quiet(), verifier: v}
+	txn := "tx"
+	for i, want := range []int16{0, 0} {
+		got := produceAt(t, h, 12, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, int32(i))})
+		if p := got["a-0"]; p.ErrorCode != want {
+			t.Fatalf("batch %d: %+v", i, p)
+		}
+	}
+	// EndTxn v5 bumped the epoch to 2: its markers carry it.
+	if _, err := a.AppendTxnMarker(partition.TxnMarker{ProducerID: 5, ProducerEpoch: 2, Commit: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := produceAt(t, h, 12, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 2, 0)})
+	if p := got["a-0"]; p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("the next transaction's first batch at the bumped epoch: %+v", p)
+	}
+	if want := []string{"tx/5/1/a-0/add", "tx/5/2/a-0/add"}; fmt.Sprint(v.asked) != fmt.Sprint(want) {
+		t.Fatalf("asked %v, want %v", v.asked, want)
+	}
+	// A zombie batch of the ended transaction, at the old epoch, is fenced
+	// by the partition itself.
+	got = produceAt(t, h, 12, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 2)})
+	if p := got["a-0"]; p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a batch at the epoch before the end: %+v", p)
+	}
+}
+
 // racingVerifier answers yes, but the producer's transaction ends (its
 // coordinator's abort marker lands) while it is asked.
 type racingVerifier struct{ rep *partition.Replica }
 
-func (v *racingVerifier) VerifyTxn(_ context.Context, _ string, pid int64, epoch int16, _ string, _ int32) error {
+func (v *racingVerifier) VerifyTxn(_ context.Context, _ string, pid int64, epoch int16, _ string, _ int32, _ bool) error {
 	_, err := v.rep.AppendTxnMarker(partition.TxnMarker{ProducerID: pid, ProducerEpoch: epoch})
 	return err
 }

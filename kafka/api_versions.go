@@ -16,9 +16,13 @@ package kafka
 // * v3: ClientSoftwareName, ClientSoftwareVersion; flexible request (header
 //   v2), but the response header is never flexible, so that any client can
 //   read the v0 downgrade answer.
-// * v4: SupportedFeatures.MinVersion may be 0 (KAFKA-17011); no features are
-//   advertised, so v4 answers as v3.
-// * No feature negotiation (KIP-584) is advertised.
+// * v3: SupportedFeatures, FinalizedFeaturesEpoch and FinalizedFeatures
+//   (KIP-584, tagged fields) from the registry's features (SetFeature):
+//   Shale advertises transaction.version (docs/transactions.md). A feature
+//   finalized at level 0 is left out of FinalizedFeatures, as Kafka does.
+//   The features are a node's configuration, so the epoch is a constant 1.
+// * v4: SupportedFeatures.MinVersion may be 0 (KAFKA-17011): a v3 answer
+//   lists a feature whose minimum is 0 with minimum 1, as Kafka does.
 
 import (
 	"context"
@@ -40,6 +44,24 @@ func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, er
 		return Reply{Response: resp}, nil
 	}
 	resp.ApiKeys = r.apiKeys()
+	if kreq.Version >= 3 {
+		if fs := r.features(); len(fs) > 0 {
+			resp.FinalizedFeaturesEpoch = 1
+			for _, f := range fs {
+				sf := kmsg.NewApiVersionsResponseSupportedFeature()
+				sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.MinLevel, f.MaxLevel
+				if kreq.Version < 4 && sf.MinVersion == 0 {
+					sf.MinVersion = 1 // before KAFKA-17011 a minimum of 0 broke clients
+				}
+				resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+				if f.Finalized > 0 {
+					ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+					ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.Name, f.Finalized, f.Finalized
+					resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+				}
+			}
+		}
+	}
 	return Reply{Response: resp}, nil
 }
 

@@ -21,8 +21,20 @@ type Registry struct {
 
 // registrySnapshot is immutable once published.
 type registrySnapshot struct {
-	byKey []registration // indexed by key; h == nil when unregistered
-	keys  []kmsg.ApiVersionsResponseApiKey
+	byKey    []registration // indexed by key; h == nil when unregistered
+	keys     []kmsg.ApiVersionsResponseApiKey
+	features []Feature
+}
+
+// Feature is a feature flag ApiVersions v3+ advertises (KIP-584): the range
+// of levels this node supports and the level finalized for the cluster (0:
+// not finalized, left out of FinalizedFeatures as Kafka does). Clients
+// choose protocol behaviour from the finalized level, such as
+// transaction.version 2 for transactions v2 (KIP-890 part 2).
+type Feature struct {
+	Name               string
+	MinLevel, MaxLevel int16
+	Finalized          int16
 }
 
 type registration struct {
@@ -78,8 +90,33 @@ func (r *Registry) Register(api kmsg.Key, minVersion, maxVersion int16, h Handle
 		e.ApiKey, e.MinVersion, e.MaxVersion = int16(k), reg.min, reg.max
 		keys = append(keys, e)
 	}
-	r.snap.Store(&registrySnapshot{byKey: byKey, keys: keys})
+	r.snap.Store(&registrySnapshot{byKey: byKey, keys: keys, features: old.features})
 }
+
+// SetFeature advertises f in ApiVersions v3+, replacing a feature of the
+// same name. It panics, as a broken program invariant, when the finalized
+// level is outside 0 and MinLevel..MaxLevel.
+func (r *Registry) SetFeature(f Feature) {
+	if f.MinLevel < 0 || f.MaxLevel < f.MinLevel || f.Finalized < 0 || f.Finalized > f.MaxLevel ||
+		(f.Finalized > 0 && f.Finalized < f.MinLevel) {
+		panic(fmt.Sprintf("kafka: SetFeature: %s: finalized level %d outside %d-%d", f.Name, f.Finalized, f.MinLevel, f.MaxLevel))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	features := make([]Feature, 0, len(old.features)+1)
+	for _, o := range old.features {
+		if o.Name != f.Name {
+			features = append(features, o)
+		}
+	}
+	features = append(features, f)
+	r.snap.Store(&registrySnapshot{byKey: old.byKey, keys: old.keys, features: features})
+}
+
+// features returns the advertised features. The caller must not modify
+// the returned slice.
+func (r *Registry) features() []Feature { return r.snap.Load().features }
 
 // lookup returns the registration of key, and false when key is not
 // registered.

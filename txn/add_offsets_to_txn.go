@@ -1,13 +1,14 @@
 package txn
 
-// AddOffsetsToTxn (key 25), versions 0-3.
+// AddOffsetsToTxn (key 25), versions 0-4.
 //
 //   - The group's __consumer_offsets partition joins the producer's
 //     transaction, so that the coordinator writes its marker there and the
 //     group applies (or drops) the transaction's offsets (TxnOffsetCommit)
 //     when the transaction ends.
 //   - v2: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before).  v3: flexible
-//     versions.
+//     versions.  v4 (KIP-890 part 2): as v3, from a transactions v2
+//     client (which usually leaves the add to TxnOffsetCommit v5).
 //
 // Errors as AddPartitionsToTxn's.
 
@@ -37,7 +38,11 @@ func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Requ
 			return resp, nil
 		}
 		tp := TopicPartition{group.OffsetsTopic, group.PartitionFor(r.Group, n)}
-		if err := c.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []TopicPartition{tp}); err != nil {
+		tv := int16(0)
+		if req.Version >= 4 {
+			tv = 2
+		}
+		if err := c.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []TopicPartition{tp}, tv); err != nil {
 			resp.ErrorCode = fencedCode(err, req.Version, 2)
 		}
 		return resp, nil

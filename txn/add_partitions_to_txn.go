@@ -1,6 +1,6 @@
 package txn
 
-// AddPartitionsToTxn (key 24), versions 0-4.
+// AddPartitionsToTxn (key 24), versions 0-5.
 //
 //   - v0-v3: one transaction, from its producer: the partitions join the
 //     ongoing transaction (starting one when none is). A partition of a
@@ -12,7 +12,12 @@ package txn
 //     partition is in the producer's ongoing transaction
 //     (INVALID_TXN_STATE for one that is not), which is how a leader
 //     refuses a transactional write that arrives after its transaction
-//     ended (a hanging transaction).
+//     ended (a hanging transaction). Without VerifyOnly it is the add of
+//     transactions v2 (KIP-890 part 2): a leader that took a Produce v12
+//     batch opening the producer's transaction in a partition (or the
+//     group coordinator a TxnOffsetCommit v5) adds the partition to the
+//     transaction for the client, which sends no AddPartitionsToTxn.
+//   - v5: as v4 (Kafka adds TRANSACTION_ABORTABLE to its errors).
 //
 // Errors otherwise: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 // INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
@@ -123,7 +128,11 @@ func (c *Coordinator) addOne(ctx context.Context, id string, pid int64, epoch in
 		}
 		return codes
 	}
-	if err := c.addPartitions(ctx, id, pid, epoch, tps); err != nil {
+	tv := int16(0)
+	if version >= 4 {
+		tv = 2 // a leader's add: the client's Produce v12 or TxnOffsetCommit v5
+	}
+	if err := c.addPartitions(ctx, id, pid, epoch, tps, tv); err != nil {
 		return all(fencedCode(err, version, 2))
 	}
 	return all(0)

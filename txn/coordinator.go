@@ -25,14 +25,32 @@ type Config struct {
 	Partitions int32
 	// ReplicationFactor is transaction.state.log.replication.factor
 	// (default 3), capped at the live brokers when this node creates the
-	// topic; its min.insync.replicas is 2, or 1 on one replica.
+	// topic.
 	ReplicationFactor int16
+	// MinISR is transaction.state.log.min.isr (default 2), the topic's
+	// min.insync.replicas, at most its replication factor.
+	MinISR int16
+	// TransactionVersion is the finalized level of the transaction.version
+	// feature this node advertises (KIP-584, KIP-890): 2 has clients that
+	// support it use transactions v2. Unlike the other fields, zero is a
+	// level (0), not the default; package config's default is 2.
+	TransactionVersion int16
 	// MaxTimeout is transaction.max.timeout.ms (default 15 min).
 	MaxTimeout time.Duration
 	// AbortCheckInterval is
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms
 	// (default 10 s): how often expired transactions are looked for.
 	AbortCheckInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms (default 7 days): a
+	// transactional id with no transaction open (Empty, CompleteCommit,
+	// CompleteAbort) and no state change for this long is removed from
+	// __transaction_state with a tombstone, as Kafka does; its next
+	// InitProducerId gets a new producer id.
+	IDExpiration time.Duration
+	// IDExpirationCheckInterval is
+	// transaction.remove.expired.transaction.cleanup.interval.ms (default
+	// 1 h): how often expired transactional ids are looked for.
+	IDExpirationCheckInterval time.Duration
 	// CommitTimeout bounds the wait for a state record to be replicated
 	// (default 5 s).
 	CommitTimeout time.Duration
@@ -49,11 +67,20 @@ func (c *Config) setDefaults() {
 	if c.ReplicationFactor <= 0 {
 		c.ReplicationFactor = 3
 	}
+	if c.MinISR <= 0 {
+		c.MinISR = 2
+	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = 15 * time.Minute
 	}
 	if c.AbortCheckInterval <= 0 {
 		c.AbortCheckInterval = 10 * time.Second
+	}
+	if c.IDExpiration <= 0 {
+		c.IDExpiration = 7 * 24 * time.Hour
+	}
+	if c.IDExpirationCheckInterval <= 0 {
+		c.IDExpirationCheckInterval = time.Hour
 	}
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = 5 * time.Second
@@ -148,12 +175,18 @@ func New(cfg Config, leaders partition.Leaders, cluster Cluster, pids ProducerID
 	return c
 }
 
+// TransactionVersionFeature is the name of Kafka's feature flag for the
+// transaction protocol version (KIP-890): level 2 is transactions v2.
+const TransactionVersionFeature = "transaction.version"
+
 // Register serves the coordinator's APIs on reg (InitProducerId is
-// ingest's, which calls InitProducerID).
+// ingest's, which calls InitProducerID) and advertises the
+// transaction.version feature at its configured level.
 func (c *Coordinator) Register(reg *kafka.Registry) {
-	reg.Register(kmsg.AddPartitionsToTxn, 0, 4, c.handleAddPartitionsToTxn)
-	reg.Register(kmsg.AddOffsetsToTxn, 0, 3, c.handleAddOffsetsToTxn)
-	reg.Register(kmsg.EndTxn, 0, 4, c.handleEndTxn)
+	reg.SetFeature(kafka.Feature{Name: TransactionVersionFeature, MinLevel: 0, MaxLevel: 2, Finalized: c.cfg.TransactionVersion})
+	reg.Register(kmsg.AddPartitionsToTxn, 0, 5, c.handleAddPartitionsToTxn)
+	reg.Register(kmsg.AddOffsetsToTxn, 0, 4, c.handleAddOffsetsToTxn)
+	reg.Register(kmsg.EndTxn, 0, 5, c.handleEndTxn)
 	reg.Register(kmsg.DescribeTransactions, 0, 0, c.handleDescribeTransactions)
 	reg.Register(kmsg.ListTransactions, 0, 1, c.handleListTransactions)
 }
@@ -319,6 +352,10 @@ func (c *Coordinator) write(ctx context.Context, sh *shard, id string, decide fu
 		// may still commit, and the next coordinator loads it.
 		return nil, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
 	}
+	if next.state == kmsg.TransactionStateDead {
+		delete(sh.mu.txns, id)
+		return next, nil
+	}
 	sh.mu.txns[id] = next
 	return next, nil
 }
@@ -327,7 +364,11 @@ func (c *Coordinator) write(ctx context.Context, sh *shard, id string, decide fu
 func (c *Coordinator) append(sh *shard, id string, m *txnMeta) (int64, int32, error) {
 	opts := batch.NoProducer()
 	opts.FirstTimestamp = m.lastUpdate
-	b, err := batch.Build(nil, opts, []batch.Record{{Key: stateKey(id), Value: stateValue(m)}})
+	var value []byte // a tombstone for Dead
+	if m.state != kmsg.TransactionStateDead {
+		value = stateValue(m)
+	}
+	b, err := batch.Build(nil, opts, []batch.Record{{Key: stateKey(id), Value: value}})
 	if err != nil {
 		return -1, 0, err
 	}
@@ -433,6 +474,8 @@ func (c *Coordinator) abortExpiredLoop() {
 	defer t.Stop()
 	load := time.NewTicker(loadCheckInterval)
 	defer load.Stop()
+	expire := time.NewTicker(c.cfg.IDExpirationCheckInterval)
+	defer expire.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -441,6 +484,9 @@ func (c *Coordinator) abortExpiredLoop() {
 			for p := range c.cfg.Partitions {
 				c.lookupPartition(p) // loads, or fails for a partition led elsewhere
 			}
+			continue
+		case <-expire.C:
+			c.expireIDs(c.cfg.Now().UnixMilli())
 			continue
 		case <-t.C:
 		}
@@ -467,6 +513,55 @@ func (c *Coordinator) abortExpiredLoop() {
 	}
 }
 
+// expireIDs removes the transactional ids idle for longer than
+// IDExpiration at now (Kafka's removeExpiredTransactionalIds): each gets a
+// tombstone in its state partition and leaves the coordinator's memory
+// once that is replicated.
+func (c *Coordinator) expireIDs(now int64) {
+	limit := c.cfg.IDExpiration.Milliseconds()
+	for _, sh := range c.readyShards() {
+		for _, id := range sh.idle(now, limit) {
+			next, err := c.write(sh.ctx, sh, id, func(cur *txnMeta) (*txnMeta, error) {
+				if cur == nil || !cur.idle(now, limit) {
+					return nil, nil
+				}
+				n := cur.clone()
+				n.state = kmsg.TransactionStateDead
+				return n, nil
+			})
+			switch {
+			case err != nil:
+				c.log.Warn("expiring a transactional id failed", "transactional_id", id, "err", err)
+			case next != nil && next.state == kmsg.TransactionStateDead:
+				c.log.Info("expired an idle transactional id", "transactional_id", id, "producer_id", next.producerID)
+			}
+		}
+	}
+}
+
+// idle reports whether m has no transaction open and no change for longer
+// than limit ms at now (transactional.id.expiration.ms).
+func (m *txnMeta) idle(now, limit int64) bool {
+	switch m.state {
+	case kmsg.TransactionStateEmpty, kmsg.TransactionStateCompleteCommit, kmsg.TransactionStateCompleteAbort:
+		return now-m.lastUpdate > limit
+	}
+	return false
+}
+
+// idle lists sh's transactional ids idle for longer than limit ms at now.
+func (sh *shard) idle(now, limit int64) []string {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var out []string
+	for id, m := range sh.mu.txns {
+		if !sh.mu.pending[id] && m.idle(now, limit) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // expired reports whether m is an ongoing transaction past its timeout at now.
 func (m *txnMeta) expired(now int64) bool {
 	return m.state == kmsg.TransactionStateOngoing && m.start >= 0 && now-m.start > int64(m.timeoutMs)
@@ -485,13 +580,14 @@ func (sh *shard) expired(now int64) []string {
 	return out
 }
 
-// stateTopicConfigs are the configs of __transaction_state for rf replicas.
-func stateTopicConfigs(rf int16) map[string]string {
+// stateTopicConfigs are the configs of __transaction_state for rf
+// replicas and min.insync.replicas minISR (at most rf).
+func stateTopicConfigs(rf, minISR int16) map[string]string {
 	return map[string]string{
 		"cleanup.policy":      "compact",
 		"compression.type":    "uncompressed",
 		"segment.bytes":       "104857600",
-		"min.insync.replicas": strconv.Itoa(int(min(rf, 2))),
+		"min.insync.replicas": strconv.Itoa(int(min(rf, minISR))),
 	}
 }
 
@@ -509,7 +605,7 @@ func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Bro
 	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
 		rf = int16(live)
 	}
-	if err := c.cluster.EnsureTopic(ctx, StateTopic, c.cfg.Partitions, rf, stateTopicConfigs(rf)); err != nil {
+	if err := c.cluster.EnsureTopic(ctx, StateTopic, c.cfg.Partitions, rf, stateTopicConfigs(rf, c.cfg.MinISR)); err != nil {
 		return group.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, StateTopic, err)
 	}
 	b, ok := c.cluster.PartitionLeader(StateTopic, p)

@@ -1,5 +1,5 @@
 // Package txn is the transaction coordinator (KIP-98, KIP-360, KIP-447,
-// KIP-664, KIP-890 part 1): InitProducerId with a transactional id,
+// KIP-664, KIP-890 parts 1 and 2): InitProducerId with a transactional id,
 // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, the marker sender and the
 // admin APIs DescribeTransactions and ListTransactions, plus the partition
 // leader's side of WriteTxnMarkers and DescribeProducers.
@@ -13,6 +13,12 @@
 // partition reads it to the log end before it answers for its ids
 // (COORDINATOR_LOAD_IN_PROGRESS meanwhile), and resumes the markers of
 // every transaction it finds in PrepareCommit or PrepareAbort.
+//
+// Transactions v2 (KIP-890 part 2, the transaction.version feature this
+// package advertises) follow each request's version as Kafka does: an
+// EndTxn v5 bumps the epoch at every end (state.go's endV2), and the
+// partition leaders (and the group coordinator for TxnOffsetCommit v5)
+// add partitions for the client through AddPartitionsToTxn v5 (Verifier).
 //
 // Ending a transaction is Kafka's two phases: PrepareCommit (or
 // PrepareAbort) is written and answered, then the coordinator sends

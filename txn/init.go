@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +42,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 			if newPID < 0 {
 				return nil, ErrConcurrentTransactions // created meanwhile; the retry bumps it
 			}
-			return &txnMeta{id: id, producerID: newPID, prevProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
+			return &txnMeta{id: id, producerID: newPID, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
 				state: kmsg.TransactionStateEmpty, partitions: map[TopicPartition]struct{}{}, start: -1}, nil
 		}
 		if !cur.validProducer(reqPID, reqEpoch) {
@@ -75,8 +76,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 }
 
 // addPartitions adds tps to id's transaction (AddPartitionsToTxn,
-// AddOffsetsToTxn), starting one when none is ongoing.
-func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) error {
+// AddOffsetsToTxn, and the implicit adds of transactions v2 with tv 2),
+// starting one when none is ongoing.
+func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition, tv int16) error {
 	sh, err := c.lookup(id)
 	if err != nil {
 		return err
@@ -86,7 +88,7 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, e
 		if err := cur.checkProducer(pid, epoch); err != nil {
 			return nil, err
 		}
-		return cur.addPartitions(tps, now)
+		return cur.addPartitions(tps, now, tv)
 	})
 	return err
 }
@@ -115,23 +117,44 @@ func (c *Coordinator) verifyPartitions(id string, pid int64, epoch int16, tps []
 }
 
 // endTxn prepares the commit or abort of id's transaction and, once that
-// is replicated, sends its markers in the background.
-func (c *Coordinator) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) error {
+// is replicated, sends its markers in the background. With v2 (EndTxn v5,
+// KIP-890 part 2) the end bumps the epoch (endV2), and it returns the
+// producer id and epoch the client continues with; -1, -1 otherwise.
+func (c *Coordinator) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit, v2 bool) (int64, int16, error) {
 	sh, err := c.lookup(id)
 	if err != nil {
-		return err
+		return -1, -1, err
 	}
+	newPID := int64(-1)
+	if v2 {
+		sh.mu.Lock()
+		cur := sh.mu.txns[id]
+		sh.mu.Unlock()
+		if cur != nil && cur.epochExhausted() && cur.epoch < math.MaxInt16 {
+			if newPID, err = c.pids.NextProducerID(ctx); err != nil {
+				return -1, -1, fmt.Errorf("%w: allocating a producer id: %w", ErrCoordinatorNotAvailable, err)
+			}
+		}
+	}
+	now := c.cfg.Now().UnixMilli()
 	next, err := c.write(ctx, sh, id, func(cur *txnMeta) (*txnMeta, error) {
+		if v2 {
+			return cur.endV2(pid, epoch, commit, newPID, now)
+		}
 		if err := cur.checkProducer(pid, epoch); err != nil {
 			return nil, err
 		}
 		return cur.end(commit)
 	})
 	if err != nil {
-		return err
+		return -1, -1, err
 	}
 	if next.preparing() {
 		c.startCompletion(sh, next)
 	}
-	return nil
+	if !v2 {
+		return -1, -1, nil
+	}
+	npid, nepoch := next.nextProducer()
+	return npid, nepoch, nil
 }

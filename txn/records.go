@@ -4,9 +4,11 @@ package txn
 // and TxnMetadataValue, TransactionLog in Kafka):
 //
 //   - key version 0: the transactional id.
-//   - value versions 0 and 1 are read; version 0 is written (producer id
-//     and epoch, timeout, state, partitions, last update and start
-//     timestamps), as Kafka writes for transaction version 0 and 1 clients.
+//   - value versions 0 and 1 are read. Version 0 (producer id and epoch,
+//     timeout, state, partitions, last update and start timestamps) is
+//     written for transaction version 0 and 1 clients, version 1 (the same
+//     and, as tagged fields, the previous and next producer ids and the
+//     client's transaction version) for transactions v2, as Kafka 4 writes.
 //   - a null value is a tombstone: the transactional id expired.
 
 import (
@@ -25,6 +27,10 @@ func stateKey(id string) []byte {
 func stateValue(m *txnMeta) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
+	if m.clientTV >= 2 {
+		v.Version = 1
+		v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion = m.prevProducerID, m.nextProducerID, m.clientTV
+	}
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = m.producerID, m.epoch, m.timeoutMs
 	v.State = m.state
 	v.LastUpdateTimestamp, v.StartTimestamp = m.lastUpdate, m.start
@@ -57,7 +63,7 @@ func decodeStateKey(b []byte) (string, error) {
 
 // decodeStateValue decodes a non-null value of id.
 func decodeStateValue(id string, b []byte) (*txnMeta, error) {
-	var v kmsg.TxnMetadataValue
+	v := kmsg.NewTxnMetadataValue() // absent tags keep their defaults (-1)
 	if err := v.ReadFrom(b); err != nil {
 		return nil, fmt.Errorf("%w: value: %v", ErrCorruptRecord, err)
 	}
@@ -67,8 +73,11 @@ func decodeStateValue(id string, b []byte) (*txnMeta, error) {
 	if v.State > kmsg.TransactionStatePrepareEpochFence {
 		return nil, fmt.Errorf("%w: state %d", ErrCorruptRecord, v.State)
 	}
-	m := &txnMeta{id: id, producerID: v.ProducerID, epoch: v.ProducerEpoch, lastEpoch: -1, timeoutMs: v.TimeoutMillis,
+	m := &txnMeta{id: id, producerID: v.ProducerID, prevProducerID: -1, nextProducerID: -1, epoch: v.ProducerEpoch, lastEpoch: -1, timeoutMs: v.TimeoutMillis,
 		state: v.State, lastUpdate: v.LastUpdateTimestamp, start: v.StartTimestamp, partitions: map[TopicPartition]struct{}{}}
+	if v.Version >= 1 {
+		m.prevProducerID, m.nextProducerID, m.clientTV = v.PreviousProducerID, v.NextProducerID, v.ClientTransactionVersion
+	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {
 			m.partitions[TopicPartition{t.Topic, p}] = struct{}{}

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func meta(state kmsg.TransactionState, tps ...TopicPartition) *txnMeta {
-	m := &txnMeta{id: "t", producerID: 7, prevProducerID: -1, epoch: 3, lastEpoch: 2, timeoutMs: 1000, state: state,
+	m := &txnMeta{id: "t", producerID: 7, prevProducerID: -1, nextProducerID: -1, epoch: 3, lastEpoch: 2, timeoutMs: 1000, state: state,
 		partitions: map[TopicPartition]struct{}{}, start: 100, lastUpdate: 100}
 	for _, tp := range tps {
 		m.partitions[tp] = struct{}{}
@@ -83,14 +84,14 @@ func TestTransitions(t *testing.T) {
 	}
 
 	b := TopicPartition{"b", 0}
-	if next, err := meta(kmsg.TransactionStateOngoing, a).addPartitions([]TopicPartition{a}, 200); next != nil || err != nil {
+	if next, err := meta(kmsg.TransactionStateOngoing, a).addPartitions([]TopicPartition{a}, 200, 0); next != nil || err != nil {
 		t.Errorf("adding a partition already in the transaction writes %+v %v", next, err)
 	}
-	next, err := meta(kmsg.TransactionStateCompleteCommit, a).addPartitions([]TopicPartition{b}, 200)
+	next, err := meta(kmsg.TransactionStateCompleteCommit, a).addPartitions([]TopicPartition{b}, 200, 0)
 	if err != nil || next.state != kmsg.TransactionStateOngoing || next.start != 200 || len(next.partitions) != 1 {
 		t.Errorf("a new transaction: %+v %v", next, err)
 	}
-	if _, err := meta(kmsg.TransactionStatePrepareAbort, a).addPartitions([]TopicPartition{b}, 200); !errors.Is(err, ErrConcurrentTransactions) {
+	if _, err := meta(kmsg.TransactionStatePrepareAbort, a).addPartitions([]TopicPartition{b}, 200, 0); !errors.Is(err, ErrConcurrentTransactions) {
 		t.Errorf("adding while aborting: %v", err)
 	}
 	done := meta(kmsg.TransactionStatePrepareCommit, a).completed()
@@ -126,5 +127,119 @@ func TestProducerChecks(t *testing.T) {
 	n, ok := m.bumped(99)
 	if !ok || n.producerID != 99 || n.epoch != 0 || n.prevProducerID != 7 {
 		t.Errorf("exhausted epoch: %+v", n)
+	}
+}
+
+// TestEndV2: Kafka's EndTxn table for transactions v2 (EndTxn v5): each
+// end bumps the epoch, the epoch before the current one is a retry, an
+// empty abort is served, and an exhausted epoch moves to a new producer id.
+func TestEndV2(t *testing.T) {
+	a := TopicPartition{"a", 0}
+	type want struct {
+		state   kmsg.TransactionState // written; 0 with noWrite
+		noWrite bool
+		err     error
+	}
+	for _, c := range []struct {
+		state  kmsg.TransactionState
+		retry  bool // the request is at epoch 2, the state at 3
+		commit bool
+		want   want
+	}{
+		{state: kmsg.TransactionStateOngoing, commit: true, want: want{state: kmsg.TransactionStatePrepareCommit}},
+		{state: kmsg.TransactionStateOngoing, commit: false, want: want{state: kmsg.TransactionStatePrepareAbort}},
+		{state: kmsg.TransactionStateOngoing, retry: true, commit: true, want: want{err: ErrProducerFenced}},
+		{state: kmsg.TransactionStateEmpty, commit: false, want: want{state: kmsg.TransactionStatePrepareAbort}},
+		{state: kmsg.TransactionStateEmpty, commit: true, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStateEmpty, retry: true, commit: false, want: want{err: ErrProducerFenced}},
+		{state: kmsg.TransactionStateCompleteAbort, retry: true, commit: false, want: want{noWrite: true}},
+		{state: kmsg.TransactionStateCompleteAbort, retry: true, commit: true, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStateCompleteAbort, commit: false, want: want{state: kmsg.TransactionStatePrepareAbort}},
+		{state: kmsg.TransactionStateCompleteAbort, commit: true, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStateCompleteCommit, retry: true, commit: true, want: want{noWrite: true}},
+		{state: kmsg.TransactionStateCompleteCommit, retry: true, commit: false, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStateCompleteCommit, commit: false, want: want{state: kmsg.TransactionStatePrepareAbort}},
+		{state: kmsg.TransactionStateCompleteCommit, commit: true, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStatePrepareCommit, retry: true, commit: true, want: want{err: ErrConcurrentTransactions}},
+		{state: kmsg.TransactionStatePrepareCommit, retry: true, commit: false, want: want{err: ErrInvalidTxnState}},
+		{state: kmsg.TransactionStatePrepareCommit, commit: true, want: want{err: ErrProducerFenced}},
+		{state: kmsg.TransactionStatePrepareAbort, retry: true, commit: false, want: want{err: ErrConcurrentTransactions}},
+	} {
+		m := meta(c.state, a)
+		epoch := m.epoch
+		if c.retry {
+			epoch--
+		}
+		next, err := m.endV2(7, epoch, c.commit, -1, 500)
+		name := fmt.Sprintf("%s retry=%v commit=%v", c.state, c.retry, c.commit)
+		switch {
+		case c.want.err != nil:
+			if !errors.Is(err, c.want.err) {
+				t.Errorf("%s: %v, want %v", name, err, c.want.err)
+			}
+		case c.want.noWrite:
+			if err != nil || next != nil {
+				t.Errorf("%s: %+v %v, want no write", name, next, err)
+			}
+		case err != nil || next == nil || next.state != c.want.state || next.epoch != 4 || next.lastEpoch != 3 || next.clientTV != 2:
+			t.Errorf("%s: %+v %v, want %s at epoch 4", name, next, err, c.want.state)
+		case c.state != kmsg.TransactionStateOngoing && (len(next.partitions) != 0 || next.start != 500):
+			t.Errorf("%s: an empty abort keeps partitions %v, start %d", name, next.partitions, next.start)
+		}
+	}
+	if _, err := meta(kmsg.TransactionStateOngoing).endV2(8, 3, true, -1, 0); !errors.Is(err, ErrInvalidProducerIDMapping) {
+		t.Errorf("another producer id: %v", err)
+	}
+	var none *txnMeta
+	if _, err := none.endV2(7, 3, true, -1, 0); !errors.Is(err, ErrInvalidProducerIDMapping) {
+		t.Errorf("unknown id: %v", err)
+	}
+
+	// The epoch runs out: the Prepare state is at 32767 with the next
+	// producer id, which the completed state and the client move to.
+	m := meta(kmsg.TransactionStateOngoing, a)
+	m.epoch = math.MaxInt16 - 1
+	if _, err := m.endV2(7, m.epoch, true, -1, 0); !errors.Is(err, ErrConcurrentTransactions) {
+		t.Fatalf("exhausted without a new producer id: %v", err)
+	}
+	p, err := m.endV2(7, m.epoch, true, 99, 0)
+	if err != nil || p.epoch != math.MaxInt16 || p.nextProducerID != 99 {
+		t.Fatalf("exhausted: %+v %v", p, err)
+	}
+	if pid, epoch := p.nextProducer(); pid != 99 || epoch != 0 {
+		t.Fatalf("the client continues with %d/%d", pid, epoch)
+	}
+	done := p.completed()
+	if done.producerID != 99 || done.epoch != 0 || done.prevProducerID != 7 || done.nextProducerID != -1 ||
+		done.state != kmsg.TransactionStateCompleteCommit {
+		t.Fatalf("completed after the rollover: %+v", done)
+	}
+	// The retry of that end comes with the old id at the last epoch.
+	if next, err := done.endV2(7, math.MaxInt16-1, true, -1, 0); err != nil || next != nil {
+		t.Fatalf("retry after the rollover: %+v %v", next, err)
+	}
+	if _, err := done.endV2(7, math.MaxInt16-1, false, -1, 0); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("opposite retry after the rollover: %v", err)
+	}
+	// The state survives its record, tags included.
+	got, err := decodeStateValue("t", stateValue(p))
+	if err != nil || got.nextProducerID != 99 || got.clientTV != 2 || got.epoch != math.MaxInt16 {
+		t.Fatalf("v1 record read back: %+v %v", got, err)
+	}
+	got, err = decodeStateValue("t", stateValue(meta(kmsg.TransactionStateOngoing)))
+	if err != nil || got.nextProducerID != -1 || got.prevProducerID != -1 || got.clientTV != 0 {
+		t.Fatalf("v0 record read back: %+v %v", got, err)
+	}
+
+	// A timeout abort of a v2 transaction bumps twice: the producer's
+	// EndTxn at its epoch is then fenced, not taken for a retry.
+	v2 := meta(kmsg.TransactionStateOngoing, a)
+	v2.clientTV = 2
+	f := v2.fenceAndAbort().completed()
+	if f.epoch != 5 {
+		t.Fatalf("fenced v2 epoch %d, want 5", f.epoch)
+	}
+	if _, err := f.endV2(7, 3, false, -1, 0); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("the fenced producer's abort: %v", err)
 	}
 }

@@ -34,8 +34,11 @@ type Verifier struct {
 // the transaction; the coordinator's answer (INVALID_TXN_STATE,
 // PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING) otherwise; and
 // NOT_ENOUGH_REPLICAS, which producers retry, when the coordinator cannot
-// answer now, as Kafka's leader answers then.
-func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
+// answer now, as Kafka's leader answers then. With add (transactions v2,
+// KIP-890 part 2: a Produce v12 or TxnOffsetCommit v5) it asks the
+// coordinator to add the partition to the producer's transaction, as
+// Kafka's AddPartitionsToTxnManager does, instead of only checking it.
+func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
 	retry := func(err error) error {
 		return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err)
 	}
@@ -45,8 +48,11 @@ func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, produce
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if add {
+		req.Version = 5
+	}
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = transactionalID, producerID, epoch, true
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = transactionalID, producerID, epoch, !add
 	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	tt.Topic, tt.Partitions = topic, []int32{partition}
 	tx.Topics = append(tx.Topics, tt)

@@ -92,6 +92,15 @@ type Broker struct {
 	OffsetsTopicReplicationFactor int16 `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
 	MaxRequestBytes               int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
+	TransactionVersion                   int16         `yaml:"transaction_version" doc:"transaction.version: the finalized level of Kafka's transaction.version feature that ApiVersions advertises (0-2). 2 (Kafka 4's default for a new cluster) has clients that support it use transactions v2 (KIP-890 part 2: an epoch bump at each commit or abort, partitions added by Produce itself); 0 or 1 keeps every client on the explicit AddPartitionsToTxn protocol. Every node of a cluster should agree."`
+	TransactionMaxTimeout                time.Duration `yaml:"transaction_max_timeout" doc:"transaction.max.timeout.ms: the largest transaction timeout a producer may ask for in InitProducerId (INVALID_TRANSACTION_TIMEOUT above it)."`
+	TransactionAbortCheckInterval        time.Duration `yaml:"transaction_abort_timed_out_transaction_cleanup_interval" doc:"transaction.abort.timed.out.transaction.cleanup.interval.ms: how often the transaction coordinator aborts the transactions older than their timeout."`
+	TransactionalIDExpiration            time.Duration `yaml:"transactional_id_expiration" doc:"transactional.id.expiration.ms: a transactional id with no transaction open and no state change for this long is removed from __transaction_state (its next InitProducerId gets a new producer id)."`
+	TransactionIDExpirationCheckInterval time.Duration `yaml:"transaction_remove_expired_transaction_cleanup_interval" doc:"transaction.remove.expired.transaction.cleanup.interval.ms: how often the transaction coordinator looks for expired transactional ids."`
+	TransactionStateLogNumPartitions     int32         `yaml:"transaction_state_log_num_partitions" doc:"transaction.state.log.num.partitions: partitions of __transaction_state; every node of a cluster must agree, and it cannot change once the topic exists."`
+	TransactionStateLogReplicationFactor int16         `yaml:"transaction_state_log_replication_factor" doc:"transaction.state.log.replication.factor: replicas of __transaction_state when it is created, capped at the brokers live at that moment."`
+	TransactionStateLogMinISR            int16         `yaml:"transaction_state_log_min_isr" doc:"transaction.state.log.min.isr: min.insync.replicas of __transaction_state (at most its replication factor)."`
+
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval" doc:"log.retention.check.interval.ms."`
 	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
 	LogWritebackBytes      int64         `yaml:"log_writeback_bytes" doc:"Start writing a partition's active segment out to disk after every this many bytes appended (sync_file_range, like RocksDB's bytes_per_sync; not an fsync), so that dirty pages do not pile up for the kernel to write back in bursts that stall appends; 0 leaves it to the kernel."`
@@ -170,6 +179,15 @@ func Defaults() Broker {
 		LogFormat:                     "text",
 		TopicDefaults:                 map[string]string{},
 
+		TransactionVersion:                   2,
+		TransactionMaxTimeout:                15 * time.Minute,
+		TransactionAbortCheckInterval:        10 * time.Second,
+		TransactionalIDExpiration:            7 * 24 * time.Hour,
+		TransactionIDExpirationCheckInterval: time.Hour,
+		TransactionStateLogNumPartitions:     50,
+		TransactionStateLogReplicationFactor: 3,
+		TransactionStateLogMinISR:            2,
+
 		RemoteStorageEnableDefault: true,
 		TieringInterval:            5 * time.Second,
 		OrphanGrace:                5 * time.Minute,
@@ -224,6 +242,16 @@ func (b *Broker) Validate() error {
 	}
 	if b.OffsetsTopicReplicationFactor < 1 {
 		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)
+	}
+	if b.TransactionVersion < 0 || b.TransactionVersion > 2 {
+		return fmt.Errorf("%w: transaction_version %d: want 0..2", ErrInvalidConfig, b.TransactionVersion)
+	}
+	if b.TransactionMaxTimeout < time.Millisecond || b.TransactionAbortCheckInterval < time.Millisecond ||
+		b.TransactionalIDExpiration < time.Millisecond || b.TransactionIDExpirationCheckInterval < time.Millisecond {
+		return fmt.Errorf("%w: transaction_max_timeout, transactional_id_expiration and the transaction cleanup intervals must be at least 1ms", ErrInvalidConfig)
+	}
+	if b.TransactionStateLogNumPartitions < 1 || b.TransactionStateLogReplicationFactor < 1 || b.TransactionStateLogMinISR < 1 {
+		return fmt.Errorf("%w: transaction_state_log_num_partitions, _replication_factor and _min_isr must be positive", ErrInvalidConfig)
 	}
 	if b.MaxRequestBytes < 1024 {
 		return fmt.Errorf("%w: socket_request_max_bytes %d", ErrInvalidConfig, b.MaxRequestBytes)

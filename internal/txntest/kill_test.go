@@ -116,11 +116,17 @@ func TestExactlyOnceUnderKills(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	var endsMu sync.Mutex
+	ends := map[string]int{}
 	for _, id := range []string{"etl-1", "etl-2"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- etl(ctx, seeds, id, 4, stop, logf)
+			n, err := etl(ctx, seeds, id, 4, stop, logf)
+			endsMu.Lock()
+			ends[id] = n
+			endsMu.Unlock()
+			errs <- err
 		}()
 	}
 	stopSessions := func() {
@@ -180,6 +186,7 @@ func TestExactlyOnceUnderKills(t *testing.T) {
 	}); err != nil {
 		t.Fatal("transactions still open in the output")
 	}
+	checkEpochBumps(t, ctx, cl, ends)
 	aborted := checkExactlyOnce(t, ctx, cl, "out", 3, want)
 	t.Logf("%d aborted records in the output log", aborted)
 	got := consumeAll(t, ctx, seeds[0], "out", kgo.ReadCommitted(), total)

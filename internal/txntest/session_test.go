@@ -7,20 +7,22 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/testnode"
 )
 
 // etl runs a franz-go GroupTransactSession that copies every record of
 // in to out (value "out-" + input value) in transactions, aborting every
-// abortEvery-th one (0: never), until stop says so or ctx ends.
-func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop func() bool, logf func(string, ...any)) error {
+// abortEvery-th one (0: never), until stop says so or ctx ends. It
+// returns the number of transactions it ended.
+func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop func() bool, logf func(string, ...any)) (int, error) {
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.ConsumerGroup("etl"),
 		kgo.ConsumeTopics("in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("out"),
 		kgo.TransactionTimeout(20*time.Second), kgo.SessionTimeout(6*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer s.Close()
 	n, aborts := 0, 0
@@ -30,14 +32,14 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 		fs := s.PollRecords(pctx, 20)
 		cancel()
 		if fs.IsClientClosed() {
-			return nil
+			return n, nil
 		}
 		recs := fs.Records()
 		if len(recs) == 0 {
 			continue
 		}
 		if err := s.Begin(); err != nil {
-			return fmt.Errorf("begin: %w", err)
+			return n, fmt.Errorf("begin: %w", err)
 		}
 		// Synchronously, so that an aborted transaction's records are
 		// in the log (End aborts what is still buffered unsent).
@@ -65,7 +67,27 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 			logf("%s: End: %v (committed %v)", id, err, committed)
 		}
 	}
-	return nil
+	return n, nil
+}
+
+// checkEpochBumps asserts that the sessions ran transactions v2 (KIP-890
+// part 2, which franz-go uses once transaction.version 2 is finalized):
+// each end bumped its id's epoch, so the epoch is at least the number of
+// transactions the session ended (under v1 only InitProducerId bumps it).
+func checkEpochBumps(t *testing.T, ctx context.Context, cl *kgo.Client, ends map[string]int) {
+	t.Helper()
+	for id, n := range ends {
+		var st kmsg.DescribeTransactionsResponseTransactionState
+		if err := pollFor(30*time.Second, func() bool {
+			st = describeTxn(t, ctx, cl, id)
+			return !retriable(st.ErrorCode)
+		}); err != nil || st.ErrorCode != 0 {
+			t.Fatalf("DescribeTransactions %s: %v %+v", id, err, st)
+		}
+		if n < 2 || int(st.ProducerEpoch) < n {
+			t.Errorf("%s ended %d transactions at epoch %d: not transactions v2", id, n, st.ProducerEpoch)
+		}
+	}
 }
 
 // TestGroupTransactSessionOneNode: a read-process-write pipeline of
@@ -103,6 +125,7 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 		}
 		return committed
 	}
+	ends := map[string]int{}
 	// Two phases: one session alone until a third of the outputs are
 	// committed, then two fresh ones, which start from the group's
 	// committed offsets (the first phase's transactional commits) and
@@ -120,21 +143,32 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 				return false
 			}
 		}
-		errs := make(chan error, len(phase.ids))
+		type result struct {
+			id   string
+			ends int
+			err  error
+		}
+		results := make(chan result, len(phase.ids))
 		for _, id := range phase.ids {
-			go func() { errs <- etl(ctx, []string{n.KafkaAddr()}, id, 2, stop, t.Logf) }()
+			go func() {
+				ends, err := etl(ctx, []string{n.KafkaAddr()}, id, 2, stop, t.Logf)
+				results <- result{id, ends, err}
+			}()
 		}
 		err := pollFor(90*time.Second, func() bool { return committedOut() >= phase.target })
 		close(done)
 		for range phase.ids {
-			if e := <-errs; e != nil {
-				t.Error(e)
+			r := <-results
+			if r.err != nil {
+				t.Error(r.err)
 			}
+			ends[r.id] += r.ends
 		}
 		if err != nil {
 			t.Fatalf("the pipeline did not commit %d outputs in time (%d)", phase.target, committedOut())
 		}
 	}
+	checkEpochBumps(t, ctx, cl, ends)
 	aborted := checkExactlyOnce(t, ctx, cl, "out", 3, want)
 	if aborted == 0 {
 		t.Error("no aborted record in the output: the aborts did not run")

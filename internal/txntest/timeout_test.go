@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
@@ -18,11 +19,12 @@ import (
 // the coordinator loads its state partition on its own and aborts the
 // expired transaction with an epoch bump: the partition gets the ABORT
 // marker, the producer's open transaction there ends, and its old epoch
-// is fenced.
+// is fenced. The client is held to Kafka 3.9's versions (transactions
+// v1); TestCoordinatorStatesV2 has v2's timeout abort.
 func TestTimeoutAbortAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestTimeoutAbortAfterRestart(t *testing.T) {
 	closeCancel()
 
 	n = testnode.Start(t, dir)
-	cl, err = kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	cl, err = kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
 	if err != nil {
 		t.Fatal(err)
 	}

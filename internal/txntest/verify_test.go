@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
@@ -17,8 +18,14 @@ import (
 // (sequence 0) to topic-p and returns the partition's error code.
 func produceTxn(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, topic string, p int32) int16 {
 	t.Helper()
+	return produceTxnSeq(t, ctx, cl, id, pid, epoch, 0, topic, p)
+}
+
+// produceTxnSeq is produceTxn with the batch's base sequence.
+func produceTxnSeq(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, seq int32, topic string, p int32) int16 {
+	t.Helper()
 	opts := batch.NoProducer()
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, 0, true
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, seq, true
 	opts.FirstTimestamp = time.Now().UnixMilli()
 	b, err := batch.Build(nil, opts, []batch.Record{{Value: []byte("v")}})
 	if err != nil {
@@ -42,10 +49,12 @@ func produceTxn(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pi
 // TestVerifyRefusesUnaddedPartition: KIP-890 part 1 on one node. A
 // transactional batch for a partition its transaction does not include is
 // refused (INVALID_TXN_STATE) and opens no transaction there; after
-// AddPartitionsToTxn the same batch is appended.
+// AddPartitionsToTxn the same batch is appended. The client is held to
+// Kafka 3.9's versions (Produce v11): transactions v1, where the leader
+// only verifies (a Produce v12 adds the partition: TestCoordinatorStatesV2).
 func TestVerifyRefusesUnaddedPartition(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
