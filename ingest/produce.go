@@ -239,6 +239,11 @@ func (h *produceHandler) verifyTxn(ctx context.Context, txnID *string, rep *part
 		// the append, the batch must not open another one unverified.
 		return partition.NotVerified, nil
 	}
-	guard := rep.StartVerification(hd.ProducerID)
+	var guard partition.VerificationGuard
+	if add {
+		guard = rep.StartVerificationV2(hd.ProducerID, hd.ProducerEpoch)
+	} else {
+		guard = rep.StartVerification(hd.ProducerID)
+	}
 	return guard, h.verifier.VerifyTxn(ctx, *txnID, hd.ProducerID, hd.ProducerEpoch, topic, part, add)
 }

@@ -310,12 +310,43 @@ func TestProduceV12AddsPartition(t *testing.T) {
 }
 
 // racingVerifier answers yes, but the producer's transaction ends (its
-// coordinator's abort marker lands) while it is asked.
-type racingVerifier struct{ rep *partition.Replica }
+// coordinator's abort marker lands, at the batch's epoch plus bump) while
+// it is asked.
+type racingVerifier struct {
+	rep  *partition.Replica
+	bump int16
+}
 
 func (v *racingVerifier) VerifyTxn(_ context.Context, _ string, pid int64, epoch int16, _ string, _ int32, _ bool) error {
-	_, err := v.rep.AppendTxnMarker(partition.TxnMarker{ProducerID: pid, ProducerEpoch: epoch})
+	_, err := v.rep.AppendTxnMarker(partition.TxnMarker{ProducerID: pid, ProducerEpoch: epoch + v.bump})
 	return err
+}
+
+// TestProduceV12VerificationGuard: with transactions v2 the marker of the
+// producer's previous transaction carries the epoch of its next one's
+// batches, and lands while the leader adds the next one's partition (the
+// coordinator answers CONCURRENT_TRANSACTIONS until then): it does not
+// void the add, while a marker at a later epoch (the end of the
+// transaction being added to) does.
+func TestProduceV12VerificationGuard(t *testing.T) {
+	txn := "tx"
+	a := leaderReplica(t, "a", nil)
+	h := &produceHandler{leaders: leaders{"a-0": a}, log: quiet(), verifier: &racingVerifier{rep: a}}
+	got := produceAt(t, h, 12, -1, &txn, map[string][]byte{"a-0": txnRecords(t, 5, 1, 0)})
+	if p := got["a-0"]; p.ErrorCode != 0 {
+		t.Fatalf("a v12 batch added across the previous transaction's marker: %+v", p)
+	}
+	b := leaderReplica(t, "b", nil)
+	h = &produceHandler{leaders: leaders{"b-0": b}, log: quiet(), verifier: &racingVerifier{rep: b, bump: 1}}
+	got = produceAt(t, h, 12, -1, &txn, map[string][]byte{"b-0": txnRecords(t, 5, 1, 0)})
+	if p := got["b-0"]; p.ErrorCode != kerr.InvalidTxnState.Code && p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("a v12 batch added across its own transaction's end: %+v", p)
+	}
+	for _, p := range b.Producers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			t.Fatalf("a transaction was opened: %+v", p)
+		}
+	}
 }
 
 // TestProduceVerificationGuard: a transactional batch verified while its

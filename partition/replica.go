@@ -120,7 +120,7 @@ type Replica struct {
 	// guards are the produce path's verifications in progress by
 	// producer id, guardSeq the last one handed out (txn.go).
 	// REQUIRES: appendMu held.
-	guards   map[int64]VerificationGuard
+	guards   map[int64]verification
 	guardSeq uint64
 
 	// remote is the tiering manager's view of the remote segments.

@@ -98,7 +98,9 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 		}
 		h.BaseOffset = info.Batches[i].BaseOffset
 		r.applyTxnMarkerLocked(&h, marker)
-		delete(r.guards, m.ProducerID) // a verification before the marker is void
+		if g, ok := r.guards[m.ProducerID]; ok && (!g.v2 || m.ProducerEpoch > g.epoch) {
+			delete(r.guards, m.ProducerID) // a verification before the marker is void
+		}
 	}
 	if ierr := r.writeAbortedLocked(); err == nil {
 		err = ierr
@@ -267,18 +269,41 @@ type VerificationGuard uint64
 // sentinel guard is.
 const NotVerified VerificationGuard = ^VerificationGuard(0)
 
+// verification is a guard handed out by StartVerification: a marker for
+// the producer voids it, except, for a transactions v2 add (v2), a marker
+// at an epoch no newer than the batch's (epoch): that is the end of the
+// producer's previous transaction, whose markers carry the epoch the
+// next transaction's batches are at (KIP-890 part 2), while the end of
+// the transaction the batch is added to is at a later epoch.
+type verification struct {
+	guard VerificationGuard
+	epoch int16
+	v2    bool
+}
+
 // StartVerification records that the produce path is about to verify
 // producer id's transaction with its coordinator, and returns the guard to
 // append with.
 func (r *Replica) StartVerification(id int64) VerificationGuard {
+	return r.startVerification(id, 0, false)
+}
+
+// StartVerificationV2 is StartVerification for a transactions v2 add
+// (Produce v12) of a batch at epoch: the end of the producer's previous
+// transaction, whose markers carry that epoch, does not void it.
+func (r *Replica) StartVerificationV2(id int64, epoch int16) VerificationGuard {
+	return r.startVerification(id, epoch, true)
+}
+
+func (r *Replica) startVerification(id int64, epoch int16, v2 bool) VerificationGuard {
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
 	r.guardSeq++
 	if r.guards == nil {
-		r.guards = map[int64]VerificationGuard{}
+		r.guards = map[int64]verification{}
 	}
-	r.guards[id] = VerificationGuard(r.guardSeq)
-	return r.guards[id]
+	r.guards[id] = verification{guard: VerificationGuard(r.guardSeq), epoch: epoch, v2: v2}
+	return r.guards[id].guard
 }
 
 // AppendLeaderVerified is AppendLeader for a transactional batch verified
@@ -301,7 +326,7 @@ func (r *Replica) checkGuardLocked(h *batch.Header, guard VerificationGuard, dup
 	if e, ok := r.producers.producers[h.ProducerID]; ok && e.TxnFirstOffset >= 0 {
 		return nil // the transaction is open here already
 	}
-	if r.guards[h.ProducerID] != guard {
+	if g, ok := r.guards[h.ProducerID]; !ok || g.guard != guard {
 		return fmt.Errorf("%w: producer %d's transaction ended during the batch's verification", ErrInvalidTxnState, h.ProducerID)
 	}
 	delete(r.guards, h.ProducerID)

@@ -2,7 +2,9 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,10 +39,42 @@ type Verifier struct {
 // answer now, as Kafka's leader answers then. With add (transactions v2,
 // KIP-890 part 2: a Produce v12 or TxnOffsetCommit v5) it asks the
 // coordinator to add the partition to the producer's transaction, as
-// Kafka's AddPartitionsToTxnManager does, instead of only checking it.
+// Kafka's AddPartitionsToTxnManager does, instead of only checking it; an
+// add answered CONCURRENT_TRANSACTIONS (the producer's previous
+// transaction is still writing its markers, which with transactions v2
+// is the common case right after EndTxn) is retried here every
+// addRetryBackoff for up to addRetryMax, as Kafka's leader does
+// (add.partitions.to.txn.retry.backoff.ms and .max.ms), before the
+// producer is told to retry.
 func (v Verifier) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
+	err := v.verifyOnce(ctx, transactionalID, producerID, epoch, topic, partition, add)
+	if !add {
+		return err
+	}
+	deadline := time.Now().Add(addRetryMax)
+	for errors.Is(err, kerr.ConcurrentTransactions) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(addRetryBackoff):
+		}
+		err = v.verifyOnce(ctx, transactionalID, producerID, epoch, topic, partition, add)
+	}
+	return err
+}
+
+// Kafka's add.partitions.to.txn.retry.backoff.ms and
+// add.partitions.to.txn.retry.backoff.max.ms defaults.
+const (
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryMax     = 100 * time.Millisecond
+)
+
+// verifyOnce is one round of VerifyTxn. A retriable error wraps
+// NOT_ENOUGH_REPLICAS and the coordinator's own code.
+func (v Verifier) verifyOnce(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
 	retry := func(err error) error {
-		return fmt.Errorf("%w: verifying with the transaction coordinator: %v", kerr.NotEnoughReplicas, err)
+		return fmt.Errorf("%w: verifying with the transaction coordinator: %w", kerr.NotEnoughReplicas, err)
 	}
 	cl, err := v.Client.client()
 	if err != nil {
