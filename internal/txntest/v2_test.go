@@ -2,6 +2,7 @@ package txntest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -268,5 +269,80 @@ func TestTransactionalIDExpires(t *testing.T) {
 	again := initPID(t, ctx, cl, "idle", -1, -1)
 	if again.ErrorCode != 0 || again.ProducerID == idle.ProducerID || again.ProducerEpoch != 0 {
 		t.Fatalf("InitProducerId of the expired id: %+v, want a new producer id (was %d) at epoch 0", again, idle.ProducerID)
+	}
+}
+
+// TestTransactionVersion1: with transaction_version 1 the feature is
+// finalized at 1 and franz-go keeps transactions v1 (AddPartitionsToTxn,
+// EndTxn v4): its commits and aborts leave the epoch where InitProducerId
+// put it, and a read_committed consumer sees exactly the committed records.
+// With the default (2) the same producer bumps the epoch at each end.
+func TestTransactionVersion1(t *testing.T) {
+	for _, tc := range []struct {
+		level     int16
+		wantEpoch int16 // after InitProducerId (0) and four ends
+	}{{1, 0}, {2, 4}} {
+		t.Run(fmt.Sprintf("transaction.version=%d", tc.level), func(t *testing.T) {
+			n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.TransactionVersion = tc.level })
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+			av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(av.FinalizedFeatures) != 1 || av.FinalizedFeatures[0].Name != "transaction.version" ||
+				av.FinalizedFeatures[0].MaxVersionLevel != tc.level {
+				t.Fatalf("finalized features %+v, want transaction.version %d", av.FinalizedFeatures, tc.level)
+			}
+			createTopic(t, ctx, admin, "tv", 2, 1)
+			id := fmt.Sprintf("tv-%d", tc.level)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.TransactionalID(id), kgo.DefaultProduceTopic("tv"),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var committed []string
+			for round := range 4 {
+				if err := cl.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				commit := round%2 == 0
+				for i := range 4 {
+					v := fmt.Sprintf("r%d-%d", round, i)
+					if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(i % 2)}).FirstErr(); err != nil {
+						t.Fatalf("produce %s: %v", v, err)
+					}
+					if commit {
+						committed = append(committed, v)
+					}
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					t.Fatalf("EndTransaction(%v): %v", commit, err)
+				}
+			}
+			waitState(t, ctx, admin, id, "CompleteAbort")
+			if st := describeTxn(t, ctx, admin, id); st.ProducerEpoch != tc.wantEpoch {
+				t.Fatalf("epoch %d after four ends, want %d: %+v", st.ProducerEpoch, tc.wantEpoch, st)
+			}
+			got := consumeAll(t, ctx, n.KafkaAddr(), "tv", kgo.ReadCommitted(), len(committed))
+			seen := map[string]bool{}
+			for _, v := range got {
+				seen[v] = true
+			}
+			if len(got) != len(committed) || len(seen) != len(committed) {
+				t.Fatalf("read_committed read %v, want %v", got, committed)
+			}
+			for _, v := range committed {
+				if !seen[v] {
+					t.Fatalf("read_committed missed %s: %v", v, got)
+				}
+			}
+		})
 	}
 }
