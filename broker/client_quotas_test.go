@@ -2,10 +2,12 @@ package broker_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/shale-io/shale/internal/testnode"
@@ -137,3 +139,70 @@ func TestClientQuotaAPIs(t *testing.T) {
 		return !ok
 	})
 }
+
+// TestClientQuotasOnEveryNode: a quota altered through one node of a
+// cluster is enforced by the others (each watches the control plane), and
+// a producer to a partition another node leads is throttled there.
+func TestClientQuotasOnEveryNode(t *testing.T) {
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, quotaWindows)
+	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
+	ctx := ctxT(t, 60*time.Second)
+	name := "throttled"
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: quota.KeyProducerByteRate, Value: 10_000}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %v", res, err)
+	}
+	for _, n := range nodes {
+		waitFor(t, 10*time.Second, "every node enforces the quota", func() bool {
+			limit, _, ok := n.Quotas().Resolve(quota.Produce, "ANONYMOUS", name)
+			return ok && limit == 10_000
+		})
+	}
+	// A topic with a partition on each node: the throttles come from both.
+	if r, err := adm.CreateTopic(ctx, 2, 1, nil, "quota-cluster"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	leaders := map[int32]bool{}
+	waitFor(t, 20*time.Second, "a leader for each partition, on both nodes", func() bool {
+		md, err := adm.Metadata(ctx, "quota-cluster")
+		if err != nil {
+			return false
+		}
+		clear(leaders)
+		for _, p := range md.Topics["quota-cluster"].Partitions {
+			if p.Leader >= 0 {
+				leaders[p.Leader] = true
+			}
+		}
+		return len(leaders) == 2
+	})
+	throttledBy := map[int32]bool{}
+	var mu sync.Mutex
+	hook := brokerThrottleFunc(func(b kgo.BrokerMetadata) {
+		mu.Lock()
+		throttledBy[b.NodeID] = true
+		mu.Unlock()
+	})
+	cl := newClient(t, nodes[0].KafkaAddr(), kgo.ClientID(name), kgo.WithHooks(hook), kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	value := make([]byte, 1000)
+	for i := 0; i < 200; i++ {
+		mu.Lock()
+		done := len(throttledBy) == 2
+		mu.Unlock()
+		if done {
+			return
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "quota-cluster", Partition: int32(i % 2), Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("throttled by %v after 200 KB at 10 KB/s, want both nodes", throttledBy)
+}
+
+type brokerThrottleFunc func(kgo.BrokerMetadata)
+
+func (f brokerThrottleFunc) OnBrokerThrottle(b kgo.BrokerMetadata, _ time.Duration, _ bool) { f(b) }
