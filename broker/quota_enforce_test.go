@@ -309,6 +309,13 @@ func TestRequestPercentageQuota(t *testing.T) {
 	if l := time.Duration(busy.longest.Load()); l > 100*time.Millisecond {
 		t.Fatalf("a request-time throttle of %v, beyond one window", l)
 	}
+	f := scrapeMetrics(t, n)
+	if v := mustMetric(t, f, "kafka_server_quota_throttled_requests_total", "quota_type", "Request"); v < float64(busy.n.Load()) {
+		t.Errorf("%v Request throttles in the metrics, the client was told of %d", v, busy.n.Load())
+	}
+	if v := mustMetric(t, f, "kafka_server_quota_throttle_time_seconds_total", "quota_type", "Request"); v <= 0 || v > float64(busy.n.Load())*0.1+0.1 {
+		t.Errorf("%vs of Request throttle time in the metrics for %d throttles of at most 100ms", v, busy.n.Load())
+	}
 }
 
 func testnodeStart(t *testing.T, opts ...testnode.Option) *broker.Node {

@@ -19,7 +19,8 @@ func (n *Node) startQuotas(ctx context.Context) error {
 	if n.quotaStore, err = controlplane.OpenClientQuotas(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
 		return err
 	}
-	n.quotas = quota.NewManager(quota.Config{Samples: n.cfg.QuotaWindowNum, Window: n.cfg.QuotaWindowSize})
+	n.quotas = quota.NewManager(quota.Config{Samples: n.cfg.QuotaWindowNum, Window: n.cfg.QuotaWindowSize,
+		OnThrottle: func(t quota.Type, d time.Duration) { n.metrics.ObserveThrottle(t.Name(), d) }})
 	return n.quotaStore.Watch(ctx, func(e quota.Entity, v quota.Values) { n.quotas.Set(e, v) })
 }
 

@@ -51,6 +51,22 @@ func (t Type) Key() string {
 
 func (t Type) String() string { return t.Key() }
 
+// Name is Kafka's name of t's quota manager (QuotaType): Produce, Fetch,
+// Request, and Shale's RemoteFetch.
+func (t Type) Name() string {
+	switch t {
+	case Produce:
+		return "Produce"
+	case Fetch:
+		return "Fetch"
+	case Request:
+		return "Request"
+	case RemoteFetch:
+		return "RemoteFetch"
+	}
+	return t.Key()
+}
+
 // TypeForKey returns the quota type of a configuration key.
 func TypeForKey(key string) (Type, bool) {
 	for t, k := range typeKeys {

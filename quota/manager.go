@@ -148,7 +148,14 @@ func (m *Manager) Record(t Type, user, clientID string, value float64, now time.
 		// to one window: handler time comes in small amounts.
 		d = min(d, m.cfg.Window)
 	}
+	m.observe(t, d)
 	return d
+}
+
+func (m *Manager) observe(t Type, d time.Duration) {
+	if d > 0 && m.cfg.OnThrottle != nil {
+		m.cfg.OnThrottle(t, d)
+	}
 }
 
 // Unrecord takes back value recorded at now (Kafka's unrecordQuotaSensor:
@@ -168,7 +175,8 @@ func (m *Manager) Unrecord(t Type, user, clientID string, value float64, now tim
 // Throttled returns how long user and clientID would be throttled at now
 // for t without recording anything: non-zero when their rate is already
 // over the quota. A handler checks it before work that it would otherwise
-// do and record (a cold read from the bucket).
+// do and record (a cold read from the bucket), and throttles the request
+// when it is non-zero (so it counts as a throttle for OnThrottle).
 func (m *Manager) Throttled(t Type, user, clientID string, now time.Time) time.Duration {
 	limit, from, ok := m.Resolve(t, user, clientID)
 	if !ok {
@@ -181,7 +189,9 @@ func (m *Manager) Throttled(t Type, user, clientID string, now time.Time) time.D
 		return 0
 	}
 	observed, span := r.measure(m.cfg, now)
-	return throttleTime(observed, limit, span)
+	d := throttleTime(observed, limit, span)
+	m.observe(t, d)
+	return d
 }
 
 // Rate returns the rate per second of t measured for user and clientID at

@@ -220,3 +220,20 @@ func TestEntityString(t *testing.T) {
 		t.Fatal("empty entity valid")
 	}
 }
+
+func TestOnThrottle(t *testing.T) {
+	var got []time.Duration
+	m := NewManager(Config{OnThrottle: func(typ Type, d time.Duration) {
+		if typ != Produce {
+			t.Errorf("type %v", typ)
+		}
+		got = append(got, d)
+	}})
+	m.SetAll(map[Entity]Values{{ClientID: DefaultName()}: {KeyProducerByteRate: 100}})
+	m.Record(Produce, "u", "c", 1000, t0) // at quota: no throttle
+	m.Record(Produce, "u", "c", 500, t0)  // 50% over: 5 s
+	m.Throttled(Produce, "u", "c", t0)    // still 5 s
+	if len(got) != 2 || got[0] != 5*time.Second || got[1] != 5*time.Second {
+		t.Fatalf("observed %v", got)
+	}
+}

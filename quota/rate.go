@@ -9,6 +9,10 @@ type Config struct {
 	Samples int `yaml:"quota_window_num"`
 	// Window is one window's span (quota.window.size.seconds, default 1s).
 	Window time.Duration `yaml:"quota_window_size"`
+	// OnThrottle, when set, is told of every throttle the manager hands
+	// out, by quota type (metrics). It must be quick and safe for
+	// concurrent use.
+	OnThrottle func(t Type, d time.Duration) `yaml:"-"`
 }
 
 // Defaults returns c with zero fields set to Kafka's defaults.

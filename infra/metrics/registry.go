@@ -32,6 +32,7 @@ type Registry struct {
 	objstore   *objectStoreSeries
 	auth       *authSeries      // see auth.go
 	authorizer authorizerSeries // see authorizer.go
+	quota      *quotaSeries     // see quota.go
 }
 
 // requestTimeBuckets span a local produce (well under a millisecond) to a
@@ -70,6 +71,7 @@ func New(state func() NodeState) *Registry {
 	r.objstore = newObjectStoreSeries(r.reg)
 	r.auth = newAuthSeries(r.reg)
 	r.authorizer = r.newAuthorizerSeries()
+	r.quota = newQuotaSeries(r.reg)
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}
