@@ -73,6 +73,10 @@ func (c *secureCluster) start(id int32, pass string, extra ...string) *node {
 		"--ssl-ca-location", c.caPEM, "--ssl-client-auth", "required",
 		"--sasl-enabled-mechanisms", "SCRAM-SHA-512", "--sasl-mechanism-inter-broker-protocol", "SCRAM-SHA-512",
 		"--inter-broker-sasl-username", ibUser,
+		// The authorizer on, the inter-broker user a super user (its
+		// follower fetches and markers need ClusterAction); the test's
+		// application user is allowed where no ACL applies.
+		"--authorizer", "standard", "--super-users", "User:" + ibUser, "--allow-everyone-if-no-acl-found",
 	}, extra...)
 	n := &node{id: id, Node: proctest.Serve(t, shaleBin, filepath.Join(c.dir, fmt.Sprintf("node-%d", id)), args,
 		proctest.Name(fmt.Sprintf("secure node %d (run %d)", id, c.runs(id)+1)),
@@ -200,7 +204,8 @@ func fetchers(ctx context.Context, n *node) ([]adminapi.FetcherReplicationStatus
 // partition leader, a consumer reads every acknowledged record, a
 // committed transaction's markers reach every partition leader, and the
 // killed node rejoins the ISR after its restart. No node ever logs a
-// refused inter-broker connection.
+// refused inter-broker connection. The authorizer is on with the
+// inter-broker user as super user.
 func TestSASLSSLBetweenNodes(t *testing.T) {
 	const (
 		topic = "secure"
@@ -322,6 +327,9 @@ func TestSASLSSLBetweenNodes(t *testing.T) {
 		}
 		if got := n.CountLines(refusedMsg); got != 0 {
 			t.Fatalf("node %d logged %d refused inter-broker connections:\n%s", id, got, n.Tail())
+		}
+		if strings.Contains(n.Output(), "is not in super_users") {
+			t.Fatalf("node %d: the inter-broker principal is not taken for the super user it is:\n%s", id, n.Tail())
 		}
 		n.CheckNoPanic()
 	}
