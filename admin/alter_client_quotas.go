@@ -2,7 +2,8 @@ package admin
 
 // AlterClientQuotas (key 49), versions 0-1.
 //
-//   - v0 (KIP-546): sets and removes the quotas of user, client-id and
+//   - v0 (KIP-546): ALTER_CONFIGS on the cluster, else every entry
+//     CLUSTER_AUTHORIZATION_FAILED. Sets and removes the quotas of user, client-id and
 //     user+client-id entities, each by name or as <default> (a null name),
 //     in the control plane, where every node watches them. Keys are
 //     Kafka's producer_byte_rate, consumer_byte_rate, request_percentage
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/quota"
@@ -85,6 +87,7 @@ func entityParts(e quota.Entity) (types []string, names []*string) {
 func (h *Handlers) handleAlterClientQuotas(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	allowed := h.authz.Authorize(req, authz.OpAlterConfigs, authz.Cluster)
 	for _, entry := range r.Entries {
 		re := kmsg.NewAlterClientQuotasResponseEntry()
 		types := make([]string, len(entry.Entity))
@@ -94,6 +97,11 @@ func (h *Handlers) handleAlterClientQuotas(ctx context.Context, req *kafka.Reque
 			ee.Type, ee.Name = c.Type, c.Name
 			re.Entity = append(re.Entity, ee)
 			types[i], names[i] = c.Type, c.Name
+		}
+		if !allowed {
+			re.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			resp.Entries = append(resp.Entries, re)
+			continue
 		}
 		if err := h.alterClientQuota(ctx, types, names, entry.Ops, r.ValidateOnly); err != nil {
 			code := kerr.UnknownServerError.Code

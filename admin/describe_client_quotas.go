@@ -2,8 +2,9 @@ package admin
 
 // DescribeClientQuotas (key 48), versions 0-1.
 //
-//   - v0 (KIP-546): the quotas of the entities that match every filter
-//     component: match type 0 an entity of that type with that name, 1 its
+//   - v0 (KIP-546): DESCRIBE_CONFIGS on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED. The quotas of the entities that match
+//     every filter component: match type 0 an entity of that type with that name, 1 its
 //     <default>, 2 any of that type (named or default); strict leaves out
 //     entities with a type the filter does not name. No component matches
 //     every entity (with strict, none). A component of an unknown type, a
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/quota"
 )
@@ -29,6 +31,9 @@ func (h *Handlers) handleDescribeClientQuotas(ctx context.Context, req *kafka.Re
 	fail := func(code int16, msg string) (kafka.Reply, error) {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return kafka.Reply{Response: resp}, nil
+	}
+	if !h.authz.Authorize(req, authz.OpDescribeConfigs, authz.Cluster) {
+		return fail(kerr.ClusterAuthorizationFailed.Code, "DESCRIBE_CONFIGS on the cluster is denied")
 	}
 	filter := map[string]kmsg.DescribeClientQuotasRequestComponent{}
 	for _, c := range r.Components {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/quota"
 )
@@ -206,3 +207,26 @@ func TestClientQuotasOnEveryNode(t *testing.T) {
 type brokerThrottleFunc func(kgo.BrokerMetadata)
 
 func (f brokerThrottleFunc) OnBrokerThrottle(b kgo.BrokerMetadata, _ time.Duration, _ bool) { f(b) }
+
+// TestClientQuotaAPIsAuthorized: with the authorizer on, a principal
+// without DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster gets
+// CLUSTER_AUTHORIZATION_FAILED from both APIs, and nothing is stored.
+func TestClientQuotaAPIsAuthorized(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.Authorizer, c.SuperUsers = "standard", "User:admin" })
+	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
+	ctx := ctxT(t, 30*time.Second)
+	name := "app"
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: quota.KeyProducerByteRate, Value: 1000}},
+	}})
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alter as ANONYMOUS: %v %v, want CLUSTER_AUTHORIZATION_FAILED", res, err)
+	}
+	if _, err := adm.DescribeClientQuotas(ctx, false, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("describe as ANONYMOUS: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if _, _, ok := n.Quotas().Resolve(quota.Produce, "ANONYMOUS", name); ok {
+		t.Fatal("a denied alteration reached the node")
+	}
+}
