@@ -8,11 +8,13 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
@@ -134,7 +136,9 @@ type Coordinator struct {
 	pids    ProducerIDs
 	markers MarkerWriter
 	log     *slog.Logger
-	counts  counters
+	// refusedLog paces the Warn lines of refused marker connections.
+	refusedLog everyInterval
+	counts     counters
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -419,7 +423,12 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 			}
 		}
 		if len(left) > 0 && sh.ctx.Err() == nil {
-			c.log.Debug("retrying transaction markers", "transactional_id", m.id, "partitions", len(left), "err", errs[left[0]])
+			if err := errs[left[0]]; interbroker.Refused(err) && c.refusedLog.allow(time.Now()) {
+				c.log.Warn("transaction markers: a partition leader refused this node's inter-broker connection; retrying",
+					"transactional_id", m.id, "partitions", len(left), "err", err)
+			} else {
+				c.log.Debug("retrying transaction markers", "transactional_id", m.id, "partitions", len(left), "err", err)
+			}
 		}
 		mk.Partitions = left
 		if len(left) == 0 {
@@ -619,4 +628,17 @@ func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Bro
 func (c *Coordinator) partitionExists(tp TopicPartition) bool {
 	n, ok := c.cluster.Partitions(tp.Topic)
 	return ok && tp.Partition < n
+}
+
+// everyInterval allows one event per refusedLogInterval. Safe for
+// concurrent use; the zero value is ready.
+type everyInterval struct{ last atomic.Int64 }
+
+// refusedLogInterval is how often a refused marker connection is logged
+// at Warn.
+const refusedLogInterval = 30 * time.Second
+
+func (e *everyInterval) allow(now time.Time) bool {
+	last := e.last.Load()
+	return (last == 0 || now.UnixNano()-last >= int64(refusedLogInterval)) && e.last.CompareAndSwap(last, now.UnixNano())
 }

@@ -80,7 +80,18 @@ func (k *KafkaMarkers) WriteMarkers(ctx context.Context, m Markers) map[TopicPar
 	refresh := false
 	for _, sh := range cl.RequestSharded(ctx, req) {
 		if sh.Err != nil {
+			// The leader's partitions fail with the cause (a refused
+			// inter-broker login is worth a log line, see Coordinator).
 			refresh = true
+			if sreq, ok := sh.Req.(*kmsg.WriteTxnMarkersRequest); ok {
+				for _, rm := range sreq.Markers {
+					for _, t := range rm.Topics {
+						for _, p := range t.Partitions {
+							out[TopicPartition{t.Topic, p}] = fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, sh.Err)
+						}
+					}
+				}
+			}
 			continue
 		}
 		resp := sh.Resp.(*kmsg.WriteTxnMarkersResponse)
