@@ -14,8 +14,8 @@ import (
 // same state.
 func FuzzDecodeStateRecords(f *testing.F) {
 	m := &txnMeta{id: "etl-1", producerID: 7, epoch: 3, timeoutMs: 60000, state: kmsg.TransactionStateOngoing,
-		partitions: map[TopicPartition]struct{}{{"out", 0}: {}, {"out", 2}: {}, {"__consumer_offsets", 9}: {}},
-		start: 1700000000000, lastUpdate: 1700000000500}
+		start: 1700000000000, lastUpdate: 1700000000500,
+		partitions: map[TopicPartition]struct{}{{"out", 0}: {}, {"out", 2}: {}, {"__consumer_offsets", 9}: {}}}
 	f.Add(stateKey(m.id), stateValue(m))
 	f.Add(stateKey(""), []byte{})
 	f.Add([]byte{0, 1, 0, 3, 'a', 'b', 'c'}, []byte{0, 1})
