@@ -10,6 +10,9 @@ package admin
 // Every value is validated with Kafka's names and types before anything is
 // written (INVALID_CONFIG); ValidateOnly writes nothing. Only topic
 // resources can be altered; broker settings are static (INVALID_REQUEST).
+//
+// With an authorizer: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -21,12 +24,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
 
 // alterTopicConfigs validates and stores a topic's new explicit configs.
-func (h *Handlers) alterTopicConfigs(ctx context.Context, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
+func (h *Handlers) alterTopicConfigs(ctx context.Context, req *kafka.Request, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
+	if code := h.configDenied(req, authz.OpAlterConfigs, resType, topic); code != 0 {
+		return code, nil
+	}
 	if resType != resourceTopic {
 		return kerr.InvalidRequest.Code, errMessage(fmt.Errorf("only topic configs can be altered"))
 	}
@@ -61,7 +68,7 @@ func (h *Handlers) handleAlterConfigs(ctx context.Context, req *kafka.Request) (
 	for _, res := range r.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
+		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, req, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
 			func(map[string]string) (map[string]string, error) {
 				next := map[string]string{}
 				for _, c := range res.Configs {
@@ -82,7 +89,7 @@ func (h *Handlers) handleIncrementalAlterConfigs(ctx context.Context, req *kafka
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
+		rr.ErrorCode, rr.ErrorMessage = h.alterTopicConfigs(ctx, req, int8(res.ResourceType), res.ResourceName, r.ValidateOnly,
 			func(cur map[string]string) (map[string]string, error) {
 				if cur == nil {
 					cur = map[string]string{}

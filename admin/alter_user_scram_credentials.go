@@ -9,6 +9,9 @@ package admin
 //     (SCRAM-SHA-256) and 2 (SCRAM-SHA-512); iterations 4096-16384, else
 //     UNACCEPTABLE_CREDENTIAL; a user named twice is DUPLICATE_RESOURCE, a
 //     deletion of a missing credential RESOURCE_NOT_FOUND.
+//
+// With an authorizer it needs Alter on the cluster, else every user's
+// result is CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 
 import (
 	"context"
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
@@ -66,6 +70,11 @@ func (h *Handlers) handleAlterUserSCRAMCredentials(ctx context.Context, req *kaf
 	fail := func(user string, e *kerr.Error, msg string) {
 		if failed[user] == nil {
 			failed[user], msgs[user] = e, msg
+		}
+	}
+	if !h.authz.Authorize(req, authz.OpAlter, authz.Cluster) {
+		for user := range count {
+			fail(user, kerr.ClusterAuthorizationFailed, "Alter on the cluster is needed")
 		}
 	}
 	for user, n := range count {

@@ -8,6 +8,8 @@ package admin
 // names the replicas of each new partition: as many lists as new
 // partitions, each of the topic's replication factor in distinct registered
 // brokers (INVALID_REPLICA_ASSIGNMENT otherwise).
+//
+// With an authorizer, each topic needs Alter (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -31,6 +34,8 @@ func (h *Handlers) handleCreatePartitions(ctx context.Context, req *kafka.Reques
 			assignment = append(assignment, a.Replicas)
 		}
 		switch {
+		case !h.authz.Authorize(req, authz.OpAlter, authz.Topic(t.Topic)):
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case r.ValidateOnly:
 			topic, ok := h.store.Topic(t.Topic)
 			if !ok {

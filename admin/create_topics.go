@@ -13,6 +13,9 @@ package admin
 // for each the same number of distinct registered brokers
 // (INVALID_REPLICA_ASSIGNMENT otherwise, controlplane.ValidateAssignment).
 // A name given twice in one request fails both entries.
+//
+// With an authorizer, each topic needs Create on the cluster or on the
+// topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -22,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
@@ -34,6 +38,7 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 	for _, t := range r.Topics {
 		seen[t.Topic]++
 	}
+	clusterCreate := h.authz.Permits(req, authz.OpCreate, authz.Cluster)
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, -1, -1
@@ -43,6 +48,10 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 		}
 		if seen[t.Topic] > 1 {
 			fail(kerr.InvalidRequest.Code, fmt.Errorf("topic %q named more than once", t.Topic))
+			continue
+		}
+		if !clusterCreate && !h.authz.Authorize(req, authz.OpCreate, authz.Topic(t.Topic)) {
+			fail(kerr.TopicAuthorizationFailed.Code, nil)
 			continue
 		}
 		assignment, code, aerr := manualAssignment(t)

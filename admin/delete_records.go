@@ -10,12 +10,16 @@ package admin
 // new log start is committed to the remote metadata before anything is
 // deleted (tiering.Manager.DeleteRecordsBefore): cold reads, EARLIEST,
 // remote retention, followers and later leaders start there.
+//
+// With an authorizer, each topic needs Delete (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 )
@@ -26,9 +30,15 @@ func (h *Handlers) handleDeleteRecords(ctx context.Context, req *kafka.Request) 
 	for _, t := range r.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		allowed := h.authz.Authorize(req, authz.OpDelete, authz.Topic(t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
+			if !allowed {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rep, err := h.replicas.Leader(t.Topic, p.Partition)
 			if err == nil {
 				off := p.Offset

@@ -7,6 +7,9 @@ package admin
 //
 // The control plane forgets the topic at once; each node closes and deletes
 // its local replicas when it sees the change.
+//
+// With an authorizer, each topic needs Delete (TOPIC_AUTHORIZATION_FAILED;
+// a topic named by id is answered without its name).
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -44,6 +48,14 @@ func (h *Handlers) handleDeleteTopics(ctx context.Context, req *kafka.Request) (
 			rt.Topic = &topic.Name
 		} else {
 			rt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		if !h.authz.Authorize(req, authz.OpDelete, authz.Topic(name)) {
+			if t.name == nil {
+				rt.Topic = nil // named by id: its name is not disclosed
+			}
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}

@@ -3,6 +3,9 @@ package admin
 // DescribeCluster (key 60), versions 0-1.
 //
 //   - v0: brokers, cluster id, controller (KIP-700).  v1: EndpointType.
+//
+// Like Metadata's broker list it needs no ACL, as in Kafka; the
+// authorized-operations field (KIP-430) answers "not requested".
 
 import (
 	"context"

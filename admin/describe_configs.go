@@ -8,6 +8,9 @@ package admin
 // Topic resources list every topic config Shale knows with its effective
 // value and where it came from (topic, broker default, Kafka default).
 // Broker resources list the broker's own settings under Kafka's names.
+//
+// With an authorizer: DescribeConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -17,13 +20,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
 
 const (
-	resourceTopic  = 2
-	resourceBroker = 4
+	resourceTopic        = 2
+	resourceBroker       = 4
+	resourceBrokerLogger = 8
 )
 
 func (h *Handlers) brokerSettings() map[string]string {
@@ -57,6 +62,11 @@ func (h *Handlers) handleDescribeConfigs(ctx context.Context, req *kafka.Request
 				}
 			}
 			return false
+		}
+		if code := h.configDenied(req, authz.OpDescribeConfigs, int8(res.ResourceType), res.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
 		}
 		switch res.ResourceType {
 		case resourceTopic:

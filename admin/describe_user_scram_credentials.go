@@ -5,6 +5,9 @@ package admin
 //   - v0 (KIP-554): each user's mechanisms and iteration counts, never the
 //     keys; null users is every user with a credential. A user without
 //     one is RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE.
+//
+// With an authorizer it needs Describe on the cluster, else the answer is
+// CLUSTER_AUTHORIZATION_FAILED with no results.
 
 import (
 	"context"
@@ -12,12 +15,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (h *Handlers) handleDescribeUserSCRAMCredentials(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	all, err := h.scram.List(ctx)
 	if err != nil {
 		msg := err.Error()

@@ -12,6 +12,9 @@ package admin
 // has one, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is live). Either
 // way the change is a compare-and-set on the partition record, and the
 // leader epoch is bumped.
+//
+// With an authorizer it needs Alter on the cluster: else every partition
+// named, and the top-level error, is CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -20,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -35,6 +39,20 @@ func (h *Handlers) liveBrokers() func(int32) bool {
 func (h *Handlers) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ElectLeadersRequest)
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	if !h.authz.Authorize(req, authz.OpAlter, authz.Cluster) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, t := range r.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return kafka.Reply{Response: resp}, nil
+	}
 	live := h.liveBrokers()
 	targets := map[string][]int32{}
 	if r.Topics == nil {

@@ -29,6 +29,7 @@ func (h *Handlers) registerGroupAPIs(reg *kafka.Registry) {
 		ReplicationFactor: h.cfg.OffsetsTopicReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,
 		Logger:            h.logger,
+		Authorizer:        h.authz,
 	}, h.replicas, groupCluster{h})
 	h.groups.Register(reg)
 }

@@ -9,6 +9,13 @@ package admin
 //
 // Unknown topics are created when auto.create.topics.enable is on and the
 // request allows it; the answer then already carries the new partitions.
+//
+// With an authorizer, a topic is described only to a principal with
+// Describe on it: the all-topics form leaves the others out, a topic named
+// is TOPIC_AUTHORIZATION_FAILED (by id: without its name), whether it
+// exists or not. Auto-creation needs Create on the cluster or the topic,
+// else the topic is TOPIC_AUTHORIZATION_FAILED. The brokers are listed to
+// everyone.
 
 import (
 	"context"
@@ -17,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -49,7 +57,9 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 	created := false
 	if r.Topics == nil || (req.Version == 0 && len(r.Topics) == 0) {
 		for _, t := range h.store.Topics() {
-			names = append(names, t.Name)
+			if h.authz.Permits(req, authz.OpDescribe, authz.Topic(t.Name)) {
+				names = append(names, t.Name)
+			}
 		}
 	} else {
 		for _, rt := range r.Topics {
@@ -57,7 +67,14 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 			case rt.Topic != nil:
 				names = append(names, *rt.Topic)
 			case rt.TopicID != [16]byte{}:
-				if t, ok := h.store.TopicByID(controlplane.TopicID(rt.TopicID)); ok {
+				t, ok := h.store.TopicByID(controlplane.TopicID(rt.TopicID))
+				if ok && !h.authz.Authorize(req, authz.OpDescribe, authz.Topic(t.Name)) {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
+				if ok {
 					names = append(names, t.Name)
 				} else {
 					mt := kmsg.NewMetadataResponseTopic()
@@ -72,7 +89,18 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		mt := kmsg.NewMetadataResponseTopic()
 		topic := name
 		mt.Topic = &topic
+		if r.Topics != nil && !h.authz.Authorize(req, authz.OpDescribe, authz.Topic(name)) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		t, ok := h.store.Topic(name)
+		if !ok && autoCreate && !h.authz.Permits(req, authz.OpCreate, authz.Cluster) &&
+			!h.authz.Authorize(req, authz.OpCreate, authz.Topic(name)) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if !ok && autoCreate {
 			var err error
 			t, err = h.store.CreateTopic(ctx, name, h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, nil)

@@ -13,6 +13,11 @@ package admin
 // ListPartitionReassignments lists the partitions with a reassignment in
 // progress (all of them when no topic is named), with their replicas and
 // the adding and removing ones.
+//
+// With an authorizer, AlterPartitionReassignments needs Alter on the
+// cluster and ListPartitionReassignments Describe on it, else the
+// top-level error (and each partition named) is
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -22,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
@@ -31,12 +37,21 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 	r := req.Msg.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	live := h.liveBrokers()
+	allowed := h.authz.Authorize(req, authz.OpAlter, authz.Cluster)
+	if !allowed {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
+			if !allowed {
+				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, live)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -86,6 +101,10 @@ func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, targe
 func (h *Handlers) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	add := func(st controlplane.PartitionState, rt *kmsg.ListPartitionReassignmentsResponseTopic) {
 		if !st.Reassigning() {
 			return

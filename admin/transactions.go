@@ -25,14 +25,15 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 		AbortCheckInterval: h.cfg.TransactionAbortCheckInterval,
 		IDExpiration:       h.cfg.TransactionalIDExpiration,
 		Logger:             h.logger,
+		Authorizer:         h.authz,
 
 		IDExpirationCheckInterval: h.cfg.TransactionIDExpirationCheckInterval,
 	}, h.replicas, txnCluster{groupCluster{h}}, pids, h.txnMarkers)
 	h.txns.Register(reg)
 	h.groups.SetTransactions(h.txns)
 	h.groups.SetTxnPartitionAdder(h.TxnVerifier())
-	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, h.groups)
-	txn.RegisterDescribeProducers(reg, h.replicas)
+	txn.RegisterWriteTxnMarkers(reg, txn.ReplicaMarkers{Leaders: h.replicas}, h.groups, h.authz)
+	txn.RegisterDescribeProducers(reg, h.replicas, h.authz)
 }
 
 // TxnVerifier is the partition leader's check of KIP-890 part 1 that

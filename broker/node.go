@@ -262,9 +262,10 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
 	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
-	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fetchOptions(n.cold), fetch.WithQuotas(n.quotas))...)
-	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fetchOptions(n.cold)...)
-	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger)
+	fopts := append(fetchOptions(n.cold), fetch.WithAuthorizer(n.authz))
+	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetch.WithQuotas(n.quotas))...)
+	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fopts...)
+	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger, fopts...)
 	var tm *tiering.Manager // a nil *nodeTiering is tiering off
 	if n.tiering != nil {
 		tm = n.tiering.manager
@@ -272,9 +273,9 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
 		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore,
 		Authorizer: n.authz, ACLs: n.acls, InterBroker: n.interBroker, Logger: n.logger})
-	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.logger)
+	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
-		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas})
+		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas, Authorizer: n.authz})
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.

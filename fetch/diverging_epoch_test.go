@@ -121,7 +121,7 @@ func TestFollowerFetchAnswersDivergingEpoch(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	}
-	res, _, _, failed, _ := h.readAll(req, 1<<20)
+	res, _, _, failed, _ := h.readAll(req, 1<<20, nil)
 	if !failed {
 		t.Fatal("a DivergingEpoch does not answer at once")
 	}

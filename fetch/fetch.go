@@ -52,6 +52,10 @@ package fetch
 // at once, throttled, and no remote read starts; within it, each remote
 // read is bounded by one response's share of the quota, and the bytes read
 // count after the response.
+//
+// With an authorizer (WithAuthorizer): a consumer's fetch needs Read on each
+// topic, a follower's (replica id >= 0) ClusterAction on the cluster; a
+// partition refused is TOPIC_AUTHORIZATION_FAILED, with no records.
 
 import (
 	"context"
@@ -64,6 +68,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -223,8 +228,9 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 	if maxBytes <= 0 {
 		maxBytes = 1
 	}
+	denied := h.deniedTopics(req, r)
 	for {
-		res, total, waitOn, failed, cold := h.readAll(r, maxBytes)
+		res, total, waitOn, failed, cold := h.readAll(r, maxBytes, denied)
 		if fq.admitCold(req, cold) {
 			// Over the cold-read quota: the remote partitions stay empty
 			// and the fetch is answered at once, throttled.
@@ -251,7 +257,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
-			res, _, _, _, _ = h.readAll(r, maxBytes)
+			res, _, _, _, _ = h.readAll(r, maxBytes, denied)
 			return h.answer(req, r, fq, res, nil), nil
 		}
 	}
@@ -345,12 +351,38 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 // read from remote segments (cold). failed is true when some partition
 // carries an error or a DivergingEpoch (the client should hear about it at
 // once).
-func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
+// deniedTopics returns the topics of r that req's principal may not read
+// (all of them for a follower's fetch without ClusterAction), nil when
+// none is refused. Each denial is audited once per request.
+func (h *fetchHandler) deniedTopics(req *kafka.Request, r *kmsg.FetchRequest) map[string]bool {
+	if !h.opts.authz.Enabled() {
+		return nil
+	}
+	var denied map[string]bool
+	follower := r.ReplicaID >= 0
+	clusterOK := follower && h.opts.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
+	for _, t := range r.Topics {
+		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, authz.OpRead, authz.Topic(t.Topic))) {
+			if denied == nil {
+				denied = map[string]bool{}
+			}
+			denied[t.Topic] = true
+		}
+	}
+	return denied
+}
+
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[string]bool) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
 	minOne := true
 	for _, t := range r.Topics {
 		tr := topicResult{topic: t.Topic}
 		for _, p := range t.Partitions {
 			pr := partResult{partition: p.Partition, hw: -1, lso: -1, logStart: -1}
+			if denied[t.Topic] {
+				pr.errCode, failed = kerr.TopicAuthorizationFailed.Code, true
+				tr.parts = append(tr.parts, pr)
+				continue
+			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err != nil {
 				pr.errCode = kafkaerr.Code(err)

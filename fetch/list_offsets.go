@@ -21,13 +21,18 @@ package fetch
 // .timeindex objects first (remote data is the older), then the local
 // .timeindex, or -1 when there is none below the high watermark.
 // MAX_TIMESTAMP looks at local data only.
+//
+// With an authorizer (WithAuthorizer), each topic needs Describe, else its
+// partitions are TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -36,14 +41,16 @@ import (
 
 // RegisterListOffsets serves ListOffsets on reg. Options: WithRemote.
 func RegisterListOffsets(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
-	h := &listOffsetsHandler{leaders: leaders, log: log, remote: buildOptions(opts).remote}
+	o := buildOptions(opts)
+	h := &listOffsetsHandler{leaders: leaders, log: log, remote: o.remote, authz: o.authz}
 	reg.Register(kmsg.ListOffsets, 1, 9, h.handle)
 }
 
 type listOffsetsHandler struct {
 	leaders partition.Leaders
 	log     *slog.Logger
-	remote  RemoteReader // nil: local only
+	remote  RemoteReader      // nil: local only
+	authz   *authz.Authorizer // nil: everything allowed
 }
 
 func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -52,10 +59,16 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		allowed := h.authz.Authorize(req, authz.OpDescribe, authz.Topic(t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if !allowed {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err == nil && p.CurrentLeaderEpoch >= 0 {
 				if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {

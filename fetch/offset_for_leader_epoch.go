@@ -15,32 +15,44 @@ package fetch
 // its epoch, and any epoch between its last written one and its own, with
 // its log end, as Kafka's does; UNDEFINED is left for an epoch above the
 // leader's.
+//
+// With an authorizer (WithAuthorizer): ClusterAction on the cluster (a
+// follower) allows every topic; otherwise each topic needs Describe, else
+// its partitions are TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
 )
 
 // RegisterOffsetForLeaderEpoch serves OffsetForLeaderEpoch on reg.
-func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger) {
+// Options: WithAuthorizer.
+func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
+	az := buildOptions(opts).authz
 	reg.Register(kmsg.OffsetForLeaderEpoch, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 		resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		cluster := az.Permits(req, authz.OpClusterAction, authz.Cluster)
 		for _, t := range r.Topics {
 			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			rt.Topic = t.Topic
+			allowed := cluster || az.Authorize(req, authz.OpDescribe, authz.Topic(t.Topic))
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				rp.Partition = p.Partition
 				rp.LeaderEpoch, rp.EndOffset = -1, -1
 				rep, err := leaders.Leader(t.Topic, p.Partition)
 				switch {
+				case !allowed:
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				case err != nil:
 					rp.ErrorCode = kafkaerr.Code(err)
 				case p.CurrentLeaderEpoch >= 0 && checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()) != 0:

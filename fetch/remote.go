@@ -3,6 +3,8 @@ package fetch
 import (
 	"context"
 	"time"
+
+	"github.com/shale-io/shale/authz"
 )
 
 // RemoteReader serves reads of a partition's remote (tiered) segments
@@ -37,7 +39,15 @@ type Option func(*options)
 type options struct {
 	remote        RemoteReader
 	remoteMinWait time.Duration
-	quotas        Quotas // nil: no quotas
+	quotas        Quotas            // nil: no quotas
+	authz         *authz.Authorizer // nil: everything allowed
+}
+
+// WithAuthorizer has the handlers check the ACLs with a (Fetch: Read on
+// each topic, or ClusterAction for a follower; ListOffsets and
+// OffsetForLeaderEpoch: Describe). Without it everything is allowed.
+func WithAuthorizer(a *authz.Authorizer) Option {
+	return func(o *options) { o.authz = a }
 }
 
 // DefaultRemoteMinWait is how long a fetch waits at least for remote reads

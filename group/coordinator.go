@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
@@ -44,6 +45,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Authorizer checks the group APIs' ACLs (Read on the group to join
+	// and commit, Describe to describe and fetch offsets, Delete to
+	// delete; the topics' too); nil allows everything.
+	Authorizer *authz.Authorizer
 }
 
 func (c *Config) setDefaults() {

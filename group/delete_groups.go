@@ -8,6 +8,9 @@ package group
 // unknown one is GROUP_ID_NOT_FOUND. Deletion writes tombstones for the
 // group's metadata and every committed offset, then the group is Dead and
 // forgotten.
+//
+// With an authorizer each group needs Delete, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -27,6 +31,8 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 			dg.Group = id
 			rn, err := c.lookup(id, false)
 			switch {
+			case !c.allowed(req, authz.OpDelete, authz.Group(id)):
+				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case err != nil:
 				dg.ErrorCode = errorCode(err)
 			case rn == nil:

@@ -8,12 +8,17 @@ package group
 // An unknown group is described as Dead with no error, as Kafka does.
 // Members carry their metadata for the chosen protocol and their
 // assignment once a protocol is chosen.
+//
+// With an authorizer each group needs Describe, else it is
+// GROUP_AUTHORIZATION_FAILED with nothing described.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -24,6 +29,11 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 		for _, id := range r.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group, dg.State, dg.AuthorizedOperations = id, StateDead.String(), -2147483648
+			if !c.allowed(req, authz.OpDescribe, authz.Group(id)) {
+				dg.ErrorCode, dg.State = kerr.GroupAuthorizationFailed.Code, ""
+				resp.Groups = append(resp.Groups, dg)
+				continue
+			}
 			rn, err := c.lookup(id, false)
 			if err != nil {
 				dg.ErrorCode = errorCode(err)

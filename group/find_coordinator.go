@@ -14,6 +14,10 @@ package group
 // coordinator answers (the leader of the id's __transaction_state
 // partition, package txn; SetTransactions); COORDINATOR_NOT_AVAILABLE
 // without one.
+//
+// With an authorizer a group key needs Describe on the group
+// (GROUP_AUTHORIZATION_FAILED), a transactional id Describe on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -22,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -41,6 +46,16 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 			keys = []string{r.CoordinatorKey}
 		}
 		for _, key := range keys {
+			if code := c.coordinatorDenied(req, key, r.CoordinatorType); code != 0 {
+				rc := kmsg.NewFindCoordinatorResponseCoordinator()
+				rc.Key, rc.NodeID, rc.Host, rc.Port, rc.ErrorCode = key, -1, "", -1, code
+				if req.Version >= 4 {
+					resp.Coordinators = append(resp.Coordinators, rc)
+				} else {
+					resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, -1, "", -1
+				}
+				continue
+			}
 			b, err := c.findCoordinator(ctx, key, r.CoordinatorType)
 			rc := kmsg.NewFindCoordinatorResponseCoordinator()
 			rc.Key, rc.NodeID, rc.Host, rc.Port = key, b.NodeID, b.Host, b.Port
@@ -68,6 +83,21 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 		}
 		return resp, nil
 	}}, nil
+}
+
+// coordinatorDenied is the error of a key its principal may not Describe,
+// or 0.
+func (c *Coordinator) coordinatorDenied(req *kafka.Request, key string, keyType int8) int16 {
+	if keyType == 1 {
+		if !c.allowed(req, authz.OpDescribe, authz.TransactionalID(key)) {
+			return kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return 0
+	}
+	if !c.allowed(req, authz.OpDescribe, authz.Group(key)) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return 0
 }
 
 // findCoordinator is the broker leading key's offsets partition, creating

@@ -7,6 +7,9 @@ package group
 // A heartbeat restarts the member's session timer. During
 // PreparingRebalance it answers REBALANCE_IN_PROGRESS, which tells the
 // member to join again.
+//
+// With an authorizer it needs Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -14,11 +17,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *Coordinator) handleHeartbeat(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.HeartbeatRequest)
+	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
 		rn, err := c.lookup(r.Group, false)

@@ -15,6 +15,9 @@ package group
 // The join is held in the group's state machine until the rebalance
 // completes; the handler returns at once and the answer is written in
 // Reply.Wait, so the connection keeps serving other requests.
+//
+// With an authorizer it needs Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -23,11 +26,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *Coordinator) handleJoinGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.JoinGroupRequest)
+	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	clientID, host := req.ClientID, ""
 	if req.Conn != nil && req.Conn.Remote != nil {
 		host = req.Conn.Remote.String()

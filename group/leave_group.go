@@ -7,6 +7,9 @@ package group
 //   - v4: flexible versions.  v5: Reason per member.
 //
 // Each member that leaves triggers a rebalance of the rest.
+//
+// With an authorizer it needs Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -25,6 +29,11 @@ type leaving struct {
 
 func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.LeaveGroupRequest)
+	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
 		var ls []leaving

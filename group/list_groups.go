@@ -6,6 +6,9 @@ package group
 //
 // Lists the groups this node coordinates (the loaded offsets partitions);
 // clients ask every broker and merge.
+//
+// With an authorizer, Describe on the cluster lists every group; otherwise
+// only the groups the principal may Describe are listed (no error).
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -43,7 +47,11 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 			}
 		}
 		slices.SortFunc(all, func(a, b summary) int { return strings.Compare(a.id, b.id) })
+		everyGroup := c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Cluster)
 		for _, s := range all {
+			if !everyGroup && !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Group(s.id)) {
+				continue
+			}
 			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(f string) bool {
 				return strings.EqualFold(f, s.state.String())
 			}) {

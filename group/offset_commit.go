@@ -19,6 +19,11 @@ package group
 // commit not replicated within offsets.commit.timeout.ms is answered
 // NOT_COORDINATOR and never applied (a later load of the partition may
 // still find it, as in Kafka).
+//
+// With an authorizer it needs Read on the group (else every partition is
+// GROUP_AUTHORIZATION_FAILED) and Read on each topic: the partitions of a
+// topic refused are TOPIC_AUTHORIZATION_FAILED and not committed, the others
+// are.
 
 import (
 	"context"
@@ -26,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -65,6 +71,16 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 		if r.Group == "" {
 			return failAll(kerr.InvalidGroupID.Code), nil
 		}
+		if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+			return failAll(kerr.GroupAuthorizationFailed.Code), nil
+		}
+		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+			for _, t := range r.Topics {
+				if !yield(t.Topic) {
+					return
+				}
+			}
+		})
 		simple := r.MemberID == "" && (req.Version < 1 || r.Generation < 0)
 		rn, err := c.lookup(r.Group, simple)
 		switch {
@@ -78,6 +94,9 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			cr.generation = -1
 		}
 		for _, t := range r.Topics {
+			if denied[t.Topic] {
+				continue // answered TOPIC_AUTHORIZATION_FAILED, not committed
+			}
 			for _, p := range t.Partitions {
 				md := ""
 				if p.Metadata != nil {
@@ -99,6 +118,10 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			failAll(0)
 			for ti := range resp.Topics {
 				for pi := range resp.Topics[ti].Partitions {
+					if denied[resp.Topics[ti].Topic] {
+						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
+						continue
+					}
 					resp.Topics[ti].Partitions[pi].ErrorCode = codes[i]
 					i++
 				}

@@ -7,6 +7,10 @@ package group
 // partitions of topics a member subscribes to get GROUP_SUBSCRIBED_TO_TOPIC
 // and are kept; a non-empty group of another protocol type is
 // NON_EMPTY_GROUP.
+//
+// With an authorizer it needs Delete on the group
+// (GROUP_AUTHORIZATION_FAILED) and Read on each topic (its partitions
+// TOPIC_AUTHORIZATION_FAILED, their offsets kept).
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -26,6 +31,26 @@ func (c *Coordinator) handleOffsetDelete(ctx context.Context, req *kafka.Request
 			for _, p := range t.Partitions {
 				tps = append(tps, topicPartition{t.Topic, p.Partition})
 			}
+		}
+		if !c.allowed(req, authz.OpDelete, authz.Group(r.Group)) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
+		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+			for _, t := range r.Topics {
+				if !yield(t.Topic) {
+					return
+				}
+			}
+		})
+		if denied != nil {
+			kept := tps[:0]
+			for _, tp := range tps {
+				if !denied[tp.topic] {
+					kept = append(kept, tp)
+				}
+			}
+			tps = kept
 		}
 		rn, err := c.lookup(r.Group, false)
 		switch {
@@ -49,6 +74,11 @@ func (c *Coordinator) handleOffsetDelete(ctx context.Context, req *kafka.Request
 					rt.Topic = t.Topic
 					for _, p := range t.Partitions {
 						rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+						if denied[t.Topic] {
+							rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+							rt.Partitions = append(rt.Partitions, rp)
+							continue
+						}
 						rp.Partition, rp.ErrorCode = p.Partition, codes[i]
 						rt.Partitions = append(rt.Partitions, rp)
 						i++

@@ -14,6 +14,11 @@ package group
 // A partition without a committed offset answers offset -1. A group this
 // node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
 // top in v2-v7, per partition in v0-v1).
+//
+// With an authorizer it needs Describe on the group
+// (GROUP_AUTHORIZATION_FAILED) and on each topic: a topic named and refused
+// answers TOPIC_AUTHORIZATION_FAILED, and asked for every committed offset
+// the refused topics are left out, as Kafka does.
 
 import (
 	"cmp"
@@ -23,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -38,6 +44,38 @@ type fetchedOffset struct {
 	entry    offsetEntry
 	found    bool
 	unstable bool // RequireStable and a transactional offset is pending
+	denied   bool // the principal may not Describe the topic
+}
+
+// authorizeOffsets applies Describe on the topics to fetched offsets: with
+// every committed offset asked for (all), the topics refused are left out
+// quietly; a topic named and refused is answered TOPIC_AUTHORIZATION_FAILED.
+func (c *Coordinator) authorizeOffsets(req *kafka.Request, got []fetchedOffset, all bool) []fetchedOffset {
+	if !c.cfg.Authorizer.Enabled() {
+		return got
+	}
+	verdict := map[string]bool{}
+	out := got[:0]
+	for _, f := range got {
+		ok, seen := verdict[f.tp.topic]
+		if !seen {
+			if all {
+				ok = c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Topic(f.tp.topic))
+			} else {
+				ok = c.allowed(req, authz.OpDescribe, authz.Topic(f.tp.topic))
+			}
+			verdict[f.tp.topic] = ok
+		}
+		switch {
+		case ok:
+		case all:
+			continue
+		default:
+			f = fetchedOffset{tp: f.tp, denied: true}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -53,10 +91,17 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						ts = append(ts, fetchTopic{t.Topic, t.Partitions})
 					}
 				}
+				if !c.allowed(req, authz.OpDescribe, authz.Group(rg.Group)) {
+					og := kmsg.NewOffsetFetchResponseGroup()
+					og.Group, og.ErrorCode = rg.Group, kerr.GroupAuthorizationFailed.Code
+					resp.Groups = append(resp.Groups, og)
+					continue
+				}
 				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable)
 				if err != nil {
 					return nil, err
 				}
+				got = c.authorizeOffsets(req, got, ts == nil)
 				og := kmsg.NewOffsetFetchResponseGroup()
 				og.Group, og.ErrorCode = rg.Group, code
 				for _, t := range groupByTopic(got) {
@@ -70,6 +115,9 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						}
 						if f.unstable {
 							op.Offset, op.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+						}
+						if f.denied {
+							op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 						}
 						ot.Partitions = append(ot.Partitions, op)
 					}
@@ -86,9 +134,17 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				ts = append(ts, fetchTopic{t.Topic, t.Partitions})
 			}
 		}
-		got, code, err := c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable)
-		if err != nil {
-			return nil, err
+		var got []fetchedOffset
+		var code int16
+		if c.allowed(req, authz.OpDescribe, authz.Group(r.Group)) {
+			var err error
+			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable)
+			if err != nil {
+				return nil, err
+			}
+			got = c.authorizeOffsets(req, got, ts == nil)
+		} else {
+			code = kerr.GroupAuthorizationFailed.Code
 		}
 		resp.ErrorCode = code
 		if code != 0 && req.Version < 2 {
@@ -113,6 +169,9 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				}
 				if f.unstable {
 					op.Offset, op.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
+				if f.denied {
+					op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				}
 				ot.Partitions = append(ot.Partitions, op)
 			}

@@ -10,6 +10,9 @@ package group
 // assignment is written to __consumer_offsets (group metadata) and every
 // held sync is answered once it is appended; the leader's own answer waits
 // for the high watermark too.
+//
+// With an authorizer it needs Read on the group, else
+// GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -33,6 +37,11 @@ type syncRequest struct {
 
 func (c *Coordinator) handleSyncGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.SyncGroupRequest)
+	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return kafka.Reply{Response: resp}, nil
+	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		rn, err := c.lookup(r.Group, false)

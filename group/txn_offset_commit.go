@@ -30,6 +30,11 @@ package group
 // The transaction coordinator checks the producer: a producer fenced by
 // a newer epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3,
 // where the partition's producer state refuses the older epoch).
+//
+// With an authorizer it needs Write on the transactional id (else every
+// partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group
+// (GROUP_AUTHORIZATION_FAILED) and Read on each topic (its partitions
+// TOPIC_AUTHORIZATION_FAILED, not committed).
 
 import (
 	"context"
@@ -38,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -62,6 +68,19 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		if r.Group == "" {
 			return failAll(kerr.InvalidGroupID.Code), nil
 		}
+		if !c.allowed(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+			return failAll(kerr.TransactionalIDAuthorizationFailed.Code), nil
+		}
+		if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+			return failAll(kerr.GroupAuthorizationFailed.Code), nil
+		}
+		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+			for _, t := range r.Topics {
+				if !yield(t.Topic) {
+					return
+				}
+			}
+		})
 		cr := commitRequest{memberID: "", generation: -1}
 		if req.Version >= 3 {
 			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
@@ -75,6 +94,9 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			return failAll(kerr.IllegalGeneration.Code), nil // a member's commit to a group that does not exist
 		}
 		for _, t := range r.Topics {
+			if denied[t.Topic] {
+				continue // answered TOPIC_AUTHORIZATION_FAILED, not committed
+			}
 			for _, p := range t.Partitions {
 				md := ""
 				if p.Metadata != nil {
@@ -99,6 +121,10 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			i := 0
 			for ti := range resp.Topics {
 				for pi := range resp.Topics[ti].Partitions {
+					if denied[resp.Topics[ti].Topic] {
+						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
+						continue
+					}
 					code := codes[i]
 					if code == kerr.InvalidProducerEpoch.Code && req.Version >= 3 {
 						code = kerr.ProducerFenced.Code

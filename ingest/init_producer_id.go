@@ -18,6 +18,11 @@ package ingest
 // id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producer ids are unique
 // across the cluster and across restarts: they come from blocks reserved
 // in the control plane (ProducerIDs).
+//
+// With an authorizer (authz): a transactional id needs Write on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+// IdempotentWrite on the cluster or Write on any topic (KIP-679),
+// else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -27,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -45,16 +51,25 @@ type TxnCoordinator interface {
 }
 
 // RegisterInitProducerID serves InitProducerID on reg. txns may be nil
-// (no transactions).
-func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, txns TxnCoordinator, log *slog.Logger) {
-	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, txns, log))
+// (no transactions), and az (no authorizer: everything allowed).
+func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, txns TxnCoordinator, az *authz.Authorizer, log *slog.Logger) {
+	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, txns, az, log))
 }
 
-func initProducerIDHandler(ids ProducerIDs, txns TxnCoordinator, log *slog.Logger) kafka.Handler {
+func initProducerIDHandler(ids ProducerIDs, txns TxnCoordinator, az *authz.Authorizer, log *slog.Logger) kafka.Handler {
 	return func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		if r.TransactionalID != nil && !az.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionalID)) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return kafka.Reply{Response: resp}, nil
+		}
+		if r.TransactionalID == nil && !az.AuthorizeAny(req, authz.OpWrite, authz.ResourceTopic) &&
+			!az.Authorize(req, authz.OpIdempotentWrite, authz.Cluster) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return kafka.Reply{Response: resp}, nil
+		}
 		if r.TransactionalID != nil {
 			if txns == nil {
 				resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

@@ -29,6 +29,12 @@ package ingest
 // itself, KIP-219) and its connection is muted for that long. acks=0 gets
 // no response but the mute holds it the same.
 //
+// With an authorizer (authz), each topic needs Write on it, else its
+// partitions are TOPIC_AUTHORIZATION_FAILED; a transactional produce also
+// needs Write on its transactional id, else every partition is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka 3's rules: an idempotent
+// producer's IdempotentWrite is checked at InitProducerId only).
+//
 // acks=0 writes no response (later responses keep their order), acks=1
 // answers after the local append, acks=all (-1) appends in the handler and
 // waits in Reply.Wait until the high watermark passes the batch, so the next
@@ -43,6 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -77,6 +84,8 @@ type ProduceConfig struct {
 	// transaction in each partition (see TxnVerifier); nil appends
 	// without asking.
 	TxnVerifier TxnVerifier
+	// Authorizer checks the ACLs; nil allows everything.
+	Authorizer *authz.Authorizer
 	// Quotas, when set, holds producers to their producer_byte_rate.
 	Quotas ByteQuotas
 }
@@ -97,7 +106,7 @@ func RegisterProduceConfig(reg *kafka.Registry, cfg ProduceConfig) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas}
+	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas, authz: cfg.Authorizer}
 	reg.Register(kmsg.Produce, 3, 12, h.handle)
 }
 
@@ -106,7 +115,8 @@ type produceHandler struct {
 	obs      ProduceObserver
 	log      *slog.Logger
 	verifier TxnVerifier
-	quotas   ByteQuotas // nil: no quotas
+	quotas   ByteQuotas        // nil: no quotas
+	authz    *authz.Authorizer // nil: everything allowed
 }
 
 type pendingAck struct {
@@ -122,17 +132,27 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 	acks := r.Acks
 	validAcks := acks == 0 || acks == 1 || acks == -1
 	var pending []pendingAck
+	txnDenied := r.TransactionID != nil && *r.TransactionID != "" &&
+		!h.authz.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionID))
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		topicDenied := !txnDenied && !h.authz.Authorize(req, authz.OpWrite, authz.Topic(t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
 			prp := &rt.Partitions[len(rt.Partitions)-1]
-			if !validAcks {
+			switch {
+			case !validAcks:
 				prp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			case txnDenied:
+				prp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			case topicDenied:
+				prp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)

@@ -164,7 +164,7 @@ func (p *producerIDs) NextProducerID(context.Context) (int64, error) {
 
 func TestInitProducerID(t *testing.T) {
 	ids := &producerIDs{next: 41}
-	h := initProducerIDHandler(ids, nil, quiet())
+	h := initProducerIDHandler(ids, nil, nil, quiet())
 	call := func(r *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 		t.Helper()
 		reply, err := h(context.Background(), &kafka.Request{Key: r.Key(), Version: r.Version, Msg: r})

@@ -11,6 +11,10 @@ package txn
 //     client (which usually leaves the add to TxnOffsetCommit v5).
 //
 // Errors as AddPartitionsToTxn's.
+//
+// With an authorizer it needs Write on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -18,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 )
@@ -28,6 +33,14 @@ func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Requ
 		resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		if r.Group == "" {
 			resp.ErrorCode = kerr.InvalidGroupID.Code
+			return resp, nil
+		}
+		if !c.cfg.Authorizer.Authorize(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
+		if !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(r.Group)) {
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
 		n, ok := c.cluster.Partitions(group.OffsetsTopic)

@@ -22,6 +22,12 @@ package txn
 // Errors otherwise: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 // INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
 // (the transaction before is still completing), INVALID_TXN_STATE.
+//
+// With an authorizer: v4 (from a partition leader) needs ClusterAction on
+// the cluster (CLUSTER_AUTHORIZATION_FAILED); every transaction needs Write
+// on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+// partition) and Write on each topic (TOPIC_AUTHORIZATION_FAILED, the other
+// partitions OPERATION_NOT_ATTEMPTED).
 
 import (
 	"context"
@@ -29,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -47,7 +54,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.R
 			for i, t := range r.Topics {
 				topics[i] = addTopic{t.Topic, t.Partitions}
 			}
-			codes := c.addOne(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, topics, req.Version)
+			codes, denied := c.authorizeAdd(req, r.TransactionalID, topics)
+			if !denied {
+				codes = c.addOne(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, topics, req.Version)
+			}
 			for _, t := range topics {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = t.topic
@@ -60,12 +70,19 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.R
 			}
 			return resp, nil
 		}
+		if !c.cfg.Authorizer.Authorize(req, authz.OpClusterAction, authz.Cluster) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			return resp, nil
+		}
 		for _, tx := range r.Transactions {
 			topics := make([]addTopic, len(tx.Topics))
 			for i, t := range tx.Topics {
 				topics[i] = addTopic{t.Topic, t.Partitions}
 			}
-			codes := c.addOne(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics, req.Version)
+			codes, denied := c.authorizeAdd(req, tx.TransactionalID, topics)
+			if !denied {
+				codes = c.addOne(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics, req.Version)
+			}
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = tx.TransactionalID
 			for _, t := range topics {
@@ -82,6 +99,48 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.R
 		}
 		return resp, nil
 	}}, nil
+}
+
+// authorizeAdd checks Write on the transactional id and on each topic of
+// an add, as Kafka: when one is refused it returns the codes to answer
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition; or
+// TOPIC_AUTHORIZATION_FAILED for the refused topics and
+// OPERATION_NOT_ATTEMPTED for the others) and true.
+func (c *Coordinator) authorizeAdd(req *kafka.Request, id string, topics []addTopic) (map[TopicPartition]int16, bool) {
+	az := c.cfg.Authorizer
+	if !az.Enabled() {
+		return nil, false
+	}
+	codes := map[TopicPartition]int16{}
+	set := func(code func(topic string) int16) {
+		for _, t := range topics {
+			for _, p := range t.partitions {
+				codes[TopicPartition{t.topic, p}] = code(t.topic)
+			}
+		}
+	}
+	if !az.Authorize(req, authz.OpWrite, authz.TransactionalID(id)) {
+		set(func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code })
+		return codes, true
+	}
+	refused := map[string]bool{}
+	for _, t := range topics {
+		if _, seen := refused[t.topic]; !seen {
+			refused[t.topic] = !az.Authorize(req, authz.OpWrite, authz.Topic(t.topic))
+		}
+	}
+	for _, r := range refused {
+		if r {
+			set(func(topic string) int16 {
+				if refused[topic] {
+					return kerr.TopicAuthorizationFailed.Code
+				}
+				return kerr.OperationNotAttempted.Code
+			})
+			return codes, true
+		}
+	}
+	return nil, false
 }
 
 // addOne serves one transaction of an AddPartitionsToTxn: a code per

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
@@ -60,6 +61,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Authorizer checks the transaction APIs' ACLs (Write on the
+	// transactional id, the topics' and groups'); nil allows everything.
+	Authorizer *authz.Authorizer
 }
 
 func (c *Config) setDefaults() {

@@ -7,12 +7,18 @@ package txn
 // when none), producer id and epoch and the partitions of the
 // transaction. NOT_COORDINATOR when this node does not lead the id's
 // partition, COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND.
+//
+// With an authorizer each transactional id needs Describe
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the partitions of topics
+// the principal may Describe are listed.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -22,6 +28,11 @@ func (c *Coordinator) handleDescribeTransactions(ctx context.Context, req *kafka
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
+		if !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.TransactionalID(id)) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		m, err := c.describe(id)
 		if err != nil {
 			st.ErrorCode = ErrorCode(err)
@@ -31,6 +42,9 @@ func (c *Coordinator) handleDescribeTransactions(ctx context.Context, req *kafka
 		st.State, st.TimeoutMillis, st.StartTimestamp = m.state.String(), m.timeoutMs, m.start
 		st.ProducerID, st.ProducerEpoch = m.producerID, m.epoch
 		for _, tp := range m.sortedPartitions() {
+			if !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Topic(tp.Topic)) {
+				continue
+			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 				t.Topic = tp.Topic

@@ -24,12 +24,17 @@ package txn
 //     abort with no partition in the transaction is served (the client's
 //     produces failed), and the other rules are Kafka's table (txnMeta's
 //     endV2).
+//
+// With an authorizer it needs Write on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -37,6 +42,10 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, req *kafka.Request) (kaf
 	r := req.Msg.(*kmsg.EndTxnRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+		if !c.cfg.Authorizer.Authorize(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
 		pid, epoch, err := c.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit, req.Version >= 5)
 		if err != nil {
 			resp.ErrorCode = fencedCode(err, req.Version, 2)

@@ -7,6 +7,9 @@ package txn
 // is echoed in UnknownStateFilters) and producer id.  v1: a duration
 // filter (KIP-994): only transactions ongoing for longer than it.
 // A caller lists the whole cluster by asking every broker.
+//
+// With an authorizer only the transactional ids the principal may Describe
+// are listed (no error).
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -47,6 +51,9 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Req
 				continue
 			case req.Version >= 1 && r.DurationFilterMillis >= 0 &&
 				(m.state != kmsg.TransactionStateOngoing || m.start < 0 || now-m.start < r.DurationFilterMillis):
+				continue
+			}
+			if !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.TransactionalID(id)) {
 				continue
 			}
 			ts := kmsg.NewListTransactionsResponseTransactionState()

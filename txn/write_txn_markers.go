@@ -14,13 +14,18 @@ package txn
 // Errors per partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 // NOT_ENOUGH_REPLICAS, and what the log answers (a marker from an older
 // coordinator epoch: TRANSACTION_COORDINATOR_FENCED).
+//
+// With an authorizer (az; nil allows everything) it needs ClusterAction on
+// the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 )
@@ -50,13 +55,37 @@ type OffsetsCompletion interface {
 }
 
 // RegisterWriteTxnMarkers serves WriteTxnMarkers on reg. groups may be nil.
-func RegisterWriteTxnMarkers(reg *kafka.Registry, log MarkerLog, groups OffsetsCompletion) {
+func RegisterWriteTxnMarkers(reg *kafka.Registry, log MarkerLog, groups OffsetsCompletion, az *authz.Authorizer) {
 	reg.Register(kmsg.WriteTxnMarkers, 0, 1, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
+		if !az.Authorize(req, authz.OpClusterAction, authz.Cluster) {
+			return kafka.Reply{Response: markersRefused(r)}, nil
+		}
 		return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 			return writeTxnMarkers(ctx, r, log, groups), nil
 		}}, nil
 	})
+}
+
+// markersRefused answers every partition of r CLUSTER_AUTHORIZATION_FAILED.
+func markersRefused(r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, rm := range r.Markers {
+		out := kmsg.NewWriteTxnMarkersResponseMarker()
+		out.ProducerID = rm.ProducerID
+		for _, t := range rm.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, out)
+	}
+	return resp
 }
 
 func writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest, log MarkerLog, groups OffsetsCompletion) *kmsg.WriteTxnMarkersResponse {

@@ -1,0 +1,927 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/segment/batch"
+)
+
+// aclNode is a node with the authorizer on: a PLAINTEXT inter-broker
+// listener, whose User:ANONYMOUS is a super user (as a Kafka cluster with a
+// PLAINTEXT inter-broker listener needs), and a SASL_PLAINTEXT listener
+// with PLAIN users admin (a super user), alice and bob.
+type aclNode struct {
+	n     *broker.Node
+	super *kgo.Client // over PLAINTEXT: User:ANONYMOUS, a super user
+	sasl  string      // the SASL_PLAINTEXT listener's address
+}
+
+func startACLNode(t *testing.T, opts ...testnode.Option) *aclNode {
+	t.Helper()
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("admin:admin-secret\nalice:alice-secret\nbob:bob-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := testnode.Start(t, t.TempDir(), append([]testnode.Option{func(c *config.Broker) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
+		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:ANONYMOUS;User:admin"
+		c.OffsetsTopicReplicationFactor = 1
+	}}, opts...)...)
+	super, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(super.Close)
+	return &aclNode{n: n, super: super, sasl: n.ListenerAddr("SASL_PLAINTEXT")}
+}
+
+// client is a franz-go client logged in as user over SASL PLAIN.
+func (a *aclNode) client(t *testing.T, user string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.sasl),
+		kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// addACLs stores ACLs through the super user and fails on any error.
+func (a *aclNode) addACLs(t *testing.T, ctx context.Context, b *kadm.ACLBuilder) {
+	t.Helper()
+	res, err := kadm.NewClient(a.super).CreateACLs(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("CreateACLs %s: %v %s", r.Principal, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+func oneBatch(t *testing.T, value string) []byte {
+	t.Helper()
+	b, err := batch.Build(nil, batch.NoProducer(), []batch.Record{{Value: []byte(value)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// authzFixture is what the table test's requests aim at: a topic with
+// records, a group with a committed offset, a committed transaction, an
+// ACL and a SCRAM credential, all made by the super user, none of which bob
+// may see or change.
+const (
+	fxTopic = "secret"
+	fxGroup = "secret-group"
+	fxTxnID = "secret-txn"
+)
+
+type fxState struct {
+	hw, logStart int64
+	committed    int64
+	partitions   int
+	retention    string
+	groups       int
+	acls         int
+	scramUsers   int
+	topics       int
+}
+
+func (a *aclNode) fixture(t *testing.T, ctx context.Context) {
+	t.Helper()
+	adm := kadm.NewClient(a.super)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, fxTopic); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(a.n.KafkaAddr()), kgo.TransactionalID(fxTxnID), kgo.DefaultProduceTopic(fxTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("secret-%d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: fxTopic, Partition: 0, At: 2, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, fxGroup, offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "carol-pass"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// state reads, as the super user, everything the table's requests must
+// leave alone.
+func (a *aclNode) state(t *testing.T, ctx context.Context) fxState {
+	t.Helper()
+	adm := kadm.NewClient(a.super)
+	var s fxState
+	ends, err := adm.ListEndOffsets(ctx, fxTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, fxTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := ends.Lookup(fxTopic, 0)
+	st, _ := starts.Lookup(fxTopic, 0)
+	s.hw, s.logStart = e.Offset, st.Offset
+	fetched, err := adm.FetchOffsets(ctx, fxGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup(fxTopic, 0); ok {
+		s.committed = o.At
+	}
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.topics = len(td.Names())
+	s.partitions = len(td[fxTopic].Partitions)
+	rc, err := adm.DescribeTopicConfigs(ctx, fxTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc[0].Configs {
+		if c.Key == "retention.ms" && c.Value != nil {
+			s.retention = *c.Value
+		}
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.groups = len(groups)
+	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().AllowHosts().DenyHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range acls {
+		s.acls += len(r.Described)
+	}
+	users, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.scramUsers = len(users)
+	return s
+}
+
+// authzCase is one API's row: the requests an unauthorized principal sends
+// and the check that each got Kafka's error and no data. open names why an
+// API needs no authorization (Kafka's rules), instead of requests.
+type authzCase struct {
+	open  string
+	calls []authzCall
+}
+
+type authzCall struct {
+	req   kmsg.Request
+	check func(resp kmsg.Response) error
+}
+
+func code(c int16, want *kerr.Error, what string) error {
+	if c != want.Code {
+		return fmt.Errorf("%s: error %v, want %v", what, kerr.ErrorForCode(c), want)
+	}
+	return nil
+}
+
+// authzCases is the table: one row per API the node serves. A new API
+// registered without a row fails TestEveryAPIRefusesAnUnauthorizedPrincipal.
+func authzCases(t *testing.T) map[kmsg.Key]authzCase {
+	records := oneBatch(t, "bob was here")
+	str := kmsg.StringPtr
+	one := func(c authzCall) authzCase { return authzCase{calls: []authzCall{c}} }
+	return map[kmsg.Key]authzCase{
+		kmsg.ApiVersions:      {open: "ApiVersions is answered before authentication, as in Kafka"},
+		kmsg.SASLHandshake:    {open: "the SASL handshake authenticates; it needs no ACL"},
+		kmsg.SASLAuthenticate: {open: "the SASL exchange authenticates; it needs no ACL"},
+		kmsg.DescribeCluster:  {open: "Kafka answers DescribeCluster (the brokers, as Metadata lists them) without an ACL"},
+
+		kmsg.Produce: {calls: []authzCall{
+			{func() kmsg.Request {
+				r := kmsg.NewPtrProduceRequest()
+				r.Acks, r.TimeoutMillis = -1, 5000
+				t := kmsg.NewProduceRequestTopic()
+				t.Topic = fxTopic
+				p := kmsg.NewProduceRequestTopicPartition()
+				p.Records = records
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			}(), func(resp kmsg.Response) error {
+				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+				if p.BaseOffset != -1 {
+					return fmt.Errorf("base offset %d", p.BaseOffset)
+				}
+				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "produce")
+			}},
+			{func() kmsg.Request {
+				r := kmsg.NewPtrProduceRequest()
+				r.Acks, r.TimeoutMillis, r.TransactionID = -1, 5000, str(fxTxnID)
+				t := kmsg.NewProduceRequestTopic()
+				t.Topic = fxTopic
+				p := kmsg.NewProduceRequestTopicPartition()
+				p.Records = records
+				t.Partitions = append(t.Partitions, p)
+				r.Topics = append(r.Topics, t)
+				return r
+			}(), func(resp kmsg.Response) error {
+				return code(resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "transactional produce")
+			}},
+		}},
+		kmsg.Fetch: {calls: []authzCall{
+			{fetchReq(-1), func(resp kmsg.Response) error {
+				p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+				if len(p.RecordBatches) > 0 || p.HighWatermark > 0 {
+					return fmt.Errorf("fetch answered %d bytes, high watermark %d", len(p.RecordBatches), p.HighWatermark)
+				}
+				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "fetch")
+			}},
+			{fetchReq(0), func(resp kmsg.Response) error { // a follower's fetch needs ClusterAction
+				p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+				if len(p.RecordBatches) > 0 {
+					return fmt.Errorf("follower fetch answered %d bytes", len(p.RecordBatches))
+				}
+				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "follower fetch")
+			}},
+		}},
+		kmsg.ListOffsets: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrListOffsetsRequest()
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = fxTopic
+			p := kmsg.NewListOffsetsRequestTopicPartition()
+			p.Timestamp = -1
+			t.Partitions = append(t.Partitions, p)
+			r.Topics = append(r.Topics, t)
+			return r
+		}(), func(resp kmsg.Response) error {
+			p := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if p.Offset != -1 {
+				return fmt.Errorf("offset %d", p.Offset)
+			}
+			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "list offsets")
+		}}),
+		kmsg.Metadata: {calls: []authzCall{
+			{kmsg.NewPtrMetadataRequest(), func(resp kmsg.Response) error { // every topic
+				m := resp.(*kmsg.MetadataResponse)
+				if len(m.Topics) != 0 {
+					return fmt.Errorf("all-topics metadata lists %d topics", len(m.Topics))
+				}
+				if len(m.Brokers) != 1 {
+					return fmt.Errorf("%d brokers listed", len(m.Brokers))
+				}
+				return nil
+			}},
+			{metadataReq(fxTopic, false), func(resp kmsg.Response) error {
+				mt := resp.(*kmsg.MetadataResponse).Topics[0]
+				if len(mt.Partitions) != 0 || mt.TopicID != [16]byte{} {
+					return fmt.Errorf("%d partitions, id %x", len(mt.Partitions), mt.TopicID)
+				}
+				return code(mt.ErrorCode, kerr.TopicAuthorizationFailed, "metadata")
+			}},
+			{metadataReq("bob-auto", true), func(resp kmsg.Response) error { // auto-creation needs Create
+				return code(resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "auto-create")
+			}},
+		}},
+		kmsg.OffsetCommit: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetCommitRequest()
+			r.Group, r.Generation = fxGroup, -1
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = fxTopic
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Offset = 0
+			t.Partitions = append(t.Partitions, p)
+			r.Topics = append(r.Topics, t)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.GroupAuthorizationFailed, "offset commit")
+		}}),
+		kmsg.OffsetFetch: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetFetchRequest()
+			r.Group = fxGroup
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = fxGroup
+			r.Groups = append(r.Groups, g)
+			return r
+		}(), func(resp kmsg.Response) error {
+			o := resp.(*kmsg.OffsetFetchResponse)
+			if len(o.Groups) == 1 {
+				if len(o.Groups[0].Topics) != 0 {
+					return fmt.Errorf("offsets answered: %v", o.Groups[0].Topics)
+				}
+				return code(o.Groups[0].ErrorCode, kerr.GroupAuthorizationFailed, "offset fetch")
+			}
+			if len(o.Topics) != 0 {
+				return fmt.Errorf("offsets answered: %v", o.Topics)
+			}
+			return code(o.ErrorCode, kerr.GroupAuthorizationFailed, "offset fetch")
+		}}),
+		kmsg.FindCoordinator: {calls: []authzCall{
+			{findCoordinatorReq(fxGroup, 0), func(resp kmsg.Response) error {
+				return coordinatorCode(resp, kerr.GroupAuthorizationFailed)
+			}},
+			{findCoordinatorReq(fxTxnID, 1), func(resp kmsg.Response) error {
+				return coordinatorCode(resp, kerr.TransactionalIDAuthorizationFailed)
+			}},
+		}},
+		kmsg.JoinGroup: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrJoinGroupRequest()
+			r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = fxGroup, 10000, 10000, "consumer"
+			p := kmsg.NewJoinGroupRequestProtocol()
+			p.Name = "range"
+			r.Protocols = append(r.Protocols, p)
+			return r
+		}(), func(resp kmsg.Response) error {
+			j := resp.(*kmsg.JoinGroupResponse)
+			if len(j.Members) != 0 {
+				return fmt.Errorf("%d members answered", len(j.Members))
+			}
+			return code(j.ErrorCode, kerr.GroupAuthorizationFailed, "join group")
+		}}),
+		kmsg.Heartbeat: one(authzCall{&kmsg.HeartbeatRequest{Group: fxGroup, MemberID: "m"}, func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.HeartbeatResponse).ErrorCode, kerr.GroupAuthorizationFailed, "heartbeat")
+		}}),
+		kmsg.LeaveGroup: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrLeaveGroupRequest()
+			r.Group, r.MemberID = fxGroup, "m"
+			m := kmsg.NewLeaveGroupRequestMember()
+			m.MemberID = "m"
+			r.Members = append(r.Members, m)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.LeaveGroupResponse).ErrorCode, kerr.GroupAuthorizationFailed, "leave group")
+		}}),
+		kmsg.SyncGroup: one(authzCall{&kmsg.SyncGroupRequest{Group: fxGroup, MemberID: "m", Generation: 1}, func(resp kmsg.Response) error {
+			s := resp.(*kmsg.SyncGroupResponse)
+			if len(s.MemberAssignment) != 0 {
+				return fmt.Errorf("an assignment answered")
+			}
+			return code(s.ErrorCode, kerr.GroupAuthorizationFailed, "sync group")
+		}}),
+		kmsg.DescribeGroups: one(authzCall{&kmsg.DescribeGroupsRequest{Groups: []string{fxGroup}}, func(resp kmsg.Response) error {
+			g := resp.(*kmsg.DescribeGroupsResponse).Groups[0]
+			if len(g.Members) != 0 || g.ProtocolType != "" {
+				return fmt.Errorf("group described: %+v", g)
+			}
+			return code(g.ErrorCode, kerr.GroupAuthorizationFailed, "describe groups")
+		}}),
+		kmsg.ListGroups: one(authzCall{kmsg.NewPtrListGroupsRequest(), func(resp kmsg.Response) error {
+			l := resp.(*kmsg.ListGroupsResponse)
+			if len(l.Groups) != 0 {
+				return fmt.Errorf("groups listed: %v", l.Groups)
+			}
+			if l.ErrorCode != 0 {
+				return fmt.Errorf("error %v: Kafka filters the groups listed, without an error", kerr.ErrorForCode(l.ErrorCode))
+			}
+			return nil
+		}}),
+		kmsg.CreateTopics: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrCreateTopicsRequest()
+			r.TimeoutMillis = 5000
+			ct := kmsg.NewCreateTopicsRequestTopic()
+			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bob-topic", 1, 1
+			r.Topics = append(r.Topics, ct)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "create topics")
+		}}),
+		kmsg.DeleteTopics: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			r.TimeoutMillis, r.TopicNames = 5000, []string{fxTopic}
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			dt.Topic = str(fxTopic)
+			r.Topics = append(r.Topics, dt)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "delete topics")
+		}}),
+		kmsg.DeleteRecords: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteRecordsRequest()
+			r.TimeoutMillis = 5000
+			dt := kmsg.NewDeleteRecordsRequestTopic()
+			dt.Topic = fxTopic
+			p := kmsg.NewDeleteRecordsRequestTopicPartition()
+			p.Offset = -1
+			dt.Partitions = append(dt.Partitions, p)
+			r.Topics = append(r.Topics, dt)
+			return r
+		}(), func(resp kmsg.Response) error {
+			p := resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+			if p.LowWatermark != -1 {
+				return fmt.Errorf("low watermark %d", p.LowWatermark)
+			}
+			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "delete records")
+		}}),
+		kmsg.InitProducerID: {calls: []authzCall{
+			{&kmsg.InitProducerIDRequest{TransactionalID: str(fxTxnID), TransactionTimeoutMillis: 10000, ProducerID: -1, ProducerEpoch: -1},
+				func(resp kmsg.Response) error {
+					i := resp.(*kmsg.InitProducerIDResponse)
+					if i.ProducerID != -1 {
+						return fmt.Errorf("producer id %d", i.ProducerID)
+					}
+					return code(i.ErrorCode, kerr.TransactionalIDAuthorizationFailed, "transactional init producer id")
+				}},
+			{&kmsg.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, func(resp kmsg.Response) error {
+				i := resp.(*kmsg.InitProducerIDResponse)
+				if i.ProducerID != -1 {
+					return fmt.Errorf("producer id %d", i.ProducerID)
+				}
+				return code(i.ErrorCode, kerr.ClusterAuthorizationFailed, "idempotent init producer id")
+			}},
+		}},
+		kmsg.OffsetForLeaderEpoch: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			r.ReplicaID = -1
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = fxTopic
+			p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			p.CurrentLeaderEpoch, p.LeaderEpoch = -1, 0
+			t.Partitions = append(t.Partitions, p)
+			r.Topics = append(r.Topics, t)
+			return r
+		}(), func(resp kmsg.Response) error {
+			p := resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+			if p.EndOffset != -1 {
+				return fmt.Errorf("end offset %d", p.EndOffset)
+			}
+			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "offset for leader epoch")
+		}}),
+		kmsg.AddPartitionsToTxn: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch = fxTxnID, 1, 0
+			tt := kmsg.NewAddPartitionsToTxnRequestTopic()
+			tt.Topic, tt.Partitions = fxTopic, []int32{0}
+			r.Topics = append(r.Topics, tt)
+			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = fxTxnID, 1, 0
+			xt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			xt.Topic, xt.Partitions = fxTopic, []int32{0}
+			tx.Topics = append(tx.Topics, xt)
+			r.Transactions = append(r.Transactions, tx)
+			return r
+		}(), func(resp kmsg.Response) error {
+			a := resp.(*kmsg.AddPartitionsToTxnResponse)
+			if a.Version >= 4 { // the partition leaders' batch form needs ClusterAction
+				return code(a.ErrorCode, kerr.ClusterAuthorizationFailed, "add partitions to txn v4")
+			}
+			return code(a.Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "add partitions to txn")
+		}}),
+		kmsg.AddOffsetsToTxn: one(authzCall{&kmsg.AddOffsetsToTxnRequest{TransactionalID: fxTxnID, ProducerID: 1, Group: fxGroup},
+			func(resp kmsg.Response) error {
+				return code(resp.(*kmsg.AddOffsetsToTxnResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed, "add offsets to txn")
+			}}),
+		kmsg.EndTxn: one(authzCall{&kmsg.EndTxnRequest{TransactionalID: fxTxnID, ProducerID: 1, Commit: true},
+			func(resp kmsg.Response) error {
+				return code(resp.(*kmsg.EndTxnResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed, "end txn")
+			}}),
+		kmsg.WriteTxnMarkers: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = 1, 0, false
+			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			mt.Topic, mt.Partitions = fxTopic, []int32{0}
+			m.Topics = append(m.Topics, mt)
+			r.Markers = append(r.Markers, m)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed, "write txn markers")
+		}}),
+		kmsg.TxnOffsetCommit: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrTxnOffsetCommitRequest()
+			r.TransactionalID, r.Group, r.ProducerID, r.Generation = fxTxnID, fxGroup, 1, -1
+			tt := kmsg.NewTxnOffsetCommitRequestTopic()
+			tt.Topic = fxTopic
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			tt.Partitions = append(tt.Partitions, p)
+			r.Topics = append(r.Topics, tt)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "txn offset commit")
+		}}),
+		kmsg.DescribeACLs: one(authzCall{&kmsg.DescribeACLsRequest{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1},
+			func(resp kmsg.Response) error {
+				d := resp.(*kmsg.DescribeACLsResponse)
+				if len(d.Resources) != 0 {
+					return fmt.Errorf("ACLs described")
+				}
+				return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe acls")
+			}}),
+		kmsg.CreateACLs: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrCreateACLsRequest()
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = 2, "*", 3
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:bob", "*", 2, 3
+			r.Creations = append(r.Creations, c)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.CreateACLsResponse).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed, "create acls")
+		}}),
+		kmsg.DeleteACLs: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrDeleteACLsRequest()
+			f := kmsg.NewDeleteACLsRequestFilter()
+			f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = 1, 1, 1, 1
+			r.Filters = append(r.Filters, f)
+			return r
+		}(), func(resp kmsg.Response) error {
+			res := resp.(*kmsg.DeleteACLsResponse).Results[0]
+			if len(res.MatchingACLs) != 0 {
+				return fmt.Errorf("%d ACLs deleted", len(res.MatchingACLs))
+			}
+			return code(res.ErrorCode, kerr.ClusterAuthorizationFailed, "delete acls")
+		}}),
+		kmsg.DescribeConfigs: {calls: []authzCall{
+			{describeConfigsReq(2, fxTopic), func(resp kmsg.Response) error {
+				r := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+				if len(r.Configs) != 0 {
+					return fmt.Errorf("%d configs described", len(r.Configs))
+				}
+				return code(r.ErrorCode, kerr.TopicAuthorizationFailed, "describe topic configs")
+			}},
+			{describeConfigsReq(4, "0"), func(resp kmsg.Response) error {
+				r := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+				if len(r.Configs) != 0 {
+					return fmt.Errorf("%d configs described", len(r.Configs))
+				}
+				return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe broker configs")
+			}},
+		}},
+		kmsg.AlterConfigs: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			res := kmsg.NewAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName = 2, fxTopic
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", str("1")
+			res.Configs = append(res.Configs, c)
+			r.Resources = append(r.Resources, res)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.TopicAuthorizationFailed, "alter configs")
+		}}),
+		kmsg.IncrementalAlterConfigs: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			res := kmsg.NewIncrementalAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName = 2, fxTopic
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", str("1")
+			res.Configs = append(res.Configs, c)
+			r.Resources = append(r.Resources, res)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, kerr.TopicAuthorizationFailed, "incremental alter configs")
+		}}),
+		kmsg.CreatePartitions: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrCreatePartitionsRequest()
+			r.TimeoutMillis = 5000
+			ct := kmsg.NewCreatePartitionsRequestTopic()
+			ct.Topic, ct.Count = fxTopic, 3
+			r.Topics = append(r.Topics, ct)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "create partitions")
+		}}),
+		kmsg.DeleteGroups: one(authzCall{&kmsg.DeleteGroupsRequest{Groups: []string{fxGroup}}, func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed, "delete groups")
+		}}),
+		kmsg.ElectLeaders: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrElectLeadersRequest()
+			r.TimeoutMillis = 5000
+			et := kmsg.NewElectLeadersRequestTopic()
+			et.Topic, et.Partitions = fxTopic, []int32{0}
+			r.Topics = append(r.Topics, et)
+			return r
+		}(), func(resp kmsg.Response) error {
+			e := resp.(*kmsg.ElectLeadersResponse)
+			if err := code(e.ErrorCode, kerr.ClusterAuthorizationFailed, "elect leaders"); err != nil {
+				return err
+			}
+			return code(e.Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed, "elect leaders partition")
+		}}),
+		kmsg.AlterPartitionAssignments: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			r.TimeoutMillis = 5000
+			at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			at.Topic = fxTopic
+			p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			p.Replicas = []int32{0}
+			at.Partitions = append(at.Partitions, p)
+			r.Topics = append(r.Topics, at)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "alter partition reassignments")
+		}}),
+		kmsg.ListPartitionReassignments: one(authzCall{&kmsg.ListPartitionReassignmentsRequest{TimeoutMillis: 5000}, func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "list partition reassignments")
+		}}),
+		kmsg.OffsetDelete: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrOffsetDeleteRequest()
+			r.Group = fxGroup
+			ot := kmsg.NewOffsetDeleteRequestTopic()
+			ot.Topic = fxTopic
+			ot.Partitions = append(ot.Partitions, kmsg.NewOffsetDeleteRequestTopicPartition())
+			r.Topics = append(r.Topics, ot)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.GroupAuthorizationFailed, "offset delete")
+		}}),
+		kmsg.DescribeClientQuotas: one(authzCall{kmsg.NewPtrDescribeClientQuotasRequest(), func(resp kmsg.Response) error {
+			d := resp.(*kmsg.DescribeClientQuotasResponse)
+			if len(d.Entries) != 0 {
+				return fmt.Errorf("quotas described")
+			}
+			return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe client quotas")
+		}}),
+		kmsg.AlterClientQuotas: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrAlterClientQuotasRequest()
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			ec := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			ec.Type, ec.Name = "user", str("bob")
+			e.Entity = append(e.Entity, ec)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value = "producer_byte_rate", 1e9
+			e.Ops = append(e.Ops, op)
+			r.Entries = append(r.Entries, e)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode, kerr.ClusterAuthorizationFailed, "alter client quotas")
+		}}),
+		kmsg.DescribeUserSCRAMCredentials: one(authzCall{kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), func(resp kmsg.Response) error {
+			d := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			if len(d.Results) != 0 {
+				return fmt.Errorf("%d users described", len(d.Results))
+			}
+			return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe user scram credentials")
+		}}),
+		kmsg.AlterUserSCRAMCredentials: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+			d.Name, d.Mechanism = "carol", 1
+			r.Deletions = append(r.Deletions, d)
+			return r
+		}(), func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed, "alter user scram credentials")
+		}}),
+		kmsg.DescribeProducers: one(authzCall{func() kmsg.Request {
+			r := kmsg.NewPtrDescribeProducersRequest()
+			dt := kmsg.NewDescribeProducersRequestTopic()
+			dt.Topic, dt.Partitions = fxTopic, []int32{0}
+			r.Topics = append(r.Topics, dt)
+			return r
+		}(), func(resp kmsg.Response) error {
+			p := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+			if len(p.ActiveProducers) != 0 {
+				return fmt.Errorf("%d producers described", len(p.ActiveProducers))
+			}
+			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "describe producers")
+		}}),
+		kmsg.DescribeTransactions: one(authzCall{&kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{fxTxnID}}, func(resp kmsg.Response) error {
+			s := resp.(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+			if s.ProducerID > 0 || len(s.Topics) != 0 {
+				return fmt.Errorf("transaction described: %+v", s)
+			}
+			return code(s.ErrorCode, kerr.TransactionalIDAuthorizationFailed, "describe transactions")
+		}}),
+		kmsg.ListTransactions: one(authzCall{kmsg.NewPtrListTransactionsRequest(), func(resp kmsg.Response) error {
+			l := resp.(*kmsg.ListTransactionsResponse)
+			if len(l.TransactionStates) != 0 {
+				return fmt.Errorf("transactions listed: %v", l.TransactionStates)
+			}
+			return nil
+		}}),
+	}
+}
+
+func fetchReq(replica int32) kmsg.Request {
+	r := kmsg.NewPtrFetchRequest()
+	r.ReplicaID, r.MaxWaitMillis, r.MaxBytes = replica, 100, 1<<20
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = fxTopic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.PartitionMaxBytes, p.CurrentLeaderEpoch = 1<<20, -1
+	t.Partitions = append(t.Partitions, p)
+	r.Topics = append(r.Topics, t)
+	return r
+}
+
+func metadataReq(topic string, autoCreate bool) kmsg.Request {
+	r := kmsg.NewPtrMetadataRequest()
+	r.AllowAutoTopicCreation = autoCreate
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	r.Topics = append(r.Topics, mt)
+	return r
+}
+
+func findCoordinatorReq(key string, keyType int8) kmsg.Request {
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.CoordinatorKey, r.CoordinatorKeys, r.CoordinatorType = key, []string{key}, keyType
+	return r
+}
+
+func coordinatorCode(resp kmsg.Response, want *kerr.Error) error {
+	f := resp.(*kmsg.FindCoordinatorResponse)
+	if len(f.Coordinators) == 1 {
+		if f.Coordinators[0].NodeID != -1 {
+			return fmt.Errorf("coordinator %d answered", f.Coordinators[0].NodeID)
+		}
+		return code(f.Coordinators[0].ErrorCode, want, "find coordinator")
+	}
+	return code(f.ErrorCode, want, "find coordinator")
+}
+
+func describeConfigsReq(resourceType kmsg.ConfigResourceType, name string) kmsg.Request {
+	r := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = resourceType, name
+	r.Resources = append(r.Resources, res)
+	return r
+}
+
+// TestEveryAPIRefusesAnUnauthorizedPrincipal walks every API the node
+// serves, as its ApiVersions answer lists them (computed from the
+// kafka.Registry at run time), and sends each as bob, a SASL PLAIN user
+// without ACLs, over a real franz-go client: each answers Kafka's
+// authorization error, and afterwards nothing bob aimed at (the topic's
+// records and config, the group's offsets, the ACLs, the credentials) has
+// moved. An API registered without a row here fails the test.
+func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
+	a := startACLNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	a.fixture(t, ctx)
+	before := a.state(t, ctx)
+	if before.hw < 3 || before.committed != 2 || before.acls != 1 || before.scramUsers != 1 || before.groups != 1 {
+		t.Fatalf("fixture: %+v", before)
+	}
+
+	bob := a.client(t, "bob")
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := authzCases(t)
+	served := map[kmsg.Key]bool{}
+	for _, k := range versions.ApiKeys {
+		key := kmsg.Key(k.ApiKey)
+		served[key] = true
+		c, ok := cases[key]
+		switch {
+		case !ok:
+			t.Errorf("%s (key %d) is served but has no row in authzCases: give it Kafka's authorization check and a row", kmsg.NameForKey(k.ApiKey), k.ApiKey)
+			continue
+		case c.open != "":
+			continue
+		}
+		for i, call := range c.calls {
+			resp, err := bob.Broker(0).Request(ctx, call.req)
+			if err != nil {
+				t.Errorf("%s #%d: %v", kmsg.NameForKey(k.ApiKey), i, err)
+				continue
+			}
+			if err := call.check(resp); err != nil {
+				t.Errorf("%s #%d (v%d): %v", kmsg.NameForKey(k.ApiKey), i, resp.GetVersion(), err)
+			}
+		}
+	}
+	for key := range cases {
+		if !served[key] {
+			t.Errorf("authzCases has a row for %s, which the node does not serve", kmsg.NameForKey(int16(key)))
+		}
+	}
+	if after := a.state(t, ctx); after != before {
+		t.Errorf("bob's refused requests changed the node:\nbefore %+v\nafter  %+v", before, after)
+	}
+	// Each denial was audited: the metric counted them.
+	fams := scrapeMetrics(t, a.n)
+	if v := mustMetric(t, fams, "kafka_security_authorizer_authorization_denied_total", "request", "Produce", "operation", "WRITE", "resource_type", "TOPIC"); v < 1 {
+		t.Errorf("denied Produce counted %v times", v)
+	}
+}
+
+// TestACLsAllowWhatTheyName: alice, with prefixed ACLs on app- topics and
+// groups, produces (idempotently: Write on a topic stands for
+// IdempotentWrite, KIP-679) and consumes in a group; Metadata lists her
+// topics and not the others; a DENY on one topic wins over the prefixed
+// ALLOW; a super user (admin over SASL) does anything; a change of the
+// ACLs applies at once without a restart.
+func TestACLsAllowWhatTheyName(t *testing.T) {
+	a := startACLNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(a.super)
+	for _, topic := range []string{"app-orders", "app-blocked", "other"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").Groups("app-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead, kadm.OpWrite))
+	a.addACLs(t, ctx, kadm.NewACLs().Deny("User:alice").DenyHosts().Topics("app-blocked").Operations(kadm.OpAll))
+
+	alice := a.client(t, "alice", kgo.ConsumeTopics("app-orders"), kgo.ConsumerGroup("app-consumers"), kgo.DefaultProduceTopic("app-orders"))
+	for i := range 5 {
+		if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("order-%d", i))}).FirstErr(); err != nil {
+			t.Fatalf("alice produce: %v", err)
+		}
+	}
+	var got int
+	for got < 5 && ctx.Err() == nil {
+		fs := alice.PollFetches(ctx)
+		if err := fs.Err0(); err != nil && ctx.Err() == nil {
+			t.Fatalf("alice consume: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := alice.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("alice commit: %v", err)
+	}
+	md, err := kadm.NewClient(alice).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := md.Topics.Names(); len(names) != 1 || names[0] != "app-orders" {
+		t.Fatalf("alice's metadata lists %v, want app-orders alone (app-blocked is denied, other has no ACL)", names)
+	}
+	err = alice.ProduceSync(ctx, &kgo.Record{Topic: "app-blocked", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce to the denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	admin := a.client(t, "admin")
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("the super user's produce: %v", err)
+	}
+
+	// An ACL added now applies to bob's next request, with no restart.
+	bob := a.client(t, "bob")
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob before his ACL: %v", err)
+	}
+	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().Topics("other").Operations(kadm.OpWrite))
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("bob after his ACL: %v", err)
+	}
+	// And removing it takes it away.
+	del := kadm.NewACLs().Allow("User:bob").AllowHosts().Topics("other").Operations(kadm.OpWrite)
+	if _, err := adm.DeleteACLs(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("y")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob after his ACL was removed: %v", err)
+	}
+}
+
+// TestAllowEveryoneIfNoACLFound: with allow_everyone_if_no_acl_found, bob
+// may use a topic no ACL names, and not one with an ACL for alice alone.
+func TestAllowEveryoneIfNoACLFound(t *testing.T) {
+	a := startACLNode(t, func(c *config.Broker) { c.AllowEveryoneIfNoACLFound = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(a.super)
+	for _, topic := range []string{"open", "alices"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("alices").Operations(kadm.OpWrite))
+	bob := a.client(t, "bob")
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "open", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("bob on a topic without ACLs: %v", err)
+	}
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "alices", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob on alice's topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
