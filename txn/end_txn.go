@@ -43,7 +43,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, req *kafka.Request) (kaf
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 		if !c.cfg.Authorizer.Authorize(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
-			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
 			return resp, nil
 		}
 		pid, epoch, err := c.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit, req.Version >= 5)
