@@ -131,3 +131,29 @@ func TestClientQuotas(t *testing.T) {
 		t.Fatal("an empty entity was altered")
 	}
 }
+
+// FuzzClientQuotaKey: any key read from the bucket parses or fails
+// without panicking, and every entity survives its key.
+func FuzzClientQuotaKey(f *testing.F) {
+	for _, s := range []string{"user.NYWxpY2U", "client.=", "user.=.client.NYXBw", "user", "x.=.y.=", "user.N!!"} {
+		f.Add(s, "alice", "app", uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, key, user, client string, shape uint8) {
+		_, _ = parseQuotaKey(key)
+		var e quota.Entity
+		switch shape % 4 {
+		case 0:
+			e.User = quota.Named(user)
+		case 1:
+			e.User, e.ClientID = quota.DefaultName(), quota.Named(client)
+		case 2:
+			e.User, e.ClientID = quota.Named(user), quota.DefaultName()
+		default:
+			e.ClientID = quota.Named(client)
+		}
+		got, err := parseQuotaKey(quotaKey(e))
+		if err != nil || got != e {
+			t.Fatalf("%v: key %q parsed %v %v", e, quotaKey(e), got, err)
+		}
+	})
+}
