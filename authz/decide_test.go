@@ -2,7 +2,9 @@ package authz
 
 import (
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -253,5 +255,27 @@ func TestAuthorizerSuperUsersAndAudit(t *testing.T) {
 	}
 	if got := Principal(&kafka.ConnInfo{}); got != kafka.AnonymousPrincipal {
 		t.Errorf("Principal = %q", got)
+	}
+}
+
+func TestAuditLogIsRateLimited(t *testing.T) {
+	var buf strings.Builder
+	a := New(Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	req := &kafka.Request{Key: int16(kmsg.Produce), ClientID: "app-1",
+		Conn: &kafka.ConnInfo{Principal: "User:bob", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 5}}}
+	for range 50 {
+		if a.Authorize(req, OpWrite, Topic("payments")) {
+			t.Fatal("allowed without ACLs")
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < 1 || len(lines) > 10 {
+		t.Fatalf("%d audit lines for 50 denials in well under a second, want at most 5 per second:\n%s", len(lines), buf.String())
+	}
+	for _, want := range []string{`msg="authorization denied"`, "principal=User:bob", "host=10.0.0.7", "api=Produce",
+		"operation=WRITE", "resource_type=TOPIC", "resource=payments", `reason="no ALLOW ACL matched"`, "client_id=app-1"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("audit line %q lacks %s", lines[0], want)
+		}
 	}
 }
