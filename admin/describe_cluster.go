@@ -4,16 +4,27 @@ package admin
 //
 //   - v0: brokers, cluster id, controller (KIP-700).  v1: EndpointType.
 //
-// Like Metadata's broker list it needs no ACL, as in Kafka; the
-// authorized-operations field (KIP-430) answers "not requested".
+// Like Metadata's broker list it needs no ACL, as in Kafka. Asked for the
+// cluster's authorized operations (KIP-430), it answers them to a
+// principal with Describe on the cluster, and 0 to others, as Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
+
+// clusterAuthorizedOperations is KIP-430's bitfield of the cluster: 0
+// without Describe on it, as Kafka answers.
+func (h *Handlers) clusterAuthorizedOperations(req *kafka.Request) int32 {
+	if !h.authz.Permits(req, authz.OpDescribe, authz.Cluster) {
+		return 0
+	}
+	return h.authz.AuthorizedOperations(req, authz.Cluster)
+}
 
 func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeClusterRequest)
@@ -21,6 +32,9 @@ func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request
 	resp.ClusterID = h.store.ClusterID()
 	resp.ControllerID = h.controllerID()
 	resp.EndpointType = 1
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(req)
+	}
 	for _, b := range h.store.Brokers() {
 		host, port, ok := kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port)
 		if !ok {

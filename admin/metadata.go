@@ -16,6 +16,10 @@ package admin
 // exists or not. Auto-creation needs Create on the cluster or the topic,
 // else the topic is TOPIC_AUTHORIZATION_FAILED. The brokers are listed to
 // everyone.
+//
+// v8+ answer the authorized operations (KIP-430) of each topic described,
+// and v8-10 of the cluster, when asked: 0 for the cluster without Describe
+// on it, as Kafka.
 
 import (
 	"context"
@@ -52,6 +56,9 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 	cid := h.store.ClusterID()
 	resp.ClusterID = &cid
 	resp.ControllerID = h.controllerID()
+	if req.Version >= 8 && req.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = h.clusterAuthorizedOperations(req)
+	}
 
 	var names []string
 	created := false
@@ -125,6 +132,9 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		}
 		mt.TopicID = t.ID
 		mt.IsInternal = t.Internal
+		if req.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, authz.Topic(name))
+		}
 		for _, st := range h.store.Partitions(name) {
 			mt.Partitions = append(mt.Partitions, partitionMetadata(st, req.Version, registered, listed))
 		}

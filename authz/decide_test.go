@@ -279,3 +279,21 @@ func TestAuditLogIsRateLimited(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthorizedOperations(t *testing.T) {
+	a := New(Config{})
+	a.SetBindings(NewSet([]Binding{allow(ResourceTopic, "t", PatternLiteral, "User:alice", "*", OpRead),
+		allow(ResourceTopic, "t", PatternLiteral, "User:alice", "*", OpAlterConfigs)}))
+	req := &kafka.Request{Conn: &kafka.ConnInfo{Principal: "User:alice", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1)}}}
+	want := int32(1<<OpRead | 1<<OpDescribe | 1<<OpAlterConfigs | 1<<OpDescribeConfigs)
+	if got := a.AuthorizedOperations(req, Topic("t")); got != want {
+		t.Errorf("topic t: %b, want %b", got, want)
+	}
+	if got := a.AuthorizedOperations(req, Group("g")); got != 0 {
+		t.Errorf("group g: %b, want none", got)
+	}
+	var off *Authorizer
+	if got := off.AuthorizedOperations(req, Group("g")); got != 1<<OpRead|1<<OpDescribe|1<<OpDelete {
+		t.Errorf("no authorizer, group: %b, want Read, Describe and Delete", got)
+	}
+}

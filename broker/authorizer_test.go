@@ -885,6 +885,35 @@ func TestACLsAllowWhatTheyName(t *testing.T) {
 		t.Fatalf("the super user's produce: %v", err)
 	}
 
+	// KIP-430: the authorized operations, when asked.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.IncludeTopicAuthorizedOperations = true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("app-orders")
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readWriteDescribe = 1<<3 | 1<<4 | 1<<8 // Read, Write, Describe
+	if got := mresp.Topics[0].AuthorizedOperations; got != readWriteDescribe {
+		t.Errorf("alice's authorized operations on app-orders: %b, want %b", got, readWriteDescribe)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	for _, c := range []struct {
+		cl   *kgo.Client
+		want int32
+	}{{alice, 0}, {admin, 1<<5 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<7 | 1<<8}} {
+		r, err := dc.RequestWith(ctx, c.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ClusterAuthorizedOperations != c.want {
+			t.Errorf("cluster authorized operations %b, want %b", r.ClusterAuthorizedOperations, c.want)
+		}
+	}
+
 	// An ACL added now applies to bob's next request, with no restart.
 	bob := a.client(t, "bob")
 	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {

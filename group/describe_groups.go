@@ -2,7 +2,8 @@ package group
 
 // DescribeGroups (key 15), versions 0-5.
 //
-//   - v3: AuthorizedOperations (answered as not computed).
+//   - v3: AuthorizedOperations (KIP-430), when asked: the operations the
+//     principal may do on the group.
 //   - v4: GroupInstanceID per member.  v5: flexible versions.
 //
 // An unknown group is described as Dead with no error, as Kafka does.
@@ -33,6 +34,9 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 				dg.ErrorCode, dg.State = kerr.GroupAuthorizationFailed.Code, ""
 				resp.Groups = append(resp.Groups, dg)
 				continue
+			}
+			if r.IncludeAuthorizedOperations {
+				dg.AuthorizedOperations = c.cfg.Authorizer.AuthorizedOperations(req, authz.Group(id))
 			}
 			rn, err := c.lookup(id, false)
 			if err != nil {
