@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -12,8 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -83,5 +88,73 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 	}
 	if strings.Contains(logs.String()+logs2.String(), "broker-secret") || strings.Contains(logs2.String(), "another-password") {
 		t.Fatal("a password reached the log")
+	}
+}
+
+// TestSSLInterBrokerWithClientCertificates: two nodes whose only listener
+// is SSL with client certificates required replicate an RF=2 topic: each
+// follower's fetchers present the node's certificate (both key usages) and
+// verify the leader's against ssl_ca_location, and the follower joins the
+// ISR.
+func TestSSLInterBrokerWithClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, "cluster-ca")
+	cert, key := ca.Node(t, "node")
+	certFile, keyFile := testcerts.Write(t, dir, "node.crt", cert), testcerts.Write(t, dir, "node.key", key)
+	caFile := testcerts.Write(t, dir, "ca.pem", ca.CertPEM)
+	nodes, _ := testnode.StartCluster(t, dir, 2, testnode.WithSession(2*time.Second), func(c *config.Broker) {
+		c.Listeners, c.InterBrokerListenerName = "SSL://127.0.0.1:0", "SSL"
+		c.SSLCertificateLocation, c.SSLKeyLocation, c.SSLCALocation, c.SSLClientAuth = certFile, keyFile, caFile, "required"
+	})
+	ctx := ctxT(t, 60*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].KafkaAddr(), nodes[1].KafkaAddr()),
+		kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.ClientTLS(t, "test", "")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if err := proctest.WaitFor(20*time.Second, func() bool {
+		bs, err := adm.ListBrokers(ctx)
+		return err == nil && len(bs) == 2
+	}); err != nil {
+		t.Fatal("two brokers: ", err)
+	}
+	if r, err := adm.CreateTopic(ctx, 2, 2, nil, "mtls"); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "mtls", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The leader of the written partition sees its follower at its log
+	// end: the follower fetched the record over mTLS.
+	var last string
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		for _, n := range nodes {
+			st, err := adminapi.Client{Timeout: 5 * time.Second}.ReplicationStatus(ctx, n.AdminAddr(), "mtls")
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			for _, p := range st.Partitions {
+				if p.Role != adminapi.RoleLeader || p.LogEndOffset == 0 {
+					continue
+				}
+				if len(p.Followers) == 1 && p.Followers[0].LogEndOffset == p.LogEndOffset && p.Followers[0].InISR {
+					return true
+				}
+				last = fmt.Sprintf("partition %d: leader at %d, followers %+v", p.Partition, p.LogEndOffset, p.Followers)
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the follower did not fetch the record: %s", last)
+	}
+	for _, n := range nodes {
+		for _, f := range n.ReplicaFetchers() {
+			if f.Error != "" || f.Fetches == 0 {
+				t.Fatalf("node fetcher from %d: %d fetches, error %q", f.Leader, f.Fetches, f.Error)
+			}
+		}
 	}
 }
