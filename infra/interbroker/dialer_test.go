@@ -35,8 +35,14 @@ type peer struct {
 // broker:broker-secret when withSASL.
 func startPeer(t *testing.T, withTLS, withSASL bool, clientAuth kafka.ClientAuth) *peer {
 	t.Helper()
+	return startPeerReauth(t, withTLS, withSASL, clientAuth, 0)
+}
+
+// startPeerReauth is startPeer with connections.max.reauth.ms (KIP-368).
+func startPeerReauth(t *testing.T, withTLS, withSASL bool, clientAuth kafka.ClientAuth, maxReauth time.Duration) *peer {
+	t.Helper()
 	p := &peer{ca: testcerts.NewCA(t, "ca")}
-	l := kafka.Listener{Name: "PEER"}
+	l := kafka.Listener{Name: "PEER", MaxReauth: maxReauth}
 	if withSASL {
 		c, err := sasl.NewCredential(sasl.ScramSHA512, "broker", "broker-secret", 0)
 		if err != nil {
@@ -246,5 +252,38 @@ func TestNewRefusesIncompleteSASL(t *testing.T) {
 		if _, err := interbroker.New(cfg); !errors.Is(err, interbroker.ErrConfig) {
 			t.Fatalf("%+v: %v", cfg, err)
 		}
+	}
+}
+
+// TestDialerSessionLifetime: a peer with connections.max.reauth.ms gives
+// the session a lifetime; Dial's Conn expires before it ends, so that the
+// replica fetchers log in again on a new connection in time.
+func TestDialerSessionLifetime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	const lifetime = 3 * time.Second
+	p := startPeerReauth(t, false, true, kafka.ClientAuthNone, lifetime)
+	d, err := interbroker.New(interbroker.Config{Mechanism: interbroker.MechanismSCRAMSHA512, Username: "broker", Password: "broker-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := d.Dial(ctx, p.addr, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if c.Expires.IsZero() || !c.Expires.After(start) || !c.Expires.Before(start.Add(lifetime)) {
+		t.Fatalf("Expires %v after the dial, want within the %v lifetime and before its end", c.Expires.Sub(start), lifetime)
+	}
+	// Without a lifetime the session never expires.
+	q := startPeer(t, false, true, kafka.ClientAuthNone)
+	c, err = d.Dial(ctx, q.addr, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if !c.Expires.IsZero() {
+		t.Fatalf("Expires %v without a session lifetime", c.Expires)
 	}
 }
