@@ -16,6 +16,14 @@ import (
 // one, then swapped under the writer lock; the old files go the way of
 // retention-deleted ones (.deleted, removed after file.delete.delay), so
 // readers holding them keep working. The active segment cannot be replaced.
+//
+// The .txnindex keeps the entries whose ABORT marker (a control batch of
+// the entry's producer at its last offset) cleaned still holds, and loses
+// the others: an entry without its marker would make a read_committed
+// consumer skip the producer's later records. The caller drops a marker
+// only once none of its transaction's records is left, so a marker left
+// without its entry (as a crash between the two files can leave it) is
+// harmless.
 func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
@@ -42,12 +50,18 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		return fmt.Errorf("segment: the active segment %d cannot be replaced", base)
 	}
 	next := base
+	aborts := map[int64]int64{} // the ABORT markers left: offset -> producer id
 	if err := batch.Split(cleaned, func(h *batch.Header, b []byte) error {
 		if h.BaseOffset != next {
 			return fmt.Errorf("%w: cleaned batch at %d, expected %d", ErrNonContiguous, h.BaseOffset, next)
 		}
 		if err := batch.VerifyCRC(b); err != nil {
 			return err
+		}
+		if h.Control() {
+			if m, ok, err := batch.ParseEndTxnMarker(b); err == nil && ok && !m.Commit {
+				aborts[h.BaseOffset] = h.ProducerID
+			}
 		}
 		next = h.NextOffset()
 		return nil
@@ -61,8 +75,30 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	// fsynced as .log.cleaned (a stray one is removed at open), then
 	// committed by renaming to .log.swap (Open completes a swap it finds),
 	// and only then do the old files step aside and the swap take the name.
+	// A .txnindex that loses entries goes the same way, one step ahead:
+	// .txnindex.cleaned, then .txnindex.swap before the .log.swap, so that
+	// Open, completing the log's swap, completes the index's too (an empty
+	// .txnindex.swap stands for no file); without a .log.swap it is a stray.
 	tmp := old.path(logSuffix + cleanedSuffix)
 	swap := old.path(logSuffix + swapSuffix)
+	l.mu.RLock()
+	oldTxns := old.txns
+	l.mu.RUnlock()
+	var kept []byte
+	nkept := 0
+	for _, a := range oldTxns {
+		if pid, ok := aborts[a.LastOffset]; ok && pid == a.ProducerID {
+			kept = a.AppendTo(kept)
+			nkept++
+		}
+	}
+	txnChanged := nkept != len(oldTxns)
+	txnSwap := old.path(txnIndexSuffix + swapSuffix)
+	// No .txnindex.swap of a failed earlier call may ride along with this
+	// .log.swap.
+	if err := os.Remove(txnSwap); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	if err := os.WriteFile(tmp, cleaned, 0o644); err != nil {
 		return err
 	}
@@ -70,15 +106,39 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		os.Remove(tmp)
 		return err
 	}
+	if txnChanged {
+		if err := writeTxnSwap(old, kept); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		if err := cleanCrashPoint("txnindex swap written"); err != nil {
+			return err
+		}
+	}
 	if err := os.Rename(tmp, swap); err != nil {
 		os.Remove(tmp)
+		os.Remove(txnSwap)
 		return err
 	}
 	if err := syncDir(l.dir); err != nil {
 		return err
 	}
-	// The .txnindex stays: the cleaned segment keeps the same markers'
-	// offsets, and its aborted transactions with them.
+	if err := cleanCrashPoint("log swapped"); err != nil {
+		return err
+	}
+	if txnChanged {
+		if err := completeTxnSwap(l.dir, old.path(txnIndexSuffix)); err != nil {
+			return err
+		}
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+		if err := cleanCrashPoint("txnindex in place"); err != nil {
+			return err
+		}
+	}
+	// The .txnindex stays where it is (the new one, when it lost entries):
+	// the cleaned segment keeps the retained markers' offsets.
 	if err := old.renameDeletedExcept(txnIndexSuffix); err != nil {
 		return err
 	}
@@ -128,4 +188,58 @@ func syncFile(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// writeTxnSwap writes the cleaned segment's .txnindex (entries, possibly
+// none) as .txnindex.cleaned, fsyncs it and renames it .txnindex.swap.
+func writeTxnSwap(old *segment, entries []byte) error {
+	tmp := old.path(txnIndexSuffix + cleanedSuffix)
+	if err := os.WriteFile(tmp, entries, 0o644); err != nil {
+		return err
+	}
+	if err := syncFile(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, old.path(txnIndexSuffix+swapSuffix)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// completeTxnSwap puts the .txnindex.swap beside path in its place: an
+// empty one removes the .txnindex (the file exists only while it has
+// entries). No .txnindex.swap is nothing to do.
+func completeTxnSwap(dir, path string) error {
+	swap := path + swapSuffix
+	fi, err := os.Stat(swap)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Size() > 0 {
+		return os.Rename(swap, path)
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return os.Remove(swap)
+}
+
+// cleanCrashHook, when set (tests only), is called after each durable step
+// of ReplaceSegment that a crash could follow; an error stops it there,
+// leaving the files as a crash would.
+var cleanCrashHook func(step string) error
+
+func cleanCrashPoint(step string) error {
+	if cleanCrashHook == nil {
+		return nil
+	}
+	return cleanCrashHook(step)
 }

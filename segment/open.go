@@ -21,8 +21,9 @@ import (
 // contiguous with the previous batch); the first torn or corrupt batch and
 // everything after it is truncated and logged, and the indexes of the
 // re-read segments are rebuilt. Missing or inconsistent indexes of any
-// segment are rebuilt; stray .deleted, .cleaned, .swap and temp files are
-// removed.
+// segment are rebuilt; a .log.swap (a committed ReplaceSegment) is put in
+// place with its .txnindex.swap; stray .deleted, .cleaned, .swap and temp
+// files are removed.
 func Open(dir string, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,8 +78,10 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 	}
 	present = make(map[string]bool)
 	// A cleaned segment that reached .log.swap is committed (ReplaceSegment
-	// fsyncs it before the rename): finish the swap, and drop that segment's
-	// indexes so they are rebuilt from the new bytes.
+	// fsyncs it before the rename): finish the swap, its .txnindex.swap
+	// first when there is one, dropping that segment's offset and time
+	// indexes so they are rebuilt from the new bytes. A .txnindex.swap
+	// without a .log.swap is a stray: the old log keeps its old index.
 	for _, e := range ents {
 		name := e.Name()
 		if !strings.HasSuffix(name, logSuffix+swapSuffix) {
@@ -86,14 +89,24 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		}
 		final := strings.TrimSuffix(name, swapSuffix)
 		l.logger.Info("completing an interrupted segment swap", "file", final)
-		if err := os.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, final)); err != nil {
+		stem := strings.TrimSuffix(final, logSuffix)
+		// The .txnindex.swap (committed before the .log.swap) and the
+		// indexes go first and durably: once the .log.swap is renamed, a
+		// crash leaves no sign of the swap, and a later Open would drop the
+		// .txnindex.swap as a stray, keeping entries of markers gone.
+		if err := completeTxnSwap(l.dir, filepath.Join(l.dir, stem+txnIndexSuffix)); err != nil {
 			return nil, nil, err
 		}
-		stem := strings.TrimSuffix(final, logSuffix)
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if err := os.Remove(filepath.Join(l.dir, stem+suf)); err != nil && !os.IsNotExist(err) {
 				return nil, nil, err
 			}
+		}
+		if err := syncDir(l.dir); err != nil {
+			return nil, nil, err
+		}
+		if err := os.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, final)); err != nil {
+			return nil, nil, err
 		}
 	}
 	if ents, err = os.ReadDir(l.dir); err != nil {
