@@ -34,12 +34,21 @@ import (
 // The records of aborted transactions (the .txnindex) are dropped and take
 // no part in deciding a key's latest value. A transactional batch left
 // without records loses its transactional attribute (batch.EmptyOutsideTxn)
-// so that no producer-state replay reopens its transaction. A COMMIT marker
-// goes once its segment's newest timestamp is older than
-// delete.retention.ms and no record of its transaction is left (the pass
-// has seen every batch from the log start on); ABORT markers stay, with
-// their .txnindex entries: a consumer that read an aborted transaction's
-// entry without its marker would skip the producer's later records.
+// so that no producer-state replay reopens its transaction. A marker goes
+// (as an empty batch outside any transaction, keeping its offset) once its
+// segment's newest timestamp is older than delete.retention.ms, the pass
+// has seen every batch from the log start on, and the pass saw no batch of
+// its transaction: for a COMMIT, no record of it left; for an ABORT, no
+// batch of the aborted transaction, so the pass that empties the aborted
+// batches keeps the marker and a later one removes it (Kafka's
+// CleanedTransactionMetadata, whose onBatchRead notes an aborted batch in
+// lastObservedBatchOffset and whose onControlBatchRead keeps the ABORT
+// marker while one was observed). An ABORT marker's .txnindex entry goes
+// with the marker and only with it (segment.Log.ReplaceSegment keeps the
+// entries of the markers left, and swaps the .txnindex in before the
+// log): a consumer that read an aborted transaction's entry without its
+// marker would skip the producer's later records, while a marker without
+// its entry is harmless once the aborted records are gone.
 
 // compactionLimit bounds the size of a segment the cleaner rewrites in
 // memory; larger ones are left for a streaming cleaner.
@@ -65,9 +74,9 @@ func (r *Replica) Compact(now time.Time) (int, error) {
 	horizon := now.UnixMilli() - tc.Int64(config.DeleteRetentionMs)
 	cleaned := 0
 	// txns follows, from the log start on, which producers have a record
-	// of a transaction left in the cleaned log; it is exact only while no
-	// segment was skipped (seenAll).
-	txns := txnTracker{retained: map[int64]bool{}, seenAll: true}
+	// of a transaction left in the cleaned log or a batch of an aborted
+	// one seen; it is exact only while no segment was skipped (seenAll).
+	txns := txnTracker{retained: map[int64]bool{}, aborted: map[int64]bool{}, seenAll: true}
 	for _, s := range segs {
 		if s.Active || s.NextOffset > limit {
 			break // this and every later segment hold uncleanable offsets
@@ -180,17 +189,19 @@ func (s abortedSet) has(h *batch.Header) bool {
 }
 
 // txnTracker is what a compaction pass knows of transactions so far:
-// the producers with a transactional record left since their last marker.
+// the producers with a transactional record left since their last marker,
+// and those with a batch of an aborted transaction seen since then.
 type txnTracker struct {
 	retained map[int64]bool
+	aborted  map[int64]bool
 	seenAll  bool // every batch from the log start on went through the pass
 }
 
 // compactSegment rewrites the batches of one segment. It is a pure function
 // of the bytes, the latest offsets, the tombstone horizon, the aborted
 // transactions and the pass's transaction tracking (updated); markersGo
-// says the segment is past delete.retention.ms, so that a COMMIT marker
-// with no record of its transaction left may go.
+// says the segment is past delete.retention.ms, so that a marker with no
+// batch of its transaction seen by the pass may go.
 func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp int,
 	aborted abortedSet, txns *txnTracker, markersGo bool) ([]byte, bool, error) {
 	out := make([]byte, 0, len(b))
@@ -198,8 +209,13 @@ func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp 
 	err := batch.Split(b, func(h *batch.Header, raw []byte) error {
 		if h.Control() {
 			m, isMarker, err := batch.ParseEndTxnMarker(raw)
-			drop := err == nil && isMarker && m.Commit && markersGo && txns.seenAll && !txns.retained[h.ProducerID]
+			// An ABORT marker also stays while a record the .txnindex did
+			// not mark aborted is left before it: its entry is missing,
+			// and the marker is then what tells the records apart.
+			seen := txns.retained[h.ProducerID] || (!m.Commit && txns.aborted[h.ProducerID])
+			drop := err == nil && isMarker && markersGo && txns.seenAll && !seen
 			delete(txns.retained, h.ProducerID)
+			delete(txns.aborted, h.ProducerID)
 			if drop {
 				changed = true
 				out = append(out, batch.EmptyOutsideTxn(raw)...)
@@ -209,6 +225,7 @@ func compactSegment(b []byte, latest map[string]int64, horizon int64, maxDecomp 
 			return nil
 		}
 		if aborted.has(h) {
+			txns.aborted[h.ProducerID] = true
 			changed = true
 			out = append(out, batch.EmptyOutsideTxn(raw)...)
 			return nil
