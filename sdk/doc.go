@@ -11,6 +11,7 @@
 // every type offers its kgo client for what the SDK does not wrap.
 //
 // Constructors take functional options (WithSeeds, WithLinger, WithGroup,
-// ...). Producer, Consumer and Admin are safe for concurrent use unless a
+// ...); WithTLS and WithSASL reach SSL and SASL listeners, and
+// ClientConfig makes them from Kafka's client properties. Producer, Consumer and Admin are safe for concurrent use unless a
 // method says otherwise; Close is idempotent.
 package sdk

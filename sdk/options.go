@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -44,6 +45,9 @@ type config struct {
 	http       *http.Client
 	logger     *slog.Logger
 	extra      []kgo.Opt
+	tls        *tls.Config
+	sasl       *saslConfig
+	security   []kgo.Opt // from tls and sasl, made by newConfig
 
 	// producer
 	linger          time.Duration
@@ -105,12 +109,18 @@ func newConfig(opts []Option) (config, error) {
 	if c.idempotent && c.acks != AcksAll {
 		return c, fmt.Errorf("%w: idempotence needs acks=all (WithIdempotence(false) for acks %d)", ErrInvalidOption, c.acks)
 	}
+	sec, err := c.securityOpts()
+	if err != nil {
+		return c, err
+	}
+	c.security = sec
 	return c, nil
 }
 
 // clientOpts are the kgo options every component shares.
 func (c *config) clientOpts() []kgo.Opt {
 	o := []kgo.Opt{kgo.SeedBrokers(c.seeds...), kgo.ClientID(c.clientID)}
+	o = append(o, c.security...)
 	if c.logger != nil {
 		o = append(o, kgo.WithLogger(slogLogger{c.logger}))
 	}
