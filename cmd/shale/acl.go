@@ -65,7 +65,8 @@ func newACLAddCmd() *cobra.Command {
 			"A DENY wins over every ALLOW. Needs Alter on the cluster.",
 		Example: "shale acl add --principal User:alice --operation Read,Write --topic payments\n" +
 			"shale acl add --principal User:alice --operation Read --group app- --resource-pattern-type prefixed\n" +
-			"shale acl add --principal User:* --operation Write --topic audit --deny",
+			"shale acl add --principal User:* --operation Write --topic audit --deny\n" +
+			"shale acl add --principal User:bob --operation Read --topic payments --bootstrap kafka-0.example.com:9094 -X security.protocol=SASL_SSL -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin -X ssl.ca.location=ca.crt",
 		Args: noArgs}
 	g := addGlobals(cmd)
 	f := addACLFlags(cmd, "literal", "literal (the name, or * for all) or prefixed")

@@ -120,12 +120,14 @@ type cliGlobals struct {
 	bootstrap string
 	output    *outputFormat
 	timeout   time.Duration
+	security  *clientSecurity
 }
 
 // addGlobals registers --bootstrap (default $SHALE_BOOTSTRAP, else
-// 127.0.0.1:9092), --output text|json and --timeout on cmd.
+// 127.0.0.1:9092), --output text|json, --timeout, and --command-config and
+// -X for TLS and SASL (clientSecurity) on cmd.
 func addGlobals(cmd *cobra.Command) *cliGlobals {
-	g := &cliGlobals{output: addOutput(cmd)}
+	g := &cliGlobals{output: addOutput(cmd), security: addClientSecurity(cmd)}
 	cmd.Flags().StringVar(&g.bootstrap, "bootstrap", envOr("SHALE_BOOTSTRAP", defaultBootstrap), "comma-separated Kafka addresses of nodes (env SHALE_BOOTSTRAP)")
 	cmd.Flags().DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for each request to the cluster")
 	return g
@@ -148,13 +150,18 @@ func (g *cliGlobals) seeds() ([]string, error) {
 }
 
 // sdkOptions are the SDK options of every client verb: the bootstrap
-// nodes and the client id; extra come after them.
+// nodes, the client id, TLS and SASL; extra come after them.
 func (g *cliGlobals) sdkOptions(extra ...sdk.Option) ([]sdk.Option, error) {
 	seeds, err := g.seeds()
 	if err != nil {
 		return nil, err
 	}
-	return append([]sdk.Option{sdk.WithSeeds(seeds...), sdk.WithClientID("shale-cli")}, extra...), nil
+	sec, err := g.security.options()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]sdk.Option{sdk.WithSeeds(seeds...), sdk.WithClientID("shale-cli")}, sec...)
+	return append(opts, extra...), nil
 }
 
 // admin opens an SDK admin client and a context bounded by --timeout, as

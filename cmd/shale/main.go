@@ -86,7 +86,15 @@ func newRootCmd() *cobra.Command {
 Client verbs connect to --bootstrap HOST:PORT (env SHALE_BOOTSTRAP, default
 127.0.0.1:9092); status verbs ask a node's admin HTTP address, --admin HOST:PORT
 (env SHALE_ADMIN, default 127.0.0.1:9644). Every verb that prints takes
---output text|json.`,
+--output text|json.
+
+Client verbs reach TLS and SASL listeners with Kafka's client properties
+(security.protocol, sasl.mechanism, sasl.username, sasl.password,
+sasl.jaas.config, ssl.ca.location, ssl.certificate.location,
+ssl.key.location, ...): from --command-config FILE (Java properties, as
+Kafka's tools; env SHALE_COMMAND_CONFIG) and -X key=value (repeatable, as
+kcat and rpk). -X wins over the file; the password may come from
+SHALE_SASL_PASSWORD when neither gives one.`,
 		Version:                    versionLine(),
 		Args:                       cobra.ArbitraryArgs,
 		RunE:                       groupRun,

@@ -23,8 +23,9 @@ func newUserCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "create NAME", Short: "create a user's SCRAM credential, or replace it",
 		Long: "Creates or replaces NAME's SCRAM credential (AlterUserScramCredentials). The password is read from " +
 			"--password-file, or from the first line of standard input; it is salted here and never sent.",
-		Example: "shale user create alice --mechanism SCRAM-SHA-512 --password-file alice.pass",
-		Args:    cobra.ExactArgs(1)}
+		Example: "shale user create alice --mechanism SCRAM-SHA-512 --password-file alice.pass\n" +
+			"shale user create alice --password-file alice.pass --bootstrap kafka-0.example.com:9094 --command-config admin.properties",
+		Args: cobra.ExactArgs(1)}
 	g := addGlobals(cmd)
 	mech := cmd.Flags().String("mechanism", sdk.ScramSHA512, "SCRAM-SHA-256 or SCRAM-SHA-512")
 	iters := cmd.Flags().Int32("iterations", 4096, "SCRAM iterations, 4096 to 16384")
