@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testcerts"
+	"github.com/shale-io/shale/internal/testjwt"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -189,5 +191,42 @@ func TestReadProperties(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
+	}
+}
+
+// TestCLIOverOAuthBearer: with a static JWT in a file
+// (sasl.oauthbearer.token.endpoint.url=file://...), the Kafka verbs log in
+// on a SASL_PLAINTEXT listener offering OAUTHBEARER; an expired token
+// exits 1 with SASL_AUTHENTICATION_FAILED.
+func TestCLIOverOAuthBearer(t *testing.T) {
+	dir := t.TempDir()
+	key := testjwt.NewKey(t, "idp-1", "RS256")
+	jwks := writeFile(t, dir, "jwks.json", string(testjwt.JWKSOf(key)))
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.SASLEnabledMechanisms = "OAUTHBEARER"
+		c.SASLOAuthBearerJWKSEndpointURL = "file://" + jwks
+		c.SASLOAuthBearerExpectedIssuer = "https://idp.example"
+		c.SASLOAuthBearerExpectedAudience = "shale"
+	})
+	addr := n.ListenerAddr("SASL_PLAINTEXT")
+	token := func(name string, life time.Duration) string {
+		now := time.Now()
+		return writeFile(t, dir, name, key.Sign(t, nil, map[string]any{"sub": "app", "iss": "https://idp.example",
+			"aud": []string{"shale"}, "iat": now.Add(-2 * time.Hour).Unix(), "exp": now.Add(life).Unix()})+"\n")
+	}
+	login := func(tokenFile string, args ...string) []string {
+		return append(args, "--bootstrap", addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
+			"-X", "sasl.oauthbearer.token.endpoint.url=file://"+tokenFile, "--timeout", "5s")
+	}
+	good := token("good.jwt", time.Hour)
+	cliOK(t, login(good, "topic", "create", "oauth", "-p", "1")...)
+	in := writeFile(t, dir, "in.txt", "x\n")
+	cliOK(t, login(good, "produce", "oauth", in)...)
+	if got := cliOK(t, login(good, "consume", "oauth", "--until", "end", "-f", `%v `)...); got != "x " {
+		t.Fatalf("consumed %q over OAUTHBEARER", got)
+	}
+	if _, errOut, code := cliRun(t, login(token("expired.jwt", -time.Hour), "topic", "list")...); code != 1 || !strings.Contains(errOut, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("expired token: exit %d, stderr:\n%s", code, errOut)
 	}
 }
