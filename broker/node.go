@@ -184,6 +184,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.replicas.Run(loopCtx) }) // reconciles on control-plane events, ISR checks
 	n.goLoop(func() { n.retentionLoop(loopCtx) })
 	n.goLoop(func() { n.flushLoop(loopCtx) })
+	n.goLoop(func() { n.producerExpiryLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
 	n.serveListeners()
@@ -348,6 +349,27 @@ func (n *Node) retentionLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			n.applyRetention(time.Now())
+		}
+	}
+}
+
+// producerExpiryLoop has every replica, leader or follower, forget its
+// expired producers every producer_id_expiration_check_interval (Kafka's
+// producer.id.expiration.check.interval.ms).
+func (n *Node) producerExpiryLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.ProducerIDExpirationCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			now := time.Now()
+			for _, rep := range n.replicas.All() {
+				if k := rep.ExpireProducers(now); k > 0 {
+					n.logger.Debug("expired producers", "topic", rep.Topic(), "partition", rep.Partition(), "producers", k)
+				}
+			}
 		}
 	}
 }

@@ -252,6 +252,25 @@ func (ps *ProducerState) Update(h *batch.Header) {
 	})
 }
 
+// RemoveExpired forgets the producers whose last batch or marker is at
+// least expirationMs old at nowMs, and returns how many, as Kafka's
+// removeExpiredProducers does (producer.id.expiration.ms): never one with
+// a transaction open here, whose LastTimestamp is that of its batches so
+// far. The age is that of the entry's LastTimestamp, the max timestamp of
+// its last batch (the LogAppendTime on such topics), so a producer whose
+// clock runs ahead stays until its timestamp is that old. A producer
+// removed may come back with any sequence (Check), as a new one does.
+func (ps *ProducerState) RemoveExpired(nowMs, expirationMs int64) int {
+	n := 0
+	for pid, e := range ps.producers {
+		if e.TxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs {
+			delete(ps.producers, pid)
+			n++
+		}
+	}
+	return n
+}
+
 // TruncateTo forgets batches at or after offset (the log was truncated
 // there), and transactions opened at or after it. A transaction that a
 // marker at or after offset ended is not reopened: the replica rebuilds

@@ -70,6 +70,7 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	case t.Offset <= r.log.LogEndOffset():
 		return fmt.Errorf("%w: offset %d, log end %d", ErrResetNotAhead, t.Offset, r.log.LogEndOffset())
 	}
+	r.removeExpired(ps)
 	// keep 0: the old log's snapshots stay until the reset has succeeded
 	// (a refused or interrupted reset leaves that log with all of them).
 	if err := ps.WriteSnapshot(r.dir, t.Offset, 0); err != nil {

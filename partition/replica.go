@@ -68,6 +68,11 @@ type Options struct {
 	// periodic check. It is called without the replica's locks held and
 	// must not block.
 	OnISRExpandable func()
+	// ProducerIDExpiration is Kafka's producer.id.expiration.ms: a
+	// producer with no transaction open whose last batch is this old is
+	// forgotten at ExpireProducers and when producer state is rebuilt
+	// from a snapshot and the log (Open, truncation). 0 never expires.
+	ProducerIDExpiration time.Duration
 }
 
 // Replica is one partition's local replica. Appends are serialised by
@@ -101,6 +106,8 @@ type Replica struct {
 	writeback int64 // segment.Config.WritebackBytes
 	// onExpandable is Options.OnISRExpandable.
 	onExpandable func()
+	// pidExpiration is Options.ProducerIDExpiration.
+	pidExpiration time.Duration
 
 	// appendMu serialises appends, so producer state and offsets agree.
 	appendMu  sync.Mutex
@@ -211,11 +218,12 @@ func Open(opts Options) (*Replica, error) {
 	}
 	r := &Replica{
 		topic: opts.Topic, partition: opts.Partition, dir: opts.Dir,
-		logger:       opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
-		now:          opts.Now,
-		maxDecomp:    opts.MaxDecompressed,
-		writeback:    opts.WritebackBytes,
-		onExpandable: opts.OnISRExpandable,
+		logger:        opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
+		now:           opts.Now,
+		maxDecomp:     opts.MaxDecompressed,
+		writeback:     opts.WritebackBytes,
+		onExpandable:  opts.OnISRExpandable,
+		pidExpiration: opts.ProducerIDExpiration,
 	}
 	segCfg := SegmentConfig(opts.Config, opts.Now, r.logger)
 	segCfg.WritebackBytes = r.writeback
@@ -242,6 +250,7 @@ func Open(opts Options) (*Replica, error) {
 		l.Close()
 		return nil, err
 	}
+	r.removeExpired(ps)
 	r.producers = ps
 	r.mu.cfg = opts.Config
 	r.publishTxnStateLocked()
@@ -477,6 +486,9 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 	// batch on the hot path.
 	if logAppendTime >= 0 {
 		batch.SetLogAppendTime(records, logAppendTime)
+		// Producer state keeps the batch's max timestamp as written, as
+		// the replay of the log and the followers see it.
+		h.MaxTimestamp = logAppendTime
 	}
 
 	r.appendMu.Lock()

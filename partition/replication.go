@@ -615,6 +615,7 @@ func (r *Replica) reloadProducersLocked() error {
 	if err != nil {
 		return err
 	}
+	r.removeExpired(ps)
 	r.producers = ps
 	return nil
 }

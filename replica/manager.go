@@ -51,6 +51,9 @@ type Config struct {
 	TopicDefaults map[string]string
 	// WritebackBytes is each log's segment.Config.WritebackBytes (log_writeback_bytes).
 	WritebackBytes int64
+	// ProducerIDExpiration is each replica's partition.Options.ProducerIDExpiration
+	// (producer_id_expiration).
+	ProducerIDExpiration time.Duration
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (ISR shrink and expand).
 	ReplicaLagTimeMax time.Duration
 	Fetch             FetchConfig
@@ -66,7 +69,8 @@ type Config struct {
 // caller sets Logger and OnISRChange.
 func ConfigFrom(b config.Broker) Config {
 	return Config{NodeID: b.NodeID, LogsDir: filepath.Join(b.DataDir, "logs"), TopicDefaults: b.TopicDefaults,
-		WritebackBytes: b.LogWritebackBytes, ReplicaLagTimeMax: b.ReplicaLagTimeMax, Fetch: FetchConfigFrom(b)}
+		WritebackBytes: b.LogWritebackBytes, ReplicaLagTimeMax: b.ReplicaLagTimeMax, Fetch: FetchConfigFrom(b),
+		ProducerIDExpiration: b.ProducerIDExpiration}
 }
 
 // Manager is the node's replica manager (Kafka's ReplicaManager): it owns
@@ -86,11 +90,13 @@ type Manager struct {
 	defaults map[string]string // broker-wide topic config defaults
 	// writeback is each log's segment.Config.WritebackBytes (log_writeback_bytes).
 	writeback int64
-	lagMax    time.Duration
-	onISR     func(shrink, expand bool)
-	logger    *slog.Logger
-	now       func() time.Time
-	fetchers  *fetchers
+	// pidExpiration is each replica's partition.Options.ProducerIDExpiration.
+	pidExpiration time.Duration
+	lagMax        time.Duration
+	onISR         func(shrink, expand bool)
+	logger        *slog.Logger
+	now           func() time.Time
+	fetchers      *fetchers
 
 	reconcileCh chan struct{} // a queued Reconcile for Run
 	isrCh       chan struct{} // a queued ISR check for isrLoop (isrSoon)
@@ -123,7 +129,7 @@ func New(cfg Config, md Metadata) *Manager {
 		logger = slog.Default()
 	}
 	m := &Manager{nodeID: cfg.NodeID, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
-		writeback: cfg.WritebackBytes, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
+		writeback: cfg.WritebackBytes, pidExpiration: cfg.ProducerIDExpiration, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
 		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1)}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
@@ -313,7 +319,7 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	rep, err := partition.Open(partition.Options{
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),
 		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger, WritebackBytes: r.writeback,
-		OnISRExpandable: r.isrSoon,
+		OnISRExpandable: r.isrSoon, ProducerIDExpiration: r.pidExpiration,
 	})
 	if err != nil {
 		return fmt.Errorf("opening %s-%d: %w", t.Name, st.Partition, err)

@@ -101,6 +101,9 @@ type Broker struct {
 	TransactionStateLogReplicationFactor int16         `yaml:"transaction_state_log_replication_factor" doc:"transaction.state.log.replication.factor: replicas of __transaction_state when it is created, capped at the brokers live at that moment."`
 	TransactionStateLogMinISR            int16         `yaml:"transaction_state_log_min_isr" doc:"transaction.state.log.min.isr: min.insync.replicas of __transaction_state (at most its replication factor)."`
 
+	ProducerIDExpiration              time.Duration `yaml:"producer_id_expiration" doc:"producer.id.expiration.ms: a partition forgets an idempotent or transactional producer whose last batch's timestamp is this old and that has no transaction open there (each replica on its own); the producer's next batch is then taken as a new producer's, with any sequence."`
+	ProducerIDExpirationCheckInterval time.Duration `yaml:"producer_id_expiration_check_interval" doc:"producer.id.expiration.check.interval.ms: how often each partition looks for expired producers."`
+
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval" doc:"log.retention.check.interval.ms."`
 	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
 	LogWritebackBytes      int64         `yaml:"log_writeback_bytes" doc:"Start writing a partition's active segment out to disk after every this many bytes appended (sync_file_range, like RocksDB's bytes_per_sync; not an fsync), so that dirty pages do not pile up for the kernel to write back in bursts that stall appends; 0 leaves it to the kernel."`
@@ -153,31 +156,33 @@ func Defaults() Broker {
 		SASLOAuthBearerClockSkew:                30 * time.Second,
 		SSLPrincipalMappingRules:                "DEFAULT",
 
-		NATSListen:                    "127.0.0.1:4222",
-		NATSReplicas:                  1,
-		BrokerSessionTimeout:          6 * time.Second,
-		ControllerLease:               3 * time.Second,
-		ReplicaLagTimeMax:             30 * time.Second,
-		NumReplicaFetchers:            1,
-		ReplicaFetchMinBytes:          1,
-		ReplicaFetchMaxBytes:          1 << 20,
-		ReplicaFetchResponseMaxBytes:  10 << 20,
-		ReplicaFetchWaitMax:           500 * time.Millisecond,
-		S3RequestTimeout:              2 * time.Minute,
-		AutoCreateTopics:              true,
-		NumPartitions:                 1,
-		DefaultReplicationFactor:      1,
-		OffsetsTopicReplicationFactor: 3,
-		MaxRequestBytes:               100 << 20,
-		RetentionCheckInterval:        30 * time.Second,
-		FlushCheckInterval:            time.Second,
-		LogWritebackBytes:             1 << 20,
-		ShutdownTimeout:               10 * time.Second,
-		QuotaWindowNum:                11,
-		QuotaWindowSize:               time.Second,
-		LogLevel:                      "info",
-		LogFormat:                     "text",
-		TopicDefaults:                 map[string]string{},
+		NATSListen:                        "127.0.0.1:4222",
+		NATSReplicas:                      1,
+		BrokerSessionTimeout:              6 * time.Second,
+		ControllerLease:                   3 * time.Second,
+		ReplicaLagTimeMax:                 30 * time.Second,
+		NumReplicaFetchers:                1,
+		ReplicaFetchMinBytes:              1,
+		ReplicaFetchMaxBytes:              1 << 20,
+		ReplicaFetchResponseMaxBytes:      10 << 20,
+		ReplicaFetchWaitMax:               500 * time.Millisecond,
+		S3RequestTimeout:                  2 * time.Minute,
+		AutoCreateTopics:                  true,
+		NumPartitions:                     1,
+		DefaultReplicationFactor:          1,
+		OffsetsTopicReplicationFactor:     3,
+		MaxRequestBytes:                   100 << 20,
+		ProducerIDExpiration:              24 * time.Hour,
+		ProducerIDExpirationCheckInterval: 10 * time.Minute,
+		RetentionCheckInterval:            30 * time.Second,
+		FlushCheckInterval:                time.Second,
+		LogWritebackBytes:                 1 << 20,
+		ShutdownTimeout:                   10 * time.Second,
+		QuotaWindowNum:                    11,
+		QuotaWindowSize:                   time.Second,
+		LogLevel:                          "info",
+		LogFormat:                         "text",
+		TopicDefaults:                     map[string]string{},
 
 		TransactionVersion:                   2,
 		TransactionMaxTimeout:                15 * time.Minute,
@@ -249,6 +254,9 @@ func (b *Broker) Validate() error {
 	if b.TransactionMaxTimeout < time.Millisecond || b.TransactionAbortCheckInterval < time.Millisecond ||
 		b.TransactionalIDExpiration < time.Millisecond || b.TransactionIDExpirationCheckInterval < time.Millisecond {
 		return fmt.Errorf("%w: transaction_max_timeout, transactional_id_expiration and the transaction cleanup intervals must be at least 1ms", ErrInvalidConfig)
+	}
+	if b.ProducerIDExpiration < time.Millisecond || b.ProducerIDExpirationCheckInterval < time.Millisecond {
+		return fmt.Errorf("%w: producer_id_expiration and producer_id_expiration_check_interval must be at least 1ms", ErrInvalidConfig)
 	}
 	if b.TransactionStateLogNumPartitions < 1 || b.TransactionStateLogReplicationFactor < 1 || b.TransactionStateLogMinISR < 1 {
 		return fmt.Errorf("%w: transaction_state_log_num_partitions, _replication_factor and _min_isr must be positive", ErrInvalidConfig)
