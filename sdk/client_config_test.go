@@ -3,10 +3,14 @@ package sdk
 import (
 	"crypto/tls"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shale-io/shale/internal/testcerts"
 )
 
 func configOf(t *testing.T, props map[string]string) config {
@@ -95,5 +99,57 @@ func TestClientConfigErrorsKeepSecrets(t *testing.T) {
 	}
 	if _, err := newConfig([]Option{WithSeeds("x:1"), WithSASL("SCRAM-SHA-512", "", "s3cret")}); !errors.Is(err, ErrInvalidOption) || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("WithSASL without a user: %v", err)
+	}
+}
+
+// TestEndpointIdentificationNone: with ssl.endpoint.identification.algorithm
+// none a certificate that does not name the host dialed is accepted, but
+// only if it chains to ssl.ca.location; with https it is refused.
+func TestEndpointIdentificationNone(t *testing.T) {
+	dir := t.TempDir()
+	ca, other := testcerts.NewCA(t, "ca"), testcerts.NewCA(t, "other")
+	certPEM, keyPEM := ca.Server(t, "broker-0") // for 127.0.0.1 and localhost
+	serverCert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handshake := func(props map[string]string) error {
+		cfg := configOf(t, props).tls.Clone()
+		cfg.ServerName = "kafka-0.example.com" // not in the certificate
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer s.Close()
+			s.SetDeadline(time.Now().Add(10 * time.Second))
+			tls.Server(s, &tls.Config{Certificates: []tls.Certificate{serverCert}}).Handshake()
+		}()
+		defer func() { <-done }()
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return tls.Client(c, cfg).Handshake()
+	}
+	caFile := testcerts.Write(t, dir, "ca.crt", ca.CertPEM)
+	otherFile := testcerts.Write(t, dir, "other.crt", other.CertPEM)
+	if err := handshake(map[string]string{"security.protocol": "SSL", "ssl.ca.location": caFile}); err == nil {
+		t.Error("https accepted a certificate for another host")
+	}
+	if err := handshake(map[string]string{"security.protocol": "SSL", "ssl.ca.location": caFile, "ssl.endpoint.identification.algorithm": "none"}); err != nil {
+		t.Errorf("none refused a certificate of the CA: %v", err)
+	}
+	if err := handshake(map[string]string{"security.protocol": "SSL", "ssl.ca.location": otherFile, "ssl.endpoint.identification.algorithm": "none"}); err == nil {
+		t.Error("none accepted a certificate of another CA")
 	}
 }
