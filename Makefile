@@ -10,7 +10,7 @@ BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test bench fuzz lint tools clean chaos
+.PHONY: all build run test bench fuzz lint tools kcat clean chaos
 
 all: build
 
@@ -55,8 +55,12 @@ lint: $(BIN)/staticcheck
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install $(STATICCHECK)
 
-## tools: test servers the suite starts itself
-tools: $(BIN)/versitygw
+## tools: test servers and clients the suite starts itself
+tools: $(BIN)/versitygw kcat
+
+## kcat: bin/kcat, librdkafka's CLI, from Debian's packages (apt-get download; no root needed); skips when bin/kcat runs
+kcat:
+	@sh build/install-kcat.sh $(BIN)
 
 $(BIN)/versitygw:
 	GOBIN=$(BIN) $(GO) install $(VERSITYGW)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/kcattest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -121,10 +122,7 @@ func (k *kcatMember) wait(t *testing.T) error {
 // from the group's committed offsets, prints only what came after them,
 // and commits what it printed when it exits.
 func TestGroupKcatAtLeastOnce(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat (librdkafka's CLI) is not on PATH; install it to run the kcat -G group test")
-	}
+	kcat := kcattest.Path(t)
 	const topic, grp, per = "kc", "kcg", 200
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/kcattest"
 )
 
 // TestQuickstartKcat runs the README's quickstart against the binary:
@@ -14,16 +16,11 @@ import (
 //	echo 'hello shale' | kcat -P -b ADDR -t greetings
 //	kcat -C -b ADDR -t greetings -o beginning -e
 //
-// kcat is an optional system tool (librdkafka's CLI); without it on PATH the
-// test is skipped.
+// kcat (librdkafka's CLI) is bin/kcat, installed by `make tools`; without it
+// the test fails (internal/kcattest).
 func TestQuickstartKcat(t *testing.T) {
 	t.Parallel()
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if kcat, err = exec.LookPath("kafkacat"); err != nil {
-			t.Skip("kcat (or kafkacat) is not on PATH; install it to run the README quickstart")
-		}
-	}
+	kcat := kcattest.Path(t)
 	n := newNode(t, t.TempDir())
 	n.Start()
 	n.WaitReady()
