@@ -1,10 +1,15 @@
 package kafka
 
-// SaslHandshake (key 17), version 1.
+// SaslHandshake (key 17), versions 0-1 advertised, v1 served.
 //
 //   - v1 (KIP-152): picks the mechanism; the exchange itself then runs in
-//     SaslAuthenticate requests. v0, where raw SASL tokens follow the
-//     handshake outside Kafka's framing, is not served.
+//     SaslAuthenticate requests.
+//   - v0, where raw SASL tokens follow the handshake outside Kafka's
+//     framing, is not served: a v0 request is answered UNSUPPORTED_VERSION
+//     (with the enabled mechanisms) and the connection closes. ApiVersions
+//     still lists v0-1, as Kafka does (KIP-896 keeps v0), because librdkafka
+//     before 2.10 (kcat, Debian's librdkafka 2.0) enables SASL only when
+//     the broker's SaslHandshake range includes v0; it then sends v1.
 //   - An unknown mechanism is UNSUPPORTED_SASL_MECHANISM with the list of
 //     enabled ones, a second handshake before the exchange ended or one on
 //     a listener without SASL is ILLEGAL_SASL_STATE; both close the
@@ -26,7 +31,7 @@ import (
 // connection's SASL state (Listener.SASL); on a listener without SASL they
 // answer ILLEGAL_SASL_STATE.
 func RegisterSASL(reg *Registry) {
-	reg.Register(kmsg.SASLHandshake, 1, 1, handleSASLHandshake)
+	reg.Register(kmsg.SASLHandshake, 0, 1, handleSASLHandshake)
 	reg.Register(kmsg.SASLAuthenticate, 0, 2, handleSASLAuthenticate)
 }
 
@@ -49,6 +54,10 @@ func handleSASLHandshake(_ context.Context, req *Request) (Reply, error) {
 		}
 	}
 	switch {
+	case r.Version == 0:
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		st.failed, st.reauth = true, st.authenticated
+		st.observe(kerr.UnsupportedVersion)
 	case chosen == nil:
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		st.failed, st.reauth = true, st.authenticated

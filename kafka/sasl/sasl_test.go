@@ -295,3 +295,40 @@ func TestOnlyApiVersionsAndSASLBeforeAuthentication(t *testing.T) {
 		t.Fatal("the connection stayed open after a failed authentication")
 	}
 }
+
+// TestSaslHandshakeV0 is the range librdkafka before 2.10 needs (it starts
+// SASL only when SaslHandshake v0 is listed, then sends v1): ApiVersions
+// lists v0-1 as Kafka does, and a v0 handshake, whose raw SASL tokens
+// Shale does not read, is UNSUPPORTED_VERSION and closes the connection.
+func TestSaslHandshakeV0(t *testing.T) {
+	ss := startSASLServer(t, false)
+	c := dial(t, ss.addr)
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "raw", "1"
+	avr := kmsg.NewPtrApiVersionsResponse()
+	if !c.roundTrip(av, avr) {
+		t.Fatal("ApiVersions was not answered")
+	}
+	var listed bool
+	for _, k := range avr.ApiKeys {
+		if k.ApiKey == int16(kmsg.SASLHandshake) {
+			listed = k.MinVersion == 0 && k.MaxVersion == 1
+		}
+	}
+	if !listed {
+		t.Fatalf("ApiVersions does not list SaslHandshake v0-1: %+v", avr.ApiKeys)
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, "PLAIN"
+	hresp := kmsg.NewPtrSASLHandshakeResponse()
+	if !c.roundTrip(hs, hresp) {
+		t.Fatal("SaslHandshake v0 was not answered")
+	}
+	if hresp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("SaslHandshake v0: error %d, want UNSUPPORTED_VERSION", hresp.ErrorCode)
+	}
+	if c.roundTrip(av, kmsg.NewPtrApiVersionsResponse()) {
+		t.Fatal("the connection stayed open after a v0 handshake")
+	}
+}
