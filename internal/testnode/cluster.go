@@ -27,7 +27,7 @@ func WithSession(d time.Duration) Option {
 // nodes, stopped when the test ends.
 func StartNATS(t testing.TB, dir string) *natsembed.Server {
 	t.Helper()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1, Logger: Logger()})
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1, Logger: testLogger(t, "NATS server")})
 	if err != nil {
 		t.Fatal(err)
 	}

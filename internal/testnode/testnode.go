@@ -77,7 +77,7 @@ func Start(t testing.TB, dir string, opts ...Option) *broker.Node {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := broker.Start(ctx, cfg, Logger())
+	n, err := broker.Start(ctx, cfg, testLogger(t, "node "+dir))
 	if err != nil {
 		t.Fatal(err)
 	}
