@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
 )
 
@@ -149,11 +150,11 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) error {
 	var lastErr error
 	for range 3 {
-		kafka, err := freeAddr()
+		kafka, err := freeport.Addr()
 		if err != nil {
 			return err
 		}
-		admin, err := freeAddr()
+		admin, err := freeport.Addr()
 		if err != nil {
 			return err
 		}
@@ -202,7 +203,7 @@ func (c *Cluster) startNATS() error {
 	c.natsP = make([]int, count)
 	for i := range count {
 		for _, dst := range []*int{&c.natsP[i], &routePorts[i]} {
-			a, err := freeAddr()
+			a, err := freeport.Addr()
 			if err != nil {
 				return err
 			}
@@ -265,7 +266,7 @@ func (c *Cluster) startS3() error {
 	if err := os.MkdirAll(filepath.Join(c.s3Dir, s3Bucket), 0o755); err != nil {
 		return err
 	}
-	addr, err := freeAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		return err
 	}

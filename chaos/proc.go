@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -204,16 +203,6 @@ func (p *Proc) Paused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.paused
-}
-
-// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // poll calls cond every interval until it returns true or d passes.

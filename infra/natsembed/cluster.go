@@ -1,12 +1,12 @@
 package natsembed
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"time"
+
+	"github.com/shale-io/shale/infra/freeport"
 )
 
 // ClusterReadyTimeout bounds how long StartCluster waits for a JetStream
@@ -32,7 +32,7 @@ func StartCluster(n int, baseDir string, opts ...ClusterOption) ([]*Server, erro
 	}
 	routePorts := make([]int, n)
 	for i := range routePorts {
-		p, err := freePort()
+		p, err := freeport.Port()
 		if err != nil {
 			return nil, err
 		}
@@ -134,20 +134,4 @@ func WithRouteVia(via func(from, to int, target string) string) ClusterOption {
 // WithLogger sends every member's logs to l.
 func WithLogger(l *slog.Logger) ClusterOption {
 	return func(o *clusterOptions) { o.logger = l }
-}
-
-// freePort finds a TCP port on 127.0.0.1 that is free right now, by listening
-// on port 0 and closing the listener. Another process may take it before the
-// caller binds it; the window is small and acceptable for tests.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("natsembed: find free port: %w", err)
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("natsembed: listener address is not TCP")
-	}
-	return addr.Port, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/internal/procstat"
 )
 
@@ -74,16 +74,6 @@ func procCPU(pid int) (time.Duration, error) {
 	return st.CPU, err
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func start(cmd *exec.Cmd, stdin bool) (*Process, error) {
 	p := &Process{cmd: cmd, done: make(chan struct{})}
 	if stdin {
@@ -113,7 +103,7 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config, opts ...ShaleO
 	}
 	var ports [4]int
 	for i := range ports {
-		p, err := freePort()
+		p, err := freeport.Port()
 		if err != nil {
 			return nil, err
 		}

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/infra/freeport"
 )
 
 // ErrDeadline is returned, wrapped, by Poll and WaitFor when the condition
@@ -14,15 +15,15 @@ import (
 var ErrDeadline = errors.New("proctest: condition not met before the deadline")
 
 // FreeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago (another process may take it before the caller binds it).
+// ago and that no other FreeAddr in this test binary returned (see
+// freeport; another process may still take it before the caller binds it).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // Poll calls cond every interval (and once at once) until it returns true,
