@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -25,12 +25,11 @@ import (
 func TestStaleBrokerAfterNATSReconnect(t *testing.T) {
 	dir := t.TempDir()
 	port := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := freeport.Port()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port
+		return p
 	}
 	var clientPorts, routePorts [3]int
 	var routes []string
