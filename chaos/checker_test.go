@@ -263,3 +263,61 @@ func TestParseETLValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLeaderAcksTopic: on an acks=1 topic an acknowledged record may
+// be lost and a retried one written twice (counted, not violations), but a
+// record a consumer saw must still be in the final read, and offsets must
+// not be missing.
+func TestCheckLeaderAcksTopic(t *testing.T) {
+	weak := func() *History {
+		h := cleanHistory()
+		h.LeaderAcks = []string{"w"}
+		w := TP{"w", 0}
+		fin := FinalRead{TP: w, HW: 4}
+		// acknowledged: seq 0 at 0, seq 1 at 1 (lost in a failover: the new
+		// leader wrote seq 2 there), seq 2 at 1 again, then seq 2 retried
+		// (written twice) and seq 3.
+		for i, seq := range []int64{0, 2, 2, 3} {
+			fin.Records = append(fin.Records, Rec{Offset: int64(i), Value: Value("pa1", seq, 0)})
+		}
+		h.Acks = append(h.Acks,
+			Ack{TP: w, Producer: "pa1", Seq: 0, Value: Value("pa1", 0, 0), Offset: 0},
+			Ack{TP: w, Producer: "pa1", Seq: 1, Value: Value("pa1", 1, 0), Offset: 1},
+			Ack{TP: w, Producer: "pa1", Seq: 2, Value: Value("pa1", 2, 0), Offset: 1},
+			Ack{TP: w, Producer: "pa1", Seq: 3, Value: Value("pa1", 3, 0), Offset: 3})
+		for _, rec := range fin.Records {
+			h.Reads = append(h.Reads, Read{TP: w, Rec: rec, Consumer: "cw"})
+		}
+		h.Final = append(h.Final, fin)
+		return h
+	}
+	r := Check(weak())
+	if r.Total() != 0 || r.LeaderAcksLost != 1 {
+		t.Fatalf("acks=1 losses and duplicates: %d violations %v, %d lost (want 0, 1)", r.Total(), r.Violations, r.LeaderAcksLost)
+	}
+
+	// The same history on an acks=all topic is LOST, DUPLICATE and REORDER.
+	h := weak()
+	h.LeaderAcks = nil
+	r = Check(h)
+	for _, k := range []Kind{Lost, Duplicate, Reorder} {
+		if r.Counts[k] == 0 {
+			t.Errorf("without leader acks: no %s (%v)", k, r.Violations)
+		}
+	}
+
+	// A consumer saw seq 1 at offset 1 before the failover: served above
+	// the high watermark, so INCONSISTENT even with acks=1.
+	h = weak()
+	h.Reads = append(h.Reads, Read{TP: TP{"w", 0}, Rec: Rec{Offset: 1, Value: Value("pa1", 1, 0)}, Consumer: "cw2"})
+	if r := Check(h); r.Counts[Inconsistent] != 1 || r.Total() != 1 {
+		t.Fatalf("read of a record the final read lacks: %v, want one INCONSISTENT", r.Violations)
+	}
+
+	// Offsets missing from the final read are a GAP on any topic.
+	h = weak()
+	h.Final[len(h.Final)-1].HW = 6
+	if r := Check(h); r.Counts[Gap] != 1 || r.Total() != 1 {
+		t.Fatalf("offsets missing below the HW: %v, want one GAP", r.Violations)
+	}
+}

@@ -22,8 +22,8 @@ type TP struct {
 
 func (tp TP) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
-// Ack is one record a producer had acknowledged (acks=all): where the
-// broker said it is.
+// Ack is one record a producer had acknowledged (acks=all, or acks=1 on
+// the History's LeaderAcks topics): where the broker said it is.
 type Ack struct {
 	TP
 	Producer string        `json:"producer"`
@@ -114,11 +114,15 @@ type History struct {
 	// Compacted are the topics with cleanup.policy=compact: offsets may be
 	// missing from their final read, and only each key's latest value must
 	// survive.
-	Compacted []string    `json:"compacted"`
-	Acks      []Ack       `json:"acks"`
-	Reads     []Read      `json:"reads"`
-	Final     []FinalRead `json:"final"`
-	Commit    []Commit    `json:"commits"`
+	Compacted []string `json:"compacted"`
+	// LeaderAcks are the topics written with acks=1: an acknowledged record
+	// may be lost and a retried one written twice; only what consumers saw
+	// (and the replicas' agreement) is judged.
+	LeaderAcks []string    `json:"leader_acks,omitempty"`
+	Acks       []Ack       `json:"acks"`
+	Reads      []Read      `json:"reads"`
+	Final      []FinalRead `json:"final"`
+	Commit     []Commit    `json:"commits"`
 
 	HealEnd time.Duration `json:"heal_end"`
 	// HealErr is set when the heal did not finish within its bound.

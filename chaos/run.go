@@ -154,8 +154,23 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	defer stopWork()
 	var wg sync.WaitGroup
 	var producers []*producer
+	var strong, weak []topicSpec
+	for _, t := range topics {
+		if t.leaderAcks {
+			weak = append(weak, t)
+		} else {
+			strong = append(strong, t)
+		}
+	}
 	for i := range cfg.Producers {
-		p, err := newProducer(fmt.Sprintf("p%d", i), c.seeds(), topics, cfg.Rate, rec)
+		p, err := newProducer(fmt.Sprintf("p%d", i), c.seeds(), strong, cfg.Rate, false, rec)
+		if err != nil {
+			return nil, err
+		}
+		producers = append(producers, p)
+	}
+	if len(weak) > 0 {
+		p, err := newProducer("pa1", c.seeds(), weak, cfg.Rate, true, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -302,6 +317,9 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	for _, t := range topics {
 		if t.compacted {
 			h.Compacted = append(h.Compacted, t.name)
+		}
+		if t.leaderAcks {
+			h.LeaderAcks = append(h.LeaderAcks, t.name)
 		}
 	}
 	rec.logf("final read")

@@ -19,10 +19,18 @@ type topicSpec struct {
 	configs   map[string]string
 	compacted bool
 	keys      int // compacted: keys k0..k<keys-1>
+	// leaderAcks: written with acks=1 by a producer of its own, without
+	// idempotence. What the leader acknowledged may be lost in a failover,
+	// and retries may write a record twice, so LOST, DUPLICATE and REORDER
+	// are not judged on it; what a consumer saw must still be in the final
+	// read (only records below the high watermark may be served), and the
+	// replicas must agree below it.
+	leaderAcks bool
 }
 
 // workloadTopics: a plain topic, a tiered one with small segments and small
-// local retention (cold reads during faults), and a compacted one.
+// local retention (cold reads during faults), a compacted one, and one
+// written with acks=1 (the last).
 func workloadTopics() []topicSpec {
 	return []topicSpec{
 		{name: "chaos", parts: 3, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
@@ -31,13 +39,16 @@ func workloadTopics() []topicSpec {
 		{name: "compacted", parts: 1, compacted: true, keys: 20, configs: map[string]string{"min.insync.replicas": "2",
 			"remote.storage.enable": "false", "cleanup.policy": "compact", "segment.bytes": "16384",
 			"min.cleanable.dirty.ratio": "0.01"}},
+		{name: "acks1", parts: 2, leaderAcks: true, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
 	}
 }
 
 const valueFill = 100
 
-// producer is one idempotent acks=all franz-go producer writing unique
-// values (name:seq:filler) round-robin over its topics' partitions.
+// producer is one franz-go producer writing unique values (name:seq:filler)
+// round-robin over its topics' partitions: idempotent with acks=all, or,
+// for leaderAcks topics, acks=1 without idempotence and one request in
+// flight per broker.
 type producer struct {
 	name   string
 	topics []topicSpec
@@ -49,16 +60,19 @@ type producer struct {
 	done   chan struct{}
 }
 
-func newProducer(name string, seeds []string, topics []topicSpec, rate int, rec *recorder) (*producer, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
+func newProducer(name string, seeds []string, topics []topicSpec, rate int, leaderAcks bool, rec *recorder) (*producer, error) {
+	acks := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+	if leaderAcks {
+		acks = []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(1)}
+	}
+	cl, err := kgo.NewClient(append(acks, kgo.SeedBrokers(seeds...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(20*time.Second),
 		kgo.ProduceRequestTimeout(5*time.Second),
 		kgo.RequestTimeoutOverhead(3*time.Second),
 		kgo.MaxBufferedRecords(512),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
-		kgo.MetadataMinAge(200*time.Millisecond))
+		kgo.MetadataMinAge(200*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}
