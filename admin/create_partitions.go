@@ -7,7 +7,8 @@ package admin
 // The count only grows (INVALID_PARTITIONS otherwise). A manual assignment
 // names the replicas of each new partition: as many lists as new
 // partitions, each of the topic's replication factor in distinct registered
-// brokers (INVALID_REPLICA_ASSIGNMENT otherwise).
+// brokers (fenced ones included), at least one of them live
+// (INVALID_REPLICA_ASSIGNMENT otherwise).
 //
 // With an authorizer, each topic needs Alter (TOPIC_AUTHORIZATION_FAILED).
 
@@ -44,7 +45,7 @@ func (h *Handlers) handleCreatePartitions(ctx context.Context, req *kafka.Reques
 				rt.ErrorCode = kerr.InvalidPartitions.Code
 				rt.ErrorMessage = errMessage(fmt.Errorf("topic has %d partitions, asked for %d", topic.Partitions, t.Count))
 			} else if assignment != nil {
-				err := controlplane.ValidateAssignment(assignment, int(topic.ReplicationFactor), h.liveBrokers())
+				err := controlplane.ValidateAssignment(assignment, int(topic.ReplicationFactor), h.store.Registered, h.liveBrokers())
 				if err == nil && int32(len(assignment)) != t.Count-topic.Partitions {
 					err = fmt.Errorf("%w: %d new partitions, %d assignments", controlplane.ErrInvalidReplicaAssignment, t.Count-topic.Partitions, len(assignment))
 				}

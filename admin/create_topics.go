@@ -10,8 +10,10 @@ package admin
 // Configs are validated with Kafka's names before anything is written
 // (INVALID_CONFIG). A manual replica assignment needs -1 partitions and
 // replication factor (INVALID_REQUEST otherwise), partitions 0..n-1, and
-// for each the same number of distinct registered brokers
-// (INVALID_REPLICA_ASSIGNMENT otherwise, controlplane.ValidateAssignment).
+// for each the same number of distinct registered brokers, fenced ones
+// included, at least one of them live (INVALID_REPLICA_ASSIGNMENT
+// otherwise, controlplane.ValidateAssignment); the partition's ISR is its
+// live replicas.
 // A name given twice in one request fails both entries.
 //
 // With an authorizer, each topic needs Create on the cluster or on the
@@ -103,7 +105,7 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 				continue
 			}
 			if assignment != nil {
-				if err := controlplane.ValidateAssignment(assignment, int(rf), h.liveBrokers()); err != nil {
+				if err := controlplane.ValidateAssignment(assignment, int(rf), h.store.Registered, h.liveBrokers()); err != nil {
 					fail(adminErrorCode(err), err)
 					continue
 				}

@@ -4,7 +4,11 @@ package admin
 // ListPartitionReassignments (key 46), version 0.
 //
 // A reassignment (KIP-455) names the new replica list of a partition; null
-// cancels the one in progress. The decisions are controlplane's
+// cancels the one in progress. Its brokers must be registered, as in Kafka:
+// a fenced broker (registered, but down) is accepted and its new replica
+// starts fetching when it is back, so the reassignment stays in progress
+// (and listed) until then; an id that never registered, or was
+// unregistered, is refused with INVALID_REPLICA_ASSIGNMENT. The decisions are controlplane's
 // StartReassignment and CancelReassignment: during the move the replicas
 // are old ∪ new with the adding and removing replicas recorded in the
 // partition state, the adding ones catch up as followers, and the
@@ -52,7 +56,7 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, live)
+			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, h.store.Registered, live)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -61,9 +65,11 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 	return kafka.Reply{Response: resp}, nil
 }
 
-func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, target []int32, live func(int32) bool) (int16, *string) {
+// reassignOne starts or cancels one partition's reassignment: target's
+// brokers must be registered; live decides who may lead.
+func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, target []int32, registered, live func(int32) bool) (int16, *string) {
 	if target != nil {
-		if err := controlplane.ValidateReplicaAssignment(target, live); err != nil {
+		if err := controlplane.ValidateReplicaAssignment(target, registered); err != nil {
 			return adminErrorCode(err), errMessage(err)
 		}
 	}

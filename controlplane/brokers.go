@@ -39,6 +39,11 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 		return err
 	}
 	s.reg.active, s.reg.broker, s.reg.rev, s.reg.renewedAt = true, b, rev, start
+	if err := s.putRegistration(ctx, b); err != nil {
+		// The session is up, and Registered counts a live broker: the
+		// keepalive writes the registration at its next tick.
+		s.log.Warn("broker registration not written; the keepalive retries", "node", b.NodeID, "err", err)
+	}
 	if !s.reg.started {
 		s.reg.started = true
 		s.wg.Go(s.keepalive)
@@ -104,6 +109,13 @@ func (s *Store) keepalive() {
 			switch {
 			case err == nil:
 				s.reg.rev, s.reg.renewedAt = rev, start
+				// Written at registration; again here if that write failed
+				// or an unregistration raced with this process's start.
+				ctx, cancel := context.WithTimeout(s.ctx, s.cfg.KeepaliveInterval)
+				if err := s.putRegistration(ctx, s.reg.broker); err != nil && s.ctx.Err() == nil {
+					s.log.Warn("writing the broker registration", "node", s.reg.broker.NodeID, "err", err)
+				}
+				cancel()
 			case errors.Is(err, ErrBrokerIDInUse):
 				s.log.Error("broker registration taken over; keepalive stopped", "node", s.reg.broker.NodeID, "err", err)
 				s.reg.active = false

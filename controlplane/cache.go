@@ -16,10 +16,12 @@ import (
 // The cache is guarded by Store.mu; every method REQUIRES Store.mu held for
 // writing, except the lookups noted.
 type cache struct {
-	brokers    map[int32]*entry[brokerRecord]
-	topics     map[string]*entry[Topic] // by name
-	topicNames map[TopicID]string       // live topics only
-	partitions map[TopicID]map[int32]*entry[PartitionState]
+	brokers map[int32]*entry[brokerRecord] // live sessions
+	// registrations are the durable broker registrations (registrations.go).
+	registrations map[int32]*entry[registrationRecord]
+	topics        map[string]*entry[Topic] // by name
+	topicNames    map[TopicID]string       // live topics only
+	partitions    map[TopicID]map[int32]*entry[PartitionState]
 }
 
 type entry[T any] struct {
@@ -30,10 +32,11 @@ type entry[T any] struct {
 
 func newCache() cache {
 	return cache{
-		brokers:    map[int32]*entry[brokerRecord]{},
-		topics:     map[string]*entry[Topic]{},
-		topicNames: map[TopicID]string{},
-		partitions: map[TopicID]map[int32]*entry[PartitionState]{},
+		brokers:       map[int32]*entry[brokerRecord]{},
+		registrations: map[int32]*entry[registrationRecord]{},
+		topics:        map[string]*entry[Topic]{},
+		topicNames:    map[TopicID]string{},
+		partitions:    map[TopicID]map[int32]*entry[PartitionState]{},
 	}
 }
 

@@ -12,7 +12,8 @@
 // Buckets:
 //
 //	shale_cluster     "cluster_id" -> the Kafka cluster id, created once
-//	shale_brokers     "<node id>" -> Broker; keys expire after StoreConfig.BrokerTTL
+//	shale_brokers     "<node id>" -> Broker, the live session; keys expire after StoreConfig.BrokerTTL
+//	shale_broker_registrations "<node id>" -> the durable registration, kept while the broker is fenced
 //	shale_topics      "<topic name, '.' as '=2E'>" -> Topic
 //	shale_partitions  "<topic id hex>.<partition>" -> PartitionState
 //

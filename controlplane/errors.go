@@ -32,6 +32,12 @@ var (
 	// registration (DUPLICATE_BROKER_REGISTRATION). It frees up once that
 	// process stops its keepalive and the key expires.
 	ErrBrokerIDInUse = errors.New("controlplane: broker id registered by another process")
+	// ErrBrokerNotRegistered: UnregisterBroker of a broker id that is not
+	// registered (BROKER_ID_NOT_REGISTERED).
+	ErrBrokerNotRegistered = errors.New("controlplane: broker id not registered")
+	// ErrBrokerNotFenced: UnregisterBroker of a broker that has a live
+	// session (INVALID_REQUEST): only a stopped broker is unregistered.
+	ErrBrokerNotFenced = errors.New("controlplane: broker is live")
 	// ErrInvalidReplicaAssignment: a replica list that is empty, names a
 	// broker twice or an unregistered broker, or a reassignment that cannot
 	// be reverted cleanly (INVALID_REPLICA_ASSIGNMENT).

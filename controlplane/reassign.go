@@ -40,8 +40,10 @@ func (p PartitionState) TargetReplicas() []int32 {
 
 // ValidateReplicaAssignment checks one partition's replica list as Kafka
 // does for a reassignment or a manual assignment: not empty, no broker
-// twice, every broker registered. It returns an ErrInvalidReplicaAssignment.
-func ValidateReplicaAssignment(replicas []int32, live func(int32) bool) error {
+// twice, every broker registered (Store.Registered: fenced brokers count,
+// ids that never registered or were unregistered do not). It returns an
+// ErrInvalidReplicaAssignment.
+func ValidateReplicaAssignment(replicas []int32, registered func(int32) bool) error {
 	if len(replicas) == 0 {
 		return fmt.Errorf("%w: empty replica list", ErrInvalidReplicaAssignment)
 	}
@@ -51,7 +53,7 @@ func ValidateReplicaAssignment(replicas []int32, live func(int32) bool) error {
 			return fmt.Errorf("%w: broker %d listed twice in %v", ErrInvalidReplicaAssignment, b, replicas)
 		}
 		seen[b] = true
-		if !live(b) {
+		if !registered(b) {
 			return fmt.Errorf("%w: broker %d is not registered", ErrInvalidReplicaAssignment, b)
 		}
 	}
@@ -60,15 +62,24 @@ func ValidateReplicaAssignment(replicas []int32, live func(int32) bool) error {
 
 // ValidateAssignment checks a manual assignment of partitions (CreateTopics,
 // CreatePartitions) as Kafka does: every partition has rf replicas (the
-// same count for all), each list passes ValidateReplicaAssignment. It
-// returns an ErrInvalidReplicaAssignment naming the partition.
-func ValidateAssignment(assignment [][]int32, rf int, live func(int32) bool) error {
+// same count for all), each list passes ValidateReplicaAssignment, and
+// each names at least one live broker to lead it (Kafka's "All brokers
+// specified in the manual partition assignment for partition N are
+// fenced"). The new partition's ISR is then its live replicas; its fenced
+// ones join by the leader's catch-up rule once they are back. It returns an
+// ErrInvalidReplicaAssignment naming the partition (numbered from 0 within
+// assignment).
+func ValidateAssignment(assignment [][]int32, rf int, registered, live func(int32) bool) error {
 	for i, replicas := range assignment {
-		if err := ValidateReplicaAssignment(replicas, live); err != nil {
+		if err := ValidateReplicaAssignment(replicas, registered); err != nil {
 			return fmt.Errorf("partition %d: %w", i, err)
 		}
 		if len(replicas) != rf {
 			return fmt.Errorf("%w: partition %d has %d replicas, want %d like every partition", ErrInvalidReplicaAssignment, i, len(replicas), rf)
+		}
+		if !slices.ContainsFunc(replicas, live) {
+			return fmt.Errorf("%w: all brokers specified in the manual partition assignment for partition %d are fenced: %v",
+				ErrInvalidReplicaAssignment, i, replicas)
 		}
 	}
 	return nil

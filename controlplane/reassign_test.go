@@ -181,7 +181,7 @@ func TestValidateReplicaAssignment(t *testing.T) {
 }
 
 func TestValidateAssignment(t *testing.T) {
-	live := liveSet(1, 2, 3, 4)
+	registered, live := liveSet(1, 2, 3, 4), liveSet(1, 2, 3)
 	for _, c := range []struct {
 		name string
 		a    [][]int32
@@ -189,13 +189,14 @@ func TestValidateAssignment(t *testing.T) {
 		ok   bool
 	}{
 		{"good", [][]int32{{4, 1, 2}, {2, 3, 4}}, 3, true},
+		{"a fenced broker", [][]int32{{4}}, 1, false},
 		{"different replica counts", [][]int32{{1, 2, 3}, {1, 2}}, 3, false},
 		{"not the topic's replication factor", [][]int32{{1, 2}}, 3, false},
 		{"a broker twice", [][]int32{{1, 1, 2}}, 3, false},
 		{"an unregistered broker", [][]int32{{1, 2, 9}}, 3, false},
 		{"an empty list", [][]int32{{}}, 0, false},
 	} {
-		err := ValidateAssignment(c.a, c.rf, live)
+		err := ValidateAssignment(c.a, c.rf, registered, live)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidReplicaAssignment)) {
 			t.Errorf("%s: %v", c.name, err)
 		}

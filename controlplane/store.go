@@ -74,16 +74,18 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 // is called, and (owned by the NATS client) one delivery goroutine per
 // bucket watch. Close stops them all.
 type Store struct {
-	log         *slog.Logger
-	cfg         StoreConfig
-	nc          *nats.Conn
-	js          jetstream.JetStream
-	brokersKV   jetstream.KeyValue
-	topicsKV    jetstream.KeyValue
-	partsKV     jetstream.KeyValue
-	clusterID   string
-	incarnation string
-	bus         *eventBus
+	log       *slog.Logger
+	cfg       StoreConfig
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	brokersKV jetstream.KeyValue
+	// registrationsKV holds the durable registrations (registrations.go).
+	registrationsKV jetstream.KeyValue
+	topicsKV        jetstream.KeyValue
+	partsKV         jetstream.KeyValue
+	clusterID       string
+	incarnation     string
+	bus             *eventBus
 
 	watches []*bucketWatch // set by Open, stopped by Close
 
@@ -136,6 +138,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	}{
 		{&s.brokersKV, jetstream.KeyValueConfig{Bucket: BucketBrokers, Description: "Shale broker registry",
 			TTL: ttl, LimitMarkerTTL: max(ttl, time.Second), Replicas: cfg.Replicas}},
+		{&s.registrationsKV, registrationsBucketConfig(cfg.Replicas)},
 		{&s.topicsKV, jetstream.KeyValueConfig{Bucket: BucketTopics, Description: "Shale topics", Replicas: cfg.Replicas}},
 		{&s.partsKV, jetstream.KeyValueConfig{Bucket: BucketPartitions, Description: "Shale partition state", Replicas: cfg.Replicas}},
 	}
@@ -160,6 +163,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 		apply func(*cache, *slog.Logger, change) []Event
 	}{
 		{BucketBrokers, (*cache).applyBroker},
+		{BucketBrokerRegistrations, (*cache).applyRegistration},
 		{BucketTopics, (*cache).applyTopic},
 		{BucketPartitions, (*cache).applyPartition},
 	}

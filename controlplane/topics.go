@@ -31,7 +31,7 @@ func (s *Store) CreateTopic(ctx context.Context, name string, partitions int32, 
 // CreateTopicWithAssignment creates a topic whose partition p has the
 // replicas assignment[p], the first being its leader (CreateTopics with a
 // manual assignment); otherwise as CreateTopic. The assignment is checked
-// by ValidateAssignment against the live brokers
+// by ValidateAssignment against the registered and the live brokers
 // (ErrInvalidReplicaAssignment).
 func (s *Store) CreateTopicWithAssignment(ctx context.Context, name string, assignment [][]int32, configs map[string]string) (Topic, error) {
 	if len(assignment) == 0 {
@@ -57,7 +57,7 @@ func (s *Store) createTopic(ctx context.Context, name string, partitions int32, 
 	}
 	brokers := s.Brokers()
 	if assignment != nil {
-		if err := ValidateAssignment(assignment, int(rf), liveIn(brokers)); err != nil {
+		if err := ValidateAssignment(assignment, int(rf), s.Registered, liveIn(brokers)); err != nil {
 			return Topic{}, err
 		}
 	} else if rf < 1 || int(rf) > len(brokers) {
@@ -68,7 +68,7 @@ func (s *Store) createTopic(ctx context.Context, name string, partitions int32, 
 	if assignment == nil {
 		assignment = AssignReplicas(brokers, partitions, rf, rand.IntN(len(brokers)))
 	}
-	if err := s.createPartitions(ctx, t, 0, assignment); err != nil {
+	if err := s.createPartitions(ctx, t, 0, assignment, liveIn(brokers)); err != nil {
 		return Topic{}, err
 	}
 	data := encodeTopic(t)
@@ -85,12 +85,21 @@ func (s *Store) createTopic(ctx context.Context, name string, partitions int32, 
 }
 
 // createPartitions writes the initial states of partitions first.. with
-// the given replica assignment, create-if-absent.
-func (s *Store) createPartitions(ctx context.Context, t Topic, first int32, assignment [][]int32) error {
+// the given replica assignment, create-if-absent: the ISR is the live
+// replicas, as Kafka's controller makes it, led by the first of them (a
+// fenced replica of a manual assignment joins by the leader's catch-up
+// rule when it is back). When none is live, which only a broker dying
+// during an automatic placement can cause, the ISR is every replica, led by
+// the first, and the controller elects from there.
+func (s *Store) createPartitions(ctx context.Context, t Topic, first int32, assignment [][]int32, live func(int32) bool) error {
 	for i, replicas := range assignment {
 		p := first + int32(i)
+		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !live(b) })
+		if len(isr) == 0 {
+			isr = slices.Clone(replicas)
+		}
 		st := PartitionState{TopicID: t.ID, Topic: t.Name, Partition: p, Replicas: replicas,
-			Leader: replicas[0], LeaderEpoch: 0, ISR: slices.Clone(replicas)}
+			Leader: isr[0], LeaderEpoch: 0, ISR: isr}
 		key := partitionKey(t.ID, p)
 		data := encodePartition(st)
 		rev, err := s.partsKV.Create(ctx, key, data)
@@ -240,8 +249,9 @@ func (s *Store) CreatePartitions(ctx context.Context, name string, newCount int3
 // CreatePartitionsWithAssignment grows the topic to newCount partitions
 // with the given replicas for the new ones, in order (CreatePartitions with
 // a manual assignment): one list per new partition, each of the topic's
-// replication factor, distinct live brokers (ErrInvalidReplicaAssignment
-// otherwise); otherwise as CreatePartitions.
+// replication factor, distinct registered brokers with at least one live
+// (ValidateAssignment; ErrInvalidReplicaAssignment otherwise); otherwise as
+// CreatePartitions.
 func (s *Store) CreatePartitionsWithAssignment(ctx context.Context, name string, newCount int32, assignment [][]int32) error {
 	if assignment == nil {
 		assignment = [][]int32{}
@@ -267,7 +277,7 @@ func (s *Store) createPartitionsAssigned(ctx context.Context, name string, newCo
 		if int32(len(assignment)) != newCount-old {
 			return fmt.Errorf("%w: %d new partitions, %d assignments", ErrInvalidReplicaAssignment, newCount-old, len(assignment))
 		}
-		if err := ValidateAssignment(assignment, int(t.ReplicationFactor), liveIn(brokers)); err != nil {
+		if err := ValidateAssignment(assignment, int(t.ReplicationFactor), s.Registered, liveIn(brokers)); err != nil {
 			return err
 		}
 		added = assignment
@@ -277,7 +287,7 @@ func (s *Store) createPartitionsAssigned(ctx context.Context, name string, newCo
 		}
 		added = AssignReplicas(brokers, newCount, t.ReplicationFactor, rand.IntN(len(brokers)))[old:]
 	}
-	if err := s.createPartitions(ctx, t, old, added); err != nil {
+	if err := s.createPartitions(ctx, t, old, added, liveIn(brokers)); err != nil {
 		return err
 	}
 	err = s.updateTopic(ctx, name, func(cur *Topic) error {

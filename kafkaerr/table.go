@@ -77,6 +77,8 @@ var Table = kafka.NewErrorTable(
 	kafka.Translation{Err: controlplane.ErrInvalidPartitions, Kafka: kerr.InvalidPartitions},
 	kafka.Translation{Err: controlplane.ErrInvalidReplicaAssignment, Kafka: kerr.InvalidReplicaAssignment},
 	kafka.Translation{Err: controlplane.ErrNoReassignmentInProgress, Kafka: kerr.NoReassignmentInProgress},
+	kafka.Translation{Err: controlplane.ErrBrokerNotRegistered, Kafka: kerr.BrokerIDNotRegistered},
+	kafka.Translation{Err: controlplane.ErrBrokerNotFenced, Kafka: kerr.InvalidRequest},
 	kafka.Translation{Err: config.ErrInvalidConfig, Kafka: kerr.InvalidConfig},
 	kafka.Translation{Err: config.ErrUnknownConfig, Kafka: kerr.InvalidConfig},
 	kafka.Translation{Err: controlplane.ErrConflict, Kafka: kerr.NotController},

@@ -194,15 +194,23 @@ func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(
 // each acknowledged before produce returns, and returns their offsets.
 func (c *cluster) produce(topic string, p int32, n int) []int64 {
 	c.t.Helper()
+	return c.produceFrom(topic, p, 0, n)
+}
+
+// produceFrom is produce for the records "from".."from+n-1": a later run
+// continues the numbering of an earlier one, so checkRecords can check the
+// two runs' offsets appended.
+func (c *cluster) produceFrom(topic string, p int32, from, n int) []int64 {
+	c.t.Helper()
 	cl := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
 	defer cl.Close()
 	ctx := proctest.Context(c.t, time.Minute)
 	offsets := make([]int64, 0, n)
 	const batch = 50
-	for i := 0; i < n; i += batch {
+	for i := from; i < from+n; i += batch {
 		var rs []*kgo.Record
-		for j := i; j < min(i+batch, n); j++ {
+		for j := i; j < min(i+batch, from+n); j++ {
 			rs = append(rs, &kgo.Record{Partition: p, Value: []byte(strconv.Itoa(j))})
 		}
 		for _, r := range cl.ProduceSync(ctx, rs...) {
