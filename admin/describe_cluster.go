@@ -1,8 +1,11 @@
 package admin
 
-// DescribeCluster (key 60), versions 0-1.
+// DescribeCluster (key 60), versions 0-2.
 //
 //   - v0: brokers, cluster id, controller (KIP-700).  v1: EndpointType.
+//   - v2: IncludeFencedBrokers and IsFenced (KIP-1073): asked, the answer
+//     also lists the registered brokers that are down (fenced), at their
+//     last known endpoints; otherwise only the live brokers, as Metadata.
 //
 // Like Metadata's broker list it needs no ACL, as in Kafka. Asked for the
 // cluster's authorized operations (KIP-430), it answers them to a
@@ -35,13 +38,17 @@ func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request
 	if r.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(req)
 	}
-	for _, b := range h.store.Brokers() {
+	for _, reg := range h.store.Registrations() {
+		if reg.Fenced && !r.IncludeFencedBrokers {
+			continue
+		}
+		b := reg.Broker
 		host, port, ok := kafka.AdvertisedAddr(b.Listeners, req.ListenerName(), b.Host, b.Port)
 		if !ok {
 			continue
 		}
 		mb := kmsg.NewDescribeClusterResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.NodeID, host, port
+		mb.NodeID, mb.Host, mb.Port, mb.IsFenced = b.NodeID, host, port, reg.Fenced
 		if b.Rack != "" {
 			rack := b.Rack
 			mb.Rack = &rack

@@ -646,6 +646,9 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 		kmsg.ListPartitionReassignments: one(authzCall{&kmsg.ListPartitionReassignmentsRequest{TimeoutMillis: 5000}, func(resp kmsg.Response) error {
 			return code(resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "list partition reassignments")
 		}}),
+		kmsg.UnregisterBroker: one(authzCall{&kmsg.UnregisterBrokerRequest{BrokerID: 0}, func(resp kmsg.Response) error {
+			return code(resp.(*kmsg.UnregisterBrokerResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "unregister broker")
+		}}),
 		kmsg.OffsetDelete: one(authzCall{func() kmsg.Request {
 			r := kmsg.NewPtrOffsetDeleteRequest()
 			r.Group = fxGroup
