@@ -99,13 +99,8 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 func TestSSLInterBrokerWithClientCertificates(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "cluster-ca")
-	cert, key := ca.Node(t, "node")
-	certFile, keyFile := testcerts.Write(t, dir, "node.crt", cert), testcerts.Write(t, dir, "node.key", key)
-	caFile := testcerts.Write(t, dir, "ca.pem", ca.CertPEM)
-	nodes, _ := testnode.StartCluster(t, dir, 2, testnode.WithSession(2*time.Second), func(c *config.Broker) {
-		c.Listeners, c.InterBrokerListenerName = "SSL://127.0.0.1:0", "SSL"
-		c.SSLCertificateLocation, c.SSLKeyLocation, c.SSLCALocation, c.SSLClientAuth = certFile, keyFile, caFile, "required"
-	})
+	nodes, _ := testnode.StartCluster(t, dir, 2, testnode.WithSession(2*time.Second),
+		testnode.WithListeners("SSL"), testnode.WithTLS(ca.NodeFiles(t, "node"), "required"))
 	ctx := ctxT(t, 60*time.Second)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].KafkaAddr(), nodes[1].KafkaAddr()),
 		kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.ClientTLS(t, "test", "")}}))

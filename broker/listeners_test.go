@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -27,17 +26,9 @@ import (
 // over mTLS, and Metadata tells each client the address of the listener it
 // came in on.
 func TestSSLListenerWithClientCertificates(t *testing.T) {
-	certs := t.TempDir()
 	ca := testcerts.NewCA(t, "shale-test-ca")
-	cert, key := ca.Server(t, "broker-0")
-	certPath := testcerts.Write(t, certs, "broker.crt", cert)
-	keyPath := testcerts.Write(t, certs, "broker.key", key)
-	caPath := testcerts.Write(t, certs, "ca.crt", ca.CertPEM)
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
-		c.SSLCertificateLocation, c.SSLKeyLocation, c.SSLCALocation = certPath, keyPath, caPath
-		c.SSLClientAuth = "required"
-	})
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SSL"),
+		testnode.WithTLS(ca.ServerFiles(t, "broker-0"), "required"))
 	sslAddr, plainAddr := n.ListenerAddr("SSL"), n.ListenerAddr("PLAINTEXT")
 	if sslAddr == "" || plainAddr == "" || plainAddr != n.KafkaAddr() {
 		t.Fatalf("listeners: SSL %q PLAINTEXT %q, inter-broker %q", sslAddr, plainAddr, n.KafkaAddr())
@@ -131,15 +122,9 @@ func port(t *testing.T, addr string) int32 {
 // produces and consumes over SASL_SSL, a wrong password gets
 // SASL_AUTHENTICATION_FAILED, and a deleted credential no longer logs in.
 func TestSASLSSLListenerWithSCRAM(t *testing.T) {
-	certs := t.TempDir()
 	ca := testcerts.NewCA(t, "shale-test-ca")
-	cert, key := ca.Server(t, "broker-0")
-	certPath := testcerts.Write(t, certs, "broker.crt", cert)
-	keyPath := testcerts.Write(t, certs, "broker.key", key)
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
-		c.SSLCertificateLocation, c.SSLKeyLocation = certPath, keyPath
-	})
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_SSL"),
+		testnode.WithTLS(ca.ServerFiles(t, "broker-0"), ""))
 	saslAddr := n.ListenerAddr("SASL_SSL")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

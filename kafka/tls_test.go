@@ -39,13 +39,10 @@ func startTLSServerTimeout(t *testing.T, auth ClientAuth, handshakeTimeout time.
 
 func startTLSServerWith(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration, mapper *SSLPrincipalMapper) *tlsServer {
 	t.Helper()
-	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "test-ca")
-	cert, key := ca.Server(t, "broker-one")
-	ts := &tlsServer{ca: ca, logs: &logSink{},
-		certPath: testcerts.Write(t, dir, "broker.crt", cert), keyPath: testcerts.Write(t, dir, "broker.key", key)}
-	caPath := testcerts.Write(t, dir, "ca.crt", ca.CertPEM)
-	r, err := NewTLSReloader(TLSFiles{CertFile: ts.certPath, KeyFile: ts.keyPath, CAFile: caPath, ClientAuth: auth}, slog.New(ts.logs))
+	certs := ca.ServerFiles(t, "broker-one")
+	ts := &tlsServer{ca: ca, logs: &logSink{}, certPath: certs.Cert, keyPath: certs.Key}
+	r, err := NewTLSReloader(TLSFiles{CertFile: certs.Cert, KeyFile: certs.Key, CAFile: certs.CA, ClientAuth: auth}, slog.New(ts.logs))
 	if err != nil {
 		t.Fatal(err)
 	}

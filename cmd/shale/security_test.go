@@ -33,13 +33,8 @@ func writeFile(t *testing.T, dir, name, data string) string {
 // SASL_AUTHENTICATION_FAILED and without the password.
 func TestCLIOverSASLSSL(t *testing.T) {
 	dir := t.TempDir()
-	ca := testcerts.NewCA(t, "shale-test-ca")
-	cert, key := ca.Server(t, "broker-0")
-	caPath := testcerts.Write(t, dir, "ca.crt", ca.CertPEM)
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
-		c.SSLCertificateLocation = testcerts.Write(t, dir, "broker.crt", cert)
-		c.SSLKeyLocation = testcerts.Write(t, dir, "broker.key", key)
+	certs := testcerts.NewCA(t, "shale-test-ca").ServerFiles(t, "broker-0")
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_SSL"), testnode.WithTLS(certs, ""), func(c *config.Broker) {
 		c.SASLEnabledMechanisms = "SCRAM-SHA-512"
 		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:ANONYMOUS;User:admin"
 	})
@@ -53,7 +48,7 @@ func TestCLIOverSASLSSL(t *testing.T) {
 		"sasl.mechanism=SCRAM-SHA-512\n"+
 		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"+
 		"    username=\"admin\" password=\"admin-secret\";\n"+
-		"ssl.ca.location="+caPath+"\n")
+		"ssl.ca.location="+certs.CA+"\n")
 	asAdmin := func(args ...string) []string {
 		return append(args, "--bootstrap", sasl, "--command-config", adminProps)
 	}
@@ -72,7 +67,7 @@ func TestCLIOverSASLSSL(t *testing.T) {
 	// alice: the file names the protocol and the CA, -X her login, the
 	// environment nothing (-X wins).
 	t.Setenv(saslPasswordEnv, "not-alice")
-	aliceProps := writeFile(t, dir, "alice.properties", "security.protocol: SASL_SSL\nssl.ca.location "+caPath+"\n")
+	aliceProps := writeFile(t, dir, "alice.properties", "security.protocol: SASL_SSL\nssl.ca.location "+certs.CA+"\n")
 	asAlice := func(args ...string) []string {
 		return append(args, "--bootstrap", sasl, "--command-config", aliceProps,
 			"-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret")
@@ -107,7 +102,7 @@ func TestCLIOverSASLSSL(t *testing.T) {
 	}
 	// Without SASL settings the SASL_SSL listener does not answer a
 	// plain TLS client.
-	if _, _, code := cliRun(t, "topic", "list", "--bootstrap", sasl, "-X", "security.protocol=SSL", "-X", "ssl.ca.location="+caPath, "--timeout", "3s"); code == 0 {
+	if _, _, code := cliRun(t, "topic", "list", "--bootstrap", sasl, "-X", "security.protocol=SSL", "-X", "ssl.ca.location="+certs.CA, "--timeout", "3s"); code == 0 {
 		t.Error("topic list over SASL_SSL without a login exited 0")
 	}
 }
@@ -119,19 +114,12 @@ func TestCLIOverSASLSSL(t *testing.T) {
 func TestCLIOverMTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, "shale-test-ca")
-	cert, key := ca.Node(t, "broker-0")
-	caPath := testcerts.Write(t, dir, "ca.crt", ca.CertPEM)
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "SSL://127.0.0.1:0"
-		c.InterBrokerListenerName = "SSL"
-		c.SSLCertificateLocation = testcerts.Write(t, dir, "broker.crt", cert)
-		c.SSLKeyLocation = testcerts.Write(t, dir, "broker.key", key)
-		c.SSLCALocation, c.SSLClientAuth = caPath, "required"
-	})
+	certs := ca.NodeFiles(t, "broker-0")
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("SSL"), testnode.WithTLS(certs, "required"))
 	addr := n.ListenerAddr("SSL")
 	ccert, ckey := ca.Client(t, "app", "payments")
 	props := writeFile(t, dir, "app.properties", "security.protocol=SSL\n"+
-		"ssl.ca.location="+caPath+"\n"+
+		"ssl.ca.location="+certs.CA+"\n"+
 		"ssl.certificate.location="+testcerts.Write(t, dir, "app.crt", ccert)+"\n"+
 		"ssl.key.location="+testcerts.Write(t, dir, "app.key", ckey)+"\n")
 	with := func(args ...string) []string { return append(args, "--bootstrap", addr, "--command-config", props) }
@@ -143,7 +131,7 @@ func TestCLIOverMTLS(t *testing.T) {
 	}
 	other := testcerts.NewCA(t, "other-ca")
 	for name, args := range map[string][]string{
-		"no client certificate": {"topic", "list", "--bootstrap", addr, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + caPath, "--timeout", "3s"},
+		"no client certificate": {"topic", "list", "--bootstrap", addr, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + certs.CA, "--timeout", "3s"},
 		"another CA":            {"topic", "list", "--bootstrap", addr, "--command-config", props, "-X", "ssl.ca.location=" + testcerts.Write(t, dir, "other.crt", other.CertPEM), "--timeout", "3s"},
 	} {
 		if _, errOut, code := cliRun(t, args...); code != 1 {

@@ -35,19 +35,12 @@ import (
 // 2.11).
 func TestKcatSASLSSL(t *testing.T) {
 	kcat := kcattest.Path(t)
-	certs := t.TempDir()
-	ca := testcerts.NewCA(t, "shale-kcat-ca")
-	cert, key := ca.Server(t, "broker-0")
-	certPath := testcerts.Write(t, certs, "broker.crt", cert)
-	keyPath := testcerts.Write(t, certs, "broker.key", key)
-	caPath := testcerts.Write(t, certs, "ca.crt", ca.CertPEM)
-	users := filepath.Join(certs, "plain-users")
+	certs := testcerts.NewCA(t, "shale-kcat-ca").ServerFiles(t, "broker-0")
+	users := filepath.Join(t.TempDir(), "plain-users")
 	if err := os.WriteFile(users, []byte("dave:dave-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
-		c.SSLCertificateLocation, c.SSLKeyLocation = certPath, keyPath
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_SSL"), testnode.WithTLS(certs, ""), func(c *config.Broker) {
 		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
 	})
 	ctx := proctest.Context(t, 60*time.Second)
@@ -61,7 +54,7 @@ func TestKcatSASLSSL(t *testing.T) {
 		args = append([]string{"-b", n.ListenerAddr("SASL_SSL"),
 			"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=PLAIN",
 			"-X", "sasl.username=dave", "-X", "sasl.password=" + pass,
-			"-X", "ssl.ca.location=" + caPath, "-X", "broker.address.family=v4"}, args...)
+			"-X", "ssl.ca.location=" + certs.CA, "-X", "broker.address.family=v4"}, args...)
 		cmd := exec.CommandContext(cctx, kcat, args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer

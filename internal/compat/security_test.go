@@ -7,7 +7,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
@@ -20,16 +19,8 @@ import (
 // against the test's CA) and move records, and a wrong password is refused
 // as an authentication failure.
 func TestConfluentSASLSSLWithSCRAMSHA512(t *testing.T) {
-	certs := t.TempDir()
-	ca := testcerts.NewCA(t, "shale-compat-ca")
-	cert, key := ca.Server(t, "broker-0")
-	certPath := testcerts.Write(t, certs, "broker.crt", cert)
-	keyPath := testcerts.Write(t, certs, "broker.key", key)
-	caPath := testcerts.Write(t, certs, "ca.crt", ca.CertPEM)
-	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
-		c.SSLCertificateLocation, c.SSLKeyLocation = certPath, keyPath
-	})
+	certs := testcerts.NewCA(t, "shale-compat-ca").ServerFiles(t, "broker-0")
+	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_SSL"), testnode.WithTLS(certs, ""))
 	saslAddr := n.ListenerAddr("SASL_SSL")
 	ctx := proctest.Context(t, 60*time.Second)
 
@@ -49,7 +40,7 @@ func TestConfluentSASLSSLWithSCRAMSHA512(t *testing.T) {
 
 	secure := func(pass string) kafka.ConfigMap {
 		return *with(confluentConfig(saslAddr), "security.protocol", "SASL_SSL", "sasl.mechanisms", "SCRAM-SHA-512",
-			"sasl.username", "carol", "sasl.password", pass, "ssl.ca.location", caPath)
+			"sasl.username", "carol", "sasl.password", pass, "ssl.ca.location", certs.CA)
 	}
 	p, err := kafka.NewProducer(with(secure("carol-secret"), "acks", "all", "message.timeout.ms", 30000))
 	if err != nil {

@@ -97,6 +97,35 @@ func (ca *CA) ClientTLS(t testing.TB, cn, org string) tls.Certificate {
 	return cert
 }
 
+// Files are the paths of a certificate, its key and its CA's certificate,
+// PEM files in a test's temporary directory.
+type Files struct {
+	Cert, Key, CA string
+}
+
+// ServerFiles issues Server's certificate for cn and writes it, its key
+// and the CA's certificate to files in a new temporary directory of t.
+func (ca *CA) ServerFiles(t testing.TB, cn string) Files {
+	t.Helper()
+	cert, key := ca.Server(t, cn)
+	return ca.write(t, cert, key)
+}
+
+// NodeFiles issues Node's certificate for cn (to serve and to dial peers
+// with) and writes it, its key and the CA's certificate to files in a new
+// temporary directory of t.
+func (ca *CA) NodeFiles(t testing.TB, cn string) Files {
+	t.Helper()
+	cert, key := ca.Node(t, cn)
+	return ca.write(t, cert, key)
+}
+
+func (ca *CA) write(t testing.TB, cert, key []byte) Files {
+	t.Helper()
+	dir := t.TempDir()
+	return Files{Cert: Write(t, dir, "cert.pem", cert), Key: Write(t, dir, "key.pem", key), CA: Write(t, dir, "ca.pem", ca.CertPEM)}
+}
+
 func (ca *CA) issue(t testing.TB, name pkix.Name, usages ...x509.ExtKeyUsage) ([]byte, []byte) {
 	t.Helper()
 	key := newKey(t)

@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testcerts"
 )
 
 // Option adjusts a node's config before it starts.
@@ -41,6 +43,33 @@ func WithTiering(interval time.Duration) Option {
 // reconciler deletes it (remote_orphan_grace).
 func WithOrphanGrace(d time.Duration) Option {
 	return func(c *config.Broker) { c.OrphanGrace = d }
+}
+
+// WithListeners gives the node one listener of each protocol (PLAINTEXT,
+// SSL, SASL_PLAINTEXT or SASL_SSL) on 127.0.0.1 with a random port, the
+// first of them the inter-broker listener. The SSL and SASL_SSL ones need
+// WithTLS; the SASL ones offer the config's sasl_enabled_mechanisms.
+func WithListeners(protocols ...string) Option {
+	return func(c *config.Broker) {
+		ls := make([]string, len(protocols))
+		for i, p := range protocols {
+			ls[i] = p + "://127.0.0.1:0"
+		}
+		c.Listeners, c.InterBrokerListenerName = strings.Join(ls, ","), protocols[0]
+	}
+}
+
+// WithTLS has the node's SSL and SASL_SSL listeners serve certs'
+// certificate and key (ssl_certificate_location, ssl_key_location). A
+// clientAuth of requested or required (ssl_client_auth) verifies client
+// certificates against certs' CA (ssl_ca_location); "" leaves both unset.
+func WithTLS(certs testcerts.Files, clientAuth string) Option {
+	return func(c *config.Broker) {
+		c.SSLCertificateLocation, c.SSLKeyLocation = certs.Cert, certs.Key
+		if clientAuth != "" {
+			c.SSLCALocation, c.SSLClientAuth = certs.CA, clientAuth
+		}
+	}
 }
 
 // Config returns a loopback config with random ports under dir.

@@ -87,11 +87,9 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 	ss := &saslServer{logs: &syncBuffer{}}
 	l := kafka.Listener{Name: "SASL_PLAINTEXT", SASL: mechs}
 	if withTLS {
-		dir := t.TempDir()
 		ss.ca = testcerts.NewCA(t, "ca")
-		cert, key := ss.ca.Server(t, "broker")
-		r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: testcerts.Write(t, dir, "c.pem", cert),
-			KeyFile: testcerts.Write(t, dir, "k.pem", key)}, nil)
+		certs := ss.ca.ServerFiles(t, "broker")
+		r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: certs.Cert, KeyFile: certs.Key}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
