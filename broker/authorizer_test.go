@@ -219,6 +219,37 @@ func code(c int16, want *kerr.Error, what string) error {
 	return nil
 }
 
+// wantCode is a check that the error code get reads from the response (of
+// type R) is want.
+func wantCode[R kmsg.Response](want *kerr.Error, what string, get func(R) int16) func(kmsg.Response) error {
+	return func(resp kmsg.Response) error { return code(get(resp.(R)), want, what) }
+}
+
+// wantNoOffset is a check that the answer get reads from the response (of
+// type R) has no offset (or producer id): -1, and the error code want.
+func wantNoOffset[R kmsg.Response](want *kerr.Error, what string, get func(R) (offset int64, errorCode int16)) func(kmsg.Response) error {
+	return func(resp kmsg.Response) error {
+		off, c := get(resp.(R))
+		if off != -1 {
+			return fmt.Errorf("%s: %d answered, want -1", what, off)
+		}
+		return code(c, want, what)
+	}
+}
+
+// build is a request of type R with kmsg's defaults (as NewPtr... makes
+// it), then set by fill.
+func build[R any, P interface {
+	*R
+	kmsg.Request
+	Default()
+}](fill func(P)) kmsg.Request {
+	r := P(new(R))
+	r.Default()
+	fill(r)
+	return r
+}
+
 // authzCases is the table: one row per API the node serves. A new API
 // registered without a row fails TestEveryAPIRefusesAnUnauthorizedPrincipal.
 func authzCases(t *testing.T) map[kmsg.Key]authzCase {
@@ -232,36 +263,11 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 		kmsg.DescribeCluster:  {open: "Kafka answers DescribeCluster (the brokers, as Metadata lists them) without an ACL"},
 
 		kmsg.Produce: {calls: []authzCall{
-			{func() kmsg.Request {
-				r := kmsg.NewPtrProduceRequest()
-				r.Acks, r.TimeoutMillis = -1, 5000
-				t := kmsg.NewProduceRequestTopic()
-				t.Topic = fxTopic
-				p := kmsg.NewProduceRequestTopicPartition()
-				p.Records = records
-				t.Partitions = append(t.Partitions, p)
-				r.Topics = append(r.Topics, t)
-				return r
-			}(), func(resp kmsg.Response) error {
-				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-				if p.BaseOffset != -1 {
-					return fmt.Errorf("base offset %d", p.BaseOffset)
-				}
-				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "produce")
-			}},
-			{func() kmsg.Request {
-				r := kmsg.NewPtrProduceRequest()
-				r.Acks, r.TimeoutMillis, r.TransactionID = -1, 5000, str(fxTxnID)
-				t := kmsg.NewProduceRequestTopic()
-				t.Topic = fxTopic
-				p := kmsg.NewProduceRequestTopicPartition()
-				p.Records = records
-				t.Partitions = append(t.Partitions, p)
-				r.Topics = append(r.Topics, t)
-				return r
-			}(), func(resp kmsg.Response) error {
-				return code(resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "transactional produce")
-			}},
+			{produceReq(nil, records), wantNoOffset(kerr.TopicAuthorizationFailed, "produce", func(r *kmsg.ProduceResponse) (int64, int16) {
+				return r.Topics[0].Partitions[0].BaseOffset, r.Topics[0].Partitions[0].ErrorCode
+			})},
+			{produceReq(str(fxTxnID), records), wantCode(kerr.TransactionalIDAuthorizationFailed, "transactional produce",
+				func(r *kmsg.ProduceResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })},
 		}},
 		kmsg.Fetch: {calls: []authzCall{
 			{fetchReq(-1), func(resp kmsg.Response) error {
@@ -279,22 +285,16 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "follower fetch")
 			}},
 		}},
-		kmsg.ListOffsets: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrListOffsetsRequest()
+		kmsg.ListOffsets: one(authzCall{build(func(r *kmsg.ListOffsetsRequest) {
 			t := kmsg.NewListOffsetsRequestTopic()
 			t.Topic = fxTopic
 			p := kmsg.NewListOffsetsRequestTopicPartition()
 			p.Timestamp = -1
 			t.Partitions = append(t.Partitions, p)
 			r.Topics = append(r.Topics, t)
-			return r
-		}(), func(resp kmsg.Response) error {
-			p := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-			if p.Offset != -1 {
-				return fmt.Errorf("offset %d", p.Offset)
-			}
-			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "list offsets")
-		}}),
+		}), wantNoOffset(kerr.TopicAuthorizationFailed, "list offsets", func(r *kmsg.ListOffsetsResponse) (int64, int16) {
+			return r.Topics[0].Partitions[0].Offset, r.Topics[0].Partitions[0].ErrorCode
+		})}),
 		kmsg.Metadata: {calls: []authzCall{
 			{kmsg.NewPtrMetadataRequest(), func(resp kmsg.Response) error { // every topic
 				m := resp.(*kmsg.MetadataResponse)
@@ -317,8 +317,7 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				return code(resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "auto-create")
 			}},
 		}},
-		kmsg.OffsetCommit: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrOffsetCommitRequest()
+		kmsg.OffsetCommit: one(authzCall{build(func(r *kmsg.OffsetCommitRequest) {
 			r.Group, r.Generation = fxGroup, -1
 			t := kmsg.NewOffsetCommitRequestTopic()
 			t.Topic = fxTopic
@@ -326,18 +325,14 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			p.Offset = 0
 			t.Partitions = append(t.Partitions, p)
 			r.Topics = append(r.Topics, t)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.GroupAuthorizationFailed, "offset commit")
-		}}),
-		kmsg.OffsetFetch: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrOffsetFetchRequest()
+		}), wantCode(kerr.GroupAuthorizationFailed, "offset commit",
+			func(r *kmsg.OffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.OffsetFetch: one(authzCall{build(func(r *kmsg.OffsetFetchRequest) {
 			r.Group = fxGroup
 			g := kmsg.NewOffsetFetchRequestGroup()
 			g.Group = fxGroup
 			r.Groups = append(r.Groups, g)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			o := resp.(*kmsg.OffsetFetchResponse)
 			if len(o.Groups) == 1 {
 				if len(o.Groups[0].Topics) != 0 {
@@ -358,33 +353,26 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				return coordinatorCode(resp, kerr.TransactionalIDAuthorizationFailed)
 			}},
 		}},
-		kmsg.JoinGroup: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrJoinGroupRequest()
+		kmsg.JoinGroup: one(authzCall{build(func(r *kmsg.JoinGroupRequest) {
 			r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = fxGroup, 10000, 10000, "consumer"
 			p := kmsg.NewJoinGroupRequestProtocol()
 			p.Name = "range"
 			r.Protocols = append(r.Protocols, p)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			j := resp.(*kmsg.JoinGroupResponse)
 			if len(j.Members) != 0 {
 				return fmt.Errorf("%d members answered", len(j.Members))
 			}
 			return code(j.ErrorCode, kerr.GroupAuthorizationFailed, "join group")
 		}}),
-		kmsg.Heartbeat: one(authzCall{&kmsg.HeartbeatRequest{Group: fxGroup, MemberID: "m"}, func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.HeartbeatResponse).ErrorCode, kerr.GroupAuthorizationFailed, "heartbeat")
-		}}),
-		kmsg.LeaveGroup: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrLeaveGroupRequest()
+		kmsg.Heartbeat: one(authzCall{&kmsg.HeartbeatRequest{Group: fxGroup, MemberID: "m"}, wantCode(kerr.GroupAuthorizationFailed, "heartbeat",
+			func(r *kmsg.HeartbeatResponse) int16 { return r.ErrorCode })}),
+		kmsg.LeaveGroup: one(authzCall{build(func(r *kmsg.LeaveGroupRequest) {
 			r.Group, r.MemberID = fxGroup, "m"
 			m := kmsg.NewLeaveGroupRequestMember()
 			m.MemberID = "m"
 			r.Members = append(r.Members, m)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.LeaveGroupResponse).ErrorCode, kerr.GroupAuthorizationFailed, "leave group")
-		}}),
+		}), wantCode(kerr.GroupAuthorizationFailed, "leave group", func(r *kmsg.LeaveGroupResponse) int16 { return r.ErrorCode })}),
 		kmsg.SyncGroup: one(authzCall{&kmsg.SyncGroupRequest{Group: fxGroup, MemberID: "m", Generation: 1}, func(resp kmsg.Response) error {
 			s := resp.(*kmsg.SyncGroupResponse)
 			if len(s.MemberAssignment) != 0 {
@@ -409,28 +397,19 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			}
 			return nil
 		}}),
-		kmsg.CreateTopics: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrCreateTopicsRequest()
+		kmsg.CreateTopics: one(authzCall{build(func(r *kmsg.CreateTopicsRequest) {
 			r.TimeoutMillis = 5000
 			ct := kmsg.NewCreateTopicsRequestTopic()
 			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bob-topic", 1, 1
 			r.Topics = append(r.Topics, ct)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "create topics")
-		}}),
-		kmsg.DeleteTopics: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrDeleteTopicsRequest()
+		}), wantCode(kerr.TopicAuthorizationFailed, "create topics", func(r *kmsg.CreateTopicsResponse) int16 { return r.Topics[0].ErrorCode })}),
+		kmsg.DeleteTopics: one(authzCall{build(func(r *kmsg.DeleteTopicsRequest) {
 			r.TimeoutMillis, r.TopicNames = 5000, []string{fxTopic}
 			dt := kmsg.NewDeleteTopicsRequestTopic()
 			dt.Topic = str(fxTopic)
 			r.Topics = append(r.Topics, dt)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "delete topics")
-		}}),
-		kmsg.DeleteRecords: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrDeleteRecordsRequest()
+		}), wantCode(kerr.TopicAuthorizationFailed, "delete topics", func(r *kmsg.DeleteTopicsResponse) int16 { return r.Topics[0].ErrorCode })}),
+		kmsg.DeleteRecords: one(authzCall{build(func(r *kmsg.DeleteRecordsRequest) {
 			r.TimeoutMillis = 5000
 			dt := kmsg.NewDeleteRecordsRequestTopic()
 			dt.Topic = fxTopic
@@ -438,33 +417,17 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			p.Offset = -1
 			dt.Partitions = append(dt.Partitions, p)
 			r.Topics = append(r.Topics, dt)
-			return r
-		}(), func(resp kmsg.Response) error {
-			p := resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
-			if p.LowWatermark != -1 {
-				return fmt.Errorf("low watermark %d", p.LowWatermark)
-			}
-			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "delete records")
-		}}),
+		}), wantNoOffset(kerr.TopicAuthorizationFailed, "delete records", func(r *kmsg.DeleteRecordsResponse) (int64, int16) {
+			return r.Topics[0].Partitions[0].LowWatermark, r.Topics[0].Partitions[0].ErrorCode
+		})}),
 		kmsg.InitProducerID: {calls: []authzCall{
 			{&kmsg.InitProducerIDRequest{TransactionalID: str(fxTxnID), TransactionTimeoutMillis: 10000, ProducerID: -1, ProducerEpoch: -1},
-				func(resp kmsg.Response) error {
-					i := resp.(*kmsg.InitProducerIDResponse)
-					if i.ProducerID != -1 {
-						return fmt.Errorf("producer id %d", i.ProducerID)
-					}
-					return code(i.ErrorCode, kerr.TransactionalIDAuthorizationFailed, "transactional init producer id")
-				}},
-			{&kmsg.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, func(resp kmsg.Response) error {
-				i := resp.(*kmsg.InitProducerIDResponse)
-				if i.ProducerID != -1 {
-					return fmt.Errorf("producer id %d", i.ProducerID)
-				}
-				return code(i.ErrorCode, kerr.ClusterAuthorizationFailed, "idempotent init producer id")
-			}},
+				wantNoOffset(kerr.TransactionalIDAuthorizationFailed, "transactional init producer id",
+					func(r *kmsg.InitProducerIDResponse) (int64, int16) { return r.ProducerID, r.ErrorCode })},
+			{&kmsg.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, wantNoOffset(kerr.ClusterAuthorizationFailed, "idempotent init producer id",
+				func(r *kmsg.InitProducerIDResponse) (int64, int16) { return r.ProducerID, r.ErrorCode })},
 		}},
-		kmsg.OffsetForLeaderEpoch: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		kmsg.OffsetForLeaderEpoch: one(authzCall{build(func(r *kmsg.OffsetForLeaderEpochRequest) {
 			r.ReplicaID = -1
 			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
 			t.Topic = fxTopic
@@ -472,16 +435,10 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			p.CurrentLeaderEpoch, p.LeaderEpoch = -1, 0
 			t.Partitions = append(t.Partitions, p)
 			r.Topics = append(r.Topics, t)
-			return r
-		}(), func(resp kmsg.Response) error {
-			p := resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
-			if p.EndOffset != -1 {
-				return fmt.Errorf("end offset %d", p.EndOffset)
-			}
-			return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "offset for leader epoch")
-		}}),
-		kmsg.AddPartitionsToTxn: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		}), wantNoOffset(kerr.TopicAuthorizationFailed, "offset for leader epoch", func(r *kmsg.OffsetForLeaderEpochResponse) (int64, int16) {
+			return r.Topics[0].Partitions[0].EndOffset, r.Topics[0].Partitions[0].ErrorCode
+		})}),
+		kmsg.AddPartitionsToTxn: one(authzCall{build(func(r *kmsg.AddPartitionsToTxnRequest) {
 			r.TransactionalID, r.ProducerID, r.ProducerEpoch = fxTxnID, 1, 0
 			tt := kmsg.NewAddPartitionsToTxnRequestTopic()
 			tt.Topic, tt.Partitions = fxTopic, []int32{0}
@@ -492,8 +449,7 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			xt.Topic, xt.Partitions = fxTopic, []int32{0}
 			tx.Topics = append(tx.Topics, xt)
 			r.Transactions = append(r.Transactions, tx)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			a := resp.(*kmsg.AddPartitionsToTxnResponse)
 			if a.Version >= 4 { // the partition leaders' batch form needs ClusterAction
 				return code(a.ErrorCode, kerr.ClusterAuthorizationFailed, "add partitions to txn v4")
@@ -501,37 +457,27 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			return code(a.Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "add partitions to txn")
 		}}),
 		kmsg.AddOffsetsToTxn: one(authzCall{&kmsg.AddOffsetsToTxnRequest{TransactionalID: fxTxnID, ProducerID: 1, Group: fxGroup},
-			func(resp kmsg.Response) error {
-				return code(resp.(*kmsg.AddOffsetsToTxnResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed, "add offsets to txn")
-			}}),
+			wantCode(kerr.TransactionalIDAuthorizationFailed, "add offsets to txn", func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode })}),
 		kmsg.EndTxn: one(authzCall{&kmsg.EndTxnRequest{TransactionalID: fxTxnID, ProducerID: 1, Commit: true},
-			func(resp kmsg.Response) error {
-				return code(resp.(*kmsg.EndTxnResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed, "end txn")
-			}}),
-		kmsg.WriteTxnMarkers: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrWriteTxnMarkersRequest()
+			wantCode(kerr.TransactionalIDAuthorizationFailed, "end txn", func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode })}),
+		kmsg.WriteTxnMarkers: one(authzCall{build(func(r *kmsg.WriteTxnMarkersRequest) {
 			m := kmsg.NewWriteTxnMarkersRequestMarker()
 			m.ProducerID, m.ProducerEpoch, m.Committed = 1, 0, false
 			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 			mt.Topic, mt.Partitions = fxTopic, []int32{0}
 			m.Topics = append(m.Topics, mt)
 			r.Markers = append(r.Markers, m)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed, "write txn markers")
-		}}),
-		kmsg.TxnOffsetCommit: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrTxnOffsetCommitRequest()
+		}), wantCode(kerr.ClusterAuthorizationFailed, "write txn markers",
+			func(r *kmsg.WriteTxnMarkersResponse) int16 { return r.Markers[0].Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.TxnOffsetCommit: one(authzCall{build(func(r *kmsg.TxnOffsetCommitRequest) {
 			r.TransactionalID, r.Group, r.ProducerID, r.Generation = fxTxnID, fxGroup, 1, -1
 			tt := kmsg.NewTxnOffsetCommitRequestTopic()
 			tt.Topic = fxTopic
 			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			tt.Partitions = append(tt.Partitions, p)
 			r.Topics = append(r.Topics, tt)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed, "txn offset commit")
-		}}),
+		}), wantCode(kerr.TransactionalIDAuthorizationFailed, "txn offset commit",
+			func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
 		kmsg.DescribeACLs: one(authzCall{&kmsg.DescribeACLsRequest{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1},
 			func(resp kmsg.Response) error {
 				d := resp.(*kmsg.DescribeACLsResponse)
@@ -540,23 +486,17 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				}
 				return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe acls")
 			}}),
-		kmsg.CreateACLs: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrCreateACLsRequest()
+		kmsg.CreateACLs: one(authzCall{build(func(r *kmsg.CreateACLsRequest) {
 			c := kmsg.NewCreateACLsRequestCreation()
 			c.ResourceType, c.ResourceName, c.ResourcePatternType = 2, "*", 3
 			c.Principal, c.Host, c.Operation, c.PermissionType = "User:bob", "*", 2, 3
 			r.Creations = append(r.Creations, c)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.CreateACLsResponse).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed, "create acls")
-		}}),
-		kmsg.DeleteACLs: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrDeleteACLsRequest()
+		}), wantCode(kerr.ClusterAuthorizationFailed, "create acls", func(r *kmsg.CreateACLsResponse) int16 { return r.Results[0].ErrorCode })}),
+		kmsg.DeleteACLs: one(authzCall{build(func(r *kmsg.DeleteACLsRequest) {
 			f := kmsg.NewDeleteACLsRequestFilter()
 			f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = 1, 1, 1, 1
 			r.Filters = append(r.Filters, f)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			res := resp.(*kmsg.DeleteACLsResponse).Results[0]
 			if len(res.MatchingACLs) != 0 {
 				return fmt.Errorf("%d ACLs deleted", len(res.MatchingACLs))
@@ -579,59 +519,44 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe broker configs")
 			}},
 		}},
-		kmsg.AlterConfigs: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrAlterConfigsRequest()
+		kmsg.AlterConfigs: one(authzCall{build(func(r *kmsg.AlterConfigsRequest) {
 			res := kmsg.NewAlterConfigsRequestResource()
 			res.ResourceType, res.ResourceName = 2, fxTopic
 			c := kmsg.NewAlterConfigsRequestResourceConfig()
 			c.Name, c.Value = "retention.ms", str("1")
 			res.Configs = append(res.Configs, c)
 			r.Resources = append(r.Resources, res)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode, kerr.TopicAuthorizationFailed, "alter configs")
-		}}),
-		kmsg.IncrementalAlterConfigs: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		}), wantCode(kerr.TopicAuthorizationFailed, "alter configs", func(r *kmsg.AlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })}),
+		kmsg.IncrementalAlterConfigs: one(authzCall{build(func(r *kmsg.IncrementalAlterConfigsRequest) {
 			res := kmsg.NewIncrementalAlterConfigsRequestResource()
 			res.ResourceType, res.ResourceName = 2, fxTopic
 			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 			c.Name, c.Value = "retention.ms", str("1")
 			res.Configs = append(res.Configs, c)
 			r.Resources = append(r.Resources, res)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, kerr.TopicAuthorizationFailed, "incremental alter configs")
-		}}),
-		kmsg.CreatePartitions: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrCreatePartitionsRequest()
+		}), wantCode(kerr.TopicAuthorizationFailed, "incremental alter configs",
+			func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })}),
+		kmsg.CreatePartitions: one(authzCall{build(func(r *kmsg.CreatePartitionsRequest) {
 			r.TimeoutMillis = 5000
 			ct := kmsg.NewCreatePartitionsRequestTopic()
 			ct.Topic, ct.Count = fxTopic, 3
 			r.Topics = append(r.Topics, ct)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "create partitions")
-		}}),
-		kmsg.DeleteGroups: one(authzCall{&kmsg.DeleteGroupsRequest{Groups: []string{fxGroup}}, func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.GroupAuthorizationFailed, "delete groups")
-		}}),
-		kmsg.ElectLeaders: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrElectLeadersRequest()
+		}), wantCode(kerr.TopicAuthorizationFailed, "create partitions", func(r *kmsg.CreatePartitionsResponse) int16 { return r.Topics[0].ErrorCode })}),
+		kmsg.DeleteGroups: one(authzCall{&kmsg.DeleteGroupsRequest{Groups: []string{fxGroup}}, wantCode(kerr.GroupAuthorizationFailed, "delete groups",
+			func(r *kmsg.DeleteGroupsResponse) int16 { return r.Groups[0].ErrorCode })}),
+		kmsg.ElectLeaders: one(authzCall{build(func(r *kmsg.ElectLeadersRequest) {
 			r.TimeoutMillis = 5000
 			et := kmsg.NewElectLeadersRequestTopic()
 			et.Topic, et.Partitions = fxTopic, []int32{0}
 			r.Topics = append(r.Topics, et)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			e := resp.(*kmsg.ElectLeadersResponse)
 			if err := code(e.ErrorCode, kerr.ClusterAuthorizationFailed, "elect leaders"); err != nil {
 				return err
 			}
 			return code(e.Topics[0].Partitions[0].ErrorCode, kerr.ClusterAuthorizationFailed, "elect leaders partition")
 		}}),
-		kmsg.AlterPartitionAssignments: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		kmsg.AlterPartitionAssignments: one(authzCall{build(func(r *kmsg.AlterPartitionAssignmentsRequest) {
 			r.TimeoutMillis = 5000
 			at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
 			at.Topic = fxTopic
@@ -639,27 +564,19 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			p.Replicas = []int32{0}
 			at.Partitions = append(at.Partitions, p)
 			r.Topics = append(r.Topics, at)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "alter partition reassignments")
-		}}),
-		kmsg.ListPartitionReassignments: one(authzCall{&kmsg.ListPartitionReassignmentsRequest{TimeoutMillis: 5000}, func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "list partition reassignments")
-		}}),
-		kmsg.UnregisterBroker: one(authzCall{&kmsg.UnregisterBrokerRequest{BrokerID: 0}, func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.UnregisterBrokerResponse).ErrorCode, kerr.ClusterAuthorizationFailed, "unregister broker")
-		}}),
-		kmsg.OffsetDelete: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrOffsetDeleteRequest()
+		}), wantCode(kerr.ClusterAuthorizationFailed, "alter partition reassignments",
+			func(r *kmsg.AlterPartitionAssignmentsResponse) int16 { return r.ErrorCode })}),
+		kmsg.ListPartitionReassignments: one(authzCall{&kmsg.ListPartitionReassignmentsRequest{TimeoutMillis: 5000}, wantCode(kerr.ClusterAuthorizationFailed, "list partition reassignments",
+			func(r *kmsg.ListPartitionReassignmentsResponse) int16 { return r.ErrorCode })}),
+		kmsg.UnregisterBroker: one(authzCall{&kmsg.UnregisterBrokerRequest{BrokerID: 0}, wantCode(kerr.ClusterAuthorizationFailed, "unregister broker",
+			func(r *kmsg.UnregisterBrokerResponse) int16 { return r.ErrorCode })}),
+		kmsg.OffsetDelete: one(authzCall{build(func(r *kmsg.OffsetDeleteRequest) {
 			r.Group = fxGroup
 			ot := kmsg.NewOffsetDeleteRequestTopic()
 			ot.Topic = fxTopic
 			ot.Partitions = append(ot.Partitions, kmsg.NewOffsetDeleteRequestTopicPartition())
 			r.Topics = append(r.Topics, ot)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.GroupAuthorizationFailed, "offset delete")
-		}}),
+		}), wantCode(kerr.GroupAuthorizationFailed, "offset delete", func(r *kmsg.OffsetDeleteResponse) int16 { return r.ErrorCode })}),
 		kmsg.DescribeClientQuotas: one(authzCall{kmsg.NewPtrDescribeClientQuotasRequest(), func(resp kmsg.Response) error {
 			d := resp.(*kmsg.DescribeClientQuotasResponse)
 			if len(d.Entries) != 0 {
@@ -667,8 +584,7 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			}
 			return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe client quotas")
 		}}),
-		kmsg.AlterClientQuotas: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrAlterClientQuotasRequest()
+		kmsg.AlterClientQuotas: one(authzCall{build(func(r *kmsg.AlterClientQuotasRequest) {
 			e := kmsg.NewAlterClientQuotasRequestEntry()
 			ec := kmsg.NewAlterClientQuotasRequestEntryEntity()
 			ec.Type, ec.Name = "user", str("bob")
@@ -677,10 +593,8 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			op.Key, op.Value = "producer_byte_rate", 1e9
 			e.Ops = append(e.Ops, op)
 			r.Entries = append(r.Entries, e)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode, kerr.ClusterAuthorizationFailed, "alter client quotas")
-		}}),
+		}), wantCode(kerr.ClusterAuthorizationFailed, "alter client quotas",
+			func(r *kmsg.AlterClientQuotasResponse) int16 { return r.Entries[0].ErrorCode })}),
 		kmsg.DescribeUserSCRAMCredentials: one(authzCall{kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), func(resp kmsg.Response) error {
 			d := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
 			if len(d.Results) != 0 {
@@ -688,22 +602,17 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			}
 			return code(d.ErrorCode, kerr.ClusterAuthorizationFailed, "describe user scram credentials")
 		}}),
-		kmsg.AlterUserSCRAMCredentials: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		kmsg.AlterUserSCRAMCredentials: one(authzCall{build(func(r *kmsg.AlterUserSCRAMCredentialsRequest) {
 			d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
 			d.Name, d.Mechanism = "carol", 1
 			r.Deletions = append(r.Deletions, d)
-			return r
-		}(), func(resp kmsg.Response) error {
-			return code(resp.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode, kerr.ClusterAuthorizationFailed, "alter user scram credentials")
-		}}),
-		kmsg.DescribeProducers: one(authzCall{func() kmsg.Request {
-			r := kmsg.NewPtrDescribeProducersRequest()
+		}), wantCode(kerr.ClusterAuthorizationFailed, "alter user scram credentials",
+			func(r *kmsg.AlterUserSCRAMCredentialsResponse) int16 { return r.Results[0].ErrorCode })}),
+		kmsg.DescribeProducers: one(authzCall{build(func(r *kmsg.DescribeProducersRequest) {
 			dt := kmsg.NewDescribeProducersRequestTopic()
 			dt.Topic, dt.Partitions = fxTopic, []int32{0}
 			r.Topics = append(r.Topics, dt)
-			return r
-		}(), func(resp kmsg.Response) error {
+		}), func(resp kmsg.Response) error {
 			p := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
 			if len(p.ActiveProducers) != 0 {
 				return fmt.Errorf("%d producers described", len(p.ActiveProducers))
@@ -725,6 +634,20 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			return nil
 		}}),
 	}
+}
+
+// produceReq is an acks=all Produce of records to the fixture's topic, in
+// the transaction transactionID (nil: none).
+func produceReq(transactionID *string, records []byte) kmsg.Request {
+	r := kmsg.NewPtrProduceRequest()
+	r.Acks, r.TimeoutMillis, r.TransactionID = -1, 5000, transactionID
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = fxTopic
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = records
+	t.Partitions = append(t.Partitions, p)
+	r.Topics = append(r.Topics, t)
+	return r
 }
 
 func fetchReq(replica int32) kmsg.Request {
