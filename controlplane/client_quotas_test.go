@@ -1,12 +1,10 @@
 package controlplane
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/quota"
 )
@@ -33,18 +31,8 @@ func TestClientQuotaKeys(t *testing.T) {
 }
 
 func TestClientQuotas(t *testing.T) {
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	nc := connect(t, startNATS(t))
+	ctx := testCtx(t)
 	q, err := OpenClientQuotas(ctx, nc, 1)
 	if err != nil {
 		t.Fatal(err)

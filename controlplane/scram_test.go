@@ -1,27 +1,13 @@
 package controlplane
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/shale-io/shale/infra/natsembed"
 )
 
 func TestSCRAMCredentials(t *testing.T) {
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	nc := connect(t, startNATS(t))
+	ctx := testCtx(t)
 	s, err := OpenSCRAMCredentials(ctx, nc, 1)
 	if err != nil {
 		t.Fatal(err)
