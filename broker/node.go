@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.startTiering(ctx); err != nil {
 		return nil, fmt.Errorf("tiering: %w", err)
 	}
-	n.replicas.SetRemoteTier(n.tiering.meta, n.tiering.bucket) // followers rebuild from the remote tail
+	n.replicas.SetRemoteTier(n.tiering.meta, n.tiering.bucket, n.tiering.manager.InEffect) // followers rebuild from the remote tail
 	if n.cold, err = n.newColdReader(); err != nil {
 		return nil, fmt.Errorf("cold reads: %w", err)
 	}

@@ -420,6 +420,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[st
 					continue
 				}
 				pr.hw = hw
+				rep.FollowerLogStart(r.ReplicaID, p.LogStartOffset)
 				if p.FetchOffset < localStart && h.opts.remote != nil {
 					if rs := h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs <= p.FetchOffset {
 						// KIP-405: the offset is only in remote segments; the

@@ -23,6 +23,7 @@ type followerState struct {
 	lastFetch        time.Time // when it last fetched
 	lastCaughtUp     time.Time // the last time it had everything the leader had
 	lastFetchLeaderL int64     // the leader's LEO at its previous fetch
+	logStart         int64     // the log start its last fetch carried; -1 unknown
 }
 
 // SetAssignment records the partition's replicas and ISR as the control
@@ -312,7 +313,7 @@ func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEp
 	}
 	f, ok := r.mu.followers[id]
 	if !ok {
-		f = &followerState{lastFetchLeaderL: -1}
+		f = &followerState{lastFetchLeaderL: -1, logStart: -1}
 		if slices.Contains(r.mu.isr, id) {
 			// Kafka's makeLeader: an ISR member counts as caught up at
 			// the election, or a new leader could drop it at its first
@@ -642,4 +643,46 @@ func TruncationPoint(local []segment.EpochEntry, localLEO int64, requested, lead
 		}
 	}
 	return min(leaderEnd, end)
+}
+
+// FollowerLogStart records the log start offset follower id sent with its
+// fetch (Fetch v5+, after FollowerFetch counted it), for LowWatermark; a
+// negative value (an older fetch version) leaves it unknown.
+func (r *Replica) FollowerLogStart(id int32, logStart int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.mu.followers[id]; ok && logStart >= 0 {
+		f.logStart = logStart
+	}
+}
+
+// LowWatermark is Kafka's lowWatermarkIfLeader, what DeleteRecords waits
+// on: the lowest log start offset among this leader's and those of the
+// partition's replicas on brokers alive reports live. A live follower that
+// has not fetched since this replica became leader, or whose fetches carry
+// no log start, counts as -1: an acknowledged DeleteRecords must hold
+// whichever live replica leads next. A replica on a dead broker does not
+// count (Kafka's rule); it learns the log start from its leader's fetch
+// answers when it returns. ErrNotLeader when this replica does not lead.
+func (r *Replica) LowWatermark(alive func(id int32) bool) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.leader {
+		return -1, ErrNotLeader
+	}
+	low := r.log.LogStartOffset()
+	if r.mu.self < 0 {
+		return low, nil // no assignment: a replica alone
+	}
+	for _, id := range r.mu.replicas {
+		if id == r.mu.self || !alive(id) {
+			continue
+		}
+		f, ok := r.mu.followers[id]
+		if !ok {
+			return -1, nil
+		}
+		low = min(low, f.logStart)
+	}
+	return low, nil
 }

@@ -299,3 +299,48 @@ func TestWakeUpsFollowTheData(t *testing.T) {
 		t.Fatal("the waiter ended with its context, not with the high watermark")
 	}
 }
+
+// TestLowWatermark: DeleteRecords' low watermark is the lowest log start
+// among the leader and its followers on live brokers; a live follower not
+// heard from (or whose fetches carried no log start) holds it at -1, and a
+// dead one does not count.
+func TestLowWatermark(t *testing.T) {
+	leader, follower := pair(t, "1")
+	for range 3 {
+		if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 10)); err != nil {
+			t.Fatal(err)
+		}
+		replicate(t, leader, follower, time.Now())
+	}
+	replicate(t, leader, follower, time.Now()) // the high watermark reaches the follower
+	up := func(int32) bool { return true }
+	down := func(id int32) bool { return id != 2 }
+	if low, err := leader.LowWatermark(up); err != nil || low != -1 {
+		t.Fatalf("a follower whose fetches carried no log start: %d, %v; want -1", low, err)
+	}
+	leader.FollowerLogStart(2, -1) // an old fetch version: still unknown
+	if low, _ := leader.LowWatermark(up); low != -1 {
+		t.Fatalf("after a fetch without a log start: %d, want -1", low)
+	}
+	leader.FollowerLogStart(2, 0)
+	if _, err := leader.DeleteRecordsBefore(15); err != nil {
+		t.Fatal(err)
+	}
+	if low, _ := leader.LowWatermark(up); low != 0 {
+		t.Fatalf("leader at 15, follower at 0: %d, want 0", low)
+	}
+	if low, _ := leader.LowWatermark(down); low != 15 {
+		t.Fatalf("follower's broker dead: %d, want the leader's 15", low)
+	}
+	if _, err := follower.DeleteRecordsBefore(20); err != nil {
+		t.Fatal(err)
+	}
+	leader.FollowerLogStart(2, follower.LogStartOffset())
+	if low, _ := leader.LowWatermark(up); low != 15 {
+		t.Fatalf("leader at 15, follower at 20: %d, want 15", low)
+	}
+	leader.SetLeadership(false, 2)
+	if _, err := leader.LowWatermark(up); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("not leading: %v, want ErrNotLeader", err)
+	}
+}

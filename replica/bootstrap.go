@@ -46,15 +46,25 @@ import (
 // remoteTier is the cold tier the follower bootstrap reads: the remote
 // segment metadata and the node's bucket. Set once tiering has started.
 type remoteTier struct {
-	meta   RemoteSegments
-	bucket objstore.Bucket
+	meta     RemoteSegments
+	bucket   objstore.Bucket
+	inEffect func() bool // whether this node tiers (tiering.Manager.InEffect)
 }
 
 // SetRemoteTier gives the fetchers the cold tier: the remote segment
-// metadata and the node's bucket (called by the node once tiering has
-// started; until then a bootstrap waits).
-func (r *Manager) SetRemoteTier(meta RemoteSegments, bucket objstore.Bucket) {
-	r.fetchers.tier.Store(&remoteTier{meta: meta, bucket: bucket})
+// metadata, the node's bucket, and whether the node tiers at the moment
+// (nil: always), called by the node once tiering has started; until then a
+// bootstrap waits.
+func (r *Manager) SetRemoteTier(meta RemoteSegments, bucket objstore.Bucket, inEffect func() bool) {
+	r.fetchers.tier.Store(&remoteTier{meta: meta, bucket: bucket, inEffect: inEffect})
+}
+
+// tiers reports whether a replica of a topic with config remote.storage.enable
+// is tiered on this node: tiering has started here and is in effect.
+// Before it starts this is true (the replica is left alone, as tiered).
+func (f *fetchers) tiers() bool {
+	t := f.tier.Load()
+	return t == nil || t.inEffect == nil || t.inEffect()
 }
 
 // Bootstrap errors. errNotBehind hands the partition to the divergence

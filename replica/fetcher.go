@@ -472,9 +472,12 @@ func (ft *fetcher) apply(k replicaKey, p *fetchPart, rp *kmsg.FetchResponseTopic
 // answer, within the follower's high watermark. Tiered topics are left to
 // the tiering loop: the leader reports its local log start, above data that
 // is in the bucket, and the log start DeleteRecords set is in the remote
-// metadata (tiering.Manager.DeleteRecordsBefore).
+// metadata (tiering.Manager.DeleteRecordsBefore). A topic with
+// remote.storage.enable on a node that does not tier at the moment (its
+// cold tier not shared) is followed like any other, as its DeleteRecords
+// then waits for the followers (admin's DeleteRecords).
 func (ft *fetcher) followLogStart(k replicaKey, p *fetchPart, leaderStart int64) {
-	if p.rep.Config().Bool(config.RemoteStorageEnable) || leaderStart <= p.rep.LocalLogStartOffset() {
+	if p.rep.Config().Bool(config.RemoteStorageEnable) && ft.f.tiers() || leaderStart <= p.rep.LocalLogStartOffset() {
 		return
 	}
 	if _, err := p.rep.DeleteRecordsBefore(min(leaderStart, p.rep.HighWatermark())); err != nil {

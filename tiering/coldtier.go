@@ -89,6 +89,10 @@ func (m *Manager) Register(ctx context.Context) error {
 	}
 	if missing == 0 {
 		m.log.Error("cold tier not shared: tiering is off", "err", conflict)
+		m.tierMu.Lock()
+		m.tierConflict = conflict.Error() // InEffect is false from the start
+		m.tierMu.Unlock()
+		m.stats.coldTierConflict.Store(true)
 		return nil
 	}
 	if err := m.meta.DeleteColdTier(ctx, own.NodeID); err != nil {
@@ -138,6 +142,17 @@ func (m *Manager) unreadableSegments(ctx context.Context) (missing int, sample s
 		}
 	}
 	return missing, sample, nil
+}
+
+// InEffect reports whether this broker tiers: false while its cold tier
+// conflicts with another broker's (Register, and each pass, check), when
+// topics with remote.storage.enable behave as if it were off. DeleteRecords
+// and the followers' log start follow it: a log start committed to the
+// remote metadata is only applied by brokers that tier.
+func (m *Manager) InEffect() bool {
+	m.tierMu.Lock()
+	defer m.tierMu.Unlock()
+	return m.tierConflict == ""
 }
 
 // coldTierOK reports whether this broker may tier on this pass; it records
