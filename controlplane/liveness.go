@@ -14,7 +14,7 @@ import (
 )
 
 // Fast detection of a dead broker process (issue 15 item 10). A
-// registration expires only BrokerTTL after its last keepalive, and the
+// broker's session (its shale_brokers key) expires only BrokerTTL after its last keepalive, and the
 // controller lease LeaseTTL after its last renewal; a broker killed with
 // SIGKILL would keep its partitions without a leader for that long. But a
 // dead process leaves two traces at once: the NATS server drops its
@@ -23,9 +23,10 @@ import (
 // refuses connections. The controller probes every registered broker's
 // liveness subject every livenessInterval; a broker with livenessMisses
 // consecutive "no responders" whose Kafka address also refuses a TCP
-// connection is dead, and the controller deletes its registration (by
-// revision, as if it had expired): every node sees BrokerDown and the
-// controller elects at once. A controller candidate probes the lease's
+// connection is dead, and the controller deletes its session key (by
+// revision, as if it had expired; its registration stays: the broker is
+// fenced, registrations.go): every node sees BrokerDown and the controller
+// elects at once. A controller candidate probes the lease's
 // holder the same way and deletes the lease (by revision) when its process
 // is gone. Anything short of proof leaves the timeouts in charge: a paused
 // process keeps its connection (probes time out, no "no responders"), and
@@ -73,21 +74,21 @@ func (s *Store) unsubscribeLiveness() {
 	}
 }
 
-// registration is one live broker key as the cache holds it.
-type registration struct {
+// session is one live broker key as the cache holds it.
+type session struct {
 	broker      Broker
 	incarnation string
 	rev         uint64
 }
 
-// registrations returns the live broker keys from the cache.
-func (s *Store) registrations() []registration {
+// sessions returns the live broker keys from the cache.
+func (s *Store) sessions() []session {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]registration, 0, len(s.mu.c.brokers))
+	out := make([]session, 0, len(s.mu.c.brokers))
 	for _, e := range s.mu.c.brokers {
 		if !e.deleted {
-			out = append(out, registration{broker: e.val.broker(), incarnation: e.val.Incarnation, rev: e.rev})
+			out = append(out, session{broker: e.val.broker(), incarnation: e.val.Incarnation, rev: e.rev})
 		}
 	}
 	return out
@@ -96,7 +97,7 @@ func (s *Store) registrations() []registration {
 // probeGone asks r's liveness subject and reports whether NATS answered
 // that nobody listens there (the process's connection is gone). A reply,
 // a timeout or any other error is not proof.
-func (s *Store) probeGone(ctx context.Context, r registration) bool {
+func (s *Store) probeGone(ctx context.Context, r session) bool {
 	pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
 	defer cancel()
 	_, err := s.nc.RequestWithContext(pctx, livenessSubject(s.clusterID, r.broker.NodeID, r.incarnation), nil)
@@ -115,9 +116,9 @@ func listenerRefused(ctx context.Context, b Broker) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// removeRegistration deletes r's key if it is still at r's revision, as if
-// it had expired.
-func (s *Store) removeRegistration(ctx context.Context, r registration) error {
+// removeSession deletes r's key if it is still at r's revision, as if it
+// had expired.
+func (s *Store) removeSession(ctx context.Context, r session) error {
 	key := brokerKey(r.broker.NodeID)
 	rev, err := kvDelete(ctx, s.js, BucketBrokers, key, r.rev)
 	if err != nil {
@@ -128,7 +129,7 @@ func (s *Store) removeRegistration(ctx context.Context, r registration) error {
 }
 
 // probeLoop is the controller's liveness prober (see above): as the
-// controller it removes the registrations of dead broker processes; as a
+// controller it removes the sessions of dead broker processes; as a
 // candidate it removes the lease of a dead holder. It runs until ctx ends.
 func (c *Controller) probeLoop(ctx context.Context) {
 	t := time.NewTicker(livenessInterval)
@@ -142,7 +143,7 @@ func (c *Controller) probeLoop(ctx context.Context) {
 		}
 		leading, holder := c.leading.Load(), c.holder.Load()
 		seen := map[string]bool{}
-		for _, r := range c.store.registrations() {
+		for _, r := range c.store.sessions() {
 			id := r.broker.NodeID
 			if id == c.cfg.NodeID || (!leading && id != holder) {
 				continue
@@ -160,16 +161,16 @@ func (c *Controller) probeLoop(ctx context.Context) {
 			fctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
 			var err error
 			if leading {
-				err = c.store.removeRegistration(fctx, r)
+				err = c.store.removeSession(fctx, r)
 			} else {
 				err = c.removeLease(fctx, id)
 			}
 			cancel()
 			switch {
 			case err != nil:
-				c.log.Debug("removing a dead broker's registration or lease", "node", id, "err", err)
+				c.log.Debug("removing a dead broker's session or lease", "node", id, "err", err)
 			case leading:
-				c.log.Info("broker process gone (no NATS connection, Kafka port refused); registration removed", "node", id)
+				c.log.Info("broker process gone (no NATS connection, Kafka port refused); session removed, broker fenced", "node", id)
 			default:
 				c.log.Info("controller process gone (no NATS connection, Kafka port refused); lease removed", "node", id)
 				c.Poke()

@@ -72,6 +72,15 @@ func TestRegistrationOutlivesSession(t *testing.T) {
 	if st, _ := s.Partition("with-fenced", 0); st.Leader != 1 || !slices.Equal(st.ISR, []int32{1}) || !slices.Equal(st.Replicas, []int32{2, 1}) {
 		t.Fatalf("with-fenced-0: %s; want replicas [2 1], leader 1, ISR [1]", stateString(st))
 	}
+	if err := s.CreatePartitionsWithAssignment(ctx, "with-fenced", 2, [][]int32{{3, 1}}); !errors.Is(err, ErrInvalidReplicaAssignment) {
+		t.Fatalf("a new partition on never registered broker 3: %v, want ErrInvalidReplicaAssignment", err)
+	}
+	if err := s.CreatePartitionsWithAssignment(ctx, "with-fenced", 2, [][]int32{{2, 1}}); err != nil {
+		t.Fatalf("a new partition on fenced 2 and live 1: %v", err)
+	}
+	if st, _ := s.Partition("with-fenced", 1); st.Leader != 1 || !slices.Equal(st.ISR, []int32{1}) || !slices.Equal(st.Replicas, []int32{2, 1}) {
+		t.Fatalf("with-fenced-1: %s; want replicas [2 1], leader 1, ISR [1]", stateString(st))
+	}
 
 	// A restarted broker (a new process) registers again: a new epoch.
 	again := openStore(t, connect(t, ns), StoreConfig{})
