@@ -25,6 +25,9 @@ const (
 	// Gap: missing offsets in the final read of a topic that is not
 	// compacted.
 	Gap Kind = "GAP"
+	// Undeleted: records an acknowledged DeleteRecords removed are back:
+	// the final read's log start lies below the low watermark answered.
+	Undeleted Kind = "UNDELETED"
 	// OffsetRegression: a group's committed offset going backwards.
 	OffsetRegression Kind = "OFFSET-REGRESSION"
 	// Stuck: the heal did not finish within its bound, a producer or
@@ -44,7 +47,7 @@ const (
 )
 
 // Kinds lists every Kind in the order verdicts print them.
-var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead}
+var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, Undeleted, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead}
 
 // Violation is one finding of the checker.
 type Violation struct {
@@ -103,8 +106,9 @@ func Check(h *History) Result {
 		f := &h.Final[i]
 		finals[f.TP] = indexFinal(f)
 	}
+	trimmed := checkTrims(&r, h, finals)
 	checkFinal(&r, h, compacted, weak)
-	checkAcks(&r, h, finals, compacted, weak)
+	checkAcks(&r, h, finals, compacted, weak, trimmed)
 	checkReads(&r, h, finals, compacted, weak)
 	checkCommits(&r, h)
 	checkStuck(&r, h)
@@ -180,8 +184,29 @@ func checkFinal(r *Result, h *History, compacted, weak map[string]bool) {
 	}
 }
 
+// checkTrims: UNDELETED, against each partition's highest acknowledged low
+// watermark. It returns each partition's highest offset any DeleteRecords
+// asked for (acknowledged or not): an acknowledged record below both it and
+// the final log start was deleted on purpose.
+func checkTrims(r *Result, h *History, finals map[TP]*finalIndex) map[TP]int64 {
+	asked, acked := map[TP]int64{}, map[TP]int64{}
+	for _, t := range h.Trims {
+		asked[t.TP] = max(asked[t.TP], t.Offset)
+		if t.Acked {
+			acked[t.TP] = max(acked[t.TP], t.LowWatermark)
+		}
+	}
+	for tp, low := range acked {
+		if fi := finals[tp]; fi != nil && fi.f.Err == "" && fi.f.LogStart < low {
+			r.add(Undeleted, "%s: DeleteRecords answered low watermark %d, the final read starts at %d", tp, low, fi.f.LogStart)
+		}
+	}
+	return asked
+}
+
 // checkAcks: LOST (counted apart, not as a violation, on acks=1 topics).
-func checkAcks(r *Result, h *History, finals map[TP]*finalIndex, compacted, weak map[string]bool) {
+// Records a DeleteRecords asked to delete, and gone, are not judged.
+func checkAcks(r *Result, h *History, finals map[TP]*finalIndex, compacted, weak map[string]bool, trimmed map[TP]int64) {
 	// On a compacted topic only the latest acknowledged record of each key
 	// must survive, as itself or as a later record of the same key.
 	type keyed struct {
@@ -196,7 +221,7 @@ func checkAcks(r *Result, h *History, finals map[TP]*finalIndex, compacted, weak
 			finals[a.TP] = nil
 			continue
 		}
-		if fi == nil {
+		if fi == nil || a.Offset < trimmed[a.TP] && a.Offset < fi.f.LogStart {
 			continue
 		}
 		if weak[a.Topic] {

@@ -321,3 +321,42 @@ func TestCheckLeaderAcksTopic(t *testing.T) {
 		t.Fatalf("offsets missing below the HW: %v, want one GAP", r.Violations)
 	}
 }
+
+// TestCheckTrims: records below an acknowledged DeleteRecords' low
+// watermark are gone on purpose (no LOST), and a final read that starts
+// below it again is UNDELETED.
+func TestCheckTrims(t *testing.T) {
+	trimmed := func() *History {
+		h := cleanHistory()
+		h.Trims = []Trim{{TP: TP{"t", 0}, Offset: 4, Acked: true, LowWatermark: 4, Sent: 20 * time.Second, At: 21 * time.Second}}
+		h.Final[0].LogStart = 4
+		h.Final[0].Records = h.Final[0].Records[4:]
+		return h
+	}
+	if r := Check(trimmed()); r.Total() != 0 {
+		t.Fatalf("records below an acknowledged trim: %v, want none", r.Violations)
+	}
+	h := trimmed()
+	h.Final[0].LogStart = 2 // and offsets 2, 3 are not in the read: a GAP too
+	if r := Check(h); r.Counts[Undeleted] != 1 {
+		t.Fatalf("a final read starting below the low watermark: %v, want one UNDELETED", r.Violations)
+	}
+	h = trimmed()
+	h.Trims = nil // the same read without the trim: offsets 0-3 acknowledged and gone
+	if r := Check(h); r.Counts[Lost] != 4 {
+		t.Fatalf("without the trim: %v, want four LOST", r.Violations)
+	}
+	// A DeleteRecords that timed out may have taken effect: no LOST below
+	// what it asked, and no UNDELETED either.
+	h = trimmed()
+	h.Trims[0].Acked, h.Trims[0].LowWatermark = false, -1
+	if r := Check(h); r.Total() != 0 {
+		t.Fatalf("records below an unacknowledged trim: %v, want none", r.Violations)
+	}
+	// Records above what any DeleteRecords asked for are judged.
+	h = trimmed()
+	h.Trims[0].Offset, h.Trims[0].LowWatermark = 2, 2
+	if r := Check(h); r.Counts[Lost] != 2 {
+		t.Fatalf("offsets 2-3 gone above a trim to 2: %v, want two LOST", r.Violations)
+	}
+}

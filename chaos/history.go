@@ -75,6 +75,19 @@ type Commit struct {
 	At     time.Duration `json:"at"`
 }
 
+// Trim is one partition of a DeleteRecords the workload sent. Acknowledged,
+// the partition's records below LowWatermark are deleted and no reader may
+// see them again; unacknowledged (an error, a timeout) it may still have
+// taken effect, so records below Offset may be gone on purpose either way.
+type Trim struct {
+	TP
+	Offset       int64         `json:"offset"`        // asked
+	Acked        bool          `json:"acked"`         // answered without an error
+	LowWatermark int64         `json:"low_watermark"` // answered; -1 unless Acked
+	Sent         time.Duration `json:"sent"`
+	At           time.Duration `json:"at"`
+}
+
 // Actor is one producer or consumer's progress around the heal: whether it
 // made progress again within the bound after the heal ended.
 type Actor struct {
@@ -123,6 +136,7 @@ type History struct {
 	Reads      []Read      `json:"reads"`
 	Final      []FinalRead `json:"final"`
 	Commit     []Commit    `json:"commits"`
+	Trims      []Trim      `json:"trims,omitempty"`
 
 	HealEnd time.Duration `json:"heal_end"`
 	// HealErr is set when the heal did not finish within its bound.

@@ -102,6 +102,12 @@ func (r *recorder) commit(c Commit, actor string) {
 	}
 }
 
+func (r *recorder) trim(t Trim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h.Trims = append(r.h.Trims, t)
+}
+
 // healed marks the end of the heal.
 func (r *recorder) healed() {
 	r.mu.Lock()

@@ -213,7 +213,8 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); tx.run(ectx) }()
 	}
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); trimRecords(pctx, c.seeds(), topics, rec, 10*time.Second) }()
 	go func() { defer wg.Done(); gc.run(cctx) }()
 	go func() {
 		defer wg.Done()
@@ -323,6 +324,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		}
 	}
 	rec.logf("final read")
+	rec.logf("%d DeleteRecords acknowledged", len(h.Trims))
 	h.Final = finalRead(ctx, c, topics)
 	h.Replicas = replicaLogs(c, topics, h.Final)
 	if etlHist != nil {

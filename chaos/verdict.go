@@ -29,6 +29,7 @@ type Verdict struct {
 	Reads          int `json:"reads"`
 	FinalReads     int `json:"final_records"`
 	Commits        int `json:"commit_observations"`
+	Trims          int `json:"trims"` // acknowledged DeleteRecords
 
 	Counts     map[Kind]int `json:"counts"`
 	Total      int          `json:"violations_total"`
@@ -48,7 +49,7 @@ type Verdict struct {
 
 func newVerdict(cfg *Config, s Schedule, h *History, res Result, ws []FaultWindow, rec *recorder, plan []Event, c *Cluster) *Verdict {
 	v := &Verdict{Schedule: s.Name, Seed: cfg.Seed, Duration: cfg.Duration, Wall: rec.since(), Nodes: len(c.Nodes), NATS: len(c.nats), NetOK: c.net.ok,
-		Acked: len(h.Acks), LeaderAcksLost: res.LeaderAcksLost, Reads: len(h.Reads), Commits: len(h.Commit),
+		Acked: len(h.Acks), LeaderAcksLost: res.LeaderAcksLost, Reads: len(h.Reads), Commits: len(h.Commit), Trims: len(h.Trims),
 		Counts: res.Counts, Total: res.Total(), Violations: res.Violations,
 		Faults: len(ws), FaultKinds: map[string]int{}, Windows: ws, Plan: plan}
 	for _, f := range h.Final {

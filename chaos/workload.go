@@ -26,20 +26,24 @@ type topicSpec struct {
 	// read (only records below the high watermark may be served), and the
 	// replicas must agree below it.
 	leaderAcks bool
+	// trimmed: the workload deletes its old records with DeleteRecords
+	// every few seconds (trimRecords).
+	trimmed bool
 }
 
 // workloadTopics: a plain topic, a tiered one with small segments and small
 // local retention (cold reads during faults), a compacted one, and one
-// written with acks=1 (the last).
+// written with acks=1 (the last). The tiered and the acks=1 topics are
+// trimmed by DeleteRecords as the run goes (the tiered and the local path).
 func workloadTopics() []topicSpec {
 	return []topicSpec{
 		{name: "chaos", parts: 3, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
-		{name: "tiered", parts: 2, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "true",
+		{name: "tiered", parts: 2, trimmed: true, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "true",
 			"segment.bytes": "16384", "local.retention.bytes": "32768"}},
 		{name: "compacted", parts: 1, compacted: true, keys: 20, configs: map[string]string{"min.insync.replicas": "2",
 			"remote.storage.enable": "false", "cleanup.policy": "compact", "segment.bytes": "16384",
 			"min.cleanable.dirty.ratio": "0.01"}},
-		{name: "acks1", parts: 2, leaderAcks: true, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
+		{name: "acks1", parts: 2, leaderAcks: true, trimmed: true, configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}},
 	}
 }
 
@@ -343,5 +347,68 @@ func watchCommits(ctx context.Context, seeds []string, group, topic string, rec 
 				rec.commit(Commit{Group: group, TP: TP{o.Topic, o.Partition}, Offset: o.At, Source: "fetch", Sent: sent, At: at}, "")
 			}
 		})
+	}
+}
+
+// trimKeep is how many of a partition's newest records a trim keeps.
+const trimKeep = 50
+
+// trimRecords deletes the old records of the trimmed topics every interval
+// until ctx ends: DeleteRecords to the high watermark less trimKeep, when
+// that is past the last acknowledged trim, one request at a time with a 5 s
+// timeout. Each partition asked is recorded (a Trim), acknowledged or not;
+// after an acknowledged one, no read may start below its low watermark
+// again (UNDELETED).
+func trimRecords(ctx context.Context, seeds []string, topics []topicSpec, rec *recorder, interval time.Duration) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(5000)
+	last := map[TP]int64{}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, t := range topics {
+			if !t.trimmed {
+				continue
+			}
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			ends, err := adm.ListEndOffsets(lctx, t.name)
+			cancel()
+			if err != nil {
+				continue
+			}
+			var o kadm.Offsets
+			ends.Each(func(e kadm.ListedOffset) {
+				if off := e.Offset - trimKeep; e.Err == nil && off > last[TP{e.Topic, e.Partition}] {
+					o.AddOffset(e.Topic, e.Partition, off, -1)
+				}
+			})
+			if len(o) == 0 {
+				continue
+			}
+			sent := rec.since()
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			resp, err := adm.DeleteRecords(dctx, o)
+			cancel()
+			at := rec.since()
+			o.Each(func(asked kadm.Offset) {
+				tp := TP{asked.Topic, asked.Partition}
+				tr := Trim{TP: tp, Offset: asked.At, LowWatermark: -1, Sent: sent, At: at}
+				if d, ok := resp.Lookup(asked.Topic, asked.Partition); err == nil && ok && d.Err == nil {
+					tr.Acked, tr.LowWatermark = true, d.LowWatermark
+					last[tp] = max(last[tp], asked.At)
+				}
+				rec.trim(tr)
+			})
+		}
 	}
 }
