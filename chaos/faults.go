@@ -530,8 +530,10 @@ func (f *faulter) reassign(ctx context.Context, pick int) (func() error, string,
 		return nil, target, err
 	}
 	back := func() error {
-		// A replica of the old set may be down (a node fault of the
-		// other track) and then refused: try again for a while.
+		// The move back may fail for a moment (the controller moving
+		// during a node or NATS fault of another track): try again for a
+		// while. A replica of the old set that is down is accepted: a
+		// broker stays registered, fenced, while it is down.
 		var err error
 		poll(30*time.Second, time.Second, func() bool { err = alter(old); return err == nil })
 		return err
