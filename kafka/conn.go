@@ -54,8 +54,9 @@ type item struct {
 	reply Reply
 
 	// Timings, kept only when the server has an observer or a slow-request
-	// log (Server.timed): read is when the request was read and decoded,
-	// the rest are offsets from read (see RequestStages). started and
+	// log (Server.timed): read is when the request was read and decoded
+	// (kept on a SASL listener too, for the session's end, see
+	// saslState.check), the rest are offsets from read (see RequestStages). started and
 	// handled and handlerWait are set by the dispatcher; picked,
 	// waitStart, waitEnd and waited by the writer.
 	read               time.Time
@@ -174,7 +175,7 @@ func (c *conn) read(reqs chan<- *item) {
 			return
 		}
 		it := &item{req: d.req, h: d.h, early: d.early, frame: frame}
-		if c.s.timed {
+		if c.s.timed || c.info.sasl != nil {
 			it.read = time.Now()
 		}
 		it.req.Conn = &c.info
@@ -258,7 +259,10 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 		case it.early != nil:
 			it.reply = Reply{Response: it.early}
 		case c.info.sasl != nil:
-			if err = c.info.sasl.check(it.req.Key, time.Now()); err == nil {
+			// Judged by when it was read, as Kafka's Processor judges a
+			// receive: a request read within the session is served,
+			// however long it waited behind others or a throttle.
+			if err = c.info.sasl.check(it.req.Key, it.read); err == nil {
 				err = c.handle(it)
 			}
 		default:

@@ -96,9 +96,10 @@ func newSASLState(l *Listener, log *slog.Logger, limiter *slowLog, observer Auth
 	return &saslState{mechs: l.SASL, log: log, limiter: limiter, listener: l.Name, maxReauth: l.MaxReauth, observer: observer}
 }
 
-// check reports whether a request with key may be handled at now: nil, or
-// ErrUnauthenticated or ErrSessionExpired, after which the connection is
-// closed.
+// check reports whether a request with key, read at now, may be handled:
+// nil, or ErrUnauthenticated or ErrSessionExpired, after which the
+// connection is closed. now is when the request was read, not when it is
+// dispatched: a request received within the session is served (KIP-368).
 func (st *saslState) check(key int16, now time.Time) error {
 	if st == nil {
 		return nil

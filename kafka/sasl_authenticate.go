@@ -8,8 +8,9 @@ package kafka
 //     credential's remaining lifetime (an OAUTHBEARER token's exp), else 0.
 //     A client that sent v1+ may re-authenticate on the same connection
 //     (SaslHandshake, then SaslAuthenticate); the principal must not
-//     change. A request other than SaslHandshake after the lifetime closes
-//     the connection (see saslState.check). v2: flexible.
+//     change. A request other than SaslHandshake read after the lifetime
+//     closes the connection; one read before it is served, however late it
+//     is dispatched (see saslState.check). v2: flexible.
 //   - Bad credentials (or a malformed message) are SASL_AUTHENTICATION_FAILED
 //     with a message that names the mechanism only, a log line without the
 //     secret (at most five a second per server), the AuthObserver's
