@@ -128,6 +128,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	rcfg := replica.ConfigFrom(cfg)
 	rcfg.Logger, rcfg.OnISRChange, rcfg.Dialer = n.logger, n.metrics.ISRChanged, n.interBroker
+	rcfg.Incarnation = n.store.OwnIncarnation()
 	n.replicas = replica.New(rcfg, n.store)
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,

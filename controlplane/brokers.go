@@ -199,6 +199,12 @@ func (s *Store) OfflineReplicas(id int32) []OfflineReplica {
 // Incarnation returns the incarnation of broker id's live registration: a
 // random id per registering process, so a broker that registers again
 // after a restart has a new one.
+// OwnIncarnation is the incarnation this Store registers its broker with:
+// random per Store, so per process. A partition record stamped with
+// another one for this node (PartitionState.LeaderIncarnation) names the
+// node's previous process as leader.
+func (s *Store) OwnIncarnation() string { return s.incarnation }
+
 func (s *Store) Incarnation(id int32) (string, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

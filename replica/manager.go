@@ -63,6 +63,12 @@ type Config struct {
 	Logger *slog.Logger
 	// OnISRChange, if set, is called after each committed ISR change (metrics).
 	OnISRChange func(shrink, expand bool)
+	// Incarnation is this node's registration's
+	// (controlplane.Store.OwnIncarnation); "" skips the check it is for: a
+	// partition record that names this node leader but carries another
+	// incarnation was written for its previous process, and is not led
+	// from until the controller has given it a new epoch.
+	Incarnation string
 }
 
 // ConfigFrom takes a Manager's settings from a validated broker config; the
@@ -84,10 +90,12 @@ func ConfigFrom(b config.Broker) Config {
 // the followed partitions) but never with mu held. mu is held only around
 // map reads and writes, never across a replica's I/O.
 type Manager struct {
-	nodeID   int32
-	logsDir  string
-	store    Metadata
-	defaults map[string]string // broker-wide topic config defaults
+	nodeID int32
+	// incarnation is this process's registration's (Config.Incarnation).
+	incarnation string
+	logsDir     string
+	store       Metadata
+	defaults    map[string]string // broker-wide topic config defaults
 	// writeback is each log's segment.Config.WritebackBytes (log_writeback_bytes).
 	writeback int64
 	// pidExpiration is each replica's partition.Options.ProducerIDExpiration.
@@ -128,7 +136,7 @@ func New(cfg Config, md Metadata) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	m := &Manager{nodeID: cfg.NodeID, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
+	m := &Manager{nodeID: cfg.NodeID, incarnation: cfg.Incarnation, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
 		writeback: cfg.WritebackBytes, pidExpiration: cfg.ProducerIDExpiration, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
 		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1)}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
@@ -357,6 +365,19 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 	down := r.mu.steppedDown
 	r.mu.RUnlock()
 	leader := st.Leader == r.nodeID && !down
+	if leader && r.previousProcess(st) {
+		// The record was written for this node's previous process: its
+		// epoch's log may be one this process does not have (a wiped
+		// disk), and appending in it would give one epoch two histories
+		// (followers truncate to what OffsetForLeaderEpoch answers). The
+		// controller fences a re-registered leader with a new epoch
+		// (controlplane.ReconcilePartition); lead from that one.
+		leader = false
+		if rep.IsLeader() || opened {
+			r.logger.Info("not leading: the partition record names this node's previous process", "topic", st.Topic,
+				"partition", st.Partition, "leader_epoch", st.LeaderEpoch)
+		}
+	}
 	rep.SetAssignmentAt(r.nodeID, st.Replicas, st.ISR, st.PartitionEpoch)
 	if rep.SetLeadership(leader, st.LeaderEpoch) || opened {
 		role := "follower"
@@ -365,6 +386,12 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 		}
 		r.logger.Info("became "+role, "topic", st.Topic, "partition", st.Partition, "leader_epoch", st.LeaderEpoch, "leader", st.Leader)
 	}
+}
+
+// previousProcess reports whether st, which names this node leader, was
+// stamped by the controller with another incarnation than this process's.
+func (r *Manager) previousProcess(st controlplane.PartitionState) bool {
+	return r.incarnation != "" && st.LeaderIncarnation != "" && st.LeaderIncarnation != r.incarnation
 }
 
 // failedOpen is an assigned replica that failed to open.
