@@ -33,7 +33,7 @@ func (l leaders) Leader(topic string, p int32) (*partition.Replica, error) {
 
 // leaderReplica opens a replica that this node (id 1) leads alone, with the
 // topic configs given.
-func leaderReplica(t *testing.T, topic string, configs map[string]string) *partition.Replica {
+func leaderReplica(t testing.TB, topic string, configs map[string]string) *partition.Replica {
 	t.Helper()
 	rep, err := partition.Open(partition.Options{Dir: t.TempDir(), Topic: topic, Partition: 0,
 		Config: config.ResolveTopic(configs, nil), Logger: quiet()})

@@ -10,7 +10,7 @@ import (
 )
 
 // benchPackages are the packages whose `go test -bench` figures the report reads.
-var benchPackages = []string{"./segment", "./segment/batch", "./kafka"}
+var benchPackages = []string{"./segment", "./segment/batch", "./kafka", "./ingest", "./fetch"}
 
 // runGoBench runs every benchmark of benchPackages once per count with the
 // given -benchtime and -cpu procs, copying the raw output to raw, and returns

@@ -12,11 +12,15 @@ const modPath = "github.com/shale-io/shale/"
 // pairRow is one line of the go-bench section: a Shale figure beside its peer
 // measured in the same `go test` run, and their ratio.
 type pairRow struct {
-	label    string
-	pkg      string   // import path below the module, e.g. "segment/batch"
-	names    []string // candidate benchmark names for the figure, first found wins
-	peers    []string // candidate names for the peer; none found: informational
-	unit     string   // "MB/s" or "ns/op"
+	label string
+	pkg   string   // import path below the module, e.g. "segment/batch"
+	names []string // candidate benchmark names for the figure, first found wins
+	peers []string // candidate names for the peer; none found: informational
+	unit  string   // "MB/s" or "ns/op"
+	// peerUnit, when set, takes the peer from the figure's own benchmark,
+	// reported under this unit (a benchpair benchmark: "bypassed-ns/op"),
+	// instead of from peers.
+	peerUnit string
 	peerDesc string
 	goal     string // printed as is, e.g. ">= 0.80"; empty for none
 }
@@ -37,6 +41,8 @@ var rows = []pairRow{
 	{label: "transactional produce RF=3", pkg: "internal/replicationtest", names: []string{"BenchmarkTransactionalProduce/txn-100ms"}, peers: []string{"BenchmarkTransactionalProduce/idempotent"}, unit: "MB/s", peerDesc: "idempotent acks=all (same run; a transaction every 100 ms)"},
 	{label: "kafka round trip", pkg: "kafka", names: []string{"BenchmarkRoundTrip/server"}, peers: []string{"BenchmarkRoundTrip/tcp-echo"}, unit: "ns/op", peerDesc: "bare TCP echo"},
 	{label: "fetch of a 4 KiB file range", pkg: "kafka", names: []string{"BenchmarkFileBodyRoundTrip/file"}, peers: []string{"BenchmarkFileBodyRoundTrip/memory"}, unit: "ns/op", peerDesc: "the same bytes from memory"},
+	{label: "produce, quota+ACL checks, none set", pkg: "ingest", names: []string{"BenchmarkProduceChecks"}, peerUnit: "bypassed-ns/op", unit: "ns/op", peerDesc: "the same produce, no checks", goal: "<= 1.02"},
+	{label: "fetch, quota+ACL checks, none set", pkg: "fetch", names: []string{"BenchmarkFetchChecks"}, peerUnit: "bypassed-ns/op", unit: "ns/op", peerDesc: "the same fetch, no checks", goal: "<= 1.02"},
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name
@@ -80,6 +86,10 @@ func writeGoBench(w io.Writer, med map[Key]map[string]float64) map[Key]bool {
 			continue
 		}
 		peerName, peers, peerSubs := findFirst(med, r.pkg, r.peers)
+		peerUnit := r.unit
+		if r.peerUnit != "" {
+			peerName, peers, peerSubs, peerUnit = name, figs, subs, r.peerUnit
+		}
 		for _, sub := range subs {
 			used[Key{modPath + r.pkg, joinName(name, sub)}] = true
 			label := r.label
@@ -99,10 +109,12 @@ func writeGoBench(w io.Writer, med map[Key]map[string]float64) map[Key]bool {
 				peerSub = peerSubs[0]
 				peer = peers[peerSub]
 			}
-			pv, ok := peer[r.unit]
+			pv, ok := peer[peerUnit]
 			if peerName == "" || !ok || pv == 0 {
 				note := "informational, no peer benchmark"
-				if len(r.peers) > 0 {
+				if r.peerUnit != "" {
+					note = "informational, no " + r.peerUnit
+				} else if len(r.peers) > 0 {
 					note = "informational, peer " + strings.Join(r.peers, "/") + " not found"
 				}
 				fmt.Fprintf(w, "  %-34s %12s  (%s)\n", label, formatFig(fig, r.unit), note)
