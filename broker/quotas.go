@@ -33,6 +33,9 @@ func (n *Node) Quotas() *quota.Manager { return n.quotas }
 // exempt, as Kafka exempts ClusterAction and SASL requests.
 type requestQuota struct{ m *quota.Manager }
 
+// Active: no request is timed for the quota while no quota is configured.
+func (q requestQuota) Active() bool { return q.m.Any() }
+
 func (q requestQuota) RequestTime(req *kafka.Request, handlerTime time.Duration) time.Duration {
 	switch m := req.Msg.(type) {
 	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest, *kmsg.WriteTxnMarkersRequest:

@@ -11,8 +11,10 @@ import (
 )
 
 // Quotas are the consumer byte-rate and cold-read quotas a fetch is held
-// to (quota.Manager). Safe for concurrent use.
+// to (quota.Manager). Safe for concurrent use. Any reports whether some
+// quota is configured; while none is, a fetch measures nothing.
 type Quotas interface {
+	Any() bool
 	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
 	Throttled(t quota.Type, user, clientID string, now time.Time) time.Duration
 	PerWindow(t quota.Type, user, clientID string) float64
@@ -24,15 +26,15 @@ func WithQuotas(q Quotas) Option {
 	return func(o *options) { o.quotas = q }
 }
 
-// fetchQuota is the quota state of one consumer fetch; nil for a follower
-// or without quotas.
+// fetchQuota is the quota state of one consumer fetch; nil for a follower,
+// without quotas, or while none is configured.
 type fetchQuota struct {
 	q              Quotas
 	user, clientID string
 }
 
 func (h *fetchHandler) quotaFor(req *kafka.Request, r *kmsg.FetchRequest) *fetchQuota {
-	if h.opts.quotas == nil || r.ReplicaID >= 0 {
+	if h.opts.quotas == nil || r.ReplicaID >= 0 || !h.opts.quotas.Any() {
 		return nil
 	}
 	return &fetchQuota{q: h.opts.quotas, user: quota.UserOf(req.Conn.Principal), clientID: req.ClientID}

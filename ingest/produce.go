@@ -91,8 +91,10 @@ type ProduceConfig struct {
 }
 
 // ByteQuotas records what a client used against its quota and returns how
-// long to throttle it (quota.Manager).
+// long to throttle it (quota.Manager). Any reports whether some quota is
+// configured; while none is, nothing is counted.
 type ByteQuotas interface {
+	Any() bool
 	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
 }
 
@@ -229,7 +231,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 // recordQuota counts the request's record bytes against its producer's
 // quota and throttles the request when the producer is over it.
 func (h *produceHandler) recordQuota(req *kafka.Request, r *kmsg.ProduceRequest) {
-	if h.quotas == nil {
+	if h.quotas == nil || !h.quotas.Any() {
 		return
 	}
 	n := 0

@@ -323,6 +323,9 @@ func (c *conn) handle(it *item) (err error) {
 	}()
 	var start time.Time
 	rq := c.s.cfg.RequestQuota
+	if rq != nil && !rq.Active() {
+		rq = nil
+	}
 	if rq != nil {
 		start = time.Now()
 	}

@@ -29,6 +29,10 @@ func (r *Request) Throttled() time.Duration { return r.throttle }
 // request's handler worked, it returns how long the client must be
 // throttled. It must be safe for concurrent use and quick.
 type RequestQuota interface {
+	// Active reports whether some request-time quota may apply. While it
+	// is false the server neither times the handler for the quota nor
+	// calls RequestTime; it is asked once per request and must be cheap.
+	Active() bool
 	// RequestTime is called after the handler returned, on the
 	// connection's dispatcher, with the handler's run less the waits it
 	// reported (Request.Waited): the time it took a handler.

@@ -16,6 +16,8 @@ type fixedRequestQuota struct {
 	seen []time.Duration
 }
 
+func (q *fixedRequestQuota) Active() bool { return true }
+
 func (q *fixedRequestQuota) RequestTime(req *Request, handlerTime time.Duration) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()

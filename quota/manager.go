@@ -83,6 +83,11 @@ func (m *Manager) Set(e Entity, v Values) {
 	}
 }
 
+// Any reports whether some entity has some quota: one atomic load, for
+// the hot paths to skip measuring (and reading the clock) while no quota
+// is configured. A quota set meanwhile applies from the next request.
+func (m *Manager) Any() bool { return len(*m.configs.Load()) > 0 }
+
 // Enabled reports whether some entity has a quota of type t; a handler may
 // skip measuring what no quota limits.
 func (m *Manager) Enabled(t Type) bool {

@@ -162,6 +162,9 @@ func TestRequestTimeIsBoundedToAWindow(t *testing.T) {
 
 func TestNoQuotaNoRecord(t *testing.T) {
 	m := NewManager(Config{})
+	if m.Any() {
+		t.Fatal("Any with no quota")
+	}
 	if d := m.Record(Produce, "u", "c", 1e12, t0); d != 0 {
 		t.Fatal(d)
 	}
@@ -172,12 +175,20 @@ func TestNoQuotaNoRecord(t *testing.T) {
 	if got := m.PerWindow(Fetch, "u", "c"); got != 1000 {
 		t.Fatalf("per window %v, want 1000", got)
 	}
-	if !m.Enabled(Fetch) || m.Enabled(Produce) {
+	if !m.Enabled(Fetch) || m.Enabled(Produce) || !m.Any() {
 		t.Fatal("Enabled")
 	}
 	m.Set(Entity{User: Named("u")}, nil)
-	if m.Enabled(Fetch) {
+	if m.Enabled(Fetch) || m.Any() {
 		t.Fatal("removed quota still enabled")
+	}
+	m.SetAll(map[Entity]Values{{User: Named("u")}: {}})
+	if m.Any() {
+		t.Fatal("Any after SetAll of an empty entity")
+	}
+	m.SetAll(map[Entity]Values{{ClientID: DefaultName()}: {KeyRequestPercentage: 10}})
+	if !m.Any() {
+		t.Fatal("no Any after SetAll")
 	}
 }
 
