@@ -322,57 +322,49 @@ func (n *Node) goLoop(fn func()) {
 // reconcile brings local replicas in line with the control plane now.
 func (n *Node) reconcile() { n.replicas.ReconcileOrLog() }
 
-func (n *Node) flushLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.FlushCheckInterval)
+// every runs fn every d until ctx is done; the first run is d after the
+// call. It returns when ctx is done, never while fn runs.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, rep := range n.replicas.All() {
-				if err := rep.MaybeFlush(); err != nil && rep.LogErr() == nil {
-					n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
-				}
-			}
-			n.moveAwayFromOfflineLogs(ctx)
-			n.reportOffline(ctx)
+			fn()
 		}
 	}
 }
 
-func (n *Node) retentionLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.RetentionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n.applyRetention(time.Now())
+func (n *Node) flushLoop(ctx context.Context) {
+	every(ctx, n.cfg.FlushCheckInterval, func() {
+		for _, rep := range n.replicas.All() {
+			if err := rep.MaybeFlush(); err != nil && rep.LogErr() == nil {
+				n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+			}
 		}
-	}
+		n.moveAwayFromOfflineLogs(ctx)
+		n.reportOffline(ctx)
+	})
+}
+
+func (n *Node) retentionLoop(ctx context.Context) {
+	every(ctx, n.cfg.RetentionCheckInterval, func() { n.applyRetention(time.Now()) })
 }
 
 // producerExpiryLoop has every replica, leader or follower, forget its
 // expired producers every producer_id_expiration_check_interval (Kafka's
 // producer.id.expiration.check.interval.ms).
 func (n *Node) producerExpiryLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.ProducerIDExpirationCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			now := time.Now()
-			for _, rep := range n.replicas.All() {
-				if k := rep.ExpireProducers(now); k > 0 {
-					n.logger.Debug("expired producers", "topic", rep.Topic(), "partition", rep.Partition(), "producers", k)
-				}
+	every(ctx, n.cfg.ProducerIDExpirationCheckInterval, func() {
+		now := time.Now()
+		for _, rep := range n.replicas.All() {
+			if k := rep.ExpireProducers(now); k > 0 {
+				n.logger.Debug("expired producers", "topic", rep.Topic(), "partition", rep.Partition(), "producers", k)
 			}
 		}
-	}
+	})
 }
 
 // applyRetention runs time and size retention on every replica once.

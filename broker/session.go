@@ -18,16 +18,9 @@ import (
 // the write). It resumes, and reconciles with the control plane's view,
 // once both are back.
 func (n *Node) sessionLoop(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
 	var downSince time.Time
 	stepped := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, 250*time.Millisecond, func() {
 		now := time.Now()
 		if !n.nc.IsConnected() {
 			if downSince.IsZero() {
@@ -50,7 +43,7 @@ func (n *Node) sessionLoop(ctx context.Context) {
 			n.reconcile()
 			stepped = false
 		}
-	}
+	})
 }
 
 // sessionLost reports whether the node must stop acting as leader at now:
