@@ -148,6 +148,11 @@ func (n *Node) bucketSink() objstore.MetricsSink {
 // tolerates a node that is still starting (nil parts are skipped).
 func (n *Node) metricsState() metrics.NodeState {
 	var st metrics.NodeState
+	if n.natsMon != nil {
+		s := n.natsMon.Stats()
+		st.NATS = &metrics.NATSCounters{Disconnects: s.Disconnects, Reconnects: s.Reconnects,
+			AsyncErrors: s.AsyncErrors, WatchRestarts: s.WatchRestarts}
+	}
 	if n.store == nil || n.replicas == nil {
 		return st
 	}

@@ -48,11 +48,14 @@ type Node struct {
 	cfg        config.Broker
 	logger     *slog.Logger
 
-	nats  *natsembed.Server // nil with an external NATS
-	nc    *nats.Conn
-	store *controlplane.Store
-	ctrl  *controlplane.Controller
-	cold  *coldread.Reader
+	nats *natsembed.Server // nil with an external NATS
+	nc   *nats.Conn
+	// natsMon logs the connection's events and counts them and the
+	// control-plane watches' re-establishments (metrics).
+	natsMon *controlplane.ConnMonitor
+	store   *controlplane.Store
+	ctrl    *controlplane.Controller
+	cold    *coldread.Reader
 
 	bucketMetrics *objstore.Counters
 	metrics       *metrics.Registry // see metrics.go
@@ -87,6 +90,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		logger = slog.Default()
 	}
 	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), ready: make(chan struct{})}
+	n.natsMon = controlplane.NewConnMonitor(n.logger)
 	n.metrics = n.newMetrics()
 	defer func() {
 		if err != nil {
@@ -99,7 +103,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := n.startNATS(); err != nil {
 		return nil, err
 	}
-	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, BrokerTTL: cfg.BrokerSessionTimeout, Logger: n.logger})
+	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, BrokerTTL: cfg.BrokerSessionTimeout,
+		Logger: n.logger, Monitor: n.natsMon})
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
@@ -218,7 +223,7 @@ func (n *Node) startNATS() error {
 		if n.cfg.NATSTLSCert != "" {
 			opts = append(opts, nats.ClientCert(n.cfg.NATSTLSCert, n.cfg.NATSTLSKey))
 		}
-		nc, err := nats.Connect(n.cfg.NATS, opts...)
+		nc, err := nats.Connect(n.cfg.NATS, append(opts, n.natsMon.Options()...)...)
 		if err != nil {
 			return fmt.Errorf("connecting to NATS %s: %w", n.cfg.NATS, err)
 		}
@@ -239,7 +244,7 @@ func (n *Node) startNATS() error {
 		return fmt.Errorf("embedded NATS: %w", err)
 	}
 	n.nats = srv
-	n.nc, err = srv.Connect()
+	n.nc, err = srv.Connect(n.natsMon.Options()...)
 	return err
 }
 

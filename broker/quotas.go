@@ -16,7 +16,7 @@ import (
 // holds, a change applying within the watch's delivery.
 func (n *Node) startQuotas(ctx context.Context) error {
 	var err error
-	if n.quotaStore, err = controlplane.OpenClientQuotas(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
+	if n.quotaStore, err = controlplane.OpenClientQuotas(ctx, n.nc, n.cfg.NATSReplicas, n.natsMon); err != nil {
 		return err
 	}
 	n.quotas = quota.NewManager(quota.Config{Samples: n.cfg.QuotaWindowNum, Window: n.cfg.QuotaWindowSize,

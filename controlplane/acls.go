@@ -63,7 +63,7 @@ func OpenACLs(ctx context.Context, s *Store, onChange func(*authz.Set)) (*ACLs, 
 	}
 	a := &ACLs{kv: kv, onChange: onChange}
 	a.mu.byKey = map[string]aclEntry{}
-	a.watch, err = startWatch(s.js.Conn(), BucketACLs, a.apply)
+	a.watch, err = startWatch(s.js.Conn(), BucketACLs, s.cfg.Monitor, a.apply)
 	if err != nil {
 		return nil, err
 	}

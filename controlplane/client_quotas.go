@@ -25,22 +25,25 @@ const BucketClientQuotas = "shale_client_quotas"
 // bucket by compare-and-set, so concurrent alterations of one entity on
 // different nodes both apply. Safe for concurrent use.
 type ClientQuotas struct {
-	kv jetstream.KeyValue
-	nc *nats.Conn
+	kv  jetstream.KeyValue
+	nc  *nats.Conn
+	mon *ConnMonitor
 
 	mu      sync.Mutex
 	watches []*bucketWatch
 }
 
 // OpenClientQuotas opens (creating it if absent) the client quota bucket
-// with the given number of JetStream replicas.
-func OpenClientQuotas(ctx context.Context, nc *nats.Conn, replicas int) (*ClientQuotas, error) {
+// with the given number of JetStream replicas. mon counts and logs the
+// re-establishments of its watches (nil: not counted, logged to
+// slog.Default).
+func OpenClientQuotas(ctx context.Context, nc *nats.Conn, replicas int, mon *ConnMonitor) (*ClientQuotas, error) {
 	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: BucketClientQuotas, Replicas: replicas,
 		Description: "Shale client quotas"})
 	if err != nil {
 		return nil, fmt.Errorf("client quotas: %w", err)
 	}
-	return &ClientQuotas{kv: kv, nc: nc}, nil
+	return &ClientQuotas{kv: kv, nc: nc, mon: mon}, nil
 }
 
 // quotaKey encodes an entity as a key: "user.<n>", "client.<n>" or both,
@@ -178,7 +181,7 @@ func (q *ClientQuotas) List(ctx context.Context) (map[quota.Entity]quota.Values,
 // goroutine, in revision order, until Close. It returns once the current
 // values have been applied, or when ctx ends first.
 func (q *ClientQuotas) Watch(ctx context.Context, apply func(quota.Entity, quota.Values)) error {
-	w, err := startWatch(q.nc, BucketClientQuotas, func(ch change) {
+	w, err := startWatch(q.nc, BucketClientQuotas, q.mon, func(ch change) {
 		e, err := parseQuotaKey(ch.key)
 		if err != nil {
 			return

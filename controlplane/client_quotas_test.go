@@ -33,7 +33,7 @@ func TestClientQuotaKeys(t *testing.T) {
 func TestClientQuotas(t *testing.T) {
 	nc := connect(t, startNATS(t))
 	ctx := testCtx(t)
-	q, err := OpenClientQuotas(ctx, nc, 1)
+	q, err := OpenClientQuotas(ctx, nc, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestClientQuotas(t *testing.T) {
 
 	// A second handle (another node) watches: it sees what is there, then
 	// each change.
-	q2, err := OpenClientQuotas(ctx, nc, 1)
+	q2, err := OpenClientQuotas(ctx, nc, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	rl.mu.segs = map[TopicID]map[int32]map[string]*entry[RemoteSegment]{}
 	rl.mu.tiers = map[int32]*entry[ColdTier]{}
 	rl.mu.starts = map[string]*entry[int64]{}
-	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, rl.apply)
+	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, s.cfg.Monitor, rl.apply)
 	if err != nil {
 		return nil, err
 	}

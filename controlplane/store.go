@@ -38,6 +38,11 @@ type StoreConfig struct {
 	KeepaliveInterval time.Duration
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Monitor counts the re-establishments of the store's watches (and
+	// of those of RemoteLog and ACLs opened on it) and logs them; give it
+	// the one whose Options the connection was made with. Default: a new
+	// monitor logging to Logger.
+	Monitor *ConnMonitor
 }
 
 func (c StoreConfig) withDefaults() (StoreConfig, error) {
@@ -52,6 +57,9 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Monitor == nil {
+		c.Monitor = NewConnMonitor(c.Logger)
 	}
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
@@ -71,8 +79,8 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 // writer's. Writes take a context that bounds their round trips.
 //
 // Goroutines: one event dispatcher, the broker keepalive once RegisterBroker
-// is called, and (owned by the NATS client) one delivery goroutine per
-// bucket watch. Close stops them all.
+// is called, and per bucket watch a supervisor (watch.go) and (owned by the
+// NATS client) a delivery goroutine. Close stops them all.
 type Store struct {
 	log       *slog.Logger
 	cfg       StoreConfig
@@ -168,7 +176,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 		{BucketPartitions, (*cache).applyPartition},
 	}
 	for _, b := range watched {
-		w, err := startWatch(nc, b.name, func(ch change) { s.apply(b.apply, ch) })
+		w, err := startWatch(nc, b.name, cfg.Monitor, func(ch change) { s.apply(b.apply, ch) })
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -122,7 +122,8 @@ func TestStateSeries(t *testing.T) {
 		Topics:       []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
 		Tiering:      &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
 		ColdRead:     &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048},
-		Transactions: &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1}}
+		Transactions: &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1},
+		NATS:         &NATSCounters{Disconnects: 4, Reconnects: 3, AsyncErrors: 6, WatchRestarts: 2}}
 	r := New(func() NodeState { return st })
 	f := scrape(t, r.Handler())
 	want(t, f, 1, "kafka_controller_kafkacontroller_active_controller_count")
@@ -143,6 +144,10 @@ func TestStateSeries(t *testing.T) {
 	want(t, f, 7, "shale_transactions_committed_total")
 	want(t, f, 3, "shale_transactions_aborted_total")
 	want(t, f, 1, "shale_transactions_timed_out_total")
+	want(t, f, 4, "shale_nats_disconnects_total")
+	want(t, f, 3, "shale_nats_reconnects_total")
+	want(t, f, 6, "shale_nats_async_errors_total")
+	want(t, f, 2, "shale_controlplane_watch_restarts_total")
 
 	// Without a cold tier the tiering series are absent, not zero.
 	st = NodeState{}

@@ -24,6 +24,18 @@ type NodeState struct {
 	// Transactions is the transaction coordinator's figures; nil without
 	// one.
 	Transactions *TransactionFigures
+	// NATS is the control-plane connection's counters; nil before it is
+	// made.
+	NATS *NATSCounters
+}
+
+// NATSCounters are the node's NATS connection totals since it started.
+type NATSCounters struct {
+	Disconnects, Reconnects uint64
+	AsyncErrors             uint64
+	// WatchRestarts counts control-plane watches re-established after
+	// their subscription ended or stalled.
+	WatchRestarts uint64
 }
 
 // TransactionFigures are the transaction coordinator's figures: open
@@ -137,6 +149,13 @@ var (
 	descTxnAborted   = desc("shale_transactions_aborted_total", "Transactions this node completed with an abort (timeouts included).")
 	descTxnTimedOut  = desc("shale_transactions_timed_out_total",
 		"Transactions this node aborted because they passed their timeout (transaction.timeout.ms).")
+
+	descNATSDisconnects = desc("shale_nats_disconnects_total", "Times the node's NATS connection was lost (not closed by the node).")
+	descNATSReconnects  = desc("shale_nats_reconnects_total", "Times the node's NATS connection was re-established after a loss.")
+	descNATSAsyncErrors = desc("shale_nats_async_errors_total",
+		"Asynchronous errors of the node's NATS client: a consumer's missed heartbeats, a slow consumer, a permission violation.")
+	descWatchRestarts = desc("shale_controlplane_watch_restarts_total",
+		"Control-plane bucket watches re-established after their subscription ended or stalled.")
 )
 
 var allStateDescs = []*prometheus.Desc{
@@ -146,6 +165,7 @@ var allStateDescs = []*prometheus.Desc{
 	descRemoteFetchBytes, descRemoteFetchErrors, descChunkHits, descChunkMisses, descChunkHitRatio, descCacheBytes,
 	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
 	descTxnOpen, descTxnOldest, descTxnCommitted, descTxnAborted, descTxnTimedOut,
+	descNATSDisconnects, descNATSReconnects, descNATSAsyncErrors, descWatchRestarts,
 }
 
 // stateCollector turns a NodeState read at scrape time into series.
@@ -209,6 +229,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTxnCommitted, float64(x.Committed))
 		counter(descTxnAborted, float64(x.Aborted))
 		counter(descTxnTimedOut, float64(x.TimedOut))
+	}
+	if x := st.NATS; x != nil {
+		counter(descNATSDisconnects, float64(x.Disconnects))
+		counter(descNATSReconnects, float64(x.Reconnects))
+		counter(descNATSAsyncErrors, float64(x.AsyncErrors))
+		counter(descWatchRestarts, float64(x.WatchRestarts))
 	}
 }
 
