@@ -39,7 +39,10 @@ package ingest
 // answers after the local append, acks=all (-1) appends in the handler and
 // waits in Reply.Wait until the high watermark passes the batch, so the next
 // request on the connection is handled meanwhile. Any other acks value is
-// INVALID_REQUIRED_ACKS. A bad batch fails only its own partition.
+// INVALID_REQUIRED_ACKS. A bad batch fails only its own partition. An
+// acks=all write not replicated within the request's timeout_ms is
+// REQUEST_TIMED_OUT, with an error message (v8+) naming the high watermark,
+// the ISR and where each follower stands, also logged at warn.
 
 import (
 	"context"
@@ -221,6 +224,13 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				pa.resp.ErrorCode = kafkaerr.Code(err)
 				if err == context.DeadlineExceeded {
 					pa.resp.ErrorCode = kerr.RequestTimedOut.Code
+					// Say what the write waits for: a follower that never
+					// fetches, an ISR that does not shrink, a lost role.
+					why := pa.replica.DescribeCommitWait(pa.last, time.Now())
+					msg := "acks=all: not replicated within the request's timeout; " + why
+					pa.resp.ErrorMessage = &msg
+					h.log.Warn("acks=all produce timed out waiting for replication", "topic", pa.replica.Topic(),
+						"partition", pa.replica.Partition(), "timeout", timeout, "state", why)
 				}
 			}
 		}

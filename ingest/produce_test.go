@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +152,63 @@ func TestProduceAnswers(t *testing.T) {
 	if p := got["a-0"]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("after losing leadership: %+v", p)
 	}
+}
+
+// TestProduceTimeoutSaysWhatItWaitsFor: an acks=all write that its ISR does
+// not replicate within timeout_ms is REQUEST_TIMED_OUT with a message naming
+// the high watermark and the follower that never fetched, and the leader
+// logs it, so that a stuck produce explains itself.
+func TestProduceTimeoutSaysWhatItWaitsFor(t *testing.T) {
+	rep := leaderReplica(t, "a", nil)
+	rep.SetAssignment(1, []int32{1, 2}, []int32{1, 2})
+	var logged strings.Builder
+	var mu sync.Mutex
+	h := &produceHandler{leaders: leaders{"a-0": rep}, log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))}
+	r := kmsg.NewPtrProduceRequest()
+	r.SetVersion(9)
+	r.Acks, r.TimeoutMillis = -1, 200
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "a"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records(t, 2)
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reply, err := h.handle(ctx, &kafka.Request{Key: r.Key(), Version: 9, Msg: r})
+	if err != nil || reply.Wait == nil {
+		t.Fatalf("handle: %v, wait %v", err, reply.Wait != nil)
+	}
+	kr, err := reply.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kr.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.RequestTimedOut.Code || p.ErrorMessage == nil {
+		t.Fatalf("answer %+v, want REQUEST_TIMED_OUT with a message", p)
+	}
+	for _, want := range []string{"offset 1: high watermark 0, log end 2", "ISR [1 2]", "follower 2 (in the ISR): no fetch"} {
+		if !strings.Contains(*p.ErrorMessage, want) {
+			t.Errorf("message %q lacks %q", *p.ErrorMessage, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "acks=all produce timed out waiting for replication") ||
+		!strings.Contains(logged.String(), "follower 2 (in the ISR): no fetch") {
+		t.Errorf("log %q lacks the timeout", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 type producerIDs struct {

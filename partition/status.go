@@ -2,7 +2,9 @@ package partition
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -85,4 +87,28 @@ func (r *Replica) Status() Status {
 	}
 	slices.SortFunc(st.Followers, func(a, b FollowerStatus) int { return cmp.Compare(a.ID, b.ID) })
 	return st
+}
+
+// DescribeCommitWait says, for a log line or an error message, why offset
+// is not committed yet as of now: the replica's role, high watermark, log
+// end and ISR, and for each follower its log end offset and last fetch, or
+// that it has not fetched since this replica became leader. Safe for
+// concurrent use.
+func (r *Replica) DescribeCommitWait(offset int64, now time.Time) string {
+	st := r.Status()
+	var b strings.Builder
+	fmt.Fprintf(&b, "offset %d: high watermark %d, log end %d, leader %v in epoch %d, ISR %v",
+		offset, st.HighWatermark, st.LogEndOffset, st.Leader, st.LeaderEpoch, st.ISR)
+	for _, f := range st.Followers {
+		in := "out of the ISR"
+		if slices.Contains(st.ISR, f.ID) {
+			in = "in the ISR"
+		}
+		if !f.Heard {
+			fmt.Fprintf(&b, "; follower %d (%s): no fetch in the %v since this replica became leader", f.ID, in, now.Sub(st.LeaderSince).Round(time.Millisecond))
+			continue
+		}
+		fmt.Fprintf(&b, "; follower %d (%s): log end %d, last fetch %v ago", f.ID, in, f.LogEndOffset, now.Sub(f.LastFetch).Round(time.Millisecond))
+	}
+	return b.String()
 }

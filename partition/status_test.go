@@ -2,6 +2,7 @@ package partition
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +117,29 @@ func TestStatusConcurrent(t *testing.T) {
 	wg.Wait()
 	if st := leader.Status(); st.HighWatermark != 400 || st.LogEndOffset != 400 || st.Followers[0].LogEndOffset != 400 {
 		t.Fatalf("final status: %+v", st)
+	}
+}
+
+// TestDescribeCommitWait names what an acks=all write waits for: the high
+// watermark and, per follower, where it stands or that it never fetched.
+func TestDescribeCommitWait(t *testing.T) {
+	leader := openTest(t, t.TempDir(), nil, nil)
+	defer leader.Close()
+	leader.SetLeadership(true, 1)
+	leader.SetAssignment(1, []int32{1, 2, 3}, []int32{1, 2, 3})
+	if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 3)); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := leader.FollowerFetch(2, 3, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := leader.DescribeCommitWait(2, t0.Add(1500*time.Millisecond))
+	for _, want := range []string{"offset 2: high watermark 0, log end 3, leader true in epoch 1, ISR [1 2 3]",
+		"; follower 2 (in the ISR): log end 3, last fetch 1.5s ago",
+		"; follower 3 (in the ISR): no fetch in the "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("description %q lacks %q", got, want)
+		}
 	}
 }
