@@ -268,9 +268,13 @@ func (s *Store) Close() {
 	s.reg.Lock()
 	s.unsubscribeLiveness()
 	s.reg.Unlock()
+	// Together: with NATS away each waits for its consumer's deletion to
+	// time out (5 s).
+	var stops sync.WaitGroup
 	for _, w := range s.watches {
-		w.stop()
+		stops.Go(w.stop)
 	}
+	stops.Wait()
 	s.wg.Wait()
 }
 
