@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"errors"
-	"net"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
@@ -20,12 +20,11 @@ import (
 // leader; when NATS is back it reconciles and leads again.
 func TestLosingNATS(t *testing.T) {
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The server restarts on the same port: freeport never hands it out again.
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	start := func() *natsembed.Server {
 		srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: port, Logger: testnode.Logger()})
 		if err != nil {
