@@ -432,7 +432,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.cold != nil {
 			n.cold.Close()
 		}
-		n.stopTiering()
+		n.stopTieringLoop()
 		if n.replicas != nil {
 			err := n.replicas.Close()
 			errs = append(errs, err)
@@ -445,20 +445,21 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.ctrl != nil {
 			n.ctrl.Close()
 		}
-		if n.quotaStore != nil {
-			n.quotaStore.Close()
-		}
-		if n.acls != nil {
-			n.acls.Close()
-		}
 		if n.store != nil {
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := n.store.DeregisterBroker(dctx); err != nil {
 				n.logger.Warn("deregistering from the control plane", "err", err)
 			}
 			cancel()
-			n.store.Close()
 		}
+		// The control plane's watchers stop together: with NATS away each
+		// one's unsubscribe waits out its consumer deletion (5 s in
+		// nats.go), so one after another the stop took that many times.
+		var closing sync.WaitGroup
+		for _, c := range []func(){n.closeTieringMeta, n.closeQuotas, n.closeACLs, n.closeStore} {
+			closing.Go(c)
+		}
+		closing.Wait()
 		if n.nc != nil {
 			n.nc.Close()
 		}
@@ -471,4 +472,22 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	})
 	return n.closeErr
+}
+
+func (n *Node) closeQuotas() {
+	if n.quotaStore != nil {
+		n.quotaStore.Close()
+	}
+}
+
+func (n *Node) closeACLs() {
+	if n.acls != nil {
+		n.acls.Close()
+	}
+}
+
+func (n *Node) closeStore() {
+	if n.store != nil {
+		n.store.Close()
+	}
 }

@@ -84,15 +84,20 @@ func (n *Node) startTiering(ctx context.Context) error {
 	return nil
 }
 
-// stopTiering stops the loop, then closes the metadata and the bucket.
-// Safe when tiering never started.
-func (n *Node) stopTiering() {
-	if n.tiering == nil {
-		return
+// stopTieringLoop stops the tiering loop; closeTieringMeta then closes the
+// remote metadata and the bucket (with the other control-plane watchers).
+// Both are safe when tiering never started.
+func (n *Node) stopTieringLoop() {
+	if n.tiering != nil {
+		n.tiering.manager.Close()
 	}
-	n.tiering.manager.Close()
-	n.tiering.meta.Close()
-	n.tiering.bucket.Close()
+}
+
+func (n *Node) closeTieringMeta() {
+	if n.tiering != nil {
+		n.tiering.meta.Close()
+		n.tiering.bucket.Close()
+	}
 }
 
 // Tiering exposes the tiering manager (for tools and tests); nil before Start.
