@@ -32,13 +32,13 @@ func TestDeleteRecordsSurvivesLeaderFailover(t *testing.T) {
 		}
 	}
 	// trim asks the cluster (franz-go routes it to the leader) to delete
-	// below offset, with a 3 s request timeout; it returns the low
+	// below offset, with the request timeout given; it returns the low
 	// watermark answered, or the error.
-	trim := func(offset int64) (int64, error) {
-		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	trim := func(offset int64, timeout time.Duration) (int64, error) {
+		tctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
 		defer cancel()
 		adm := kadm.NewClient(c.AnyLive().Client())
-		adm.SetTimeoutMillis(3000)
+		adm.SetTimeoutMillis(int32(timeout.Milliseconds()))
 		var o kadm.Offsets
 		o.AddOffset(c.topic, 0, offset, -1)
 		resp, err := adm.DeleteRecords(tctx, o)
@@ -87,7 +87,7 @@ func TestDeleteRecordsSurvivesLeaderFailover(t *testing.T) {
 	for _, f := range followers {
 		f.Pause()
 	}
-	low, err := trim(60)
+	low, err := trim(60, 3*time.Second) // the followers cannot answer within it
 	t.Logf("DeleteRecords to 60 with both followers paused: low watermark %d, err %v", low, err)
 	if err == nil && low < 60 {
 		t.Fatalf("DeleteRecords to 60 acknowledged with low watermark %d", low)
@@ -114,7 +114,7 @@ func TestDeleteRecordsSurvivesLeaderFailover(t *testing.T) {
 	c.node(leader).Start()
 	c.node(leader).WaitReady()
 	c.waitSettled(60 * time.Second)
-	if low, err = trim(80); err != nil || low < 80 {
+	if low, err = trim(80, 20*time.Second); err != nil || low < 80 {
 		t.Fatalf("DeleteRecords to 80 with every replica live: low watermark %d, err %v", low, err)
 	}
 	leader, _ = c.leaderOf(0, 30*time.Second)
