@@ -477,7 +477,7 @@ func (ft *fetcher) apply(k replicaKey, p *fetchPart, rp *kmsg.FetchResponseTopic
 // cold tier not shared) is followed like any other, as its DeleteRecords
 // then waits for the followers (admin's DeleteRecords).
 func (ft *fetcher) followLogStart(k replicaKey, p *fetchPart, leaderStart int64) {
-	if p.rep.Config().Bool(config.RemoteStorageEnable) && ft.f.tiers() || leaderStart <= p.rep.LocalLogStartOffset() {
+	if leaderStart <= p.rep.LocalLogStartOffset() || p.rep.Config().Bool(config.RemoteStorageEnable) && ft.f.tiers() {
 		return
 	}
 	if _, err := p.rep.DeleteRecordsBefore(min(leaderStart, p.rep.HighWatermark())); err != nil {

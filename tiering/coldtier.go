@@ -149,10 +149,15 @@ func (m *Manager) unreadableSegments(ctx context.Context) (missing int, sample s
 // topics with remote.storage.enable behave as if it were off. DeleteRecords
 // and the followers' log start follow it: a log start committed to the
 // remote metadata is only applied by brokers that tier.
+//
+// It is judged from the cold-tier records as the remote metadata's cache
+// has them now, not from the last pass: a broker that registered alone
+// tiers until the others' records arrive, and a pass may be seconds away.
 func (m *Manager) InEffect() bool {
-	m.tierMu.Lock()
-	defer m.tierMu.Unlock()
-	return m.tierConflict == ""
+	if m.cfg.Location == "" {
+		return true
+	}
+	return ColdTierConflict(m.ownTier(), m.meta.ColdTiers()) == nil
 }
 
 // coldTierOK reports whether this broker may tier on this pass; it records
