@@ -34,7 +34,10 @@ func newConsumeCmd() *cobra.Command {
 		Use:   "consume TOPIC [-o start|end|N|-N|@TIME] [--until end|N|@TIME] [-n COUNT] [-p 0,1,...] [-f FORMAT] [--group G]",
 		Short: "print records",
 		Long: `Print records of a topic, from --offset (default start, or the group's committed
-offset) until --until, -n records, or an interrupt.
+offset) until --until, -n records, or an interrupt. --until end stops at each
+partition's high watermark when the command started, counting transaction
+markers, which are never printed. Records are read as read_uncommitted (as
+kafka-console-consumer reads them): records of aborted transactions print.
 
 FORMAT is kcat-style text with the verbs %t topic, %p partition, %o offset,
 %e leader epoch, %k key, %K key length, %v value, %V value length, %T timestamp
@@ -109,7 +112,11 @@ func consumeMain(ctx context.Context, o consumeOptions, stdout, stderr io.Writer
 	if err := c.plan(ctx); err != nil {
 		return topicNotFound(o.topic, err)
 	}
-	extra := []sdk.Option{sdk.WithKgoOptions(kgo.FetchMaxWait(500 * time.Millisecond))}
+	// Control records (transaction markers) come back so that the fetch
+	// position passes them: a partition that ends in a marker ends past its
+	// last record, and --until end is judged by the position, not by the
+	// last record printed. They are never printed.
+	extra := []sdk.Option{sdk.WithKgoOptions(kgo.FetchMaxWait(500*time.Millisecond), kgo.KeepControlRecords())}
 	if o.group != "" {
 		// Commits are the loop's, of what it printed.
 		extra = append(extra, sdk.WithGroup(o.group, o.topic), sdk.WithAutoCommit(false), sdk.WithStartAt(o.from))
@@ -148,7 +155,7 @@ type consumer struct {
 	bar    *progress
 
 	start   map[int32]int64 // where each partition began (progress)
-	pos     map[int32]int64 // the next offset to print per partition
+	pos     map[int32]int64 // the fetch position per partition: past every record and marker seen
 	end     map[int32]int64 // --until: exclusive end per partition, nil without --until
 	printed int64
 }
@@ -231,7 +238,13 @@ func (c *consumer) finished() bool {
 }
 
 // loop polls, prints and (in group mode) commits until finished, an error,
-// or ctx is done.
+// or ctx is done. A partition is finished when its fetch position reaches
+// its end: the position passes transaction markers (control records),
+// which is how a partition ending in a COMMIT or ABORT marker, whose end
+// is one past the marker, is ever finished. The consumer reads
+// read_uncommitted (as kafka-console-consumer), so aborted records print
+// and every offset below the high watermark comes back as a record or a
+// marker.
 func (c *consumer) loop(ctx context.Context) error {
 	var buf bytes.Buffer
 	for !c.finished() {
@@ -242,13 +255,18 @@ func (c *consumer) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("fetch: %w", err)
 		}
-		var printed []*sdk.Record
+		var consumed []*sdk.Record
 		for _, r := range records {
 			if c.end != nil && r.Offset >= c.end[r.Partition] {
 				continue
 			}
 			if c.o.count > 0 && c.printed >= c.o.count {
 				break
+			}
+			if r.Attrs.IsControl() {
+				c.pos[r.Partition] = r.Offset + 1
+				consumed = append(consumed, r) // a group commits past it
+				continue
 			}
 			buf.Reset()
 			var err error
@@ -265,13 +283,13 @@ func (c *consumer) loop(ctx context.Context) error {
 			}
 			c.printed++
 			c.pos[r.Partition] = r.Offset + 1
-			printed = append(printed, r)
+			consumed = append(consumed, r)
 		}
 		if err := c.stdout.Flush(); err != nil {
 			return err
 		}
-		if c.o.group != "" && len(printed) > 0 {
-			if err := c.cons.Commit(ctx, printed...); err != nil {
+		if c.o.group != "" && len(consumed) > 0 {
+			if err := c.cons.Commit(ctx, consumed...); err != nil {
 				return fmt.Errorf("commit: %w", err)
 			}
 		}
