@@ -15,6 +15,13 @@ type ServerConfig struct {
 	// prefix is larger closes the connection before anything is allocated
 	// for it. Default 100 MiB.
 	MaxRequestBytes int32 `yaml:"socket.request.max.bytes"`
+	// SASLMaxReceiveBytes is sasl.server.max.receive.size: on a SASL
+	// listener, a request read before the client has authenticated whose
+	// size prefix is larger closes the connection (counted as a failed
+	// authentication, as Kafka counts it) before anything is allocated for
+	// it. It applies until the connection's first authentication succeeds;
+	// MaxRequestBytes applies after (and caps it). Default 524288, Kafka's.
+	SASLMaxReceiveBytes int32 `yaml:"sasl.server.max.receive.size"`
 	// IdleTimeout is connections.max.idle.ms: a connection with no request
 	// in flight that sends nothing for this long is closed. Default 10
 	// minutes; negative disables it.
@@ -116,8 +123,11 @@ type RequestStages struct {
 const (
 	defaultListenerName    = "PLAINTEXT"
 	defaultMaxRequestBytes = 100 << 20
-	defaultIdleTimeout     = 10 * time.Minute
-	defaultReadAhead       = 8
+	// defaultSASLMaxReceiveBytes is Kafka's
+	// BrokerSecurityConfigs.DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE.
+	defaultSASLMaxReceiveBytes = 524288
+	defaultIdleTimeout         = 10 * time.Minute
+	defaultReadAhead           = 8
 	// defaultHandshakeTimeout bounds a TLS handshake, so that a client that
 	// connects and sends nothing holds its connection no longer.
 	defaultHandshakeTimeout = 10 * time.Second
@@ -130,6 +140,9 @@ func (c ServerConfig) Defaults() ServerConfig {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if c.SASLMaxReceiveBytes == 0 {
+		c.SASLMaxReceiveBytes = defaultSASLMaxReceiveBytes
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout
@@ -144,6 +157,9 @@ func (c ServerConfig) Defaults() ServerConfig {
 func (c ServerConfig) Validate() error {
 	if c.MaxRequestBytes < minFrameSize {
 		return fmt.Errorf("kafka: socket.request.max.bytes %d is below %d", c.MaxRequestBytes, minFrameSize)
+	}
+	if c.SASLMaxReceiveBytes < minFrameSize {
+		return fmt.Errorf("kafka: sasl.server.max.receive.size %d is below %d", c.SASLMaxReceiveBytes, minFrameSize)
 	}
 	if c.ReadAhead < 1 {
 		return fmt.Errorf("kafka: read.ahead %d is below 1", c.ReadAhead)

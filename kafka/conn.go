@@ -43,6 +43,14 @@ type conn struct {
 	// mutedUntil (unix nanoseconds) holds the dispatcher after a throttled
 	// reply (KIP-219); see throttle.go.
 	mutedUntil atomic.Int64
+	// preauth: a SASL listener's connection before its first successful
+	// authentication. The reader then caps each request at
+	// SASLMaxReceiveBytes and reads the next one only once the last is
+	// answered (Kafka's SaslServerAuthenticator reads no receive while a
+	// response is unsent), so that an unauthenticated client holds at most
+	// one request in the node. Cleared by the dispatcher when the
+	// authentication succeeds, before its reply goes to the writer.
+	preauth atomic.Bool
 }
 
 // item is one request on its way through the connection.
@@ -52,6 +60,9 @@ type item struct {
 	early kmsg.Response // answer known at decode time (UNSUPPORTED_VERSION)
 	frame *[]byte       // pooled frame the request may alias; released after the reply
 	reply Reply
+	// answered, set on a request read before authentication (conn.preauth),
+	// is closed by drop: the reader waits for it before reading on.
+	answered chan struct{}
 
 	// Timings, kept only when the server has an observer or a slow-request
 	// log (Server.timed): read is when the request was read and decoded
@@ -101,6 +112,7 @@ func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
 	c.log = s.log.With("conn", id, "listener", l.Name, "remote", c.info.Remote.String())
 	if l.SASL != nil {
 		c.info.sasl = newSASLState(l, c.log, &s.handshakeLog, s.cfg.AuthObserver)
+		c.preauth.Store(true)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
@@ -157,6 +169,11 @@ func (c *conn) read(reqs chan<- *item) {
 			c.log.Warn("kafka: closing connection", "err", fmt.Errorf("%w: %d", ErrFrameSize, size))
 			return
 		}
+		preauth := c.preauth.Load()
+		if preauth && size > c.s.cfg.SASLMaxReceiveBytes {
+			c.refusePreauthFrame(size)
+			return
+		}
 		if size > c.s.cfg.MaxRequestBytes {
 			c.log.Warn("kafka: closing connection", "err",
 				fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, c.s.cfg.MaxRequestBytes))
@@ -179,6 +196,10 @@ func (c *conn) read(reqs chan<- *item) {
 			it.read = time.Now()
 		}
 		it.req.Conn = &c.info
+		if preauth {
+			it.answered = make(chan struct{})
+		}
+		answered := it.answered
 		c.inflight.Add(1)
 		select {
 		case reqs <- it:
@@ -186,6 +207,29 @@ func (c *conn) read(reqs chan<- *item) {
 			c.drop(it)
 			return
 		}
+		if answered != nil {
+			select {
+			case <-answered:
+			case <-c.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// refusePreauthFrame ends a SASL connection whose request, read before
+// authentication, is over SASLMaxReceiveBytes: a failed authentication, as
+// Kafka's SaslServerAuthenticator fails it ("invalid receive size"),
+// closed at once (Kafka delays only the answer it sends; there is none
+// here), with a rate-limited Info line. It runs on the reader while no
+// request is in flight (lock-step), so it may read the SASL state.
+func (c *conn) refusePreauthFrame(size int32) {
+	err := fmt.Errorf("%w: %d > %d", ErrSASLReceiveTooLarge, size, c.s.cfg.SASLMaxReceiveBytes)
+	if ok, held := c.s.handshakeLog.allow(time.Now()); ok {
+		c.log.Info("kafka: closing connection", "err", err, "suppressed", held)
+	}
+	if o := c.s.cfg.AuthObserver; o != nil {
+		o.ObserveAuthentication(c.info.Listener, c.info.sasl.mech, false, err)
 	}
 }
 
@@ -270,6 +314,9 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 		}
 		if c.info.sasl.closing() && err == nil {
 			c.stopReading() // a failed authentication: this reply is the last
+		}
+		if c.preauth.Load() && c.info.sasl.authenticated {
+			c.preauth.Store(false) // before the reply that lets the reader on
 		}
 		if timed {
 			it.handled = it.started
@@ -406,9 +453,13 @@ func (c *conn) logSlow(it *item, st RequestStages, err error) {
 	c.log.LogAttrs(context.Background(), slog.LevelInfo, "kafka: slow request", attrs...)
 }
 
-// drop releases a request that will not be answered.
+// drop releases a request that was answered or will not be: every item
+// read ends in exactly one drop, which lets a pre-authentication reader on.
 func (c *conn) drop(it *item) {
 	c.inflight.Add(-1)
 	putFrame(it.frame)
 	it.frame = nil
+	if it.answered != nil {
+		close(it.answered)
+	}
 }

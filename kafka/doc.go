@@ -15,7 +15,10 @@
 //   - a reader that reads size-prefixed frames (bounded by
 //     ServerConfig.MaxRequestBytes before any allocation), parses the request
 //     header and decodes the body, and may read up to ServerConfig.ReadAhead
-//     requests ahead of the handler (pipelining);
+//     requests ahead of the handler (pipelining). On a SASL listener, until
+//     the client has authenticated, it reads one request at a time (the
+//     next only once the last is answered) and caps each at
+//     ServerConfig.SASLMaxReceiveBytes, as Kafka does;
 //   - a dispatcher that calls the handlers one request at a time, in arrival
 //     order (the produce path relies on this for idempotent sequence order);
 //   - a writer that writes the replies strictly in request order, calling

@@ -12,6 +12,11 @@ var (
 	// ServerConfig.MaxRequestBytes. Nothing is allocated for it.
 	ErrFrameTooLarge = errors.New("kafka: request larger than socket.request.max.bytes")
 
+	// ErrSASLReceiveTooLarge: on a SASL listener, a request read before
+	// the client authenticated has a size prefix over
+	// ServerConfig.SASLMaxReceiveBytes. Nothing is allocated for it.
+	ErrSASLReceiveTooLarge = errors.New("kafka: request before SASL authentication larger than sasl.server.max.receive.size")
+
 	// ErrFrameSize: a request's size prefix is negative or too small to hold a
 	// request header.
 	ErrFrameSize = errors.New("kafka: invalid request size")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,3 +267,49 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
+
+// listenTCP listens on 127.0.0.1:0.
+func listenTCP(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// startServerListener is startServerOn for a named listener l (SASL, TLS).
+func startServerListener(t testing.TB, ln net.Listener, cfg ServerConfig, l Listener, register func(*Registry)) *testServer {
+	t.Helper()
+	reg := NewRegistry()
+	if register != nil {
+		register(reg)
+	}
+	logs := &logSink{}
+	s := NewServer(cfg, reg, slog.New(logs))
+	served := make(chan error, 1)
+	go func() { served <- s.ServeListener(ln, l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; err != ErrServerClosed {
+			t.Errorf("ServeListener returned %v, want ErrServerClosed", err)
+		}
+	})
+	return &testServer{Server: s, reg: reg, logs: logs, addr: ln.Addr().String()}
+}
+
+// authCounts is an AuthObserver that counts outcomes.
+type authCounts struct{ ok, failed, expired atomic.Int32 }
+
+func (a *authCounts) ObserveAuthentication(_, _ string, _ bool, err error) {
+	if err != nil {
+		a.failed.Add(1)
+	} else {
+		a.ok.Add(1)
+	}
+}
+func (a *authCounts) ObserveExpiredSession(string) { a.expired.Add(1) }
