@@ -22,6 +22,15 @@ type ServerConfig struct {
 	// it. It applies until the connection's first authentication succeeds;
 	// MaxRequestBytes applies after (and caps it). Default 524288, Kafka's.
 	SASLMaxReceiveBytes int32 `yaml:"sasl.server.max.receive.size"`
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms:
+	// the answer to a failed SASL authentication (bad credentials, an
+	// unsupported mechanism, an illegal SASL state) is written this long
+	// after the failure, and the connection is closed after it,
+	// as Kafka delays it; nothing more is read from the connection
+	// meanwhile. It slows down a client that guesses passwords and one
+	// that reconnects in a tight loop. Default 100 ms, Kafka's; negative
+	// disables it (the answer is written at once).
+	FailedAuthenticationDelay time.Duration `yaml:"connection.failed.authentication.delay"`
 	// IdleTimeout is connections.max.idle.ms: a connection with no request
 	// in flight that sends nothing for this long is closed. Default 10
 	// minutes; negative disables it.
@@ -126,8 +135,11 @@ const (
 	// defaultSASLMaxReceiveBytes is Kafka's
 	// BrokerSecurityConfigs.DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE.
 	defaultSASLMaxReceiveBytes = 524288
-	defaultIdleTimeout         = 10 * time.Minute
-	defaultReadAhead           = 8
+	// defaultFailedAuthenticationDelay is Kafka's
+	// connection.failed.authentication.delay.ms default.
+	defaultFailedAuthenticationDelay = 100 * time.Millisecond
+	defaultIdleTimeout               = 10 * time.Minute
+	defaultReadAhead                 = 8
 	// defaultHandshakeTimeout bounds a TLS handshake, so that a client that
 	// connects and sends nothing holds its connection no longer.
 	defaultHandshakeTimeout = 10 * time.Second
@@ -143,6 +155,9 @@ func (c ServerConfig) Defaults() ServerConfig {
 	}
 	if c.SASLMaxReceiveBytes == 0 {
 		c.SASLMaxReceiveBytes = defaultSASLMaxReceiveBytes
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = defaultFailedAuthenticationDelay
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = defaultIdleTimeout

@@ -63,6 +63,9 @@ type item struct {
 	// answered, set on a request read before authentication (conn.preauth),
 	// is closed by drop: the reader waits for it before reading on.
 	answered chan struct{}
+	// holdUntil, when set, is when the writer may write the reply: the
+	// answer to a failed authentication (FailedAuthenticationDelay).
+	holdUntil time.Time
 
 	// Timings, kept only when the server has an observer or a slow-request
 	// log (Server.timed): read is when the request was read and decoded
@@ -314,6 +317,9 @@ func (c *conn) dispatch(reqs <-chan *item, out chan<- *item) {
 		}
 		if c.info.sasl.closing() && err == nil {
 			c.stopReading() // a failed authentication: this reply is the last
+			if d := c.s.cfg.FailedAuthenticationDelay; d > 0 {
+				it.holdUntil = time.Now().Add(d)
+			}
 		}
 		if c.preauth.Load() && c.info.sasl.authenticated {
 			c.preauth.Store(false) // before the reply that lets the reader on

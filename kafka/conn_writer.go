@@ -25,6 +25,11 @@ func (c *conn) write(out <-chan *item) {
 			c.drop(it)
 			continue
 		}
+		if !it.holdUntil.IsZero() && !c.hold(bw, it.holdUntil) {
+			failed = true
+			c.drop(it)
+			continue
+		}
 		if timed {
 			it.picked = time.Since(it.read)
 		}
@@ -51,6 +56,32 @@ func (c *conn) write(out <-chan *item) {
 			c.log.Debug("kafka: final flush failed", "err", err)
 		}
 	}
+}
+
+// hold delays the answer to a failed authentication until until
+// (FailedAuthenticationDelay), as Kafka's Selector delays it, after
+// flushing the replies before it. The reader has stopped, so the
+// connection is muted meanwhile; it costs a timer on the writer, which
+// waits for this last reply anyway. It reports false when the connection
+// was closed or the server began to shut down first: the reply is then
+// dropped (a shutdown does not wait out the delay).
+func (c *conn) hold(bw *bufio.Writer, until time.Time) bool {
+	if err := bw.Flush(); err != nil {
+		return false
+	}
+	d := time.Until(until)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+	case <-c.s.closing:
+	}
+	return false
 }
 
 // writeReply writes one reply, recovering a panic in Wait or a BodyWriter.

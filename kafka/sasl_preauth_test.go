@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -186,4 +188,76 @@ func inflight(s *Server) int64 {
 		n += c.inflight.Load()
 	}
 	return n
+}
+
+// refuseMech fails every login.
+type refuseMech struct{}
+
+func (refuseMech) Name() string        { return "TEST" }
+func (refuseMech) Start() SASLExchange { return refuseMech{} }
+func (refuseMech) Step(context.Context, []byte) ([]byte, bool, string, error) {
+	return nil, false, "", ErrSASLAuthFailed
+}
+
+// TestFailedAuthenticationAnswerIsDelayed: the answer to a failed SASL
+// authentication is written connection.failed.authentication.delay.ms
+// (Kafka's default 100 ms) after the request was read, and the
+// connection closes after it, as Kafka mutes the channel and sends the
+// answer and closes once the delay has passed; nothing more is read
+// meanwhile. With the delay off (negative here, 0 in the node's config)
+// the answer is immediate. synctest's clock makes the delay exact.
+func TestFailedAuthenticationAnswerIsDelayed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // ServerConfig.FailedAuthenticationDelay
+		want  time.Duration
+	}{
+		{"default", 0, 100 * time.Millisecond},
+		{"configured", 3 * time.Second, 3 * time.Second},
+		{"off", -1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := NewRegistry()
+				RegisterSASL(reg)
+				obs := &authCounts{}
+				s := NewServer(ServerConfig{FailedAuthenticationDelay: tc.delay, AuthObserver: obs}, reg, slog.New(&logSink{}))
+				ln := newPipeListener()
+				served := make(chan error, 1)
+				go func() {
+					served <- s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{refuseMech{}}})
+				}()
+				defer func() {
+					if err := s.Shutdown(context.Background()); err != nil {
+						t.Errorf("Shutdown: %v", err)
+					}
+					if err := <-served; !errors.Is(err, ErrServerClosed) {
+						t.Errorf("ServeListener: %v", err)
+					}
+				}()
+				nc := ln.dial()
+				defer nc.Close()
+				c := newRawClient(t, nc)
+				hs := kmsg.NewPtrSASLHandshakeRequest()
+				hs.Version, hs.Mechanism = 1, "TEST"
+				c.send(hs, 1)
+				c.recv(&kmsg.SASLHandshakeResponse{Version: 1})
+				au := kmsg.NewPtrSASLAuthenticateRequest()
+				au.Version = 2
+				c.send(au, 2)
+				start := time.Now()
+				resp := &kmsg.SASLAuthenticateResponse{Version: 2}
+				if got := c.recv(resp); got != 2 || resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+					t.Fatalf("reply %d, code %d; want 2, SASL_AUTHENTICATION_FAILED", got, resp.ErrorCode)
+				}
+				if waited := time.Since(start); waited != tc.want {
+					t.Fatalf("the failed authentication was answered after %v, want %v", waited, tc.want)
+				}
+				c.expectClosed()
+				if n := obs.failed.Load(); n != 1 {
+					t.Fatalf("%d failed authentications counted, want 1", n)
+				}
+			})
+		})
+	}
 }
