@@ -100,6 +100,11 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
+	// Before anything joins the cluster: a node whose bucket cannot be
+	// used must not start.
+	if err := n.probeBucket(ctx); err != nil {
+		return nil, err
+	}
 	if err := n.startNATS(); err != nil {
 		return nil, err
 	}

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore"
@@ -34,6 +37,51 @@ func (n *Node) openBucket(ctx context.Context) (objstore.Bucket, error) {
 	rc := objstore.RetryConfig{PerAttemptTimeout: n.cfg.S3RequestTimeout}
 	rc.Defaults()
 	return objstore.WithMetrics(objstore.WithRetries(b, rc), n.bucketSink()), nil
+}
+
+// bucketProbeTimeout bounds the start-up probe of the bucket: a store that
+// does not answer (a paused server, a dropped route) delays a start by no
+// more than this.
+const bucketProbeTimeout = 15 * time.Second
+
+// probeBucket proves at start that the cold tier can be written, read and
+// deleted (objstore.Probe on the key shale-probe/node-<id> under s3_prefix).
+// A bucket that refuses the probe for good (it does not exist, the
+// credentials are wrong or may not write, the filesystem bucket cannot be
+// written) is an error naming the bucket and the store's error, and the
+// node does not start. A store that is only unreachable (transient errors
+// after retries, or no answer within bucketProbeTimeout) is logged as an
+// ERROR and the node starts: its hot data is local, and uploads and cold
+// reads wait for the store as in any outage. It opens its own bucket and
+// closes it.
+func (n *Node) probeBucket(ctx context.Context) error {
+	b, err := n.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	key := fmt.Sprintf("shale-probe/node-%d", n.cfg.NodeID)
+	if prefix := strings.Trim(n.cfg.S3Prefix, "/"); prefix != "" {
+		key = prefix + "/" + key
+	}
+	pctx, cancel := context.WithTimeout(ctx, bucketProbeTimeout)
+	defer cancel()
+	err = objstore.Probe(pctx, b, key)
+	where := n.bucketLocation()
+	if n.cfg.S3Endpoint != "" {
+		where += " at " + n.cfg.S3Endpoint
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case objstore.IsRetryable(err) || errors.Is(err, context.DeadlineExceeded):
+		n.logger.Error("cold tier bucket unreachable at start: starting; uploads and cold reads wait for it",
+			"bucket", where, "err", err)
+		return nil
+	}
+	return fmt.Errorf("cold tier bucket %s is not usable: %w", where, err)
 }
 
 // bucketLocation names the cold tier for the brokers' check that they share

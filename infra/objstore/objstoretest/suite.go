@@ -50,6 +50,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) objstore.Bucket) {
 	t.Run("InvalidKeys", func(t *testing.T) { testInvalidKeys(t, open(t)) })
 	t.Run("ShortBody", func(t *testing.T) { testShortBody(t, open(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open(t)) })
+	t.Run("Probe", func(t *testing.T) { testProbe(t, open(t)) })
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -418,5 +419,20 @@ func testConcurrent(t *testing.T, b objstore.Bucket) {
 	}
 	if got := listKeys(t, ctx, b, "c/w"); len(got) != 80 {
 		t.Errorf("List(c/w): %d keys, want 80", len(got))
+	}
+}
+
+// testProbe: objstore.Probe passes twice on the same key (the second as
+// after a crash that left the probe object) and leaves nothing behind.
+func testProbe(t *testing.T, b objstore.Bucket) {
+	ctx := ctxT(t)
+	put(t, ctx, b, "probe/node-1", []byte("left by a crash"))
+	for range 2 {
+		if err := objstore.Probe(ctx, b, "probe/node-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys := listKeys(t, ctx, b, "probe/"); len(keys) != 0 {
+		t.Fatalf("objects left after the probe: %v", keys)
 	}
 }
