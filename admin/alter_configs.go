@@ -11,6 +11,11 @@ package admin
 // written (INVALID_CONFIG); ValidateOnly writes nothing. Only topic
 // resources can be altered; broker settings are static (INVALID_REQUEST).
 //
+// A change that would leave __consumer_offsets or __transaction_state
+// with a cleanup.policy other than compact is POLICY_VIOLATION
+// (internal_topics.go); an AlterConfigs of one of them must name
+// cleanup.policy=compact, since it replaces the whole set.
+//
 // With an authorizer: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
 // or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
@@ -51,6 +56,11 @@ func (h *Handlers) alterTopicConfigs(ctx context.Context, req *kafka.Request, re
 	}
 	if err != nil {
 		return kerr.InvalidConfig.Code, errMessage(err)
+	}
+	if internalTopic(topic) {
+		if err := h.internalConfigs(topic, next); err != nil {
+			return kerr.PolicyViolation.Code, errMessage(err)
+		}
 	}
 	if validateOnly {
 		return 0, nil

@@ -16,6 +16,12 @@ package admin
 // live replicas.
 // A name given twice in one request fails both entries.
 //
+// __consumer_offsets and __transaction_state are made only with their
+// coordinator's shape: -1 partitions, replication factor and configs not
+// named are the coordinator's; another partition count, fewer replicas or
+// a cleanup.policy other than compact is POLICY_VIOLATION
+// (internal_topics.go).
+//
 // With an authorizer, each topic needs Create on the cluster or on the
 // topic (TOPIC_AUTHORIZATION_FAILED).
 
@@ -65,6 +71,13 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 		if assignment != nil {
 			parts, rf = int32(len(assignment)), int16(len(assignment[0]))
 		}
+		shape, internal := h.internalTopicShape(t.Topic)
+		if internal && parts == -1 {
+			parts = shape.Partitions
+		}
+		if internal && rf == -1 {
+			rf = shape.ReplicationFactor
+		}
 		if parts == -1 {
 			parts = h.cfg.NumPartitions
 		}
@@ -98,6 +111,12 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 		if cerr != nil {
 			fail(kerr.InvalidConfig.Code, cerr)
 			continue
+		}
+		if internal {
+			if configs, cerr = h.internalCreate(t.Topic, shape, parts, rf, configs); cerr != nil {
+				fail(kerr.PolicyViolation.Code, cerr)
+				continue
+			}
 		}
 		if r.ValidateOnly {
 			if _, exists := h.store.Topic(t.Topic); exists {

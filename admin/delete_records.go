@@ -17,6 +17,10 @@ package admin
 // request's timeout_ms is REQUEST_TIMED_OUT (its leader's log start has
 // moved; the followers follow on their next fetches).
 //
+// __consumer_offsets and __transaction_state are INVALID_TOPIC_EXCEPTION,
+// as Kafka's ReplicaManager answers: the coordinators' state is not the
+// client's to delete (after it, the next coordinator would load nothing).
+//
 // With an authorizer, each topic needs Delete (TOPIC_AUTHORIZATION_FAILED).
 
 import (
@@ -46,6 +50,13 @@ func (h *Handlers) handleDeleteRecords(ctx context.Context, req *kafka.Request) 
 			rp.Partition, rp.LowWatermark = p.Partition, -1
 			if !allowed {
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if internalTopic(t.Topic) {
+				// As Kafka's ReplicaManager: the coordinators' state is
+				// not the client's to delete.
+				rp.ErrorCode = kerr.InvalidTopicException.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

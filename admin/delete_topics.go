@@ -8,6 +8,10 @@ package admin
 // The control plane forgets the topic at once; each node closes and deletes
 // its local replicas when it sees the change.
 //
+// __consumer_offsets and __transaction_state may be deleted, as in Kafka:
+// their coordinator makes them again, with its shape, on the next
+// FindCoordinator (internal_topics.go).
+//
 // With an authorizer, each topic needs Delete (TOPIC_AUTHORIZATION_FAILED;
 // a topic named by id is answered without its name).
 

@@ -47,12 +47,17 @@ func (h *Handlers) StopGroups() {
 // groupCluster is the control plane as the group coordinator sees it.
 type groupCluster struct{ h *Handlers }
 
-// EnsureTopic implements group.Cluster.
+// EnsureTopic implements group.Cluster. A coordinator's topic that exists
+// already is compared with the shape asked for (checkInternalShape): any
+// difference is logged, and another partition count is an error.
 func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
 	if _, err := gc.h.store.CreateTopic(ctx, name, partitions, rf, configs); err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
 		return err
 	}
 	gc.h.reconcile()
+	if t, ok := gc.h.store.Topic(name); ok && internalTopic(name) {
+		return gc.h.checkInternalShape(t, group.TopicShape{Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+	}
 	return nil
 }
 

@@ -82,6 +82,8 @@ type Handlers struct {
 	txns       *txn.Coordinator
 	txnMarkers *txn.KafkaMarkers
 	stopTxns   sync.Once
+
+	misshapen misshapenLog // internal topics of the wrong shape, logged
 }
 
 // Register registers the metadata, admin, group and transaction APIs in reg.

@@ -9,6 +9,8 @@ package admin
 //
 // Unknown topics are created when auto.create.topics.enable is on and the
 // request allows it; the answer then already carries the new partitions.
+// The internal topics are created with their coordinator's shape, as
+// Kafka's AutoTopicCreationManager does (internal_topics.go).
 //
 // With an authorizer, a topic is described only to a principal with
 // Describe on it: the all-topics form leaves the others out, a topic named
@@ -109,8 +111,12 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 			continue
 		}
 		if !ok && autoCreate {
+			parts, rf, configs := h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, map[string]string(nil)
+			if shape, internal := h.internalTopicShape(name); internal {
+				parts, rf, configs = shape.Partitions, shape.ReplicationFactor, shape.Configs
+			}
 			var err error
-			t, err = h.store.CreateTopic(ctx, name, h.cfg.NumPartitions, h.cfg.DefaultReplicationFactor, nil)
+			t, err = h.store.CreateTopic(ctx, name, parts, rf, configs)
 			if err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
 				mt.ErrorCode = adminErrorCode(err)
 				resp.Topics = append(resp.Topics, mt)

@@ -8,8 +8,9 @@ package group
 //
 // The coordinator of a group is the leader of __consumer_offsets
 // partition PartitionFor(group). The topic is created on first use
-// (compacted, internal), with offsets.topic.replication.factor replicas
-// (default 3), or as many as there are live brokers if fewer. Key type 1
+// (EnsureOffsetsTopic: compacted, internal, offsets.topic.num.partitions
+// partitions), with offsets.topic.replication.factor replicas (default
+// 3), or as many as there are live brokers if fewer. Key type 1
 // asks for a transaction coordinator, which the node's transaction
 // coordinator answers (the leader of the id's __transaction_state
 // partition, package txn; SetTransactions); COORDINATOR_NOT_AVAILABLE
@@ -29,13 +30,6 @@ import (
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
 )
-
-// offsetsTopicConfigs are the configs the offsets topic is created with.
-var offsetsTopicConfigs = map[string]string{
-	"cleanup.policy":   "compact",
-	"compression.type": "producer",
-	"segment.bytes":    "104857600",
-}
 
 func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FindCoordinatorRequest)
@@ -127,11 +121,7 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 	if ok {
 		return b, nil
 	}
-	rf := c.cfg.ReplicationFactor
-	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
-		rf = int16(live)
-	}
-	if err := c.cluster.EnsureTopic(ctx, OffsetsTopic, c.cfg.Partitions, rf, offsetsTopicConfigs); err != nil {
+	if _, err := c.EnsureOffsetsTopic(ctx); err != nil {
 		return Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, OffsetsTopic, err)
 	}
 	if b, ok = c.cluster.PartitionLeader(OffsetsTopic, p); !ok {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -593,17 +592,6 @@ func (sh *shard) expired(now int64) []string {
 	return out
 }
 
-// stateTopicConfigs are the configs of __transaction_state for rf
-// replicas and min.insync.replicas minISR (at most rf).
-func stateTopicConfigs(rf, minISR int16) map[string]string {
-	return map[string]string{
-		"cleanup.policy":      "compact",
-		"compression.type":    "uncompressed",
-		"segment.bytes":       "104857600",
-		"min.insync.replicas": strconv.Itoa(int(min(rf, minISR))),
-	}
-}
-
 // FindCoordinator is the broker leading id's state partition, creating
 // __transaction_state on first use (FindCoordinator key type 1).
 func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Broker, error) {
@@ -614,11 +602,8 @@ func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Bro
 	if b, ok := c.cluster.PartitionLeader(StateTopic, p); ok {
 		return b, nil
 	}
-	rf := c.cfg.ReplicationFactor
-	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
-		rf = int16(live)
-	}
-	if err := c.cluster.EnsureTopic(ctx, StateTopic, c.cfg.Partitions, rf, stateTopicConfigs(rf, c.cfg.MinISR)); err != nil {
+	shape := c.StateTopicShape()
+	if err := c.cluster.EnsureTopic(ctx, StateTopic, shape.Partitions, shape.ReplicationFactor, shape.Configs); err != nil {
 		return group.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, StateTopic, err)
 	}
 	b, ok := c.cluster.PartitionLeader(StateTopic, p)
