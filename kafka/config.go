@@ -56,6 +56,14 @@ type ServerConfig struct {
 	// and every connection closed because its session expired (metrics).
 	// Optional.
 	AuthObserver AuthObserver `yaml:"-"`
+	// Connections, when set, limits the connections the server accepts
+	// (max.connections, max.connections.per.ip and its overrides); a
+	// connection over a limit is closed at accept with a rate-limited log
+	// line. Nil: no limit.
+	Connections *ConnectionLimits `yaml:"-"`
+	// ConnObserver, when set, is told of every connection opened, closed
+	// and refused (metrics). Optional.
+	ConnObserver ConnObserver `yaml:"-"`
 	// RequestQuota, when set, is told each request's handler time and may
 	// throttle the client for it (request_percentage, KIP-124). Optional.
 	RequestQuota RequestQuota `yaml:"-"`
@@ -178,6 +186,16 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.ReadAhead < 1 {
 		return fmt.Errorf("kafka: read.ahead %d is below 1", c.ReadAhead)
+	}
+	if l := c.Connections; l != nil {
+		if l.MaxConnections < 0 || l.MaxConnectionsPerIP < 0 {
+			return fmt.Errorf("kafka: max.connections %d and max.connections.per.ip %d must not be negative", l.MaxConnections, l.MaxConnectionsPerIP)
+		}
+		for a, n := range l.MaxConnectionsPerIPOverrides {
+			if n < 0 {
+				return fmt.Errorf("kafka: max.connections.per.ip.overrides: %s:%d is negative", a, n)
+			}
+		}
 	}
 	if c.SlowRequestThreshold < 0 {
 		return fmt.Errorf("kafka: request.log.slow.threshold %v is negative", c.SlowRequestThreshold)

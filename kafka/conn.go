@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type conn struct {
 	// one request in the node. Cleared by the dispatcher when the
 	// authentication succeeds, before its reply goes to the writer.
 	preauth atomic.Bool
+	// addr is the client address the connection counts against in
+	// ServerConfig.Connections, when hasAddr. Set before serve, then
+	// read-only.
+	addr    netip.Addr
+	hasAddr bool
 }
 
 // item is one request on its way through the connection.

@@ -35,6 +35,11 @@ type Listener struct {
 	// rule maps fails the connection (Kafka fails its authentication).
 	// Nil is Kafka's DEFAULT, the subject as it is.
 	PrincipalMapper *SSLPrincipalMapper
+	// InterBroker marks the listener the other nodes dial
+	// (inter.broker.listener.name): its connections are counted against
+	// ServerConfig.Connections.MaxConnections but never refused by it, as
+	// Kafka keeps replication possible at the limit.
+	InterBroker bool
 }
 
 // handshake runs the TLS handshake of a TLS listener's connection within

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ type Server struct {
 	stageObserver StageObserver // cfg.Observer when it implements StageObserver
 	slow          *slowLog      // nil when cfg.SlowRequestThreshold is zero
 	handshakeLog  slowLog       // rate limit of the failed-handshake log lines
+	limitLog      slowLog       // rate limit of the refused-connection log lines
 	timed         bool
 
 	nextConnID atomic.Uint64
@@ -47,6 +49,10 @@ type Server struct {
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
 		closed    bool // set once by Shutdown; no listener or connection is added after
+		// The connections counted against cfg.Connections: all of
+		// them, and by client address.
+		total int
+		perIP map[netip.Addr]int
 	}
 }
 
@@ -64,6 +70,7 @@ func NewServer(cfg ServerConfig, reg *Registry, log *slog.Logger) *Server {
 	s.timed = s.cfg.Observer != nil || s.slow != nil
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.perIP = make(map[netip.Addr]int)
 	return s
 }
 
@@ -123,18 +130,29 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 }
 
 // startConn registers nc and starts its goroutines, or closes it when the
-// server is shutting down.
+// server is shutting down or the connection is over a limit
+// (cfg.Connections).
 func (s *Server) startConn(nc net.Conn, l *Listener) {
-	c := newConn(s, nc, s.nextConnID.Add(1), l)
+	addr, hasAddr := connAddr(nc)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		nc.Close()
 		return
 	}
+	if reason, err := s.admitLocked(l, addr, hasAddr); err != nil {
+		s.mu.Unlock()
+		s.refuse(nc, l, reason, err)
+		return
+	}
+	c := newConn(s, nc, s.nextConnID.Add(1), l)
+	c.addr, c.hasAddr = addr, hasAddr
 	s.mu.conns[c] = struct{}{}
 	s.conns.Add(1)
 	s.mu.Unlock()
+	if o := s.cfg.ConnObserver; o != nil {
+		o.ObserveConnectionOpened(l.Name)
+	}
 	go func() {
 		defer s.conns.Done()
 		defer s.untrackConn(c)
@@ -195,8 +213,12 @@ func (s *Server) untrackListener(ln net.Listener) {
 
 func (s *Server) untrackConn(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.mu.conns, c)
+	s.releaseLocked(c)
+	s.mu.Unlock()
+	if o := s.cfg.ConnObserver; o != nil {
+		o.ObserveConnectionClosed(c.info.Listener)
+	}
 }
 
 // slowLogBurst is how many slow-request lines one Server logs per second at
