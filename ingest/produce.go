@@ -179,6 +179,10 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				prp.ErrorMessage = &msg
 				if kafkaerr.Table.Unexpected(err) {
 					h.log.Error("request failed", "api", "Produce", "topic", t.Topic, "partition", p.Partition, "err", err)
+				} else if prp.ErrorCode == kerr.RecordListTooLarge.Code {
+					// The producer's batch size and the topic's segment.bytes
+					// disagree: only an operator can reconcile them.
+					h.log.Warn("produce refused: a record batch larger than segment.bytes", "topic", t.Topic, "partition", p.Partition, "err", err)
 				} else {
 					h.log.Debug("produce rejected", "topic", t.Topic, "partition", p.Partition, "err", err)
 				}

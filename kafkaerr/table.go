@@ -32,7 +32,9 @@ var Table = kafka.NewErrorTable(
 	kafka.Translation{Err: batch.ErrCorrupt, Kafka: kerr.CorruptMessage},
 	kafka.Translation{Err: batch.ErrMagic, Kafka: kerr.CorruptMessage},
 	kafka.Translation{Err: batch.ErrTooLarge, Kafka: kerr.MessageTooLarge},
-	kafka.Translation{Err: segment.ErrTooLarge, Kafka: kerr.MessageTooLarge},
+	// A batch larger than segment.bytes: Kafka's RecordBatchTooLargeException
+	// (UnifiedLog.append), RECORD_LIST_TOO_LARGE.
+	kafka.Translation{Err: segment.ErrTooLarge, Kafka: kerr.RecordListTooLarge},
 	kafka.Translation{Err: batch.ErrRecordCount, Kafka: kerr.InvalidRecord},
 	kafka.Translation{Err: batch.ErrInvalidRecord, Kafka: kerr.InvalidRecord},
 	kafka.Translation{Err: batch.ErrCodec, Kafka: kerr.InvalidRecord},

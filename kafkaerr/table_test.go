@@ -27,7 +27,7 @@ func TestTable(t *testing.T) {
 		{nil, nil, false},
 		{batch.ErrCRC, kerr.CorruptMessage, true},
 		{batch.ErrTooLarge, kerr.MessageTooLarge, false},
-		{segment.ErrTooLarge, kerr.MessageTooLarge, false},
+		{segment.ErrTooLarge, kerr.RecordListTooLarge, false},
 		{batch.ErrCodec, kerr.InvalidRecord, false},
 		{partition.ErrInvalidTimestamp, kerr.InvalidTimestamp, false},
 		{partition.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber, false},

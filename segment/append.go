@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -105,7 +106,8 @@ func (l *Log) checkBatches(b []byte, fn func(b []byte, h batch.Header) error) (i
 			return n, fmt.Errorf("%w: batch of %d bytes, %d left", batch.ErrCorrupt, size, len(b))
 		}
 		if int64(size) > l.cfg.SegmentBytes {
-			return n, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrTooLarge, size, l.cfg.SegmentBytes)
+			return n, fmt.Errorf("%w: the record batch is %d bytes in append to partition %s, more than segment.bytes %d: a batch must fit in one segment (raise segment.bytes or lower the producer's batch size)",
+				ErrTooLarge, size, filepath.Base(l.dir), l.cfg.SegmentBytes)
 		}
 		if err := fn(b[:size], h); err != nil {
 			return n, err

@@ -17,8 +17,8 @@ var (
 	ErrCorruption = errors.New("segment: corrupt log data")
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("segment: invalid config")
-	// ErrTooLarge: a single batch does not fit in a segment or an index
-	// position.
+	// ErrTooLarge: a single batch is larger than segment.bytes, so it
+	// cannot fit in one segment (Kafka's RecordBatchTooLargeException).
 	ErrTooLarge = errors.New("segment: batch too large for a segment")
 	// ErrSyncFailed: an fsync of the log failed (a flush, or the background
 	// fsync of a rolled segment). It is sticky: Flush, Close, every later
