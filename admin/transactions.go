@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"context"
+
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/txn"
 )
@@ -69,4 +71,10 @@ type txnCluster struct{ groupCluster }
 func (tc txnCluster) Partitions(topic string) (int32, bool) {
 	t, ok := tc.h.store.Topic(topic)
 	return t.Partitions, ok
+}
+
+// EnsureOffsetsTopic implements txn.Cluster with the group coordinator's
+// own creation of __consumer_offsets.
+func (tc txnCluster) EnsureOffsetsTopic(ctx context.Context) (int32, error) {
+	return tc.h.groups.EnsureOffsetsTopic(ctx)
 }

@@ -10,7 +10,11 @@ package txn
 //     versions.  v4 (KIP-890 part 2): as v3, from a transactions v2
 //     client (which usually leaves the add to TxnOffsetCommit v5).
 //
-// Errors as AddPartitionsToTxn's.
+// The group's __consumer_offsets partition is PartitionFor(group,
+// offsets.topic.num.partitions), the group coordinator's own; the topic is
+// created as on FindCoordinator when it does not exist yet (a node where
+// no group was ever used), COORDINATOR_NOT_AVAILABLE when that fails.
+// Other errors as AddPartitionsToTxn's.
 //
 // With an authorizer it needs Write on the transactional id
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Read on the group
@@ -43,10 +47,11 @@ func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Requ
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
-		n, ok := c.cluster.Partitions(group.OffsetsTopic)
-		if !ok {
-			// The group's coordinator creates the offsets topic; the
-			// client retries once it found it.
+		// The offsets topic comes into being here as on FindCoordinator: a
+		// transaction may send offsets before any group was ever used.
+		n, err := c.cluster.EnsureOffsetsTopic(ctx)
+		if err != nil {
+			c.log.Warn("AddOffsetsToTxn: no offsets topic", "transactional_id", r.TransactionalID, "group", r.Group, "err", err)
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp, nil
 		}

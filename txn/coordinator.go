@@ -104,6 +104,11 @@ type Cluster interface {
 	// Partitions is the number of partitions of topic, false when the
 	// topic does not exist.
 	Partitions(topic string) (int32, bool)
+	// EnsureOffsetsTopic creates __consumer_offsets as the group
+	// coordinator's FindCoordinator does unless it exists, and returns the
+	// partition count the group coordinator maps groups with
+	// (offsets.topic.num.partitions).
+	EnsureOffsetsTopic(ctx context.Context) (int32, error)
 }
 
 // ProducerIDs hands out cluster-unique producer ids.

@@ -1,0 +1,80 @@
+package compat
+
+import (
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// TestConfluentSendOffsetsOnAFreshNode is issue 22 item 5: on a node where
+// no consumer group was ever used, librdkafka's transactional producer
+// sends offsets to its transaction (AddOffsetsToTxn, then TxnOffsetCommit)
+// and commits them. Before the fix AddOffsetsToTxn answered
+// COORDINATOR_NOT_AVAILABLE until something else made __consumer_offsets,
+// so SendOffsetsToTransaction failed ("Failed to add offsets to
+// transaction on broker TxnCoordinator/0: Broker: Coordinator not
+// available" once its context ended). Now AddOffsetsToTxn makes the topic
+// as FindCoordinator does, and the group's committed offset is the one
+// sent.
+func TestConfluentSendOffsetsOnAFreshNode(t *testing.T) {
+	const topic, grp = "confluent-send-offsets", "confluent-send-offsets-g"
+	n := testnode.Start(t, t.TempDir())
+	createTopic(t, n.KafkaAddr(), topic, 1)
+
+	p, err := kafka.NewProducer(with(confluentConfig(n.KafkaAddr()),
+		"transactional.id", "compat-send-offsets", "acks", "all", "transaction.timeout.ms", 60000))
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	defer p.Close()
+	ctx := proctest.Context(t, 2*time.Minute)
+	if err := p.InitTransactions(ctx); err != nil {
+		t.Fatalf("InitTransactions: %v", err)
+	}
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatalf("BeginTransaction: %v", err)
+	}
+	reports := make(chan kafka.Event, 1)
+	if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: ptr(topic), Partition: 0}, Value: []byte("v")}, reports); err != nil {
+		t.Fatalf("Produce: %v", err)
+	}
+	select {
+	case ev := <-reports:
+		if m, ok := ev.(*kafka.Message); !ok || m.TopicPartition.Error != nil {
+			t.Fatalf("delivery report %v", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("delivery report: deadline")
+	}
+	meta, err := kafka.NewTestConsumerGroupMetadata(grp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendCtx := proctest.Context(t, 40*time.Second)
+	offsets := []kafka.TopicPartition{{Topic: ptr(topic), Partition: 0, Offset: 5}}
+	if err := p.SendOffsetsToTransaction(sendCtx, offsets, meta); err != nil {
+		t.Fatalf("SendOffsetsToTransaction on a node where no group was used: %v", err)
+	}
+	if err := p.CommitTransaction(ctx); err != nil {
+		t.Fatalf("CommitTransaction: %v", err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, grp)
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("FetchOffsets: %v %v", err, resp.Error())
+	}
+	if o, ok := resp.Lookup(topic, 0); !ok || o.At != 5 {
+		t.Fatalf("%s committed %+v (found %v), want offset 5", grp, o, ok)
+	}
+}
