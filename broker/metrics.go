@@ -19,6 +19,7 @@ import (
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
 )
 
 // MetricsPath is the admin HTTP path of the Prometheus exposition.
@@ -148,6 +149,8 @@ func (n *Node) bucketSink() objstore.MetricsSink {
 // tolerates a node that is still starting (nil parts are skipped).
 func (n *Node) metricsState() metrics.NodeState {
 	var st metrics.NodeState
+	rec := segment.Recovery()
+	st.LogRecovery = metrics.LogRecoveryCounters{Bytes: rec.Bytes, Segments: rec.Segments}
 	if n.natsMon != nil {
 		s := n.natsMon.Stats()
 		st.NATS = &metrics.NATSCounters{Disconnects: s.Disconnects, Reconnects: s.Reconnects,

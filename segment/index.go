@@ -152,3 +152,15 @@ func (x *mmapIndex) close(trim bool) error {
 	}
 	return err
 }
+
+// dropEntries forgets every entry without reading or zeroing the file.
+// Recovery uses it before rebuilding an index from the log: after an
+// unclean stop an active segment's index is preallocated to
+// segment.index.bytes, and clearing it would touch every page (issue 23:
+// 20 GB of file pages for 1,000 partitions). The rebuilt entries overwrite
+// the head; what lies past n is never read (readers stop at n) and is cut
+// when the file is trimmed: at a roll, at Close, or when the loader trims a
+// segment that is not active. Until then the segment lies at or above the
+// recovery point, so a crash recovers it again rather than trusting the
+// file.
+func (x *mmapIndex) dropEntries() { x.n = 0 }

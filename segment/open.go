@@ -288,6 +288,7 @@ func (l *Log) rebuildEpochs() error {
 	for _, s := range l.mu.segments {
 		for pos := int64(0); pos < s.size; {
 			h, err := s.readHeader(pos, s.size, &buf)
+			recoveryRead.bytes.Add(batchHeaderSize)
 			if err != nil {
 				return err
 			}
@@ -315,6 +316,7 @@ func (l *Log) removeSegmentFiles(bases []int64) {
 // closed.
 // REQUIRES: writer lock and l.mu held.
 func (l *Log) checkTrusted(s *segment) error {
+	recoveryRead.bytes.Add(int64(s.idx.n*s.idx.entrySize + s.tidx.n*s.tidx.entrySize))
 	if err := s.idx.sanityCheck(s.size); err != nil {
 		return err
 	}
@@ -326,6 +328,7 @@ func (l *Log) checkTrusted(s *segment) error {
 	var buf [batchHeaderSize]byte
 	if s.size > 0 {
 		h, err := s.readHeader(0, s.size, &buf)
+		recoveryRead.bytes.Add(batchHeaderSize)
 		if err != nil {
 			return err
 		}
@@ -337,6 +340,7 @@ func (l *Log) checkTrusted(s *segment) error {
 	first := true
 	for p := pos; p < s.size; {
 		h, err := s.readHeader(p, s.size, &buf)
+		recoveryRead.bytes.Add(batchHeaderSize)
 		if err != nil {
 			return err
 		}
@@ -369,9 +373,10 @@ func (l *Log) checkTrusted(s *segment) error {
 // REQUIRES: writer lock and l.mu held.
 func (l *Log) recoverSegment(s *segment, last bool) (truncated bool, err error) {
 	l.w.scans++
+	recoveryRead.segments.Add(1)
 	fileSize := s.size
-	s.idx.reset()
-	s.tidx.reset()
+	s.idx.dropEntries()
+	s.tidx.dropEntries()
 	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
 		return false, err
 	}
@@ -406,6 +411,7 @@ func (l *Log) recoverSegment(s *segment, last bool) (truncated bool, err error) 
 			reason = err
 			break
 		}
+		recoveryRead.bytes.Add(batchHeaderSize + int64(len(data)))
 		if err := batch.VerifyCRC(data); err != nil {
 			reason = err
 			break

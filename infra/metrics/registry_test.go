@@ -123,7 +123,8 @@ func TestStateSeries(t *testing.T) {
 		Tiering:      &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
 		ColdRead:     &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048},
 		Transactions: &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1},
-		NATS:         &NATSCounters{Disconnects: 4, Reconnects: 3, AsyncErrors: 6, WatchRestarts: 2}}
+		NATS:         &NATSCounters{Disconnects: 4, Reconnects: 3, AsyncErrors: 6, WatchRestarts: 2},
+		LogRecovery:  LogRecoveryCounters{Bytes: 123456, Segments: 5}}
 	r := New(func() NodeState { return st })
 	f := scrape(t, r.Handler())
 	want(t, f, 1, "kafka_controller_kafkacontroller_active_controller_count")
@@ -148,6 +149,8 @@ func TestStateSeries(t *testing.T) {
 	want(t, f, 3, "shale_nats_reconnects_total")
 	want(t, f, 6, "shale_nats_async_errors_total")
 	want(t, f, 2, "shale_controlplane_watch_restarts_total")
+	want(t, f, 123456, "shale_log_recovery_bytes_total")
+	want(t, f, 5, "shale_log_recovery_segments_total")
 
 	// Without a cold tier the tiering series are absent, not zero.
 	st = NodeState{}

@@ -27,6 +27,19 @@ type NodeState struct {
 	// NATS is the control-plane connection's counters; nil before it is
 	// made.
 	NATS *NATSCounters
+	// LogRecovery is what opening the local logs read since the process
+	// started (segment.Recovery).
+	LogRecovery LogRecoveryCounters
+}
+
+// LogRecoveryCounters are the totals of opening local partition logs.
+type LogRecoveryCounters struct {
+	// Bytes of segment files read (or overwritten) to check or recover
+	// the logs: what the logs hold past their recovery points, not their
+	// preallocated indexes.
+	Bytes int64
+	// Segments re-read batch by batch (after an unclean stop).
+	Segments int64
 }
 
 // NATSCounters are the node's NATS connection totals since it started.
@@ -156,6 +169,11 @@ var (
 		"Asynchronous errors of the node's NATS client: a consumer's missed heartbeats, a slow consumer, a permission violation.")
 	descWatchRestarts = desc("shale_controlplane_watch_restarts_total",
 		"Control-plane bucket watches re-established after their subscription ended or stalled.")
+
+	descRecoveryBytes = desc("shale_log_recovery_bytes_total",
+		"Bytes of segment files read to check or recover the local logs when they were opened (batches re-read after an unclean stop, index entries and batch headers checked).")
+	descRecoverySegments = desc("shale_log_recovery_segments_total",
+		"Segments re-read batch by batch when the local logs were opened (after an unclean stop or a failed check).")
 )
 
 var allStateDescs = []*prometheus.Desc{
@@ -166,6 +184,7 @@ var allStateDescs = []*prometheus.Desc{
 	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
 	descTxnOpen, descTxnOldest, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 	descNATSDisconnects, descNATSReconnects, descNATSAsyncErrors, descWatchRestarts,
+	descRecoveryBytes, descRecoverySegments,
 }
 
 // stateCollector turns a NodeState read at scrape time into series.
@@ -236,6 +255,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descNATSAsyncErrors, float64(x.AsyncErrors))
 		counter(descWatchRestarts, float64(x.WatchRestarts))
 	}
+	counter(descRecoveryBytes, float64(st.LogRecovery.Bytes))
+	counter(descRecoverySegments, float64(st.LogRecovery.Segments))
 }
 
 func boolValue(b bool) float64 {

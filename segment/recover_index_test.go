@@ -1,0 +1,207 @@
+package segment
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTornIndexRecovery damages the indexes of the golden log the ways a
+// crash or a preallocated file leaves them, reopens it, and checks that
+// every lookup gives the golden answer (testdata/index_lookups.txt) and
+// that a clean close leaves the golden files again: a torn index may cost a
+// rescan, never a wrong answer.
+func TestTornIndexRecovery(t *testing.T) {
+	active, rolled := fileName(12, indexSuffix), fileName(0, indexSuffix)
+	activeT, rolledT := fileName(12, timeIndexSuffix), fileName(0, timeIndexSuffix)
+	unclean := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.Remove(filepath.Join(dir, cleanShutdownFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		harm func(t *testing.T, dir string)
+		// fewer: the case may keep fewer index entries than the golden
+		// log (a trusted index that lost its last entry is still right).
+		fewer bool
+	}{
+		{"zero tail, unclean (a killed process's preallocated active indexes)", func(t *testing.T, dir string) {
+			unclean(t, dir)
+			extend(t, dir, active, 1<<20)
+			extend(t, dir, activeT, 1<<20)
+		}, false},
+		{"zero tail, clean marker", func(t *testing.T, dir string) {
+			extend(t, dir, active, 4096)
+			extend(t, dir, activeT, 4096)
+		}, false},
+		{"stale entries past the end, unclean", func(t *testing.T, dir string) {
+			unclean(t, dir)
+			// Entries a longer history left: larger offsets and positions
+			// that a reader must never see.
+			stale := bytes.Repeat([]byte{0, 0, 0, 9, 0, 0, 1, 0}, 100)
+			appendTo(t, dir, active, stale)
+			appendTo(t, dir, activeT, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9}, 100))
+		}, false},
+		{"torn last entry, clean marker", func(t *testing.T, dir string) {
+			cut(t, dir, active, 3)
+			cut(t, dir, activeT, 5)
+		}, true},
+		{"zeroed entries, clean marker", func(t *testing.T, dir string) {
+			zero(t, dir, active)
+			zero(t, dir, rolledT)
+		}, false},
+		{"rolled segment's trim lost, recovery point below it", func(t *testing.T, dir string) {
+			unclean(t, dir)
+			if err := os.Remove(filepath.Join(dir, recoveryPointFile)); err != nil {
+				t.Fatal(err)
+			}
+			extend(t, dir, rolled, 1<<20)
+			extend(t, dir, rolledT, 1<<20)
+			extend(t, dir, active, 1<<20)
+		}, false},
+		{"garbage index, unclean", func(t *testing.T, dir string) {
+			unclean(t, dir)
+			garbage := bytes.Repeat([]byte{0x7f, 3, 0, 1, 0, 0, 0, 40}, 64)
+			if err := os.WriteFile(filepath.Join(dir, active), garbage, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "index_lookups.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "golden")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeGoldenLog(t, dir)
+			c.harm(t, dir)
+			cfg := testConfig(newFakeClock())
+			cfg.IndexIntervalBytes = 100 // as writeGoldenLog: a rebuild gives its entries
+			l := openLog(t, dir, cfg)
+			got := indexLookups(t, l)
+			if c.fewer {
+				got, want := answers(got), answers(string(want))
+				if got != want {
+					t.Fatalf("lookups differ:\n%s\nwant\n%s", got, want)
+				}
+				l.Close()
+				return
+			}
+			if got != string(want) {
+				t.Fatalf("lookups differ:\n%s\nwant\n%s", got, want)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []string{rolled, rolledT, active, activeT} {
+				got, _ := os.ReadFile(filepath.Join(dir, n))
+				w, _ := os.ReadFile(filepath.Join(golden, n))
+				if !bytes.Equal(got, w) {
+					t.Errorf("%s after a clean close:\n got  %x\n want %x", n, got, w)
+				}
+			}
+		})
+	}
+}
+
+// TestUncleanRecoveryReadsWhatTheLogHolds crashes a log whose active
+// segment's indexes are preallocated to 4 MiB each and checks from the
+// recovery counter that reopening read about what the log holds, not the
+// preallocated indexes (issue 23: every page of them was touched).
+func TestUncleanRecoveryReadsWhatTheLogHolds(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(newFakeClock())
+	cfg.SegmentIndexBytes = 4 << 20
+	cfg.IndexIntervalBytes = 1000
+	l := openLog(t, dir, cfg)
+	writeLog(t, l, 40)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	writeLog(t, l, 40)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	size, leo := l.Size(), l.LogEndOffset()
+	l.closeForCrashTest()
+	if st, err := os.Stat(filepath.Join(dir, fileName(120, indexSuffix))); err != nil || st.Size() != 4<<20 {
+		t.Fatalf("the active index is not preallocated: %v %v", st, err)
+	}
+
+	before := Recovery()
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	after := Recovery()
+	if l.LogEndOffset() != leo || l.Size() != size {
+		t.Fatalf("recovered LEO %d size %d, want %d %d", l.LogEndOffset(), l.Size(), leo, size)
+	}
+	read := after.Bytes - before.Bytes
+	// The active segment is re-read whole; the rolled one, below the
+	// recovery point, costs its index entries and a few headers.
+	if active := size / 2; read < active || read > size+8<<10 {
+		t.Fatalf("recovery read %d bytes; the log holds %d (active segment %d), its indexes are preallocated to %d",
+			read, size, active, cfg.SegmentIndexBytes)
+	}
+	if after.Segments-before.Segments != 1 {
+		t.Fatalf("%d segments re-read, want the active one", after.Segments-before.Segments)
+	}
+	decodeBatches(t, readAll(t, l, 0))
+}
+
+// answers keeps, of indexLookups' lines, the offset, its segment and its
+// batch position: what a reader gets, whichever index entry led there.
+func answers(lookups string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(lookups), "\n") {
+		off, rest, _ := strings.Cut(line, " -> ")
+		seg, rest, _ := strings.Cut(rest, ", ")
+		_, pos, _ := strings.Cut(rest, "), ")
+		out = append(out, off+" "+seg+" "+pos)
+	}
+	return strings.Join(out, "\n")
+}
+
+func extend(t *testing.T, dir, name string, size int64) {
+	t.Helper()
+	if err := os.Truncate(filepath.Join(dir, name), size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cut(t *testing.T, dir, name string, n int64) {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(dir, name))
+	if err != nil || st.Size() < n {
+		t.Fatalf("%s: %v %v", name, st, err)
+	}
+	extend(t, dir, name, st.Size()-n)
+}
+
+func zero(t *testing.T, dir, name string) {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(dir, name))
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("%s: %v %v", name, st, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), make([]byte, st.Size()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendTo(t *testing.T, dir, name string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
