@@ -22,7 +22,9 @@ var errStop = errors.New("sdk: replay stopped")
 // Bounds resolve per partition when Replay starts: AtOffset(o) is offset o,
 // AtTime(t) the first record at or after t (so records before t only, when
 // it is to), Start the log start, End the high watermark. Records appended
-// after Replay starts are not read, so Replay always ends. It returns nil
+// after Replay starts are not read, so Replay always ends: a partition is
+// done when its fetch position reaches its bound, transaction markers and
+// (under read_committed) aborted records included, which fn never sees. It returns nil
 // once every partition reached its bound, fn's error if fn fails (no more
 // calls), or ctx's. The caller owns each record.
 //
@@ -91,7 +93,11 @@ func replay(ctx context.Context, cfg config, adm *kadm.Client, topic string, fro
 	for p, r := range ranges {
 		parts[p] = kgo.NewOffset().At(r.from)
 	}
-	o := append(cfg.clientOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	// Control records (transaction markers) come back so that a partition
+	// is done when its fetch position reaches its bound, which may lie past
+	// its last data record (a COMMIT or ABORT marker, aborted records under
+	// read_committed); fn never sees them.
+	o := append(cfg.clientOpts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}), kgo.KeepControlRecords())
 	cl, err := kgo.NewClient(append(o, cfg.extra...)...)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
@@ -112,13 +118,15 @@ func replay(ctx context.Context, cfg config, adm *kadm.Client, topic string, fro
 		var done []int32
 		for _, r := range fs.Records() {
 			rg, ok := ranges[r.Partition]
-			if !ok || r.Offset >= rg.to {
+			if !ok {
 				continue
 			}
-			if err := fn(r); err != nil {
-				return err
+			if r.Offset < rg.to && !r.Attrs.IsControl() {
+				if err := fn(r); err != nil {
+					return err
+				}
 			}
-			if r.Offset+1 >= rg.to {
+			if r.Offset+1 >= rg.to { // the position reached the bound
 				delete(ranges, r.Partition)
 				done = append(done, r.Partition)
 			}

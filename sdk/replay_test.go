@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/sdk"
 )
@@ -149,5 +152,94 @@ func TestReplayPartitions(t *testing.T) {
 	}
 	if count != 180 {
 		t.Fatalf("replayed %d records, want 180", count)
+	}
+}
+
+// TestReplayTransactionalTopic: Replay ends on partitions whose bound lies
+// past their last data record: one ending in a COMMIT marker, one ending in
+// an ABORT marker after aborted records, one empty; read_uncommitted (the
+// default, aborted records come back) and read_committed (they do not, and
+// a bound inside the aborted records is passed by the marker after them).
+// Replay judged a partition done by the records it handed to fn, so it
+// never ended on a transactional topic (issue 22 item 8).
+func TestReplayTransactionalTopic(t *testing.T) {
+	a := newAdmin(t)
+	ctx := ctxT(t, 60*time.Second)
+	createTopic(t, a, "replay-txn", 3, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.TransactionalID("replay-txn"), kgo.DefaultProduceTopic("replay-txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	inTxn := func(partition int32, n int, end kgo.TransactionEndTry) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		rs := make([]*kgo.Record, n)
+		for i := range rs {
+			rs[i] = &kgo.Record{Partition: partition, Value: fmt.Appendf(nil, "p%d-%d", partition, i)}
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inTxn(0, 10, kgo.TryCommit) // 0..9, COMMIT at 10
+	inTxn(1, 5, kgo.TryCommit)  // 0..4, COMMIT at 5
+	inTxn(1, 4, kgo.TryAbort)   // 6..9 aborted, ABORT at 10
+	// The coordinator writes the markers after EndTxn answers.
+	want := map[int32]sdk.OffsetRange{0: {End: 11}, 1: {End: 11}, 2: {}}
+	for {
+		got, err := a.PartitionOffsets(ctx, "replay-txn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maps.Equal(got, want) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("partition offsets %v, want %v", got, want)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	for _, c := range []struct {
+		name      string
+		committed bool
+		to        sdk.Position
+		want      int
+	}{
+		{"read_uncommitted to the end", false, sdk.End(), 19},
+		{"read_committed to the end", true, sdk.End(), 15},
+		{"read_committed to inside the aborted records", true, sdk.AtOffset(8), 13},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var opts []sdk.Option
+			if c.committed {
+				opts = append(opts, sdk.WithKgoOptions(kgo.FetchIsolationLevel(kgo.ReadCommitted())))
+			}
+			cons := newConsumer(t, append(opts, sdk.WithTopics("replay-txn"))...)
+			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			n := 0
+			err := cons.Replay(rctx, "replay-txn", sdk.Start(), c.to, func(r *sdk.Record) error {
+				if r.Attrs.IsControl() {
+					return fmt.Errorf("a transaction marker at %d@%d", r.Partition, r.Offset)
+				}
+				n++
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("replay after %d records: %v", n, err)
+			}
+			if n != c.want {
+				t.Fatalf("replayed %d records, want %d", n, c.want)
+			}
+		})
 	}
 }
