@@ -33,7 +33,11 @@ package ingest
 // partitions are TOPIC_AUTHORIZATION_FAILED; a transactional produce also
 // needs Write on its transactional id, else every partition is
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka 3's rules: an idempotent
-// producer's IdempotentWrite is checked at InitProducerId only).
+// producer's IdempotentWrite is checked at InitProducerId only). A request
+// with a transactional batch and no transactional id (null or empty) is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED with or without an authorizer, as
+// in Kafka: nothing could verify the batch with a coordinator, and it
+// would open a transaction that no coordinator ends.
 //
 // acks=0 writes no response (later responses keep their order), acks=1
 // answers after the local append, acks=all (-1) appends in the handler and
@@ -137,8 +141,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 	acks := r.Acks
 	validAcks := acks == 0 || acks == 1 || acks == -1
 	var pending []pendingAck
-	txnDenied := r.TransactionID != nil && *r.TransactionID != "" &&
-		!h.authz.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionID))
+	txnDenied := h.refuseTransactional(req, r)
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -240,6 +243,31 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 		}
 		return resp, nil
 	}}, nil
+}
+
+// refuseTransactional reports whether every partition of r is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: its transactional id lacks Write,
+// or it carries a transactional batch without a transactional id. Kafka
+// refuses the latter even with no authorizer: such a batch would open a
+// transaction in the partition that no coordinator knows, which nothing
+// ends (the last stable offset stays there), or, with another producer's
+// id at a higher epoch, fence that producer's markers.
+func (h *produceHandler) refuseTransactional(req *kafka.Request, r *kmsg.ProduceRequest) bool {
+	if r.TransactionID != nil && *r.TransactionID != "" {
+		return !h.authz.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionID))
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			// One batch per partition: the log refuses more (ErrOneBatch).
+			if hd, err := batch.ParseHeader(p.Records); err == nil && hd.Transactional() {
+				h.log.Info("produce refused: a transactional batch without a transactional id", "client_id", req.ClientID,
+					"principal", req.Conn.Principal, "topic", t.Topic, "partition", p.Partition, "producer_id", hd.ProducerID,
+					"producer_epoch", hd.ProducerEpoch)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recordQuota counts the request's record bytes against its producer's

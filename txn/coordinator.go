@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
@@ -402,6 +403,25 @@ func (c *Coordinator) startCompletion(sh *shard, m *txnMeta) {
 	c.goTracked(func() { c.complete(sh, m) })
 }
 
+// markerRefusedForGood reports whether a partition's answer to a marker
+// means no retry can succeed, as Kafka's
+// TransactionMarkerRequestCompletionHandler judges it:
+// INVALID_PRODUCER_EPOCH (the partition holds a newer epoch of the
+// producer than the marker's) or TRANSACTION_COORDINATOR_FENCED (a
+// coordinator of a newer epoch wrote a marker for the producer there).
+// Kafka then stops sending the transaction's markers and leaves its
+// state alone; Shale gives up only that partition and completes the
+// transaction, whose Complete record the state partition's leadership
+// fences: a stale coordinator cannot write it, and a current one must,
+// or the id answers CONCURRENT_TRANSACTIONS forever.
+func markerRefusedForGood(err error) bool {
+	switch ErrorCode(err) {
+	case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
+		return true
+	}
+	return false
+}
+
 // markerBackoff bounds the pause between two rounds of marker writes.
 const markerBackoff = time.Second
 
@@ -412,7 +432,10 @@ const loadCheckInterval = time.Second
 // complete writes m's markers to every partition of its transaction,
 // retrying those that fail until each has one or the shard is unloaded
 // (the next coordinator resumes from the Prepare state it loads), then
-// writes the Complete state.
+// writes the Complete state. A partition that no longer exists, or that
+// refuses the marker for good (markerRefusedForGood), is given up, as
+// Kafka's marker sender gives it up: retrying it would hold the id in its
+// Prepare state forever.
 func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 	mk := Markers{ProducerID: m.producerID, ProducerEpoch: m.epoch, Commit: m.state == kmsg.TransactionStatePrepareCommit,
 		CoordinatorEpoch: sh.epoch, Partitions: m.sortedPartitions()}
@@ -426,6 +449,10 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 			case !failed || err == nil:
 			case !c.partitionExists(tp):
 				c.log.Warn("dropping the marker of a partition that no longer exists", "transactional_id", m.id, "topic", tp.Topic, "partition", tp.Partition)
+			case markerRefusedForGood(err):
+				c.log.Warn("dropping a transaction marker the partition refuses for good", "transactional_id", m.id,
+					"topic", tp.Topic, "partition", tp.Partition, "producer_id", m.producerID, "producer_epoch", m.epoch,
+					"coordinator_epoch", sh.epoch, "err", err)
 			default:
 				left = append(left, tp)
 			}

@@ -34,7 +34,8 @@ type Verifier struct {
 
 // VerifyTxn implements ingest.TxnVerifier: nil when the partition is in
 // the transaction; the coordinator's answer (INVALID_TXN_STATE,
-// PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING) otherwise; and
+// INVALID_PRODUCER_ID_MAPPING, and INVALID_PRODUCER_EPOCH for its
+// PRODUCER_FENCED, as Kafka's leader answers it) otherwise; and
 // NOT_ENOUGH_REPLICAS, which producers retry, when the coordinator cannot
 // answer now, as Kafka's leader answers then. With add (transactions v2,
 // KIP-890 part 2: a Produce v12 or TxnOffsetCommit v5) it asks the
@@ -126,6 +127,13 @@ func (v Verifier) verifyOnce(ctx context.Context, transactionalID string, produc
 					return nil
 				case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
 					return retry(kerr.ErrorForCode(code))
+				case kerr.ProducerFenced.Code:
+					// As Kafka's AddPartitionsToTxnManager: producers
+					// take INVALID_PRODUCER_EPOCH for an abortable error
+					// (KIP-588) where PRODUCER_FENCED is fatal to them,
+					// and a batch at an epoch an abort bumped past is
+					// the former.
+					return kerr.InvalidProducerEpoch
 				default:
 					return kerr.ErrorForCode(code)
 				}
