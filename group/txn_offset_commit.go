@@ -18,18 +18,31 @@ package group
 //     Without them (generation -1) any producer may commit, as with a
 //     simple OffsetCommit.
 //   - v4: as v3 (Kafka adds TRANSACTION_ABORTABLE to its errors).
+//   - v0-v4 (KIP-890 part 1): unless the producer's transaction is open
+//     in the group's offsets partition already, the coordinator verifies
+//     with the transaction coordinator (TxnPartitionAdder, verify only)
+//     that the partition is in the producer's ongoing transaction before
+//     the batch that opens it there is appended, as the produce path
+//     does: a made-up producer id, one the transactional id does not own
+//     (INVALID_PRODUCER_ID_MAPPING), or a late retry of a transaction
+//     that ended (INVALID_TXN_STATE, KAFKA-14402) would otherwise open a
+//     transaction that no coordinator ends, which stops the partition's
+//     compaction and answers RequireStable fetches
+//     UNSTABLE_OFFSET_COMMIT forever. A stale epoch is
+//     INVALID_PRODUCER_EPOCH, as Kafka's leader answers it.
 //   - v5 (KIP-890 part 2, transactions v2): the client sends no
 //     AddOffsetsToTxn; before appending, the coordinator has the
 //     transaction coordinator add the group's offsets partition to the
 //     producer's transaction (TxnPartitionAdder, as Kafka's group
 //     coordinator does through AddPartitionsToTxnManager); its refusal
-//     (PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE) is
-//     every partition's error, and COORDINATOR_NOT_AVAILABLE (retried)
-//     while it cannot answer.
+//     (INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+//     INVALID_TXN_STATE) is every partition's error, and
+//     COORDINATOR_NOT_AVAILABLE (retried) while it cannot answer.
 //
-// The transaction coordinator checks the producer: a producer fenced by
-// a newer epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3,
-// where the partition's producer state refuses the older epoch).
+// The transaction coordinator checks the producer when it verifies; once
+// the producer's transaction is open in the partition, the partition's
+// producer state refuses an older epoch: PRODUCER_FENCED
+// (INVALID_PRODUCER_EPOCH before v3).
 //
 // With an authorizer it needs Write on the transactional id (else every
 // partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group
@@ -45,6 +58,7 @@ import (
 
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/partition"
 )
 
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -109,12 +123,11 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
 			}
 		}
-		producer := txnProducer{id: r.ProducerID, epoch: r.ProducerEpoch}
-		if req.Version >= 5 {
-			if code := c.addOffsetsPartition(ctx, r); code != 0 {
-				return failAll(code), nil
-			}
+		guard, code := c.verifyOffsetsPartition(ctx, r, req.Version >= 5)
+		if code != 0 {
+			return failAll(code), nil
 		}
+		producer := txnProducer{id: r.ProducerID, epoch: r.ProducerEpoch, guard: guard}
 		return c.call(ctx, rn, func(g *group, send replyFn) {
 			codes, hw := g.txnCommit(cr, producer)
 			failAll(0)
@@ -155,22 +168,50 @@ func (c *Coordinator) SetTxnPartitionAdder(a TxnPartitionAdder) {
 	c.mu.txnAdder = a
 }
 
-// addOffsetsPartition adds r's group's offsets partition to the
-// producer's transaction (TxnOffsetCommit v5): 0, or the code to answer.
-func (c *Coordinator) addOffsetsPartition(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) int16 {
+// verifyOffsetsPartition checks with the producer's transaction
+// coordinator that r's group's offsets partition is in the producer's
+// ongoing transaction (v0-v4, KIP-890 part 1), or adds it (add: v5,
+// KIP-890 part 2), as the produce path does for a batch that would open
+// the producer's transaction in a partition. It returns the guard to
+// append with (partition.VerificationGuard) and 0, or the code to answer:
+// the coordinator's refusal (INVALID_PRODUCER_ID_MAPPING for a producer
+// id the transactional id does not own, INVALID_TXN_STATE for a
+// partition outside the transaction, INVALID_PRODUCER_EPOCH for a stale
+// epoch), COORDINATOR_NOT_AVAILABLE while it cannot answer, and
+// NOT_COORDINATOR when this node no longer leads the partition.
+func (c *Coordinator) verifyOffsetsPartition(ctx context.Context, r *kmsg.TxnOffsetCommitRequest, add bool) (partition.VerificationGuard, int16) {
 	c.mu.Lock()
 	a := c.mu.txnAdder
 	c.mu.Unlock()
 	if a == nil {
-		return kerr.CoordinatorNotAvailable.Code // transactions are not served
+		if add {
+			return 0, kerr.CoordinatorNotAvailable.Code // transactions are not served
+		}
+		return 0, 0 // no transaction coordinator to ask (a coordinator alone, in unit tests)
 	}
-	err := a.VerifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, PartitionFor(r.Group, c.cfg.Partitions), true)
+	p := PartitionFor(r.Group, c.cfg.Partitions)
+	rep, err := c.leaders.Leader(OffsetsTopic, p)
+	if err != nil {
+		return 0, kerr.NotCoordinator.Code
+	}
+	var guard partition.VerificationGuard
+	switch {
+	case !add && rep.HasOpenTxn(r.ProducerID, r.ProducerEpoch):
+		// Verified when it opened; should a marker end it before the
+		// append, the batch must not open another one unverified.
+		return partition.NotVerified, 0
+	case add:
+		guard = rep.StartVerificationV2(r.ProducerID, r.ProducerEpoch)
+	default:
+		guard = rep.StartVerification(r.ProducerID)
+	}
+	err = a.VerifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, OffsetsTopic, p, add)
 	var ke *kerr.Error
 	switch {
 	case err == nil:
-		return 0
+		return guard, 0
 	case errors.Is(err, kerr.NotEnoughReplicas), !errors.As(err, &ke):
-		return kerr.CoordinatorNotAvailable.Code
+		return 0, kerr.CoordinatorNotAvailable.Code
 	}
-	return ke.Code
+	return 0, ke.Code
 }

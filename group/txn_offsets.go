@@ -19,10 +19,13 @@ import (
 	"github.com/shale-io/shale/segment/batch"
 )
 
-// txnProducer is the producer of a transactional offset commit.
+// txnProducer is the producer of a transactional offset commit, and the
+// guard of its verification with the transaction coordinator (zero: not
+// verified, a coordinator without one).
 type txnProducer struct {
 	id    int64
 	epoch int16
+	guard partition.VerificationGuard
 }
 
 // txnCommit validates a TxnOffsetCommit and appends its offsets as a
@@ -171,7 +174,7 @@ func (c *Coordinator) appendTxn(sh *shard, producer txnProducer, records []recor
 	if err != nil {
 		return -1, err
 	}
-	res, err := sh.replica.AppendLeader(b)
+	res, err := sh.replica.AppendLeaderVerified(b, producer.guard)
 	switch {
 	case errors.Is(err, partition.ErrProducerFenced), errors.Is(err, partition.ErrOutOfOrderSequence), errors.Is(err, partition.ErrInvalidTxnState):
 		return -1, fmt.Errorf("appending to %s-%d: %w", OffsetsTopic, sh.partition, err)
