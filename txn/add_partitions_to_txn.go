@@ -23,11 +23,15 @@ package txn
 // INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
 // (the transaction before is still completing), INVALID_TXN_STATE.
 //
-// With an authorizer: v4 (from a partition leader) needs ClusterAction on
-// the cluster (CLUSTER_AUTHORIZATION_FAILED); every transaction needs Write
-// on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+// With an authorizer: v0-v3 (from the producer) need Write on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
 // partition) and Write on each topic (TOPIC_AUTHORIZATION_FAILED, the other
-// partitions OPERATION_NOT_ATTEMPTED).
+// partitions OPERATION_NOT_ATTEMPTED); v4+ (from a partition leader or a
+// group coordinator) needs ClusterAction on the cluster alone
+// (CLUSTER_AUTHORIZATION_FAILED), as in Kafka: the broker checked the id
+// and the topics for its client, and checking them again against the
+// broker's principal failed every transactional produce of a cluster
+// whose inter-broker principal has ClusterAction but is no super user.
 
 import (
 	"context"
@@ -79,10 +83,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.R
 			for i, t := range tx.Topics {
 				topics[i] = addTopic{t.Topic, t.Partitions}
 			}
-			codes, denied := c.authorizeAdd(req, tx.TransactionalID, topics)
-			if !denied {
-				codes = c.addOne(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics, req.Version)
-			}
+			// No Write check on the id or the topics: the caller is a
+			// broker, which checked them for its client (Kafka
+			// authorizes them only below v4).
+			codes := c.addOne(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly, topics, req.Version)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = tx.TransactionalID
 			for _, t := range topics {
