@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
@@ -31,7 +32,7 @@ func (n *Node) bindListeners(ctx context.Context) error {
 	}
 	var mechs []kafka.SASLMechanism
 	for _, l := range n.cfg.ListenerConfigs() {
-		kl := kafka.Listener{Name: l.Name}
+		kl := kafka.Listener{Name: l.Name, InterBroker: l.Name == n.cfg.InterBrokerListenerName}
 		if l.SASL() {
 			kl.MaxReauth = n.cfg.ConnectionsMaxReauth
 			if mechs == nil {
@@ -139,6 +140,22 @@ func (n *Node) oauthBearer() (kafka.SASLMechanism, error) {
 		SubClaim:  n.cfg.SASLOAuthBearerSubClaimName,
 		ClockSkew: n.cfg.SASLOAuthBearerClockSkew,
 	}, nil)), nil
+}
+
+// connectionLimits is max_connections, max_connections_per_ip and its
+// overrides for the Kafka server (Validate checked the overrides).
+func connectionLimits(cfg *config.Broker) *kafka.ConnectionLimits {
+	o, _ := cfg.ConnectionsPerIPOverrides()
+	return &kafka.ConnectionLimits{MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, MaxConnectionsPerIPOverrides: o}
+}
+
+// failedAuthDelay is connection_failed_authentication_delay for the Kafka
+// server, where 0 is the default and negative is off.
+func failedAuthDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // serveListeners serves every bound listener until the server shuts down.

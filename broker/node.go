@@ -179,7 +179,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
-		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas}}, reg, n.logger)
+		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas},
+		SASLMaxReceiveBytes: cfg.SASLServerMaxReceiveSize, FailedAuthenticationDelay: failedAuthDelay(cfg.ConnectionFailedAuthenticationDelay),
+		Connections: connectionLimits(&cfg), ConnObserver: n.metrics}, reg, n.logger)
 	var adminHandler http.Handler
 	if cfg.AdminListen != "" {
 		if adminHandler, err = n.adminHandler(); err != nil {

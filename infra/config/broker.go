@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -92,6 +93,12 @@ type Broker struct {
 	OffsetsTopicReplicationFactor int16 `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
 	MaxRequestBytes               int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
+	SASLServerMaxReceiveSize            int32         `yaml:"sasl_server_max_receive_size" doc:"sasl.server.max.receive.size: on a SASL listener, largest request accepted before the client has authenticated (a larger one closes the connection as a failed authentication); before authentication requests are also read one at a time."`
+	MaxConnections                      int           `yaml:"max_connections" doc:"max.connections: Kafka connections this node accepts over all its listeners; one over it is closed at accept (logged, at most five lines a second), except on the inter-broker listener, whose connections are always accepted."`
+	MaxConnectionsPerIP                 int           `yaml:"max_connections_per_ip" doc:"max.connections.per.ip: Kafka connections this node accepts from one client IP address over all its listeners (the inter-broker one included); one over it is closed at accept. 0 is allowed with max_connections_per_ip_overrides: only the addresses named connect."`
+	MaxConnectionsPerIPOverrides        string        `yaml:"max_connections_per_ip_overrides" doc:"max.connections.per.ip.overrides: comma-separated ip:count pairs (127.0.0.1:200,10.0.0.7:50, [::1]:10) that replace max_connections_per_ip for those addresses; IP addresses only (Kafka also resolves host names once, which then go stale)."`
+	ConnectionFailedAuthenticationDelay time.Duration `yaml:"connection_failed_authentication_delay" doc:"connection.failed.authentication.delay.ms: the answer to a failed SASL authentication is sent this long after the failure, and the connection closed after it; nothing more is read meanwhile. 0 answers at once."`
+
 	TransactionVersion                   int16         `yaml:"transaction_version" doc:"transaction.version: the finalized level of Kafka's transaction.version feature that ApiVersions advertises (0-2). 2 (Kafka 4's default for a new cluster) has clients that support it use transactions v2 (KIP-890 part 2: an epoch bump at each commit or abort, partitions added by Produce itself); 0 or 1 keeps every client on the explicit AddPartitionsToTxn protocol. Every node of a cluster should agree."`
 	TransactionMaxTimeout                time.Duration `yaml:"transaction_max_timeout" doc:"transaction.max.timeout.ms: the largest transaction timeout a producer may ask for in InitProducerId (INVALID_TRANSACTION_TIMEOUT above it)."`
 	TransactionAbortCheckInterval        time.Duration `yaml:"transaction_abort_timed_out_transaction_cleanup_interval" doc:"transaction.abort.timed.out.transaction.cleanup.interval.ms: how often the transaction coordinator aborts the transactions older than their timeout."`
@@ -156,33 +163,37 @@ func Defaults() Broker {
 		SASLOAuthBearerClockSkew:                30 * time.Second,
 		SSLPrincipalMappingRules:                "DEFAULT",
 
-		NATSListen:                        "127.0.0.1:4222",
-		NATSReplicas:                      1,
-		BrokerSessionTimeout:              6 * time.Second,
-		ControllerLease:                   3 * time.Second,
-		ReplicaLagTimeMax:                 30 * time.Second,
-		NumReplicaFetchers:                1,
-		ReplicaFetchMinBytes:              1,
-		ReplicaFetchMaxBytes:              1 << 20,
-		ReplicaFetchResponseMaxBytes:      10 << 20,
-		ReplicaFetchWaitMax:               500 * time.Millisecond,
-		S3RequestTimeout:                  2 * time.Minute,
-		AutoCreateTopics:                  true,
-		NumPartitions:                     1,
-		DefaultReplicationFactor:          1,
-		OffsetsTopicReplicationFactor:     3,
-		MaxRequestBytes:                   100 << 20,
-		ProducerIDExpiration:              24 * time.Hour,
-		ProducerIDExpirationCheckInterval: 10 * time.Minute,
-		RetentionCheckInterval:            30 * time.Second,
-		FlushCheckInterval:                time.Second,
-		LogWritebackBytes:                 1 << 20,
-		ShutdownTimeout:                   10 * time.Second,
-		QuotaWindowNum:                    11,
-		QuotaWindowSize:                   time.Second,
-		LogLevel:                          "info",
-		LogFormat:                         "text",
-		TopicDefaults:                     map[string]string{},
+		NATSListen:                          "127.0.0.1:4222",
+		NATSReplicas:                        1,
+		BrokerSessionTimeout:                6 * time.Second,
+		ControllerLease:                     3 * time.Second,
+		ReplicaLagTimeMax:                   30 * time.Second,
+		NumReplicaFetchers:                  1,
+		ReplicaFetchMinBytes:                1,
+		ReplicaFetchMaxBytes:                1 << 20,
+		ReplicaFetchResponseMaxBytes:        10 << 20,
+		ReplicaFetchWaitMax:                 500 * time.Millisecond,
+		S3RequestTimeout:                    2 * time.Minute,
+		AutoCreateTopics:                    true,
+		NumPartitions:                       1,
+		DefaultReplicationFactor:            1,
+		OffsetsTopicReplicationFactor:       3,
+		MaxRequestBytes:                     100 << 20,
+		SASLServerMaxReceiveSize:            524288,
+		MaxConnections:                      math.MaxInt32,
+		MaxConnectionsPerIP:                 math.MaxInt32,
+		ConnectionFailedAuthenticationDelay: 100 * time.Millisecond,
+		ProducerIDExpiration:                24 * time.Hour,
+		ProducerIDExpirationCheckInterval:   10 * time.Minute,
+		RetentionCheckInterval:              30 * time.Second,
+		FlushCheckInterval:                  time.Second,
+		LogWritebackBytes:                   1 << 20,
+		ShutdownTimeout:                     10 * time.Second,
+		QuotaWindowNum:                      11,
+		QuotaWindowSize:                     time.Second,
+		LogLevel:                            "info",
+		LogFormat:                           "text",
+		TopicDefaults:                       map[string]string{},
 
 		TransactionVersion:                   2,
 		TransactionMaxTimeout:                15 * time.Minute,
@@ -280,6 +291,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.TieringInterval <= 0 || b.OrphanGrace <= 0 {
 		return fmt.Errorf("%w: tiering_interval and remote_orphan_grace must be positive", ErrInvalidConfig)
+	}
+	if err := b.validateConnections(); err != nil {
+		return err
 	}
 	if err := b.validateAdmin(); err != nil {
 		return err

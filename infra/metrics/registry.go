@@ -31,6 +31,7 @@ type Registry struct {
 
 	objstore   *objectStoreSeries
 	auth       *authSeries      // see auth.go
+	conn       *connSeries      // see connections.go
 	authorizer authorizerSeries // see authorizer.go
 	quota      *quotaSeries     // see quota.go
 }
@@ -70,6 +71,7 @@ func New(state func() NodeState) *Registry {
 		"ISR expansions committed by this node as partition leader (Kafka IsrExpandsPerSec).")
 	r.objstore = newObjectStoreSeries(r.reg)
 	r.auth = newAuthSeries(r.reg)
+	r.conn = newConnSeries(r.reg)
 	r.authorizer = r.newAuthorizerSeries()
 	r.quota = newQuotaSeries(r.reg)
 	if state != nil {
