@@ -10,6 +10,10 @@ package admin
 // brokers (fenced ones included), at least one of them live
 // (INVALID_REPLICA_ASSIGNMENT otherwise).
 //
+// __consumer_offsets and __transaction_state are POLICY_VIOLATION: their
+// partition count is their coordinator's setting, which maps keys to
+// partitions (internal_topics.go; Kafka accepts it).
+//
 // With an authorizer, each topic needs Alter (TOPIC_AUTHORIZATION_FAILED).
 
 import (
@@ -37,6 +41,10 @@ func (h *Handlers) handleCreatePartitions(ctx context.Context, req *kafka.Reques
 		switch {
 		case !h.authz.Authorize(req, authz.OpAlter, authz.Topic(t.Topic)):
 			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case internalTopic(t.Topic):
+			rt.ErrorCode = kerr.PolicyViolation.Code
+			rt.ErrorMessage = errMessage(fmt.Errorf("%w: the partition count of %s is %s's; its keys never map to more",
+				errPolicyViolation, t.Topic, internalTopicOwner(t.Topic)))
 		case r.ValidateOnly:
 			topic, ok := h.store.Topic(t.Topic)
 			if !ok {

@@ -42,11 +42,10 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 // Produce asks before the first batch of a transaction in a partition.
 func (h *Handlers) TxnVerifier() txn.Verifier {
 	return txn.Verifier{Client: h.txnMarkers, Coordinator: func(id string) (int32, bool) {
-		t, ok := h.store.Topic(txn.StateTopic)
-		if !ok || t.Partitions <= 0 {
-			return -1, false
-		}
-		st, ok := h.store.Partition(txn.StateTopic, txn.PartitionFor(id, t.Partitions))
+		// The coordinator's own partition count, not the topic's: a topic
+		// of another shape (internal_topics.go) must not send the check to
+		// a broker that is not the id's coordinator.
+		st, ok := h.store.Partition(txn.StateTopic, txn.PartitionFor(id, h.cfg.TransactionStateLogNumPartitions))
 		return st.Leader, ok && st.Leader >= 0
 	}}
 }
