@@ -40,6 +40,7 @@ func TestConsumeUntilEndOfTransactionalTopic(t *testing.T) {
 	t.Run("one node", func(t *testing.T) { consumeUntilEndOfTransactions(t, startCLINode(t), "1") })
 	t.Run("three nodes", func(t *testing.T) {
 		nodes, _ := testnode.StartCluster(t, t.TempDir(), 3)
+		waitBrokers(t, nodes[0].KafkaAddr(), 3) // a topic of 3 replicas needs all three
 		consumeUntilEndOfTransactions(t, nodes[0].KafkaAddr(), "3")
 	})
 }
@@ -115,5 +116,28 @@ func consumeUntilEndOfTransactions(t *testing.T, addr, replicas string) {
 	}
 	if strings.Contains(out, "0:100 ") || strings.Contains(out, "1:5 ") || strings.Contains(out, "1:9 ") {
 		t.Fatalf("a transaction marker was printed: %s", out)
+	}
+}
+
+// waitBrokers polls the metadata at addr until it lists n brokers.
+func waitBrokers(t *testing.T, addr string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		if err == nil && len(m.Brokers) == n {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the metadata lists %d brokers, want %d (%v)", len(m.Brokers), n, err)
+		}
 	}
 }
