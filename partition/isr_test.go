@@ -285,3 +285,26 @@ func TestMaximalISRLostAnswer(t *testing.T) {
 		t.Fatal("a proposal lost for an hour still blocks the next")
 	}
 }
+
+// TestISRReadmitsOnlyAfterAFetch is the first step of issue 22's
+// clean-clone loss: both followers were killed right after fetching to the
+// leader's log end, the controller took them out of the ISR (into the
+// ELR), and the leader's next ISR check, finding their last fetches within
+// replica.lag.time.max.ms and at the high watermark, re-admitted them. A
+// follower a committed ISR took out joins again only at a fetch made after
+// that.
+func TestISRReadmitsOnlyAfterAFetch(t *testing.T) {
+	r := leader3(t, []int32{1, 2, 3}, nil)
+	now := time.Now()
+	appendN(t, r, 5)
+	fetchAt(t, r, 2, 5, now)
+	fetchAt(t, r, 3, 5, now)
+	r.SetAssignmentAt(1, []int32{1, 2, 3}, []int32{1}, 1) // the controller: 2 and 3 are dead
+	if ch := r.ProposeISRChange(now.Add(time.Second), time.Minute); len(ch.Expand) != 0 {
+		t.Fatalf("re-admitted %v without a fetch since they left the ISR", ch.Expand)
+	}
+	fetchAt(t, r, 3, 5, now.Add(2*time.Second))
+	if ch := r.ProposeISRChange(now.Add(2*time.Second), time.Minute); !slices.Equal(ch.Expand, []int32{3}) {
+		t.Fatalf("expand %v after 3 fetched again at the log end, want [3]", ch.Expand)
+	}
+}

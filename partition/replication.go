@@ -24,6 +24,12 @@ type followerState struct {
 	lastCaughtUp     time.Time // the last time it had everything the leader had
 	lastFetchLeaderL int64     // the leader's LEO at its previous fetch
 	logStart         int64     // the log start its last fetch carried; -1 unknown
+	// outUnfetched: a committed ISR took the follower out and it has not
+	// fetched since. It is re-admitted only at a fetch made after that
+	// (ProposeISRChange), as Kafka expands the ISR at the fetch that
+	// catches up: the fetches from before may be those of a process that
+	// has since been killed.
+	outUnfetched bool
 }
 
 // SetAssignment records the partition's replicas and ISR as the control
@@ -72,6 +78,11 @@ func (r *Replica) SetAssignmentAt(self int32, replicas, isr []int32, partitionEp
 // REQUIRES: r.mu held.
 func (r *Replica) installISRLocked(isr []int32) {
 	wasBelow := r.isrBelowMinLocked()
+	for _, id := range r.mu.isr {
+		if f := r.mu.followers[id]; f != nil && !slices.Contains(isr, id) {
+			f.outUnfetched = true
+		}
+	}
 	r.mu.isr = slices.Clone(isr)
 	if r.isrBelowMinLocked() && !wasBelow {
 		r.wakeLocked()
@@ -331,6 +342,7 @@ func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEp
 	f.leo = fetchOffset
 	f.lastFetch = now
 	f.lastFetchLeaderL = leo
+	f.outUnfetched = false
 	r.maybeAdvanceHWLocked()
 	return r.mu.hw, nil
 }
@@ -387,7 +399,7 @@ type ISRChange struct {
 // ProposeISRChange decides, on the leader, which followers leave the ISR
 // (not caught up for longer than lagMax) and which join it (their log end
 // offset reached the high watermark and the start of the current leader
-// epoch). It is a pure function of the recorded fetch state and now; the
+// epoch, at a fetch made after a committed ISR last took them out). It is a pure function of the recorded fetch state and now; the
 // caller commits the result to the control plane by compare-and-set before
 // it counts (SetAssignment then installs it).
 func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChange {
@@ -415,7 +427,7 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 			ch.Shrink = append(ch.Shrink, id)
 		case in && !heard && now.Sub(r.mu.leaderAt) > lagMax:
 			ch.Shrink = append(ch.Shrink, id)
-		case !in && heard && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.lastCaughtUp) <= lagMax:
+		case !in && heard && !f.outUnfetched && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.lastCaughtUp) <= lagMax:
 			ch.Expand = append(ch.Expand, id)
 		}
 	}

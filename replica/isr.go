@@ -8,6 +8,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/partition"
 )
 
 // isrSoon queues an ISR check (partition.Options.OnISRExpandable: a
@@ -40,6 +41,7 @@ func (r *Manager) isrLoop(ctx context.Context) {
 		case <-r.isrCh:
 		}
 		now := time.Now()
+		var live map[int32]bool
 		for _, rep := range r.All() {
 			if !rep.IsLeader() {
 				continue
@@ -52,16 +54,17 @@ func (r *Manager) isrLoop(ctx context.Context) {
 			if !ok || st.Leader != r.nodeID || st.LeaderEpoch != rep.LeaderEpoch() {
 				continue // fenced: the control plane has moved on
 			}
-			isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return slices.Contains(ch.Shrink, b) })
-			for _, b := range ch.Expand {
-				if !slices.Contains(isr, b) {
-					isr = append(isr, b)
+			if live == nil {
+				live = map[int32]bool{}
+				for _, b := range r.store.Brokers() {
+					live[b.NodeID] = true
 				}
 			}
-			if len(isr) == 0 || slices.Equal(isr, st.ISR) {
+			next, ok := proposeISR(st, ch, func(b int32) bool { return live[b] }, int(rep.Config().Int64(config.MinInsyncReplicas)))
+			if !ok {
 				continue
 			}
-			st = controlplane.ChangeISR(st, isr, int(rep.Config().Int64(config.MinInsyncReplicas)))
+			st, isr := next, next.ISR
 			if !rep.BeginISRChange(st.LeaderEpoch, st.ISR, st.PartitionEpoch) {
 				continue // the role moved on, or a change is pending
 			}
@@ -91,4 +94,26 @@ func (r *Manager) isrLoop(ctx context.Context) {
 			r.reconcileSoon()
 		}
 	}
+}
+
+// proposeISR is the record the leader proposes for the change ch to the
+// partition record st: the shrunk members out, the caught-up followers in,
+// with KIP-966's ELR rule (controlplane.ChangeISR). A follower whose broker
+// is not live (live: registered, with a session) is not re-admitted, as
+// Kafka's controller refuses a fenced replica in the ISR (KIP-841): its
+// last fetch may be within replica.lag.time.max.ms of a kill, and
+// re-admitting it after the controller took it out puts a dead node back
+// among the leader's candidates, out of the ELR (issue 22). false when
+// nothing changes.
+func proposeISR(st controlplane.PartitionState, ch partition.ISRChange, live func(int32) bool, minISR int) (controlplane.PartitionState, bool) {
+	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return slices.Contains(ch.Shrink, b) })
+	for _, b := range ch.Expand {
+		if live(b) && !slices.Contains(isr, b) {
+			isr = append(isr, b)
+		}
+	}
+	if len(isr) == 0 || slices.Equal(isr, st.ISR) {
+		return st, false
+	}
+	return controlplane.ChangeISR(st, isr, minISR), true
 }
