@@ -120,7 +120,8 @@ func (n *Node) candidateLogs() []controlplane.ReplicaLog {
 		}
 		out = append(out, controlplane.ReplicaLog{TopicID: st.TopicID, Partition: st.Partition,
 			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
-			LastEpoch: last, LogEnd: rep.Log().LogEndOffset(), InISR: slices.Contains(st.ISR, n.cfg.NodeID)})
+			LastEpoch: last, LogEnd: rep.Log().LogEndOffset(), InISR: slices.Contains(st.ISR, n.cfg.NodeID),
+			NewDisk: n.replicas.NewDir(rep.Topic(), rep.Partition())})
 	}
 	return out
 }

@@ -63,6 +63,7 @@ type replicaLogRecord struct {
 	LastEpoch      int32  `json:"last_epoch"`
 	LogEnd         int64  `json:"log_end"`
 	InISR          bool   `json:"in_isr,omitempty"`
+	NewDisk        bool   `json:"new_disk,omitempty"`
 }
 
 func encodeTopic(t Topic) []byte {
@@ -112,7 +113,7 @@ func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog, offline []Of
 	if logs != nil {
 		for _, l := range *logs {
 			r.Logs = append(r.Logs, replicaLogRecord{TopicID: l.TopicID.Hex(), Partition: l.Partition,
-				LeaderEpoch: l.LeaderEpoch, PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR})
+				LeaderEpoch: l.LeaderEpoch, PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR, NewDisk: l.NewDisk})
 		}
 	}
 	return mustJSON(r)
@@ -127,7 +128,7 @@ func (r brokerRecord) replicaLogs() []ReplicaLog {
 			continue
 		}
 		out = append(out, ReplicaLog{TopicID: id, Partition: l.Partition, LeaderEpoch: l.LeaderEpoch,
-			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR})
+			PartitionEpoch: l.PartitionEpoch, LastEpoch: l.LastEpoch, LogEnd: l.LogEnd, InISR: l.InISR, NewDisk: l.NewDisk})
 	}
 	return out
 }

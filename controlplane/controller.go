@@ -17,7 +17,9 @@ import (
 // absent, renewed by revision, expiring with the bucket's TTL.
 const BucketController = "shale_controller"
 
-const controllerKey = "lease"
+// ControllerLeaseKey is the lease's key in BucketController; its value is
+// the holder's node id.
+const ControllerLeaseKey = "lease"
 
 // ControllerConfig configures a node's controller candidate.
 type ControllerConfig struct {
@@ -130,7 +132,7 @@ func (c *Controller) Close() {
 	if c.leading.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := c.kv.Delete(ctx, controllerKey, jetstream.LastRevision(c.leaseRv)); err != nil {
+		if err := c.kv.Delete(ctx, ControllerLeaseKey, jetstream.LastRevision(c.leaseRv)); err != nil {
 			c.log.Debug("releasing the controller lease", "err", err)
 		}
 		c.leading.Store(false)
@@ -159,7 +161,7 @@ func (c *Controller) step(ctx context.Context) {
 	me := []byte(strconv.FormatInt(int64(c.cfg.NodeID), 10))
 	if c.leading.Load() {
 		renewStart := time.Now()
-		rev, err := c.kv.Update(rctx, controllerKey, me, c.leaseRv)
+		rev, err := c.kv.Update(rctx, ControllerLeaseKey, me, c.leaseRv)
 		if err != nil {
 			c.log.Warn("controller lease lost", "err", err)
 			c.leading.Store(false)
@@ -169,11 +171,11 @@ func (c *Controller) step(ctx context.Context) {
 	}
 	if !c.leading.Load() {
 		createStart := time.Now()
-		if rev, err := c.kv.Create(rctx, controllerKey, me); err == nil {
+		if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
 			c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
 			c.leading.Store(true)
 			c.log.Info("became controller", "node", c.cfg.NodeID, "lease_revision", rev)
-		} else if entry, gerr := c.kv.Get(rctx, controllerKey); gerr == nil {
+		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
 			if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
 				c.holder.Store(int32(id))
 			}
@@ -288,6 +290,6 @@ func FenceController(st, next PartitionState, epoch uint64) (PartitionState, err
 func (c *Controller) stillHoldsLease(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
 	defer cancel()
-	e, err := c.kv.Get(rctx, controllerKey)
+	e, err := c.kv.Get(rctx, ControllerLeaseKey)
 	return err == nil && e.Revision() == c.leaseRv && string(e.Value()) == strconv.FormatInt(int64(c.cfg.NodeID), 10)
 }

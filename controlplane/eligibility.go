@@ -22,13 +22,18 @@ import (
 //     it opened with (Store.ReportReplicaLogs); until it has, it is pending;
 //   - the first live trusted candidate leads. One from the ELR becomes the
 //     ISR, and the ISR's members join the ELR;
+//   - a member that restarted uncleanly leaves the ISR while a trusted
+//     member remains; below min.insync.replicas it joins the ELR in the
+//     same change, like a dead member, and stays a candidate;
 //   - with no live trusted candidate, the controller waits until every
 //     candidate is live and has reported, then elects the one with the
 //     longest log (largest last epoch, then log end; ties to the first
-//     candidate). It lacks an acknowledged record only if every candidate
-//     lost that record;
+//     candidate), never one that reported a new disk (ReplicaLog.NewDisk:
+//     it holds nothing). It lacks an acknowledged record only if every
+//     candidate lost that record;
 //   - otherwise, with unclean.leader.election.enable, the first live replica
-//     leads, and else the partition stays offline;
+//     leads (one that reported a new disk only when no other is live), and
+//     else the partition stays offline;
 //   - a node drops a partition from its report once it is back in the ISR
 //     under a leader, in a record written after the report, having been out
 //     of it at the report or since (ReplicaLog.Rejoined): it caught up (or
@@ -111,8 +116,9 @@ func Eligibility(st PartitionState, b Broker, logs []ReplicaLog, reported bool) 
 
 // Elect brings a partition in line with the live brokers and their trust,
 // as a KRaft controller does when a broker is fenced or registers again:
-// dead brokers leave the ISR (never emptying it: its last member stays) and
-// join the ELR when the ISR falls below min.insync.replicas; a live, trusted
+// dead brokers, and untrusted ones while a trusted member remains, leave
+// the ISR (never emptying it: its last member stays) and join the ELR when
+// the ISR falls below min.insync.replicas; a live, trusted
 // leader in the ISR keeps leading; otherwise a new leader is chosen by the
 // rules above. Every change of leader bumps the leader epoch.
 func Elect(st PartitionState, v View) Decision {
@@ -129,11 +135,24 @@ func Elect(st PartitionState, v View) Decision {
 	if slices.ContainsFunc(isr, v.trusted) {
 		// A member that restarted uncleanly (a new disk, a torn log) may no
 		// longer hold what the ISR acknowledged: while a trusted member
-		// remains it leaves the ISR (and joins no ELR) and comes back only
-		// by the leader's catch-up rule, as Kafka removes a broker that
-		// registers with a new incarnation from every ISR. Otherwise it
-		// stayed in the ISR when it came back before its session expired,
-		// and ElectLeaders PREFERRED could make its empty log the leader's.
+		// remains it leaves the ISR and comes back only by the leader's
+		// catch-up rule, as Kafka removes a broker that registers with a
+		// new incarnation from every ISR. Otherwise it stayed in the ISR
+		// when it came back before its session expired, and ElectLeaders
+		// PREFERRED could make its empty log the leader's. Below
+		// min.insync.replicas it joins the ELR like any member that
+		// leaves (KIP-966: in the same change), where it stays a candidate
+		// the controller trusts only through its report (it leads only as
+		// the longest log of every candidate). Left out, the remaining
+		// member would be the only candidate: issue 22's loss, where that
+		// member was a killed leader whose registration had not expired,
+		// and it came back with an empty disk and was elected as the
+		// longest log of one.
+		for _, b := range isr {
+			if !v.trusted(b) {
+				removed = append(removed, b)
+			}
+		}
 		isr = slices.DeleteFunc(isr, func(b int32) bool { return !v.trusted(b) })
 	}
 	if len(isr) == 0 && len(st.ISR) > 0 {
@@ -171,10 +190,13 @@ func Elect(st PartitionState, v View) Decision {
 			}
 		}
 		if next.Leader < 0 && v.Unclean {
-			for _, r := range st.Replicas {
-				if v.Live(r) {
-					next.Leader, next.ISR, next.ELR = r, []int32{r}, nil
-					break
+			// The first live replica, one that did not lose its replica's
+			// directory before one that did.
+			for _, lost := range []bool{false, true} {
+				for _, r := range st.Replicas {
+					if next.Leader < 0 && v.Live(r) && lostDisk(r, v) == lost {
+						next.Leader, next.ISR, next.ELR = r, []int32{r}, nil
+					}
 				}
 			}
 		}
@@ -187,7 +209,13 @@ func Elect(st PartitionState, v View) Decision {
 
 // longestLog is the unclean recovery: when every candidate is live and has
 // reported, the one with the largest (last epoch, log end), the first on
-// ties.
+// ties, among those that did not report a new disk (ReplicaLog.NewDisk):
+// a candidate that lost its replica's directory holds none of what it
+// held as a candidate, and electing it would make the others truncate
+// every record they hold to its empty log. With no other candidate the
+// partition stays offline (unless unclean.leader.election.enable), as
+// Kafka leaves a partition whose last ISR member registers after an
+// unclean shutdown (KIP-966).
 func longestLog(cands []int32, v View) (int32, bool) {
 	if len(cands) == 0 {
 		return -1, false
@@ -201,11 +229,21 @@ func longestLog(cands []int32, v View) (int32, bool) {
 		if t == Pending {
 			return -1, false
 		}
+		if t == Reported && l.NewDisk {
+			continue
+		}
 		if best < 0 || cmp.Or(cmp.Compare(l.LastEpoch, bestLog.LastEpoch), cmp.Compare(l.LogEnd, bestLog.LogEnd)) > 0 {
 			best, bestLog = c, l
 		}
 	}
-	return best, true
+	return best, best >= 0
+}
+
+// lostDisk reports whether live broker b reported a new disk for the
+// partition (ReplicaLog.NewDisk) and is not trusted with it since.
+func lostDisk(b int32, v View) bool {
+	t, l := v.trust(b)
+	return t == Reported && l.NewDisk
 }
 
 // ChangeISR is the leader's ISR change (committed by compare-and-set before

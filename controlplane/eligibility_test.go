@@ -236,3 +236,69 @@ func TestElectKeepsAMemberTheLeaderReadmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestElectUncleanReturnsBelowMinISRJoinTheELR is issue 22's clean-clone
+// loss as the controller decided it: the ISR held the killed followers
+// again (the leader had re-admitted them), the leader was killed, and the
+// followers came back uncleanly while the leader's registration was still
+// live and trusted. They left the ISR with no ELR, so the leader, back with
+// an empty disk, was the only candidate and was elected as the longest log
+// of one: the followers truncated the 1,000 acknowledged records.
+func TestElectUncleanReturnsBelowMinISRJoinTheELR(t *testing.T) {
+	full := ReplicaLog{LastEpoch: 0, LogEnd: 1000, InISR: true}
+	st := ps(1, 0, []int32{1, 2, 3}, []int32{1, 2, 3})
+	for _, c := range []struct {
+		name     string
+		pending  []int32
+		reported map[int32]ReplicaLog
+	}{
+		{"not reported yet", []int32{2, 3}, nil},
+		{"reported", nil, map[int32]ReplicaLog{2: full, 3: full}},
+	} {
+		d := Elect(st, View{Live: liveSet(1, 2, 3), Trust: trustOf(c.pending, c.reported), MinISR: 2})
+		if !slices.Equal(d.State.ISR, []int32{1}) || !slices.Equal(d.State.ELR, []int32{2, 3}) || d.State.Leader != 1 {
+			t.Fatalf("%s: %s elr %v; want leader 1, ISR [1], ELR [2 3]", c.name, stateString(d.State), d.State.ELR)
+		}
+	}
+	reported := map[int32]ReplicaLog{2: full, 3: full}
+	d := Elect(st, View{Live: liveSet(1, 2, 3), Trust: trustOf(nil, reported), MinISR: 2})
+	// The old leader's registration ends: offline until it has reported.
+	d = Elect(d.State, View{Live: liveSet(2, 3), Trust: trustOf(nil, reported), MinISR: 2})
+	if d.State.Leader != -1 || !slices.Equal(d.State.ELR, []int32{2, 3}) {
+		t.Fatalf("old leader gone: %s elr %v; want no leader, ELR [2 3]", stateString(d.State), d.State.ELR)
+	}
+	reported[1] = ReplicaLog{LastEpoch: -1, LogEnd: 0, InISR: true, NewDisk: true}
+	d = Elect(d.State, View{Live: liveSet(1, 2, 3), Trust: trustOf(nil, reported), MinISR: 2})
+	if d.State.Leader != 2 {
+		t.Fatalf("old leader back with an empty disk: %s elr %v; want leader 2 (the longest log)", stateString(d.State), d.State.ELR)
+	}
+}
+
+// TestElectNeverElectsANewDisk: the last ISR member came back with no
+// directory for its replica (ReplicaLog.NewDisk) and no ELR: it is not
+// elected as the longest log of one, since the replicas outside the ISR
+// would truncate every record they hold to its empty log; the partition
+// stays offline, or with unclean.leader.election.enable another live
+// replica leads.
+func TestElectNeverElectsANewDisk(t *testing.T) {
+	st := ps(-1, 1, []int32{1, 2, 3}, []int32{1})
+	wiped := map[int32]ReplicaLog{1: {LastEpoch: -1, InISR: true, NewDisk: true}}
+	v := View{Live: liveSet(1, 2, 3), Trust: trustOf(nil, wiped), MinISR: 2}
+	if d := Elect(st, v); d.State.Leader != -1 || d.Changed {
+		t.Errorf("clean election: %s; want no leader, no change", stateString(d.State))
+	}
+	v.Unclean = true
+	if d := Elect(st, v); d.State.Leader != 2 {
+		t.Errorf("unclean election: %s; want leader 2, the first live replica with its disk", stateString(d.State))
+	}
+	// Only the wiped node is live: an unclean election still elects it.
+	v.Live = liveSet(1)
+	if d := Elect(st, v); d.State.Leader != 1 {
+		t.Errorf("unclean election, only the wiped node live: %s; want leader 1", stateString(d.State))
+	}
+	// A torn log (its directory was there) is still weighed.
+	torn := map[int32]ReplicaLog{1: {LastEpoch: 0, LogEnd: 650, InISR: true}}
+	if d := Elect(st, View{Live: liveSet(1), Trust: trustOf(nil, torn), MinISR: 2}); d.State.Leader != 1 {
+		t.Errorf("torn last ISR member: %s; want leader 1, the longest log of its candidates", stateString(d.State))
+	}
+}

@@ -40,10 +40,10 @@ const (
 	livenessTimeout  = 500 * time.Millisecond
 )
 
-// livenessSubject is the core NATS subject a registered broker answers on.
-// The incarnation makes it one process's: a restarted broker answers on
-// another.
-func livenessSubject(clusterID string, id int32, incarnation string) string {
+// LivenessSubject is the core NATS subject a registered broker answers on
+// (Store.ClusterID, the broker's id, Store.Incarnation). The incarnation
+// makes it one process's: a restarted broker answers on another.
+func LivenessSubject(clusterID string, id int32, incarnation string) string {
 	return "shale.liveness." + clusterID + "." + strconv.Itoa(int(id)) + "." + incarnation
 }
 
@@ -54,7 +54,7 @@ func (s *Store) subscribeLiveness(id int32) error {
 	if s.reg.liveness != nil {
 		return nil
 	}
-	sub, err := s.nc.Subscribe(livenessSubject(s.clusterID, id, s.incarnation), func(m *nats.Msg) { _ = m.Respond(nil) })
+	sub, err := s.nc.Subscribe(LivenessSubject(s.clusterID, id, s.incarnation), func(m *nats.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		return fmt.Errorf("controlplane: liveness subscription: %w", err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) sessions() []session {
 func (s *Store) probeGone(ctx context.Context, r session) bool {
 	pctx, cancel := context.WithTimeout(ctx, livenessTimeout)
 	defer cancel()
-	_, err := s.nc.RequestWithContext(pctx, livenessSubject(s.clusterID, r.broker.NodeID, r.incarnation), nil)
+	_, err := s.nc.RequestWithContext(pctx, LivenessSubject(s.clusterID, r.broker.NodeID, r.incarnation), nil)
 	return errors.Is(err, nats.ErrNoResponders)
 }
 
@@ -186,12 +186,12 @@ func (c *Controller) probeLoop(ctx context.Context) {
 
 // removeLease deletes the controller lease if node holder still holds it.
 func (c *Controller) removeLease(ctx context.Context, holder int32) error {
-	e, err := c.kv.Get(ctx, controllerKey)
+	e, err := c.kv.Get(ctx, ControllerLeaseKey)
 	if err != nil {
 		return err
 	}
 	if string(e.Value()) != strconv.Itoa(int(holder)) {
 		return nil
 	}
-	return c.kv.Delete(ctx, controllerKey, jetstream.LastRevision(e.Revision()))
+	return c.kv.Delete(ctx, ControllerLeaseKey, jetstream.LastRevision(e.Revision()))
 }

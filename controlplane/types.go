@@ -118,6 +118,12 @@ type ReplicaLog struct {
 	// rejoining: the node then moves PartitionEpoch on to the record that
 	// removed it and clears InISR (see Rejoined).
 	InISR bool
+	// NewDisk: the node found no directory for the replica when it opened
+	// it (a new or wiped disk, or one that lost the directory): whatever it
+	// held as a candidate is gone. Such a candidate is never elected by the
+	// unclean recovery (Elect's longest log); it leads again only once the
+	// leader's catch-up rule re-admits it (Rejoined).
+	NewDisk bool
 }
 
 // OfflineReplica names a local replica that a node cannot serve: it failed

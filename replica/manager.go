@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -126,6 +127,9 @@ type Manager struct {
 		// run, so a half-readable directory is not retried on every
 		// reconcile.
 		failed map[replicaKey]failedOpen
+		// newDirs are the open replicas whose directory this process
+		// created (NewDir).
+		newDirs map[replicaKey]bool
 	}
 }
 
@@ -143,6 +147,7 @@ func New(cfg Config, md Metadata) *Manager {
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
 	m.mu.failed = map[replicaKey]failedOpen{}
+	m.mu.newDirs = map[replicaKey]bool{}
 	return m
 }
 
@@ -165,6 +170,17 @@ func (r *Manager) Leader(topic string, p int32) (*partition.Replica, error) {
 		return nil, fmt.Errorf("%w: %s-%d", partition.ErrUnknownTopicOrPartition, topic, p)
 	}
 	return rep, nil
+}
+
+// NewDir reports whether this process created the directory of its open
+// replica of topic-p: there was none when it opened it (a new or wiped
+// disk, or the data of an older topic of the same name removed), so the
+// replica holds nothing this node held before. A node that started
+// uncleanly reports it (controlplane.ReplicaLog.NewDisk).
+func (r *Manager) NewDir(topic string, p int32) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mu.newDirs[replicaKey{topic, p}]
 }
 
 // All returns the open replicas (for retention, flushing, status).
@@ -243,6 +259,7 @@ func (r *Manager) Reconcile() error {
 			drop = append(drop, rep)
 			dropDirs = append(dropDirs, r.dirFor(k.topic, k.partition))
 			delete(r.mu.replicas, k)
+			delete(r.mu.newDirs, k)
 		}
 	}
 	r.mu.Unlock()
@@ -318,6 +335,8 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 			return err
 		}
 	}
+	_, statErr := os.Stat(dir)
+	newDir := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -346,6 +365,7 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 		panic(fmt.Sprintf("replica: replica %s-%d opened twice", t.Name, st.Partition))
 	}
 	r.mu.replicas[replicaKey{t.Name, st.Partition}] = rep
+	r.mu.newDirs[replicaKey{t.Name, st.Partition}] = newDir
 	r.mu.topicIDs[t.Name] = t.ID
 	down := r.mu.steppedDown
 	r.mu.Unlock()

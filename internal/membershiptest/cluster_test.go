@@ -41,8 +41,14 @@ type cluster struct {
 // ready and the controller sees them all.
 func startCluster(t testing.TB, ids ...int32) *cluster {
 	t.Helper()
+	return startClusterFlags(t, nil, ids...)
+}
+
+// startClusterFlags is startCluster with more node flags (proctest.NodeFlags).
+func startClusterFlags(t testing.TB, flags []string, ids ...int32) *cluster {
+	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*node{}, Cluster: proctest.NewCluster(t, shaleBin,
-		proctest.ClusterName("membershiptest"), proctest.NodeFlags("--broker-session-timeout", "3s"))}
+		proctest.ClusterName("membershiptest"), proctest.NodeFlags("--broker-session-timeout", "3s"), proctest.NodeFlags(flags...))}
 	for _, id := range ids {
 		c.newNode(id)
 	}

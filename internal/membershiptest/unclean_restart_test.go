@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // lastISRRecords is how many acks=all records the unclean-restart tests
@@ -18,8 +21,11 @@ const lastISRRecords = 1000
 // start, then the old leader. The old leader, the last ISR member, lost
 // every acknowledged record, so it must not lead: the followers, eligible
 // leader replicas since they left the ISR below min.insync.replicas
-// (KIP-966), hold them all. Before, the old leader was elected with its
-// empty log and the followers truncated to it: 0 records.
+// (KIP-966), hold them all.
+//
+// The steps are ordered as in the clean-clone failure of issue 22 (see
+// testLastISRMemberReturns); before its fix the old leader was elected with
+// its empty log and the followers truncated to it: 0 records.
 func TestLastISRMemberReturnsWithEmptyDisk(t *testing.T) {
 	testLastISRMemberReturns(t, "wiped", func(t *testing.T, n *node, topic string) {
 		if err := os.RemoveAll(n.DataDir()); err != nil {
@@ -50,8 +56,34 @@ func TestLastISRMemberReturnsWithTornLog(t *testing.T) {
 	})
 }
 
+// testLastISRMemberReturns runs the scenario with the old leader's disk
+// damaged by damage, in the order of the clean-clone failure of issue 22:
+//
+//  1. the followers are killed; the controller takes them out of the ISR,
+//     into the ELR (the ISR is below min.insync.replicas);
+//  2. the leader re-admits them (a hook writes the record: the leader's
+//     catch-up rule re-admitted a follower that had fetched within
+//     replica.lag.time.max.ms, dead or not, and the leader was killed before
+//     the controller took them out again; replica.proposeISR now skips a
+//     follower without a live registration, but a leader whose view of the
+//     registrations lags the controller's can still write this record);
+//  3. the leader is killed while it is the only live node, so no controller
+//     proves its process gone: its registration stays live (a hook answers
+//     its liveness probes, as its session had not expired in that run) and
+//     trusted;
+//  4. the followers start again (uncleanly: they were killed) and register
+//     before any node acts as controller (a hook holds the lease), then the
+//     controller decides: it took the untrusted followers out of the ISR
+//     and, before the fix, recorded no ELR ("partition changed leader=1
+//     isr=[1] elr=[]"), so the old leader stayed the only candidate;
+//  5. the old leader's registration ends; it starts again with its damaged
+//     disk. Before the fix it was elected as the longest log of the one
+//     candidate, and the followers truncated the acknowledged records.
 func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T, *node, string)) {
-	c := startCluster(t, 1, 2, 3)
+	// A broker session far longer than the test: a killed node's
+	// registration ends only when a controller proves its process gone.
+	c := startClusterFlags(t, []string{"--broker-session-timeout", "120s"}, 1, 2, 3)
+	h := c.hooks()
 	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
 		return len(pv.order) == 3 && pv.leader == pv.order[0] && len(pv.isr) == 3
@@ -61,16 +93,28 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	for _, f := range followers {
 		f.Kill()
 	}
-	c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return slices.Equal(pv.isr, []int32{leader.id})
+	h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
+		return slices.Equal(st.ISR, []int32{leader.id}) && !h.live(followers[0].id) && !h.live(followers[1].id)
 	})
 	leader.Kill()
+	h.readmit(topic, 0, 2, followers[0].id, followers[1].id)
+	stopAnswering := h.answerProbes(leader.id)
+	release := h.holdLease(30 * time.Second)
 	damage(t, leader, topic)
 	for _, f := range followers {
 		f.Start()
 	}
 	for _, f := range followers {
 		f.WaitReady()
+	}
+	release()
+	st := h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
+		return !slices.Contains(st.ISR, followers[0].id) && !slices.Contains(st.ISR, followers[1].id)
+	})
+	t.Logf("after the followers' return: leader %d isr %v elr %v", st.Leader, st.ISR, st.ELR)
+	stopAnswering()
+	if err := proctest.WaitFor(30*time.Second, func() bool { return !h.live(leader.id) }); err != nil {
+		t.Fatalf("node %d's old registration still live: %v", leader.id, err)
 	}
 	leader.Start()
 	leader.WaitReady()
