@@ -286,6 +286,7 @@ func (r *Manager) Reconcile() error {
 		}
 	}
 	r.mu.Unlock()
+	var toOpen []replicaKey
 	for k, st := range want {
 		r.mu.RLock()
 		existing, open := r.mu.replicas[k]
@@ -300,16 +301,9 @@ func (r *Manager) Reconcile() error {
 		if failed {
 			continue
 		}
-		if err := r.open(t, st); err != nil {
-			// The replica is offline, not the node: it serves its other
-			// replicas, reports this one (Offline) and leads or follows
-			// it no more in this run.
-			r.logger.Error("replica failed to open; offline until restart", "topic", t.Name, "partition", st.Partition, "err", err)
-			r.mu.Lock()
-			r.mu.failed[k] = failedOpen{topicID: t.ID, err: err}
-			r.mu.Unlock()
-		}
+		toOpen = append(toOpen, k)
 	}
+	r.openAll(toOpen, topics, want)
 	follow := map[replicaKey]followed{}
 	r.mu.RLock()
 	down := r.mu.steppedDown
@@ -326,6 +320,52 @@ func (r *Manager) Reconcile() error {
 	return errors.Join(errs...)
 }
 
+// openParallelism bounds the replicas Reconcile opens at once (Kafka's
+// num.recovery.threads.per.data.dir): opening is disk reads and fsyncs, so
+// a node holding many partitions recovers them side by side instead of one
+// after another, without one goroutine per partition.
+var openParallelism = 8
+
+// openAll opens the replicas keys name, at most openParallelism at a time,
+// and returns when every one is open or failed. A replica that fails to open
+// is offline, not the node: it serves its other replicas, reports this one
+// (Offline) and leads or follows it no more in this run.
+// REQUIRES: reconcileMu held.
+func (r *Manager) openAll(keys []replicaKey, topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) {
+	forEachBounded(keys, openParallelism, func(k replicaKey) {
+		t, st := topics[k.topic], want[k]
+		if err := r.open(t, st); err != nil {
+			r.logger.Error("replica failed to open; offline until restart", "topic", t.Name, "partition", st.Partition, "err", err)
+			r.mu.Lock()
+			r.mu.failed[k] = failedOpen{topicID: t.ID, err: err}
+			r.mu.Unlock()
+		}
+	})
+}
+
+// forEachBounded calls fn for every item, from at most limit goroutines at
+// once, and returns when every call has returned.
+func forEachBounded[T any](items []T, limit int, fn func(T)) {
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range min(max(limit, 1), len(items)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				fn(it)
+			}
+		}()
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+}
+
+// open opens one replica and applies its role. Reconcile calls it from
+// several goroutines at once (openAll), each for another partition.
 func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) error {
 	dir := r.dirFor(t.Name, st.Partition)
 	id := t.ID.String()
