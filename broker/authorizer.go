@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
@@ -34,6 +35,14 @@ func (n *Node) startAuthorizer(ctx context.Context) error {
 	var err error
 	if n.acls, err = controlplane.OpenACLs(ctx, n.store, n.authz.SetBindings); err != nil {
 		return fmt.Errorf("ACLs: %w", err)
+	}
+	for _, s := range supers {
+		if s == "User:ANONYMOUS" {
+			if ls := n.cfg.AnonymousListeners(); len(ls) > 0 {
+				n.logger.Warn("super_users names User:ANONYMOUS: every client of these listeners, which serve clients without credentials as User:ANONYMOUS, may do everything",
+					"listeners", strings.Join(ls, ","))
+			}
+		}
 	}
 	// On SSL the principal is the certificate's subject after
 	// ssl_principal_mapping_rules: not known here, so not checked.

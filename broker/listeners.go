@@ -22,10 +22,14 @@ type boundListener struct {
 
 // bindListeners binds every Kafka listener of n.cfg, before the node
 // registers, so that a port 0 (tests) is advertised as the port bound, and
-// loads the TLS files when a listener needs them. The inter-broker listener
+// loads the TLS files when a listener needs them: each TLS listener's own
+// (listener_name) or the node's. The inter-broker listener
 // is n.listeners[0] and n.kafkaLn.
 func (n *Node) bindListeners(ctx context.Context) error {
-	var reloader *kafka.TLSReloader
+	// One reloader per distinct set of TLS files and client auth: the
+	// listeners that share the node's settings share one.
+	reloaders := map[kafka.TLSFiles]*kafka.TLSReloader{}
+	var interBrokerTLS *kafka.TLSReloader
 	var err error
 	if n.scram, err = controlplane.OpenSCRAMCredentials(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
 		return err
@@ -43,19 +47,21 @@ func (n *Node) bindListeners(ctx context.Context) error {
 			kl.SASL = mechs
 		}
 		if l.TLS() {
+			lt := n.cfg.ListenerTLS(l.Name) // listener_name.<name>.ssl_*, else the node's
+			files := kafka.TLSFiles{CertFile: lt.CertFile, KeyFile: lt.KeyFile, CAFile: lt.CAFile, ClientAuth: kafka.ClientAuth(lt.ClientAuth)}
+			reloader := reloaders[files]
 			if reloader == nil {
-				var err error
-				reloader, err = kafka.NewTLSReloader(kafka.TLSFiles{
-					CertFile: n.cfg.SSLCertificateLocation, KeyFile: n.cfg.SSLKeyLocation,
-					CAFile: n.cfg.SSLCALocation, ClientAuth: kafka.ClientAuth(n.cfg.SSLClientAuth),
-				}, n.logger)
-				if err != nil {
-					return err
+				if reloader, err = kafka.NewTLSReloader(files, n.logger); err != nil {
+					return fmt.Errorf("listener %s: %w", l.Name, err)
 				}
+				reloaders[files] = reloader
+			}
+			if kl.InterBroker {
+				interBrokerTLS = reloader // this node's side of it too, as Kafka's inter-broker client
 			}
 			kl.TLS = reloader.ServerConfig()
-			if kl.PrincipalMapper, err = kafka.ParseSSLPrincipalMappingRules(n.cfg.SSLPrincipalMappingRules); err != nil {
-				return err
+			if kl.PrincipalMapper, err = kafka.ParseSSLPrincipalMappingRules(lt.PrincipalMappingRules); err != nil {
+				return fmt.Errorf("listener %s: %w", l.Name, err)
 			}
 		}
 		ln, err := net.Listen("tcp", l.Listen)
@@ -72,7 +78,7 @@ func (n *Node) bindListeners(ctx context.Context) error {
 		return fmt.Errorf("%w: no Kafka listener", config.ErrInvalidConfig)
 	}
 	n.kafkaLn = n.listeners[0].ln
-	return n.setUpInterBroker(ctx, reloader)
+	return n.setUpInterBroker(ctx, interBrokerTLS)
 }
 
 // saslMechanisms builds sasl_enabled_mechanisms: PLAIN from its users file,

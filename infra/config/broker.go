@@ -48,7 +48,7 @@ type Broker struct {
 	ConnectionsMaxReauth                    time.Duration `yaml:"connections_max_reauth" doc:"connections.max.reauth.ms (KIP-368): when positive, a SASL session lasts at most this long (less when its token expires sooner), clients re-authenticate on the same connection, and one that did not is closed at its next request; 0 gives sessions no end."`
 	SSLPrincipalMappingRules                string        `yaml:"ssl_principal_mapping_rules" doc:"ssl.principal.mapping.rules (KIP-371): comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT, applied in order to a client certificate's subject."`
 	Authorizer                              string        `yaml:"authorizer" doc:"authorizer.class.name: empty (no ACLs: every client may do everything) or standard (Kafka's StandardAuthorizer: ACLs in the control plane, managed with CreateAcls, DescribeAcls, DeleteAcls and shale acl)."`
-	SuperUsers                              string        `yaml:"super_users" doc:"super.users: principals separated by ';' (User:admin;User:ANONYMOUS) that the authorizer allows everything; include the principal the nodes use towards each other."`
+	SuperUsers                              string        `yaml:"super_users" doc:"super.users: principals separated by ';' (User:admin;User:broker) that the authorizer allows everything; include the principal the nodes use towards each other. Never User:ANONYMOUS on a node with a PLAINTEXT listener or an SSL one whose ssl_client_auth is none or requested: every client of it would be a super user (the node warns at start)."`
 	AllowEveryoneIfNoACLFound               bool          `yaml:"allow_everyone_if_no_acl_found" doc:"allow.everyone.if.no.acl.found: with the authorizer on, an action on a resource that no ACL applies to is allowed."`
 	// The node's side of the inter-broker listener: how it dials and logs
 	// in to the other nodes (interbroker.go).
@@ -135,6 +135,10 @@ type Broker struct {
 	TieringInterval            time.Duration `yaml:"tiering_interval" doc:"How often the tiering loop uploads closed segments and applies remote retention."`
 	OrphanGrace                time.Duration `yaml:"remote_orphan_grace" doc:"An object in the bucket that no committed metadata references is deleted once older than this."`
 	DiskHighWatermark          float64       `yaml:"disk_high_watermark" doc:"Used fraction of the data directory's filesystem above which produce gets a retriable KAFKA_STORAGE_ERROR; 0 disables."`
+
+	// ListenerName holds per-listener settings, Kafka's
+	// listener.name.<name>.ssl.*: listener_name: {CLIENTS: {ssl_client_auth: required}}.
+	ListenerName map[string]ListenerSettings `yaml:"listener_name" doc:"Per-listener TLS settings by listener name (Kafka's listener.name.<name>.ssl.*); see ListenerSettings."`
 
 	// TopicDefaults are broker-wide topic config defaults with Kafka's topic
 	// config names (retention.ms: 3600000).
@@ -413,6 +417,7 @@ type FlagSettings struct {
 	scratch       Broker            // each value is checked here when it is parsed
 	set           map[string]string // YAML key -> the last value given
 	topicDefaults [][2]string       // --topic-default name=value, in order
+	listenerName  [][3]string       // --listener-name NAME.key=value, in order
 }
 
 // BindFlags registers a flag for every setting on fs (data_dir ->
@@ -435,6 +440,7 @@ func BindFlags(fs *pflag.FlagSet) *FlagSettings {
 		}
 	})
 	fs.Var(&topicDefaultValue{s: s}, "topic-default", "a broker-wide topic config default, name=value (repeatable)")
+	fs.Var(&listenerNameValue{s: s}, "listener-name", "a per-listener setting, LISTENER.key=value (ssl_client_auth, ssl_certificate_location, ssl_key_location, ssl_ca_location, ssl_principal_mapping_rules; repeatable), Kafka's listener.name.<name>.<key>")
 	return s
 }
 
@@ -448,6 +454,11 @@ func (s *FlagSettings) Apply(b *Broker) error {
 			}
 		}
 	})
+	for _, kv := range s.listenerName {
+		if err := b.SetListenerSetting(kv[0], kv[1], kv[2]); err != nil {
+			return err
+		}
+	}
 	for _, kv := range s.topicDefaults {
 		if b.TopicDefaults == nil {
 			b.TopicDefaults = map[string]string{}
@@ -523,6 +534,13 @@ func Reference() string {
 	d.fields(func(name, doc string, v reflect.Value) {
 		fmt.Fprintf(&sb, "| `%s` | `--%s` | `%s` | `%v` | %s |\n", name, FlagName(name), EnvName(name), v.Interface(), doc)
 	})
+	sb.WriteString("\nPer-listener settings (Kafka's `listener.name.<name>.<key>`), in YAML under `listener_name` and the listener's name " +
+		"(`listener_name: {SASL_SSL: {ssl_client_auth: none}}`), or `--listener-name NAME.key=value` (repeatable; no environment variables). " +
+		"Only SSL and SASL_SSL listeners take them; an empty or absent key takes the node-wide setting of the same name:\n\n" +
+		"| key | meaning |\n|---|---|\n")
+	for _, k := range listenerSettingKeys {
+		fmt.Fprintf(&sb, "| `%s` | the listener's own `%s` |\n", k, k)
+	}
 	sb.WriteString("\nTopic configs (per topic, or broker-wide under `topic_defaults` / `--topic-default name=value`):\n\n| name | type | default | meaning |\n|---|---|---|---|\n")
 	for _, k := range TopicKeys {
 		fmt.Fprintf(&sb, "| `%s` | %s | `%s` | %s |\n", k.Name, k.Type, k.Default, k.Doc)
@@ -548,4 +566,22 @@ func (t Type) String() string {
 		return "list"
 	}
 	return "unknown"
+}
+
+type listenerNameValue struct{ s *FlagSettings }
+
+func (v *listenerNameValue) String() string { return "" }
+func (v *listenerNameValue) Type() string   { return "LISTENER.key=value" }
+func (v *listenerNameValue) Set(raw string) error {
+	kv, value, ok := strings.Cut(raw, "=")
+	name, key, ok2 := strings.Cut(kv, ".")
+	if !ok || !ok2 || name == "" {
+		return fmt.Errorf("want LISTENER.key=value")
+	}
+	var scratch Broker
+	if err := scratch.SetListenerSetting(name, key, value); err != nil {
+		return err
+	}
+	v.s.listenerName = append(v.s.listenerName, [3]string{name, key, value})
+	return nil
 }

@@ -92,6 +92,9 @@ func parseListenerList(key, s string) ([][2]string, error) {
 // b.Listen and b.Advertise (those of the inter-broker listener).
 func (b *Broker) resolveListeners() error {
 	if b.Listeners == "" {
+		if len(b.ListenerName) > 0 {
+			return fmt.Errorf("%w: listener_name without listeners", ErrInvalidConfig)
+		}
 		if b.AdvertisedListeners != "" {
 			return fmt.Errorf("%w: advertised_listeners without listeners", ErrInvalidConfig)
 		}
@@ -163,10 +166,8 @@ func (b *Broker) resolveListeners() error {
 	if out[0].Name != b.InterBrokerListenerName {
 		return fmt.Errorf("%w: inter_broker_listener_name %s is not in listeners", ErrInvalidConfig, b.InterBrokerListenerName)
 	}
-	for _, l := range out {
-		if l.TLS() && (b.SSLCertificateLocation == "" || b.SSLKeyLocation == "") {
-			return fmt.Errorf("%w: listener %s (%s) needs ssl_certificate_location and ssl_key_location", ErrInvalidConfig, l.Name, l.Protocol)
-		}
+	if err := b.validateListenerSettings(out); err != nil {
+		return err
 	}
 	for _, m := range b.SASLMechanisms() {
 		switch m {
