@@ -156,6 +156,10 @@ func (n *Node) metricsState() metrics.NodeState {
 		st.NATS = &metrics.NATSCounters{Disconnects: s.Disconnects, Reconnects: s.Reconnects,
 			AsyncErrors: s.AsyncErrors, WatchRestarts: s.WatchRestarts}
 	}
+	if n.fetchSessions != nil {
+		s := n.fetchSessions.Stats()
+		st.FetchSessions = &metrics.FetchSessionFigures{Sessions: s.Sessions, Partitions: s.Partitions, Evictions: s.Evictions}
+	}
 	if n.store == nil || n.replicas == nil {
 		return st
 	}

@@ -71,6 +71,7 @@ type Node struct {
 	quotaStore    *controlplane.ClientQuotas // see quotas.go
 	quotas        *quota.Manager
 	authz         *authz.Authorizer   // nil: the authorizer off (authorizer.go)
+	fetchSessions *fetch.SessionCache // incremental fetch sessions (KIP-227), one for every listener
 	acls          *controlplane.ACLs  // nil: the authorizer off
 	interBroker   *interbroker.Dialer // every connection to another node (interbroker.go)
 	adminLn       net.Listener
@@ -277,7 +278,8 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 func (n *Node) registerAPIs(reg *kafka.Registry) {
 	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
 	fopts := append(fetchOptions(n.cold), fetch.WithAuthorizer(n.authz))
-	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetch.WithQuotas(n.quotas))...)
+	n.fetchSessions = fetch.NewSessionCache(n.cfg.MaxIncrementalFetchSessionCacheSlots)
+	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetch.WithQuotas(n.quotas), fetch.WithSessionCache(n.fetchSessions))...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fopts...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger, fopts...)
 	var tm *tiering.Manager // a nil *nodeTiering is tiering off

@@ -40,7 +40,7 @@ func TestEncodeFetchDecodesWithKmsg(t *testing.T) {
 		{topic: "b", parts: []partResult{{partition: 3, hw: 0, logStart: 0}}},
 	}
 	for v := int16(4); v <= 12; v++ {
-		body := encodeFetch(v, res)
+		body := encodeFetch(v, res, 0, 0)
 		var buf bytes.Buffer
 		for _, p := range body.pieces {
 			if p.file != nil {

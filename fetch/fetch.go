@@ -12,8 +12,14 @@ package fetch
 //     high watermark and gets an empty list. LastStableOffset is the
 //     partition's either way.
 //   - v5: LogStartOffset in the response.
-//   - v7: fetch sessions (KIP-227): Shale declines them and answers session
-//     id 0, so clients send full fetches.
+//   - v7: fetch sessions (KIP-227), with WithSessionCache
+//     (session_cache.go): a full fetch at epoch 0 gets a session when the
+//     cache has room, and later incremental fetches name only the partitions
+//     whose request changed (and ForgottenTopics) and are answered only the
+//     partitions with news; FETCH_SESSION_ID_NOT_FOUND and
+//     INVALID_FETCH_SESSION_EPOCH as Kafka answers them. Without a cache,
+//     every fetch is answered without a session (session id 0, so clients
+//     send full fetches) and an incremental one FETCH_SESSION_ID_NOT_FOUND.
 //   - v11: rack-aware fetching fields (KIP-392): no preferred read replica (-1).
 //   - v12: flexible versions; LastFetchedEpoch in the request and
 //     DivergingEpoch in the response (KIP-320): a follower whose log has
@@ -222,19 +228,23 @@ type topicResult struct {
 
 func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
+	fc := h.sessionContext(req.Version, r)
+	if fc.kind == sessionError {
+		return kafka.Reply{Body: encodeFetch(req.Version, nil, fc.errCode, invalidSessionID)}, nil
+	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	fq := h.quotaFor(req, r)
 	maxBytes := fq.maxBytes(int(r.MaxBytes))
 	if maxBytes <= 0 {
 		maxBytes = 1
 	}
-	denied := h.deniedTopics(req, r)
+	denied := h.deniedTopics(req, r.ReplicaID >= 0, fc.parts)
 	for {
-		res, total, waitOn, failed, cold := h.readAll(r, maxBytes, denied)
+		res, total, waitOn, failed, cold := h.readAll(r, fc.parts, maxBytes, denied)
 		if fq.admitCold(req, cold) {
 			// Over the cold-read quota: the remote partitions stay empty
 			// and the fetch is answered at once, throttled.
-			return h.answer(req, r, fq, res, nil), nil
+			return h.answer(req, r, fc, fq, res, nil), nil
 		}
 		if len(cold) > 0 {
 			coldDeadline := deadline
@@ -243,10 +253,10 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			}
 			req.Waited(h.readCold(ctx, res, cold, coldDeadline))
 			fq.recordCold(req, cold)
-			return h.answer(req, r, fq, res, cold), nil
+			return h.answer(req, r, fc, fq, res, cold), nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			return h.answer(req, r, fq, res, nil), nil
+			return h.answer(req, r, fc, fq, res, nil), nil
 		}
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
@@ -257,18 +267,32 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
-			res, _, _, _, _ = h.readAll(r, maxBytes, denied)
-			return h.answer(req, r, fq, res, nil), nil
+			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, denied)
+			return h.answer(req, r, fc, fq, res, nil), nil
 		}
 	}
 }
 
 // answer encodes the response to a fetch, counting it against the
-// consumer's quota.
-func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fq *fetchQuota, res []topicResult, cold []*coldRead) kafka.Reply {
+// consumer's quota. With a session, the fetch's partitions are recorded in
+// it (a full fetch's new session) or only those with news are answered (an
+// incremental fetch; session_cache.go).
+func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetchContext, fq *fetchQuota, res []topicResult, cold []*coldRead) kafka.Reply {
+	errCode, sessionID := int16(0), invalidSessionID
+	switch fc.kind {
+	case sessionFull:
+		sessionID = h.opts.sessions.create(r.ReplicaID >= 0, fc.parts, res)
+	case sessionIncremental:
+		var ok bool
+		if res, ok = fc.sess.filter(fc.expect, res); ok {
+			sessionID = fc.sess.id
+		} else {
+			errCode, sessionID = errInvalidFetchSessionEpoch, fc.sess.id
+		}
+	}
 	fq.record(req, res)
 	h.observe(res, r.ReplicaID >= 0)
-	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res), cold)}
+	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res, errCode, sessionID), cold)}
 }
 
 func (h *fetchHandler) observe(res []topicResult, follower bool) {
@@ -347,51 +371,62 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 	return waited
 }
 
-// readAll reads every requested local partition once and lists those to be
-// read from remote segments (cold). failed is true when some partition
-// carries an error or a DivergingEpoch (the client should hear about it at
-// once).
-// deniedTopics returns the topics of r that req's principal may not read
+// deniedTopics returns the topics of parts that req's principal may not read
 // (all of them for a follower's fetch without ClusterAction), nil when
 // none is refused. Each denial is audited once per request.
-func (h *fetchHandler) deniedTopics(req *kafka.Request, r *kmsg.FetchRequest) map[string]bool {
+func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []partReq) map[string]bool {
 	if !h.opts.authz.Enabled() {
 		return nil
 	}
 	var denied map[string]bool
-	follower := r.ReplicaID >= 0
 	clusterOK := follower && h.opts.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
-	for _, t := range r.Topics {
-		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, authz.OpRead, authz.Topic(t.Topic))) {
+	last := ""
+	for i, p := range parts {
+		if i > 0 && p.topic == last {
+			continue
+		}
+		last = p.topic
+		if denied[p.topic] {
+			continue
+		}
+		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, authz.OpRead, authz.Topic(p.topic))) {
 			if denied == nil {
 				denied = map[string]bool{}
 			}
-			denied[t.Topic] = true
+			denied[p.topic] = true
 		}
 	}
 	return denied
 }
 
-func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[string]bool) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
+// readAll reads every partition of parts (the request's, or its session's)
+// once and lists those to be read from remote segments (cold). failed is
+// true when some partition carries an error or a DivergingEpoch (the client
+// should hear about it at once).
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, denied map[string]bool) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
 	minOne := true
-	for _, t := range r.Topics {
-		tr := topicResult{topic: t.Topic}
-		for _, p := range t.Partitions {
-			pr := partResult{partition: p.Partition, hw: -1, lso: -1, logStart: -1}
-			if denied[t.Topic] {
+	for i := 0; i < len(parts); {
+		// One topicResult for each run of partitions of one topic, in the
+		// order of parts (as Kafka's response groups them).
+		topic := parts[i].topic
+		tr := topicResult{topic: topic}
+		for ; i < len(parts) && parts[i].topic == topic; i++ {
+			p := parts[i]
+			pr := partResult{partition: p.partition, hw: -1, lso: -1, logStart: -1}
+			if denied[topic] {
 				pr.errCode, failed = kerr.TopicAuthorizationFailed.Code, true
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
-			rep, err := h.leaders.Leader(t.Topic, p.Partition)
+			rep, err := h.leaders.Leader(topic, p.partition)
 			if err != nil {
 				pr.errCode = kafkaerr.Code(err)
 				failed = true
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
-			if p.CurrentLeaderEpoch >= 0 {
-				if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
+			if p.currentLeaderEpoch >= 0 {
+				if code := checkEpoch(p.currentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
 					pr.errCode, failed = code, true
 					tr.parts = append(tr.parts, pr)
 					continue
@@ -405,7 +440,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[st
 				// the high watermark; it reads past the high watermark, up to
 				// the log end, and only what is local (section "Replication"
 				// in docs/replication.md).
-				hw, err := rep.FollowerFetch(r.ReplicaID, p.FetchOffset, p.LastFetchedEpoch, time.Now())
+				hw, err := rep.FollowerFetch(r.ReplicaID, p.fetchOffset, p.lastFetchedEpoch, time.Now())
 				var div *partition.DivergedError
 				if errors.As(err, &div) {
 					// KIP-320: no records, error NONE, the high watermark and
@@ -420,9 +455,9 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[st
 					continue
 				}
 				pr.hw = hw
-				rep.FollowerLogStart(r.ReplicaID, p.LogStartOffset)
-				if p.FetchOffset < localStart && h.opts.remote != nil {
-					if rs := h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs <= p.FetchOffset {
+				rep.FollowerLogStart(r.ReplicaID, p.logStartOffset)
+				if p.fetchOffset < localStart && h.opts.remote != nil {
+					if rs := h.opts.remote.LogStartOffset(topic, p.partition); rs >= 0 && rs <= p.fetchOffset {
 						// KIP-405: the offset is only in remote segments; the
 						// follower takes the remote tail's state from the
 						// bucket and fetches from the local log start.
@@ -432,22 +467,22 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[st
 					}
 				}
 				waitOn = append(waitOn, rep.LEOChanged())
-				total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
+				total += h.readLocal(rep, &pr, topic, p.fetchOffset, min(int(p.maxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
 			rs := int64(-1)
 			if h.opts.remote != nil {
-				if rs = h.opts.remote.LogStartOffset(t.Topic, p.Partition); rs >= 0 && rs < localStart {
+				if rs = h.opts.remote.LogStartOffset(topic, p.partition); rs >= 0 && rs < localStart {
 					pr.logStart = rs
 				}
 			}
-			if rs >= 0 && rs < localStart && p.FetchOffset < localStart {
+			if rs >= 0 && rs < localStart && p.fetchOffset < localStart {
 				// A cold read reserves its budget now: it runs after this
 				// pass, concurrently with the other cold reads.
-				budget := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
+				budget := max(min(int(p.maxBytes), maxBytes-total), 0)
 				if budget > 0 || minOne {
-					cold = append(cold, &coldRead{topic: t.Topic, partition: p.Partition, offset: p.FetchOffset,
+					cold = append(cold, &coldRead{topic: topic, partition: p.partition, offset: p.fetchOffset,
 						budget: budget, minOne: minOne, ti: len(res), pi: len(tr.parts),
 						committed: r.IsolationLevel == 1, rep: rep})
 					total += budget
@@ -463,9 +498,9 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, maxBytes int, denied map[st
 			if r.IsolationLevel == 1 {
 				bound = pr.lso
 			}
-			total += h.readLocal(rep, &pr, t.Topic, p.FetchOffset, min(int(p.PartitionMaxBytes), maxBytes-total), &minOne, bound, &failed)
+			total += h.readLocal(rep, &pr, topic, p.fetchOffset, min(int(p.maxBytes), maxBytes-total), &minOne, bound, &failed)
 			if r.IsolationLevel == 1 && len(pr.reads) > 0 {
-				pr.aborted = rep.Log().AbortedTxns(p.FetchOffset, pr.reads[len(pr.reads)-1].NextOffset)
+				pr.aborted = rep.Log().AbortedTxns(p.fetchOffset, pr.reads[len(pr.reads)-1].NextOffset)
 			}
 			tr.parts = append(tr.parts, pr)
 		}
@@ -549,13 +584,14 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool
 	return i >= 2
 }
 
-// encodeFetch writes the response body for version v (4-12).
-func encodeFetch(v int16, res []topicResult) *body {
+// encodeFetch writes the response body for version v (4-12), with the
+// top-level error code and session id (v7+).
+func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32) *body {
 	e := &encoder{b: &body{buf: make([]byte, 0, 256)}, flexible: v >= 12}
 	e.i32(0) // ThrottleMillis
 	if v >= 7 {
-		e.i16(0) // ErrorCode
-		e.i32(0) // SessionID: sessions declined
+		e.i16(errCode)
+		e.i32(sessionID)
 	}
 	e.arrayLen(len(res))
 	for _, t := range res {

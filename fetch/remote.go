@@ -41,6 +41,7 @@ type options struct {
 	remoteMinWait time.Duration
 	quotas        Quotas            // nil: no quotas
 	authz         *authz.Authorizer // nil: everything allowed
+	sessions      *SessionCache     // nil: no fetch sessions
 }
 
 // WithAuthorizer has the handlers check the ACLs with a (Fetch: Read on

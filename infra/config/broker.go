@@ -87,6 +87,8 @@ type Broker struct {
 	ReplicaFetchResponseMaxBytes int32         `yaml:"replica_fetch_response_max_bytes" doc:"replica.fetch.response.max.bytes: bytes in a whole follower fetch response (the first batch is sent even when larger)."`
 	ReplicaFetchWaitMax          time.Duration `yaml:"replica_fetch_wait_max" doc:"replica.fetch.wait.max.ms: how long the leader holds a follower fetch with fewer than replica_fetch_min_bytes ready; below replica_lag_time_max."`
 
+	MaxIncrementalFetchSessionCacheSlots int `yaml:"max_incremental_fetch_session_cache_slots" doc:"max.incremental.fetch.session.cache.slots: incremental fetch sessions (KIP-227) this node keeps for consumers and followers; 0 declines every session (full fetches only)."`
+
 	AutoCreateTopics              bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
 	NumPartitions                 int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
 	DefaultReplicationFactor      int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
@@ -199,6 +201,8 @@ func Defaults() Broker {
 		LogFormat:                           "text",
 		TopicDefaults:                       map[string]string{},
 
+		MaxIncrementalFetchSessionCacheSlots: 1000,
+
 		TransactionVersion:                   2,
 		TransactionMaxTimeout:                15 * time.Minute,
 		TransactionAbortCheckInterval:        10 * time.Second,
@@ -246,6 +250,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.ReplicaFetchMinBytes < 1 || b.ReplicaFetchMaxBytes < 1 || b.ReplicaFetchResponseMaxBytes < 1 {
 		return fmt.Errorf("%w: replica_fetch_min_bytes, replica_fetch_max_bytes and replica_fetch_response_max_bytes must be positive", ErrInvalidConfig)
+	}
+	if b.MaxIncrementalFetchSessionCacheSlots < 0 {
+		return fmt.Errorf("%w: max_incremental_fetch_session_cache_slots %d is negative", ErrInvalidConfig, b.MaxIncrementalFetchSessionCacheSlots)
 	}
 	if b.LogWritebackBytes < 0 {
 		return fmt.Errorf("%w: log_writeback_bytes %d is negative", ErrInvalidConfig, b.LogWritebackBytes)

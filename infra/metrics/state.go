@@ -30,6 +30,9 @@ type NodeState struct {
 	// LogRecovery is what opening the local logs read since the process
 	// started (segment.Recovery).
 	LogRecovery LogRecoveryCounters
+	// FetchSessions is the fetch session cache's figures; nil before the
+	// Kafka APIs are registered.
+	FetchSessions *FetchSessionFigures
 }
 
 // LogRecoveryCounters are the totals of opening local partition logs.
@@ -40,6 +43,13 @@ type LogRecoveryCounters struct {
 	Bytes int64
 	// Segments re-read batch by batch (after an unclean stop).
 	Segments int64
+}
+
+// FetchSessionFigures are the incremental fetch session cache's figures
+// (Kafka's FetchSessionCache metrics).
+type FetchSessionFigures struct {
+	Sessions, Partitions int
+	Evictions            uint64 // since the node started
 }
 
 // NATSCounters are the node's NATS connection totals since it started.
@@ -167,6 +177,12 @@ var (
 	descNATSReconnects  = desc("shale_nats_reconnects_total", "Times the node's NATS connection was re-established after a loss.")
 	descNATSAsyncErrors = desc("shale_nats_async_errors_total",
 		"Asynchronous errors of the node's NATS client: a consumer's missed heartbeats, a slow consumer, a permission violation.")
+	descFetchSessions = desc("kafka_server_fetchsessioncache_num_incremental_fetch_sessions",
+		"Incremental fetch sessions (KIP-227) this node holds for consumers and followers (Kafka NumIncrementalFetchSessions).")
+	descFetchSessionPartitions = desc("kafka_server_fetchsessioncache_num_incremental_fetch_partitions_cached",
+		"Partitions cached over all incremental fetch sessions (Kafka NumIncrementalFetchPartitionsCached).")
+	descFetchSessionEvictions = desc("kafka_server_fetchsessioncache_incremental_fetch_session_evictions_total",
+		"Incremental fetch sessions evicted to make room for a new one (Kafka IncrementalFetchSessionEvictionsPerSec).")
 	descWatchRestarts = desc("shale_controlplane_watch_restarts_total",
 		"Control-plane bucket watches re-established after their subscription ended or stalled.")
 
@@ -185,6 +201,7 @@ var allStateDescs = []*prometheus.Desc{
 	descTxnOpen, descTxnOldest, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 	descNATSDisconnects, descNATSReconnects, descNATSAsyncErrors, descWatchRestarts,
 	descRecoveryBytes, descRecoverySegments,
+	descFetchSessions, descFetchSessionPartitions, descFetchSessionEvictions,
 }
 
 // stateCollector turns a NodeState read at scrape time into series.
@@ -257,6 +274,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descRecoveryBytes, float64(st.LogRecovery.Bytes))
 	counter(descRecoverySegments, float64(st.LogRecovery.Segments))
+	if x := st.FetchSessions; x != nil {
+		gauge(descFetchSessions, float64(x.Sessions))
+		gauge(descFetchSessionPartitions, float64(x.Partitions))
+		counter(descFetchSessionEvictions, float64(x.Evictions))
+	}
 }
 
 func boolValue(b bool) float64 {
