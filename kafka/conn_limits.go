@@ -96,13 +96,14 @@ func (s *Server) releaseLocked(c *conn) {
 
 // refuse closes a connection over a limit, with a rate-limited Info line
 // (a client reconnecting in a loop would flood the log) and the observer's
-// count.
+// count, both before the close, so that the client's seeing the close
+// means both happened.
 func (s *Server) refuse(nc net.Conn, l *Listener, reason string, err error) {
-	nc.Close()
-	if ok, held := s.limitLog.allow(time.Now()); ok {
-		s.log.Info("kafka: connection refused", "listener", l.Name, "remote", nc.RemoteAddr().String(), "err", err, "suppressed", held)
-	}
 	if o := s.cfg.ConnObserver; o != nil {
 		o.ObserveConnectionRejected(l.Name, reason)
 	}
+	if ok, held := s.limitLog.allow(time.Now()); ok {
+		s.log.Info("kafka: connection refused", "listener", l.Name, "remote", nc.RemoteAddr().String(), "err", err, "suppressed", held)
+	}
+	nc.Close()
 }
