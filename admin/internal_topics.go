@@ -27,7 +27,8 @@ package admin
 //
 // A coordinator that finds its topic existing with another shape (made by
 // an older Shale) logs it at Error, naming what differs, at most once per
-// misshapenLogInterval per topic; a partition count other than its own is
+// misshapenLogInterval per topic, and the gauge
+// shale_internal_topic_wrong_shape{topic} is 1 while it does; a partition count other than its own is
 // COORDINATOR_NOT_AVAILABLE with that message for the keys it maps past
 // the topic's partitions.
 
@@ -163,4 +164,20 @@ func (h *Handlers) checkInternalShape(t controlplane.Topic, shape group.TopicSha
 		return fmt.Errorf("%s has %s", t.Name, bad[0])
 	}
 	return nil
+}
+
+// InternalTopicsWrongShape reports each internal topic that exists: true
+// when its shape is not the one its coordinator needs (shapeMismatches).
+// For the node's metrics; safe for concurrent use.
+func (h *Handlers) InternalTopicsWrongShape() map[string]bool {
+	out := map[string]bool{}
+	for _, name := range []string{group.OffsetsTopic, txn.StateTopic} {
+		t, ok := h.store.Topic(name)
+		if !ok {
+			continue
+		}
+		shape, _ := h.internalTopicShape(name)
+		out[name] = len(h.shapeMismatches(t, shape)) > 0
+	}
+	return out
 }

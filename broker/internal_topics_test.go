@@ -231,7 +231,8 @@ func TestDeleteRecordsRefusedOnInternalTopics(t *testing.T) {
 // partition (as Metadata auto-creation did before issue 22) is not adopted
 // silently: FindCoordinator for a group mapped past its partition answers
 // COORDINATOR_NOT_AVAILABLE with a message naming the partition counts
-// (before the fix only "__consumer_offsets-N has no leader"), and deleting
+// (before the fix only "__consumer_offsets-N has no leader") and the gauge
+// shale_internal_topic_wrong_shape is 1 for it; deleting
 // the topic, as the message's log line advises, lets the coordinator make
 // it again with its own shape.
 func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
@@ -261,6 +262,10 @@ func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
 		t.Fatalf("FindCoordinator: %v %q, want COORDINATOR_NOT_AVAILABLE naming %q", kerr.ErrorForCode(fr.ErrorCode), msg, want)
 	}
 
+	if v := mustMetric(t, scrapeMetrics(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 1 {
+		t.Fatalf("shale_internal_topic_wrong_shape{topic=%s} = %v, want 1", group.OffsetsTopic, v)
+	}
+
 	if _, err := adm.DeleteTopic(ctx, group.OffsetsTopic); err != nil {
 		t.Fatalf("DeleteTopics %s: %v", group.OffsetsTopic, err)
 	}
@@ -271,6 +276,9 @@ func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
 		t.Fatalf("commit after the topic was deleted: %v %v", err, cr.Error())
 	}
 	internalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
+	if v := mustMetric(t, scrapeMetrics(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 0 {
+		t.Fatalf("shale_internal_topic_wrong_shape{topic=%s} = %v after the topic was made again, want 0", group.OffsetsTopic, v)
+	}
 }
 
 // TestTxnVerificationUsesTheCoordinatorsPartitionCount: a partition

@@ -206,6 +206,9 @@ func (n *Node) metricsState() metrics.NodeState {
 			ChunkHits: s.ChunkHits, ChunkMisses: s.ChunkMisses, GetRequests: s.GetRequests, GetBytes: s.GetBytes,
 			ReadAheads: s.ReadAheads, IndexHits: s.IndexHits, IndexMisses: s.IndexMisses, CacheBytes: s.CacheBytes}
 	}
+	if n.apis != nil {
+		st.InternalTopicWrongShape = n.apis.InternalTopicsWrongShape()
+	}
 	if n.apis != nil && n.apis.Transactions() != nil {
 		s := n.apis.Transactions().Stats()
 		st.Transactions = &metrics.TransactionFigures{Open: s.Open, OldestOpenSeconds: float64(s.OldestOpenMs) / 1000,

@@ -119,12 +119,13 @@ func TestTrafficSeries(t *testing.T) {
 
 func TestStateSeries(t *testing.T) {
 	st := NodeState{ActiveController: true, UnderReplicatedPartitions: 2, OfflinePartitions: 1,
-		Topics:       []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
-		Tiering:      &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
-		ColdRead:     &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048},
-		Transactions: &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1},
-		NATS:         &NATSCounters{Disconnects: 4, Reconnects: 3, AsyncErrors: 6, WatchRestarts: 2},
-		LogRecovery:  LogRecoveryCounters{Bytes: 123456, Segments: 5}}
+		Topics:                  []TopicTiering{{Topic: "cold", CopyLagBytes: 4096, CopyLagSegments: 2, RemoteLogSizeBytes: 9000, RemoteSegments: 3}},
+		Tiering:                 &TieringCounters{SegmentsCopied: 3, BytesCopied: 9000, CopyErrors: 1, Passes: 10},
+		ColdRead:                &ColdReadCounters{RemoteFetchBytes: 500, ChunkHits: 3, ChunkMisses: 1, CacheBytes: 2048},
+		Transactions:            &TransactionFigures{Open: 2, OldestOpenSeconds: 1.5, Committed: 7, Aborted: 3, TimedOut: 1},
+		InternalTopicWrongShape: map[string]bool{"__consumer_offsets": true, "__transaction_state": false},
+		NATS:                    &NATSCounters{Disconnects: 4, Reconnects: 3, AsyncErrors: 6, WatchRestarts: 2},
+		LogRecovery:             LogRecoveryCounters{Bytes: 123456, Segments: 5}}
 	r := New(func() NodeState { return st })
 	f := scrape(t, r.Handler())
 	want(t, f, 1, "kafka_controller_kafkacontroller_active_controller_count")
@@ -141,6 +142,8 @@ func TestStateSeries(t *testing.T) {
 	want(t, f, 0.75, "shale_coldread_chunk_cache_hit_ratio")
 	want(t, f, 2048, "shale_coldread_chunk_cache_bytes")
 	want(t, f, 2, "shale_transactions_open")
+	want(t, f, 1, "shale_internal_topic_wrong_shape", "topic", "__consumer_offsets")
+	want(t, f, 0, "shale_internal_topic_wrong_shape", "topic", "__transaction_state")
 	want(t, f, 1.5, "shale_transactions_oldest_open_seconds")
 	want(t, f, 7, "shale_transactions_committed_total")
 	want(t, f, 3, "shale_transactions_aborted_total")

@@ -24,6 +24,11 @@ type NodeState struct {
 	// Transactions is the transaction coordinator's figures; nil without
 	// one.
 	Transactions *TransactionFigures
+	// InternalTopicWrongShape holds each internal topic that exists
+	// (__consumer_offsets, __transaction_state): true when its partition
+	// count, replication factor or cleanup.policy is not its
+	// coordinator's.
+	InternalTopicWrongShape map[string]bool
 	// NATS is the control-plane connection's counters; nil before it is
 	// made.
 	NATS *NATSCounters
@@ -173,6 +178,9 @@ var (
 	descTxnTimedOut  = desc("shale_transactions_timed_out_total",
 		"Transactions this node aborted because they passed their timeout (transaction.timeout.ms).")
 
+	descInternalTopicWrongShape = desc("shale_internal_topic_wrong_shape",
+		"1 while an internal topic exists with another partition count, fewer replicas or another cleanup.policy than its coordinator needs (the node logs what differs at Error), else 0; per existing internal topic.", "topic")
+
 	descNATSDisconnects = desc("shale_nats_disconnects_total", "Times the node's NATS connection was lost (not closed by the node).")
 	descNATSReconnects  = desc("shale_nats_reconnects_total", "Times the node's NATS connection was re-established after a loss.")
 	descNATSAsyncErrors = desc("shale_nats_async_errors_total",
@@ -265,6 +273,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTxnCommitted, float64(x.Committed))
 		counter(descTxnAborted, float64(x.Aborted))
 		counter(descTxnTimedOut, float64(x.TimedOut))
+	}
+	for topic, wrong := range st.InternalTopicWrongShape {
+		gauge(descInternalTopicWrongShape, boolValue(wrong), topic)
 	}
 	if x := st.NATS; x != nil {
 		counter(descNATSDisconnects, float64(x.Disconnects))
