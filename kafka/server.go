@@ -133,20 +133,21 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 // server is shutting down or the connection is over a limit
 // (cfg.Connections).
 func (s *Server) startConn(nc net.Conn, l *Listener) {
-	addr, hasAddr := connAddr(nc)
+	c := newConn(s, nc, s.nextConnID.Add(1), l)
+	c.addr, c.hasAddr = connAddr(nc)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
+		c.cancel()
 		nc.Close()
 		return
 	}
-	if reason, err := s.admitLocked(l, addr, hasAddr); err != nil {
+	if reason, err := s.admitLocked(l, c.addr, c.hasAddr); err != nil {
 		s.mu.Unlock()
+		c.cancel()
 		s.refuse(nc, l, reason, err)
 		return
 	}
-	c := newConn(s, nc, s.nextConnID.Add(1), l)
-	c.addr, c.hasAddr = addr, hasAddr
 	s.mu.conns[c] = struct{}{}
 	s.conns.Add(1)
 	s.mu.Unlock()
