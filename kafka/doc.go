@@ -24,6 +24,10 @@
 //   - a writer that writes the replies strictly in request order, calling
 //     Reply.Wait or Reply.Body in that order.
 //
+// A connection over ServerConfig.Connections (max.connections,
+// max.connections.per.ip) is closed at accept; the answer to a failed SASL
+// authentication is held for ServerConfig.FailedAuthenticationDelay.
+//
 // Bad input (an oversized or negative size, a frame that fails to decode, an
 // unknown API key) closes only the offending connection, with a log line;
 // replies to the requests that came before it are still written.
