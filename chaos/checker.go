@@ -44,10 +44,20 @@ const (
 	// that was not committed (the transactional workload's output of an
 	// input whose offset the group never committed).
 	AbortedRead Kind = "ABORTED-READ"
+	// LSOStuck: after the transactional workload stopped (and its open
+	// transaction's timeout passed), a partition it or the adversarial
+	// producer wrote to has its last stable offset below its high
+	// watermark: a transaction that no coordinator ends.
+	LSOStuck Kind = "LSO-STUCK"
+	// AdversaryAccepted: a node acknowledged one of the adversarial
+	// producer's requests (a transactional batch without a transactional
+	// id, at a stale epoch, a TxnOffsetCommit of a made-up producer id).
+	AdversaryAccepted Kind = "ADVERSARY-ACCEPTED"
 )
 
 // Kinds lists every Kind in the order verdicts print them.
-var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, Undeleted, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead}
+var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, Undeleted, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead,
+	LSOStuck, AdversaryAccepted}
 
 // Violation is one finding of the checker.
 type Violation struct {
@@ -505,10 +515,30 @@ func short(v string) string {
 // committed offset has its output once in the read_committed read, and no
 // output shows an input the group has not committed: its transaction was
 // aborted (or its offsets and its output were not committed atomically).
+// Beside it, no request of the adversarial producer was acknowledged
+// (ADVERSARY-ACCEPTED) and every partition reached a last stable offset
+// equal to its high watermark (LSO-STUCK).
 func checkETL(r *Result, h *History, finals map[TP]*finalIndex) {
 	e := h.ETL
 	if e == nil {
 		return
+	}
+	if a := e.Adversary; a != nil {
+		for i := range a.AcceptedTotal {
+			what := "(detail dropped)"
+			if i < len(a.Accepted) {
+				what = a.Accepted[i]
+			}
+			r.add(AdversaryAccepted, "%s", what)
+		}
+	}
+	for _, s := range e.Stable {
+		switch {
+		case s.Err != "":
+			r.add(LSOStuck, "%s: last stable offset not known after the run: %s", s.TP, s.Err)
+		case s.LSO != s.HW:
+			r.add(LSOStuck, "%s: last stable offset %d below the high watermark %d after the run", s.TP, s.LSO, s.HW)
+		}
 	}
 	if e.Err != "" {
 		r.add(Stuck, "etl: %s", e.Err)

@@ -76,6 +76,11 @@ type ETLHistory struct {
 	ProduceFailed int64  `json:"produce_failed"`
 	Drained       bool   `json:"drained"`
 	Err           string `json:"err,omitempty"`
+	// Adversary is what the adversarial producer did (adversary.go).
+	Adversary *AdversaryHistory `json:"adversary,omitempty"`
+	// Stable is each partition's last stable offset and high watermark
+	// once the workload and the adversary stopped.
+	Stable []StableOffset `json:"stable,omitempty"`
 }
 
 // etl is the transactional read-process-write actor.

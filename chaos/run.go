@@ -190,8 +190,12 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	}
 	f.suspendGroup = gc.suspend
 	var tx *etl
+	var adv *adversary
 	if cfg.Transactions {
 		if tx, err = newETL("etl", c.seeds(), topics[0], rec, etlDeliveryTimeout); err != nil {
+			return nil, err
+		}
+		if adv, err = newAdversary(c.seeds(), topics[0], rec, cfg.Seed); err != nil {
 			return nil, err
 		}
 	}
@@ -210,8 +214,9 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	ectx, stopETL := context.WithCancel(wctx)
 	defer stopETL()
 	if tx != nil {
-		wg.Add(1)
+		wg.Add(2)
 		go func() { defer wg.Done(); tx.run(ectx) }()
+		go func() { defer wg.Done(); adv.run(pctx) }()
 	}
 	wg.Add(3)
 	go func() { defer wg.Done(); trimRecords(pctx, c.seeds(), topics, rec, 10*time.Second) }()
@@ -311,6 +316,19 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	if tx != nil {
 		etlHist = drainETL(ctx, tx, f.adm, ends[topics[0].name], stopETL)
 		rec.logf("etl: %d transactions committed, %d aborted, %d session restarts, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Restarts, etlHist.Drained)
+		<-adv.done // stopped with the producers
+		etlHist.Adversary = adv.history()
+		rec.logf("adversary: sent %v, refused %v, acknowledged %d", etlHist.Adversary.Sent, etlHist.Adversary.Refused, etlHist.Adversary.AcceptedTotal)
+		// The pipeline's last transaction, if its session stopped inside
+		// one, ends by its timeout (15 s) at the next abort check (10 s).
+		etlHist.Stable = stableOffsets(ctx, f.adm, []topicSpec{topics[0], tx.out}, 90*time.Second)
+		stuck := 0
+		for _, s := range etlHist.Stable {
+			if s.Err != "" || s.LSO != s.HW {
+				stuck++
+			}
+		}
+		rec.logf("last stable offsets: %d partitions checked, %d below their high watermark", len(etlHist.Stable), stuck)
 	}
 
 	h := rec.history()
