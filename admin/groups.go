@@ -26,6 +26,7 @@ const groupMinSessionTimeout = time.Second
 // needs no place in the node's shutdown order beyond StopGroups.
 func (h *Handlers) registerGroupAPIs(reg *kafka.Registry) {
 	h.groups = group.New(group.Config{
+		Partitions:        h.cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: h.cfg.OffsetsTopicReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,
 		Logger:            h.logger,

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/txn"
 )
@@ -346,5 +347,53 @@ func TestTxnVerificationUsesTheCoordinatorsPartitionCount(t *testing.T) {
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit: %v", err)
+	}
+}
+
+// TestInternalTopicsFollowTheirPartitionSettings: with
+// offsets_topic_num_partitions 7 and transaction_state_log_num_partitions
+// 5, Metadata auto-creation makes the internal topics with those counts,
+// and a group's commit and a transaction (AddOffsetsToTxn on a node where
+// no group was used yet, then TxnOffsetCommit and EndTxn) work on them.
+func TestInternalTopicsFollowTheirPartitionSettings(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
+		c.OffsetsTopicNumPartitions, c.TransactionStateLogNumPartitions = 7, 5
+	})
+	cl := newClient(t, n.KafkaAddr())
+	adm := kadm.NewClient(cl)
+	ctx := ctxT(t, 60*time.Second)
+	createTopic(t, adm, "settings-data", 1)
+
+	// A transaction sends offsets first, before any group was used.
+	tcl := newClient(t, n.KafkaAddr(), kgo.TransactionalID("settings-txn"), kgo.TransactionTimeout(60*time.Second))
+	if err := tcl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tcl.ProduceSync(ctx, &kgo.Record{Topic: "settings-data", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	addOffsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addOffsets.TransactionalID, addOffsets.Group = "settings-txn", "settings-g"
+	pid, epoch, err := tcl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addOffsets.ProducerID, addOffsets.ProducerEpoch = pid, epoch
+	if ar, err := addOffsets.RequestWith(ctx, cl); err != nil || ar.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %v", err, ar)
+	}
+	if err := tcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	internalShape(ctx, t, adm, group.OffsetsTopic, 7, "")
+	internalShape(ctx, t, adm, txn.StateTopic, 5, "1")
+
+	var os kadm.Offsets
+	os.AddOffset("settings-data", 0, 1, -1)
+	if cr, err := adm.CommitOffsets(ctx, "settings-g2", os); err != nil || cr.Error() != nil {
+		t.Fatalf("commit: %v %v", err, cr.Error())
+	}
+	if o, _ := committed(t, adm, "settings-g2").Lookup("settings-data", 0); o.At != 1 {
+		t.Fatalf("committed %d, want 1", o.At)
 	}
 }

@@ -92,6 +92,7 @@ type Broker struct {
 	AutoCreateTopics              bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
 	NumPartitions                 int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
 	DefaultReplicationFactor      int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
+	OffsetsTopicNumPartitions     int32 `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
 	OffsetsTopicReplicationFactor int16 `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
 	MaxRequestBytes               int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
@@ -183,6 +184,7 @@ func Defaults() Broker {
 		AutoCreateTopics:                    true,
 		NumPartitions:                       1,
 		DefaultReplicationFactor:            1,
+		OffsetsTopicNumPartitions:           50,
 		OffsetsTopicReplicationFactor:       3,
 		MaxRequestBytes:                     100 << 20,
 		SASLServerMaxReceiveSize:            524288,
@@ -266,6 +268,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.DefaultReplicationFactor < 1 {
 		return fmt.Errorf("%w: default_replication_factor %d", ErrInvalidConfig, b.DefaultReplicationFactor)
+	}
+	if b.OffsetsTopicNumPartitions < 1 {
+		return fmt.Errorf("%w: offsets_topic_num_partitions %d", ErrInvalidConfig, b.OffsetsTopicNumPartitions)
 	}
 	if b.OffsetsTopicReplicationFactor < 1 {
 		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)
