@@ -43,6 +43,13 @@ var rows = []pairRow{
 	{label: "fetch of a 4 KiB file range", pkg: "kafka", names: []string{"BenchmarkFileBodyRoundTrip/file"}, peers: []string{"BenchmarkFileBodyRoundTrip/memory"}, unit: "ns/op", peerDesc: "the same bytes from memory"},
 	{label: "produce, quota+ACL checks, none set", pkg: "ingest", names: []string{"BenchmarkProduceChecks"}, peerUnit: "bypassed-ns/op", unit: "ns/op", peerDesc: "the same produce, no checks", goal: "<= 1.02"},
 	{label: "fetch, quota+ACL checks, none set", pkg: "fetch", names: []string{"BenchmarkFetchChecks"}, peerUnit: "bypassed-ns/op", unit: "ns/op", peerDesc: "the same fetch, no checks", goal: "<= 1.02"},
+	// Issue 23: one node killed with SIGKILL and restarted, 1,000
+	// partitions beside 8 in the same run: until every partition is open
+	// and recovered, and until a produce to each is acknowledged.
+	{label: "kill -9 restart 1000p, opened", pkg: "internal/clustertest", names: []string{"BenchmarkUncleanRestart/partitions-1000"},
+		peers: []string{"BenchmarkUncleanRestart/partitions-8"}, unit: "opened-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
+	{label: "kill -9 restart 1000p, ready", pkg: "internal/clustertest", names: []string{"BenchmarkUncleanRestart/partitions-1000"},
+		peers: []string{"BenchmarkUncleanRestart/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name
@@ -123,7 +130,7 @@ func writeGoBench(w io.Writer, med map[Key]map[string]float64) map[Key]bool {
 			used[Key{modPath + r.pkg, joinName(peerName, peerSub)}] = true
 			ratio := fig / pv
 			dir := "higher is better"
-			if r.unit == "ns/op" {
+			if r.unit == "ns/op" || strings.HasSuffix(r.unit, "-ms") {
 				dir = "lower is better"
 			}
 			fmt.Fprintf(w, "  %-34s %12s  vs %-24s %12s  ratio %5.3f (%s)%s\n", label, formatFig(fig, r.unit),
@@ -178,6 +185,9 @@ func formatFig(v float64, unit string) string {
 			return fmt.Sprintf("%.1f µs", v/1e3)
 		}
 		return fmt.Sprintf("%.0f ns", v)
+	}
+	if strings.HasSuffix(unit, "-ms") {
+		return fmt.Sprintf("%.0f ms", v)
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }

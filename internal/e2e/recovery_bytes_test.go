@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,13 +66,13 @@ func TestUncleanRestartReadsWhatTheLogsHold(t *testing.T) {
 	// segment is re-read once (an unclean stop), so wait for that count.
 	var segs, read float64
 	if err := proctest.WaitFor(60*time.Second, func() bool {
-		m := scrapeMetrics(t, n.Admin())
+		m := n.Metrics()
 		segs, read = m["shale_log_recovery_segments_total"], m["shale_log_recovery_bytes_total"]
 		return segs >= parts
 	}); err != nil {
 		t.Fatalf("recovered %v segments, want %d: %v\n%s", segs, parts, err, n.Tail())
 	}
-	rss := rssFile(n.Cmd().Process.Pid)
+	rss := n.RSSFile() >> 10
 	t.Logf("logs hold %d bytes in %d segments; recovery re-read %v segments and read %v bytes; RssFile %d kB",
 		logBytes, logs, segs, read, rss)
 	// Every byte of the logs is re-read once, plus each batch's header
@@ -109,41 +105,4 @@ func segmentLogs(t *testing.T, dir string) (bytes int64, files int) {
 		t.Fatal(err)
 	}
 	return bytes, files
-}
-
-// scrapeMetrics reads the unlabelled samples of the node's /metrics.
-func scrapeMetrics(t *testing.T, admin string) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + admin + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			out[name] = f
-		}
-	}
-	return out
-}
-
-// rssFile is the process's file-backed resident memory in kB, or -1.
-func rssFile(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb
-		}
-	}
-	return -1
 }
