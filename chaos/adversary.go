@@ -197,15 +197,42 @@ func (a *adversary) produce(ctx context.Context, cl *kgo.Client, kind string, id
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	a.sent(kind)
-	resp, err := req.RequestWith(rctx, cl)
-	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+	// To the partition's leader: the client sends a raw Produce to any
+	// broker, whose NOT_LEADER_OR_FOLLOWER would test nothing.
+	leader, ok := partitionLeader(rctx, cl, topic, p)
+	if !ok {
 		return
 	}
-	if resp.Topics[0].Partitions[0].ErrorCode == kerr.NotLeaderForPartition.Code {
-		cl.ForceMetadataRefresh() // a raw request: the client does not look at its answer
+	kr, err := cl.Broker(int(leader)).Request(rctx, req)
+	if err != nil {
+		return
+	}
+	resp := kr.(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return
 	}
 	a.answered(kind, resp.Topics[0].Partitions[0].ErrorCode,
 		fmt.Sprintf("%s: Produce v%d of producer %d epoch %d to %s-%d", kind, resp.Version, pid, epoch, topic, p))
+}
+
+// partitionLeader is topic-p's leader as a Metadata request answers it.
+func partitionLeader(ctx context.Context, cl *kgo.Client, topic string, p int32) (int32, bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range resp.Topics {
+		for _, mp := range t.Partitions {
+			if mp.Partition == p && mp.ErrorCode == 0 && mp.Leader >= 0 {
+				return mp.Leader, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // txnOffsetCommit commits an offset of the input's partition 0 for the
