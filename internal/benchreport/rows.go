@@ -50,6 +50,8 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkUncleanRestart/partitions-8"}, unit: "opened-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
 	{label: "kill -9 restart 1000p, ready", pkg: "internal/clustertest", names: []string{"BenchmarkUncleanRestart/partitions-1000"},
 		peers: []string{"BenchmarkUncleanRestart/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
+	{label: "kill -9 ISR rejoin 1000p, RF=3", pkg: "internal/clustertest", names: []string{"BenchmarkISRRejoin/partitions-1000"},
+		peers: []string{"BenchmarkISRRejoin/partitions-8"}, unit: "rejoin-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name
