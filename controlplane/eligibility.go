@@ -30,7 +30,8 @@ import (
 //     longest log (largest last epoch, then log end; ties to the first
 //     candidate), never one that reported a new disk (ReplicaLog.NewDisk:
 //     it holds nothing). It lacks an acknowledged record only if every
-//     candidate lost that record;
+//     candidate lost that record. It becomes the ISR and the other
+//     candidates the ELR;
 //   - otherwise, with unclean.leader.election.enable, the first live replica
 //     leads (one that reported a new disk only when no other is live), and
 //     else the partition stays offline;
@@ -187,6 +188,12 @@ func Elect(st PartitionState, v View) Decision {
 		if next.Leader < 0 {
 			if best, ok := longestLog(cands, v); ok {
 				next.Leader, next.ISR, next.ELR = best, []int32{best}, nil
+				if minISR > 1 {
+					// The other candidates stay candidates: should the new
+					// leader fail before they rejoin, it is not the only one
+					// (as a candidate elected from the ELR above).
+					next.ELR = inOrder(st.Replicas, slices.DeleteFunc(slices.Clone(cands), func(b int32) bool { return b == best }))
+				}
 			}
 		}
 		if next.Leader < 0 && v.Unclean {

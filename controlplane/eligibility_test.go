@@ -59,18 +59,18 @@ func TestElect(t *testing.T) {
 			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{2, 3}, nil,
 			map[int32]ReplicaLog{2: full(1000), 3: full(1000)}, 2,
 			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)},
-		{"every candidate back and reported: the longest log leads, not the emptied last ISR member",
+		{"every candidate back and reported: the longest log leads, not the emptied last ISR member; the others stay candidates",
 			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3), []int32{1, 2, 3}, nil,
 			map[int32]ReplicaLog{1: {LastEpoch: -1}, 2: full(990), 3: full(1000)}, 2,
-			ps(3, 2, []int32{1, 2, 3}, []int32{3})},
+			withELR(ps(3, 2, []int32{1, 2, 3}, []int32{3}), 1, 2)},
 		{"a torn last ISR member loses to an intact ELR member",
 			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, nil,
 			map[int32]ReplicaLog{1: full(650), 2: full(1000)}, 2,
-			ps(2, 2, []int32{1, 2, 3}, []int32{2})},
+			withELR(ps(2, 2, []int32{1, 2, 3}, []int32{2}), 1)},
 		{"a later epoch beats a longer log",
 			withELR(ps(-1, 4, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, nil,
 			map[int32]ReplicaLog{1: {LastEpoch: 3, LogEnd: 10}, 2: {LastEpoch: 2, LogEnd: 50}}, 2,
-			ps(1, 5, []int32{1, 2, 3}, []int32{1})},
+			withELR(ps(1, 5, []int32{1, 2, 3}, []int32{1}), 2)},
 		{"a pending candidate blocks the recovery",
 			withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2), []int32{1, 2}, []int32{2},
 			map[int32]ReplicaLog{1: full(1000)}, 2,
@@ -300,5 +300,26 @@ func TestElectNeverElectsANewDisk(t *testing.T) {
 	torn := map[int32]ReplicaLog{1: {LastEpoch: 0, LogEnd: 650, InISR: true}}
 	if d := Elect(st, View{Live: liveSet(1), Trust: trustOf(nil, torn), MinISR: 2}); d.State.Leader != 1 {
 		t.Errorf("torn last ISR member: %s; want leader 1, the longest log of its candidates", stateString(d.State))
+	}
+}
+
+// TestElectRecoveryKeepsTheOtherCandidates: the longest-log recovery elected
+// 3 (1,000 records) over 2 (990) and the wiped 1; 3 dies before the others
+// rejoin and comes back with a torn log (650). The others were dropped from
+// the ELR, so 3 was the only candidate and was elected again, and 2
+// truncated 340 records it held; they stay candidates now, and 2 leads.
+func TestElectRecoveryKeepsTheOtherCandidates(t *testing.T) {
+	full := func(end int64) ReplicaLog { return ReplicaLog{LastEpoch: 0, LogEnd: end} }
+	reported := map[int32]ReplicaLog{1: {LastEpoch: -1, NewDisk: true}, 2: full(990), 3: full(1000)}
+	st := withELR(ps(-1, 1, []int32{1, 2, 3}, []int32{1}), 2, 3)
+	d := Elect(st, View{Live: liveSet(1, 2, 3), Trust: trustOf(nil, reported), MinISR: 2})
+	if d.State.Leader != 3 {
+		t.Fatalf("recovery: %s elr %v; want leader 3", stateString(d.State), d.State.ELR)
+	}
+	d = Elect(d.State, View{Live: liveSet(1, 2), Trust: trustOf(nil, reported), MinISR: 2})
+	reported[3] = ReplicaLog{LastEpoch: 0, LogEnd: 650}
+	d = Elect(d.State, View{Live: liveSet(1, 2, 3), Trust: trustOf(nil, reported), MinISR: 2})
+	if d.State.Leader != 2 {
+		t.Fatalf("3 back torn: %s elr %v; want leader 2", stateString(d.State), d.State.ELR)
 	}
 }
