@@ -42,7 +42,7 @@ func (n *Node) moveLeaderAway(ctx context.Context, rep *partition.Replica, cause
 		if !ok || st.Leader != n.cfg.NodeID {
 			return
 		}
-		d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, func(b int32) bool { return live[b] })
+		d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, func(b int32) bool { return live[b] }, 0) // an offline log joins no ELR
 		if !d.Changed {
 			return
 		}

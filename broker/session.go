@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 )
 
 // sessionLoop enforces the rule that a node cut off from the control plane
@@ -78,7 +79,7 @@ func (n *Node) controlledShutdown(ctx context.Context) {
 				continue
 			}
 			for attempt := 0; attempt < 5 && time.Now().Before(deadline); attempt++ {
-				d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, isLive)
+				d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, isLive, int(n.replicas.TopicConfig(t).Int64(config.MinInsyncReplicas)))
 				if !d.Changed {
 					break
 				}

@@ -56,8 +56,15 @@ func ElectPreferred(st PartitionState, live func(int32) bool) Decision {
 // MoveLeaderAway elects another leader than node (controlled shutdown): the
 // first other replica that is live and in the ISR. Without one the leader
 // stays: a partition is not taken offline by a clean stop. node also leaves
-// the ISR unless it would empty it.
-func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool) Decision {
+// the ISR unless it would empty it. With minISR (min.insync.replicas) above
+// 0 the ELR rule applies (ChangeISR): node, which stops holding every
+// acknowledged record, joins the ELR when the ISR falls below minISR, as
+// Kafka's controller puts a broker in controlled shutdown in the ELR
+// (KIP-966); left out, the member it handed leadership to was the only
+// candidate, and when that one was lost the partition had no leader even
+// after node came back. minISR 0 leaves the ELR as it is: for a node whose
+// log went offline, which holds nothing it can serve.
+func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool, minISR int) Decision {
 	alive := func(b int32) bool { return b != node && live(b) }
 	next := st.clone()
 	if st.Leader == node {
@@ -70,7 +77,11 @@ func MoveLeaderAway(st PartitionState, node int32, live func(int32) bool) Decisi
 	}
 	if next.Leader != node {
 		if isr := slices.DeleteFunc(slices.Clone(st.ISR), func(b int32) bool { return b == node }); len(isr) > 0 {
-			next.ISR = isr
+			if minISR > 0 {
+				next = ChangeISR(next, isr, minISR)
+			} else {
+				next.ISR = isr
+			}
 		}
 	}
 	return finish(st, next)

@@ -94,12 +94,12 @@ func TestElectPreferredAndMoveAway(t *testing.T) {
 	if d := ElectPreferred(st, liveSet(2, 3)); d.Changed {
 		t.Fatalf("preferred replica dead: no change expected: %+v", d.State)
 	}
-	d := MoveLeaderAway(st, 2, liveSet(1, 2, 3))
+	d := MoveLeaderAway(st, 2, liveSet(1, 2, 3), 1)
 	if d.State.Leader != 1 || slices.Contains(d.State.ISR, 2) || d.State.LeaderEpoch != 5 {
 		t.Fatalf("move away: %+v", d.State)
 	}
 	solo := ps(2, 4, []int32{2}, []int32{2})
-	if d := MoveLeaderAway(solo, 2, liveSet(2)); d.Changed {
+	if d := MoveLeaderAway(solo, 2, liveSet(2), 1); d.Changed {
 		t.Fatalf("a single replica keeps leading through a clean stop: %+v", d.State)
 	}
 }
@@ -162,7 +162,7 @@ func TestReconcileFencesReregisteredLeader(t *testing.T) {
 		t.Fatalf("re-registered leader: %+v; want leader 1 at epoch 5 with incarnation a2", d)
 	}
 	st = d.State
-	moved := MoveLeaderAway(st, 1, liveSet(1, 2, 3))
+	moved := MoveLeaderAway(st, 1, liveSet(1, 2, 3), 1)
 	if moved.State.Leader != 2 || moved.State.LeaderIncarnation != "" {
 		t.Fatalf("controlled shutdown: %+v; want leader 2 with no incarnation yet", moved.State)
 	}
@@ -175,5 +175,28 @@ func TestReconcileFencesReregisteredLeader(t *testing.T) {
 	d = ReconcilePartition(d.State, View{Live: liveSet(1, 3), MinISR: 1, Incarnation: v.Incarnation})
 	if !d.LeaderChanged || d.Reregistered || d.State.Leader != 3 || d.State.LeaderIncarnation != "c" {
 		t.Fatalf("election: %+v; want leader 3 stamped c", d)
+	}
+}
+
+// TestMoveLeaderAwayKeepsTheStoppingLeaderEligible: a leader's controlled
+// shutdown with the ISR at min.insync.replicas leaves the other member alone
+// in the ISR; the stopping leader, which holds every acknowledged record,
+// joins the ELR in the same change (KIP-966), so that it can lead again if
+// the member it handed leadership to is lost. An offline log (minISR 0)
+// joins no ELR.
+func TestMoveLeaderAwayKeepsTheStoppingLeaderEligible(t *testing.T) {
+	st := ps(1, 3, []int32{1, 2, 3}, []int32{1, 2})
+	d := MoveLeaderAway(st, 1, liveSet(1, 2), 2)
+	if d.State.Leader != 2 || !slices.Equal(d.State.ISR, []int32{2}) || !slices.Equal(d.State.ELR, []int32{1}) {
+		t.Fatalf("controlled shutdown: %s elr %v; want leader 2, ISR [2], ELR [1]", stateString(d.State), d.State.ELR)
+	}
+	// The new leader is lost; the old one is back from a clean stop
+	// (trusted): it leads.
+	d = Elect(d.State, View{Live: liveSet(1), MinISR: 2})
+	if d.State.Leader != 1 {
+		t.Fatalf("the stopped leader back: %s elr %v; want leader 1", stateString(d.State), d.State.ELR)
+	}
+	if d := MoveLeaderAway(st, 1, liveSet(1, 2), 0); d.State.Leader != 2 || len(d.State.ELR) != 0 {
+		t.Fatalf("offline log: %s elr %v; want leader 2, no ELR", stateString(d.State), d.State.ELR)
 	}
 }

@@ -122,3 +122,48 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	c.checkRecords(topic, 0, offsets)
 	c.CheckNoPanic()
 }
+
+// TestCleanlyStoppedLeaderStaysEligible: with the ISR at
+// min.insync.replicas (a follower stopped cleanly), the leader stops
+// cleanly and its controlled shutdown moves leadership to the other ISR
+// member, which the ISR then is alone; that member is killed and its disk
+// wiped. The old leader stopped with every acknowledged record, so it is an
+// eligible leader replica (KIP-966: a member that leaves the ISR below
+// min.insync.replicas joins the ELR in the same change) and leads again as
+// soon as it is back. Before, the controlled shutdown took it out of the
+// ISR with no ELR: the wiped node was the only candidate and the partition
+// stayed offline (or, before new disks were refused, the wiped node was
+// elected and the others truncated to its empty log).
+func TestCleanlyStoppedLeaderStaysEligible(t *testing.T) {
+	const topic = "stopped"
+	c := startCluster(t, 1, 2, 3)
+	h := c.hooks()
+	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
+	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
+		return len(pv.order) == 3 && pv.leader == pv.order[0] && len(pv.isr) == 3
+	})
+	offsets := c.produce(topic, 0, lastISRRecords)
+	leader, next, other := c.nodes[pv.order[0]], c.nodes[pv.order[1]], c.nodes[pv.order[2]]
+	other.Stop(30 * time.Second)
+	h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
+		return st.Leader == leader.id && len(st.ISR) == 2 && !slices.Contains(st.ISR, other.id)
+	})
+	leader.Stop(30 * time.Second)
+	st := h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
+		return st.Leader == next.id && slices.Equal(st.ISR, []int32{next.id})
+	})
+	t.Logf("after the leader's controlled shutdown: leader %d isr %v elr %v", st.Leader, st.ISR, st.ELR)
+	next.Kill()
+	if err := os.RemoveAll(next.DataDir()); err != nil {
+		t.Fatal(err)
+	}
+	leader.Start()
+	leader.WaitReady()
+	c.waitPartition(topic, 0, 60*time.Second, func(pv partitionView) bool { return pv.leader == leader.id })
+	for _, n := range []*node{next, other} {
+		n.Start()
+		n.WaitReady()
+	}
+	c.checkRecords(topic, 0, offsets)
+	c.CheckNoPanic()
+}
