@@ -397,3 +397,47 @@ func TestInternalTopicsFollowTheirPartitionSettings(t *testing.T) {
 		t.Fatalf("committed %d, want 1", o.At)
 	}
 }
+
+// TestProduceToInternalTopicsRefused: a Produce to __consumer_offsets or
+// __transaction_state from an ordinary client is INVALID_TOPIC_EXCEPTION,
+// as Kafka's ReplicaManager answers ("Cannot append to internal topic"):
+// a tombstone with a group's offset key would erase its committed offsets,
+// and a made-up record would be replayed by the next coordinator. Only the
+// client id Kafka reserves for its admin tools (__admin_client) may append.
+// Before the fix the plain produce was acknowledged.
+func TestProduceToInternalTopicsRefused(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	ctx := ctxT(t, 60*time.Second)
+	// Make both topics exist, with their coordinators' shape.
+	cl := newClient(t, n.KafkaAddr())
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.AllowAutoTopicCreation = true
+	for _, name := range []string{group.OffsetsTopic, txn.StateTopic} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		meta.Topics = append(meta.Topics, rt)
+	}
+	if _, err := meta.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(clientID, topic string) error {
+		t.Helper()
+		pc, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.ClientID(clientID),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(2),
+			kgo.RecordRetries(20), kgo.RecordDeliveryTimeout(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		return pc.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: []byte("k"), Value: []byte("v")}).FirstErr()
+	}
+	for _, topic := range []string{group.OffsetsTopic, txn.StateTopic} {
+		if err := produce("console-producer", topic); !errors.Is(err, kerr.InvalidTopicException) {
+			t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", topic, err)
+		}
+	}
+	// Kafka's admin client id may still write (its tools repair with it).
+	if err := produce("__admin_client", group.OffsetsTopic); err != nil {
+		t.Fatalf("produce to %s as __admin_client: %v", group.OffsetsTopic, err)
+	}
+}

@@ -39,6 +39,13 @@ package ingest
 // in Kafka: nothing could verify the batch with a coordinator, and it
 // would open a transaction that no coordinator ends.
 //
+// An internal topic (__consumer_offsets, __transaction_state) is
+// INVALID_TOPIC_EXCEPTION unless the client id is __admin_client, as Kafka's
+// ReplicaManager refuses "append to internal topic": only the coordinators
+// write there (through the partition leaders, not through Produce), and a
+// client's tombstone or made-up record would be replayed by the next
+// coordinator as a group's offsets or a transaction's state.
+//
 // acks=0 writes no response (later responses keep their order), acks=1
 // answers after the local append, acks=all (-1) appends in the handler and
 // waits in Reply.Wait until the high watermark passes the batch, so the next
@@ -126,6 +133,8 @@ type produceHandler struct {
 	verifier TxnVerifier
 	quotas   ByteQuotas        // nil: no quotas
 	authz    *authz.Authorizer // nil: everything allowed
+
+	refusedLog kafka.LogLimiter // appends to internal topics refused
 }
 
 type pendingAck struct {
@@ -146,6 +155,12 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		topicDenied := !txnDenied && !h.authz.Authorize(req, authz.OpWrite, authz.Topic(t.Topic))
+		internal := config.IsInternalTopic(t.Topic) && req.ClientID != config.AdminClientID
+		if internal && validAcks && !txnDenied && !topicDenied {
+			if ok, held := h.refusedLog.Allow(time.Now()); ok {
+				h.log.Warn("produce refused: append to an internal topic", "topic", t.Topic, "client_id", req.ClientID, "suppressed", held)
+			}
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -161,6 +176,11 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				continue
 			case topicDenied:
 				prp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			case internal:
+				prp.ErrorCode = kerr.InvalidTopicException.Code
+				msg := "cannot append to internal topic " + t.Topic
+				prp.ErrorMessage = &msg
 				continue
 			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
