@@ -230,10 +230,15 @@ type fetcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	session followerSession // incremental fetch session (fetch_session.go); owned by run
+
 	mu    sync.Mutex
 	parts map[replicaKey]*fetchPart
-	sent  sentFetch    // REQUIRES: mu held
-	fail  fetchFailure // REQUIRES: mu held
+	// fullNext: a partition's role or replica changed (set): the next
+	// Fetch is full, so that the leader answers every partition once.
+	fullNext bool         // REQUIRES: mu held
+	sent     sentFetch    // REQUIRES: mu held
+	fail     fetchFailure // REQUIRES: mu held
 }
 
 // fetchFailure is a fetcher's run of failed rounds, shown in FetcherStatus
@@ -281,7 +286,18 @@ func (ft *fetcher) note(err error) {
 // sentFetch is what a fetcher last put on the wire (Manager.Fetchers).
 type sentFetch struct {
 	count                                                uint64
+	full                                                 uint64 // of count, full fetches (no session yet, or after a session error)
 	maxWaitMillis, minBytes, maxBytes, partitionMaxBytes int32
+	partitions                                           int // named in the last one
+}
+
+// countParts is how many partitions req names.
+func countParts(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 func (ft *fetcher) set(ps map[replicaKey]followed) {
@@ -296,6 +312,7 @@ func (ft *fetcher) set(ps map[replicaKey]followed) {
 		cur, ok := ft.parts[k]
 		if !ok || cur.epoch != p.epoch || cur.rep != p.rep {
 			ft.parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
+			ft.fullNext = ft.fullNext || ok
 		}
 	}
 }
@@ -306,14 +323,18 @@ func (ft *fetcher) stop() {
 	ft.cl.Close()
 }
 
-func (ft *fetcher) snapshot() map[replicaKey]*fetchPart {
+// snapshot returns the partitions to fetch, and whether the next Fetch
+// must be full (fullNext, which it clears).
+func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	out := make(map[replicaKey]*fetchPart, len(ft.parts))
 	for k, p := range ft.parts {
 		out[k] = p
 	}
-	return out
+	full := ft.fullNext
+	ft.fullNext = false
+	return out, full
 }
 
 func (ft *fetcher) run(ctx context.Context) {
@@ -321,7 +342,10 @@ func (ft *fetcher) run(ctx context.Context) {
 	defer ft.conn.Close()
 	var pacer roundPacer
 	for ctx.Err() == nil {
-		parts := ft.snapshot()
+		parts, full := ft.snapshot()
+		if full {
+			ft.session.reset()
+		}
 		active, err := ft.round(ctx, parts)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -359,7 +383,7 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 	req.ReplicaID = ft.f.self
 	req.MaxWaitMillis = int32(ft.f.cfg.MaxWait.Milliseconds())
 	req.MinBytes, req.MaxBytes = ft.f.cfg.MinBytes, ft.f.cfg.MaxBytes
-	topics := map[string]int{}
+	var next []wanted
 	active := map[replicaKey]*fetchPart{}
 	for k, p := range parts {
 		if p.rep.LogErr() != nil {
@@ -397,39 +421,35 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 		if a.kind != actFetch {
 			continue
 		}
-		i, ok := topics[k.topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = k.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			topics[k.topic] = i
-		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.CurrentLeaderEpoch = k.partition, p.epoch
-		fp.FetchOffset, fp.LogStartOffset = p.rep.Log().LogEndOffset(), p.rep.LogStartOffset()
-		fp.LastFetchedEpoch = p.rep.Log().LatestEpoch()
-		p.st.Step(now, event{kind: evSent, epoch: fp.LastFetchedEpoch})
-		fp.PartitionMaxBytes = ft.f.cfg.PartitionMaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+		w := wanted{key: k, partFetch: partFetch{fetchOffset: p.rep.Log().LogEndOffset(), logStartOffset: p.rep.LogStartOffset(),
+			leaderEpoch: p.epoch, lastFetchedEpoch: p.rep.Log().LatestEpoch(), max: ft.f.cfg.PartitionMaxBytes}}
+		p.st.Step(now, event{kind: evSent, epoch: w.lastFetchedEpoch})
+		next = append(next, w)
 		active[k] = p
 	}
 	if len(active) == 0 {
 		return 0, nil
 	}
+	full := ft.session.build(req, next)
 	ft.mu.Lock()
-	ft.sent = sentFetch{count: ft.sent.count + 1, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
-		maxBytes: req.MaxBytes, partitionMaxBytes: req.Topics[0].Partitions[0].PartitionMaxBytes}
+	ft.sent = sentFetch{count: ft.sent.count + 1, full: ft.sent.full, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
+		maxBytes: req.MaxBytes, partitionMaxBytes: ft.f.cfg.PartitionMaxBytes, partitions: countParts(req)}
+	if full {
+		ft.sent.full++
+	}
 	ft.mu.Unlock()
 	resp, err := ft.conn.Fetch(ctx, req)
 	if ctx.Err() == nil {
 		ft.note(err)
 	}
 	if err != nil {
+		ft.session.reset() // the leader's session may have moved on without this node seeing it
 		return len(active), err
 	}
-	if resp.ErrorCode != 0 {
-		return len(active), kerr.ErrorForCode(resp.ErrorCode)
+	if ok, err := ft.session.answered(resp, next, full); !ok || err != nil {
+		// A session error (err nil) carries no partitions: the next round,
+		// at once, is a full Fetch.
+		return len(active), err
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
@@ -551,6 +571,13 @@ type FetcherStatus struct {
 	Index      int      // 0 .. num_replica_fetchers-1
 	Partitions []string // "topic-partition", sorted
 	Fetches    uint64   // Fetch requests sent
+	// FullFetches counts, of Fetches, the full ones: every partition named
+	// (no fetch session yet, or after a session error or a role change);
+	// the others were incremental (KIP-227).
+	FullFetches uint64
+	// LastNamed is how many partitions the last Fetch named (an
+	// incremental Fetch names only those whose request changed).
+	LastNamed int
 	// The settings of the last Fetch request sent, as on the wire.
 	MaxWaitMillis, MinBytes, MaxBytes, PartitionMaxBytes int32
 	// Failures counts the consecutive failed Fetch requests (and logins
@@ -572,7 +599,7 @@ func (r *Manager) Fetchers() []FetcherStatus {
 	out := make([]FetcherStatus, 0, len(fts))
 	for _, ft := range fts {
 		ft.mu.Lock()
-		st := FetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count,
+		st := FetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count, FullFetches: ft.sent.full, LastNamed: ft.sent.partitions,
 			MaxWaitMillis: ft.sent.maxWaitMillis, MinBytes: ft.sent.minBytes, MaxBytes: ft.sent.maxBytes,
 			PartitionMaxBytes: ft.sent.partitionMaxBytes, Failures: ft.fail.count, Error: ft.fail.err}
 		for k := range ft.parts {

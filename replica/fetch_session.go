@@ -1,0 +1,141 @@
+package replica
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A follower fetcher's side of its incremental fetch session with the
+// leader (KIP-227, Kafka's FetchSessionHandler): the first Fetch is full
+// (session epoch 0: every partition named) and asks for a session; once
+// the leader grants one, each Fetch names only the partitions added or
+// whose request changed (fetch offset, log start, current leader epoch,
+// last fetched epoch, max bytes) and forgets those the fetcher no longer
+// fetches (paused, truncating, bootstrapping, or not followed any more).
+// The leader reads every partition of the session and answers only those
+// with news: records, an error, a DivergingEpoch, or a high watermark or
+// log start that moved. A partition absent from an answer had nothing to
+// apply. Any failure (no answer, a top-level error, FETCH_SESSION_ID_NOT_FOUND
+// after a leader restart or an eviction, INVALID_FETCH_SESSION_EPOCH), and
+// any change of a partition's role or replica (fetcher.set), sends the
+// next Fetch full again, closing the old session.
+//
+// REQUIRES: owned by the fetcher goroutine.
+type followerSession struct {
+	id    int32 // 0: none
+	epoch int32 // of the next Fetch; 0: the next Fetch is full
+	// sent is what the leader's session holds for each partition (valid
+	// while epoch > 0).
+	sent map[replicaKey]partFetch
+}
+
+// partFetch is what one partition's Fetch asks.
+type partFetch struct {
+	fetchOffset, logStartOffset        int64
+	leaderEpoch, lastFetchedEpoch, max int32
+}
+
+// wanted is one partition of a round's Fetch.
+type wanted struct {
+	key replicaKey
+	partFetch
+}
+
+// reset makes the next Fetch full, closing the current session (the
+// leader frees its slot).
+func (s *followerSession) reset() {
+	s.epoch, s.sent = 0, nil
+}
+
+// build fills req with next: the session metadata, and every partition for
+// a full Fetch, or the added and changed ones and ForgottenTopics for an
+// incremental one. It returns whether the Fetch is full.
+func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full bool) {
+	full = s.epoch <= 0
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	if full {
+		req.SessionEpoch = 0
+	}
+	topics := map[string]int{}
+	add := func(w wanted) {
+		i, ok := topics[w.key.topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = w.key.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[w.key.topic] = i
+		}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.CurrentLeaderEpoch = w.key.partition, w.leaderEpoch
+		fp.FetchOffset, fp.LogStartOffset = w.fetchOffset, w.logStartOffset
+		fp.LastFetchedEpoch, fp.PartitionMaxBytes = w.lastFetchedEpoch, w.max
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+	}
+	inNext := make(map[replicaKey]bool, len(next))
+	for _, w := range next {
+		inNext[w.key] = true
+		if prev, ok := s.sent[w.key]; full || !ok || prev != w.partFetch {
+			add(w)
+		}
+	}
+	if full {
+		return true
+	}
+	forgotten := map[string]int{}
+	for k := range s.sent {
+		if inNext[k] {
+			continue
+		}
+		i, ok := forgotten[k.topic]
+		if !ok {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic = k.topic
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			i = len(req.ForgottenTopics) - 1
+			forgotten[k.topic] = i
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+	}
+	return false
+}
+
+// answered records the leader's answer to a Fetch of next built with
+// build(full): ok is false when the answer carries no partitions to apply
+// (a session error), and err is set for a top-level error that is not a
+// session's (the round failed).
+func (s *followerSession) answered(resp *kmsg.FetchResponse, next []wanted, full bool) (ok bool, err error) {
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.FetchSessionIDNotFound.Code:
+		s.id = 0
+		s.reset()
+		return false, nil
+	case kerr.InvalidFetchSessionEpoch.Code:
+		s.reset()
+		return false, nil
+	default:
+		s.reset()
+		return false, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if resp.SessionID == 0 || (!full && resp.SessionID != s.id) {
+		// Declined (no slot), or closed by the leader: full fetches on.
+		s.id = 0
+		s.reset()
+		return true, nil
+	}
+	s.id, s.epoch = resp.SessionID, nextSessionEpoch(s.epoch)
+	s.sent = make(map[replicaKey]partFetch, len(next))
+	for _, w := range next {
+		s.sent[w.key] = w.partFetch
+	}
+	return true, nil
+}
+
+// nextSessionEpoch is the epoch after e (after 2^31-1 comes 1).
+func nextSessionEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
