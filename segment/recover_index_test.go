@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,4 +205,101 @@ func appendTo(t *testing.T, dir, name string, b []byte) {
 	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStaleIndexTailNeverRead: after an unclean stop the active segment's
+// index keeps, past the entries recovery rebuilt, bytes it never clears
+// (here: plausible entries of a longer history). Appends, a roll, a second
+// crash and a clean close must never let a reader see them: every lookup
+// matches a log whose indexes were rebuilt from scratch, and the roll
+// trims the file to its entries.
+func TestStaleIndexTailNeverRead(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(newFakeClock())
+	cfg.SegmentIndexBytes = 64 << 10
+	cfg.IndexIntervalBytes = 500
+	l := openLog(t, dir, cfg)
+	writeLog(t, l, 20)
+	l.closeForCrashTest()
+	// Stale entries right after the real ones: growing offsets and
+	// positions, as a longer log truncated by recovery would leave.
+	idxPath := filepath.Join(dir, fileName(0, indexSuffix))
+	f, err := os.OpenFile(idxPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for ; ; n++ { // the first zero entry ends the real ones
+		var e [offsetIndexEntrySize]byte
+		if _, err := f.ReadAt(e[:], n*offsetIndexEntrySize); err != nil || e == [offsetIndexEntrySize]byte{} {
+			break
+		}
+	}
+	for i := int64(0); i < 50; i++ {
+		var e [offsetIndexEntrySize]byte
+		binary.BigEndian.PutUint32(e[:], uint32(1000+i*7))
+		binary.BigEndian.PutUint32(e[4:], uint32(100000+i*900))
+		if _, err := f.WriteAt(e[:], (n+i)*offsetIndexEntrySize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+
+	l = openLog(t, dir, cfg)
+	writeLog(t, l, 5) // fewer entries than the stale ones: they stay past n
+	check := func(when string) {
+		t.Helper()
+		if got, want := indexLookups(t, l), rebuiltLookups(t, dir, cfg); got != want {
+			t.Fatalf("%s: lookups differ from a rebuilt log:\n%s\nwant\n%s", when, got, want)
+		}
+	}
+	check("after recovery and appends")
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.RLock()
+	entries := l.mu.segments[0].idx.n
+	l.mu.RUnlock()
+	if st, err := os.Stat(idxPath); err != nil || st.Size() != int64(entries*offsetIndexEntrySize) {
+		t.Fatalf("rolled index %v (%v), want %d entries", st, err, entries)
+	}
+	writeLog(t, l, 5)
+	check("after a roll")
+	l.closeForCrashTest()
+	l = openLog(t, dir, cfg)
+	check("after a second crash")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	check("after a clean close")
+}
+
+// rebuiltLookups copies the log in dir without its index files or clean
+// marker, opens the copy (which rebuilds every index from the log) and
+// returns its lookups.
+func rebuiltLookups(t *testing.T, dir string, cfg Config) string {
+	t.Helper()
+	cp := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, logSuffix) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cp, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := openLog(t, cp, cfg)
+	defer l.Close()
+	return indexLookups(t, l)
 }
