@@ -113,11 +113,15 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 	createTopic(t, ctx, cl, "out", 3, 1)
 	const total = 300
 	want := map[string]bool{}
-	for i := range total {
-		v := fmt.Sprintf("%d", i)
-		want["out-"+v] = true
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(i % 3)}).FirstErr(); err != nil {
-			t.Fatal(err)
+	produced := 0
+	produceTo := func(n int) {
+		t.Helper()
+		for ; produced < n; produced++ {
+			v := fmt.Sprintf("%d", produced)
+			want["out-"+v] = true
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(produced % 3)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	committedOut := func() int {
@@ -135,7 +139,10 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 	// Two phases: one session alone until a third of the outputs are
 	// committed, then two fresh ones, which start from the group's
 	// committed offsets (the first phase's transactional commits) and
-	// rebalance between them.
+	// rebalance between them. Each phase's inputs are produced when it
+	// starts, so that the first session cannot do the second phase's
+	// work before it is stopped (it did, under the race detector: the
+	// fresh sessions then had nothing to do and never got a producer id).
 	for _, phase := range []struct {
 		ids    []string
 		target int
@@ -155,6 +162,7 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 			err  error
 		}
 		results := make(chan result, len(phase.ids))
+		produceTo(phase.target)
 		for _, id := range phase.ids {
 			go func() {
 				ends, err := etl(ctx, []string{n.KafkaAddr()}, id, 2, stop, t.Logf)
