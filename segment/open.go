@@ -20,8 +20,10 @@ import (
 // recovery point to the end is re-read batch by batch (header, CRC, offsets
 // contiguous with the previous batch); the first torn or corrupt batch and
 // everything after it is truncated and logged, and the indexes of the
-// re-read segments are rebuilt. Missing or inconsistent indexes of any
-// segment are rebuilt; a .log.swap (a committed ReplaceSegment) is put in
+// re-read segments are rebuilt from the log (the entries found in them are
+// neither read nor cleared: a killed process leaves the active segment's
+// indexes preallocated to segment.index.bytes). Missing or inconsistent
+// indexes of any segment are rebuilt; a .log.swap (a committed ReplaceSegment) is put in
 // place with its .txnindex.swap; stray .deleted, .cleaned, .swap and temp
 // files are removed.
 func Open(dir string, cfg Config) (*Log, error) {
@@ -232,10 +234,14 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 		s.synced.Store(clean)
 	}
 	act := l.active()
-	if err := act.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	// The active segment's indexes regain their preallocated size without
+	// an fsync, as at a roll: a crash that loses the new size loses
+	// nothing, since the active segment is re-read after any unclean
+	// stop. (Two fsyncs per partition at every start, before.)
+	if err := act.idx.resizeSync(l.cfg.SegmentIndexBytes, false); err != nil {
 		return err
 	}
-	if err := act.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	if err := act.tidx.resizeSync(l.cfg.SegmentIndexBytes, false); err != nil {
 		return err
 	}
 	if act.size > 0 && act.firstTs < 0 {
@@ -377,10 +383,15 @@ func (l *Log) recoverSegment(s *segment, last bool) (truncated bool, err error) 
 	fileSize := s.size
 	s.idx.dropEntries()
 	s.tidx.dropEntries()
-	if err := s.idx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	// Room for the rebuilt entries. The active segment's needs no fsync
+	// (it is re-read after any unclean stop). Another segment may lie
+	// below the recovery point: its grown size is made durable before any
+	// entry is rebuilt, so that a crash before finishLoad trims it leaves a
+	// zero tail that fails the check, never old entries past new ones.
+	if err := s.idx.resizeSync(l.cfg.SegmentIndexBytes, !last); err != nil {
 		return false, err
 	}
-	if err := s.tidx.resize(l.cfg.SegmentIndexBytes); err != nil {
+	if err := s.tidx.resizeSync(l.cfg.SegmentIndexBytes, !last); err != nil {
 		return false, err
 	}
 	s.size, s.next, s.maxTs, s.offMaxTs, s.firstTs, s.bytesSinceIndex = 0, s.base, -1, s.base, -1, 0
