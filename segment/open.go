@@ -197,6 +197,10 @@ func (l *Log) load(clean bool) error {
 				trusted = false
 			}
 		}
+		// A segment below the recovery point that passed its check was
+		// fsynced, .log and indexes, before the point passed it: an
+		// unclean open need not fsync it again.
+		s.synced.Store(trusted)
 		if !trusted {
 			truncated, err := l.recoverSegment(s, i == len(bases)-1)
 			if err != nil {
@@ -231,7 +235,7 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 		if err := s.tidx.resize(0); err != nil {
 			return err
 		}
-		s.synced.Store(clean)
+		s.synced.Store(clean || s.synced.Load())
 	}
 	act := l.active()
 	// The active segment's indexes regain their preallocated size without

@@ -342,3 +342,50 @@ func TestCleanOpenFsyncsOnlyTheDirectory(t *testing.T) {
 		t.Errorf("clean open fsynced %q, want %q", s, want)
 	}
 }
+
+// TestUncleanOpenFsyncsWhatItRecovered: after an unclean stop, opening a
+// log with two rolled segments below the recovery point fsyncs the
+// recovered active segment's files, the recovery point and the directory;
+// the rolled segments were fsynced before the recovery point passed them
+// (each of their files was fsynced again, before).
+func TestUncleanOpenFsyncsWhatItRecovered(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(newFakeClock())
+	l := openLog(t, dir, cfg)
+	for range 2 {
+		writeLog(t, l, 20)
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeLog(t, l, 20)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	leo, size := l.LogEndOffset(), l.Size()
+	l.closeForCrashTest()
+	var (
+		mu     sync.Mutex
+		synced []string
+	)
+	SetFsyncFault(func(f *os.File) error {
+		mu.Lock()
+		defer mu.Unlock()
+		synced = append(synced, filepath.Base(f.Name()))
+		return nil
+	})
+	defer SetFsyncFault(nil)
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if l.LogEndOffset() != leo || l.Size() != size || l.scanCount() != 1 {
+		t.Fatalf("reopened LEO %d size %d after %d scans, want %d %d after 1", l.LogEndOffset(), l.Size(), l.scanCount(), leo, size)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	active := fileName(120, "")
+	want := strings.Join([]string{active + logSuffix, active + indexSuffix, active + timeIndexSuffix,
+		recoveryPointFile + tmpSuffix, filepath.Base(dir)}, " ")
+	if s := strings.Join(synced, " "); s != want {
+		t.Errorf("unclean open fsynced %q, want %q", s, want)
+	}
+}
