@@ -60,14 +60,13 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	a.stop()
 	startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
 	ends := produceN(t, addr, "static", 200, "s")
-	waitStable(t, adm, "sg", 2)
-	after := describeOne(t, adm, "sg")
+	// Until the new process joins, the old member of instance a (its
+	// Close sent no LeaveGroup) still counts as one of the two in a
+	// stable group: wait for the rejoin to replace it.
+	after := waitRejoined(t, adm, "sg", "a", aID)
 	for _, m := range after.Members {
 		if m.InstanceID == nil || *m.InstanceID != "a" {
 			continue
-		}
-		if m.MemberID == aID {
-			t.Fatalf("instance a kept member id %s; a static rejoin gets a new one", aID)
 		}
 		ca, _ := m.Assigned.AsConsumer()
 		if fmt.Sprint(ca.Topics[0].Partitions) != fmt.Sprint(aAssigned) {
@@ -96,6 +95,34 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("static group did not consume everything: %d missing", seen.missing([]string{"s"}, 200))
+		}
+		<-tick.C
+	}
+}
+
+// waitRejoined waits until grp is stable with two assigned members and
+// instance's member id is no longer oldID, and returns that description. A
+// static member that rejoins gets a new member id (KIP-345); one that
+// keeps oldID for 60 s fails the test.
+func waitRejoined(t *testing.T, adm *kadm.Client, grp, instance, oldID string) kadm.DescribedGroup {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		waitStable(t, adm, grp, 2)
+		d := describeOne(t, adm, grp)
+		rejoined := d.State == "Stable"
+		for _, m := range d.Members {
+			if m.InstanceID != nil && *m.InstanceID == instance && m.MemberID == oldID {
+				rejoined = false
+			}
+		}
+		if rejoined {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s kept member id %s; a static rejoin gets a new one", instance, oldID)
 		}
 		<-tick.C
 	}
