@@ -15,16 +15,23 @@ import (
 // etl runs a franz-go GroupTransactSession that copies every record of
 // in to out (value "out-" + input value) in transactions, aborting every
 // abortEvery-th one (0: never), until stop says so or ctx ends. It
-// returns the number of transactions it ended.
+// returns the number of transactions it ended. A session whose End
+// failed is replaced, as a stream processor restarts its task (franz-go
+// allows no Begin after a failed End): a transaction the coordinator
+// aborted at its timeout while a node was down ends in PRODUCER_FENCED,
+// which a loaded machine reaches (the chaos workload does the same).
 func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop func() bool, logf func(string, ...any)) (int, error) {
-	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.ConsumerGroup("etl"),
-		kgo.ConsumeTopics("in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("out"),
-		kgo.TransactionTimeout(20*time.Second), kgo.SessionTimeout(6*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	connect := func() (*kgo.GroupTransactSession, error) {
+		return kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.ConsumerGroup("etl"),
+			kgo.ConsumeTopics("in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("out"),
+			kgo.TransactionTimeout(20*time.Second), kgo.SessionTimeout(6*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	s, err := connect()
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer func() { s.Close() }()
 	n, aborts := 0, 0
 	defer func() { logf("%s: %d transactions, %d aborted", id, n, aborts) }()
 	for !stop() && ctx.Err() == nil {
@@ -64,7 +71,11 @@ func etl(ctx context.Context, seeds []string, id string, abortEvery int, stop fu
 		committed, err := s.End(ectx, try)
 		cancel()
 		if err != nil {
-			logf("%s: End: %v (committed %v)", id, err, committed)
+			logf("%s: End: %v (committed %v); replacing the session", id, err, committed)
+			s.Close()
+			if s, err = connect(); err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, nil
