@@ -57,7 +57,10 @@ type Config struct {
 	ProducerIDExpiration time.Duration
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (ISR shrink and expand).
 	ReplicaLagTimeMax time.Duration
-	Fetch             FetchConfig
+	// RecoveryThreads bounds the replicas Reconcile opens at once
+	// (num.recovery.threads.per.data.dir); 0 means defaultOpenParallelism.
+	RecoveryThreads int
+	Fetch           FetchConfig
 	// Dialer makes the fetchers' connections to leaders (TLS and SASL of
 	// the inter-broker listener); nil dials plaintext.
 	Dialer *interbroker.Dialer
@@ -77,7 +80,7 @@ type Config struct {
 func ConfigFrom(b config.Broker) Config {
 	return Config{NodeID: b.NodeID, LogsDir: filepath.Join(b.DataDir, "logs"), TopicDefaults: b.TopicDefaults,
 		WritebackBytes: b.LogWritebackBytes, ReplicaLagTimeMax: b.ReplicaLagTimeMax, Fetch: FetchConfigFrom(b),
-		ProducerIDExpiration: b.ProducerIDExpiration}
+		ProducerIDExpiration: b.ProducerIDExpiration, RecoveryThreads: b.NumRecoveryThreadsPerDataDir}
 }
 
 // Manager is the node's replica manager (Kafka's ReplicaManager): it owns
@@ -101,11 +104,13 @@ type Manager struct {
 	writeback int64
 	// pidExpiration is each replica's partition.Options.ProducerIDExpiration.
 	pidExpiration time.Duration
-	lagMax        time.Duration
-	onISR         func(shrink, expand bool)
-	logger        *slog.Logger
-	now           func() time.Time
-	fetchers      *fetchers
+	// openParallelism bounds the replicas Reconcile opens at once.
+	openParallelism int
+	lagMax          time.Duration
+	onISR           func(shrink, expand bool)
+	logger          *slog.Logger
+	now             func() time.Time
+	fetchers        *fetchers
 
 	reconcileCh chan struct{} // a queued Reconcile for Run
 	isrCh       chan struct{} // a queued ISR check for isrLoop (isrSoon)
@@ -142,7 +147,10 @@ func New(cfg Config, md Metadata) *Manager {
 	}
 	m := &Manager{nodeID: cfg.NodeID, incarnation: cfg.Incarnation, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
 		writeback: cfg.WritebackBytes, pidExpiration: cfg.ProducerIDExpiration, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
-		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1)}
+		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1), openParallelism: cfg.RecoveryThreads}
+	if m.openParallelism <= 0 {
+		m.openParallelism = defaultOpenParallelism
+	}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
@@ -320,19 +328,20 @@ func (r *Manager) Reconcile() error {
 	return errors.Join(errs...)
 }
 
-// openParallelism bounds the replicas Reconcile opens at once (Kafka's
-// num.recovery.threads.per.data.dir): opening is disk reads and fsyncs, so
-// a node holding many partitions recovers them side by side instead of one
-// after another, without one goroutine per partition.
-var openParallelism = 8
+// defaultOpenParallelism bounds the replicas Reconcile opens at once when
+// Config.RecoveryThreads is not set (num.recovery.threads.per.data.dir):
+// opening is disk reads and fsyncs, so a node holding many partitions
+// recovers them side by side instead of one after another, without one
+// goroutine per partition.
+const defaultOpenParallelism = 8
 
-// openAll opens the replicas keys name, at most openParallelism at a time,
+// openAll opens the replicas keys name, at most r.openParallelism at a time,
 // and returns when every one is open or failed. A replica that fails to open
 // is offline, not the node: it serves its other replicas, reports this one
 // (Offline) and leads or follows it no more in this run.
 // REQUIRES: reconcileMu held.
 func (r *Manager) openAll(keys []replicaKey, topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) {
-	forEachBounded(keys, openParallelism, func(k replicaKey) {
+	forEachBounded(keys, r.openParallelism, func(k replicaKey) {
 		t, st := topics[k.topic], want[k]
 		if err := r.open(t, st); err != nil {
 			r.logger.Error("replica failed to open; offline until restart", "topic", t.Name, "partition", st.Partition, "err", err)

@@ -117,7 +117,10 @@ type Broker struct {
 	RetentionCheckInterval time.Duration `yaml:"retention_check_interval" doc:"log.retention.check.interval.ms."`
 	FlushCheckInterval     time.Duration `yaml:"flush_check_interval" doc:"log.flush.scheduler.interval.ms."`
 	LogWritebackBytes      int64         `yaml:"log_writeback_bytes" doc:"Start writing a partition's active segment out to disk after every this many bytes appended (sync_file_range, like RocksDB's bytes_per_sync; not an fsync), so that dirty pages do not pile up for the kernel to write back in bursts that stall appends; 0 leaves it to the kernel."`
-	ShutdownTimeout        time.Duration `yaml:"shutdown_timeout" doc:"How long a graceful stop waits for in-flight requests."`
+	// NumRecoveryThreadsPerDataDir bounds the partitions a node opens and
+	// recovers at once at start (replica.Manager.Reconcile).
+	NumRecoveryThreadsPerDataDir int           `yaml:"num_recovery_threads_per_data_dir" doc:"num.recovery.threads.per.data.dir: partitions a node opens and recovers at once when it starts (each re-reads what its log holds past its recovery point after an unclean stop), and when many are assigned to it at once."`
+	ShutdownTimeout              time.Duration `yaml:"shutdown_timeout" doc:"How long a graceful stop waits for in-flight requests."`
 
 	RequestLogSlowThreshold time.Duration `yaml:"request_log_slow_threshold" doc:"A request whose total time exceeds this logs one Info line with its API, version, correlation id, client id and stage breakdown in ms (at most 5 lines per second per node); 0 disables."`
 
@@ -196,6 +199,7 @@ func Defaults() Broker {
 		RetentionCheckInterval:              30 * time.Second,
 		FlushCheckInterval:                  time.Second,
 		LogWritebackBytes:                   1 << 20,
+		NumRecoveryThreadsPerDataDir:        8,
 		ShutdownTimeout:                     10 * time.Second,
 		QuotaWindowNum:                      11,
 		QuotaWindowSize:                     time.Second,
@@ -255,6 +259,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.MaxIncrementalFetchSessionCacheSlots < 0 {
 		return fmt.Errorf("%w: max_incremental_fetch_session_cache_slots %d is negative", ErrInvalidConfig, b.MaxIncrementalFetchSessionCacheSlots)
+	}
+	if b.NumRecoveryThreadsPerDataDir < 1 {
+		return fmt.Errorf("%w: num_recovery_threads_per_data_dir %d", ErrInvalidConfig, b.NumRecoveryThreadsPerDataDir)
 	}
 	if b.LogWritebackBytes < 0 {
 		return fmt.Errorf("%w: log_writeback_bytes %d is negative", ErrInvalidConfig, b.LogWritebackBytes)
