@@ -121,7 +121,7 @@ func TestFollowerFetchAnswersDivergingEpoch(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 	}
-	res, _, _, failed, _ := h.readAll(req, h.sessionContext(req.Version, req).parts, 1<<20, nil)
+	res, _, _, failed, _ := h.readAll(req, h.sessionContext(req.Version, req).parts, 1<<20, true, nil)
 	if !failed {
 		t.Fatal("a DivergingEpoch does not answer at once")
 	}

@@ -33,7 +33,10 @@ package fetch
 // watermark, within the partition's max bytes and the response's max bytes
 // (the first batch of the first non-empty partition is sent even when it is
 // larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
-// high watermark moving rather than by polling, until max_wait_ms.
+// high watermark moving (a follower's fetch: the log end) rather than by
+// polling, until max_wait_ms; a wake reads again only the partitions whose
+// high watermark (log end) moved, the others keep what the first read found
+// (reread). At max_wait_ms every partition is read again for the answer.
 // That wait, like the wait for cold reads below, is reported with
 // kafka.Request.Waited, so the request metrics count it as remote time
 // (Kafka's DelayedFetch and DelayedRemoteFetch), not local.
@@ -239,8 +242,8 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 		maxBytes = 1
 	}
 	denied := h.deniedTopics(req, r.ReplicaID >= 0, fc.parts)
+	res, total, waits, failed, cold := h.readAll(r, fc.parts, maxBytes, true, denied)
 	for {
-		res, total, waitOn, failed, cold := h.readAll(r, fc.parts, maxBytes, denied)
 		if fq.admitCold(req, cold) {
 			// Over the cold-read quota: the remote partitions stay empty
 			// and the fetch is answered at once, throttled.
@@ -255,22 +258,84 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			fq.recordCold(req, cold)
 			return h.answer(req, r, fc, fq, res, cold), nil
 		}
-		if total >= int(r.MinBytes) || failed || len(waitOn) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+		if total >= int(r.MinBytes) || failed || len(waits.chans) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
 			return h.answer(req, r, fc, fq, res, nil), nil
 		}
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
 		waitFrom := time.Now()
-		woken := waitAny(ctx, waitOn, time.Until(deadline))
+		woken := waitAny(ctx, waits.chans, time.Until(deadline))
 		req.Waited(time.Since(waitFrom))
 		if !woken {
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
-			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, denied)
+			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, true, denied)
 			return h.answer(req, r, fc, fq, res, nil), nil
 		}
+		res, total, waits, failed, cold = h.reread(r, fc.parts, res, waits, maxBytes, denied)
 	}
+}
+
+// waitSet is what a long poll waits on: a channel for each partition read
+// locally (closed when its log end moves, for a follower, or its high
+// watermark, for a consumer), and the index of that partition in the
+// fetch's parts.
+type waitSet struct {
+	chans []<-chan struct{}
+	idx   []int
+}
+
+// reread reads again, after a long poll woke, only the partitions whose
+// channel has closed, and puts their results in place in res; the others
+// keep theirs, as nothing they wait on moved (a follower learns a high
+// watermark that moved meanwhile from its next fetch, as Kafka's do). A
+// wake with no closed channel, or a re-read that meets a cold read (data
+// moved below the local log start meanwhile), reads every partition again.
+// The returned values are readAll's, for the whole fetch.
+func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topicResult, waits waitSet, maxBytes int, denied map[string]bool) ([]topicResult, int, waitSet, bool, []*coldRead) {
+	flat := make([]*partResult, 0, len(parts))
+	for ti := range res {
+		for pi := range res[ti].parts {
+			flat = append(flat, &res[ti].parts[pi])
+		}
+	}
+	var sub []partReq
+	var subIdx []int
+	var keep waitSet
+	for j, ch := range waits.chans {
+		select {
+		case <-ch:
+			sub, subIdx = append(sub, parts[waits.idx[j]]), append(subIdx, waits.idx[j])
+		default:
+			keep.chans, keep.idx = append(keep.chans, ch), append(keep.idx, waits.idx[j])
+		}
+	}
+	if len(flat) != len(parts) || len(sub) == 0 {
+		return h.readAll(r, parts, maxBytes, true, denied)
+	}
+	others := 0
+	for _, pr := range flat {
+		others += pr.size
+	}
+	for _, i := range subIdx {
+		others -= flat[i].size
+	}
+	subRes, subTotal, subWaits, failed, cold := h.readAll(r, sub, maxBytes-others, others == 0, denied)
+	if len(cold) > 0 {
+		return h.readAll(r, parts, maxBytes, true, denied)
+	}
+	j := 0
+	for _, t := range subRes {
+		for _, p := range t.parts {
+			*flat[subIdx[j]] = p
+			j++
+		}
+	}
+	for k, ch := range subWaits.chans {
+		keep.chans, keep.idx = append(keep.chans, ch), append(keep.idx, subIdx[subWaits.idx[k]])
+	}
+	return res, others + subTotal, keep, failed, nil
 }
 
 // answer encodes the response to a fetch, counting it against the
@@ -400,11 +465,12 @@ func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []p
 }
 
 // readAll reads every partition of parts (the request's, or its session's)
-// once and lists those to be read from remote segments (cold). failed is
+// once, within maxBytes (the first batch read may pass it when minOne,
+// KIP-74), and lists those to be read from remote segments (cold) and what
+// a long poll waits on for each partition read locally (waits). failed is
 // true when some partition carries an error or a DivergingEpoch (the client
 // should hear about it at once).
-func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, denied map[string]bool) (res []topicResult, total int, waitOn []<-chan struct{}, failed bool, cold []*coldRead) {
-	minOne := true
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, minOne bool, denied map[string]bool) (res []topicResult, total int, waits waitSet, failed bool, cold []*coldRead) {
 	for i := 0; i < len(parts); {
 		// One topicResult for each run of partitions of one topic, in the
 		// order of parts (as Kafka's response groups them).
@@ -466,7 +532,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 						continue
 					}
 				}
-				waitOn = append(waitOn, rep.LEOChanged())
+				waits.chans, waits.idx = append(waits.chans, rep.LEOChanged()), append(waits.idx, i)
 				total += h.readLocal(rep, &pr, topic, p.fetchOffset, min(int(p.maxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
 				tr.parts = append(tr.parts, pr)
 				continue
@@ -493,7 +559,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 			}
 			// The last stable offset moves only with the high watermark
 			// (a marker counts once replicated): one wake-up serves both.
-			waitOn = append(waitOn, rep.HWChanged())
+			waits.chans, waits.idx = append(waits.chans, rep.HWChanged()), append(waits.idx, i)
 			bound := pr.hw
 			if r.IsolationLevel == 1 {
 				bound = pr.lso
@@ -506,7 +572,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 		}
 		res = append(res, tr)
 	}
-	return res, total, waitOn, failed, cold
+	return res, total, waits, failed, cold
 }
 
 // readLocal gathers file ranges of whole batches from off, below maxOffset

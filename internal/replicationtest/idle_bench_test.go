@@ -9,19 +9,22 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/procstat"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
-// BenchmarkIdleReplication measures what an idle RF=3 topic costs three
-// nodes: SHALE_BENCH_IDLE_PARTITIONS partitions (default 1000), every one
-// led and with a full ISR, nothing produced; then, over a 20 s window, each
-// node's CPU and the bytes it read and wrote (/proc/PID/io rchar and wchar:
-// sockets and files, almost all of it follower Fetch requests and answers
-// at rest). Reported per node: cpu-%-per-node (of one core),
-// io-bytes/s-per-node. With fetch sessions (KIP-227) an idle follower's
-// fetch names no partition and its answer carries none.
+// BenchmarkIdleReplication measures what an RF=3 topic of
+// SHALE_BENCH_IDLE_PARTITIONS partitions (default 1000) costs three nodes,
+// every partition led and with a full ISR. idle: nothing produced, over a
+// 20 s window, each node's CPU and the bytes it read and wrote
+// (/proc/PID/io rchar and wchar: sockets and files, almost all of it
+// follower Fetch requests and answers at rest), reported per node as
+// cpu-%-per-node (of one core) and io-bytes/s-per-node; with fetch sessions
+// (KIP-227) an idle follower's fetch names no partition and its answer
+// carries none. produce-acks-all: 20,000 records of 1 KiB round robin over
+// the partitions, acks=all: MB/s and the nodes' CPU seconds per GB.
 func BenchmarkIdleReplication(b *testing.B) {
 	parts := int32(1000)
 	if v, err := strconv.Atoi(os.Getenv("SHALE_BENCH_IDLE_PARTITIONS")); err == nil && v > 0 {
@@ -58,6 +61,64 @@ func BenchmarkIdleReplication(b *testing.B) {
 		b.Fatalf("%d partitions not led with full ISRs: %s", parts, last)
 	}
 	b.Logf("%d partitions led with full ISRs %v after creation", parts, time.Since(created).Round(time.Second))
+	b.Run("idle", func(b *testing.B) { idleCost(b, c) })
+	b.Run("produce-acks-all", func(b *testing.B) { spreadProduce(b, c, "idle", parts) })
+}
+
+// spreadProduce produces spreadRecords 1 KiB records with acks=all, round
+// robin over the topic's partitions, and reports MB/s and the three
+// nodes' CPU seconds per GB produced.
+func spreadProduce(b *testing.B, c *cluster, topic string, parts int32) {
+	const spreadRecords = 20_000
+	var seeds []string
+	for _, n := range c.nodes {
+		seeds = append(seeds, n.Kafka())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(10_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := proctest.Context(b, 10*time.Minute)
+	value := benchValue()
+	for range b.N {
+		from := sampleNodes(b, c)
+		errs := make(chan error, 1)
+		for range spreadRecords {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case err := <-errs:
+			b.Fatal(err)
+		default:
+		}
+		to := sampleNodes(b, c)
+		secs := to.at.Sub(from.at).Seconds()
+		var cpu float64
+		for i := range c.nodes {
+			cpu += (to.cpu[i] - from.cpu[i]).Seconds()
+		}
+		gb := float64(spreadRecords*len(value)) / 1e9
+		b.ReportMetric(gb*1e3/secs, "MB/s")
+		b.ReportMetric(cpu/gb, "node-cpu-s/GB")
+		b.Logf("%d records over %d partitions in %.1f s; nodes' CPU %.1f s", spreadRecords, parts, secs, cpu)
+	}
+}
+
+// idleCost measures each node's CPU and I/O at rest over a 20 s window.
+func idleCost(b *testing.B, c *cluster) {
 	const window = 20 * time.Second
 	for range b.N {
 		from := sampleNodes(b, c)
