@@ -143,6 +143,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.replicas = replica.New(rcfg, n.store)
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
+		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval:       cfg.LeaderImbalanceCheckInterval,
+		LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
 		Unclean: func(topic string) bool {
 			t, ok := n.store.Topic(topic)
 			return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)

@@ -34,6 +34,19 @@ type ControllerConfig struct {
 	MinISR func(topic string) int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: the controller
+	// moves leadership back to preferred replicas (leader_balance.go).
+	// The zero value is off; the broker's configuration turns it on.
+	AutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds: how often the controller
+	// checks, the first time one interval after it takes the lease.
+	// Default 300 s.
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePerBrokerPercentage is
+	// leader.imbalance.per.broker.percentage (0..100).
+	LeaderImbalancePerBrokerPercentage int
 }
 
 // Controller is a node's candidacy for the controller role. Every node runs
@@ -59,7 +72,10 @@ type Controller struct {
 	leaseRv   uint64
 	epoch     uint64
 	renewedAt time.Time
-	unsub     func()
+	// balancedAt is when the last preferred-leader pass ran (or this
+	// tenure began); owned by the loop goroutine.
+	balancedAt time.Time
+	unsub      func()
 }
 
 // StartController joins the controller election.
@@ -78,6 +94,12 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
+	}
+	if p := cfg.LeaderImbalancePerBrokerPercentage; p < 0 || p > 100 {
+		return nil, fmt.Errorf("controlplane: leader.imbalance.per.broker.percentage %d: want 0..100", p)
 	}
 	kv, err := s.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: BucketController, History: 1, TTL: cfg.LeaseTTL,
@@ -173,6 +195,7 @@ func (c *Controller) step(ctx context.Context) {
 		createStart := time.Now()
 		if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
 			c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
+			c.balancedAt = createStart
 			c.leading.Store(true)
 			c.log.Info("became controller", "node", c.cfg.NodeID, "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
@@ -188,6 +211,10 @@ func (c *Controller) step(ctx context.Context) {
 	}
 	c.holder.Store(c.cfg.NodeID)
 	c.reconcile(ctx)
+	if c.cfg.AutoLeaderRebalance && c.leading.Load() && time.Since(c.balancedAt) >= c.cfg.LeaderImbalanceCheckInterval {
+		c.balancedAt = time.Now()
+		c.balanceLeaders(ctx)
+	}
 }
 
 // reconcile applies ReconcilePartition to every partition.

@@ -81,6 +81,10 @@ type Broker struct {
 	ReplicaLagTimeMax    time.Duration `yaml:"replica_lag_time_max" doc:"replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
 
+	AutoLeaderRebalanceEnable          bool          `yaml:"auto_leader_rebalance_enable" doc:"auto.leader.rebalance.enable: the controller moves leadership back to each partition's preferred (first assigned) replica when a broker's share of partitions led elsewhere is above leader_imbalance_per_broker_percentage, and only to a replica that is live, unfenced and in the ISR."`
+	LeaderImbalanceCheckInterval       time.Duration `yaml:"leader_imbalance_check_interval" doc:"leader.imbalance.check.interval.seconds: how often the controller checks the preferred-leader imbalance (the first check one interval after it takes the lease)."`
+	LeaderImbalancePerBrokerPercentage int           `yaml:"leader_imbalance_per_broker_percentage" doc:"leader.imbalance.per.broker.percentage: a broker's preferred partitions move back only when more than this percentage of them is led by other brokers (0..100)."`
+
 	NumReplicaFetchers           int           `yaml:"num_replica_fetchers" doc:"num.replica.fetchers: fetchers (each its own connection) per leader node on a follower; partitions are spread over them by a stable hash of topic and partition."`
 	ReplicaFetchMinBytes         int32         `yaml:"replica_fetch_min_bytes" doc:"replica.fetch.min.bytes: a follower fetch waits on the leader until this many bytes are ready (or replica_fetch_wait_max)."`
 	ReplicaFetchMaxBytes         int32         `yaml:"replica_fetch_max_bytes" doc:"replica.fetch.max.bytes: bytes per partition in a follower fetch (the first batch is sent even when larger)."`
@@ -177,6 +181,9 @@ func Defaults() Broker {
 		NATSReplicas:                        1,
 		BrokerSessionTimeout:                6 * time.Second,
 		ControllerLease:                     3 * time.Second,
+		AutoLeaderRebalanceEnable:           true,
+		LeaderImbalanceCheckInterval:        300 * time.Second,
+		LeaderImbalancePerBrokerPercentage:  10,
 		ReplicaLagTimeMax:                   30 * time.Second,
 		NumReplicaFetchers:                  1,
 		ReplicaFetchMinBytes:                1,
@@ -250,6 +257,12 @@ func (b *Broker) Validate() error {
 	}
 	if b.BrokerSessionTimeout < time.Second || b.ControllerLease < time.Second {
 		return fmt.Errorf("%w: broker_session_timeout and controller_lease must be at least 1s", ErrInvalidConfig)
+	}
+	if b.LeaderImbalanceCheckInterval < time.Second {
+		return fmt.Errorf("%w: leader_imbalance_check_interval %v: want at least 1s", ErrInvalidConfig, b.LeaderImbalanceCheckInterval)
+	}
+	if p := b.LeaderImbalancePerBrokerPercentage; p < 0 || p > 100 {
+		return fmt.Errorf("%w: leader_imbalance_per_broker_percentage %d: want 0..100", ErrInvalidConfig, p)
 	}
 	if b.NumReplicaFetchers < 1 || b.NumReplicaFetchers > 64 {
 		return fmt.Errorf("%w: num_replica_fetchers %d: want 1..64", ErrInvalidConfig, b.NumReplicaFetchers)
