@@ -1,8 +1,12 @@
 package fetch
 
-// ListOffsets (key 2), versions 1-9.
+// ListOffsets (key 2), versions 0-9.
 //
-//   - v1: one offset per partition (the v0 multi-offset form is not served).
+//   - v0: MaxNumOffsets in the request, OldStyleOffsets (a list, descending)
+//     in the response, answered as Kafka 3.x answers it (see
+//     list_offsets_v0.go). Kafka 4.0 dropped v0 (KIP-896); tools such as
+//     Burrow still send it.
+//   - v1: one offset per partition.
 //   - v2: IsolationLevel: for read_committed (1), LATEST is the last stable
 //     offset and a timestamp or MAX_TIMESTAMP answer must lie below it, as
 //     Kafka bounds them (lastFetchableOffset); for read_uncommitted, the
@@ -43,7 +47,7 @@ import (
 func RegisterListOffsets(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
 	o := buildOptions(opts)
 	h := &listOffsetsHandler{leaders: leaders, log: log, remote: o.remote, authz: o.authz}
-	reg.Register(kmsg.ListOffsets, 1, 9, h.handle)
+	reg.Register(kmsg.ListOffsets, 0, 9, h.handle)
 }
 
 type listOffsetsHandler struct {
@@ -55,6 +59,9 @@ type listOffsetsHandler struct {
 
 func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListOffsetsRequest)
+	if r.Version == 0 {
+		return h.handleV0(req, r)
+	}
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
