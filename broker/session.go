@@ -73,6 +73,13 @@ func (n *Node) controlledShutdown(ctx context.Context) {
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	mctx, cancel := context.WithDeadline(context.Background(), deadline)
+	if err := n.store.BeginControlledShutdown(mctx); err != nil {
+		// The balancer may then hand a leadership back before the node
+		// stops; the node's stop moves it again (the session ends).
+		n.logger.Warn("marking controlled shutdown", "err", err)
+	}
+	cancel()
 	for _, t := range n.store.Topics() {
 		for _, st := range n.store.Partitions(t.Name) {
 			if st.Leader != n.cfg.NodeID || len(st.Replicas) < 2 {

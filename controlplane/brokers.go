@@ -184,6 +184,31 @@ func (s *Store) ReportOfflineReplicas(ctx context.Context, offline []OfflineRepl
 	return nil
 }
 
+// BeginControlledShutdown marks this node's registration as in controlled
+// shutdown (Broker.ControlledShutdown) before it hands its leaderships
+// away, so that the controller's preferred-leader balancing does not give
+// any back. The mark lasts until the registration ends. It fails if no
+// broker is registered.
+func (s *Store) BeginControlledShutdown(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.reg.Lock()
+	defer s.reg.Unlock()
+	if !s.reg.active {
+		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
+	}
+	b := s.reg.broker
+	b.ControlledShutdown = true
+	start := time.Now()
+	rev, err := s.putBroker(ctx, b, s.reg.rev)
+	if err != nil {
+		return err
+	}
+	s.reg.broker, s.reg.rev, s.reg.renewedAt = b, rev, start
+	return nil
+}
+
 // OfflineReplicas returns broker id's offline replicas from the cache (see
 // ReportOfflineReplicas). The caller owns the slice.
 func (s *Store) OfflineReplicas(id int32) []OfflineReplica {

@@ -88,7 +88,8 @@ func (c *cache) applyBroker(log *slog.Logger, ch change) []Event {
 }
 
 func (r brokerRecord) broker() Broker {
-	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack, UncleanStart: r.UncleanStart, Listeners: r.Listeners}
+	return Broker{NodeID: r.NodeID, Host: r.Host, Port: r.Port, Rack: r.Rack, UncleanStart: r.UncleanStart,
+		ControlledShutdown: r.Shutdown, Listeners: r.Listeners}
 }
 
 func (c *cache) applyTopic(log *slog.Logger, ch change) []Event {

@@ -43,6 +43,7 @@ type brokerRecord struct {
 	// node id is told apart from a re-registration.
 	Incarnation  string             `json:"incarnation"`
 	UncleanStart bool               `json:"unclean_start,omitempty"`
+	Shutdown     bool               `json:"controlled_shutdown,omitempty"`
 	LogsReported bool               `json:"logs_reported,omitempty"`
 	Logs         []replicaLogRecord `json:"replica_logs,omitempty"`
 	// Offline lists the replicas the node cannot serve (Kafka's offline
@@ -106,7 +107,7 @@ func decodePartition(b []byte, rev uint64) (PartitionState, error) {
 
 func encodeBroker(b Broker, incarnation string, logs *[]ReplicaLog, offline []OfflineReplica) []byte {
 	r := brokerRecord{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack, Incarnation: incarnation,
-		UncleanStart: b.UncleanStart, LogsReported: logs != nil, Listeners: b.Listeners}
+		UncleanStart: b.UncleanStart, Shutdown: b.ControlledShutdown, LogsReported: logs != nil, Listeners: b.Listeners}
 	for _, o := range offline {
 		r.Offline = append(r.Offline, offlineRecord{TopicID: o.TopicID.Hex(), Partition: o.Partition})
 	}

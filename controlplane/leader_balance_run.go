@@ -18,11 +18,14 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 	for _, t := range c.store.Topics() {
 		parts = append(parts, c.store.Partitions(t.Name)...)
 	}
+	leaders := map[int32]bool{} // live, unfenced, not in controlled shutdown
 	for _, b := range c.store.Brokers() {
 		offline[b.NodeID] = c.store.OfflineReplicas(b.NodeID)
+		leaders[b.NodeID] = !b.ControlledShutdown
 	}
+	eligible := func(b int32) bool { return leaders[b] }
 	plan := PlanPreferredLeaders(parts, LeaderBalanceView{
-		Eligible:            c.store.Live,
+		Eligible:            eligible,
 		Offline:             offline,
 		ImbalancePercentage: c.cfg.LeaderImbalancePerBrokerPercentage,
 	})

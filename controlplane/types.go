@@ -91,6 +91,11 @@ type Broker struct {
 	// its log ends (Store.ReportReplicaLogs) it is trusted with no
 	// partition it was a leader candidate of (see Eligibility).
 	UncleanStart bool
+	// ControlledShutdown: the node is stopping cleanly and is handing its
+	// leaderships away (Store.BeginControlledShutdown); the controller
+	// gives it no leadership (PlanPreferredLeaders), as Kafka's controller
+	// does for a broker in controlled shutdown.
+	ControlledShutdown bool
 	// Listeners are the broker's advertised listeners in Kafka's
 	// advertised.listeners form, NAME://host:port,NAME://host:port; Host
 	// and Port are those of its inter-broker listener. Empty for a broker
