@@ -285,6 +285,13 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "follower fetch")
 			}},
 		}},
+		kmsg.DescribeLogDirs: one(authzCall{kmsg.NewPtrDescribeLogDirsRequest(), func(resp kmsg.Response) error { // every partition
+			r := resp.(*kmsg.DescribeLogDirsResponse)
+			if len(r.Dirs) > 0 {
+				return fmt.Errorf("describe log dirs answered %d dirs", len(r.Dirs))
+			}
+			return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe log dirs")
+		}}),
 		kmsg.ListOffsets: one(authzCall{build(func(r *kmsg.ListOffsetsRequest) {
 			t := kmsg.NewListOffsetsRequestTopic()
 			t.Topic = fxTopic
