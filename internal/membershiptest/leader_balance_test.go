@@ -1,6 +1,8 @@
 package membershiptest
 
 import (
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +58,53 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Fatalf("no controller logged a preferred-leader move")
+	}
+}
+
+// TestPreferredElectionVerb: with auto_leader_rebalance_enable off, node 1's
+// restart leaves the partitions it prefers led by nodes 2 and 3 (the
+// setting is obeyed), and `shale partition elect-preferred skew` moves
+// them back, losing no acks=all record.
+func TestPreferredElectionVerb(t *testing.T) {
+	c := startClusterFlags(t, []string{"--auto-leader-rebalance-enable=false", "--leader-imbalance-check-interval", "1s"}, 1, 2, 3)
+	assign := [][]int32{{1, 2, 3}, {2, 3, 1}, {1, 3, 2}}
+	if err := c.createAssigned("skew", assign, -1, -1); err != nil {
+		t.Fatalf("create skew: %v", err)
+	}
+	offsets := make([][]int64, len(assign))
+	for p := range assign {
+		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool {
+			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		})
+		offsets[p] = c.produce("skew", int32(p), 100)
+	}
+	n1 := c.nodes[1]
+	n1.Stop(30 * time.Second)
+	c.waitBrokers(2, 3)
+	n1.Start()
+	n1.WaitReady()
+	c.waitBrokers(1, 2, 3)
+	for p := range assign {
+		pv := c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 })
+		if pv.leader == 1 {
+			t.Fatalf("skew-%d: node 1 leads again with auto_leader_rebalance_enable off: %v", p, pv)
+		}
+		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 100, 100)...)
+	}
+
+	cmd := exec.Command(shaleBin, "partition", "elect-preferred", "skew", "--bootstrap", c.nodes[2].Kafka())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("shale partition elect-preferred: %v\n%s", err, out)
+	}
+	if got := strings.Count(string(out), "elected"); got != 2 {
+		t.Fatalf("elect-preferred moved %d partitions, want 2:\n%s", got, out)
+	}
+	for p := range assign {
+		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool {
+			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		})
+		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 200, 100)...)
+		c.checkRecords("skew", int32(p), offsets[p])
 	}
 }
