@@ -18,9 +18,10 @@ package admin
 //
 //   - PartitionSize: the bytes of its local segments' .log files, as
 //     Kafka's log.size; remote (tiered) segments are not counted.
-//   - OffsetLag: Kafka's max(HW - LEO, 0) for the current log: 0 for a
-//     leader; for a follower, how far its log end is behind the high
-//     watermark the leader last sent it.
+//   - OffsetLag: Kafka's max(HW - LEO, 0) for the current log. It is 0
+//     on a leader, and on a follower too, whose high watermark is
+//     min(the leader's, its own LEO), as in Kafka: a follower does not
+//     learn the leader's LEO, so a lagging follower is not shown here.
 //   - IsFuture: false (no AlterReplicaLogDirs here).
 //
 // TotalBytes and UsableBytes are statfs(2)'s blocks and blocks available to
