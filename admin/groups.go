@@ -29,6 +29,7 @@ func (h *Handlers) registerGroupAPIs(reg *kafka.Registry) {
 		Partitions:        h.cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: h.cfg.OffsetsTopicReplicationFactor,
 		MinSessionTimeout: groupMinSessionTimeout,
+		NodeID:            h.cfg.NodeID,
 		Logger:            h.logger,
 		Authorizer:        h.authz,
 	}, h.replicas, groupCluster{h})

@@ -26,6 +26,7 @@ func (h *Handlers) registerTxnAPIs(reg *kafka.Registry, pids txn.ProducerIDs) {
 		MaxTimeout:         h.cfg.TransactionMaxTimeout,
 		AbortCheckInterval: h.cfg.TransactionAbortCheckInterval,
 		IDExpiration:       h.cfg.TransactionalIDExpiration,
+		NodeID:             h.cfg.NodeID,
 		Logger:             h.logger,
 		Authorizer:         h.authz,
 

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,7 +62,10 @@ type Node struct {
 	metrics       *metrics.Registry // see metrics.go
 	replicas      *replica.Manager  // see replica/
 	apis          *admin.Handlers   // metadata, admin and group APIs; see admin/
-	tiering       *nodeTiering      // see tiering.go
+	// coordinators receives the replicas' leadership changes once the
+	// group and transaction coordinators exist (nil before).
+	coordinators  atomic.Pointer[admin.Handlers]
+	tiering       *nodeTiering // see tiering.go
 	pids          *controlplane.ProducerIDs
 	server        *kafka.Server
 	admin         *http.Server
@@ -140,6 +144,11 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	rcfg := replica.ConfigFrom(cfg)
 	rcfg.Logger, rcfg.OnISRChange, rcfg.Dialer = n.logger, n.metrics.ISRChanged, n.interBroker
 	rcfg.Incarnation = n.store.OwnIncarnation()
+	rcfg.OnLeadership = func(topic string, p int32) {
+		if h := n.coordinators.Load(); h != nil {
+			h.LeadershipChanged(topic, p)
+		}
+	}
 	n.replicas = replica.New(rcfg, n.store)
 	n.ctrl, err = controlplane.StartController(ctx, n.store, controlplane.ControllerConfig{
 		NodeID: cfg.NodeID, LeaseTTL: cfg.ControllerLease, Logger: n.logger,
@@ -182,6 +191,11 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	reg := kafka.NewRegistry()
 	n.registerAPIs(reg)
+	// The coordinators load each internal partition this node leads at
+	// once: those it comes to lead from now on through OnLeadership, those
+	// it leads already now (in that order, so that none is missed).
+	n.coordinators.Store(n.apis)
+	n.apis.LoadCoordinators()
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
 		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas},
 		SASLMaxReceiveBytes: cfg.SASLServerMaxReceiveSize, FailedAuthenticationDelay: failedAuthDelay(cfg.ConnectionFailedAuthenticationDelay),

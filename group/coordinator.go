@@ -45,6 +45,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NodeID is this node's id: ListGroups counts an offsets partition
+	// the control plane names this node the leader of as loading until
+	// its replica leads it.
+	NodeID int32
 	// Authorizer checks the group APIs' ACLs (Read on the group to join
 	// and commit, Describe to describe and fetch offsets, Delete to
 	// delete; the topics' too); nil allows everything.
@@ -114,6 +118,8 @@ type Coordinator struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // load goroutines and group runners
+	// loadSlots bounds the partitions read at once (loadParallelism).
+	loadSlots chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -133,6 +139,7 @@ func New(cfg Config, leaders partition.Leaders, cluster Cluster) *Coordinator {
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, log: cfg.Logger.With("component", "group")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.shards = map[int32]*shard{}
+	c.loadSlots = make(chan struct{}, loadParallelism)
 	return c
 }
 
@@ -178,10 +185,41 @@ func (c *Coordinator) goTracked(fn func()) {
 	}()
 }
 
-// lookup returns the runner of group id. With create, an unknown group is
-// created (Empty). A nil runner and nil error: no such group.
-func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
-	p := PartitionFor(id, c.cfg.Partitions)
+// loadParallelism bounds the offsets partitions a coordinator reads at
+// once: a node that becomes leader of many at a time (a restart, a
+// failover) loads them side by side without reading fifty logs together.
+const loadParallelism = 4
+
+// LeadershipChanged tells the coordinator that this node's role for
+// __consumer_offsets partition p may have changed (the replica manager
+// calls it after applying a role). When this node leads p in a leader
+// epoch it has not loaded, the partition starts loading at once, as
+// Kafka's onElection does; when it does not lead p, its groups unload. It
+// never waits for I/O and is safe to call from any goroutine; a partition
+// outside offsets.topic.num.partitions is ignored.
+func (c *Coordinator) LeadershipChanged(p int32) {
+	if p < 0 || p >= c.cfg.Partitions {
+		return
+	}
+	c.shardFor(p) // the error is the next request's to answer
+}
+
+// LoadLed starts loading every offsets partition this node leads and has
+// not loaded (LeadershipChanged for each). The node calls it once its
+// leadership notifications reach the coordinator, for the roles applied
+// before that.
+func (c *Coordinator) LoadLed() {
+	for p := range c.cfg.Partitions {
+		c.LeadershipChanged(p)
+	}
+}
+
+// shardFor returns the shard of offsets partition p, loaded or loading:
+// when this node leads p and has no shard of the replica's current leader
+// epoch, a new one starts loading (its predecessor unloads). When this
+// node does not lead p, any shard of p unloads and the error wraps
+// ErrNotCoordinator.
+func (c *Coordinator) shardFor(p int32) (*shard, error) {
 	rep, err := c.leaders.Leader(OffsetsTopic, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -203,7 +241,22 @@ func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
 		c.mu.shards[p] = sh
 		c.goTracked(func() { c.load(sh) })
 		c.goTracked(func() { c.watch(sh) })
-		return nil, ErrLoadInProgress
+	}
+	return sh, nil
+}
+
+// lookup returns the runner of group id. With create, an unknown group is
+// created (Empty). A nil runner and nil error: no such group. While the
+// group's partition loads, the error is ErrLoadInProgress.
+func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
+	sh, err := c.shardFor(PartitionFor(id, c.cfg.Partitions))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed || sh.unloaded {
+		return nil, fmt.Errorf("%w: %s-%d unloaded", ErrNotCoordinator, OffsetsTopic, sh.partition)
 	}
 	if !sh.ready {
 		return nil, ErrLoadInProgress
@@ -215,19 +268,43 @@ func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
 	return r, nil
 }
 
-// groupsLoaded returns the runners of every loaded group (ListGroups).
-func (c *Coordinator) groupsLoaded() []*runner {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// listable returns the runners of every group of the offsets partitions
+// this node leads (ListGroups), or ErrLoadInProgress while one of them is
+// not loaded: a partition whose replica leads here without a loaded shard
+// of its leader epoch, or one the control plane names this node the
+// leader of that its replica does not lead yet (a restarted node waits
+// for its new leader epoch). A partial list would tell a client that
+// those groups do not exist. It starts no load: loads start on leadership
+// (LeadershipChanged), and one that failed is retried by the next request
+// for one of the partition's groups.
+func (c *Coordinator) listable() ([]*runner, error) {
 	var out []*runner
-	for _, sh := range c.mu.shards {
-		if sh.ready {
-			for _, r := range sh.groups {
-				out = append(out, r)
+	for p := range c.cfg.Partitions {
+		rep, err := c.leaders.Leader(OffsetsTopic, p)
+		if err != nil {
+			if c.cluster != nil {
+				if b, ok := c.cluster.PartitionLeader(OffsetsTopic, p); ok && b.NodeID == c.cfg.NodeID {
+					return nil, ErrLoadInProgress
+				}
 			}
+			continue
 		}
+		c.mu.Lock()
+		if c.mu.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		sh := c.mu.shards[p]
+		if sh == nil || !sh.ready || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
+			c.mu.Unlock()
+			return nil, ErrLoadInProgress
+		}
+		for _, r := range sh.groups {
+			out = append(out, r)
+		}
+		c.mu.Unlock()
 	}
-	return out
+	return out, nil
 }
 
 // unloadLocked stops sh's groups and forgets it. REQUIRES: c.mu held.

@@ -4,8 +4,13 @@ package group
 //
 //   - v3: flexible versions.  v4: StatesFilter and GroupState (KIP-518).
 //
-// Lists the groups this node coordinates (the loaded offsets partitions);
-// clients ask every broker and merge.
+// Lists the groups this node coordinates: those of every offsets
+// partition it leads, each loaded when this node became its leader
+// (LeadershipChanged). While one of them is still loading, the answer is
+// COORDINATOR_LOAD_IN_PROGRESS with no groups, as Kafka 4's coordinator
+// runtime answers (a read of a loading shard fails the whole list), never
+// a partial list that would hide the loading partitions' groups. Clients
+// ask every broker and merge.
 //
 // With an authorizer, Describe on the cluster lists every group; otherwise
 // only the groups the principal may Describe are listed (no error).
@@ -31,8 +36,13 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 	r := req.Msg.(*kmsg.ListGroupsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+		runners, err := c.listable()
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
 		var all []summary
-		for _, rn := range c.groupsLoaded() {
+		for _, rn := range runners {
 			var s summary
 			ok := false
 			_, err := c.call(ctx, rn, func(g *group, send replyFn) {

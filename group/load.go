@@ -208,10 +208,25 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 
 // load reads sh's partition and publishes its groups, unless sh was
 // unloaded meanwhile. On failure the shard is dropped, so that the next
-// request tries again.
+// request (or ListGroups, or a leadership change) tries again.
+// At most loadParallelism partitions are read at once; a shard unloaded
+// while it waits for its turn is not read.
 func (c *Coordinator) load(sh *shard) {
+	select {
+	case c.loadSlots <- struct{}{}:
+	case <-c.ctx.Done():
+		return
+	}
+	c.mu.Lock()
+	gone := sh.unloaded
+	c.mu.Unlock()
+	if gone {
+		<-c.loadSlots
+		return
+	}
 	start := time.Now()
 	groups, skipped, err := readPartition(sh.replica)
+	<-c.loadSlots
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sh.unloaded || c.mu.closed {

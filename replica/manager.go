@@ -67,6 +67,12 @@ type Config struct {
 	Logger *slog.Logger
 	// OnISRChange, if set, is called after each committed ISR change (metrics).
 	OnISRChange func(shrink, expand bool)
+	// OnLeadership, if set, is called after a local replica's role or
+	// leader epoch changed (and for each replica opened), with no lock of
+	// the Manager held but possibly during a Reconcile: it must not block
+	// nor call Reconcile. The coordinators load and unload their internal
+	// topics' partitions from it.
+	OnLeadership func(topic string, partition int32)
 	// Incarnation is this node's registration's
 	// (controlplane.Store.OwnIncarnation); "" skips the check it is for: a
 	// partition record that names this node leader but carries another
@@ -108,6 +114,7 @@ type Manager struct {
 	openParallelism int
 	lagMax          time.Duration
 	onISR           func(shrink, expand bool)
+	onLeadership    func(topic string, partition int32) // Config.OnLeadership
 	logger          *slog.Logger
 	now             func() time.Time
 	fetchers        *fetchers
@@ -146,7 +153,7 @@ func New(cfg Config, md Metadata) *Manager {
 		logger = slog.Default()
 	}
 	m := &Manager{nodeID: cfg.NodeID, incarnation: cfg.Incarnation, logsDir: cfg.LogsDir, store: md, defaults: cfg.TopicDefaults,
-		writeback: cfg.WritebackBytes, pidExpiration: cfg.ProducerIDExpiration, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, logger: logger,
+		writeback: cfg.WritebackBytes, pidExpiration: cfg.ProducerIDExpiration, lagMax: cfg.ReplicaLagTimeMax, onISR: cfg.OnISRChange, onLeadership: cfg.OnLeadership, logger: logger,
 		now: time.Now, reconcileCh: make(chan struct{}, 1), isrCh: make(chan struct{}, 1), openParallelism: cfg.RecoveryThreads}
 	if m.openParallelism <= 0 {
 		m.openParallelism = defaultOpenParallelism
@@ -423,6 +430,9 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 		// see this replica.
 		rep.SetLeadership(false, rep.LeaderEpoch())
 	}
+	if r.onLeadership != nil {
+		r.onLeadership(t.Name, st.Partition) // now that Leader finds it
+	}
 	return nil
 }
 
@@ -454,6 +464,9 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 			role = "leader"
 		}
 		r.logger.Info("became "+role, "topic", st.Topic, "partition", st.Partition, "leader_epoch", st.LeaderEpoch, "leader", st.Leader)
+		if r.onLeadership != nil && !opened {
+			r.onLeadership(st.Topic, st.Partition) // open tells once the replica is in the map
+		}
 	}
 }
 
@@ -517,6 +530,9 @@ func (r *Manager) StepDown() {
 		if rep.IsLeader() {
 			rep.SetLeadership(false, rep.LeaderEpoch())
 			r.logger.Warn("stepped down: control plane unreachable", "topic", rep.Topic(), "partition", rep.Partition())
+			if r.onLeadership != nil {
+				r.onLeadership(rep.Topic(), rep.Partition())
+			}
 		}
 	}
 }

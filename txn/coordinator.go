@@ -61,6 +61,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NodeID is this node's id: ListTransactions counts a state
+	// partition the control plane names this node the leader of as
+	// loading until its replica leads it.
+	NodeID int32
 	// Authorizer checks the transaction APIs' ACLs (Write on the
 	// transactional id, the topics' and groups'); nil allows everything.
 	Authorizer *authz.Authorizer
@@ -152,6 +156,8 @@ type Coordinator struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// loadSlots bounds the partitions read at once (loadParallelism).
+	loadSlots chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -184,6 +190,7 @@ func New(cfg Config, leaders partition.Leaders, cluster Cluster, pids ProducerID
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, pids: pids, markers: markers, log: cfg.Logger.With("component", "txn")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.shards = map[int32]*shard{}
+	c.loadSlots = make(chan struct{}, loadParallelism)
 	c.goTracked(c.abortExpiredLoop)
 	return c
 }
@@ -234,10 +241,59 @@ func (c *Coordinator) lookup(id string) (*shard, error) {
 	return c.lookupPartition(PartitionFor(id, c.cfg.Partitions))
 }
 
-// lookupPartition returns the loaded shard of state partition p, starting
-// its load when this node leads p and has not loaded it in its current
-// leader epoch (ErrLoadInProgress meanwhile).
+// loadParallelism bounds the state partitions a coordinator reads at once
+// (as the group coordinator's).
+const loadParallelism = 4
+
+// LeadershipChanged tells the coordinator that this node's role for
+// __transaction_state partition p may have changed (the replica manager
+// calls it after applying a role). When this node leads p in a leader
+// epoch it has not loaded, the partition starts loading at once, as
+// Kafka's TransactionCoordinator.onElection does; when it does not lead
+// p, its shard unloads. It never waits for I/O and is safe to call from
+// any goroutine; a partition outside transaction.state.log.num.partitions
+// is ignored.
+func (c *Coordinator) LeadershipChanged(p int32) {
+	if p < 0 || p >= c.cfg.Partitions {
+		return
+	}
+	c.shardFor(p) // the error is the next request's to answer
+}
+
+// LoadLed starts loading every state partition this node leads and has
+// not loaded (LeadershipChanged for each), for the roles applied before
+// the node's leadership notifications reached the coordinator.
+func (c *Coordinator) LoadLed() {
+	for p := range c.cfg.Partitions {
+		c.LeadershipChanged(p)
+	}
+}
+
+// lookupPartition returns the loaded shard of state partition p
+// (ErrLoadInProgress while it loads; see shardFor).
 func (c *Coordinator) lookupPartition(p int32) (*shard, error) {
+	sh, err := c.shardFor(p)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	ready, unloaded := sh.mu.ready, sh.mu.unloaded
+	sh.mu.Unlock()
+	switch {
+	case unloaded:
+		return nil, fmt.Errorf("%w: %s-%d unloaded", ErrNotCoordinator, StateTopic, p)
+	case !ready:
+		return nil, ErrLoadInProgress
+	}
+	return sh, nil
+}
+
+// shardFor returns the shard of state partition p, loaded or loading:
+// when this node leads p and has no shard of the replica's current leader
+// epoch, a new one starts loading (its predecessor unloads). When this
+// node does not lead p, any shard of p unloads and the error wraps
+// ErrNotCoordinator.
+func (c *Coordinator) shardFor(p int32) (*shard, error) {
 	rep, err := c.leaders.Leader(StateTopic, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -261,15 +317,47 @@ func (c *Coordinator) lookupPartition(p int32) (*shard, error) {
 		c.mu.shards[p] = sh
 		c.goTracked(func() { c.load(sh) })
 		c.goTracked(func() { c.watch(sh) })
-		return nil, ErrLoadInProgress
-	}
-	sh.mu.Lock()
-	ready := sh.mu.ready
-	sh.mu.Unlock()
-	if !ready {
-		return nil, ErrLoadInProgress
 	}
 	return sh, nil
+}
+
+// listable returns the loaded shards of every state partition this node
+// leads (ListTransactions), or ErrLoadInProgress while one of them is not
+// loaded: a partition whose replica leads here without a loaded shard of
+// its leader epoch, or one the control plane names this node the leader
+// of that its replica does not lead yet. Kafka's listTransactionStates
+// answers COORDINATOR_LOAD_IN_PROGRESS while any partition loads, too. It
+// starts no load (LeadershipChanged and the retry loop do).
+func (c *Coordinator) listable() ([]*shard, error) {
+	var out []*shard
+	for p := range c.cfg.Partitions {
+		rep, err := c.leaders.Leader(StateTopic, p)
+		if err != nil {
+			if c.cluster != nil {
+				if b, ok := c.cluster.PartitionLeader(StateTopic, p); ok && b.NodeID == c.cfg.NodeID {
+					return nil, ErrLoadInProgress
+				}
+			}
+			continue
+		}
+		c.mu.Lock()
+		closed, sh := c.mu.closed, c.mu.shards[p]
+		c.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
+			return nil, ErrLoadInProgress
+		}
+		sh.mu.Lock()
+		ready := sh.mu.ready && !sh.mu.unloaded
+		sh.mu.Unlock()
+		if !ready {
+			return nil, ErrLoadInProgress
+		}
+		out = append(out, sh)
+	}
+	return out, nil
 }
 
 // readyShards are the loaded shards (ListTransactions, the timeout loop).
@@ -426,7 +514,8 @@ func markerRefusedForGood(err error) bool {
 const markerBackoff = time.Second
 
 // loadCheckInterval is how often the coordinator looks for state
-// partitions it leads and has not loaded.
+// partitions it leads and has not loaded: loads start on leadership
+// (LeadershipChanged), and this retries one that failed.
 const loadCheckInterval = time.Second
 
 // complete writes m's markers to every partition of its transaction,
@@ -509,10 +598,11 @@ func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 // producer is fenced (Kafka's abortTimedOutTransactions).
 //
 // It also loads, every loadCheckInterval, each state partition this node
-// has come to lead, as Kafka's coordinator does on its election: without
-// a request for one of its ids, a partition would otherwise stay unloaded,
-// its Prepare states without their markers and its expired transactions
-// (a producer that died with one open) never aborted.
+// leads and has not loaded: LeadershipChanged starts the load on
+// election, as Kafka's coordinator does, and this retries a load that
+// failed, so that no partition stays unloaded with its Prepare states
+// without their markers and its expired transactions (a producer that
+// died with one open) never aborted.
 func (c *Coordinator) abortExpiredLoop() {
 	t := time.NewTicker(c.cfg.AbortCheckInterval)
 	defer t.Stop()
@@ -526,7 +616,7 @@ func (c *Coordinator) abortExpiredLoop() {
 			return
 		case <-load.C:
 			for p := range c.cfg.Partitions {
-				c.lookupPartition(p) // loads, or fails for a partition led elsewhere
+				c.shardFor(p) // loads, or fails for a partition led elsewhere
 			}
 			continue
 		case <-expire.C:

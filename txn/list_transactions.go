@@ -3,10 +3,13 @@ package txn
 // ListTransactions (key 66), versions 0-1 (KIP-664).
 //
 // The transactional ids of every __transaction_state partition this node
-// leads and has loaded, filtered by state (Kafka's names; an unknown one
+// leads (each loaded when this node became its leader), filtered by state (Kafka's names; an unknown one
 // is echoed in UnknownStateFilters) and producer id.  v1: a duration
 // filter (KIP-994): only transactions ongoing for longer than it.
-// A caller lists the whole cluster by asking every broker.
+// While one of those partitions is still loading, the answer is
+// COORDINATOR_LOAD_IN_PROGRESS with no transactions, as Kafka's
+// listTransactionStates answers. A caller lists the whole cluster by
+// asking every broker.
 //
 // With an authorizer only the transactional ids the principal may Describe
 // are listed (no error).
@@ -39,8 +42,13 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Req
 	for _, p := range r.ProducerIDFilters {
 		pids[p] = true
 	}
+	shards, err := c.listable()
+	if err != nil {
+		resp.ErrorCode = ErrorCode(err)
+		return kafka.Reply{Response: resp}, nil
+	}
 	now := c.cfg.Now().UnixMilli()
-	for _, sh := range c.readyShards() {
+	for _, sh := range shards {
 		sh.mu.Lock()
 		for id, m := range sh.mu.txns {
 			name := m.state.String()

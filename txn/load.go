@@ -68,9 +68,25 @@ func readPartition(rep *partition.Replica) (txns map[string]*txnMeta, skipped in
 // markers of those left in a Prepare state, unless sh was unloaded
 // meanwhile. On failure the shard is dropped so that the next request
 // tries again.
+//
+// At most loadParallelism partitions are read at once; a shard unloaded
+// while it waits for its turn is not read.
 func (c *Coordinator) load(sh *shard) {
+	select {
+	case c.loadSlots <- struct{}{}:
+	case <-sh.ctx.Done():
+		return
+	}
+	sh.mu.Lock()
+	gone := sh.mu.unloaded
+	sh.mu.Unlock()
+	if gone {
+		<-c.loadSlots
+		return
+	}
 	start := time.Now()
 	txns, skipped, err := readPartition(sh.replica)
+	<-c.loadSlots
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
