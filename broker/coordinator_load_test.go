@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/sdk"
 )
 
 // The coordinators load their partitions eagerly, when this node becomes
@@ -222,6 +223,23 @@ func TestListGroupsAfterRestart(t *testing.T) {
 	got := listGroupsLoaded(t, onlyBroker(t, newClient(t, n2.KafkaAddr())))
 	if !slices.Equal(got, want) {
 		t.Fatalf("ListGroups after restart: %v, want %v", got, want)
+	}
+
+	// `shale group list` (the SDK's ListGroups, one call) right after
+	// another restart: the client retries COORDINATOR_LOAD_IN_PROGRESS
+	// and gets every group.
+	if err := n2.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	n3 := testnode.Start(t, dir)
+	sa, err := sdk.NewAdmin(sdk.WithSeeds(n3.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Close()
+	got, err = sa.ListGroups(ctxT(t, 30*time.Second))
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("the SDK's ListGroups after restart: %v %v, want %v", got, err, want)
 	}
 }
 
