@@ -208,7 +208,7 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 
 // load reads sh's partition and publishes its groups, unless sh was
 // unloaded meanwhile. On failure the shard is dropped, so that the next
-// request (or ListGroups, or a leadership change) tries again.
+// request for one of its groups (or a leadership change) tries again.
 // At most loadParallelism partitions are read at once; a shard unloaded
 // while it waits for its turn is not read.
 func (c *Coordinator) load(sh *shard) {
