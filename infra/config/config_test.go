@@ -117,6 +117,9 @@ func TestBrokerRejects(t *testing.T) {
 		"fetch bytes":   func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
 		"fetch wait":    func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
 		"writeback":     func(b *Broker) { b.LogWritebackBytes = -1 },
+		"imbalance %":   func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = 101 },
+		"imbalance -%":  func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = -1 },
+		"check every":   func(b *Broker) { b.LeaderImbalanceCheckInterval = 0 },
 	} {
 		b := Defaults()
 		mut(&b)
