@@ -123,9 +123,6 @@ func (x *mmapIndex) truncateTo(n int) {
 	x.n = n
 }
 
-// reset drops every entry.
-func (x *mmapIndex) reset() { x.truncateTo(0) }
-
 func (x *mmapIndex) entry(i int) []byte {
 	return x.data[i*x.entrySize : (i+1)*x.entrySize]
 }
