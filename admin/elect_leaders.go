@@ -25,6 +25,7 @@ import (
 
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -91,7 +92,15 @@ func (h *Handlers) electOne(ctx context.Context, topic string, p int32, election
 			if st.Leader >= 0 && live(st.Leader) {
 				return kerr.ElectionNotNeeded.Code, nil
 			}
-			d = controlplane.ElectOnBrokerChange(st, live, true)
+			// The controller's view, with unclean election on: a replica
+			// back with a new disk (it holds nothing) leads only when no
+			// other replica is live, and the ISR/ELR bookkeeping is the
+			// controller's, so its next pass keeps the choice.
+			minISR := 1
+			if t, ok := h.store.Topic(topic); ok && h.replicas != nil {
+				minISR = int(h.replicas.TopicConfig(t).Int64(config.MinInsyncReplicas))
+			}
+			d = controlplane.Elect(st, h.store.ElectionViews()(st, minISR, true))
 			if d.State.Leader < 0 {
 				return kerr.EligibleLeadersNotAvailable.Code, nil
 			}

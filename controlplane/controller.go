@@ -219,33 +219,11 @@ func (c *Controller) step(ctx context.Context) {
 
 // reconcile applies ReconcilePartition to every partition.
 func (c *Controller) reconcile(ctx context.Context) {
-	type registration struct {
-		b        Broker
-		logs     []ReplicaLog
-		reported bool
-	}
-	live := map[int32]registration{}
-	offline := map[int32][]OfflineReplica{}
-	for _, b := range c.store.Brokers() {
-		r := registration{b: b}
-		if b.UncleanStart {
-			r.logs, r.reported = c.store.ReplicaLogs(b.NodeID)
-		}
-		live[b.NodeID] = r
-		offline[b.NodeID] = c.store.OfflineReplicas(b.NodeID)
-	}
-	isLive := func(b int32) bool { _, ok := live[b]; return ok }
-	incarnation := func(b int32) string {
-		inc, _ := c.store.Incarnation(b)
-		return inc
-	}
+	views := c.store.ElectionViews()
 	for _, t := range c.store.Topics() {
 		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
-			v := View{Live: LiveFor(st, isLive, offline), MinISR: minISR, Unclean: unclean, Incarnation: incarnation, Trust: func(b int32) (Trust, ReplicaLog) {
-				r := live[b]
-				return Eligibility(st, r.b, r.logs, r.reported)
-			}}
+			v := views(st, minISR, unclean)
 			d := ReconcilePartition(st, v)
 			if !d.Changed || !c.leading.Load() {
 				continue

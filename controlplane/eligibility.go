@@ -285,3 +285,41 @@ func inOrder(order, set []int32) []int32 {
 	}
 	return out
 }
+
+// ElectionViews snapshots what s knows of the brokers now (registrations,
+// their unclean-start reports, the replicas each reports offline, their
+// incarnations) and returns the View that the controller decides a
+// partition with under that snapshot, for the topic's min.insync.replicas
+// and unclean.leader.election.enable. The controller's passes and
+// ElectLeaders UNCLEAN decide with the same view, so that a request elects
+// by the same trust as the controller: never a replica back with a new disk
+// while another live replica holds the data.
+func (s *Store) ElectionViews() func(st PartitionState, minISR int, unclean bool) View {
+	type registration struct {
+		b        Broker
+		logs     []ReplicaLog
+		reported bool
+	}
+	live := map[int32]registration{}
+	offline := map[int32][]OfflineReplica{}
+	for _, b := range s.Brokers() {
+		r := registration{b: b}
+		if b.UncleanStart {
+			r.logs, r.reported = s.ReplicaLogs(b.NodeID)
+		}
+		live[b.NodeID] = r
+		offline[b.NodeID] = s.OfflineReplicas(b.NodeID)
+	}
+	isLive := func(b int32) bool { _, ok := live[b]; return ok }
+	incarnation := func(b int32) string {
+		inc, _ := s.Incarnation(b)
+		return inc
+	}
+	return func(st PartitionState, minISR int, unclean bool) View {
+		return View{Live: LiveFor(st, isLive, offline), MinISR: minISR, Unclean: unclean, Incarnation: incarnation,
+			Trust: func(b int32) (Trust, ReplicaLog) {
+				r := live[b]
+				return Eligibility(st, r.b, r.logs, r.reported)
+			}}
+	}
+}
