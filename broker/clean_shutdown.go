@@ -176,7 +176,9 @@ func (n *Node) refreshLogReports(first bool) {
 		n.logger.Warn("reporting replica log ends", "err", err)
 		return
 	}
-	if first || len(next) != len(r.reports) {
+	// A fresh node (or one that leads nothing it could be trusted with)
+	// reports no partition: that is no news worth a line.
+	if len(next) > 0 && (first || len(next) != len(r.reports)) {
 		n.logger.Info("reported replica log ends after an unclean start", "partitions", len(next))
 	}
 	r.reports, r.made = next, true

@@ -42,7 +42,7 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 	if err := s.putRegistration(ctx, b); err != nil {
 		// The session is up, and Registered counts a live broker: the
 		// keepalive writes the registration at its next tick.
-		s.log.Warn("broker registration not written; the keepalive retries", "node", b.NodeID, "err", err)
+		s.log.Warn("broker registration not written; the keepalive retries", "err", err)
 	}
 	if !s.reg.started {
 		s.reg.started = true
@@ -113,15 +113,15 @@ func (s *Store) keepalive() {
 				// or an unregistration raced with this process's start.
 				ctx, cancel := context.WithTimeout(s.ctx, s.cfg.KeepaliveInterval)
 				if err := s.putRegistration(ctx, s.reg.broker); err != nil && s.ctx.Err() == nil {
-					s.log.Warn("writing the broker registration", "node", s.reg.broker.NodeID, "err", err)
+					s.log.Warn("writing the broker registration", "err", err)
 				}
 				cancel()
 			case errors.Is(err, ErrBrokerIDInUse):
-				s.log.Error("broker registration taken over; keepalive stopped", "node", s.reg.broker.NodeID, "err", err)
+				s.log.Error("broker registration taken over; keepalive stopped", "err", err)
 				s.reg.active = false
 				s.unsubscribeLiveness()
 			case s.ctx.Err() == nil:
-				s.log.Warn("broker keepalive failed", "node", s.reg.broker.NodeID, "err", err)
+				s.log.Warn("broker keepalive failed", "err", err)
 			}
 		}
 		s.reg.Unlock()

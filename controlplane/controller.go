@@ -197,7 +197,7 @@ func (c *Controller) step(ctx context.Context) {
 			c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
 			c.balancedAt = createStart
 			c.leading.Store(true)
-			c.log.Info("became controller", "node", c.cfg.NodeID, "lease_revision", rev)
+			c.log.Info("became controller", "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
 			if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
 				c.holder.Store(int32(id))

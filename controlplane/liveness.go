@@ -168,11 +168,11 @@ func (c *Controller) probeLoop(ctx context.Context) {
 			cancel()
 			switch {
 			case err != nil:
-				c.log.Debug("removing a dead broker's session or lease", "node", id, "err", err)
+				c.log.Debug("removing a dead broker's session or lease", "broker", id, "err", err)
 			case leading:
-				c.log.Info("broker process gone (no NATS connection, Kafka port refused); session removed, broker fenced", "node", id)
+				c.log.Info("broker process gone (no NATS connection, Kafka port refused); session removed, broker fenced", "broker", id)
 			default:
-				c.log.Info("controller process gone (no NATS connection, Kafka port refused); lease removed", "node", id)
+				c.log.Info("controller process gone (no NATS connection, Kafka port refused); lease removed", "broker", id)
 				c.Poke()
 			}
 		}

@@ -201,7 +201,7 @@ func (s *Store) UnregisterBroker(ctx context.Context, id int32) error {
 		return err
 	}
 	s.apply((*cache).applyRegistration, change{key: key, rev: rev, deleted: true})
-	s.log.Info("broker unregistered", "node", id, "epoch", e.rev)
+	s.log.Info("broker unregistered", "broker", id, "epoch", e.rev)
 	return nil
 }
 

@@ -124,10 +124,10 @@ func (m *Manager) cleanRemovedBrokerTiers(ctx context.Context) {
 	}
 	for _, node := range RemovedBrokerTiers(m.meta.ColdTiers(), m.cfg.NodeID, m.cfg.Store.Brokers(), assigned) {
 		if err := m.meta.DeleteColdTier(ctx, node); err != nil {
-			m.log.Warn("removing the cold-tier record of a removed broker failed", "node", node, "err", err)
+			m.log.Warn("removing the cold-tier record of a removed broker failed", "broker", node, "err", err)
 			continue
 		}
-		m.log.Info("removed the cold-tier record of a broker that left the cluster", "node", node)
+		m.log.Info("removed the cold-tier record of a broker that left the cluster", "broker", node)
 	}
 }
 
