@@ -114,20 +114,35 @@ func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups 
 		return err
 	}
 	defer done()
-	var out []groupDescription
+	out := []groupDescription{}
+	var missing []string
 	for _, name := range groups {
 		info, lags, err := a.DescribeGroupLag(ctx, name)
 		switch {
 		case errors.Is(err, sdk.ErrGroupNotFound):
-			// As Kafka reports a group it does not know.
-			out = append(out, groupDescription{Group: name, State: "Dead", Coordinator: -1, Members: []groupMember{}, Partitions: []partitionLag{}})
+			missing = append(missing, name)
 		case err != nil:
 			return err
 		default:
 			out = append(out, describeLag(info, lags))
 		}
 	}
-	if g.json() {
+	if err := printGroupDescriptions(stdout, out, g.json()); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		// As kafka-consumer-groups.sh: "Consumer group 'x' does not exist."
+		return fmt.Errorf("%w: %s", errGroupNotFound, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// errGroupNotFound is returned, after the groups that exist are printed,
+// when a described group does not exist (Kafka answers it as Dead).
+var errGroupNotFound = errors.New("no such consumer group")
+
+func printGroupDescriptions(stdout io.Writer, out []groupDescription, asJSON bool) error {
+	if asJSON {
 		return writeJSON(stdout, out)
 	}
 	for i, d := range out {
