@@ -110,15 +110,15 @@ func TestTierStatus(t *testing.T) {
 // TestOptionErrors: constructors refuse bad options.
 func TestOptionErrors(t *testing.T) {
 	for name, opts := range map[string][]sdk.Option{
-		"no seeds":          nil,
-		"acks with idem":    {sdk.WithSeeds(seed), sdk.WithAcks(sdk.AcksLeader)},
-		"bad codec":         {sdk.WithSeeds(seed), sdk.WithCompression("brotli")},
-		"negative linger":   {sdk.WithSeeds(seed), sdk.WithLinger(-time.Second)},
-		"zero buffer":       {sdk.WithSeeds(seed), sdk.WithBufferMemory(0)},
-		"consumer no input": {sdk.WithSeeds(seed)},
+		"no seeds":        nil,
+		"acks with idem":  {sdk.WithSeeds(seed), sdk.WithAcks(sdk.AcksLeader)},
+		"bad codec":       {sdk.WithSeeds(seed), sdk.WithCompression("brotli")},
+		"negative linger": {sdk.WithSeeds(seed), sdk.WithLinger(-time.Second)},
+		"zero buffer":     {sdk.WithSeeds(seed), sdk.WithBufferMemory(0)},
+		"group no topics": {sdk.WithSeeds(seed), sdk.WithGroup("g")},
 	} {
 		var err error
-		if name == "consumer no input" {
+		if name == "group no topics" {
 			_, err = sdk.NewConsumer(opts...)
 		} else {
 			_, err = sdk.NewProducer(opts...)

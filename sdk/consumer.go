@@ -30,15 +30,18 @@ type Consumer struct {
 	closed atomic.Bool
 }
 
-// NewConsumer returns a consumer. It needs WithGroup, WithTopics or
-// WithAssignment; a group consumer joins the group on the first Poll.
+// NewConsumer returns a consumer. It reads through Poll what WithGroup
+// (whose topics must not be empty), WithTopics or WithAssignment name; a group consumer
+// joins the group on the first Poll. A consumer given none of them is for
+// Replay alone (each Replay names its topic): its Poll and Seek return
+// ErrNoSubscription.
 func NewConsumer(opts ...Option) (*Consumer, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.topics) == 0 && len(cfg.assignment) == 0 {
-		return nil, fmt.Errorf("%w: consumer needs WithGroup, WithTopics or WithAssignment", ErrInvalidOption)
+	if cfg.group != "" && len(cfg.topics) == 0 {
+		return nil, fmt.Errorf("%w: WithGroup names no topic", ErrInvalidOption)
 	}
 	if cfg.group != "" && len(cfg.assignment) > 0 {
 		return nil, fmt.Errorf("%w: WithGroup and WithAssignment exclude each other", ErrInvalidOption)
@@ -74,6 +77,9 @@ func NewConsumer(opts ...Option) (*Consumer, error) {
 	c.cl, c.adm = cl, kadm.NewClient(cl)
 	return c, nil
 }
+
+// replayOnly reports a consumer made without topics, group or assignment.
+func (c *Consumer) replayOnly() bool { return len(c.cfg.topics) == 0 && len(c.cfg.assignment) == 0 }
 
 // onAssigned, onRevoked and onLost track the group assignment; kgo calls
 // them serially, and before a revoke it commits polled records when
@@ -137,6 +143,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if c.replayOnly() {
+		return nil, ErrNoSubscription
+	}
 	fs := c.cl.PollFetches(ctx)
 	if fs.IsClientClosed() {
 		return nil, ErrClosed
@@ -178,6 +187,9 @@ func (c *Consumer) Commit(ctx context.Context, records ...*Record) error {
 func (c *Consumer) Seek(ctx context.Context, topic string, partition int32, pos Position) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if c.replayOnly() {
+		return ErrNoSubscription
 	}
 	if c.group != "" {
 		c.mu.Lock()

@@ -37,6 +37,9 @@ var (
 	// ErrPartitionNotFound is returned when a named partition of a topic
 	// does not exist.
 	ErrPartitionNotFound = errors.New("sdk: partition not found")
+	// ErrNoSubscription is returned by Poll and Seek on a consumer made
+	// without WithGroup, WithTopics or WithAssignment: it is for Replay.
+	ErrNoSubscription = errors.New("sdk: consumer reads nothing through Poll (no WithTopics, WithGroup or WithAssignment); it is for Replay")
 	// ErrNoGroup is returned by Commit on a consumer without a group.
 	ErrNoGroup = errors.New("sdk: consumer has no group")
 	// ErrNotAssigned is returned by a seek on a partition the consumer does

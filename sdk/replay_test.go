@@ -121,8 +121,9 @@ func TestReplayColdRange(t *testing.T) {
 	}
 }
 
-// TestReplayPartitions replays a cold range over several partitions: each
-// partition's part arrives in offset order and ends at its own bound.
+// TestReplayPartitions replays a cold range over several partitions, with a
+// consumer made for Replay alone: each partition's part arrives in offset
+// order and ends at its own bound.
 func TestReplayPartitions(t *testing.T) {
 	a := newAdmin(t)
 	ctx := ctxT(t, 60*time.Second)
@@ -130,7 +131,11 @@ func TestReplayPartitions(t *testing.T) {
 	if err := coldTopic(ctx, a, "history3", 3, 240, base, 20); err != nil {
 		t.Fatal(err)
 	}
-	c := newConsumer(t, sdk.WithTopics("history3"))
+	// A consumer for Replay alone needs no WithTopics (it did; issue 27).
+	c := newConsumer(t)
+	if _, err := c.Poll(ctx); !errors.Is(err, sdk.ErrNoSubscription) {
+		t.Fatalf("Poll of a replay-only consumer: %v", err)
+	}
 	last := map[int32]int64{}
 	count := 0
 	// Records i go to partition i%3 at offset i/3; times [base+30s, base+210s) are i in [30, 210).
