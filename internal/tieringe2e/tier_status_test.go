@@ -39,10 +39,15 @@ func checkTierStatus(t *testing.T, n *broker.Node, topic string, minLocalStart, 
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("shale tier status --output json: %v\n%s", err, stderr.String())
 	}
-	var st broker.TierStatus
-	if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
+	// One entry per node asked, as shale replication status prints.
+	var nodes []broker.TierStatus
+	if err := json.Unmarshal(stdout.Bytes(), &nodes); err != nil {
 		t.Fatalf("tier status JSON: %v\n%s", err, stdout.String())
 	}
+	if len(nodes) != 1 {
+		t.Fatalf("tier status of one node: %d entries, want 1\n%s", len(nodes), stdout.String())
+	}
+	st := nodes[0]
 	if len(st.Partitions) != 1 {
 		t.Fatalf("tier status --topic %s: %d partitions, want 1\n%s", topic, len(st.Partitions), stdout.String())
 	}
