@@ -29,6 +29,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/adminauth"
+	"github.com/shale-io/shale/infra/buildinfo"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/infra/metrics"
@@ -228,8 +229,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		})
 	}
 	close(n.ready)
+	bi := buildinfo.Read()
 	n.logger.Info("shale node started", "kafka", n.kafkaLn.Addr().String(), "advertise", cfg.Advertise,
-		"admin", cfg.AdminListen, "data_dir", cfg.DataDir, "cluster_id", n.store.ClusterID())
+		"admin", cfg.AdminListen, "data_dir", cfg.DataDir, "cluster_id", n.store.ClusterID(),
+		"version", bi.Version, "revision", bi.ShortRevision())
 	return n, nil
 }
 

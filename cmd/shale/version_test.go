@@ -8,23 +8,6 @@ import (
 	"testing"
 )
 
-func TestFormatVersionLine(t *testing.T) {
-	for _, c := range []struct {
-		v    buildVersion
-		want string
-	}{
-		{buildVersion{Version: "(devel)", GoVersion: "go1.26"}, "shale (devel) go1.26"},
-		{buildVersion{Version: "(devel)", GoVersion: "go1.26", Revision: "0123456789abcdef", Modified: true}, "shale (devel) 0123456789ab+dirty go1.26"},
-		{buildVersion{Version: "v0.0.0-20261201132248-0123456789ab+dirty", GoVersion: "go1.26", Revision: "0123456789abcdef", Modified: true},
-			"shale v0.0.0-20261201132248-0123456789ab+dirty go1.26"},
-		{buildVersion{Version: "v1.2.0", GoVersion: "go1.26", Revision: "0123456789abcdef"}, "shale v1.2.0 0123456789ab go1.26"},
-	} {
-		if got := formatVersionLine(c.v); got != c.want {
-			t.Errorf("formatVersionLine(%+v) = %q, want %q", c.v, got, c.want)
-		}
-	}
-}
-
 // TestMakeBuildStampsRevision builds the binary as `make build` does, from
 // this repository, and checks that `shale version` names the checked-out
 // commit: GOFLAGS=-buildvcs=false (set on some machines) must not hide it.

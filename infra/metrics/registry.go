@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shale-io/shale/infra/buildinfo"
 )
 
 // Registry holds one node's series. Its methods are safe for concurrent
@@ -74,6 +76,12 @@ func New(state func() NodeState) *Registry {
 	r.conn = newConnSeries(r.reg)
 	r.authorizer = r.newAuthorizerSeries()
 	r.quota = newQuotaSeries(r.reg)
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "shale_build_info",
+		Help:        "Always 1; its labels name the binary: module version, VCS revision (12 digits, +dirty for a modified tree) and Go version.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
+	build.Set(1)
+	r.reg.MustRegister(build)
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}

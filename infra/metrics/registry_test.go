@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/shale-io/shale/infra/buildinfo"
 	"github.com/shale-io/shale/infra/objstore"
 )
 
@@ -154,6 +155,8 @@ func TestStateSeries(t *testing.T) {
 	want(t, f, 2, "shale_controlplane_watch_restarts_total")
 	want(t, f, 123456, "shale_log_recovery_bytes_total")
 	want(t, f, 5, "shale_log_recovery_segments_total")
+	bi := buildinfo.Read()
+	want(t, f, 1, "shale_build_info", "version", bi.Version, "revision", bi.ShortRevision(), "goversion", bi.GoVersion)
 
 	// Without a cold tier the tiering series are absent, not zero.
 	st = NodeState{}
