@@ -52,6 +52,18 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkUncleanRestart/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
 	{label: "kill -9 ISR rejoin 1000p, RF=3", pkg: "internal/clustertest", names: []string{"BenchmarkISRRejoin/partitions-1000"},
 		peers: []string{"BenchmarkISRRejoin/partitions-8"}, unit: "rejoin-ms", peerDesc: "8 partitions (same run)", goal: "<= 2.5"},
+	// Issue 23: acks=all produce on three nodes, one RF=3 topic of 1,000
+	// partitions beside 8: its rate, and the nodes' CPU per GB.
+	{label: "produce acks=all 1000p, RF=3", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
+		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "MB/s", peerDesc: "8 partitions (same run)", goal: ">= 0.70"},
+	{label: "produce acks=all 1000p, CPU/GB", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
+		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "node-cpu-s/GB", peerDesc: "8 partitions (same run)", goal: "<= 2.0"},
+}
+
+// lowerIsBetter reports whether a smaller figure in unit is the better one:
+// times and costs (CPU seconds per GB).
+func lowerIsBetter(unit string) bool {
+	return unit == "ns/op" || strings.HasSuffix(unit, "-ms") || strings.HasSuffix(unit, "/GB")
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name
@@ -132,7 +144,7 @@ func writeGoBench(w io.Writer, med map[Key]map[string]float64) map[Key]bool {
 			used[Key{modPath + r.pkg, joinName(peerName, peerSub)}] = true
 			ratio := fig / pv
 			dir := "higher is better"
-			if r.unit == "ns/op" || strings.HasSuffix(r.unit, "-ms") {
+			if lowerIsBetter(r.unit) {
 				dir = "lower is better"
 			}
 			fmt.Fprintf(w, "  %-34s %12s  vs %-24s %12s  ratio %5.3f (%s)%s\n", label, formatFig(fig, r.unit),

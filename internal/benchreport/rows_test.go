@@ -18,6 +18,8 @@ BenchmarkProduceChecks-2 100 3300 ns/op 3000 bypassed-ns/op 1.100 ratio
 pkg: github.com/shale-io/shale/internal/clustertest
 BenchmarkUncleanRestart/partitions-8-2 1 420 ns/op 6000 opened-ms 11000 ready-ms
 BenchmarkUncleanRestart/partitions-1000-2 1 900 ns/op 7200 opened-ms 33000 ready-ms
+BenchmarkSpreadProduce/partitions-8-2 1 500 ns/op 100.0 MB/s 10.0 node-cpu-s/GB
+BenchmarkSpreadProduce/partitions-1000-2 1 500 ns/op 80.0 MB/s 25.0 node-cpu-s/GB
 `
 	samples, err := ParseBench(strings.NewReader(out), 2)
 	if err != nil {
@@ -36,6 +38,8 @@ BenchmarkUncleanRestart/partitions-1000-2 1 900 ns/op 7200 opened-ms 33000 ready
 		"3300 ns  vs the same produce, no checks      3000 ns  ratio 1.100 (lower is better)  goal <= 1.02 NOT MET",
 		"kill -9 restart 1000p, opened           7200 ms  vs 8 partitions (same run)       6000 ms  ratio 1.200 (lower is better)  goal <= 2.5 met",
 		"ratio 3.000 (lower is better)  goal <= 2.5 NOT MET",
+		"ratio 0.800 (higher is better)  goal >= 0.70 met",
+		"ratio 2.500 (lower is better)  goal <= 2.0 NOT MET",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

@@ -1,0 +1,195 @@
+package clustertest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/procstat"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+const (
+	// spreadRecords and spreadRun bound the measured part of a spread
+	// produce run: at most this many 1 KiB records, at most this long.
+	spreadRecords = 200_000
+	spreadRun     = 20 * time.Second
+	// spreadWarmup records are acknowledged before the measured part and
+	// not counted: connections, the producer id, the first batches.
+	spreadWarmup = 5_000
+)
+
+// BenchmarkSpreadProduce is issue 23's produce figure, for `make bench`:
+// three shale processes on one NATS server (in this process) hold one RF=3
+// topic (min.insync.replicas=2) of 8, then of 1,000 partitions, and one
+// franz-go producer (acks=all, idempotent, its default sticky partitioner,
+// no compression) writes 1 KiB records as fast as acknowledgements allow:
+// spreadWarmup records unmeasured, then at most spreadRecords records or spreadRun.
+// Reported: MB/s acknowledged and the three nodes' CPU seconds per GB
+// acknowledged (node-cpu-s/GB, from /proc/<pid>/stat), the 8-partition run
+// the peer. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof and a
+// CPU profile of each node over the measured part is written there
+// (spread-<partitions>-node-<id>.pprof). Asserts nothing about time.
+//
+// One iteration is the whole workload: run it with -benchtime 1x.
+func BenchmarkSpreadProduce(b *testing.B) {
+	for _, parts := range []int32{8, 1000} {
+		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				spreadProduce(b, parts)
+			}
+		})
+	}
+}
+
+func spreadProduce(b *testing.B, parts int32) {
+	const topic = "spread"
+	profDir := os.Getenv("SHALE_BENCH_PROFILE_DIR")
+	var opts []proctest.ClusterOption
+	opts = append(opts, proctest.ClusterName(fmt.Sprintf("spread %d", parts)))
+	if profDir != "" {
+		opts = append(opts, proctest.NodeEnv("SHALE_ADMIN_PPROF_ENABLE=true"))
+	}
+	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, opts...)
+	ctx := proctest.Context(b, 10*time.Minute)
+	adm := kadm.NewClient(c.Node(1).Client())
+	two := "2"
+	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("creating %d partitions: %v", parts, err)
+	}
+	// Every partition led and with a full ISR before the clock starts.
+	if err := proctest.WaitFor(5*time.Minute, func() bool {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		td, ok := md.Topics[topic]
+		if !ok || td.Err != nil || int32(len(td.Partitions)) != parts {
+			return false
+		}
+		for _, pd := range td.Partitions {
+			if pd.Err != nil || pd.Leader < 0 || len(pd.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		b.Fatalf("full ISRs: %v", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka(), c.Node(2).Kafka(), c.Node(3).Kafka()),
+		kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(10_000), kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	value := make([]byte, 1024)
+	rand.Read(value)
+
+	var acked, failed atomic.Int64
+	var firstErr atomic.Value
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for pctx.Err() == nil {
+			cl.Produce(pctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					if pctx.Err() == nil && failed.Add(1) == 1 {
+						firstErr.Store(err)
+					}
+					return
+				}
+				acked.Add(1)
+			})
+		}
+	}()
+	if err := proctest.WaitFor(2*time.Minute, func() bool { return acked.Load() >= spreadWarmup || failed.Load() > 0 }); err != nil {
+		b.Fatalf("warm-up: %v", err)
+	}
+	var profs sync.WaitGroup
+	if profDir != "" {
+		for _, id := range c.IDs() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.Node(id).Admin(), int(spreadRun.Seconds()))
+			path := filepath.Join(profDir, fmt.Sprintf("spread-%d-node-%d.pprof", parts, id))
+			profs.Add(1)
+			go func() { defer profs.Done(); saveProfile(b, url, path) }()
+		}
+	}
+	cpu0, from, acked0 := nodesCPU(b, c), time.Now(), acked.Load()
+	deadline := from.Add(spreadRun)
+	for time.Now().Before(deadline) && acked.Load()-acked0 < spreadRecords && failed.Load() == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cpu1, took, n := nodesCPU(b, c), time.Since(from), acked.Load()-acked0
+	stop()
+	wg.Wait()
+	profs.Wait()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d records failed, first: %v", f, firstErr.Load())
+	}
+	gb := float64(n*int64(len(value))) / 1e9
+	b.ReportMetric(float64(n*int64(len(value)))/1e6/took.Seconds(), "MB/s")
+	b.ReportMetric((cpu1 - cpu0).Seconds()/gb, "node-cpu-s/GB")
+	b.ReportMetric(float64(n), "records")
+	c.CheckNoPanic()
+}
+
+// nodesCPU is the CPU time of the cluster's live node processes, summed.
+func nodesCPU(b *testing.B, c *proctest.Cluster) time.Duration {
+	var sum time.Duration
+	for _, id := range c.IDs() {
+		cmd := c.Node(id).Cmd()
+		if cmd == nil || cmd.Process == nil {
+			b.Fatalf("node %d not running", id)
+		}
+		st, err := procstat.Read(cmd.Process.Pid)
+		if err != nil {
+			b.Fatalf("node %d: %v", id, err)
+		}
+		sum += st.CPU
+	}
+	return sum
+}
+
+// saveProfile writes the CPU profile served at url (it answers once the
+// profile is done) to path; a failure is logged, not fatal.
+func saveProfile(b *testing.B, url, path string) {
+	r, err := http.Get(url)
+	if err != nil {
+		b.Logf("profile: %v", err)
+		return
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		b.Logf("profile %s: %s", url, r.Status)
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Logf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, r.Body); err != nil {
+		b.Logf("profile %s: %v", path, err)
+	}
+}
