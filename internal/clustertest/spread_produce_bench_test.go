@@ -148,7 +148,7 @@ func spreadProduce(b *testing.B, parts int32) {
 	}
 	gb := float64(n*int64(len(value))) / 1e9
 	b.ReportMetric(float64(n*int64(len(value)))/1e6/took.Seconds(), "MB/s")
-	b.ReportMetric((cpu1 - cpu0).Seconds()/gb, "node-cpu-s/GB")
+	b.ReportMetric((cpu1-cpu0).Seconds()/gb, "node-cpu-s/GB")
 	b.ReportMetric(float64(n), "records")
 	c.CheckNoPanic()
 }
