@@ -160,6 +160,7 @@ func (n *Node) metricsState() metrics.NodeState {
 		s := n.fetchSessions.Stats()
 		st.FetchSessions = &metrics.FetchSessionFigures{Sessions: s.Sessions, Partitions: s.Partitions, Evictions: s.Evictions}
 	}
+	st.ConsumerLag = n.consumerLagState()
 	if n.store == nil || n.replicas == nil {
 		return st
 	}

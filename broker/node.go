@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/shale-io/shale/admin"
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/fetch"
@@ -37,6 +38,7 @@ import (
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/ingest"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/lag"
 	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering"
@@ -58,6 +60,7 @@ type Node struct {
 	store   *controlplane.Store
 	ctrl    *controlplane.Controller
 	cold    *coldread.Reader
+	lag     *lag.Sampler // consumer lag of the groups coordinated here; nil when off (consumer_lag.go)
 
 	bucketMetrics *objstore.Counters
 	metrics       *metrics.Registry // see metrics.go
@@ -219,6 +222,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.producerExpiryLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
+	n.startLagSampler(loopCtx)
 	n.serveListeners()
 	if n.adminLn != nil {
 		n.admin = &http.Server{Handler: adminHandler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: adminauth.ErrorLog(n.logger.With("component", "admin"))}
@@ -416,6 +420,7 @@ func (n *Node) adminMux() *http.ServeMux {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
+	mux.Handle(adminapi.ConsumerLagPath, n.consumerLagHandler())
 	n.mountMetrics(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if n.nc == nil || !n.nc.IsConnected() {
@@ -455,6 +460,9 @@ func (n *Node) Close(ctx context.Context) error {
 			n.cancel()
 		}
 		n.wg.Wait()
+		if n.lag != nil {
+			n.lag.Close()
+		}
 		if n.replicas != nil {
 			n.replicas.StopFetchers()
 		}

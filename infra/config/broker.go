@@ -52,20 +52,21 @@ type Broker struct {
 	AllowEveryoneIfNoACLFound               bool          `yaml:"allow_everyone_if_no_acl_found" doc:"allow.everyone.if.no.acl.found: with the authorizer on, an action on a resource that no ACL applies to is allowed."`
 	// The node's side of the inter-broker listener: how it dials and logs
 	// in to the other nodes (interbroker.go).
-	SASLMechanismInterBrokerProtocol string `yaml:"sasl_mechanism_inter_broker_protocol" doc:"sasl.mechanism.inter.broker.protocol: the SASL mechanism this node logs in to other nodes with when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); empty is the first of sasl_enabled_mechanisms."`
-	InterBrokerSASLUsername          string `yaml:"inter_broker_sasl_username" doc:"User this node logs in to other nodes as on a SASL inter-broker listener (Kafka's JAAS username); its principal is User:<name>. A SCRAM credential for it is created at start when none exists."`
-	InterBrokerSASLPassword          string `yaml:"inter_broker_sasl_password" doc:"Password of inter_broker_sasl_username; prefer SHALE_INTER_BROKER_SASL_PASSWORD or inter_broker_sasl_password_file to a flag."`
-	InterBrokerSASLPasswordFile      string `yaml:"inter_broker_sasl_password_file" doc:"File whose first line is the password of inter_broker_sasl_username (instead of inter_broker_sasl_password), read at start."`
-	InterBrokerSSLCALocation         string `yaml:"inter_broker_ssl_ca_location" doc:"PEM CA certificates that the other nodes' certificates must chain to on an SSL or SASL_SSL inter-broker listener; empty is ssl_ca_location, and without either the system's roots."`
-	AdminListen                      string `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
-	AdminSSLCertificateLocation      string `yaml:"admin_ssl_certificate_location" doc:"PEM certificate chain of the admin HTTP listener; with admin_ssl_key_location it serves HTTPS only (TLS 1.2+), reloaded when the files change. Empty serves plain HTTP."`
-	AdminSSLKeyLocation              string `yaml:"admin_ssl_key_location" doc:"PEM private key of admin_ssl_certificate_location."`
-	AdminSSLCALocation               string `yaml:"admin_ssl_ca_location" doc:"PEM CA certificates that admin clients' certificates must chain to (admin_ssl_client_auth)."`
-	AdminSSLClientAuth               string `yaml:"admin_ssl_client_auth" doc:"none (default), requested or required: a client certificate verified against admin_ssl_ca_location authenticates an admin request."`
-	AdminAuthTokensFile              string `yaml:"admin_auth_tokens_file" doc:"File of bearer tokens (one per line, at least 16 characters, # comments) that authenticate admin requests (Authorization: Bearer <token>); reloaded when it changes. With it or admin_ssl_client_auth set, every admin request needs credentials."`
-	AdminHealthUnauthenticated       bool   `yaml:"admin_health_unauthenticated" doc:"Serve /healthz and /readyz without credentials (load balancers, probes) when the admin listener authenticates."`
-	AdminPprofEnable                 bool   `yaml:"admin_pprof_enable" doc:"Serve Go's profiler under /debug/pprof/ on the admin listener; off by default (it shows the process's memory, stacks and command line)."`
-	Rack                             string `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+	SASLMechanismInterBrokerProtocol string        `yaml:"sasl_mechanism_inter_broker_protocol" doc:"sasl.mechanism.inter.broker.protocol: the SASL mechanism this node logs in to other nodes with when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); empty is the first of sasl_enabled_mechanisms."`
+	InterBrokerSASLUsername          string        `yaml:"inter_broker_sasl_username" doc:"User this node logs in to other nodes as on a SASL inter-broker listener (Kafka's JAAS username); its principal is User:<name>. A SCRAM credential for it is created at start when none exists."`
+	InterBrokerSASLPassword          string        `yaml:"inter_broker_sasl_password" doc:"Password of inter_broker_sasl_username; prefer SHALE_INTER_BROKER_SASL_PASSWORD or inter_broker_sasl_password_file to a flag."`
+	InterBrokerSASLPasswordFile      string        `yaml:"inter_broker_sasl_password_file" doc:"File whose first line is the password of inter_broker_sasl_username (instead of inter_broker_sasl_password), read at start."`
+	InterBrokerSSLCALocation         string        `yaml:"inter_broker_ssl_ca_location" doc:"PEM CA certificates that the other nodes' certificates must chain to on an SSL or SASL_SSL inter-broker listener; empty is ssl_ca_location, and without either the system's roots."`
+	AdminListen                      string        `yaml:"admin_listen" doc:"HTTP address for /healthz and /readyz; empty disables it."`
+	AdminSSLCertificateLocation      string        `yaml:"admin_ssl_certificate_location" doc:"PEM certificate chain of the admin HTTP listener; with admin_ssl_key_location it serves HTTPS only (TLS 1.2+), reloaded when the files change. Empty serves plain HTTP."`
+	AdminSSLKeyLocation              string        `yaml:"admin_ssl_key_location" doc:"PEM private key of admin_ssl_certificate_location."`
+	AdminSSLCALocation               string        `yaml:"admin_ssl_ca_location" doc:"PEM CA certificates that admin clients' certificates must chain to (admin_ssl_client_auth)."`
+	AdminSSLClientAuth               string        `yaml:"admin_ssl_client_auth" doc:"none (default), requested or required: a client certificate verified against admin_ssl_ca_location authenticates an admin request."`
+	AdminAuthTokensFile              string        `yaml:"admin_auth_tokens_file" doc:"File of bearer tokens (one per line, at least 16 characters, # comments) that authenticate admin requests (Authorization: Bearer <token>); reloaded when it changes. With it or admin_ssl_client_auth set, every admin request needs credentials."`
+	AdminHealthUnauthenticated       bool          `yaml:"admin_health_unauthenticated" doc:"Serve /healthz and /readyz without credentials (load balancers, probes) when the admin listener authenticates."`
+	ConsumerLagSampleInterval        time.Duration `yaml:"consumer_lag_sample_interval" doc:"How often a node samples the lag of the consumer groups it coordinates (the kafka_consumergroup_lag series, /v1/groups/lag); 0 turns sampling off."`
+	AdminPprofEnable                 bool          `yaml:"admin_pprof_enable" doc:"Serve Go's profiler under /debug/pprof/ on the admin listener; off by default (it shows the process's memory, stacks and command line)."`
+	Rack                             string        `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
@@ -204,6 +205,7 @@ func Defaults() Broker {
 		ProducerIDExpiration:                24 * time.Hour,
 		ProducerIDExpirationCheckInterval:   10 * time.Minute,
 		RetentionCheckInterval:              30 * time.Second,
+		ConsumerLagSampleInterval:           30 * time.Second,
 		FlushCheckInterval:                  time.Second,
 		LogWritebackBytes:                   1 << 20,
 		NumRecoveryThreadsPerDataDir:        8,
@@ -307,6 +309,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.TransactionStateLogNumPartitions < 1 || b.TransactionStateLogReplicationFactor < 1 || b.TransactionStateLogMinISR < 1 {
 		return fmt.Errorf("%w: transaction_state_log_num_partitions, _replication_factor and _min_isr must be positive", ErrInvalidConfig)
+	}
+	if b.ConsumerLagSampleInterval < 0 || (b.ConsumerLagSampleInterval > 0 && b.ConsumerLagSampleInterval < 100*time.Millisecond) {
+		return fmt.Errorf("%w: consumer_lag_sample_interval %v: want 0 (off) or at least 100ms", ErrInvalidConfig, b.ConsumerLagSampleInterval)
 	}
 	if b.MaxRequestBytes < 1024 {
 		return fmt.Errorf("%w: socket_request_max_bytes %d", ErrInvalidConfig, b.MaxRequestBytes)

@@ -117,6 +117,8 @@ func TestBrokerRejects(t *testing.T) {
 		"fetch bytes":   func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
 		"fetch wait":    func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
 		"writeback":     func(b *Broker) { b.LogWritebackBytes = -1 },
+		"lag sample -":  func(b *Broker) { b.ConsumerLagSampleInterval = -time.Second },
+		"lag sample ms": func(b *Broker) { b.ConsumerLagSampleInterval = time.Millisecond },
 		"imbalance %":   func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = 101 },
 		"imbalance -%":  func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = -1 },
 		"check every":   func(b *Broker) { b.LeaderImbalanceCheckInterval = 0 },

@@ -177,3 +177,34 @@ func TestNilRegistry(t *testing.T) {
 	r.ISRChanged(true, true)
 	r.ObjectStoreSink().Observe(objstore.OpPut, 1, time.Millisecond, nil)
 }
+
+func TestConsumerLagSeries(t *testing.T) {
+	st := NodeState{ConsumerLag: &ConsumerLagSample{At: 1.7e9, Groups: []ConsumerGroupLag{{
+		Group: "g", Members: 2, Partitions: []ConsumerPartitionLag{
+			{Topic: "a", Partition: 0, Committed: 10, Lag: 5, TimeLagSeconds: 3.5},
+			{Topic: "a", Partition: 1, Committed: -1, Lag: 7, TimeLagSeconds: -1},
+			{Topic: "b", Partition: 0, Committed: 4, Lag: 0, TimeLagSeconds: 0},
+		}}}}}
+	f := scrape(t, New(func() NodeState { return st }).Handler())
+	want(t, f, 1.7e9, "shale_consumergroup_lag_sample_timestamp_seconds")
+	want(t, f, 2, "kafka_consumergroup_members", "consumergroup", "g")
+	want(t, f, 10, "kafka_consumergroup_current_offset", "consumergroup", "g", "topic", "a", "partition", "0")
+	want(t, f, 5, "kafka_consumergroup_lag", "consumergroup", "g", "topic", "a", "partition", "0")
+	want(t, f, 7, "kafka_consumergroup_lag", "consumergroup", "g", "topic", "a", "partition", "1")
+	want(t, f, 12, "kafka_consumergroup_lag_sum", "consumergroup", "g", "topic", "a")
+	want(t, f, 10, "kafka_consumergroup_current_offset_sum", "consumergroup", "g", "topic", "a")
+	want(t, f, 0, "kafka_consumergroup_lag_sum", "consumergroup", "g", "topic", "b")
+	want(t, f, 3.5, "shale_consumergroup_lag_seconds", "consumergroup", "g", "topic", "a", "partition", "0")
+	want(t, f, 3.5, "shale_consumergroup_max_lag_seconds", "consumergroup", "g")
+	if _, ok := sample(f, "kafka_consumergroup_current_offset", "consumergroup", "g", "topic", "a", "partition", "1"); ok {
+		t.Error("a current_offset series for a partition without a commit")
+	}
+	if _, ok := sample(f, "shale_consumergroup_lag_seconds", "consumergroup", "g", "topic", "a", "partition", "1"); ok {
+		t.Error("a lag_seconds series for an unknown time lag")
+	}
+	st = NodeState{}
+	f = scrape(t, New(func() NodeState { return st }).Handler())
+	if _, ok := sample(f, "shale_consumergroup_lag_sample_timestamp_seconds"); ok {
+		t.Error("lag series without a sample")
+	}
+}

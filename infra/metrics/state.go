@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // NodeState is what a node reports at scrape time: figures that are cheaper
 // to compute on demand than to keep current, and the counters that other
@@ -38,6 +42,37 @@ type NodeState struct {
 	// FetchSessions is the fetch session cache's figures; nil before the
 	// Kafka APIs are registered.
 	FetchSessions *FetchSessionFigures
+	// ConsumerLag is the last consumer-lag sample of the groups this node
+	// coordinates (package lag); nil when sampling is off or before the
+	// first sample.
+	ConsumerLag *ConsumerLagSample
+}
+
+// ConsumerLagSample is one sample of the lag of a node's groups.
+type ConsumerLagSample struct {
+	// At is the sample's time, in Unix seconds.
+	At     float64
+	Groups []ConsumerGroupLag
+}
+
+// ConsumerGroupLag is one group's lag.
+type ConsumerGroupLag struct {
+	Group      string
+	Members    int
+	Partitions []ConsumerPartitionLag
+}
+
+// ConsumerPartitionLag is one partition's lag for a group.
+type ConsumerPartitionLag struct {
+	Topic     string
+	Partition int32
+	// Committed is the committed offset, -1 without one (then no
+	// current_offset series).
+	Committed int64
+	Lag       int64
+	// TimeLagSeconds is the age of the oldest unconsumed record, -1 when
+	// not known (then no lag_seconds series).
+	TimeLagSeconds float64
 }
 
 // LogRecoveryCounters are the totals of opening local partition logs.
@@ -200,7 +235,28 @@ var (
 		"Segments re-read batch by batch when the local logs were opened (after an unclean stop or a failed check).")
 )
 
+var (
+	descGroupOffset = desc("kafka_consumergroup_current_offset",
+		"Committed offset of a consumer group on a partition, for the groups this node coordinates (kafka_exporter's name).", "consumergroup", "topic", "partition")
+	descGroupOffsetSum = desc("kafka_consumergroup_current_offset_sum",
+		"Committed offsets of a consumer group summed over a topic's partitions.", "consumergroup", "topic")
+	descGroupLag = desc("kafka_consumergroup_lag",
+		"Records of a partition a consumer group has not consumed: the high watermark less the committed offset (the log start without one), at the last sample.", "consumergroup", "topic", "partition")
+	descGroupLagSum = desc("kafka_consumergroup_lag_sum",
+		"kafka_consumergroup_lag summed over a topic's partitions.", "consumergroup", "topic")
+	descGroupMembers = desc("kafka_consumergroup_members",
+		"Members of a consumer group at the last sample.", "consumergroup")
+	descGroupLagSeconds = desc("shale_consumergroup_lag_seconds",
+		"Age of the oldest record of a partition a consumer group has not consumed (its timestamp to the sample), 0 when caught up.", "consumergroup", "topic", "partition")
+	descGroupMaxLagSeconds = desc("shale_consumergroup_max_lag_seconds",
+		"The largest shale_consumergroup_lag_seconds of a group.", "consumergroup")
+	descLagSampleTime = desc("shale_consumergroup_lag_sample_timestamp_seconds",
+		"Unix time of the consumer-lag sample the kafka_consumergroup_* series of this node come from.")
+)
+
 var allStateDescs = []*prometheus.Desc{
+	descGroupOffset, descGroupOffsetSum, descGroupLag, descGroupLagSum, descGroupMembers,
+	descGroupLagSeconds, descGroupMaxLagSeconds, descLagSampleTime,
 	descActiveController, descUnderReplicated, descOffline,
 	descCopyLagBytes, descCopyLagSegments, descRemoteLogSize, descRemoteSegments,
 	descCopyBytes, descCopyRequests, descCopyErrors, descDeleteRequests, descOrphans, descPasses, descDiskFull, descBucketUnreachable,
@@ -289,6 +345,51 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descFetchSessions, float64(x.Sessions))
 		gauge(descFetchSessionPartitions, float64(x.Partitions))
 		counter(descFetchSessionEvictions, float64(x.Evictions))
+	}
+	if x := st.ConsumerLag; x != nil {
+		collectConsumerLag(ch, x)
+	}
+}
+
+func collectConsumerLag(ch chan<- prometheus.Metric, x *ConsumerLagSample) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descLagSampleTime, x.At)
+	type sums struct{ offset, lag float64 }
+	for _, g := range x.Groups {
+		gauge(descGroupMembers, float64(g.Members), g.Group)
+		byTopic := map[string]*sums{}
+		var topics []string
+		maxSeconds := -1.0
+		for _, p := range g.Partitions {
+			part := strconv.Itoa(int(p.Partition))
+			t := byTopic[p.Topic]
+			if t == nil {
+				t = &sums{}
+				byTopic[p.Topic] = t
+				topics = append(topics, p.Topic)
+			}
+			if p.Committed >= 0 {
+				gauge(descGroupOffset, float64(p.Committed), g.Group, p.Topic, part)
+				t.offset += float64(p.Committed)
+			}
+			if p.Lag >= 0 {
+				gauge(descGroupLag, float64(p.Lag), g.Group, p.Topic, part)
+				t.lag += float64(p.Lag)
+			}
+			if p.TimeLagSeconds >= 0 {
+				gauge(descGroupLagSeconds, p.TimeLagSeconds, g.Group, p.Topic, part)
+				maxSeconds = max(maxSeconds, p.TimeLagSeconds)
+			}
+		}
+		for _, topic := range topics {
+			gauge(descGroupOffsetSum, byTopic[topic].offset, g.Group, topic)
+			gauge(descGroupLagSum, byTopic[topic].lag, g.Group, topic)
+		}
+		if maxSeconds >= 0 {
+			gauge(descGroupMaxLagSeconds, maxSeconds, g.Group)
+		}
 	}
 }
 
