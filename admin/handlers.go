@@ -2,7 +2,7 @@
 // per API named after it (Metadata, CreateTopics, DeleteTopics,
 // CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs, ElectLeaders, the partition reassignments,
-// DescribeCluster, DescribeLogDirs, UnregisterBroker), and the wiring of the consumer group coordinator's
+// DescribeCluster, DescribeLogDirs, DescribeTopicPartitions, UnregisterBroker), and the wiring of the consumer group coordinator's
 // and the transaction coordinator's APIs (packages group and txn own
 // them). They combine the control plane with the
 // local replicas: each reads and writes controlplane's metadata, then has
@@ -107,6 +107,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.DeleteRecords, 0, 2, h.handleDeleteRecords)
 	reg.Register(kmsg.DescribeCluster, 0, 2, h.handleDescribeCluster)
 	reg.Register(kmsg.DescribeLogDirs, 0, 5, h.handleDescribeLogDirs)
+	reg.Register(kmsg.DescribeTopicPartitions, 0, 0, h.handleDescribeTopicPartitions)
 	reg.Register(kmsg.UnregisterBroker, 0, 0, h.handleUnregisterBroker)
 	reg.Register(kmsg.ElectLeaders, 0, 2, h.handleElectLeaders)
 	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.

@@ -292,6 +292,28 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 			}
 			return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe log dirs")
 		}}),
+		kmsg.DescribeTopicPartitions: {calls: []authzCall{
+			{kmsg.NewPtrDescribeTopicPartitionsRequest(), func(resp kmsg.Response) error { // every topic
+				if r := resp.(*kmsg.DescribeTopicPartitionsResponse); len(r.Topics) != 0 || r.NextCursor != nil {
+					return fmt.Errorf("all-topics describe lists %d topics, cursor %v", len(r.Topics), r.NextCursor)
+				}
+				return nil
+			}},
+			{build(func(r *kmsg.DescribeTopicPartitionsRequest) {
+				t := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				t.Topic = fxTopic
+				r.Topics = append(r.Topics, t)
+			}), func(resp kmsg.Response) error {
+				r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+				if len(r.Topics) != 1 {
+					return fmt.Errorf("%d topics answered", len(r.Topics))
+				}
+				if mt := r.Topics[0]; len(mt.Partitions) != 0 || mt.TopicID != [16]byte{} {
+					return fmt.Errorf("%d partitions, id %x", len(mt.Partitions), mt.TopicID)
+				}
+				return code(r.Topics[0].ErrorCode, kerr.TopicAuthorizationFailed, "describe topic partitions")
+			}},
+		}},
 		kmsg.ListOffsets: one(authzCall{build(func(r *kmsg.ListOffsetsRequest) {
 			t := kmsg.NewListOffsetsRequestTopic()
 			t.Topic = fxTopic
