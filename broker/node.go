@@ -159,6 +159,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:       cfg.LeaderImbalanceCheckInterval,
 		LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
+		Balancer:                           n.balancerConfig(), // balancer.go
 		Unclean: func(topic string) bool {
 			t, ok := n.store.Topic(topic)
 			return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)

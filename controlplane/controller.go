@@ -47,6 +47,10 @@ type ControllerConfig struct {
 	// LeaderImbalancePerBrokerPercentage is
 	// leader.imbalance.per.broker.percentage (0..100).
 	LeaderImbalancePerBrokerPercentage int
+
+	// Balancer is the replica balancer (balancer.go, balancer_run.go).
+	// The zero value is off; the broker's configuration turns it on.
+	Balancer BalancerConfig
 }
 
 // Controller is a node's candidacy for the controller role. Every node runs
@@ -75,7 +79,9 @@ type Controller struct {
 	// balancedAt is when the last preferred-leader pass ran (or this
 	// tenure began); owned by the loop goroutine.
 	balancedAt time.Time
-	unsub      func()
+	// bal is the replica balancer's state; owned by the loop goroutine.
+	bal   balancerState
+	unsub func()
 }
 
 // StartController joins the controller election.
@@ -101,6 +107,7 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 	if p := cfg.LeaderImbalancePerBrokerPercentage; p < 0 || p > 100 {
 		return nil, fmt.Errorf("controlplane: leader.imbalance.per.broker.percentage %d: want 0..100", p)
 	}
+	cfg.Balancer = cfg.Balancer.withDefaults()
 	kv, err := s.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: BucketController, History: 1, TTL: cfg.LeaseTTL,
 		Replicas: max(s.cfg.Replicas, 1), Storage: jetstream.FileStorage,
@@ -211,7 +218,8 @@ func (c *Controller) step(ctx context.Context) {
 	}
 	c.holder.Store(c.cfg.NodeID)
 	c.reconcile(ctx)
-	if c.cfg.AutoLeaderRebalance && c.leading.Load() && time.Since(c.balancedAt) >= c.cfg.LeaderImbalanceCheckInterval {
+	moved := c.leading.Load() && c.balanceReplicas(ctx) // balancer_run.go
+	if c.cfg.AutoLeaderRebalance && c.leading.Load() && (moved || time.Since(c.balancedAt) >= c.cfg.LeaderImbalanceCheckInterval) {
 		c.balancedAt = time.Now()
 		c.balanceLeaders(ctx)
 	}

@@ -18,10 +18,10 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 	for _, t := range c.store.Topics() {
 		parts = append(parts, c.store.Partitions(t.Name)...)
 	}
-	leaders := map[int32]bool{} // live, unfenced, not in controlled shutdown
+	leaders := map[int32]bool{} // live, unfenced, not in controlled shutdown, not draining
 	for _, b := range c.store.Brokers() {
 		offline[b.NodeID] = c.store.OfflineReplicas(b.NodeID)
-		leaders[b.NodeID] = !b.ControlledShutdown
+		leaders[b.NodeID] = !b.ControlledShutdown && !c.bal.draining[b.NodeID]
 	}
 	eligible := func(b int32) bool { return leaders[b] }
 	plan := PlanPreferredLeaders(parts, LeaderBalanceView{

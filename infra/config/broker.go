@@ -86,6 +86,11 @@ type Broker struct {
 	LeaderImbalanceCheckInterval       time.Duration `yaml:"leader_imbalance_check_interval" doc:"leader.imbalance.check.interval.seconds: how often the controller checks the preferred-leader imbalance (the first check one interval after it takes the lease)."`
 	LeaderImbalancePerBrokerPercentage int           `yaml:"leader_imbalance_per_broker_percentage" doc:"leader.imbalance.per.broker.percentage: a broker's preferred partitions move back only when more than this percentage of them is led by other brokers (0..100)."`
 
+	BalancerEnable      bool          `yaml:"balancer_enable" doc:"The controller's replica balancer: it spreads replicas and preferred leaders evenly over the live brokers that are not draining (rack-aware) and empties the brokers being decommissioned, through KIP-455 reassignments. Off: replicas move only by hand, and a decommission waits."`
+	BalancerMaxMoves    int           `yaml:"balancer_max_moves" doc:"Reassignments in progress at once that the balancer allows (its own and any other); each copies one partition's local tail to a new replica (1..1000)."`
+	BalancerReplicaSkew int           `yaml:"balancer_replica_skew" doc:"The balancer moves replicas only while the most and the least loaded broker differ by more than this many replicas (at least 1)."`
+	BalancerInterval    time.Duration `yaml:"balancer_interval" doc:"How often the controller plans a balancer pass (at least 100ms)."`
+
 	NumReplicaFetchers           int           `yaml:"num_replica_fetchers" doc:"num.replica.fetchers: fetchers (each its own connection) per leader node on a follower; partitions are spread over them by a stable hash of topic and partition."`
 	ReplicaFetchMinBytes         int32         `yaml:"replica_fetch_min_bytes" doc:"replica.fetch.min.bytes: a follower fetch waits on the leader until this many bytes are ready (or replica_fetch_wait_max)."`
 	ReplicaFetchMaxBytes         int32         `yaml:"replica_fetch_max_bytes" doc:"replica.fetch.max.bytes: bytes per partition in a follower fetch (the first batch is sent even when larger)."`
@@ -185,6 +190,10 @@ func Defaults() Broker {
 		AutoLeaderRebalanceEnable:           true,
 		LeaderImbalanceCheckInterval:        300 * time.Second,
 		LeaderImbalancePerBrokerPercentage:  10,
+		BalancerEnable:                      true,
+		BalancerMaxMoves:                    4,
+		BalancerReplicaSkew:                 2,
+		BalancerInterval:                    2 * time.Second,
 		ReplicaLagTimeMax:                   30 * time.Second,
 		NumReplicaFetchers:                  1,
 		ReplicaFetchMinBytes:                1,
@@ -265,6 +274,15 @@ func (b *Broker) Validate() error {
 	}
 	if p := b.LeaderImbalancePerBrokerPercentage; p < 0 || p > 100 {
 		return fmt.Errorf("%w: leader_imbalance_per_broker_percentage %d: want 0..100", ErrInvalidConfig, p)
+	}
+	if b.BalancerMaxMoves < 1 || b.BalancerMaxMoves > 1000 {
+		return fmt.Errorf("%w: balancer_max_moves %d: want 1..1000", ErrInvalidConfig, b.BalancerMaxMoves)
+	}
+	if b.BalancerReplicaSkew < 1 {
+		return fmt.Errorf("%w: balancer_replica_skew %d: want at least 1", ErrInvalidConfig, b.BalancerReplicaSkew)
+	}
+	if b.BalancerInterval < 100*time.Millisecond {
+		return fmt.Errorf("%w: balancer_interval %v: want at least 100ms", ErrInvalidConfig, b.BalancerInterval)
 	}
 	if b.NumReplicaFetchers < 1 || b.NumReplicaFetchers > 64 {
 		return fmt.Errorf("%w: num_replica_fetchers %d: want 1..64", ErrInvalidConfig, b.NumReplicaFetchers)

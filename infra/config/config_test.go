@@ -108,20 +108,24 @@ func TestBoolFlags(t *testing.T) {
 
 func TestBrokerRejects(t *testing.T) {
 	for name, mut := range map[string]func(*Broker){
-		"listen":        func(b *Broker) { b.Listen = "nope" },
-		"partitions":    func(b *Broker) { b.NumPartitions = 0 },
-		"format":        func(b *Broker) { b.LogFormat = "xml" },
-		"topic default": func(b *Broker) { b.TopicDefaults = map[string]string{"retention.ms": "soon"} },
-		"unknown topic": func(b *Broker) { b.TopicDefaults = map[string]string{"no.such": "1"} },
-		"fetchers":      func(b *Broker) { b.NumReplicaFetchers = 0 },
-		"fetch bytes":   func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
-		"fetch wait":    func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
-		"writeback":     func(b *Broker) { b.LogWritebackBytes = -1 },
-		"lag sample -":  func(b *Broker) { b.ConsumerLagSampleInterval = -time.Second },
-		"lag sample ms": func(b *Broker) { b.ConsumerLagSampleInterval = time.Millisecond },
-		"imbalance %":   func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = 101 },
-		"imbalance -%":  func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = -1 },
-		"check every":   func(b *Broker) { b.LeaderImbalanceCheckInterval = 0 },
+		"listen":              func(b *Broker) { b.Listen = "nope" },
+		"partitions":          func(b *Broker) { b.NumPartitions = 0 },
+		"format":              func(b *Broker) { b.LogFormat = "xml" },
+		"topic default":       func(b *Broker) { b.TopicDefaults = map[string]string{"retention.ms": "soon"} },
+		"unknown topic":       func(b *Broker) { b.TopicDefaults = map[string]string{"no.such": "1"} },
+		"fetchers":            func(b *Broker) { b.NumReplicaFetchers = 0 },
+		"fetch bytes":         func(b *Broker) { b.ReplicaFetchResponseMaxBytes = 0 },
+		"fetch wait":          func(b *Broker) { b.ReplicaFetchWaitMax = b.ReplicaLagTimeMax },
+		"writeback":           func(b *Broker) { b.LogWritebackBytes = -1 },
+		"lag sample -":        func(b *Broker) { b.ConsumerLagSampleInterval = -time.Second },
+		"lag sample ms":       func(b *Broker) { b.ConsumerLagSampleInterval = time.Millisecond },
+		"imbalance %":         func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = 101 },
+		"imbalance -%":        func(b *Broker) { b.LeaderImbalancePerBrokerPercentage = -1 },
+		"check every":         func(b *Broker) { b.LeaderImbalanceCheckInterval = 0 },
+		"balancer moves 0":    func(b *Broker) { b.BalancerMaxMoves = 0 },
+		"balancer moves 1001": func(b *Broker) { b.BalancerMaxMoves = 1001 },
+		"balancer skew 0":     func(b *Broker) { b.BalancerReplicaSkew = 0 },
+		"balancer every 10ms": func(b *Broker) { b.BalancerInterval = 10 * time.Millisecond },
 	} {
 		b := Defaults()
 		mut(&b)

@@ -36,6 +36,7 @@ type Registry struct {
 	conn       *connSeries      // see connections.go
 	authorizer authorizerSeries // see authorizer.go
 	quota      *quotaSeries     // see quota.go
+	balancer   *balancerSeries  // see balancer.go
 }
 
 // requestTimeBuckets span a local produce (well under a millisecond) to a
@@ -76,6 +77,7 @@ func New(state func() NodeState) *Registry {
 	r.conn = newConnSeries(r.reg)
 	r.authorizer = r.newAuthorizerSeries()
 	r.quota = newQuotaSeries(r.reg)
+	r.balancer = newBalancerSeries(r.reg)
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "shale_build_info",
 		Help:        "Always 1; its labels name the binary: module version, VCS revision (12 digits, +dirty for a modified tree) and Go version.",
