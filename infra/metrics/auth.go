@@ -10,7 +10,7 @@ type authSeries struct {
 	expired                *prometheus.CounterVec
 }
 
-func newAuthSeries(reg *prometheus.Registry) *authSeries {
+func newAuthSeries(reg *registerer) *authSeries {
 	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_server_socketservermetrics_" + name, Help: help}, labels)
 		reg.MustRegister(c)

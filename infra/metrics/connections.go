@@ -10,7 +10,7 @@ type connSeries struct {
 	rejected        *prometheus.CounterVec
 }
 
-func newConnSeries(reg *prometheus.Registry) *connSeries {
+func newConnSeries(reg *registerer) *connSeries {
 	s := &connSeries{
 		count: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafka_server_socketservermetrics_connection_count",
 			Help: "Open Kafka connections, per listener (Kafka connection-count)."}, []string{"listener"}),

@@ -21,7 +21,7 @@ type objectStoreSeries struct {
 // objectStoreBuckets span a local filesystem stat to a large multipart PUT.
 var objectStoreBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-func newObjectStoreSeries(reg *prometheus.Registry) *objectStoreSeries {
+func newObjectStoreSeries(reg *registerer) *objectStoreSeries {
 	s := &objectStoreSeries{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shale_objstore_requests_total",
 			Help: "Object-store operations, per operation, failed ones included."}, []string{"operation"}),

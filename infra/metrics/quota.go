@@ -15,7 +15,7 @@ type quotaSeries struct {
 	throttled, seconds *prometheus.CounterVec
 }
 
-func newQuotaSeries(reg *prometheus.Registry) *quotaSeries {
+func newQuotaSeries(reg *registerer) *quotaSeries {
 	vec := func(name, help string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"quota_type"})
 		reg.MustRegister(c)

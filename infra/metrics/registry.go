@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,7 +19,7 @@ import (
 // use, and a nil *Registry ignores every observation, so that components
 // built without metrics need no checks.
 type Registry struct {
-	reg *prometheus.Registry
+	reg *registerer
 
 	bytesIn             *prometheus.CounterVec
 	messagesIn          *prometheus.CounterVec
@@ -48,7 +51,7 @@ var requestTimeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1,
 // scrape-time series). state is called on the scraping goroutine, once per
 // scrape; it must be safe for concurrent use.
 func New(state func() NodeState) *Registry {
-	r := &Registry{reg: prometheus.NewRegistry()}
+	r := &Registry{reg: &registerer{Registry: prometheus.NewRegistry()}}
 	r.bytesIn = r.counterVec("kafka_server_brokertopicmetrics_bytes_in_total",
 		"Record batch bytes appended by produce requests, per topic (Kafka BytesInPerSec).", "topic")
 	r.messagesIn = r.counterVec("kafka_server_brokertopicmetrics_messages_in_total",
@@ -111,7 +114,7 @@ func (r *Registry) Handler() http.Handler {
 }
 
 // Gatherer exposes the underlying registry (for tests and tools).
-func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg.Registry }
 
 // Produced counts a produce request's append to topic: bytes of record
 // batches and records. It implements ingest.ProduceObserver.
@@ -183,3 +186,42 @@ var versionLabels = func() []string {
 	}
 	return out
 }()
+
+// registerer is the node's Prometheus registry, remembering what was
+// registered so that Names can list every series the node may export.
+type registerer struct {
+	*prometheus.Registry
+	collectors []prometheus.Collector
+}
+
+func (r *registerer) MustRegister(cs ...prometheus.Collector) {
+	r.Registry.MustRegister(cs...)
+	r.collectors = append(r.collectors, cs...)
+}
+
+var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Names returns the name of every metric family the registry may export,
+// sorted: those with no series yet (a labelled series before its first
+// observation) included. A histogram is named once, without the _bucket,
+// _sum and _count of its samples. The dashboards and alert rules under
+// deploy/ are checked against it.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range r.reg.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	seen := map[string]bool{}
+	for d := range ch {
+		if m := descName.FindStringSubmatch(d.String()); m != nil {
+			seen[m[1]] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

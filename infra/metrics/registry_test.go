@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -206,5 +207,23 @@ func TestConsumerLagSeries(t *testing.T) {
 	f = scrape(t, New(func() NodeState { return st }).Handler())
 	if _, ok := sample(f, "shale_consumergroup_lag_sample_timestamp_seconds"); ok {
 		t.Error("lag series without a sample")
+	}
+}
+
+// TestNames lists series before their first observation, and the
+// scrape-time and runtime series.
+func TestNames(t *testing.T) {
+	names := New(func() NodeState { return NodeState{} }).Names()
+	for _, n := range []string{"kafka_server_brokertopicmetrics_bytes_in_total", "kafka_network_requestmetrics_total_time_seconds",
+		"shale_objstore_errors_total", "kafka_consumergroup_lag", "shale_build_info", "shale_internal_topic_wrong_shape", "go_goroutines", "process_resident_memory_bytes"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("Names() lacks %s", n)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Error("Names() not sorted")
+	}
+	if got := New(nil).Names(); slices.Contains(got, "kafka_consumergroup_lag") {
+		t.Error("scrape-time series named without a state")
 	}
 }

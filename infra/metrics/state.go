@@ -264,7 +264,7 @@ var allStateDescs = []*prometheus.Desc{
 	descGetRequests, descGetBytes, descReadAheads, descIndexHits, descIndexMisses,
 	descTxnOpen, descTxnOldest, descTxnCommitted, descTxnAborted, descTxnTimedOut,
 	descNATSDisconnects, descNATSReconnects, descNATSAsyncErrors, descWatchRestarts,
-	descRecoveryBytes, descRecoverySegments,
+	descRecoveryBytes, descRecoverySegments, descInternalTopicWrongShape,
 	descFetchSessions, descFetchSessionPartitions, descFetchSessionEvictions,
 }
 
