@@ -10,7 +10,7 @@ BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test bench fuzz lint tools kcat clean chaos
+.PHONY: all build run test bench fuzz lint tools kcat clean chaos image
 
 all: build
 
@@ -36,6 +36,15 @@ chaos: tools build
 ## bench: benchmarks, each figure beside its peer as a ratio
 bench: tools build
 	$(GO) run ./internal/benchreport
+
+## image: a container image (IMAGE, default shale:dev) of a static binary on an empty base (deploy/Dockerfile), with podman or docker
+IMAGE         ?= shale:dev
+image:
+	@engine=$$(command -v podman || command -v docker) || { echo "make image: neither podman nor docker is installed"; exit 1; }; \
+	set -e; rm -rf $(BIN)/image; mkdir -p $(BIN)/image/data; \
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -trimpath -o $(BIN)/image/shale ./cmd/shale; \
+	cp /etc/ssl/certs/ca-certificates.crt deploy/Dockerfile $(BIN)/image/; \
+	$$engine build -t $(IMAGE) $(BIN)/image
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
