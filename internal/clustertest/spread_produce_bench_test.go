@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +26,7 @@ import (
 const (
 	// spreadRecords and spreadRun bound the measured part of a spread
 	// produce run: at most this many 1 KiB records, at most this long.
-	spreadRecords = 200_000
+	spreadRecords = 500_000
 	spreadRun     = 20 * time.Second
 	// spreadWarmup records are acknowledged before the measured part and
 	// not counted: connections, the producer id, the first batches.
@@ -38,9 +41,17 @@ const (
 // spreadWarmup records unmeasured, then at most spreadRecords records or spreadRun.
 // Reported: MB/s acknowledged and the three nodes' CPU seconds per GB
 // acknowledged (node-cpu-s/GB, from /proc/<pid>/stat), the 8-partition run
-// the peer. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof and a
+// the peer; and, to read them by, this process's CPU seconds per GB
+// (client-cpu-s/GB: the producer and the NATS server) and the records per
+// acknowledged batch, and from the nodes' request metrics the Produce
+// requests a second and their mean time in the leader (produce-ms) and
+// waiting for the followers (produce-remote-ms, and produce-response-queue-ms
+// for the part of that wait spent behind earlier replies), and the ISR
+// changes the nodes logged meanwhile. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof and a
 // CPU profile of each node over the measured part is written there
-// (spread-<partitions>-node-<id>.pprof). Asserts nothing about time.
+// (spread-<partitions>-node-<id>.pprof); the measured part then lasts
+// spreadRun whatever the records, so that the profiles cover it and only
+// it. Asserts nothing about time.
 //
 // One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkSpreadProduce(b *testing.B) {
@@ -64,7 +75,12 @@ func spreadProduce(b *testing.B, parts int32) {
 	}
 	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, opts...)
 	ctx := proctest.Context(b, 10*time.Minute)
-	adm := kadm.NewClient(c.Node(1).Client())
+	mcl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka()), kgo.MetadataMinAge(20*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mcl.Close()
+	adm := kadm.NewClient(mcl) // Metadata answered from a cache younger than 20 ms, not 5 s
 	two := "2"
 	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
 	if err == nil {
@@ -92,9 +108,27 @@ func spreadProduce(b *testing.B, parts int32) {
 	}); err != nil {
 		b.Fatalf("full ISRs: %v", err)
 	}
+	// One record to each partition first, so that the measured part does
+	// not include the first append of each partition's leader epoch (its
+	// leader-epoch-checkpoint), as a long-running topic would not.
+	warm, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]*kgo.Record, parts)
+	for p := range parts {
+		recs[p] = &kgo.Record{Topic: topic, Partition: p, Value: []byte("warm")}
+	}
+	err = warm.ProduceSync(ctx, recs...).FirstErr()
+	warm.Close()
+	if err != nil {
+		b.Fatalf("a record to each partition: %v", err)
+	}
+	var batches batchCounter
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka(), c.Node(2).Kafka(), c.Node(3).Kafka()),
 		kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.MaxBufferedRecords(10_000), kgo.RecordDeliveryTimeout(2*time.Minute))
+		kgo.MaxBufferedRecords(10_000), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.WithHooks(&batches))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,12 +168,17 @@ func spreadProduce(b *testing.B, parts int32) {
 			go func() { defer profs.Done(); saveProfile(b, url, path) }()
 		}
 	}
-	cpu0, from, acked0 := nodesCPU(b, c), time.Now(), acked.Load()
-	deadline := from.Add(spreadRun)
-	for time.Now().Before(deadline) && acked.Load()-acked0 < spreadRecords && failed.Load() == 0 {
+	req0, isr0 := produceTimes(b, c), isrChanges(c)
+	cpu0, self0, from, acked0, batches0 := nodesCPU(b, c), selfCPU(b), time.Now(), acked.Load(), batches.n.Load()
+	deadline, limit := from.Add(spreadRun), int64(spreadRecords)
+	if profDir != "" {
+		limit = 1 << 62
+	}
+	for time.Now().Before(deadline) && acked.Load()-acked0 < limit && failed.Load() == 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	cpu1, took, n := nodesCPU(b, c), time.Since(from), acked.Load()-acked0
+	cpu1, self1, took, n, nb := nodesCPU(b, c), selfCPU(b), time.Since(from), acked.Load()-acked0, batches.n.Load()-batches0
+	req1 := produceTimes(b, c)
 	stop()
 	wg.Wait()
 	profs.Wait()
@@ -149,8 +188,91 @@ func spreadProduce(b *testing.B, parts int32) {
 	gb := float64(n*int64(len(value))) / 1e9
 	b.ReportMetric(float64(n*int64(len(value)))/1e6/took.Seconds(), "MB/s")
 	b.ReportMetric((cpu1-cpu0).Seconds()/gb, "node-cpu-s/GB")
+	b.ReportMetric((self1-self0).Seconds()/gb, "client-cpu-s/GB")
 	b.ReportMetric(float64(n), "records")
+	if k := req1.count - req0.count; k > 0 {
+		b.ReportMetric(k/took.Seconds(), "produce-req/s")
+		b.ReportMetric((req1.total-req0.total)/k*1000, "produce-ms")
+		b.ReportMetric((req1.queue-req0.queue)/k*1000, "produce-queue-ms")
+		b.ReportMetric((req1.local-req0.local)/k*1000, "produce-local-ms")
+		b.ReportMetric((req1.remote-req0.remote)/k*1000, "produce-remote-ms")
+		b.ReportMetric((req1.respQueue-req0.respQueue)/k*1000, "produce-response-queue-ms")
+	}
+	if nb > 0 {
+		b.ReportMetric(float64(n)/float64(nb), "records/batch")
+	}
+	b.ReportMetric(float64(isrChanges(c)-isr0), "isr-changes")
 	c.CheckNoPanic()
+}
+
+// requestTimes sums the nodes' Produce request metrics: requests, seconds
+// in all and waiting for the followers (remote).
+type requestTimes struct{ count, total, queue, local, remote, respQueue float64 }
+
+func produceTimes(b *testing.B, c *proctest.Cluster) requestTimes {
+	var s requestTimes
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, id := range c.IDs() {
+		resp, err := hc.Get("http://" + c.Node(id).Admin() + "/metrics")
+		if err != nil {
+			b.Fatalf("scraping node %d: %v", id, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatalf("scraping node %d: %v", id, err)
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			name, rest, ok := strings.Cut(line, `{request="Produce"} `)
+			if !ok {
+				continue
+			}
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				b.Fatalf("node %d: %q: %v", id, line, err)
+			}
+			switch name {
+			case "kafka_network_requestmetrics_total_time_seconds_count":
+				s.count += v
+			case "kafka_network_requestmetrics_total_time_seconds_sum":
+				s.total += v
+			case "kafka_network_requestmetrics_request_queue_time_seconds_sum":
+				s.queue += v
+			case "kafka_network_requestmetrics_local_time_seconds_sum":
+				s.local += v
+			case "kafka_network_requestmetrics_remote_time_seconds_sum":
+				s.remote += v
+			case "kafka_network_requestmetrics_response_queue_time_seconds_sum":
+				s.respQueue += v
+			}
+		}
+	}
+	return s
+}
+
+// isrChanges is how many ISR changes the nodes have logged.
+func isrChanges(c *proctest.Cluster) int {
+	n := 0
+	for _, id := range c.IDs() {
+		n += c.Node(id).CountLines("ISR changed")
+	}
+	return n
+}
+
+// batchCounter counts the batches the producer had acknowledged.
+type batchCounter struct{ n atomic.Int64 }
+
+func (c *batchCounter) OnProduceBatchWritten(kgo.BrokerMetadata, string, int32, kgo.ProduceBatchMetrics) {
+	c.n.Add(1)
+}
+
+// selfCPU is this process's CPU time: the producer (and the NATS server).
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // nodesCPU is the CPU time of the cluster's live node processes, summed.
