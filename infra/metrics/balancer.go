@@ -17,7 +17,7 @@ type balancerSeries struct {
 	replicas, leaders                      *prometheus.GaugeVec
 }
 
-func newBalancerSeries(reg *prometheus.Registry) *balancerSeries {
+func newBalancerSeries(reg *registerer) *balancerSeries {
 	gauge := func(name, help string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 		reg.MustRegister(g)
