@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -26,12 +27,14 @@ const groupMinSessionTimeout = time.Second
 // needs no place in the node's shutdown order beyond StopGroups.
 func (h *Handlers) registerGroupAPIs(reg *kafka.Registry) {
 	h.groups = group.New(group.Config{
-		Partitions:        h.cfg.OffsetsTopicNumPartitions,
-		ReplicationFactor: h.cfg.OffsetsTopicReplicationFactor,
-		MinSessionTimeout: groupMinSessionTimeout,
-		NodeID:            h.cfg.NodeID,
-		Logger:            h.logger,
-		Authorizer:        h.authz,
+		Partitions:                h.cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor:         h.cfg.OffsetsTopicReplicationFactor,
+		MinSessionTimeout:         groupMinSessionTimeout,
+		ConsumerSessionTimeout:    h.cfg.GroupConsumerSessionTimeout,
+		ConsumerHeartbeatInterval: h.cfg.GroupConsumerHeartbeatInterval,
+		NodeID:                    h.cfg.NodeID,
+		Logger:                    h.logger,
+		Authorizer:                h.authz,
 	}, h.replicas, groupCluster{h})
 	h.groups.Register(reg)
 }
@@ -78,4 +81,36 @@ func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, boo
 		}
 	}
 	return group.Broker{}, false
+}
+
+// TopicsMeta implements group.TopicLister: every live topic with its id,
+// partition count and, when some broker names a rack, its partitions'
+// replica racks (for the rack-aware consumer group assignors).
+func (gc groupCluster) TopicsMeta() []group.TopicMeta {
+	racks := map[int32]string{}
+	for _, b := range gc.h.store.Brokers() {
+		if b.Rack != "" {
+			racks[b.NodeID] = b.Rack
+		}
+	}
+	topics := gc.h.store.Topics()
+	out := make([]group.TopicMeta, 0, len(topics))
+	for _, t := range topics {
+		tm := group.TopicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions}
+		if len(racks) > 0 {
+			tm.Racks = make([][]string, t.Partitions)
+			for _, st := range gc.h.store.Partitions(t.Name) {
+				if st.Partition < 0 || st.Partition >= t.Partitions {
+					continue
+				}
+				for _, r := range st.Replicas {
+					if rack, ok := racks[r]; ok && !slices.Contains(tm.Racks[st.Partition], rack) {
+						tm.Racks[st.Partition] = append(tm.Racks[st.Partition], rack)
+					}
+				}
+			}
+		}
+		out = append(out, tm)
+	}
+	return out
 }

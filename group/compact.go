@@ -113,6 +113,9 @@ func (g *group) liveRecords() []record {
 	if g.generation > 0 || len(g.members) > 0 {
 		recs = append(recs, record{key: groupKey(g.id), value: groupValue(g.metadataValue())})
 	}
+	if g.consumer != nil {
+		recs = append(recs, g.consumer.liveRecords(g.id)...)
+	}
 	for tp, e := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp), value: offsetValue(e)})
 	}

@@ -41,6 +41,12 @@ type Config struct {
 	// after this many records were appended to it (default 20000; see
 	// compact.go).
 	CompactAfterRecords int64
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms, the
+	// session of a KIP-848 consumer group member (default 45 s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
+	// the interval a KIP-848 member is told to heartbeat at (default 5 s).
+	ConsumerHeartbeatInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger defaults to slog.Default().
@@ -76,6 +82,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.CompactAfterRecords <= 0 {
 		c.CompactAfterRecords = 20000
+	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -150,13 +162,15 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.SyncGroup, 0, 5, c.handleSyncGroup)
 	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)
 	reg.Register(kmsg.LeaveGroup, 0, 5, c.handleLeaveGroup)
-	reg.Register(kmsg.OffsetCommit, 0, 8, c.handleOffsetCommit)
+	reg.Register(kmsg.OffsetCommit, 0, 9, c.handleOffsetCommit)
 	reg.Register(kmsg.TxnOffsetCommit, 0, 5, c.handleTxnOffsetCommit)
 	reg.Register(kmsg.OffsetFetch, 0, 8, c.handleOffsetFetch)
 	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
 	reg.Register(kmsg.ListGroups, 0, 4, c.handleListGroups)
 	reg.Register(kmsg.DescribeGroups, 0, 5, c.handleDescribeGroups)
 	reg.Register(kmsg.DeleteGroups, 0, 2, c.handleDeleteGroups)
+	reg.Register(kmsg.ConsumerGroupHeartbeat, 0, 1, c.handleConsumerGroupHeartbeat)
+	reg.Register(kmsg.ConsumerGroupDescribe, 0, 1, c.handleConsumerGroupDescribe)
 }
 
 // Close stops every group (held requests are answered NOT_COORDINATOR) and

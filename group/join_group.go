@@ -111,6 +111,20 @@ func (g *group) join(j joinRequest, w *waiter) {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// A consumer group with members takes no classic member
+			// (no online migration between the protocols).
+			fail(kerr.InconsistentGroupProtocol.Code)
+			return
+		}
+		// An empty consumer group becomes a classic one, as in Kafka.
+		if _, err := g.persist(g.consumer.tombstones(g.id)); err != nil {
+			fail(errorCode(err))
+			return
+		}
+		g.consumer = nil
+	}
 	if !g.protocolsMatch(j.protocolType, j.protocols) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return

@@ -35,6 +35,7 @@ type loadedGroup struct {
 	// pendingTxn: transactional offsets whose marker is not in the log
 	// (yet), per producer id.
 	pendingTxn map[int64]map[topicPartition]offsetEntry
+	consumer   *loadedConsumer // nil: no consumer group record
 }
 
 // readLoadBytes bounds one read of the offsets partition at load.
@@ -133,6 +134,13 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 					}
 					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
 					lg.offsets[k.tp] = e
+				case k.kind >= kindConsumerGroupMetadata:
+					if lg.consumer == nil {
+						lg.consumer = newLoadedConsumer()
+					}
+					if err := lg.consumer.apply(k, r.Value); err != nil {
+						skipped++
+					}
 				case r.Value == nil:
 					lg.meta = nil
 				default:
@@ -155,7 +163,10 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 		off = next
 	}
 	for id, lg := range groups {
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.pendingTxn) == 0 {
+		if lg.consumer != nil && !lg.consumer.exists {
+			lg.consumer = nil
+		}
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.pendingTxn) == 0 && lg.consumer == nil {
 			delete(groups, id)
 		}
 	}
@@ -169,6 +180,9 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	g.now = now
 	g.offsets = lg.offsets
 	g.pendingTxn = lg.pendingTxn
+	if lg.consumer != nil {
+		g.consumer = lg.consumer.restore(now, g.limits)
+	}
 	v := lg.meta
 	if v == nil {
 		g.setState(StateEmpty)

@@ -1,11 +1,18 @@
 package group
 
-// OffsetCommit (key 8), versions 0-8.
+// OffsetCommit (key 8), versions 0-9.
 //
 //   - v1: Generation, MemberID (and a per-partition timestamp, ignored).
 //   - v2-v4: RetentionTimeMillis (ignored: offsets live until deleted).
 //   - v5: no retention.  v6: LeaderEpoch per partition.
 //   - v7: GroupInstanceID (KIP-345).  v8: flexible versions.
+//   - v9: a member of a KIP-848 consumer group commits with its member
+//     epoch as the generation (below v9 it gets UNSUPPORTED_VERSION): an
+//     unknown member is UNKNOWN_MEMBER_ID, and an epoch that is not the
+//     member's is STALE_MEMBER_EPOCH, except an epoch between the
+//     member's previous and current one when every partition committed is
+//     still the member's (a commit sent before the heartbeat answer that
+//     moved it on, as KIP-1251 allows).
 //
 // A commit with generation -1 and no member id is a simple commit,
 // accepted only while the group has no members. Otherwise the member must
@@ -41,6 +48,8 @@ type commitRequest struct {
 	instanceID *string
 	generation int32
 	offsets    []commitOffset
+	version    int16
+	topicIDs   map[string]topicID // the topics' ids, for a consumer group's ownership check
 }
 
 type commitOffset struct {
@@ -89,7 +98,13 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 		case rn == nil:
 			return failAll(kerr.UnknownMemberID.Code), nil // a member's commit to a group that does not exist
 		}
-		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation}
+		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation, version: req.Version}
+		if view := c.topicView(); len(view.byName) > 0 {
+			cr.topicIDs = map[string]topicID{}
+			for _, t := range r.Topics {
+				cr.topicIDs[t.Topic] = view.byName[t.Topic].ID
+			}
+		}
 		if req.Version < 1 {
 			cr.generation = -1
 		}
@@ -148,6 +163,10 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 	switch {
 	case g.state == StateDead:
 		return all(kerr.CoordinatorNotAvailable.Code)
+	case g.consumer != nil:
+		if code := g.consumer.validateCommit(cr); code != 0 {
+			return all(code)
+		}
 	case cr.instanceID != nil && g.validateInstance(cr.instanceID, cr.memberID) != 0:
 		return all(g.validateInstance(cr.instanceID, cr.memberID))
 	case cr.generation < 0 && cr.memberID == "":

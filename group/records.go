@@ -72,9 +72,10 @@ const (
 
 // decodedKey is a decoded __consumer_offsets key.
 type decodedKey struct {
-	kind  recordKind
-	group string
-	tp    topicPartition // kindOffset only
+	kind   recordKind
+	group  string
+	tp     topicPartition // kindOffset only
+	member string         // the consumer group member records only
 }
 
 // decodeKey decodes a record key; ErrCorruptRecord for anything else (an
@@ -96,6 +97,9 @@ func decodeKey(b []byte) (decodedKey, error) {
 			return decodedKey{}, fmt.Errorf("%w: group key: %v", ErrCorruptRecord, err)
 		}
 		return decodedKey{kind: kindGroup, group: k.Group}, nil
+	case keyConsumerGroupMetadata, keyConsumerPartitionMetadata, keyConsumerMemberMetadata,
+		keyConsumerTargetMetadata, keyConsumerTargetMember, keyConsumerCurrentAssignment:
+		return decodeConsumerKey(version, b)
 	default:
 		return decodedKey{}, fmt.Errorf("%w: key version %d", ErrCorruptRecord, version)
 	}

@@ -124,6 +124,9 @@ type group struct {
 	// pendingTxn holds, per producer id, the transactional offsets
 	// appended and waiting for the transaction's marker (txn_offsets.go).
 	pendingTxn map[int64]map[topicPartition]offsetEntry
+	// consumer is the KIP-848 consumer group state (consumer_group.go);
+	// nil for a classic group.
+	consumer *consumerGroup
 
 	rebalanceDeadline time.Time // PreparingRebalance: complete the join by then
 	syncDeadline      time.Time // CompletingRebalance: members that did not sync by then are removed
@@ -366,8 +369,14 @@ func (g *group) fillJoin(m *member, resp *kmsg.JoinGroupResponse) {
 }
 
 // tick applies the timers due at g.now: expired pending member ids,
-// expired sessions, the rebalance and sync deadlines.
+// expired sessions, the rebalance and sync deadlines, and a consumer
+// group's expired sessions and revocations (whose records are appended
+// with no one waiting: a failed append is retried by no one, and the next
+// coordinator's load brings the members back, to expire again).
 func (g *group) tick() {
+	if recs := g.consumerTick(); len(recs) > 0 {
+		g.persist(recs)
+	}
 	for id, exp := range g.pending {
 		if !g.now.Before(exp) {
 			delete(g.pending, id)
@@ -417,6 +426,7 @@ func (g *group) nextDeadline() time.Time {
 	if g.state == StateCompletingRebalance {
 		consider(g.syncDeadline)
 	}
+	g.consumerDeadline(consider)
 	return next
 }
 

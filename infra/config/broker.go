@@ -99,12 +99,14 @@ type Broker struct {
 
 	MaxIncrementalFetchSessionCacheSlots int `yaml:"max_incremental_fetch_session_cache_slots" doc:"max.incremental.fetch.session.cache.slots: incremental fetch sessions (KIP-227) this node keeps for consumers and followers; 0 declines every session (full fetches only)."`
 
-	AutoCreateTopics              bool  `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
-	NumPartitions                 int32 `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
-	DefaultReplicationFactor      int16 `yaml:"default_replication_factor" doc:"default.replication.factor."`
-	OffsetsTopicNumPartitions     int32 `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
-	OffsetsTopicReplicationFactor int16 `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
-	MaxRequestBytes               int32 `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
+	AutoCreateTopics               bool          `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
+	NumPartitions                  int32         `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
+	DefaultReplicationFactor       int16         `yaml:"default_replication_factor" doc:"default.replication.factor."`
+	OffsetsTopicNumPartitions      int32         `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
+	OffsetsTopicReplicationFactor  int16         `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
+	GroupConsumerSessionTimeout    time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
+	GroupConsumerHeartbeatInterval time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
+	MaxRequestBytes                int32         `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
 	SASLServerMaxReceiveSize            int32         `yaml:"sasl_server_max_receive_size" doc:"sasl.server.max.receive.size: on a SASL listener, largest request accepted before the client has authenticated (a larger one closes the connection as a failed authentication); before authentication requests are also read one at a time."`
 	MaxConnections                      int           `yaml:"max_connections" doc:"max.connections: Kafka connections this node accepts over all its listeners; one over it is closed at accept (logged, at most five lines a second), except on the inter-broker listener, whose connections are always accepted."`
@@ -206,6 +208,8 @@ func Defaults() Broker {
 		DefaultReplicationFactor:            1,
 		OffsetsTopicNumPartitions:           50,
 		OffsetsTopicReplicationFactor:       3,
+		GroupConsumerSessionTimeout:         45 * time.Second,
+		GroupConsumerHeartbeatInterval:      5 * time.Second,
 		MaxRequestBytes:                     100 << 20,
 		SASLServerMaxReceiveSize:            524288,
 		MaxConnections:                      math.MaxInt32,
@@ -311,6 +315,10 @@ func (b *Broker) Validate() error {
 	}
 	if b.OffsetsTopicNumPartitions < 1 {
 		return fmt.Errorf("%w: offsets_topic_num_partitions %d", ErrInvalidConfig, b.OffsetsTopicNumPartitions)
+	}
+	if b.GroupConsumerHeartbeatInterval < time.Millisecond || b.GroupConsumerSessionTimeout <= b.GroupConsumerHeartbeatInterval {
+		return fmt.Errorf("%w: group_consumer_heartbeat_interval %v must be at least 1ms and below group_consumer_session_timeout %v",
+			ErrInvalidConfig, b.GroupConsumerHeartbeatInterval, b.GroupConsumerSessionTimeout)
 	}
 	if b.OffsetsTopicReplicationFactor < 1 {
 		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)

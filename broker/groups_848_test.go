@@ -1,0 +1,252 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// fastConsumerGroups makes KIP-848 members heartbeat every 200 ms, so a
+// rebalance takes a few heartbeats of that, not of Kafka's 5 s.
+func fastConsumerGroups(c *config.Broker) {
+	c.GroupConsumerHeartbeatInterval = 200 * time.Millisecond
+	c.GroupConsumerSessionTimeout = 6 * time.Second
+}
+
+// start848Member is a KIP-848 (server-side assignment) member that polls
+// with rebalances blocked, records what it saw, commits it synchronously
+// and only then lets a revocation proceed: each record is processed once
+// as long as the coordinator never gives a partition to two members and
+// keeps every acknowledged commit.
+func start848Member(t *testing.T, addr, grp, topic string, seen *seenSet, extra ...kgo.Opt) *member {
+	t.Helper()
+	d := &crashDialer{}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(addr), kgo.Dialer(d.dial), kgo.RetryTimeout(10 * time.Second),
+		kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(), kgo.FetchMaxWait(200 * time.Millisecond),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{cl: cl, dialer: d, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(seen.add)
+			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
+				t.Logf("commit: %v", err)
+			}
+			cl.AllowRebalance()
+		}
+	}()
+	t.Cleanup(m.stop)
+	return m
+}
+
+// describe848 asks ConsumerGroupDescribe for one group.
+func describe848(ctx context.Context, cl *kgo.Client, grp string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{grp}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return kmsg.ConsumerGroupDescribeResponseGroup{}, err
+	}
+	if len(resp.Groups) != 1 {
+		return kmsg.ConsumerGroupDescribeResponseGroup{}, fmt.Errorf("%d groups answered", len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	return g, kerr.ErrorForCode(g.ErrorCode)
+}
+
+// wait848Stable polls until the consumer group is Stable with n members,
+// each at the assignment epoch and holding partitions.
+func wait848Stable(t *testing.T, cl *kgo.Client, grp string, n int) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for {
+		g, err := describe848(ctxT(t, 10*time.Second), cl, grp)
+		if err == nil {
+			ok := g.State == "Stable" && len(g.Members) == n
+			for _, m := range g.Members {
+				if m.MemberEpoch != g.AssignmentEpoch || len(m.Assignment.TopicPartitions) == 0 {
+					ok = false
+				}
+			}
+			if ok {
+				return g
+			}
+			last = fmt.Sprintf("state %s, epoch %d/%d, %d members", g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer group %s not stable with %d members: %s", grp, n, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitConsumedOnce waits until every record of tags was seen and the
+// commits reached the partitions' ends, then checks that no record was
+// seen twice.
+func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *seenSet, grp, topic string, tags []string, per int, ends map[int32]int64) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		miss, behind := seen.missing(tags, per), 0
+		if miss == 0 {
+			got := committed(t, adm, grp)
+			for p, end := range ends {
+				if o, ok := got.Lookup(topic, p); !ok || o.At != end {
+					behind++
+				}
+			}
+			if behind == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records never consumed, %d partitions' commits behind the end", miss, behind)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	twice := 0
+	for v, n := range seen.m {
+		if n > 1 {
+			if twice < 5 {
+				t.Errorf("%s consumed %d times", v, n)
+			}
+			twice++
+		}
+	}
+	if twice > 0 {
+		t.Fatalf("%d records consumed more than once", twice)
+	}
+}
+
+// TestConsumerGroup848ChurnExactlyOnce: franz-go members in a KIP-848
+// group (ServerSideBalancer: ConsumerGroupHeartbeat, the uniform assignor)
+// join and leave while records flow; every record is consumed exactly
+// once and the commits reach the end.
+func TestConsumerGroup848ChurnExactlyOnce(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	const topic, grp, per = "churn848", "churn848-group", 300
+	createTopic(t, adm, topic, 6)
+	seen := &seenSet{m: map[string]int{}}
+	ends := map[int32]int64{}
+	produce := func(tag string) {
+		for p, e := range produceN(t, addr, topic, per, tag) {
+			ends[p] = max(ends[p], e)
+		}
+	}
+	desc := newClient(t, addr)
+	m1 := start848Member(t, addr, grp, topic, seen)
+	m2 := start848Member(t, addr, grp, topic, seen)
+	produce("a")
+	start848Member(t, addr, grp, topic, seen)
+	produce("b")
+	g := wait848Stable(t, desc, grp, 3)
+	if g.AssignorName != "uniform" {
+		t.Errorf("assignor %q, want uniform", g.AssignorName)
+	}
+	counts := []int{}
+	for _, m := range g.Members {
+		c := 0
+		for _, tp := range m.Assignment.TopicPartitions {
+			c += len(tp.Partitions)
+			if tp.Topic != topic {
+				t.Errorf("assigned topic %q (%x), want %s", tp.Topic, tp.TopicID, topic)
+			}
+		}
+		counts = append(counts, c)
+	}
+	if !slices.Equal(counts, []int{2, 2, 2}) {
+		t.Errorf("partitions per member %v, want 2 each (uniform over 6)", counts)
+	}
+	m1.stop()
+	produce("c")
+	start848Member(t, addr, grp, topic, seen)
+	m2.stop()
+	produce("d")
+	wait848Stable(t, desc, grp, 2)
+	waitConsumedOnce(t, adm, seen, grp, topic, []string{"a", "b", "c", "d"}, per, ends)
+}
+
+// TestConsumerGroup848StaticRejoin: a static member (instance id) that
+// leaves and comes back under a new member id gets the same partitions
+// without a new group epoch: no rebalance of the others.
+func TestConsumerGroup848StaticRejoin(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	const topic, grp = "static848", "static848-group"
+	createTopic(t, adm, topic, 4)
+	seen := &seenSet{m: map[string]int{}}
+	desc := newClient(t, addr)
+	s1 := start848Member(t, addr, grp, topic, seen, kgo.InstanceID("s1"))
+	start848Member(t, addr, grp, topic, seen)
+	before := wait848Stable(t, desc, grp, 2)
+	staticOf := func(g kmsg.ConsumerGroupDescribeResponseGroup) kmsg.ConsumerGroupDescribeResponseGroupMember {
+		for _, m := range g.Members {
+			if m.InstanceID != nil && *m.InstanceID == "s1" {
+				return m
+			}
+		}
+		t.Fatalf("no member with instance id s1 in %+v", g.Members)
+		return kmsg.ConsumerGroupDescribeResponseGroupMember{}
+	}
+	old := staticOf(before)
+	s1.stop() // leaves with epoch -2: the assignment stays
+	g, err := describe848(ctxT(t, 10*time.Second), desc, grp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := staticOf(g); left.MemberEpoch != -2 || left.MemberID != old.MemberID {
+		t.Fatalf("after the static leave: member %s epoch %d, want %s at -2", left.MemberID, left.MemberEpoch, old.MemberID)
+	}
+	start848Member(t, addr, grp, topic, seen, kgo.InstanceID("s1"))
+	var back kmsg.ConsumerGroupDescribeResponseGroupMember
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g, err = describe848(ctxT(t, 10*time.Second), desc, grp)
+		if err == nil {
+			back = staticOf(g)
+			if back.MemberID != old.MemberID && back.MemberEpoch == g.AssignmentEpoch {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the static member did not come back: %+v (%v)", g, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if g.Epoch != before.Epoch || g.AssignmentEpoch != before.AssignmentEpoch {
+		t.Errorf("group epoch %d/%d after the static rejoin, %d/%d before: a rebalance", g.Epoch, g.AssignmentEpoch, before.Epoch, before.AssignmentEpoch)
+	}
+	if fmt.Sprint(back.Assignment.TopicPartitions) != fmt.Sprint(old.Assignment.TopicPartitions) {
+		t.Errorf("assignment after the rejoin %v, before %v", back.Assignment.TopicPartitions, old.Assignment.TopicPartitions)
+	}
+	if len(g.Members) != 2 {
+		t.Errorf("%d members, want 2", len(g.Members))
+	}
+}

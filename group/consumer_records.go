@@ -1,0 +1,305 @@
+package group
+
+// The __consumer_offsets records of KIP-848 consumer groups, as Kafka 4
+// writes them (group-coordinator/src/main/resources/common/message):
+//
+//   - key 3 ConsumerGroupMetadataKey (group) -> value v0 (epoch).
+//   - key 4 ConsumerGroupPartitionMetadataKey (group) -> value v0 (per
+//     subscribed topic: id, name, partition count, per-partition racks).
+//   - key 5 ConsumerGroupMemberMetadataKey (group, member) -> value v0
+//     (instance id, rack, client id and host, subscribed names and regex,
+//     rebalance timeout, server assignor; the tagged classic member
+//     metadata is skipped on read and never written).
+//   - key 6 ConsumerGroupTargetAssignmentMetadataKey (group) -> value v0
+//     (assignment epoch).
+//   - key 7 ConsumerGroupTargetAssignmentMemberKey (group, member) ->
+//     value v0 (topic id, partitions).
+//   - key 8 ConsumerGroupCurrentMemberAssignmentKey (group, member) ->
+//     value v0 (member epoch, previous member epoch, state, assigned
+//     partitions, partitions pending revocation).
+//
+// Keys are non-flexible (int16 version, then int16-length strings);
+// values are flexible version 0 (compact strings and arrays, tagged
+// fields). A null value is a tombstone. These decoders read bytes from the
+// log, which anyone allowed to produce to __consumer_offsets can write:
+// they bound every length by what is left and never panic.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// Key versions of the consumer group records.
+const (
+	keyConsumerGroupMetadata       = 3
+	keyConsumerPartitionMetadata   = 4
+	keyConsumerMemberMetadata      = 5
+	keyConsumerTargetMetadata      = 6
+	keyConsumerTargetMember        = 7
+	keyConsumerCurrentAssignment   = 8
+	kindConsumerGroupMetadata      = recordKind(10 + keyConsumerGroupMetadata)
+	kindConsumerPartitionMetadata  = recordKind(10 + keyConsumerPartitionMetadata)
+	kindConsumerMemberMetadata     = recordKind(10 + keyConsumerMemberMetadata)
+	kindConsumerTargetMetadata     = recordKind(10 + keyConsumerTargetMetadata)
+	kindConsumerTargetMember       = recordKind(10 + keyConsumerTargetMember)
+	kindConsumerCurrentAssignment  = recordKind(10 + keyConsumerCurrentAssignment)
+	maxConsumerRecordArrayElements = 1 << 20
+)
+
+// consumerKey encodes a consumer group record key: version, group and,
+// for the member records, the member id.
+func consumerKey(version int16, group string, member ...string) []byte {
+	b := kbin.AppendInt16(nil, version)
+	b = kbin.AppendString(b, group)
+	for _, m := range member {
+		b = kbin.AppendString(b, m)
+	}
+	return b
+}
+
+// decodeConsumerKey decodes the keys of versions 3-8 (b[0:2] is the
+// version, already checked by decodeKey).
+func decodeConsumerKey(version int16, b []byte) (decodedKey, error) {
+	r := kbin.Reader{Src: b[2:]}
+	k := decodedKey{kind: recordKind(10 + version), group: r.String()}
+	switch version {
+	case keyConsumerMemberMetadata, keyConsumerTargetMember, keyConsumerCurrentAssignment:
+		k.member = r.String()
+	}
+	if err := r.Complete(); err != nil {
+		return decodedKey{}, fmt.Errorf("%w: consumer group key v%d: %v", ErrCorruptRecord, version, err)
+	}
+	return k, nil
+}
+
+// valueReader reads a flexible version 0 value.
+type valueReader struct{ kbin.Reader }
+
+func newValueReader(b []byte) (*valueReader, error) {
+	r := &valueReader{kbin.Reader{Src: b}}
+	if v := r.Int16(); !r.Ok() || v != 0 {
+		return nil, fmt.Errorf("%w: consumer group value version %d (%d bytes)", ErrCorruptRecord, v, len(b))
+	}
+	return r, nil
+}
+
+// arrayLen reads a compact array length, refusing one that cannot fit in
+// what is left (each element takes at least one byte) or is null.
+func (r *valueReader) arrayLen() int {
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src) || n > maxConsumerRecordArrayElements {
+		r.Src = nil // makes the reader fail
+		r.Span(1)
+		return 0
+	}
+	return int(n)
+}
+
+// skipTags skips a tagged-field section.
+func (r *valueReader) skipTags() {
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		r.Uvarint()
+		size := r.Uvarint()
+		r.Span(int(size))
+	}
+}
+
+func (r *valueReader) int32s() []int32 {
+	n := r.arrayLen()
+	out := make([]int32, 0, n)
+	for range n {
+		out = append(out, r.Int32())
+	}
+	return out
+}
+
+func (r *valueReader) strings() []string {
+	n := r.arrayLen()
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, r.CompactString())
+	}
+	return out
+}
+
+func (r *valueReader) done(what string) error {
+	r.skipTags()
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("%w: %s value: %v", ErrCorruptRecord, what, err)
+	}
+	return nil
+}
+
+func appendTopicPartitions(b []byte, a assignment) []byte {
+	ids := a.topicIDs()
+	b = kbin.AppendCompactArrayLen(b, len(ids))
+	for _, id := range ids {
+		b = kbin.AppendUuid(b, id)
+		b = kbin.AppendCompactArrayLen(b, len(a[id]))
+		for _, p := range a[id] {
+			b = kbin.AppendInt32(b, p)
+		}
+		b = kbin.AppendUvarint(b, 0) // the struct's tags
+	}
+	return b
+}
+
+func (r *valueReader) topicPartitions() assignment {
+	n := r.arrayLen()
+	a := assignment{}
+	for range n {
+		id := r.Uuid()
+		ps := r.int32s()
+		r.skipTags()
+		if r.Ok() && len(ps) > 0 {
+			a.add(id, ps...)
+		}
+	}
+	return a
+}
+
+// consumerEpochValue encodes ConsumerGroupMetadataValue and
+// ConsumerGroupTargetAssignmentMetadataValue: one int32.
+func consumerEpochValue(epoch int32) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendInt32(b, epoch)
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeConsumerEpochValue(b []byte) (int32, error) {
+	r, err := newValueReader(b)
+	if err != nil {
+		return 0, err
+	}
+	e := r.Int32()
+	return e, r.done("consumer group epoch")
+}
+
+// subscribedTopic is one topic of a group's subscription metadata.
+type subscribedTopic struct {
+	id         topicID
+	name       string
+	partitions int32
+}
+
+func partitionMetadataValue(topics []subscribedTopic) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendCompactArrayLen(b, len(topics))
+	for _, t := range topics {
+		b = kbin.AppendUuid(b, t.id)
+		b = kbin.AppendCompactString(b, t.name)
+		b = kbin.AppendInt32(b, t.partitions)
+		b = kbin.AppendCompactArrayLen(b, 0) // racks: deprecated after 4.0
+		b = kbin.AppendUvarint(b, 0)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodePartitionMetadataValue(b []byte) ([]subscribedTopic, error) {
+	r, err := newValueReader(b)
+	if err != nil {
+		return nil, err
+	}
+	n := r.arrayLen()
+	var out []subscribedTopic
+	for range n {
+		t := subscribedTopic{id: r.Uuid(), name: r.CompactString(), partitions: r.Int32()}
+		for range r.arrayLen() {
+			r.Int32()
+			r.strings()
+			r.skipTags()
+		}
+		r.skipTags()
+		out = append(out, t)
+	}
+	return out, r.done("consumer group partition metadata")
+}
+
+// memberMetadata is what ConsumerGroupMemberMetadataValue holds.
+type memberMetadata struct {
+	instanceID         *string
+	rackID             *string
+	clientID           string
+	clientHost         string
+	subscribedTopics   []string
+	subscribedRegex    *string
+	rebalanceTimeoutMs int32
+	serverAssignor     *string
+}
+
+func memberMetadataValue(m memberMetadata) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendCompactNullableString(b, m.instanceID)
+	b = kbin.AppendCompactNullableString(b, m.rackID)
+	b = kbin.AppendCompactString(b, m.clientID)
+	b = kbin.AppendCompactString(b, m.clientHost)
+	b = kbin.AppendCompactArrayLen(b, len(m.subscribedTopics))
+	for _, t := range m.subscribedTopics {
+		b = kbin.AppendCompactString(b, t)
+	}
+	b = kbin.AppendCompactNullableString(b, m.subscribedRegex)
+	b = kbin.AppendInt32(b, m.rebalanceTimeoutMs)
+	b = kbin.AppendCompactNullableString(b, m.serverAssignor)
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeMemberMetadataValue(b []byte) (memberMetadata, error) {
+	r, err := newValueReader(b)
+	if err != nil {
+		return memberMetadata{}, err
+	}
+	m := memberMetadata{instanceID: r.CompactNullableString(), rackID: r.CompactNullableString(),
+		clientID: r.CompactString(), clientHost: r.CompactString(), subscribedTopics: r.strings(),
+		subscribedRegex: r.CompactNullableString(), rebalanceTimeoutMs: r.Int32(), serverAssignor: r.CompactNullableString()}
+	return m, r.done("consumer group member metadata")
+}
+
+func targetMemberValue(a assignment) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = appendTopicPartitions(b, a)
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeTargetMemberValue(b []byte) (assignment, error) {
+	r, err := newValueReader(b)
+	if err != nil {
+		return nil, err
+	}
+	a := r.topicPartitions()
+	return a, r.done("consumer group target assignment member")
+}
+
+// currentAssignment is what ConsumerGroupCurrentMemberAssignmentValue
+// holds.
+type currentAssignment struct {
+	memberEpoch, previousEpoch int32
+	state                      memberState
+	assigned, pendingRevoke    assignment
+}
+
+func currentAssignmentValue(c currentAssignment) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendInt32(b, c.memberEpoch)
+	b = kbin.AppendInt32(b, c.previousEpoch)
+	b = kbin.AppendInt8(b, int8(c.state))
+	b = appendTopicPartitions(b, c.assigned)
+	b = appendTopicPartitions(b, c.pendingRevoke)
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeCurrentAssignmentValue(b []byte) (currentAssignment, error) {
+	r, err := newValueReader(b)
+	if err != nil {
+		return currentAssignment{}, err
+	}
+	c := currentAssignment{memberEpoch: r.Int32(), previousEpoch: r.Int32(), state: memberState(r.Int8())}
+	c.assigned = r.topicPartitions()
+	c.pendingRevoke = r.topicPartitions()
+	if !slices.Contains([]memberState{memberStable, memberUnrevoked, memberUnreleased, memberUnknown}, c.state) {
+		return currentAssignment{}, fmt.Errorf("%w: consumer member state %d", ErrCorruptRecord, c.state)
+	}
+	return c, r.done("consumer group current member assignment")
+}
