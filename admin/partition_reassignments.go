@@ -13,7 +13,9 @@ package admin
 // are old ∪ new with the adding and removing replicas recorded in the
 // partition state, the adding ones catch up as followers, and the
 // controller completes the move once they are all in the ISR. Each change
-// is a compare-and-set on the partition record.
+// is a compare-and-set on the partition record. A reassignment that adds a
+// replica on a broker being decommissioned (shale broker decommission) is
+// refused with INVALID_REPLICA_ASSIGNMENT: the balancer is emptying it.
 // ListPartitionReassignments lists the partitions with a reassignment in
 // progress (all of them when no topic is named), with their replicas and
 // the adding and removing ones.
@@ -26,6 +28,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +48,15 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 	if !allowed {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	}
+	var draining map[int32]bool
+	if allowed {
+		var err error
+		if draining, _, err = h.store.Draining(ctx); err != nil {
+			h.logger.Warn("partition reassignment: reading the draining brokers", "err", err)
+			resp.ErrorCode, resp.ErrorMessage = kerr.RequestTimedOut.Code, errMessage(err)
+			allowed = false
+		}
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
@@ -52,11 +64,11 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
 			if !allowed {
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				rp.ErrorCode = resp.ErrorCode
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, h.store.Registered, live)
+			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, h.store.Registered, live, draining)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -66,8 +78,10 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 }
 
 // reassignOne starts or cancels one partition's reassignment: target's
-// brokers must be registered; live decides who may lead.
-func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, target []int32, registered, live func(int32) bool) (int16, *string) {
+// brokers must be registered, and those it adds not draining; live decides
+// who may lead.
+func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, target []int32, registered, live func(int32) bool,
+	draining map[int32]bool) (int16, *string) {
 	if target != nil {
 		if err := controlplane.ValidateReplicaAssignment(target, registered); err != nil {
 			return adminErrorCode(err), errMessage(err)
@@ -87,6 +101,11 @@ func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, targe
 		} else {
 			if slices.Equal(st.Replicas, target) && !st.Reassigning() {
 				return 0, nil
+			}
+			for _, r := range target {
+				if draining[r] && !slices.Contains(st.Replicas, r) {
+					return kerr.InvalidReplicaAssignment.Code, errMessage(fmt.Errorf("broker %d is being decommissioned (shale broker recommission %d to place replicas on it again)", r, r))
+				}
 			}
 			d = controlplane.StartReassignment(st, target, live)
 		}

@@ -4,6 +4,7 @@ package adminapi
 // and the CLI alike.
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -127,12 +128,18 @@ func URL(node, path, topic string) string {
 
 // body is what an admin endpoint answers: a type with its shape check.
 type body interface {
-	TierStatus | ReplicationStatus
+	TierStatus | ReplicationStatus | BalancePlan | DrainState
 	validate() error
 }
 
 // get GETs u and decodes the body as T.
 func get[T body](ctx context.Context, c Client, u string) (T, error) {
+	return send[T](ctx, c, http.MethodGet, u, nil)
+}
+
+// send sends method to u with reqBody as JSON (nil: no body) and decodes
+// the answer as T.
+func send[T body](ctx context.Context, c Client, method, u string, reqBody any) (T, error) {
 	var zero T
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -143,9 +150,20 @@ func get[T body](ctx context.Context, c Client, u string) (T, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var rd io.Reader
+	if reqBody != nil {
+		b, err := json.Marshal(reqBody)
+		if err != nil {
+			return zero, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return zero, err // a *url.Error, naming the URL
+	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -158,11 +176,11 @@ func get[T body](ctx context.Context, c Client, u string) (T, error) {
 	if resp.StatusCode != http.StatusOK {
 		// The start of the body, on one line (an error page may be HTML).
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
-		return zero, fmt.Errorf("%w: GET %s: %s: %s", ErrHTTPStatus, u, resp.Status, strings.Join(strings.Fields(string(b)), " "))
+		return zero, fmt.Errorf("%w: %s %s: %s: %s", ErrHTTPStatus, method, u, resp.Status, strings.Join(strings.Fields(string(b)), " "))
 	}
 	v, err := decode[T](resp.Body)
 	if err != nil {
-		return zero, fmt.Errorf("GET %s: %w", u, err)
+		return zero, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	return v, nil
 }

@@ -29,6 +29,20 @@ type LeaderElection struct {
 // whole (an unknown topic, an unreachable cluster); per-partition
 // outcomes are in the results, sorted by topic and partition.
 func (a *Admin) ElectPreferredLeaders(ctx context.Context, topics ...string) ([]LeaderElection, error) {
+	return a.electLeaders(ctx, kadm.ElectPreferredReplica, "elect preferred leaders", topics)
+}
+
+// ElectUncleanLeaders elects a leader for every partition of topics (all
+// topics when none is named) that has none, with Kafka's ElectLeaders
+// UNCLEAN (kafka-leader-election --election-type UNCLEAN): a live replica
+// out of the ISR may lead, and what only the lost ISR held is lost. A
+// partition that has a leader reports kerr.ElectionNotNeeded. Results and
+// errors are as ElectPreferredLeaders'.
+func (a *Admin) ElectUncleanLeaders(ctx context.Context, topics ...string) ([]LeaderElection, error) {
+	return a.electLeaders(ctx, kadm.ElectLiveReplica, "elect unclean leaders", topics)
+}
+
+func (a *Admin) electLeaders(ctx context.Context, how kadm.ElectLeadersHow, what string, topics []string) ([]LeaderElection, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -36,7 +50,7 @@ func (a *Admin) ElectPreferredLeaders(ctx context.Context, topics ...string) ([]
 	if len(topics) > 0 {
 		td, err := a.adm.ListTopics(ctx, topics...)
 		if err != nil {
-			return nil, fmt.Errorf("sdk: elect preferred leaders: %w", err)
+			return nil, fmt.Errorf("sdk: %s: %w", what, err)
 		}
 		set = kadm.TopicsSet{}
 		for _, t := range topics {
@@ -52,9 +66,9 @@ func (a *Admin) ElectPreferredLeaders(ctx context.Context, topics ...string) ([]
 			}
 		}
 	}
-	res, err := a.adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+	res, err := a.adm.ElectLeaders(ctx, how, set)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: elect preferred leaders: %w", err)
+		return nil, fmt.Errorf("sdk: %s: %w", what, err)
 	}
 	var out []LeaderElection
 	for t, ps := range res {

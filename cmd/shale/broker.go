@@ -23,8 +23,8 @@ type brokerOut struct {
 }
 
 func newBrokerCmd() *cobra.Command {
-	return newGroup("broker", "the registered brokers: list (fenced ones too), unregister",
-		newBrokerListCmd(), newBrokerUnregisterCmd())
+	return newGroup("broker", "the registered brokers: list (fenced ones too), decommission, recommission, unregister",
+		newBrokerListCmd(), newBrokerDecommissionCmd(), newBrokerRecommissionCmd(), newBrokerUnregisterCmd())
 }
 
 func newBrokerListCmd() *cobra.Command {
