@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -20,13 +21,21 @@ func (r *Manager) isrSoon() {
 	}
 }
 
+// isrCommitParallelism bounds the ISR changes one pass of isrLoop has in
+// flight to the control plane at once. Each is a compare-and-set of its own
+// partition record, a round trip to NATS: one after another, a node that
+// leads 500 partitions took 10-15 s to re-admit a restarted follower to
+// all of them (issue 23). Kafka sends them in one AlterPartition request.
+const isrCommitParallelism = 32
+
 // isrLoop is the leader's side of ISR management: every quarter of
 // replica.lag.time.max.ms, and as soon as a follower outside the ISR has
 // caught up (isrSoon, as Kafka expands the ISR at the fetch that reaches
 // the high watermark), it asks each local leader replica which followers
 // should leave (lagging past replica.lag.time.max.ms) or join (caught up)
-// the ISR, and commits the change to the control plane by compare-and-set.
-// The replica counts the proposal in its high watermark from before the
+// the ISR, and commits the changes to the control plane by compare-and-set,
+// up to isrCommitParallelism at once, the pass ending when every answer is
+// in. The replica counts the proposal in its high watermark from before the
 // write until its answer (partition's maximal ISR: BeginISRChange,
 // EndISRChange), and installs a committed ISR at once.
 func (r *Manager) isrLoop(ctx context.Context) {
@@ -40,60 +49,83 @@ func (r *Manager) isrLoop(ctx context.Context) {
 		case <-t.C:
 		case <-r.isrCh:
 		}
-		now := time.Now()
-		var live map[int32]bool
-		for _, rep := range r.All() {
-			if !rep.IsLeader() {
-				continue
-			}
-			ch := rep.ProposeISRChange(now, lag)
-			if len(ch.Shrink) == 0 && len(ch.Expand) == 0 {
-				continue
-			}
-			st, ok := r.store.Partition(rep.Topic(), rep.Partition())
-			if !ok || st.Leader != r.nodeID || st.LeaderEpoch != rep.LeaderEpoch() {
-				continue // fenced: the control plane has moved on
-			}
-			if live == nil {
-				live = map[int32]bool{}
-				for _, b := range r.store.Brokers() {
-					live[b.NodeID] = true
-				}
-			}
-			next, ok := proposeISR(st, ch, func(b int32) bool { return live[b] }, int(rep.Config().Int64(config.MinInsyncReplicas)))
-			if !ok {
-				continue
-			}
-			st, isr := next, next.ISR
-			if !rep.BeginISRChange(st.LeaderEpoch, st.ISR, st.PartitionEpoch) {
-				continue // the role moved on, or a change is pending
-			}
-			uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			written, err := r.store.UpdatePartition(uctx, st)
-			cancel()
-			switch {
-			case err == nil:
-				rep.EndISRChange(true, written.ISR, written.PartitionEpoch)
-			case errors.Is(err, controlplane.ErrConflict):
-				rep.EndISRChange(false, nil, -1) // refused: the record had moved on
-			default:
-				// The answer is lost: the write may have committed. The
-				// proposal keeps counting until a newer record is applied
-				// (partition.Replica.BeginISRChange).
-				r.reconcileSoon()
-			}
-			if err != nil {
-				r.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
-				continue
-			}
-			r.logger.Info("ISR changed", "topic", rep.Topic(), "partition", rep.Partition(), "isr", isr,
-				"shrink", ch.Shrink, "expand", ch.Expand)
-			if r.onISR != nil {
-				r.onISR(len(ch.Shrink) > 0, len(ch.Expand) > 0)
-			}
-			r.reconcileSoon()
-		}
+		r.isrPass(ctx, time.Now(), lag)
 	}
+}
+
+// isrPass proposes and commits the ISR changes of every local leader once.
+func (r *Manager) isrPass(ctx context.Context, now time.Time, lag time.Duration) {
+	var live map[int32]bool
+	sem := make(chan struct{}, isrCommitParallelism)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, rep := range r.All() {
+		if !rep.IsLeader() {
+			continue
+		}
+		ch := rep.ProposeISRChange(now, lag)
+		if len(ch.Shrink) == 0 && len(ch.Expand) == 0 {
+			continue
+		}
+		st, ok := r.store.Partition(rep.Topic(), rep.Partition())
+		if !ok || st.Leader != r.nodeID || st.LeaderEpoch != rep.LeaderEpoch() {
+			continue // fenced: the control plane has moved on
+		}
+		if live == nil {
+			live = map[int32]bool{}
+			for _, b := range r.store.Brokers() {
+				live[b.NodeID] = true
+			}
+		}
+		next, ok := proposeISR(st, ch, func(b int32) bool { return live[b] }, int(rep.Config().Int64(config.MinInsyncReplicas)))
+		if !ok {
+			continue
+		}
+		if !rep.BeginISRChange(next.LeaderEpoch, next.ISR, next.PartitionEpoch) {
+			continue // the role moved on, or a change is pending
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			rep.EndISRChange(false, nil, -1) // never sent
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.commitISR(ctx, rep, next, ch)
+		}()
+	}
+}
+
+// commitISR writes one proposed partition record (st, for the change ch)
+// and ends the replica's pending ISR change with the answer.
+func (r *Manager) commitISR(ctx context.Context, rep *partition.Replica, st controlplane.PartitionState, ch partition.ISRChange) {
+	uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	written, err := r.store.UpdatePartition(uctx, st)
+	cancel()
+	switch {
+	case err == nil:
+		rep.EndISRChange(true, written.ISR, written.PartitionEpoch)
+	case errors.Is(err, controlplane.ErrConflict):
+		rep.EndISRChange(false, nil, -1) // refused: the record had moved on
+	default:
+		// The answer is lost: the write may have committed. The
+		// proposal keeps counting until a newer record is applied
+		// (partition.Replica.BeginISRChange).
+		r.reconcileSoon()
+	}
+	if err != nil {
+		r.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+		return
+	}
+	r.logger.Info("ISR changed", "topic", rep.Topic(), "partition", rep.Partition(), "isr", st.ISR,
+		"shrink", ch.Shrink, "expand", ch.Expand)
+	if r.onISR != nil {
+		r.onISR(len(ch.Shrink) > 0, len(ch.Expand) > 0)
+	}
+	r.reconcileSoon()
 }
 
 // proposeISR is the record the leader proposes for the change ch to the
