@@ -1,0 +1,151 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var tidA, tidB = topicID{0xa}, topicID{0xb}
+
+func subscribedTo(ts ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, t := range ts {
+		m[t] = true
+	}
+	return m
+}
+
+func TestUniformAssignorBalancedAndSticky(t *testing.T) {
+	topics := []assignTopic{{name: "a", id: tidA, partitions: 7}}
+	members := []assignMember{{id: "m1", topics: subscribedTo("a")}, {id: "m2", topics: subscribedTo("a")}}
+	first := assignPartitions(assignorUniform, members, topics)
+	if n1, n2 := first["m1"].count(), first["m2"].count(); n1+n2 != 7 || n1-n2 > 1 || n2-n1 > 1 {
+		t.Fatalf("uniform over 7 and 2 members: %v", first)
+	}
+	members[0].prev, members[1].prev = first["m1"], first["m2"]
+	members = append(members, assignMember{id: "m3", topics: subscribedTo("a")})
+	second := assignPartitions(assignorUniform, members, topics)
+	moved := 0
+	for _, id := range []string{"m1", "m2"} {
+		for _, p := range first[id][tidA] {
+			if !second[id].has(tidA, p) {
+				moved++
+			}
+		}
+	}
+	if c := second["m3"].count(); c != 2 || moved != 2 {
+		t.Fatalf("a third member got %d partitions, %d moved; want 2 and 2 (sticky): %v -> %v", c, moved, first, second)
+	}
+}
+
+func TestUniformAssignorHeterogeneousAndRack(t *testing.T) {
+	topics := []assignTopic{{name: "a", id: tidA, partitions: 4, racks: [][]string{{"r1"}, {"r2"}, {"r1"}, {"r2"}}},
+		{name: "b", id: tidB, partitions: 2}}
+	members := []assignMember{{id: "m1", rack: "r2", topics: subscribedTo("a")}, {id: "m2", rack: "r1", topics: subscribedTo("a", "b")}}
+	got := assignPartitions(assignorUniform, members, topics)
+	if got["m2"][tidB] == nil || len(got["m2"][tidB]) != 2 || got["m1"].count() != 3 || got["m2"].count() != 3 {
+		t.Fatalf("heterogeneous: %v", got)
+	}
+	if !got["m1"].has(tidA, 1) || !got["m1"].has(tidA, 3) {
+		t.Errorf("m1 (rack r2) does not hold a's r2 partitions 1 and 3: %v", got)
+	}
+}
+
+func TestRangeAssignor(t *testing.T) {
+	topics := []assignTopic{{name: "a", id: tidA, partitions: 5}}
+	members := []assignMember{{id: "m1", topics: subscribedTo("a")}, {id: "m2", topics: subscribedTo("a")}}
+	got := assignPartitions(assignorRange, members, topics)
+	if !got["m1"].equal(assignment{tidA: {0, 1, 2}}) || !got["m2"].equal(assignment{tidA: {3, 4}}) {
+		t.Fatalf("range: %v", got)
+	}
+}
+
+// heartbeat sends one heartbeat to g at its clock and returns the answer.
+func (g *group) testHeartbeat(t *testing.T, h consumerHeartbeat) (*kmsg.ConsumerGroupHeartbeatResponse, int16) {
+	t.Helper()
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	h.version = 1
+	if h.topics == nil {
+		h.topics = newTopicView([]TopicMeta{{Name: "a", ID: tidA, Partitions: 4}})
+	}
+	_, e := g.consumerHeartbeat(&h, resp)
+	if e != nil {
+		return resp, e.code
+	}
+	return resp, 0
+}
+
+func owned(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) assignment {
+	out := assignment{}
+	if a != nil {
+		for _, t := range a.Topics {
+			out.add(t.TopicID, t.Partitions...)
+		}
+	}
+	return out
+}
+
+// TestConsumerReconciliationRevokesFirst: a partition moves to a new member
+// only after its owner said it revoked it; the owner keeps its epoch until
+// then, and the new member waits (UNRELEASED) meanwhile.
+func TestConsumerReconciliationRevokesFirst(t *testing.T) {
+	g := newGroup("g", &Config{ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
+	g.now = time.Unix(100, 0)
+	join := func(id string) consumerHeartbeat {
+		return consumerHeartbeat{memberID: id, rebalanceTimeoutMs: 5000, subscribedTopics: []string{"a"}, owned: assignment{}}
+	}
+	r1, code := g.testHeartbeat(t, join("m1"))
+	if code != 0 || r1.MemberEpoch != 1 || owned(r1.Assignment).count() != 4 {
+		t.Fatalf("m1 joins: code %d, %+v", code, r1)
+	}
+	r2, _ := g.testHeartbeat(t, join("m2"))
+	if r2.MemberEpoch != 2 || owned(r2.Assignment).count() != 0 {
+		t.Fatalf("m2 joins while m1 owns everything: epoch %d, %v", r2.MemberEpoch, owned(r2.Assignment))
+	}
+	// m1 is told to revoke two partitions, keeping its epoch.
+	all := owned(r1.Assignment)
+	r1, _ = g.testHeartbeat(t, consumerHeartbeat{memberID: "m1", memberEpoch: 1, rebalanceTimeoutMs: -1, owned: all})
+	if r1.MemberEpoch != 1 || owned(r1.Assignment).count() != 2 || g.consumer.members["m1"].state != memberUnrevoked {
+		t.Fatalf("m1 asked to revoke: epoch %d, %v, state %v", r1.MemberEpoch, owned(r1.Assignment), g.consumer.members["m1"].state)
+	}
+	kept := owned(r1.Assignment)
+	// m2 still gets nothing: m1 has not revoked.
+	r2, _ = g.testHeartbeat(t, consumerHeartbeat{memberID: "m2", memberEpoch: 2, rebalanceTimeoutMs: -1, owned: assignment{}})
+	if got := owned(r2.Assignment); got.count() != 0 {
+		t.Fatalf("m2 got %v before m1 revoked", got)
+	}
+	// m1 says it revoked; m2 then gets the two partitions, none of m1's.
+	r1, _ = g.testHeartbeat(t, consumerHeartbeat{memberID: "m1", memberEpoch: 1, rebalanceTimeoutMs: -1, owned: kept})
+	if r1.MemberEpoch != 2 {
+		t.Fatalf("m1 after revoking: epoch %d, want 2", r1.MemberEpoch)
+	}
+	r2, _ = g.testHeartbeat(t, consumerHeartbeat{memberID: "m2", memberEpoch: 2, rebalanceTimeoutMs: -1, owned: assignment{}})
+	got := owned(r2.Assignment)
+	if got.count() != 2 {
+		t.Fatalf("m2 after m1 revoked: %v", got)
+	}
+	for _, p := range got[tidA] {
+		if kept.has(tidA, p) {
+			t.Fatalf("partition %d given to both members", p)
+		}
+	}
+	if s := g.consumer.state(); s != "Stable" {
+		t.Errorf("state %s, want Stable", s)
+	}
+	// A stale epoch is fenced; an unknown member is unknown.
+	if _, code := g.testHeartbeat(t, consumerHeartbeat{memberID: "m2", memberEpoch: 9, rebalanceTimeoutMs: -1}); code != kerr.FencedMemberEpoch.Code {
+		t.Errorf("epoch 9: code %d, want FENCED_MEMBER_EPOCH", code)
+	}
+	if _, code := g.testHeartbeat(t, consumerHeartbeat{memberID: "m9", memberEpoch: 2, rebalanceTimeoutMs: -1}); code != kerr.UnknownMemberID.Code {
+		t.Errorf("unknown member: code %d, want UNKNOWN_MEMBER_ID", code)
+	}
+	// m1's session ends: it is fenced and the group epoch moves on.
+	g.now = g.now.Add(11 * time.Second)
+	g.consumer.members["m2"].expiresAt = g.now.Add(time.Hour)
+	if recs := g.consumerTick(); len(recs) == 0 || g.consumer.members["m1"] != nil || g.consumer.epoch != 3 {
+		t.Fatalf("after m1's session: %d records, members %v, epoch %d", len(recs), g.consumer.memberIDs(), g.consumer.epoch)
+	}
+}
