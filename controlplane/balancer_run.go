@@ -12,12 +12,12 @@ type BalancerConfig struct {
 	// Enable turns the balancer on. Draining brokers are only emptied
 	// while it is on.
 	Enable bool
-	// MaxMoves bounds the reassignments in progress at once. Default 4.
+	// MaxMoves bounds the reassignments in progress at once. Default 8.
 	MaxMoves int
 	// Skew is the replica-count difference between the most and least
 	// loaded hosts that is tolerated. Default 2.
 	Skew int
-	// Interval is how often the controller plans a pass. Default 2 s.
+	// Interval is how often the controller plans a pass. Default 1 s.
 	Interval time.Duration
 	// LocalSizes reports the bytes of this node's local replicas
 	// (segment .log files), by partition: the estimate of what a move of
@@ -88,13 +88,13 @@ func (s *Store) BalanceView(draining map[int32]bool, sizes map[PartitionKey]int6
 // BalancerDefaults fills the zero fields of cfg.
 func (cfg BalancerConfig) withDefaults() BalancerConfig {
 	if cfg.MaxMoves <= 0 {
-		cfg.MaxMoves = 4
+		cfg.MaxMoves = 8
 	}
 	if cfg.Skew <= 0 {
 		cfg.Skew = 2
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
+		cfg.Interval = time.Second
 	}
 	return cfg
 }

@@ -38,6 +38,13 @@ var goalRows = []goalRow{
 	{label: "leader failover, kill -9", pkg: "internal/clustertest", name: "BenchmarkLeaderFailover",
 		unit: "p99-ms", goal: 3000, also: []string{"p50-ms", "max-ms"},
 		context: []string{"session-ms", "p99-over-session-ratio", "clean-p50-ms", "clean-p99-ms", "p50-over-clean-p50-ratio"}},
+	// Issue 24: three empty nodes join a loaded 3-node cluster (200 MB of
+	// tiered history, 1000 records/s acks=all) until balanced, then are
+	// drained by shale broker decommission; each phase within 30 s.
+	{label: "scale-out 3 -> 6 nodes balanced", pkg: "internal/clustertest", name: "BenchmarkScaleOut",
+		unit: "scale-out-ms", goal: 30000},
+	{label: "drain of the 3 new nodes", pkg: "internal/clustertest", name: "BenchmarkScaleOut",
+		unit: "drain-ms", goal: 30000},
 }
 
 // latencyContext is the second line of each latency row: the rate, the
