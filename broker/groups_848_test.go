@@ -249,4 +249,39 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	if len(g.Members) != 2 {
 		t.Errorf("%d members, want 2", len(g.Members))
 	}
+
+	// ListGroups v5 types the group; DescribeGroups describes it as Kafka 4
+	// does to a classic client.
+	list := func(types ...string) map[string]kmsg.ListGroupsResponseGroup {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.TypesFilter = types
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), desc)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("ListGroups %v: %v %v", types, err, resp)
+		}
+		out := map[string]kmsg.ListGroupsResponseGroup{}
+		for _, lg := range resp.Groups {
+			out[lg.Group] = lg
+		}
+		return out
+	}
+	if lg, ok := list("Consumer")[grp]; !ok || lg.GroupType != "consumer" || lg.ProtocolType != "consumer" || lg.GroupState != "Stable" {
+		t.Errorf("ListGroups with types [Consumer]: %+v (listed %v)", lg, ok)
+	}
+	if _, ok := list("classic")[grp]; ok {
+		t.Errorf("ListGroups with types [classic] lists the consumer group")
+	}
+	described, err := adm.DescribeGroups(ctxT(t, 10*time.Second), grp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described[grp]
+	if d.State != "Stable" || d.ProtocolType != "consumer" || d.Protocol != "uniform" || len(d.Members) != 2 {
+		t.Fatalf("DescribeGroups: state %s, protocol type %q, protocol %q, %d members", d.State, d.ProtocolType, d.Protocol, len(d.Members))
+	}
+	for _, m := range d.Members {
+		if ca, ok := m.Assigned.AsConsumer(); !ok || len(ca.Topics) != 1 || ca.Topics[0].Topic != topic || len(ca.Topics[0].Partitions) != 2 {
+			t.Errorf("DescribeGroups member %s: assignment %+v", m.MemberID, ca)
+		}
+	}
 }

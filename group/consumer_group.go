@@ -686,3 +686,19 @@ func (cg *consumerGroup) validateCommit(cr commitRequest) int16 {
 	}
 	return 0
 }
+
+// validateFetch checks the member an OffsetFetch v9 names (Kafka's
+// validateOffsetFetch): 0, UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH.
+func (cg *consumerGroup) validateFetch(f fetchMember) int16 {
+	if f.epoch < 0 && f.id == "" {
+		return 0
+	}
+	m, ok := cg.members[f.id]
+	switch {
+	case !ok:
+		return kerr.UnknownMemberID.Code
+	case f.epoch != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}

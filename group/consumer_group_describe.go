@@ -108,3 +108,28 @@ func describeAssignment(a assignment, view *topicView) kmsg.Assignment {
 	}
 	return out
 }
+
+// describeClassic describes the consumer group in DescribeGroups' terms.
+func (cg *consumerGroup) describeClassic(dg *kmsg.DescribeGroupsResponseGroup, view *topicView) {
+	dg.State, dg.ProtocolType, dg.Protocol = cg.state(), "consumer", cg.assignorName()
+	for _, id := range cg.memberIDs() {
+		m := cg.members[id]
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, clonePtr(m.instanceID), m.clientID, m.clientHost
+		sub := kmsg.NewConsumerMemberMetadata()
+		sub.Version, sub.Topics, sub.Generation, sub.Rack = 3, slices.Clone(m.subscribedTopics), m.epoch, clonePtr(m.rackID)
+		asg := kmsg.NewConsumerMemberAssignment()
+		asg.Version = 3
+		for _, tid := range m.assigned.topicIDs() {
+			name := view.byID[tid]
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic, op.Partitions = name, slices.Clone(m.assigned[tid])
+			sub.OwnedPartitions = append(sub.OwnedPartitions, op)
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = name, slices.Clone(m.assigned[tid])
+			asg.Topics = append(asg.Topics, at)
+		}
+		dm.ProtocolMetadata, dm.MemberAssignment = sub.AppendTo(nil), asg.AppendTo(nil)
+		dg.Members = append(dg.Members, dm)
+	}
+}

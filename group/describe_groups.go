@@ -6,7 +6,11 @@ package group
 //     principal may do on the group.
 //   - v4: GroupInstanceID per member.  v5: flexible versions.
 //
-// An unknown group is described as Dead with no error, as Kafka does.
+// An unknown group is described as Dead with no error, as Kafka does. A
+// KIP-848 consumer group is described as Kafka 4 describes one to a
+// classic client: protocol type "consumer", its assignor as the protocol,
+// its state, and per member a consumer protocol subscription (its topics,
+// owned partitions, member epoch, rack) and assignment (v3 encodings).
 // Members carry their metadata for the chosen protocol and their
 // assignment once a protocol is chosen.
 //
@@ -27,6 +31,7 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 	r := req.Msg.(*kmsg.DescribeGroupsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		var view *topicView // read once, for the consumer groups
 		for _, id := range r.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group, dg.State, dg.AuthorizedOperations = id, StateDead.String(), -2147483648
@@ -42,8 +47,11 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 			if err != nil {
 				dg.ErrorCode = errorCode(err)
 			} else if rn != nil {
+				if view == nil {
+					view = c.topicView()
+				}
 				_, err := c.call(ctx, rn, func(g *group, send replyFn) {
-					g.describe(&dg)
+					g.describe(&dg, view)
 					send(nil, -1)
 				}, func() kmsg.Response { dg.State = StateDead.String(); return nil })
 				if err != nil {
@@ -56,7 +64,11 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 	}}, nil
 }
 
-func (g *group) describe(dg *kmsg.DescribeGroupsResponseGroup) {
+func (g *group) describe(dg *kmsg.DescribeGroupsResponseGroup, view *topicView) {
+	if g.consumer != nil {
+		g.consumer.describeClassic(dg, view)
+		return
+	}
 	dg.State, dg.ProtocolType, dg.Protocol = g.state.String(), g.protocolType, g.protocol
 	for _, id := range g.memberIDs() {
 		m := g.members[id]

@@ -1,8 +1,12 @@
 package group
 
-// ListGroups (key 16), versions 0-4.
+// ListGroups (key 16), versions 0-5.
 //
 //   - v3: flexible versions.  v4: StatesFilter and GroupState (KIP-518).
+//   - v5: TypesFilter and GroupType (KIP-848): "classic" or "consumer"; a
+//     consumer group's protocol type is "consumer" and its state one of
+//     Empty, Assigning, Reconciling, Stable. Both filters match without
+//     regard to case, as Kafka's.
 //
 // Lists the groups this node coordinates: those of every offsets
 // partition it leads, each loaded when this node became its leader
@@ -29,7 +33,16 @@ import (
 // summary is a group's listing.
 type summary struct {
 	id, protocolType string
-	state            State
+	state            string
+	typ              string // "classic" or "consumer"
+}
+
+// summary is g's listing; ok false for a dead group.
+func (g *group) summary() (summary, bool) {
+	if g.consumer != nil {
+		return summary{id: g.id, protocolType: "consumer", state: g.consumer.state(), typ: "consumer"}, true
+	}
+	return summary{id: g.id, protocolType: g.protocolType, state: g.state.String(), typ: "classic"}, g.state != StateDead
 }
 
 func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -46,13 +59,13 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 			var s summary
 			ok := false
 			_, err := c.call(ctx, rn, func(g *group, send replyFn) {
-				s, ok = summary{g.id, g.protocolType, g.state}, true
+				s, ok = g.summary()
 				send(nil, -1)
 			}, func() kmsg.Response { return nil })
 			if err != nil {
 				return nil, err
 			}
-			if ok && s.state != StateDead {
+			if ok {
 				all = append(all, s)
 			}
 		}
@@ -63,12 +76,17 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 				continue
 			}
 			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(f string) bool {
-				return strings.EqualFold(f, s.state.String())
+				return strings.EqualFold(f, s.state)
+			}) {
+				continue
+			}
+			if len(r.TypesFilter) > 0 && !slices.ContainsFunc(r.TypesFilter, func(f string) bool {
+				return strings.EqualFold(f, s.typ)
 			}) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()
-			lg.Group, lg.ProtocolType, lg.GroupState = s.id, s.protocolType, s.state.String()
+			lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = s.id, s.protocolType, s.state, s.typ
 			resp.Groups = append(resp.Groups, lg)
 		}
 		return resp, nil

@@ -1,6 +1,6 @@
 package group
 
-// OffsetFetch (key 9), versions 0-8.
+// OffsetFetch (key 9), versions 0-9.
 //
 //   - v1: offsets from __consumer_offsets (v0 read ZooKeeper's; both are
 //     served the same here).  v2: top-level ErrorCode; null topics fetch
@@ -10,6 +10,11 @@ package group
 //     answers UNSTABLE_OFFSET_COMMIT, which the client retries, so that a
 //     consumer taking over a partition never starts from an offset that a
 //     commit in flight is about to move.  v8: several groups per request.
+//   - v9: MemberID and MemberEpoch per group (KIP-848): a member of a
+//     consumer group asking is checked as Kafka checks it, the group
+//     answering UNKNOWN_MEMBER_ID for an unknown member and
+//     STALE_MEMBER_EPOCH for an epoch that is not the member's; no member
+//     id (an admin client) is never checked.
 //
 // A partition without a committed offset answers offset -1. A group this
 // node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
@@ -97,7 +102,11 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 					resp.Groups = append(resp.Groups, og)
 					continue
 				}
-				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable)
+				var member *fetchMember
+				if req.Version >= 9 && rg.MemberID != nil {
+					member = &fetchMember{id: *rg.MemberID, epoch: rg.MemberEpoch}
+				}
+				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable, member)
 				if err != nil {
 					return nil, err
 				}
@@ -138,7 +147,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 		var code int16
 		if c.allowed(req, authz.OpDescribe, authz.Group(r.Group)) {
 			var err error
-			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable)
+			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -185,17 +194,26 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 // all with nil topics. A non-zero code is the group's error. With
 // requireStable, partitions with a pending transactional offset are
 // marked unstable.
-func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic, requireStable bool) ([]fetchedOffset, int16, error) {
+func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic, requireStable bool, member *fetchMember) ([]fetchedOffset, int16, error) {
 	rn, err := c.lookup(groupID, false)
 	if err != nil {
 		return nil, errorCode(err), nil
 	}
 	if rn == nil {
+		if member != nil && member.epoch >= 0 {
+			return nil, kerr.UnknownMemberID.Code, nil
+		}
 		return answerOffsets(nil, topics), 0, nil
 	}
 	var got []fetchedOffset
 	code := int16(0)
 	_, err = c.call(ctx, rn, func(g *group, send replyFn) {
+		if member != nil && g.consumer != nil {
+			if code = g.consumer.validateFetch(*member); code != 0 {
+				send(nil, -1)
+				return
+			}
+		}
 		got = answerOffsets(g.offsets, topics)
 		if requireStable {
 			for i := range got {
@@ -241,4 +259,10 @@ func groupByTopic(fs []fetchedOffset) [][]fetchedOffset {
 		i = j
 	}
 	return out
+}
+
+// fetchMember is the member an OffsetFetch v9 names.
+type fetchMember struct {
+	id    string
+	epoch int32
 }

@@ -191,6 +191,24 @@ func TestConfluentConsumerProtocol(t *testing.T) {
 		}
 		return total == 3*per
 	})
+	// confluent-kafka-go's ListConsumerGroups checks each group's type
+	// (ListGroups v5).
+	lr, err := adm.ListConsumerGroups(ctx, kafka.SetAdminMatchConsumerGroupTypes([]kafka.ConsumerGroupType{kafka.ConsumerGroupTypeConsumer}))
+	if err != nil || len(lr.Errors) > 0 {
+		t.Fatalf("ListConsumerGroups: %v %v", err, lr.Errors)
+	}
+	found := false
+	for _, l := range lr.Valid {
+		if l.GroupID == grp {
+			found = true
+			if l.Type != kafka.ConsumerGroupTypeConsumer || l.State != kafka.ConsumerGroupStateStable {
+				t.Errorf("ListConsumerGroups: %s is %v in state %v, want a Stable consumer group", grp, l.Type, l.State)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("ListConsumerGroups (type consumer) does not list %s: %+v", grp, lr.Valid)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, err := range errs {
