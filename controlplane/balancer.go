@@ -172,6 +172,9 @@ type balanceState struct {
 	rack     map[int32]string
 	replicas map[int32]int
 	pref     map[int32]int
+	// perTopic counts replicas by topic and broker, so that a skew move
+	// also evens each topic out where the cost allows.
+	perTopic map[string]map[int32]int
 	target   map[int]([]int32) // index into parts -> target replicas after the plan
 	planned  map[int]bool      // partitions with a reassignment in the plan
 }
@@ -182,7 +185,7 @@ type balanceState struct {
 func PlanBalance(parts []PartitionState, v BalanceView) BalancePlan {
 	v.MaxMoves, v.Skew = max(v.MaxMoves, 1), max(v.Skew, 1)
 	s := &balanceState{v: v, live: map[int32]Broker{}, isHost: map[int32]bool{}, rack: map[int32]string{},
-		replicas: map[int32]int{}, pref: map[int32]int{}, target: map[int][]int32{}, planned: map[int]bool{}}
+		replicas: map[int32]int{}, pref: map[int32]int{}, perTopic: map[string]map[int32]int{}, target: map[int][]int32{}, planned: map[int]bool{}}
 	for _, b := range v.Brokers {
 		s.live[b.NodeID] = b
 		s.rack[b.NodeID] = b.Rack
@@ -197,8 +200,12 @@ func PlanBalance(parts []PartitionState, v BalanceView) BalancePlan {
 	for i, st := range parts {
 		t := st.TargetReplicas()
 		s.target[i] = t
+		if s.perTopic[st.Topic] == nil {
+			s.perTopic[st.Topic] = map[int32]int{}
+		}
 		for _, r := range t {
 			s.replicas[r]++
+			s.perTopic[st.Topic][r]++
 		}
 		if len(t) > 0 {
 			s.pref[t[0]]++
@@ -267,10 +274,12 @@ func PlanBalance(parts []PartitionState, v BalanceView) BalancePlan {
 			if !v.Draining[r] {
 				continue
 			}
-			to := s.bestHost(next, r)
+			to := s.bestHost(st.Topic, next, r)
 			next[j] = to
 			s.replicas[r]--
 			s.replicas[to]++
+			s.perTopic[st.Topic][r]--
+			s.perTopic[st.Topic][to]++
 			if j == 0 {
 				s.pref[r]--
 				s.pref[to]++
@@ -382,17 +391,22 @@ func drainingIn(t []int32, draining map[int32]bool) []int32 {
 	return slices.DeleteFunc(slices.Clone(t), func(r int32) bool { return !draining[r] })
 }
 
-// bestHost picks the host to take leaving's place in replicas: not already
-// a replica, keeping the most distinct racks, then the fewest replicas,
-// then the lowest id. REQUIRES: one exists (drainBlocked said so).
-func (s *balanceState) bestHost(replicas []int32, leaving int32) int32 {
+// bestHost picks the host to take leaving's place in replicas of a
+// partition of topic: not already a replica, keeping the most distinct
+// racks, then the fewest replicas, then the fewest of topic, then the
+// lowest id. REQUIRES: one exists (drainBlocked said so).
+func (s *balanceState) bestHost(topic string, replicas []int32, leaving int32) int32 {
 	best, bestRacks := int32(-1), -1
 	for _, h := range s.hosts {
 		if slices.Contains(replicas, h) {
 			continue
 		}
 		racks := s.racksWith(replicas, leaving, h)
-		if best < 0 || racks > bestRacks || (racks == bestRacks && s.replicas[h] < s.replicas[best]) {
+		better := best < 0 || racks > bestRacks
+		if !better && racks == bestRacks {
+			better = cmp.Or(cmp.Compare(s.replicas[h], s.replicas[best]), cmp.Compare(s.perTopic[topic][h], s.perTopic[topic][best])) < 0
+		}
+		if better {
 			best, bestRacks = h, racks
 		}
 	}
@@ -473,7 +487,9 @@ func (s *balanceState) movable(parts []PartitionState, i int) bool {
 // skewMove plans one replica move from an over-loaded host to an
 // under-loaded one, when the most and least loaded differ by more than
 // Skew: the pair with the largest gap that has a movable partition keeping
-// its racks, and of its partitions the one that copies least.
+// its racks, and of its partitions one whose topic the move evens out
+// (from holds at least two more of the topic than to, else one more),
+// the one that copies least among those.
 func (s *balanceState) skewMove(parts []PartitionState) (BalanceMove, bool) {
 	if !s.skewed() {
 		return BalanceMove{}, false
@@ -504,12 +520,19 @@ func (s *balanceState) skewMove(parts []PartitionState) (BalanceMove, bool) {
 				continue
 			}
 			s.byCost(parts, cands)
+			tier := func(i int) int {
+				gap := s.perTopic[parts[i].Topic][from] - s.perTopic[parts[i].Topic][to]
+				return max(0, 2-gap) // 0: evens the topic out, 1: keeps it, 2: skews it
+			}
+			slices.SortStableFunc(cands, func(a, b int) int { return cmp.Compare(tier(a), tier(b)) })
 			i := cands[0]
 			st, next := parts[i], slices.Clone(s.target[i])
 			j := slices.Index(next, from)
 			next[j] = to
 			s.replicas[from]--
 			s.replicas[to]++
+			s.perTopic[st.Topic][from]--
+			s.perTopic[st.Topic][to]++
 			if j == 0 {
 				s.pref[from]--
 				s.pref[to]++
@@ -525,36 +548,55 @@ func (s *balanceState) skewMove(parts []PartitionState) (BalanceMove, bool) {
 // preferredMove plans one reorder that moves the preferred replica of a
 // partition from the host preferred most to one preferred at least two
 // fewer times that is a replica in the ISR (so that leadership can follow
-// at once), not offline.
+// at once), not offline; of such partitions, one of the topic where the
+// move evens the preferred replicas out most.
 func (s *balanceState) preferredMove(parts []PartitionState) (BalanceMove, bool) {
 	over := slices.SortedFunc(slices.Values(s.hosts), func(a, b int32) int {
 		return cmp.Or(cmp.Compare(s.pref[b], s.pref[a]), cmp.Compare(a, b))
 	})
+	prefOf := func(topic string, b int32) int {
+		n := 0
+		for i, st := range parts {
+			if st.Topic == topic && len(s.target[i]) > 0 && s.target[i][0] == b {
+				n++
+			}
+		}
+		return n
+	}
 	for _, from := range over {
+		// Of the partitions from prefers, the one whose topic it prefers
+		// most more often than the replica taking over.
+		bestI, bestTo, bestGap := -1, int32(-1), 0
 		for i, st := range parts {
 			t := s.target[i]
 			if !s.movable(parts, i) || t[0] != from {
 				continue
 			}
 			live := LiveFor(st, func(b int32) bool { return s.isHost[b] }, s.v.Offline)
-			best := int32(-1)
+			to := int32(-1)
 			for _, r := range t[1:] {
-				if s.pref[from]-s.pref[r] >= 2 && live(r) && slices.Contains(st.ISR, r) && (best < 0 || s.pref[r] < s.pref[best]) {
-					best = r
+				if s.pref[from]-s.pref[r] >= 2 && live(r) && slices.Contains(st.ISR, r) && (to < 0 || s.pref[r] < s.pref[to]) {
+					to = r
 				}
 			}
-			if best < 0 {
+			if to < 0 {
 				continue
 			}
-			next := slices.Clone(t)
-			j := slices.Index(next, best)
-			next[0], next[j] = next[j], next[0]
-			s.pref[from]--
-			s.pref[best]++
-			s.target[i], s.planned[i] = next, true
-			return BalanceMove{Kind: MovePreferred, Topic: st.Topic, Partition: st.Partition, From: from, To: best,
-				Replicas: next, State: st}, true
+			if gap := prefOf(st.Topic, from) - prefOf(st.Topic, to); bestI < 0 || gap > bestGap {
+				bestI, bestTo, bestGap = i, to, gap
+			}
 		}
+		if bestI < 0 {
+			continue
+		}
+		st, next := parts[bestI], slices.Clone(s.target[bestI])
+		j := slices.Index(next, bestTo)
+		next[0], next[j] = next[j], next[0]
+		s.pref[from]--
+		s.pref[bestTo]++
+		s.target[bestI], s.planned[bestI] = next, true
+		return BalanceMove{Kind: MovePreferred, Topic: st.Topic, Partition: st.Partition, From: from, To: bestTo,
+			Replicas: next, State: st}, true
 	}
 	return BalanceMove{}, false
 }

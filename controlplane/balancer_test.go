@@ -293,3 +293,56 @@ func TestPlanBalanceSkipsFencedAndOffline(t *testing.T) {
 		t.Errorf("moves %v, want %v", got, want)
 	}
 }
+
+// TestPlanBalanceEvensTopicsOut: the cheapest moves are those of an empty
+// topic, but the balancer does not move only them: each topic ends up on
+// the new broker.
+func TestPlanBalanceEvensTopicsOut(t *testing.T) {
+	parts := append(evenTopic("big", 6, 2, 2), evenTopic("tiny", 6, 2, 2)...)
+	bytes := func(st PartitionState) int64 {
+		if st.Topic == "big" {
+			return 1000
+		}
+		return 0
+	}
+	v := BalanceView{Brokers: brokersOf(1, 2, 3), MaxMoves: 100, Skew: 1, Bytes: bytes}
+	for range 10 {
+		plan := PlanBalance(parts, v)
+		if len(plan.Moves) == 0 {
+			break
+		}
+		parts = applyPlan(parts, plan)
+	}
+	perTopic := map[string]int{}
+	for _, st := range parts {
+		if slices.Contains(st.Replicas, 3) {
+			perTopic[st.Topic]++
+		}
+	}
+	if perTopic["big"] < 3 || perTopic["tiny"] < 3 {
+		t.Errorf("broker 3 hosts %v partitions by topic, want at least 3 of each (of 6, RF 2, three brokers)", perTopic)
+	}
+}
+
+// TestPlanBalancePreferredPerTopic: broker 3 joins two topics already on
+// every broker (RF 3) and preferred by 1 and 2 only; reorders give it
+// preferred partitions of both topics, not of one.
+func TestPlanBalancePreferredPerTopic(t *testing.T) {
+	var parts []PartitionState
+	for _, topic := range []string{"a", "b"} {
+		for p := range int32(4) {
+			r := []int32{1 + p%2, 2 - p%2, 3}
+			parts = append(parts, PartitionState{Topic: topic, Partition: p, Leader: r[0], Replicas: r, ISR: slices.Clone(r)})
+		}
+	}
+	plan := PlanBalance(parts, BalanceView{Brokers: brokersOf(1, 2, 3), MaxMoves: 10, Skew: 1})
+	perTopic := map[string]int{}
+	for _, st := range applyPlan(parts, plan) {
+		if st.Replicas[0] == 3 {
+			perTopic[st.Topic]++
+		}
+	}
+	if perTopic["a"] != 1 || perTopic["b"] != 1 {
+		t.Errorf("broker 3 preferred by %v partitions by topic, want 1 of each: %v", perTopic, renderMoves(plan))
+	}
+}
