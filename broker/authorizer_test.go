@@ -252,7 +252,7 @@ func build[R any, P interface {
 
 // authzCases is the table: one row per API the node serves. A new API
 // registered without a row fails TestEveryAPIRefusesAnUnauthorizedPrincipal.
-func authzCases(t *testing.T) map[kmsg.Key]authzCase {
+func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 	records := oneBatch(t, "bob was here")
 	str := kmsg.StringPtr
 	one := func(c authzCall) authzCase { return authzCase{calls: []authzCall{c}} }
@@ -263,21 +263,21 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 		kmsg.DescribeCluster:  {open: "Kafka answers DescribeCluster (the brokers, as Metadata lists them) without an ACL"},
 
 		kmsg.Produce: {calls: []authzCall{
-			{produceReq(nil, records), wantNoOffset(kerr.TopicAuthorizationFailed, "produce", func(r *kmsg.ProduceResponse) (int64, int16) {
+			{produceReq(nil, records, fxID), wantNoOffset(kerr.TopicAuthorizationFailed, "produce", func(r *kmsg.ProduceResponse) (int64, int16) {
 				return r.Topics[0].Partitions[0].BaseOffset, r.Topics[0].Partitions[0].ErrorCode
 			})},
-			{produceReq(str(fxTxnID), records), wantCode(kerr.TransactionalIDAuthorizationFailed, "transactional produce",
+			{produceReq(str(fxTxnID), records, fxID), wantCode(kerr.TransactionalIDAuthorizationFailed, "transactional produce",
 				func(r *kmsg.ProduceResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })},
 		}},
 		kmsg.Fetch: {calls: []authzCall{
-			{fetchReq(-1), func(resp kmsg.Response) error {
+			{fetchReq(-1, fxID), func(resp kmsg.Response) error {
 				p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 				if len(p.RecordBatches) > 0 || p.HighWatermark > 0 {
 					return fmt.Errorf("fetch answered %d bytes, high watermark %d", len(p.RecordBatches), p.HighWatermark)
 				}
 				return code(p.ErrorCode, kerr.TopicAuthorizationFailed, "fetch")
 			}},
-			{fetchReq(0), func(resp kmsg.Response) error { // a follower's fetch needs ClusterAction
+			{fetchReq(0, fxID), func(resp kmsg.Response) error { // a follower's fetch needs ClusterAction
 				p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 				if len(p.RecordBatches) > 0 {
 					return fmt.Errorf("follower fetch answered %d bytes", len(p.RecordBatches))
@@ -666,12 +666,12 @@ func authzCases(t *testing.T) map[kmsg.Key]authzCase {
 }
 
 // produceReq is an acks=all Produce of records to the fixture's topic, in
-// the transaction transactionID (nil: none).
-func produceReq(transactionID *string, records []byte) kmsg.Request {
+// the transaction transactionID (nil: none); id is the topic's.
+func produceReq(transactionID *string, records []byte, id [16]byte) kmsg.Request {
 	r := kmsg.NewPtrProduceRequest()
 	r.Acks, r.TimeoutMillis, r.TransactionID = -1, 5000, transactionID
 	t := kmsg.NewProduceRequestTopic()
-	t.Topic = fxTopic
+	t.Topic, t.TopicID = fxTopic, id
 	p := kmsg.NewProduceRequestTopicPartition()
 	p.Records = records
 	t.Partitions = append(t.Partitions, p)
@@ -679,11 +679,11 @@ func produceReq(transactionID *string, records []byte) kmsg.Request {
 	return r
 }
 
-func fetchReq(replica int32) kmsg.Request {
+func fetchReq(replica int32, id [16]byte) kmsg.Request {
 	r := kmsg.NewPtrFetchRequest()
-	r.ReplicaID, r.MaxWaitMillis, r.MaxBytes = replica, 100, 1<<20
+	r.ReplicaID, r.ReplicaState.ID, r.MaxWaitMillis, r.MaxBytes = replica, replica, 100, 1<<20 // ReplicaState from v15 (KIP-903)
 	t := kmsg.NewFetchRequestTopic()
-	t.Topic = fxTopic
+	t.Topic, t.TopicID = fxTopic, id
 	p := kmsg.NewFetchRequestTopicPartition()
 	p.PartitionMaxBytes, p.CurrentLeaderEpoch = 1<<20, -1
 	t.Partitions = append(t.Partitions, p)
@@ -747,7 +747,7 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := authzCases(t)
+	cases := authzCases(t, topicIDOf(t, a.super, fxTopic))
 	served := map[kmsg.Key]bool{}
 	for _, k := range versions.ApiKeys {
 		key := kmsg.Key(k.ApiKey)

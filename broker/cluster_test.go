@@ -68,7 +68,7 @@ func TestClusterRolesAndElections(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = 1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "ha"
+	rt.Topic, rt.TopicID = "ha", topicIDOf(t, cl, "ha")
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = mustBatch(t)
 	rt.Partitions = append(rt.Partitions, rp)

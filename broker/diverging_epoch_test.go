@@ -180,9 +180,9 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 		t.Fatalf("OffsetForLeaderEpoch(%d): %+v, want epoch %d ending at %d", e1, a, e0, shared)
 	}
 	fr := kmsg.NewPtrFetchRequest()
-	fr.Version, fr.ReplicaID, fr.MaxWaitMillis, fr.MaxBytes = 12, lid, 0, 1<<20
+	fr.ReplicaID, fr.ReplicaState.ID, fr.MaxWaitMillis, fr.MaxBytes = lid, lid, 0, 1<<20 // ReplicaState from v15 (KIP-903)
 	frt := kmsg.NewFetchRequestTopic()
-	frt.Topic = topic
+	frt.Topic, frt.TopicID = topic, topicIDOf(t, raw, topic)
 	frp := kmsg.NewFetchRequestTopicPartition()
 	frp.CurrentLeaderEpoch, frp.FetchOffset, frp.LastFetchedEpoch, frp.PartitionMaxBytes = e2, tailEnd, e1, 1<<20
 	frt.Partitions = append(frt.Partitions, frp)

@@ -27,6 +27,21 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// topicIDOf asks cl's cluster for topic's id: a raw Produce (v13) or Fetch
+// (v13+) names its topics by id (KIP-516), and kgo fills in no id.
+func topicIDOf(t *testing.T, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	m, err := kadm.NewClient(cl).Metadata(ctxT(t, 30*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, ok := m.Topics[topic]
+	if !ok || td.Err != nil || td.ID == (kadm.TopicID{}) {
+		t.Fatalf("topic %s: no id (%v)", topic, td.Err)
+	}
+	return td.ID
+}
+
 // ctxT is proctest.Context, by the name the broker tests use.
 func ctxT(t *testing.T, d time.Duration) context.Context { return proctest.Context(t, d) }
 
@@ -254,7 +269,7 @@ func TestBadBatchFailsOnlyItsPartition(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "mixed"
+	rt.Topic, rt.TopicID = "mixed", topicIDOf(t, cl, "mixed")
 	for p, recs := range [][]byte{bad, good} {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = int32(p), recs

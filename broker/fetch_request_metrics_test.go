@@ -43,7 +43,7 @@ func longPoll(t *testing.T, cl *kgo.Client, topic string, maxWait time.Duration)
 	req.MinBytes = 1
 	req.MaxBytes = 1 << 20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicIDOf(t, cl, topic)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, 0, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

@@ -302,7 +302,7 @@ func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 
 func (n *Node) registerAPIs(reg *kafka.Registry) {
 	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
-	fopts := append(fetchOptions(n.cold), fetch.WithAuthorizer(n.authz))
+	fopts := append(fetchOptions(n.cold), fetch.WithAuthorizer(n.authz), fetch.WithDirectory(directory{n.store}))
 	n.fetchSessions = fetch.NewSessionCache(n.cfg.MaxIncrementalFetchSessionCacheSlots)
 	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetch.WithQuotas(n.quotas), fetch.WithSessionCache(n.fetchSessions))...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fopts...)
@@ -316,7 +316,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		Authorizer: n.authz, ACLs: n.acls, InterBroker: n.interBroker, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
-		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas, Authorizer: n.authz})
+		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.

@@ -104,7 +104,7 @@ func TestListOffsetsAndEpochs(t *testing.T) {
 	freq := kmsg.NewPtrFetchRequest()
 	freq.MaxBytes, freq.ReplicaID = 1<<20, -1
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "ts"
+	ft.Topic, ft.TopicID = "ts", topicIDOf(t, cl, "ts")
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.FetchOffset, fp.PartitionMaxBytes = 500, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
@@ -136,7 +136,7 @@ func TestAcksZeroAndFetchLimits(t *testing.T) {
 	freq := kmsg.NewPtrFetchRequest()
 	freq.MaxBytes, freq.ReplicaID = 1<<20, -1
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "fire"
+	ft.Topic, ft.TopicID = "fire", topicIDOf(t, cl, "fire")
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.PartitionMaxBytes = 10
 	ft.Partitions = append(ft.Partitions, fp)

@@ -52,7 +52,7 @@ func TestBatchLargerThanSegmentBytes(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 5000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "small-segments"
+		rt.Topic, rt.TopicID = "small-segments", topicIDOf(t, cl, "small-segments")
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = 0, recs
 		rt.Partitions = append(rt.Partitions, rp)

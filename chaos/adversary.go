@@ -71,7 +71,7 @@ const adversaryInterval = 300 * time.Millisecond
 type adversary struct {
 	in, out topicSpec
 	// clients: one held to Kafka 3.9's versions (Produce v11,
-	// TxnOffsetCommit v4: transactions v1) and one at the newest (v12,
+	// TxnOffsetCommit v4: transactions v1) and one at the newest (v13,
 	// v5); the rounds alternate.
 	clients []*kgo.Client
 	rec     *recorder
@@ -192,17 +192,19 @@ func (a *adversary) produce(ctx context.Context, cl *kgo.Client, kind string, id
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, b
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	a.sent(kind)
 	// To the partition's leader: the client sends a raw Produce to any
-	// broker, whose NOT_LEADER_OR_FOLLOWER would test nothing.
-	leader, ok := partitionLeader(rctx, cl, topic, p)
+	// broker, whose NOT_LEADER_OR_FOLLOWER would test nothing. Produce v13
+	// names the topic by id (KIP-516).
+	leader, topicID, ok := partitionLeader(rctx, cl, topic, p)
 	if !ok {
 		return
 	}
+	rt.TopicID = topicID
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
 	kr, err := cl.Broker(int(leader)).Request(rctx, req)
 	if err != nil {
 		return
@@ -215,24 +217,25 @@ func (a *adversary) produce(ctx context.Context, cl *kgo.Client, kind string, id
 		fmt.Sprintf("%s: Produce v%d of producer %d epoch %d to %s-%d", kind, resp.Version, pid, epoch, topic, p))
 }
 
-// partitionLeader is topic-p's leader as a Metadata request answers it.
-func partitionLeader(ctx context.Context, cl *kgo.Client, topic string, p int32) (int32, bool) {
+// partitionLeader is topic-p's leader, and the topic's id, as a Metadata
+// request answers them.
+func partitionLeader(ctx context.Context, cl *kgo.Client, topic string, p int32) (int32, [16]byte, bool) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return 0, false
+		return 0, [16]byte{}, false
 	}
 	for _, t := range resp.Topics {
 		for _, mp := range t.Partitions {
 			if mp.Partition == p && mp.ErrorCode == 0 && mp.Leader >= 0 {
-				return mp.Leader, true
+				return mp.Leader, t.TopicID, true
 			}
 		}
 	}
-	return 0, false
+	return 0, [16]byte{}, false
 }
 
 // txnOffsetCommit commits an offset of the input's partition 0 for the

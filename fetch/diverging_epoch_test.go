@@ -51,7 +51,7 @@ func TestEncodeDivergingEpoch(t *testing.T) {
 		{partition: 2, hw: 12, logStart: 1, diverging: &divergingEpoch{epoch: 0, endOffset: 0}},
 	}}}
 	for v := int16(4); v <= 12; v++ {
-		resp := decodeBody(t, encodeFetch(v, res, 0, 0), v)
+		resp := decodeBody(t, encodeFetch(v, res, 0, 0, nil), v)
 		ps := resp.Topics[0].Partitions
 		if len(ps) != 3 {
 			t.Fatalf("v%d: %d partitions", v, len(ps))
@@ -135,7 +135,7 @@ func TestFollowerFetchAnswersDivergingEpoch(t *testing.T) {
 	if ok := res[1].parts[0]; ok.diverging != nil || ok.errCode != 0 || ok.size == 0 {
 		t.Fatalf("agreeing partition: %+v, error %d, %d bytes", ok.diverging, ok.errCode, ok.size)
 	}
-	resp := decodeBody(t, encodeFetch(12, res, 0, 0), 12)
+	resp := decodeBody(t, encodeFetch(12, res, 0, 0, nil), 12)
 	p := resp.Topics[0].Partitions[0]
 	if p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 5 || p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != hot.HighWatermark() {
 		t.Fatalf("on the wire: %+v", p)

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/partition"
 )
 
 // body is a Fetch response body built from encoded bytes, file ranges and
@@ -89,16 +90,60 @@ func (e *encoder) tags() {
 	}
 }
 
-// divergingEpochTag writes a Fetch response partition's tagged-field
-// section holding only DivergingEpoch (tag 0, v12+): its size, then Epoch,
-// EndOffset and the struct's own empty tags.
-func (e *encoder) divergingEpochTag(epoch int32, endOffset int64) {
-	e.uvarint(1)         // one tagged field
-	e.uvarint(0)         // tag 0: DivergingEpoch
-	e.uvarint(4 + 8 + 1) // its size
-	e.i32(epoch)
-	e.i64(endOffset)
-	e.uvarint(0) // no tags of its own
+// uuid writes a 16-byte UUID (a topic id).
+func (e *encoder) uuid(id [16]byte) { e.b.buf = append(e.b.buf, id[:]...) }
+
+// partitionTags writes a Fetch response partition's tagged-field section
+// (flexible versions only): DivergingEpoch (tag 0) and CurrentLeader (tag
+// 1), each when set, in tag order.
+func (e *encoder) partitionTags(v int16, d *divergingEpoch, l *leaderHint) {
+	if !e.flexible {
+		return
+	}
+	n := 0
+	if d != nil {
+		n++
+	}
+	if l != nil {
+		n++
+	}
+	e.uvarint(uint64(n))
+	if d != nil {
+		e.uvarint(0)         // tag 0: DivergingEpoch
+		e.uvarint(4 + 8 + 1) // its size
+		e.i32(d.epoch)
+		e.i64(d.endOffset)
+		e.uvarint(0) // no tags of its own
+	}
+	if l != nil {
+		e.uvarint(1)         // tag 1: CurrentLeader
+		e.uvarint(4 + 4 + 1) // its size
+		e.i32(l.id)
+		e.i32(l.epoch)
+		e.uvarint(0)
+	}
+}
+
+// nodeEndpointsTag writes a Fetch response's top-level tagged-field
+// section holding NodeEndpoints (tag 0, v16+, KIP-951).
+func (e *encoder) nodeEndpointsTag(eps []partition.NodeEndpoint) {
+	f := &encoder{b: &body{}, flexible: true}
+	f.arrayLen(len(eps))
+	for _, ep := range eps {
+		f.i32(ep.NodeID)
+		f.str(ep.Host)
+		f.i32(ep.Port)
+		if ep.Rack == nil {
+			f.uvarint(0) // null
+		} else {
+			f.str(*ep.Rack)
+		}
+		f.tags()
+	}
+	e.uvarint(1) // one tagged field
+	e.uvarint(0) // tag 0: NodeEndpoints
+	e.uvarint(uint64(len(f.b.buf)))
+	e.b.buf = append(e.b.buf, f.b.buf...)
 }
 
 // bytesLen writes the length prefix of a nullable bytes field (-1 for null).

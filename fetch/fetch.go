@@ -3,7 +3,7 @@
 // with sendfile; offsets below the high watermark only are visible.
 package fetch
 
-// Fetch (key 1), versions 4-12.
+// Fetch (key 1), versions 4-18.
 //
 //   - v4: IsolationLevel; LastStableOffset and AbortedTransactions. A
 //     read_committed (1) consumer reads below the last stable offset and
@@ -26,8 +26,26 @@ package fetch
 //     left the leader's gets its partition answered with no records, error
 //     NONE, the high watermark and log start, and DivergingEpoch (the
 //     leader's largest epoch at or below its last fetched epoch, and where
-//     that epoch ends here), at once; it cuts its tail there. CurrentLeader
-//     and SnapshotId stay unset.
+//     that epoch ends here), at once; it cuts its tail there. SnapshotId
+//     stays unset.
+//   - v13: topics named by id (KIP-516), in the request (and its forgotten
+//     topics) and the response; an id that names no live topic is
+//     UNKNOWN_TOPIC_ID for each of its partitions, answered outside any
+//     fetch session (fetch_discovery.go). A session keeps its partitions
+//     by topic name: a topic deleted and created again under its name
+//     while a session names it is answered with the new topic's id.
+//   - v14: OFFSET_MOVED_TO_TIERED_STORAGE may be answered (to followers, as
+//     before). v15: the replica id comes from ReplicaState (KIP-903).
+//   - v16: leader discovery (KIP-951): a partition answered
+//     NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries CurrentLeader
+//     (the leader and epoch the control plane has), and the response's
+//     NodeEndpoints those leaders' endpoints on the client's listener, as
+//     Kafka's KafkaApis answers them.
+//   - v17: ReplicaDirectoryId (KIP-853) and v18: the follower's
+//     HighWatermark (KIP-1166) are read and ignored: a node has one log
+//     dir, and Shale's followers send v12.
+//
+// v13-v18 need WithDirectory; without it Fetch serves up to v12.
 //
 // A fetch reads each partition from its requested offset up to the high
 // watermark, within the partition's max bytes and the response's max bytes
@@ -96,7 +114,11 @@ type ConsumeObserver interface {
 // RegisterFetch serves Fetch on reg. Options: WithRemote, WithRemoteMinWait.
 func RegisterFetch(reg *kafka.Registry, leaders partition.Leaders, obs ConsumeObserver, log *slog.Logger, opts ...Option) {
 	h := &fetchHandler{leaders: leaders, obs: obs, log: log, opts: buildOptions(opts)}
-	reg.Register(kmsg.Fetch, 4, 12, h.handle)
+	maxVersion := int16(12)
+	if h.opts.directory != nil {
+		maxVersion = 18
+	}
+	reg.Register(kmsg.Fetch, 4, maxVersion, h.handle)
 }
 
 type fetchHandler struct {
@@ -121,6 +143,9 @@ type partResult struct {
 	// diverging, when set, is the DivergingEpoch answered to a follower
 	// whose log has left this one (v12+, KIP-320).
 	diverging *divergingEpoch
+	// leader, when set, is the CurrentLeader answered with
+	// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (v16+, KIP-951).
+	leader *leaderHint
 }
 
 // divergingEpoch is a Fetch response's DivergingEpoch: the leader's largest
@@ -226,15 +251,18 @@ func (b *coldBody) WriteTo(w *kafka.ResponseWriter) error {
 
 type topicResult struct {
 	topic string
+	id    [16]byte // v13+: the topic's id (discover), or the unknown id asked for
 	parts []partResult
 }
 
 func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.FetchRequest)
+	unknown := h.normalizeFetch(req.Version, r)
 	fc := h.sessionContext(req.Version, r)
 	if fc.kind == sessionError {
-		return kafka.Reply{Body: encodeFetch(req.Version, nil, fc.errCode, invalidSessionID)}, nil
+		return kafka.Reply{Body: encodeFetch(req.Version, nil, fc.errCode, invalidSessionID, nil)}, nil
 	}
+	fc.unknown = unknown
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	fq := h.quotaFor(req, r)
 	maxBytes := fq.maxBytes(int(r.MaxBytes))
@@ -357,7 +385,9 @@ func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetc
 	}
 	fq.record(req, res)
 	h.observe(res, r.ReplicaID >= 0)
-	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res, errCode, sessionID), cold)}
+	res = append(res, fc.unknown...)
+	endpoints := h.discover(req, req.Version, res)
+	return kafka.Reply{Body: withColdRelease(encodeFetch(req.Version, res, errCode, sessionID, endpoints), cold)}
 }
 
 func (h *fetchHandler) observe(res []topicResult, follower bool) {
@@ -650,9 +680,10 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool
 	return i >= 2
 }
 
-// encodeFetch writes the response body for version v (4-12), with the
-// top-level error code and session id (v7+).
-func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32) *body {
+// encodeFetch writes the response body for version v (4-18), with the
+// top-level error code, session id (v7+) and the leaders' endpoints
+// (v16+).
+func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32, endpoints []partition.NodeEndpoint) *body {
 	e := &encoder{b: &body{buf: make([]byte, 0, 256)}, flexible: v >= 12}
 	e.i32(0) // ThrottleMillis
 	if v >= 7 {
@@ -661,7 +692,11 @@ func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32) *bo
 	}
 	e.arrayLen(len(res))
 	for _, t := range res {
-		e.str(t.topic)
+		if v >= 13 {
+			e.uuid(t.id)
+		} else {
+			e.str(t.topic)
+		}
 		e.arrayLen(len(t.parts))
 		for _, p := range t.parts {
 			e.i32(p.partition)
@@ -687,14 +722,14 @@ func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32) *bo
 			for _, rr := range p.reads {
 				e.file(rr.File, rr.Position, rr.Size)
 			}
-			if d := p.diverging; d != nil && v >= 12 {
-				e.divergingEpochTag(d.epoch, d.endOffset)
-			} else {
-				e.tags()
-			}
+			e.partitionTags(v, p.diverging, p.leader)
 		}
 		e.tags()
 	}
-	e.tags()
+	if v >= 16 && len(endpoints) > 0 {
+		e.nodeEndpointsTag(endpoints)
+	} else {
+		e.tags()
+	}
 	return e.finish()
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/partition"
 )
 
 // RemoteReader serves reads of a partition's remote (tiered) segments
@@ -39,9 +40,10 @@ type Option func(*options)
 type options struct {
 	remote        RemoteReader
 	remoteMinWait time.Duration
-	quotas        Quotas            // nil: no quotas
-	authz         *authz.Authorizer // nil: everything allowed
-	sessions      *SessionCache     // nil: no fetch sessions
+	quotas        Quotas              // nil: no quotas
+	authz         *authz.Authorizer   // nil: everything allowed
+	sessions      *SessionCache       // nil: no fetch sessions
+	directory     partition.Directory // nil: Fetch up to v12
 }
 
 // WithAuthorizer has the handlers check the ACLs with a (Fetch: Read on

@@ -183,6 +183,9 @@ type fetchContext struct {
 	// parts is what to read, in order: the request's partitions, or for an
 	// incremental fetch the session's.
 	parts []partReq
+	// unknown are the topics of a v13+ fetch whose id names no topic,
+	// answered UNKNOWN_TOPIC_ID after the others (normalizeFetch).
+	unknown []topicResult
 }
 
 // partReq is one partition to read.

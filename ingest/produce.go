@@ -1,18 +1,28 @@
 package ingest
 
-// Produce (key 0), versions 3-12.
+// Produce (key 0), versions 3-13.
 //
 //   - v3: one record batch (magic 2) per partition, transactional id field.
 //   - v5: LogStartOffset in the response.
 //   - v8: RecordErrors and ErrorMessage in the response (KIP-467).
 //   - v9: flexible versions.
-//   - v10-11: no wire change that matters here (KIP-951 leader hints are
-//     left empty).
+//   - v10: leader discovery (KIP-951): a partition answered
+//     NOT_LEADER_OR_FOLLOWER carries CurrentLeader (the leader and leader
+//     epoch the control plane has, -1 when none), and the response's
+//     NodeEndpoints those leaders' endpoints on the client's listener, as
+//     Kafka's KafkaApis answers them, so that the producer moves without a
+//     Metadata request (produce_discovery.go).
+//   - v11: no wire change (TRANSACTION_ABORTABLE may be answered).
 //   - v12 (KIP-890 part 2, transactions v2): no wire change; the client
 //     sends no AddPartitionsToTxn, and the leader adds the partition to
 //     the producer's transaction through the coordinator (TxnVerifier with
 //     add) before the batch that opens the transaction here, as Kafka's
 //     AddPartitionsToTxnManager does. Below v12 the leader only verifies.
+//   - v13: topics named by id (KIP-516); an id that names no live topic is
+//     UNKNOWN_TOPIC_ID for each of its partitions.
+//
+// v13 and the leader hints need ProduceConfig.Directory; without it
+// Produce serves up to v12 with the hints left empty.
 //
 // Transactional batches (KIP-98) are appended like idempotent ones, opening
 // the producer's transaction in the partition until the coordinator's marker
@@ -102,6 +112,10 @@ type ProduceConfig struct {
 	Authorizer *authz.Authorizer
 	// Quotas, when set, holds producers to their producer_byte_rate.
 	Quotas ByteQuotas
+	// Directory, when set, names topics by id (Produce v13) and names the
+	// current leader to a producer that asked another node (KIP-951);
+	// without it Produce serves up to v12 and leaves those fields empty.
+	Directory partition.Directory
 }
 
 // ByteQuotas records what a client used against its quota and returns how
@@ -122,8 +136,13 @@ func RegisterProduceConfig(reg *kafka.Registry, cfg ProduceConfig) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas, authz: cfg.Authorizer}
-	reg.Register(kmsg.Produce, 3, 12, h.handle)
+	h := &produceHandler{leaders: cfg.Leaders, obs: cfg.Observer, log: cfg.Logger, verifier: cfg.TxnVerifier, quotas: cfg.Quotas, authz: cfg.Authorizer,
+		directory: cfg.Directory}
+	maxVersion := int16(12)
+	if cfg.Directory != nil {
+		maxVersion = 13
+	}
+	reg.Register(kmsg.Produce, 3, maxVersion, h.handle)
 }
 
 type produceHandler struct {
@@ -133,6 +152,8 @@ type produceHandler struct {
 	verifier TxnVerifier
 	quotas   ByteQuotas        // nil: no quotas
 	authz    *authz.Authorizer // nil: everything allowed
+	// directory: topic ids and leader hints; nil serves up to v12.
+	directory partition.Directory
 
 	refusedLog kafka.LogLimiter // appends to internal topics refused
 }
@@ -151,9 +172,22 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 	validAcks := acks == 0 || acks == 1 || acks == -1
 	var pending []pendingAck
 	txnDenied := h.refuseTransactional(req, r)
+	unknownIDs := h.nameTopics(req.Version, r)
+	names := make([]string, 0, len(r.Topics))
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		names = append(names, t.Topic)
+		if unknownIDs[t.TopicID] {
+			for _, p := range t.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicID.Code
+				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		topicDenied := !txnDenied && !h.authz.Authorize(req, authz.OpWrite, authz.Topic(t.Topic))
 		internal := config.IsInternalTopic(t.Topic) && req.ClientID != config.AdminClientID
 		if internal && validAcks && !txnDenied && !topicDenied {
@@ -226,6 +260,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 	case acks == 0:
 		return kafka.Reply{NoResponse: true}, nil
 	case len(pending) == 0:
+		h.discover(req, names, resp)
 		return kafka.Reply{Response: resp}, nil
 	}
 	// Point the pending acks at their response entries now that the slices are final.
@@ -261,6 +296,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 				}
 			}
 		}
+		h.discover(req, names, resp)
 		return resp, nil
 	}}, nil
 }

@@ -28,10 +28,22 @@ func (c *cluster) produceKeyed(ctx context.Context, id int32, topic string, acks
 	if err != nil {
 		return err
 	}
+	// Asked of this node alone: the client would route Metadata to any
+	// node, a paused one too.
+	seeds := c.node(id).Client().SeedBrokers()
+	if len(seeds) == 0 {
+		return errors.New("no seed broker")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	id16, err := proctest.TopicID(rctx, seeds[0], topic)
+	cancel()
+	if err != nil {
+		return err
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id16
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = 0, records
 	rt.Partitions = append(rt.Partitions, rp)

@@ -47,3 +47,32 @@ func (n *Node) Metadata(ctx context.Context, topics ...string) (*kmsg.MetadataRe
 	}
 	return resp.(*kmsg.MetadataResponse), nil
 }
+
+// Requester sends a Kafka request: a *kgo.Client or a *kgo.Broker.
+type Requester interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// TopicID asks r (Metadata) for topic's id. A raw Produce (v13) or Fetch
+// (v13+) names its topics by id (KIP-516), and franz-go fills in no id for
+// a request built by hand: set both Topic and TopicID, and the request
+// works at any version.
+func TopicID(ctx context.Context, r Requester, topic string) ([16]byte, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := r.Request(ctx, req)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			if t.ErrorCode != 0 || t.TopicID == ([16]byte{}) {
+				return [16]byte{}, fmt.Errorf("topic %s: error %d, id %x", topic, t.ErrorCode, t.TopicID)
+			}
+			return t.TopicID, nil
+		}
+	}
+	return [16]byte{}, fmt.Errorf("topic %s: not in the metadata answer", topic)
+}

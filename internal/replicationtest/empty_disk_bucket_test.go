@@ -234,10 +234,14 @@ func (r *rawIdempotent) produce(ctx context.Context, n *node, topic string, p, s
 	if err != nil {
 		return 0, err
 	}
+	id, err := proctest.TopicID(ctx, b, topic)
+	if err != nil {
+		return 0, err
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, records
 	rt.Partitions = append(rt.Partitions, rp)

@@ -223,6 +223,10 @@ func readValues(ctx context.Context, n *node, topic string, p int32, from, to in
 	if err != nil {
 		return nil, err
 	}
+	id, err := proctest.TopicID(ctx, b, topic)
+	if err != nil {
+		return nil, err
+	}
 	out := map[int64]string{}
 	for off, round := from, 0; off < to; round++ {
 		if round > 10_000 {
@@ -231,7 +235,7 @@ func readValues(ctx context.Context, n *node, topic string, p int32, from, to in
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, id
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = p, -1, off, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)

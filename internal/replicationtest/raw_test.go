@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -30,10 +31,14 @@ func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks 
 	if err != nil {
 		return 0, 0, err
 	}
+	id, err := proctest.TopicID(ctx, b, topic)
+	if err != nil {
+		return 0, 0, err
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 2000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, records
 	rt.Partitions = append(rt.Partitions, rp)
@@ -54,10 +59,15 @@ func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks 
 // replicaID would, claiming currentEpoch, and returns the partition's error
 // code.
 func rawReplicaFetch(ctx context.Context, b *kgo.Broker, topic string, p, replicaID, currentEpoch int32, offset int64) (int16, error) {
+	id, err := proctest.TopicID(ctx, b, topic)
+	if err != nil {
+		return 0, err
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = replicaID, 0, 1, 1<<20
+	req.ReplicaState.ID = replicaID // the replica id from v15 (KIP-903)
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset, rp.PartitionMaxBytes = p, currentEpoch, offset, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

@@ -17,6 +17,7 @@ import (
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/objstore"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 	"github.com/shale-io/shale/tiering"
 )
@@ -259,12 +260,16 @@ func BenchmarkColdTierS3(b *testing.B) {
 // contiguous from 0, reading only their headers: the client neither checks
 // CRCs nor decodes records, as the plain GET peer only reads bytes.
 func rawReplay(b *testing.B, ctx context.Context, cl *kgo.Client, topic string, end int64) {
+	id, err := proctest.TopicID(ctx, cl, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
 	next := int64(0)
 	for next < end {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 500, 1, 4*benchChunkBytes
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, id
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = next, benchChunkBytes, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)

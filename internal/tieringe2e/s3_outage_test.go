@@ -212,10 +212,14 @@ func produceBig(t testing.TB, cl *kgo.Client, topic string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
+	id, err := proctest.TopicID(ctxT(t, 20*time.Second), cl, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = 1, 10_000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = 0, records
 	rt.Partitions = append(rt.Partitions, rp)

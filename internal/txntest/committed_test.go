@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -36,13 +37,17 @@ func readLog(ctx context.Context, cl *kgo.Client, topic string, p int32) (logVie
 		}
 		send = cl.Broker(int(leader)).Request
 	}
+	topicID, err := proctest.TopicID(ctx, cl, topic)
+	if err != nil {
+		return logView{}, err
+	}
 	var v logView
 	pending := map[int64][]string{} // producer id -> values of its open transaction
 	for off := int64(0); ; {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 8<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, off, 8<<20, -1
 		rt.Partitions = append(rt.Partitions, rp)

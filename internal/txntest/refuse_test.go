@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -34,6 +35,9 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, id *string, t
 	req.TransactionID, req.Acks, req.TimeoutMillis = id, -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
+	if rt.TopicID, err = proctest.TopicID(ctx, cl, topic); err != nil {
+		t.Fatal(err)
+	}
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, b
 	rt.Partitions = append(rt.Partitions, rp)
