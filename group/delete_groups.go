@@ -61,8 +61,13 @@ func (g *group) deleteGroup() (int16, int64) {
 		return kerr.GroupIDNotFound.Code, -1
 	case len(g.members) > 0 || g.state != StateEmpty:
 		return kerr.NonEmptyGroup.Code, -1
+	case g.consumer != nil && len(g.consumer.members) > 0:
+		return kerr.NonEmptyGroup.Code, -1
 	}
 	recs := []record{{key: groupKey(g.id)}}
+	if g.consumer != nil {
+		recs = append(recs, g.consumer.tombstones(g.id)...)
+	}
 	for tp := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp)})
 	}
@@ -73,6 +78,7 @@ func (g *group) deleteGroup() (int16, int64) {
 	for tp := range g.latestOffsets() {
 		g.forgetOffset(tp, hw)
 	}
+	g.consumer = nil
 	g.setState(StateDead)
 	return 0, hw
 }

@@ -115,7 +115,18 @@ func (g *group) deleteOffsets(tps []topicPartition) (int16, []int16, int64) {
 		return kerr.GroupIDNotFound.Code, nil, -1
 	}
 	subscribed := map[string]bool{}
-	if len(g.members) > 0 {
+	if g.consumer != nil {
+		// A consumer group refuses only the topics its members subscribe
+		// to, as Kafka's.
+		for _, t := range g.consumer.subscription {
+			subscribed[t.name] = true
+		}
+		for _, m := range g.consumer.members {
+			for _, t := range m.subscribedTopics {
+				subscribed[t] = true
+			}
+		}
+	} else if len(g.members) > 0 {
 		var ok bool
 		if g.protocolType != "consumer" || g.protocol == "" {
 			return kerr.NonEmptyGroup.Code, nil, -1
