@@ -10,35 +10,31 @@ import (
 	"github.com/shale-io/shale/infra/config"
 )
 
-// sessionLoop enforces the rule that a node cut off from the control plane
-// for longer than its broker session stops acting as leader: the controller
-// will have elected others by then. Cut off means the NATS connection is
-// down, or the node's own registration has not been renewed (a NATS server
-// that stays connected but has lost its cluster, as an embedded server in
-// cluster mode cut from its routes does, accepts the connection but not
-// the write). It resumes, and reconciles with the control plane's view,
-// once both are back.
+// sessionLoop enforces the rule that a leader steps down only when the
+// control plane has moved on without it (docs/replication.md, "When the
+// control plane is away"): never because requests to NATS failed or the
+// connection dropped, which a JetStream leader election or a lost NATS
+// server causes for everyone, and never while the whole control plane is
+// away (nobody can elect another leader then). Its registration must have
+// certainly expired, by this node's monotonic clock from when its last
+// successful renewal was sent (a NATS server that accepts the connection
+// but has lost its cluster takes no write either), and the followers that
+// could replace it must have stopped fetching from it
+// (replica.Manager.StepDownSilent). It resumes, and reconciles with the
+// control plane's view, once the registration is renewed.
 func (n *Node) sessionLoop(ctx context.Context) {
-	var downSince time.Time
 	stepped := false
+	session := n.cfg.BrokerSessionTimeout
 	every(ctx, 250*time.Millisecond, func() {
 		now := time.Now()
-		if !n.nc.IsConnected() {
-			if downSince.IsZero() {
-				downSince = now
-			}
-		} else {
-			downSince = time.Time{}
-		}
 		renewed, _ := n.store.RegistrationRenewed()
-		lost := sessionLost(now, downSince, renewed, n.cfg.BrokerSessionTimeout)
+		expired := sessionExpired(now, renewed, session)
 		switch {
-		case lost && !stepped:
+		case expired && n.replicas.StepDownSilent(now, session) && !stepped:
 			n.logger.Warn("control plane lost for longer than the broker session; stepping down",
-				"connected", downSince.IsZero(), "registration_renewed_ago", now.Sub(renewed).Round(time.Millisecond))
-			n.replicas.StepDown()
+				"connected", n.nc.IsConnected(), "registration_renewed_ago", now.Sub(renewed).Round(time.Millisecond))
 			stepped = true
-		case !lost && stepped:
+		case !expired && stepped:
 			n.logger.Info("control plane reachable again; reconciling")
 			n.replicas.Resume()
 			n.reconcile()
@@ -47,12 +43,12 @@ func (n *Node) sessionLoop(ctx context.Context) {
 	})
 }
 
-// sessionLost reports whether the node must stop acting as leader at now:
-// its NATS connection has been down since downSince (zero: connected), or
-// its registration was last renewed at renewed, longer than the broker
-// session ago.
-func sessionLost(now, downSince, renewed time.Time, session time.Duration) bool {
-	return (!downSince.IsZero() && now.Sub(downSince) > session) || now.Sub(renewed) > session
+// sessionExpired reports whether this node's registration, last renewed by
+// a write sent at renewed (zero: never), has certainly expired at now:
+// more than the broker session ago. Both times carry the monotonic clock
+// (time.Now), so a wall-clock step changes nothing.
+func sessionExpired(now, renewed time.Time, session time.Duration) bool {
+	return now.Sub(renewed) > session
 }
 
 // controlledShutdown moves leadership of this node's partitions to other

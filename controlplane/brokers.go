@@ -88,18 +88,29 @@ func (s *Store) putBroker(ctx context.Context, b Broker, lastRev uint64) (uint64
 	return rev, nil
 }
 
-// keepalive refreshes the registration until Close. A failed refresh is
-// logged and retried at the next tick; losing the node id to another
-// process ends the registration.
+// keepaliveRetry is how soon a failed refresh of the registration is
+// tried again: a JetStream stream-leader election, or a NATS server lost
+// and the client's reconnection to another one, lasts seconds, and the
+// session (BrokerTTL) is what counts, not the keepalive's period.
+const keepaliveRetry = 100 * time.Millisecond
+
+// keepalive refreshes the registration until Close: every
+// KeepaliveInterval, and after a failed refresh again every keepaliveRetry
+// (each attempt bounded by KeepaliveInterval) until one succeeds, so that
+// a renewal lands as soon as the control plane answers again. Failures
+// are logged once per outage, with the outage's length at its end; losing
+// the node id to another process ends the registration.
 func (s *Store) keepalive() {
-	t := time.NewTicker(s.cfg.KeepaliveInterval)
-	defer t.Stop()
+	var failingSince time.Time // zero while renewals succeed
+	failures := 0
+	wait := s.cfg.KeepaliveInterval
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		wait = s.cfg.KeepaliveInterval
 		s.reg.Lock()
 		if s.reg.active {
 			start := time.Now()
@@ -109,6 +120,11 @@ func (s *Store) keepalive() {
 			switch {
 			case err == nil:
 				s.reg.rev, s.reg.renewedAt = rev, start
+				if !failingSince.IsZero() {
+					s.log.Info("broker keepalive renewed again", "failed_for", time.Since(failingSince).Round(time.Millisecond),
+						"failed_attempts", failures)
+					failingSince, failures = time.Time{}, 0
+				}
 				// Written at registration; again here if that write failed
 				// or an unregistration raced with this process's start.
 				ctx, cancel := context.WithTimeout(s.ctx, s.cfg.KeepaliveInterval)
@@ -121,7 +137,14 @@ func (s *Store) keepalive() {
 				s.reg.active = false
 				s.unsubscribeLiveness()
 			case s.ctx.Err() == nil:
-				s.log.Warn("broker keepalive failed", "err", err)
+				if failures++; failingSince.IsZero() {
+					failingSince = start
+					s.log.Warn("broker keepalive failed; retrying until the control plane answers", "err", err,
+						"last_renewed_ago", time.Since(s.reg.renewedAt).Round(time.Millisecond))
+				} else {
+					s.log.Debug("broker keepalive failed", "err", err, "attempt", failures)
+				}
+				wait = keepaliveRetry
 			}
 		}
 		s.reg.Unlock()

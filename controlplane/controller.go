@@ -82,6 +82,9 @@ type Controller struct {
 	// bal is the replica balancer's state; owned by the loop goroutine.
 	bal   balancerState
 	unsub func()
+	// grace is the session grace after a gap in this node's round trips
+	// to the control plane (grace.go).
+	grace sessionGrace
 }
 
 // StartController joins the controller election.
@@ -169,65 +172,88 @@ func (c *Controller) Close() {
 }
 
 func (c *Controller) loop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.LeaseTTL / 3)
-	defer t.Stop()
 	for {
-		c.step(ctx)
+		wait := c.cfg.LeaseTTL / 3
+		if !c.step(ctx) {
+			wait = keepaliveRetry // the lease's renewal got no answer: try again soon
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		case <-c.poke:
+			t.Stop()
 		}
 	}
 }
 
 // step renews or acquires the lease, then, as controller, reconciles every
-// partition with the live brokers.
-func (c *Controller) step(ctx context.Context) {
+// partition with the live brokers. It returns false when the controller's
+// renewal of its lease got no answer: the lease may still be its own (it
+// lives LeaseTTL from the last renewal), so it stays controller, writes
+// nothing (reconcile waits for a fresh renewal), and the loop retries
+// soon; a renewal refused (the lease's revision moved, or it is gone), or
+// none for LeaseTTL, ends the tenure.
+func (c *Controller) step(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
 	defer cancel()
 	me := []byte(strconv.FormatInt(int64(c.cfg.NodeID), 10))
+	start, reached := time.Now(), false
 	if c.leading.Load() {
 		renewStart := time.Now()
 		rev, err := c.kv.Update(rctx, ControllerLeaseKey, me, c.leaseRv)
-		if err != nil {
+		switch {
+		case err == nil:
+			c.leaseRv, c.renewedAt, reached = rev, renewStart, true
+		case isWrongLastSeq(err) || isKeyGone(err) || time.Since(c.renewedAt) > c.cfg.LeaseTTL:
 			c.log.Warn("controller lease lost", "err", err)
 			c.leading.Store(false)
-		} else {
-			c.leaseRv, c.renewedAt = rev, renewStart
+		default:
+			c.log.Debug("controller lease renewal got no answer; retrying", "err", err,
+				"renewed_ago", time.Since(c.renewedAt).Round(time.Millisecond))
+			c.observeRoundTrip(start, false)
+			return false
 		}
 	}
 	if !c.leading.Load() {
 		createStart := time.Now()
 		if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
-			c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
+			c.leaseRv, c.epoch, c.renewedAt, reached = rev, rev, createStart, true
 			c.balancedAt = createStart
 			c.leading.Store(true)
 			c.log.Info("became controller", "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
+			reached = true
 			if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
 				c.holder.Store(int32(id))
 			}
 		} else if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+			reached = true
 			c.holder.Store(-1)
 		}
 	}
+	c.observeRoundTrip(start, reached)
 	if !c.leading.Load() {
-		return
+		return true
 	}
 	c.holder.Store(c.cfg.NodeID)
 	c.reconcile(ctx)
+	if len(c.grace.grantedIDs(time.Now())) > 0 {
+		return true // no balancing while brokers' sessions are on grace: the view is partial
+	}
 	moved := c.leading.Load() && c.balanceReplicas(ctx) // balancer_run.go
 	if c.cfg.AutoLeaderRebalance && c.leading.Load() && (moved || time.Since(c.balancedAt) >= c.cfg.LeaderImbalanceCheckInterval) {
 		c.balancedAt = time.Now()
 		c.balanceLeaders(ctx)
 	}
+	return true
 }
 
 // reconcile applies ReconcilePartition to every partition.
 func (c *Controller) reconcile(ctx context.Context) {
-	views := c.store.ElectionViews()
+	views := c.store.electionViews(c.grace.grantedIDs(time.Now()))
 	for _, t := range c.store.Topics() {
 		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
@@ -280,6 +306,21 @@ func (c *Controller) reconcile(ctx context.Context) {
 				c.log.Warn("updating partition", "topic", t.Name, "partition", st.Partition, "err", err)
 			}
 		}
+	}
+}
+
+// observeRoundTrip records this step's round trip to the control plane,
+// started at start, and grants the session grace after a gap (grace.go).
+func (c *Controller) observeRoundTrip(start time.Time, reached bool) {
+	var live []int32
+	for _, b := range c.store.Brokers() {
+		live = append(live, b.NodeID)
+	}
+	now := time.Now()
+	granted := c.grace.observe(start, now, reached, live, c.store.cfg.KeepaliveInterval, c.store.cfg.BrokerTTL)
+	if len(granted) > 0 {
+		c.log.Info("control plane answers again after a gap; brokers live before it keep their sessions for a grace",
+			"brokers", granted, "grace", c.store.cfg.BrokerTTL, "controller", c.leading.Load())
 	}
 }
 

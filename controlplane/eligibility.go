@@ -295,6 +295,13 @@ func inOrder(order, set []int32) []int32 {
 // by the same trust as the controller: never a replica back with a new disk
 // while another live replica holds the data.
 func (s *Store) ElectionViews() func(st PartitionState, minISR int, unclean bool) View {
+	return s.electionViews(nil)
+}
+
+// electionViews is ElectionViews with the brokers graced (the
+// controller's session grace, grace.go) taken for live, trusted brokers
+// of their last process even while they have no key.
+func (s *Store) electionViews(graced []int32) func(st PartitionState, minISR int, unclean bool) View {
 	type registration struct {
 		b        Broker
 		logs     []ReplicaLog
@@ -302,6 +309,9 @@ func (s *Store) ElectionViews() func(st PartitionState, minISR int, unclean bool
 	}
 	live := map[int32]registration{}
 	offline := map[int32][]OfflineReplica{}
+	for _, id := range graced {
+		live[id] = registration{b: Broker{NodeID: id}}
+	}
 	for _, b := range s.Brokers() {
 		r := registration{b: b}
 		if b.UncleanStart {

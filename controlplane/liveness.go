@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -143,6 +144,9 @@ func (c *Controller) probeLoop(ctx context.Context) {
 		}
 		leading, holder := c.leading.Load(), c.holder.Load()
 		seen := map[string]bool{}
+		if leading {
+			c.probeGraced(ctx, misses, seen)
+		}
 		for _, r := range c.store.sessions() {
 			id := r.broker.NodeID
 			if id == c.cfg.NodeID || (!leading && id != holder) {
@@ -194,4 +198,34 @@ func (c *Controller) removeLease(ctx context.Context, holder int32) error {
 		return nil
 	}
 	return c.kv.Delete(ctx, ControllerLeaseKey, jetstream.LastRevision(e.Revision()))
+}
+
+// probeGraced probes the brokers within the session grace (grace.go) that
+// have no session key: a broker whose process died while the control
+// plane was away is taken for dead on the same proof as above, without
+// waiting for the grace to end. misses and seen are probeLoop's.
+func (c *Controller) probeGraced(ctx context.Context, misses map[string]int, seen map[string]bool) {
+	ids := c.grace.grantedIDs(time.Now())
+	if len(ids) == 0 {
+		return
+	}
+	for _, r := range c.store.Registrations() {
+		id := r.Broker.NodeID
+		if id == c.cfg.NodeID || !r.Fenced || !slices.Contains(ids, id) {
+			continue // not graced, or live by its own key (probed as a session)
+		}
+		k := "graced/" + strconv.Itoa(int(id)) + "/" + r.Incarnation
+		seen[k] = true
+		if !c.store.probeGone(ctx, session{broker: r.Broker, incarnation: r.Incarnation}) {
+			delete(misses, k)
+			continue
+		}
+		if misses[k]++; misses[k] < livenessMisses || !listenerRefused(ctx, r.Broker) {
+			continue
+		}
+		delete(misses, k)
+		c.grace.revoke(id)
+		c.log.Info("broker process gone (no NATS connection, Kafka port refused); its session grace ends", "broker", id)
+		c.Poke()
+	}
 }

@@ -131,7 +131,8 @@ type Manager struct {
 		replicas map[replicaKey]*partition.Replica
 		topicIDs map[string]controlplane.TopicID
 		closed   bool
-		// steppedDown: the node lost the control plane; no replica leads.
+		// steppedDown: the node's session certainly ended and the control
+		// plane moved on without it (StepDownSilent); no replica leads.
 		steppedDown bool
 		// failed are the assigned replicas that failed to open, with the
 		// topic id they were assigned under: offline until the node
@@ -516,28 +517,82 @@ func (r *Manager) Offline() []OfflineReplica {
 	return out
 }
 
-// StepDown makes every local replica a follower (the node lost the control
-// plane for longer than its session) until Resume.
-func (r *Manager) StepDown() {
+// StepDownSilent is the node's answer to a registration that has not
+// been renewed for longer than its session (broker.sessionLoop): it steps
+// every leader replica down (until Resume) once the control plane has
+// evidently moved on without this node, and reports whether it did.
+//
+// The node's own clock cannot tell a control plane that is down for every
+// node (nobody can elect another leader; the leaders must keep serving)
+// from one that is down for this node alone (the controller fences it and
+// elects others when its session expires). Its followers can: a replica
+// that the controller could elect instead of this one (an ISR member, or
+// any replica when unclean.leader.election.enable is set) fetches from
+// this leader while it takes this node for leader, and stops once it
+// follows a newer epoch. So the evidence is a leader replica all of whose
+// electable followers have been silent for quiet (no fetch since
+// now-quiet); a replica without any electable follower cannot be
+// replaced and is no evidence. Once there is evidence, every leader
+// replica with an electable follower steps down: the controller elects
+// away from a fenced broker in one pass.
+func (r *Manager) StepDownSilent(now time.Time, quiet time.Duration) bool {
 	r.mu.Lock()
-	r.mu.steppedDown = true
 	reps := make([]*partition.Replica, 0, len(r.mu.replicas))
 	for _, rep := range r.mu.replicas {
 		reps = append(reps, rep)
 	}
+	down := r.mu.steppedDown
 	r.mu.Unlock()
+	var replaceable []*partition.Replica
+	evidence := down
 	for _, rep := range reps {
+		st := rep.Status()
+		if !st.Leader {
+			continue
+		}
+		electable, silent := 0, 0
+		unclean := rep.Config().Bool(config.UncleanLeaderElection)
+		for _, f := range st.Followers {
+			if !unclean && !slices.Contains(st.ISR, f.ID) {
+				continue
+			}
+			electable++
+			last := f.LastFetch
+			if !f.Heard {
+				last = st.LeaderSince
+			}
+			if now.Sub(last) > quiet {
+				silent++
+			}
+		}
+		if electable == 0 {
+			continue
+		}
+		replaceable = append(replaceable, rep)
+		if silent == electable {
+			evidence = true
+		}
+	}
+	if !evidence {
+		return false
+	}
+	r.mu.Lock()
+	r.mu.steppedDown = true
+	r.mu.Unlock()
+	for _, rep := range replaceable {
 		if rep.IsLeader() {
 			rep.SetLeadership(false, rep.LeaderEpoch())
-			r.logger.Warn("stepped down: control plane unreachable", "topic", rep.Topic(), "partition", rep.Partition())
+			r.logger.Warn("stepped down: control plane unreachable", "topic", rep.Topic(), "partition", rep.Partition(),
+				"reason", "session expired and the electable followers stopped fetching")
 			if r.onLeadership != nil {
 				r.onLeadership(rep.Topic(), rep.Partition())
 			}
 		}
 	}
+	return true
 }
 
-// Resume lets Reconcile hand leadership back after StepDown.
+// Resume lets Reconcile hand leadership back after StepDownSilent.
 func (r *Manager) Resume() {
 	r.mu.Lock()
 	r.mu.steppedDown = false

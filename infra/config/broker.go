@@ -78,7 +78,7 @@ type Broker struct {
 	NATSTLSCert  string `yaml:"nats_tls_cert" doc:"Client certificate file for NATS TLS (with nats_tls_key)."`
 	NATSTLSKey   string `yaml:"nats_tls_key" doc:"Client key file for NATS TLS."`
 
-	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a node cut off from NATS this long stops leading."`
+	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a leader whose registration is this old steps down once the followers that could replace it stop fetching from it."`
 	ReplicaLagTimeMax    time.Duration `yaml:"replica_lag_time_max" doc:"replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/shale-io/shale/chaos"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -12,5 +13,6 @@ import (
 var shaleBin string
 
 func TestMain(m *testing.M) {
+	chaos.MaybeRunChild() // the NATS servers of natsProcs
 	os.Exit(proctest.RunWithBinary(m, "clustertest", &shaleBin))
 }
