@@ -168,6 +168,21 @@ func runElastic(t testing.TB, size elasticSize) elasticResult {
 			}
 		}
 	}
+	// The controller's balancer metrics: at least the 33 moves the new
+	// nodes' share takes, and the time it took.
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		var finished, bytes, took float64
+		for _, id := range c.LiveIDs() {
+			m := c.Node(id).Metrics()
+			finished += m["shale_balancer_moves_finished_total"]
+			bytes += m["shale_balancer_bytes_moved_total"]
+			took = max(took, m["shale_balancer_time_to_balance_seconds"])
+		}
+		last = fmt.Sprintf("moves finished %v, bytes moved %v, time to balance %vs", finished, bytes, took)
+		return finished >= 33 && bytes > 0 && took > 0
+	}); err != nil {
+		t.Fatalf("balancer metrics after the scale-out: %s", last)
+	}
 	live.waitMore(t, 2*size.rate, size.wait)
 	checkElasticReadback(t, ctx, c, adm, live, perPart)
 
