@@ -14,6 +14,8 @@
 // recovers after a crash by re-checking every batch past the recovery point.
 //
 // The package sits at the bottom of Shale's layers: it imports segment/batch
-// and no other Shale package. It starts no goroutine: time-based work
-// (FlushMs, delayed file deletion) happens when the owner calls MaybeFlush.
+// and no other Shale package. It starts no goroutine of its own for time:
+// time-based work (FlushMs, delayed file deletion) happens when the owner
+// calls MaybeFlush; the one goroutine a Log starts, its background flusher,
+// runs only while a rolled segment or a writeback waits for it.
 package segment

@@ -60,13 +60,10 @@ func (l *Log) maybeWriteback() {
 	} else {
 		l.bg.wb = writebackJob{seg: s, from: l.w.wbFrom, to: to}
 	}
+	l.kickFlusherLocked()
 	l.bg.mu.Unlock()
 	l.w.wbFrom = to
 	l.w.writebacks++
-	select {
-	case l.bg.kick <- struct{}{}:
-	default:
-	}
 }
 
 // writebackNext starts the writeback the writer asked for, if any. Like
