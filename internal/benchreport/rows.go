@@ -58,12 +58,21 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "MB/s", peerDesc: "8 partitions (same run)", goal: ">= 0.70"},
 	{label: "produce acks=all 1000p, CPU/GB", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
 		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "node-cpu-s/GB", peerDesc: "8 partitions (same run)", goal: "<= 2.0"},
+	// Issue 23: one RF=3 topic of 1,000 and 10,000 partitions on three
+	// nodes beside 8: until led with full ISRs, then idle.
+	{label: "partitions led, full ISRs", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
+		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)"},
+	{label: "partitions idle, busiest node CPU", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
+		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-idle-cpu-%", peerDesc: "8 partitions (same run)"},
+	{label: "partitions idle, largest node RSS", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
+		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "rss-mb", peerDesc: "8 partitions (same run)"},
 }
 
 // lowerIsBetter reports whether a smaller figure in unit is the better one:
 // times and costs (CPU seconds per GB).
 func lowerIsBetter(unit string) bool {
-	return unit == "ns/op" || strings.HasSuffix(unit, "-ms") || strings.HasSuffix(unit, "/GB")
+	return unit == "ns/op" || strings.HasSuffix(unit, "-ms") || strings.HasSuffix(unit, "/GB") ||
+		strings.HasSuffix(unit, "-%") || strings.HasSuffix(unit, "-mb")
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name

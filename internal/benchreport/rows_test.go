@@ -20,6 +20,8 @@ BenchmarkUncleanRestart/partitions-8-2 1 420 ns/op 6000 opened-ms 11000 ready-ms
 BenchmarkUncleanRestart/partitions-1000-2 1 900 ns/op 7200 opened-ms 33000 ready-ms
 BenchmarkSpreadProduce/partitions-8-2 1 500 ns/op 100.0 MB/s 10.0 node-cpu-s/GB
 BenchmarkSpreadProduce/partitions-1000-2 1 500 ns/op 80.0 MB/s 25.0 node-cpu-s/GB
+BenchmarkManyPartitions/partitions-8-2 1 500 ns/op 100 ready-ms 0.5 node-idle-cpu-% 40 rss-mb
+BenchmarkManyPartitions/partitions-10000-2 1 500 ns/op 30000 ready-ms 2.0 node-idle-cpu-% 400 rss-mb
 `
 	samples, err := ParseBench(strings.NewReader(out), 2)
 	if err != nil {
@@ -40,6 +42,9 @@ BenchmarkSpreadProduce/partitions-1000-2 1 500 ns/op 80.0 MB/s 25.0 node-cpu-s/G
 		"ratio 3.000 (lower is better)  goal <= 2.5 NOT MET",
 		"ratio 0.800 (higher is better)  goal >= 0.70 met",
 		"ratio 2.500 (lower is better)  goal <= 2.0 NOT MET",
+		"partitions led, full ISRs partitions-10000     30000 ms  vs 8 partitions (same run)        100 ms  ratio 300.000 (lower is better)",
+		"ratio 4.000 (lower is better)\n",
+		"ratio 10.000 (lower is better)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

@@ -1,0 +1,190 @@
+package clustertest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/procstat"
+	"github.com/shale-io/shale/internal/proctest"
+)
+
+// manyIdle is how long BenchmarkManyPartitions measures the idle nodes.
+const manyIdle = 10 * time.Second
+
+// BenchmarkManyPartitions is issue 23's size figure, for `make bench`:
+// three shale processes on one NATS server (in this process) and one RF=3
+// topic (min.insync.replicas=2) of 8, 1,000, then 10,000 partitions, a
+// new cluster for each. Reported: the time from CreateTopics until every
+// partition has a leader and a full ISR in the Metadata of node 1
+// (ready-ms); then, with no client traffic for manyIdle, the CPU of the
+// busiest node in percent of one core (node-idle-cpu-%) and of this
+// process (the NATS server, nats-idle-cpu-%), the largest resident memory
+// of a node (rss-mb, anonymous plus file-backed) and the goroutines of the
+// node with the most (goroutines), also per partition (each node holds
+// every partition; the 8-partition run shows the fixed part). Asserts
+// nothing about time; each phase is bounded.
+//
+// SHALE_BENCH_MANY_PARTITIONS (comma separated) replaces the partition
+// counts. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
+// goroutines and a CPU profile of the idle window are written there
+// (many-<partitions>-node-<id>.pprof, -goroutines.txt). One iteration is the whole workload: run it with -benchtime 1x.
+func BenchmarkManyPartitions(b *testing.B) {
+	counts := []int32{8, 1000, 10000}
+	if env := os.Getenv("SHALE_BENCH_MANY_PARTITIONS"); env != "" {
+		counts = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("SHALE_BENCH_MANY_PARTITIONS: %q", env)
+			}
+			counts = append(counts, int32(n))
+		}
+	}
+	for _, parts := range counts {
+		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				manyPartitions(b, parts)
+			}
+		})
+	}
+}
+
+func manyPartitions(b *testing.B, parts int32) {
+	const topic = "many"
+	profDir := os.Getenv("SHALE_BENCH_PROFILE_DIR")
+	opts := []proctest.ClusterOption{proctest.ClusterName(fmt.Sprintf("many %d", parts))}
+	if profDir != "" {
+		opts = append(opts, proctest.NodeEnv("SHALE_ADMIN_PPROF_ENABLE=true"))
+	}
+	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, opts...)
+	ctx := proctest.Context(b, 15*time.Minute)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka()), kgo.MetadataMinAge(20*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	two := "2"
+	start := time.Now()
+	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		b.Fatalf("creating %d partitions: %v", parts, err)
+	}
+	var last string
+	if err := proctest.Poll(10*time.Minute, 100*time.Millisecond, func() bool {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		td, ok := md.Topics[topic]
+		if !ok || td.Err != nil || int32(len(td.Partitions)) != parts {
+			last = fmt.Sprintf("topic: %v, %d partitions", td.Err, len(td.Partitions))
+			return false
+		}
+		led, full := 0, 0
+		for _, pd := range td.Partitions {
+			if pd.Err == nil && pd.Leader >= 0 {
+				led++
+			}
+			if len(pd.ISR) == 3 {
+				full++
+			}
+		}
+		last = fmt.Sprintf("%d led, %d with a full ISR", led, full)
+		return led == int(parts) && full == int(parts)
+	}); err != nil {
+		b.Fatalf("%d partitions led with full ISRs: %v (%s)", parts, err, last)
+	}
+	ready := time.Since(start)
+	cl.Close() // no client traffic while idle
+
+	var profs sync.WaitGroup
+	if profDir != "" {
+		for _, id := range c.IDs() {
+			admin := c.Node(id).Admin()
+			base := filepath.Join(profDir, fmt.Sprintf("many-%d-node-%d", parts, id))
+			profs.Add(1)
+			go func() {
+				defer profs.Done()
+				saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(manyIdle.Seconds())), base+".pprof")
+			}()
+			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", admin), base+"-goroutines.txt")
+		}
+	}
+	cpu0, self0 := nodeCPUs(b, c), selfCPU(b)
+	from := time.Now()
+	time.Sleep(manyIdle)
+	profs.Wait()
+	cpu1, self1, took := nodeCPUs(b, c), selfCPU(b), time.Since(from)
+	busiest := time.Duration(0)
+	for i := range cpu0 {
+		busiest = max(busiest, cpu1[i]-cpu0[i])
+	}
+	rss, goroutines := int64(0), 0.0
+	for _, id := range c.IDs() {
+		rss = max(rss, nodeRSS(b, c.Node(id)))
+		goroutines = max(goroutines, c.Node(id).Metrics()["go_goroutines"])
+	}
+	b.ReportMetric(float64(ready.Milliseconds()), "ready-ms")
+	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
+	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
+	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
+	b.ReportMetric(goroutines/float64(parts), "goroutines/partition")
+	b.ReportMetric(goroutines, "goroutines")
+	c.CheckNoPanic()
+}
+
+// nodeCPUs is the CPU time of each of the cluster's nodes, in c.IDs order.
+func nodeCPUs(b *testing.B, c *proctest.Cluster) []time.Duration {
+	var out []time.Duration
+	for _, id := range c.IDs() {
+		cmd := c.Node(id).Cmd()
+		if cmd == nil || cmd.Process == nil {
+			b.Fatalf("node %d not running", id)
+		}
+		st, err := procstat.Read(cmd.Process.Pid)
+		if err != nil {
+			b.Fatalf("node %d: %v", id, err)
+		}
+		out = append(out, st.CPU)
+	}
+	return out
+}
+
+// nodeRSS is a node's resident memory (VmRSS: anonymous, file-backed and
+// shared) in bytes.
+func nodeRSS(b *testing.B, n *proctest.Node) int64 {
+	cmd := n.Cmd()
+	if cmd == nil || cmd.Process == nil {
+		b.Fatal("node not running")
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
