@@ -100,6 +100,26 @@ func (c Client) ReplicationStatus(ctx context.Context, node, topic string) (Repl
 	return get[ReplicationStatus](ctx, c, URL(node, ReplicationStatusPath, topic))
 }
 
+// NodeHealth GETs HealthPath from node (see URL). Errors are as
+// TierStatus's.
+func (c Client) NodeHealth(ctx context.Context, node string) (NodeHealth, error) {
+	return get[NodeHealth](ctx, c, URL(node, HealthPath, ""))
+}
+
+// ConsumerLag GETs ConsumerLagPath from node (see URL). Errors are as
+// TierStatus's.
+func (c Client) ConsumerLag(ctx context.Context, node string) (ConsumerLag, error) {
+	return get[ConsumerLag](ctx, c, URL(node, ConsumerLagPath, ""))
+}
+
+// DecodeNodeHealth reads one node's health checks from r (at most
+// MaxBodyBytes); anything else is an error wrapping ErrBadBody.
+func DecodeNodeHealth(r io.Reader) (NodeHealth, error) { return decode[NodeHealth](r) }
+
+// DecodeConsumerLag reads one consumer-lag sample from r (at most
+// MaxBodyBytes); anything else is an error wrapping ErrBadBody.
+func DecodeConsumerLag(r io.Reader) (ConsumerLag, error) { return decode[ConsumerLag](r) }
+
 // DecodeTierStatus reads one tier status from r (at most MaxBodyBytes);
 // anything else is an error wrapping ErrBadBody, never a panic.
 func DecodeTierStatus(r io.Reader) (TierStatus, error) { return decode[TierStatus](r) }
@@ -128,7 +148,7 @@ func URL(node, path, topic string) string {
 
 // body is what an admin endpoint answers: a type with its shape check.
 type body interface {
-	TierStatus | ReplicationStatus | BalancePlan | DrainState
+	TierStatus | ReplicationStatus | BalancePlan | DrainState | NodeHealth | ConsumerLag
 	validate() error
 }
 

@@ -170,3 +170,62 @@ func FuzzDecodeReplicationStatus(f *testing.F) {
 		}
 	})
 }
+
+const wireHealth = `{"node_id":1,"time":"2026-12-05T07:00:00Z","kafka_address":"127.0.0.1:9092","nats":{"connected":true,"streams":[{"name":"KV_shale_brokers","replicas":3,"leader":"n1","peers":[{"name":"n2","current":true}]}]},"bucket":{"location":"b","reachable":true},"disk":{"path":"/d","total_bytes":10,"free_bytes":5},"certificates":[]}`
+
+const wireLag = `{"node_id":1,"at":"2026-12-05T07:00:00Z","groups":[{"group":"g","state":"Empty","members":0,"partitions":[{"topic":"t","partition":0,"committed_offset":1,"end_offset":3,"lag":2,"time_lag_seconds":1.5}],"history":[{"at":"2026-12-05T07:00:00Z","lag":2}]}]}`
+
+// FuzzDecodeNodeHealth: any body decodes to a health answer with its
+// lists, or an ErrBadBody.
+func FuzzDecodeNodeHealth(f *testing.F) {
+	f.Add([]byte(wireHealth))
+	f.Add([]byte(wireTier))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := adminapi.DecodeNodeHealth(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, adminapi.ErrBadBody) {
+				t.Fatalf("error %v does not wrap ErrBadBody", err)
+			}
+			return
+		}
+		if h.NATS.Streams == nil || h.Certificates == nil {
+			t.Fatal("decoded without its lists")
+		}
+	})
+}
+
+// FuzzDecodeConsumerLag: any body decodes to a sample whose groups all
+// have a partitions list, or an ErrBadBody.
+func FuzzDecodeConsumerLag(f *testing.F) {
+	f.Add([]byte(wireLag))
+	f.Add([]byte(wireHealth))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := adminapi.DecodeConsumerLag(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, adminapi.ErrBadBody) {
+				t.Fatalf("error %v does not wrap ErrBadBody", err)
+			}
+			return
+		}
+		for _, g := range l.Groups {
+			if g.Partitions == nil {
+				t.Fatal("a group without a partitions list")
+			}
+			_ = g.Total()
+		}
+	})
+}
+
+func TestDecodeHealthAndLag(t *testing.T) {
+	h, err := adminapi.DecodeNodeHealth(strings.NewReader(wireHealth))
+	if err != nil || h.NodeID != 1 || !h.NATS.Connected || len(h.NATS.Streams) != 1 || h.Bucket == nil || !h.Bucket.Reachable {
+		t.Fatalf("DecodeNodeHealth = %+v, %v", h, err)
+	}
+	l, err := adminapi.DecodeConsumerLag(strings.NewReader(wireLag))
+	if err != nil || len(l.Groups) != 1 || l.Groups[0].Total() != 2 || len(l.Groups[0].History) != 1 {
+		t.Fatalf("DecodeConsumerLag = %+v, %v", l, err)
+	}
+	if _, err := adminapi.DecodeConsumerLag(strings.NewReader(`{"groups":[{"group":"g"}]}`)); !errors.Is(err, adminapi.ErrBadBody) {
+		t.Fatalf("a group without partitions: %v", err)
+	}
+}

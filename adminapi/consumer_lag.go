@@ -1,6 +1,9 @@
 package adminapi
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // The body of GET /v1/groups/lag: the last consumer-lag sample of the
 // groups a node coordinates (package lag), with each group's recent totals.
@@ -56,4 +59,18 @@ type ConsumerPartitionLag struct {
 type LagPoint struct {
 	At  time.Time `json:"at"`
 	Lag int64     `json:"lag"`
+}
+
+var errNoGroups = errors.New("no groups list")
+
+func (l ConsumerLag) validate() error {
+	if l.Groups == nil {
+		return errNoGroups
+	}
+	for _, g := range l.Groups {
+		if g.Partitions == nil {
+			return errNoPartitions
+		}
+	}
+	return nil
 }

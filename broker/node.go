@@ -423,6 +423,7 @@ func (n *Node) adminMux() *http.ServeMux {
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
 	mux.Handle(adminapi.ConsumerLagPath, n.consumerLagHandler())
 	n.mountBalancer(mux) // balancer.go
+	mux.Handle(adminapi.HealthPath, n.healthHandler())
 	n.mountMetrics(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if n.nc == nil || !n.nc.IsConnected() {

@@ -60,13 +60,9 @@ func (n *Node) probeBucket(ctx context.Context) error {
 		return err
 	}
 	defer b.Close()
-	key := fmt.Sprintf("shale-probe/node-%d", n.cfg.NodeID)
-	if prefix := strings.Trim(n.cfg.S3Prefix, "/"); prefix != "" {
-		key = prefix + "/" + key
-	}
 	pctx, cancel := context.WithTimeout(ctx, bucketProbeTimeout)
 	defer cancel()
-	err = objstore.Probe(pctx, b, key)
+	err = objstore.Probe(pctx, b, n.probeKey("node"))
 	where := n.bucketLocation()
 	if n.cfg.S3Endpoint != "" {
 		where += " at " + n.cfg.S3Endpoint
@@ -82,6 +78,16 @@ func (n *Node) probeBucket(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("cold tier bucket %s is not usable: %w", where, err)
+}
+
+// probeKey is the key of this node's probe object: shale-probe/WHAT-<id>
+// under s3_prefix.
+func (n *Node) probeKey(what string) string {
+	key := fmt.Sprintf("shale-probe/%s-%d", what, n.cfg.NodeID)
+	if prefix := strings.Trim(n.cfg.S3Prefix, "/"); prefix != "" {
+		key = prefix + "/" + key
+	}
+	return key
 }
 
 // bucketLocation names the cold tier for the brokers' check that they share

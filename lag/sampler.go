@@ -187,7 +187,7 @@ func (s *Sampler) Sample(ctx context.Context) (Sample, error) {
 				// the describe is left out of this sample.
 				continue
 			}
-			gl := GroupLag{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Members: len(g.Members)}
+			gl := GroupLag{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Members: len(g.Members), Partitions: []PartitionLag{}}
 			for _, ml := range g.Lag.Sorted() {
 				if ml.Err != nil {
 					continue

@@ -123,6 +123,7 @@ SHALE_SASL_PASSWORD when neither gives one.`,
 		newPartitionCmd(),
 		newReplicationCmd(),
 		newTierCmd(),
+		newDoctorCmd(),
 		newSegmentCmd(),
 		newVersionCmd(),
 	)
