@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/shale-io/shale/sdk"
 )
@@ -24,6 +27,7 @@ func newGroupCmd() *cobra.Command {
 // groupListEntry is one row of `shale group list`.
 type groupListEntry struct {
 	Group        string `json:"group"`
+	Type         string `json:"type"` // classic or consumer (KIP-848); ListGroups v5
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
@@ -49,29 +53,34 @@ func groupList(ctx context.Context, g *cliGlobals, stdout io.Writer) error {
 	}
 	entries := []groupListEntry{}
 	for _, lg := range groups.Sorted() {
-		entries = append(entries, groupListEntry{Group: lg.Group, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
+		entries = append(entries, groupListEntry{Group: lg.Group, Type: lg.GroupType, State: lg.State, ProtocolType: lg.ProtocolType, Coordinator: lg.Coordinator})
 	}
 	if g.json() {
 		return writeJSON(stdout, entries)
 	}
-	t := newTable(stdout, "GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
+	t := newTable(stdout, "GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "COORDINATOR")
 	for _, e := range entries {
-		t.row(e.Group, e.State, e.ProtocolType, e.Coordinator)
+		t.row(e.Group, e.Type, e.State, e.ProtocolType, e.Coordinator)
 	}
 	return t.flush()
 }
 
 // groupDescription is one group in `shale group describe`.
 type groupDescription struct {
-	Group        string         `json:"group"`
-	State        string         `json:"state"`
-	ProtocolType string         `json:"protocol_type"`
-	Protocol     string         `json:"protocol"`
-	Coordinator  int32          `json:"coordinator"`
-	Members      []groupMember  `json:"members"`
-	TotalLag     int64          `json:"total_lag"`
-	Partitions   []partitionLag `json:"partitions"`
-	Error        string         `json:"error,omitempty"`
+	Group string `json:"group"`
+	// GroupProtocol is the group protocol: classic (JoinGroup/SyncGroup)
+	// or consumer (KIP-848, with the epochs below).
+	GroupProtocol   string         `json:"group_protocol"`
+	GroupEpoch      int32          `json:"group_epoch,omitempty"`
+	AssignmentEpoch int32          `json:"assignment_epoch,omitempty"`
+	State           string         `json:"state"`
+	ProtocolType    string         `json:"protocol_type"`
+	Protocol        string         `json:"protocol"`
+	Coordinator     int32          `json:"coordinator"`
+	Members         []groupMember  `json:"members"`
+	TotalLag        int64          `json:"total_lag"`
+	Partitions      []partitionLag `json:"partitions"`
+	Error           string         `json:"error,omitempty"`
 }
 
 type groupMember struct {
@@ -79,6 +88,11 @@ type groupMember struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	ClientID   string `json:"client_id"`
 	Host       string `json:"host"`
+	// MemberEpoch, Assigned and Target are a KIP-848 member's epoch, the
+	// partitions it owns and those the target assignment gives it.
+	MemberEpoch *int32             `json:"member_epoch,omitempty"`
+	Assigned    map[string][]int32 `json:"assigned,omitempty"`
+	Target      map[string][]int32 `json:"target,omitempty"`
 }
 
 // partitionLag is a group's committed offset and lag in one partition; a
@@ -124,7 +138,11 @@ func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups 
 		case err != nil:
 			return err
 		default:
-			out = append(out, describeLag(info, lags))
+			d := describeLag(info, lags)
+			if info.ProtocolType == "consumer" {
+				addConsumerProtocol(ctx, a.Kadm(), &d)
+			}
+			out = append(out, d)
 		}
 	}
 	if err := printGroupDescriptions(stdout, out, g.json()); err != nil {
@@ -157,7 +175,7 @@ func printGroupDescriptions(stdout io.Writer, out []groupDescription, asJSON boo
 }
 
 func describeLag(info sdk.GroupInfo, lags []sdk.PartitionLag) groupDescription {
-	d := groupDescription{Group: info.Group, State: info.State, ProtocolType: info.ProtocolType, Protocol: info.Protocol,
+	d := groupDescription{Group: info.Group, GroupProtocol: "classic", State: info.State, ProtocolType: info.ProtocolType, Protocol: info.Protocol,
 		Coordinator: info.Coordinator, Members: []groupMember{}, Partitions: []partitionLag{}}
 	for _, m := range info.Members {
 		d.Members = append(d.Members, groupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost})
@@ -179,6 +197,11 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 	t := newTable(w, "GROUP", d.Group)
 	t.row("COORDINATOR", d.Coordinator)
 	t.row("STATE", d.State)
+	t.row("GROUP-PROTOCOL", d.GroupProtocol)
+	if d.GroupProtocol == "consumer" {
+		t.row("GROUP-EPOCH", d.GroupEpoch)
+		t.row("ASSIGNMENT-EPOCH", d.AssignmentEpoch)
+	}
 	t.row("PROTOCOL", strings.Trim(d.ProtocolType+"/"+d.Protocol, "/"))
 	t.row("MEMBERS", len(d.Members))
 	t.row("TOTAL-LAG", d.TotalLag)
@@ -188,7 +211,20 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(d.Members) > 0 {
+	if len(d.Members) > 0 && d.GroupProtocol == "consumer" {
+		fmt.Fprintln(w)
+		t = newTable(w, "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "MEMBER-EPOCH", "ASSIGNED", "TARGET")
+		for _, m := range d.Members {
+			epoch := ""
+			if m.MemberEpoch != nil {
+				epoch = fmt.Sprint(*m.MemberEpoch)
+			}
+			t.row(m.MemberID, m.InstanceID, m.ClientID, m.Host, epoch, partitionsText(m.Assigned), partitionsText(m.Target))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	} else if len(d.Members) > 0 {
 		fmt.Fprintln(w)
 		t = newTable(w, "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST")
 		for _, m := range d.Members {
@@ -212,4 +248,57 @@ func offsetText(o int64) string {
 		return "-"
 	}
 	return fmt.Sprint(o)
+}
+
+// addConsumerProtocol fills in what ConsumerGroupDescribe says of a KIP-848
+// group: its epochs and its members' epochs and assignments. A classic
+// group (GROUP_ID_NOT_FOUND there) is left as it is.
+func addConsumerProtocol(ctx context.Context, adm *kadm.Client, d *groupDescription) {
+	described, err := adm.DescribeConsumerGroups(ctx, d.Group)
+	if err != nil {
+		return
+	}
+	cg, ok := described[d.Group]
+	if !ok || cg.Err != nil {
+		return
+	}
+	d.GroupProtocol, d.GroupEpoch, d.AssignmentEpoch = "consumer", cg.Epoch, cg.AssignmentEpoch
+	byID := map[string]kadm.ConsumerGroupMember{}
+	for _, m := range cg.Members {
+		byID[m.MemberID] = m
+	}
+	for i, m := range d.Members {
+		cm, ok := byID[m.MemberID]
+		if !ok {
+			continue
+		}
+		epoch := cm.MemberEpoch
+		d.Members[i].MemberEpoch = &epoch
+		d.Members[i].Assigned, d.Members[i].Target = topicsSetMap(cm.Assignment), topicsSetMap(cm.TargetAssignment)
+	}
+}
+
+func topicsSetMap(s kadm.TopicsSet) map[string][]int32 {
+	out := map[string][]int32{}
+	for t, ps := range s {
+		for p := range ps {
+			out[t] = append(out[t], p)
+		}
+		slices.Sort(out[t])
+	}
+	return out
+}
+
+// partitionsText prints an assignment as topic:0,1 topic2:3.
+func partitionsText(a map[string][]int32) string {
+	topics := slices.Sorted(maps.Keys(a))
+	parts := make([]string, 0, len(topics))
+	for _, t := range topics {
+		ps := make([]string, len(a[t]))
+		for i, p := range a[t] {
+			ps[i] = fmt.Sprint(p)
+		}
+		parts = append(parts, t+":"+strings.Join(ps, ","))
+	}
+	return strings.Join(parts, " ")
 }
