@@ -106,6 +106,7 @@ type Manager struct {
 	logsDir     string
 	store       Metadata
 	defaults    map[string]string // broker-wide topic config defaults
+	topicCfgs   topicConfigs      // REQUIRES: reconcileMu held (topic_config.go)
 	// writeback is each log's segment.Config.WritebackBytes (log_writeback_bytes).
 	writeback int64
 	// pidExpiration is each replica's partition.Options.ProducerIDExpiration.
@@ -260,6 +261,10 @@ func (r *Manager) Reconcile() error {
 			}
 		}
 	}
+	if r.topicCfgs == nil {
+		r.topicCfgs = topicConfigs{}
+	}
+	r.topicCfgs.keep(topics)
 	var errs []error
 	// Close replicas no longer assigned here, or whose topic was re-created.
 	r.mu.Lock()
@@ -310,7 +315,9 @@ func (r *Manager) Reconcile() error {
 		r.mu.RUnlock()
 		t := topics[k.topic]
 		if open {
-			existing.SetConfig(r.TopicConfig(t))
+			if tc := r.topicCfgs.resolve(r, t); existing.Config() != tc {
+				existing.SetConfig(tc)
+			}
 			r.applyRole(existing, st, false)
 			continue
 		}
