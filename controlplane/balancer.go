@@ -329,8 +329,8 @@ func PlanBalance(parts []PartitionState, v BalanceView) BalancePlan {
 // CheckDrain reports whether draining the brokers in draining can finish:
 // every partition with a replica on one of them needs as many hosts (live
 // brokers in brokers, not draining, not shutting down) as it has replicas.
-// It returns an ErrInvalidReplicaAssignment naming the first partition
-// that could not move, and nil when all can.
+// It returns an ErrDrainImpossible naming the first partition that could
+// not move, and nil when all can.
 func CheckDrain(parts []PartitionState, brokers []Broker, draining map[int32]bool) error {
 	hosts := 0
 	for _, b := range brokers {
@@ -344,8 +344,8 @@ func CheckDrain(parts []PartitionState, brokers []Broker, draining map[int32]boo
 			continue
 		}
 		if len(t) > hosts {
-			return fmt.Errorf("%w: %s-%d has %d replicas %v, and only %d brokers would be left to host them: draining %v cannot finish",
-				ErrInvalidReplicaAssignment, st.Topic, st.Partition, len(t), t, hosts, sortedIDs(draining))
+			return fmt.Errorf("%w: %s-%d has %d replicas %v, and only %d brokers would be left to host them (draining %v)",
+				ErrDrainImpossible, st.Topic, st.Partition, len(t), t, hosts, sortedIDs(draining))
 		}
 	}
 	return nil

@@ -238,14 +238,14 @@ func TestPlanBalanceDrain(t *testing.T) {
 func TestCheckDrain(t *testing.T) {
 	parts := evenTopic("t", 3, 3, 3)
 	err := CheckDrain(parts, brokersOf(1, 2, 3), map[int32]bool{3: true})
-	if !errors.Is(err, ErrInvalidReplicaAssignment) || !strings.Contains(err.Error(), "only 2 brokers would be left") {
+	if !errors.Is(err, ErrDrainImpossible) || !strings.Contains(err.Error(), "only 2 brokers would be left") {
 		t.Errorf("RF 3 on three brokers, one draining: %v", err)
 	}
 	if err := CheckDrain(parts, brokersOf(1, 2, 3, 4), map[int32]bool{3: true}); err != nil {
 		t.Errorf("a fourth broker takes them: %v", err)
 	}
 	err = CheckDrain(evenTopic("t", 2, 1, 1), brokersOf(1), map[int32]bool{1: true})
-	if !errors.Is(err, ErrInvalidReplicaAssignment) {
+	if !errors.Is(err, ErrDrainImpossible) {
 		t.Errorf("draining the last replicas: %v", err)
 	}
 	if err := CheckDrain(parts, brokersOf(1, 2, 3, 4, 5, 6), map[int32]bool{4: true, 5: true, 6: true}); err != nil {

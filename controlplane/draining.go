@@ -108,7 +108,7 @@ var ErrDrainImpossible = errors.New("controlplane: the drain cannot finish")
 // current partition records, that the drain of the whole new set can
 // finish (CheckDrain) and that every id is registered; otherwise it
 // writes nothing and returns an error saying why (ErrBrokerNotRegistered,
-// or ErrDrainImpossible wrapping CheckDrain's).
+// or CheckDrain's ErrDrainImpossible).
 func (s *Store) Decommission(ctx context.Context, ids []int32) (map[int32]bool, error) {
 	for _, id := range ids {
 		if !s.Registered(id) {
@@ -124,7 +124,7 @@ func (s *Store) Decommission(ctx context.Context, ids []int32) (map[int32]bool, 
 			parts = append(parts, s.Partitions(t.Name)...)
 		}
 		if err := CheckDrain(parts, s.Brokers(), cur); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrDrainImpossible, err)
+			return nil, err
 		}
 		return cur, nil
 	})
