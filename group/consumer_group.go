@@ -671,7 +671,7 @@ func (cg *consumerGroup) validateCommit(cr commitRequest) int16 {
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID.Code
-	case cr.version < 9:
+	case cr.version < 9 && !cr.transactional:
 		return kerr.UnsupportedVersion.Code
 	case cr.generation == m.epoch:
 		return 0

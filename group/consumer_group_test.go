@@ -1,6 +1,7 @@
 package group
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -147,5 +148,89 @@ func TestConsumerReconciliationRevokesFirst(t *testing.T) {
 	g.consumer.members["m2"].expiresAt = g.now.Add(time.Hour)
 	if recs := g.consumerTick(); len(recs) == 0 || g.consumer.members["m1"] != nil || g.consumer.epoch != 3 {
 		t.Fatalf("after m1's session: %d records, members %v, epoch %d", len(recs), g.consumer.memberIDs(), g.consumer.epoch)
+	}
+}
+
+// TestConsumerCommitRules: OffsetCommit v9 and TxnOffsetCommit against a
+// consumer group's member epochs.
+func TestConsumerCommitRules(t *testing.T) {
+	cg := newConsumerGroup()
+	m := &consumerMember{id: "m", epoch: 5, previousEpoch: 4, assigned: assignment{tidA: {0}}, pendingRevoke: assignment{tidA: {1}}}
+	cg.members["m"] = m
+	ids := map[string]topicID{"a": tidA}
+	commit := func(epoch int32, version int16, txn bool, ps ...int32) int16 {
+		cr := commitRequest{memberID: "m", generation: epoch, version: version, transactional: txn, topicIDs: ids}
+		for _, p := range ps {
+			cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{"a", p}})
+		}
+		return cg.validateCommit(cr)
+	}
+	for _, c := range []struct {
+		name    string
+		epoch   int32
+		version int16
+		txn     bool
+		ps      []int32
+		want    int16
+	}{
+		{"current epoch", 5, 9, false, []int32{0, 1, 2}, 0},
+		{"below v9", 5, 8, false, []int32{0}, kerr.UnsupportedVersion.Code},
+		{"transactional below v9", 5, 3, true, []int32{0}, 0},
+		{"previous epoch, owned partitions", 4, 9, false, []int32{0, 1}, 0},
+		{"previous epoch, a partition not owned", 4, 9, false, []int32{0, 2}, kerr.StaleMemberEpoch.Code},
+		{"older epoch", 3, 9, false, []int32{0}, kerr.StaleMemberEpoch.Code},
+		{"future epoch", 6, 9, false, []int32{0}, kerr.StaleMemberEpoch.Code},
+	} {
+		if got := commit(c.epoch, c.version, c.txn, c.ps...); got != c.want {
+			t.Errorf("%s: code %d, want %d", c.name, got, c.want)
+		}
+	}
+	if got := cg.validateCommit(commitRequest{memberID: "x", generation: 5, version: 9}); got != kerr.UnknownMemberID.Code {
+		t.Errorf("unknown member: %d", got)
+	}
+	if got := cg.validateCommit(commitRequest{generation: -1, version: 9}); got != kerr.UnknownMemberID.Code {
+		t.Errorf("simple commit to a group with members: %d", got)
+	}
+	if got := cg.validateFetch(fetchMember{id: "m", epoch: 4}); got != kerr.StaleMemberEpoch.Code {
+		t.Errorf("OffsetFetch with epoch 4: %d", got)
+	}
+}
+
+// TestConsumerGroupSnapshotReloads: the records of a compaction snapshot
+// (liveRecords) rebuild the same consumer group.
+func TestConsumerGroupSnapshotReloads(t *testing.T) {
+	g := newGroup("g", &Config{ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
+	g.now = time.Unix(100, 0)
+	inst := "s1"
+	for _, h := range []consumerHeartbeat{
+		{memberID: "m1", rebalanceTimeoutMs: 5000, subscribedTopics: []string{"a"}, owned: assignment{}},
+		{memberID: "m2", instanceID: &inst, rebalanceTimeoutMs: 5000, subscribedTopics: []string{"a"}, owned: assignment{}},
+	} {
+		if _, code := g.testHeartbeat(t, h); code != 0 {
+			t.Fatalf("join %s: %d", h.memberID, code)
+		}
+	}
+	lc := newLoadedConsumer()
+	for _, r := range g.consumer.liveRecords(g.id) {
+		k, err := decodeKey(r.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lc.apply(k, r.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := lc.restore(g.now, g.limits)
+	want := g.consumer
+	if got.epoch != want.epoch || got.assignmentEpoch != want.assignmentEpoch || len(got.members) != 2 ||
+		got.static[inst] != "m2" || len(got.owners) != len(want.owners) || !slices.Equal(got.subscription, want.subscription) {
+		t.Fatalf("reloaded %+v, want %+v", got, want)
+	}
+	for id, m := range want.members {
+		r := got.members[id]
+		if r.epoch != m.epoch || r.state != m.state || !r.assigned.equal(m.assigned) || !r.target.equal(m.target) ||
+			!slices.Equal(r.subscribedTopics, m.subscribedTopics) || r.rebalanceTimeoutMs != m.rebalanceTimeoutMs {
+			t.Errorf("member %s reloaded as %+v, was %+v", id, r, m)
+		}
 	}
 }

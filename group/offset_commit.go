@@ -44,12 +44,13 @@ import (
 
 // commitRequest is an OffsetCommit's fields, owned by the group.
 type commitRequest struct {
-	memberID   string
-	instanceID *string
-	generation int32
-	offsets    []commitOffset
-	version    int16
-	topicIDs   map[string]topicID // the topics' ids, for a consumer group's ownership check
+	memberID      string
+	instanceID    *string
+	generation    int32
+	offsets       []commitOffset
+	version       int16
+	transactional bool               // TxnOffsetCommit: no OffsetCommit version rule
+	topicIDs      map[string]topicID // the topics' ids, for a consumer group's ownership check
 }
 
 type commitOffset struct {

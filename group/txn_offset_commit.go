@@ -16,7 +16,9 @@ package group
 //     (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), so that
 //     a zombie that lost its partitions in a rebalance cannot commit.
 //     Without them (generation -1) any producer may commit, as with a
-//     simple OffsetCommit.
+//     simple OffsetCommit. A member of a KIP-848 consumer group sends its
+//     member epoch as the generation, checked as OffsetCommit v9 checks it
+//     (a stale epoch answered ILLEGAL_GENERATION).
 //   - v4: as v3 (Kafka adds TRANSACTION_ABORTABLE to its errors).
 //   - v0-v4 (KIP-890 part 1): unless the producer's transaction is open
 //     in the group's offsets partition already, the coordinator verifies
@@ -98,6 +100,12 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		cr := commitRequest{memberID: "", generation: -1}
 		if req.Version >= 3 {
 			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
+		}
+		if view := c.topicView(); len(view.byName) > 0 && cr.memberID != "" {
+			cr.topicIDs = map[string]topicID{}
+			for _, t := range r.Topics {
+				cr.topicIDs[t.Topic] = view.byName[t.Topic].ID
+			}
 		}
 		simple := cr.memberID == "" && cr.generation < 0
 		rn, err := c.lookup(r.Group, simple)

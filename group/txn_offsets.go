@@ -43,6 +43,18 @@ func (g *group) txnCommit(cr commitRequest, producer txnProducer) ([]int16, int6
 	switch {
 	case g.state == StateDead:
 		return all(kerr.CoordinatorNotAvailable.Code)
+	case g.consumer != nil:
+		// A KIP-848 member commits with its member epoch as the
+		// generation; a stale one is ILLEGAL_GENERATION here, the error
+		// TxnOffsetCommit knows.
+		cr.transactional = true
+		switch code := g.consumer.validateCommit(cr); code {
+		case 0:
+		case kerr.StaleMemberEpoch.Code:
+			return all(kerr.IllegalGeneration.Code)
+		default:
+			return all(code)
+		}
 	case cr.instanceID != nil && g.validateInstance(cr.instanceID, cr.memberID) != 0:
 		return all(g.validateInstance(cr.instanceID, cr.memberID))
 	case cr.generation < 0 && cr.memberID == "":
