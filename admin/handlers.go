@@ -97,7 +97,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
-	reg.Register(kmsg.Metadata, 0, 12, h.handleMetadata)
+	reg.Register(kmsg.Metadata, 0, 13, h.handleMetadata)
 	reg.Register(kmsg.CreateTopics, 0, 7, h.handleCreateTopics)
 	reg.Register(kmsg.DeleteTopics, 0, 6, h.handleDeleteTopics)
 	reg.Register(kmsg.CreatePartitions, 0, 3, h.handleCreatePartitions)
@@ -111,7 +111,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.UnregisterBroker, 0, 0, h.handleUnregisterBroker)
 	reg.Register(kmsg.ElectLeaders, 0, 2, h.handleElectLeaders)
 	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
-	reg.Register(kmsg.AlterPartitionAssignments, 0, 0, h.handleAlterPartitionReassignments)
+	reg.Register(kmsg.AlterPartitionAssignments, 0, 1, h.handleAlterPartitionReassignments)
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
 	h.registerGroupAPIs(reg)
 	h.registerTxnAPIs(reg, cfg.ProducerIDs)

@@ -1,11 +1,13 @@
 package admin
 
-// Metadata (key 3), versions 0-12.
+// Metadata (key 3), versions 0-13.
 //
 //   - v1: ControllerID, IsInternal; an empty topic list means none (null means all).
 //   - v2: ClusterID.  v4: AllowAutoTopicCreation.  v5: OfflineReplicas.
 //   - v7: LeaderEpoch.  v9: flexible versions.  v10: TopicID.
 //   - v12: topics may be named by id alone.
+//   - v13: a top-level ErrorCode (KIP-1102), for REBOOTSTRAP_REQUIRED; a
+//     node's answer is always about its own cluster, so it is 0.
 //
 // Unknown topics are created when auto.create.topics.enable is on and the
 // request allows it; the answer then already carries the new partitions.

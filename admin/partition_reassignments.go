@@ -1,6 +1,6 @@
 package admin
 
-// AlterPartitionReassignments (key 45), version 0, and
+// AlterPartitionReassignments (key 45), versions 0-1, and
 // ListPartitionReassignments (key 46), version 0.
 //
 // A reassignment (KIP-455) names the new replica list of a partition; null
@@ -19,6 +19,12 @@ package admin
 // ListPartitionReassignments lists the partitions with a reassignment in
 // progress (all of them when no topic is named), with their replicas and
 // the adding and removing ones.
+//
+// v1 (KIP-860): AllowReplicationFactorChange (true by default, and at v0):
+// when false, a reassignment whose replica count differs from the
+// partition's (its replicas before any move in progress) is
+// INVALID_REPLICATION_FACTOR, as Kafka's ReplicationControlManager refuses
+// it; the answer echoes the flag.
 //
 // With an authorizer, AlterPartitionReassignments needs Alter on the
 // cluster and ListPartitionReassignments Describe on it, else the
@@ -43,6 +49,7 @@ import (
 func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.AllowReplicationFactorChange = r.AllowReplicationFactorChange
 	live := h.liveBrokers()
 	allowed := h.authz.Authorize(req, authz.OpAlter, authz.Cluster)
 	if !allowed {
@@ -67,6 +74,16 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 				rp.ErrorCode = resp.ErrorCode
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
+			}
+			if p.Replicas != nil && !r.AllowReplicationFactorChange {
+				if st, ok := h.store.Partition(t.Topic, p.Partition); ok {
+					if rf := len(st.Replicas) - len(st.AddingReplicas); rf != len(p.Replicas) {
+						rp.ErrorCode = kerr.InvalidReplicationFactor.Code
+						rp.ErrorMessage = errMessage(fmt.Errorf("the replication factor is changed from %d to %d but AllowReplicationFactorChange is false", rf, len(p.Replicas)))
+						rt.Partitions = append(rt.Partitions, rp)
+						continue
+					}
+				}
 			}
 			rp.ErrorCode, rp.ErrorMessage = h.reassignOne(ctx, t.Topic, p.Partition, p.Replicas, h.store.Registered, live, draining)
 			rt.Partitions = append(rt.Partitions, rp)

@@ -94,8 +94,20 @@ func TestClusterRolesAndElections(t *testing.T) {
 	rap.Replicas = target
 	rat.Partitions = append(rat.Partitions, rap)
 	ra.Topics = append(ra.Topics, rat)
+	// AlterPartitionReassignments v1 (KIP-860): a change of the replication
+	// factor (3 to 1) is refused when not allowed, and nothing moves.
+	ra.AllowReplicationFactorChange = false
 	raResp, err := ra.RequestWith(ctx, cl)
-	if err != nil || raResp.Topics[0].Partitions[0].ErrorCode != 0 {
+	if err != nil || raResp.Version != 1 || raResp.AllowReplicationFactorChange ||
+		raResp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidReplicationFactor.Code {
+		t.Fatalf("reassign 3 replicas to 1 with AllowReplicationFactorChange false: %v %+v", err, raResp)
+	}
+	if st, _ := nodes[0].Store().Partition("ha", 0); len(st.Replicas) != 3 || st.Reassigning() {
+		t.Fatalf("a refused reassignment moved the partition: %+v", st)
+	}
+	ra.AllowReplicationFactorChange = true
+	raResp, err = ra.RequestWith(ctx, cl)
+	if err != nil || raResp.Topics[0].Partitions[0].ErrorCode != 0 || !raResp.AllowReplicationFactorChange {
 		t.Fatalf("reassign: %v %+v", err, raResp)
 	}
 	waitFor(t, 10*time.Second, "partition 0 led by its only replica", func() bool {

@@ -112,7 +112,7 @@ func (l leaders) Leader(topic string, p int32) (*partition.Replica, error) {
 func tieredReplica(t *testing.T, topic string, n int) (*partition.Replica, *memRemote, []byte) {
 	t.Helper()
 	rep, err := partition.Open(partition.Options{Dir: t.TempDir(), Topic: topic, Partition: 0,
-		Config: config.ResolveTopic(map[string]string{config.SegmentBytes: "4096"}, nil), LeaderEpoch: 0, Logger: quiet()})
+		Config: config.ResolveTopic(map[string]string{config.SegmentBytes: "4096", config.RemoteStorageEnable: "true"}, nil), LeaderEpoch: 0, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,15 +339,20 @@ func (m twoRemotes) OffsetForTimestamp(ctx context.Context, t string, p int32, t
 
 func listOffset(t *testing.T, h *listOffsetsHandler, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
+	return listOffsetAt(t, h, 9, ts)
+}
+
+func listOffsetAt(t *testing.T, h *listOffsetsHandler, v int16, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 9
+	req.Version = v
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = "cold"
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
 	rp.Timestamp, rp.CurrentLeaderEpoch = ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	reply, err := h.handle(proctest.Context(t, 30*time.Second), &kafka.Request{Key: 2, Version: 9, Msg: req})
+	reply, err := h.handle(proctest.Context(t, 30*time.Second), &kafka.Request{Key: 2, Version: v, Msg: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,5 +393,56 @@ func TestListOffsetsAcrossRemoteAndLocal(t *testing.T) {
 	}
 	if p := listOffset(t, local, -5); p.Offset != -1 {
 		t.Fatalf("LATEST_TIERED without tiering: %d", p.Offset)
+	}
+}
+
+// TestListOffsetsEarliestPendingUpload: EARLIEST_PENDING_UPLOAD (-6, v11,
+// KIP-1023) on a tiered partition is the offset after the last tiered one,
+// with its leader epoch; while nothing is tiered, the log start; on a
+// partition without tiering, -1, as Kafka's UnifiedLog answers. Before v11,
+// -6 is UNSUPPORTED_VERSION, as is any timestamp sentinel before its
+// version or one Kafka does not define.
+func TestListOffsetsEarliestPendingUpload(t *testing.T) {
+	rep, remote, all := tieredReplica(t, "cold", 2000)
+	h := &listOffsetsHandler{leaders: leaders{"cold-0": rep}, log: quiet(), remote: remote}
+	if p := listOffsetAt(t, h, 11, -6); p.ErrorCode != 0 || p.Offset != 2000 {
+		t.Fatalf("everything tiered: offset %d error %d, want 2000 (the log end)", p.Offset, p.ErrorCode)
+	}
+	// The bucket holds offsets below 1000 only.
+	var half []byte
+	batch.Split(all, func(h *batch.Header, b []byte) error {
+		if h.NextOffset() <= 1000 {
+			half = append(half, b...)
+		}
+		return nil
+	})
+	remote.batches = half
+	if p := listOffsetAt(t, h, 11, -6); p.ErrorCode != 0 || p.Offset != 1000 || p.LeaderEpoch != 0 || p.Timestamp != -1 {
+		t.Fatalf("tiered below 1000: %+v, want offset 1000 in epoch 0", p)
+	}
+	// Remote data whose end is not known (a log start, no last offset):
+	// -1, as Kafka answers while its leader does not know the uploaded
+	// segments.
+	remote.batches = nil
+	if p := listOffsetAt(t, h, 11, -6); p.ErrorCode != 0 || p.Offset != -1 {
+		t.Fatalf("remote end unknown: offset %d error %d, want -1", p.Offset, p.ErrorCode)
+	}
+	// Nothing tiered: every offset from the log start waits.
+	remote.start = -1
+	if p := listOffsetAt(t, h, 11, -6); p.ErrorCode != 0 || p.Offset != rep.Log().LogStartOffset() {
+		t.Fatalf("nothing tiered: offset %d error %d, want the log start %d", p.Offset, p.ErrorCode, rep.Log().LogStartOffset())
+	}
+	// No tiering: -1.
+	local := &listOffsetsHandler{leaders: leaders{"cold-0": rep}, log: quiet()}
+	if p := listOffsetAt(t, local, 11, -6); p.ErrorCode != 0 || p.Offset != -1 || p.LeaderEpoch != -1 {
+		t.Fatalf("without tiering: %+v, want -1", p)
+	}
+	for _, c := range []struct {
+		v  int16
+		ts int64
+	}{{10, -6}, {8, -5}, {7, -4}, {6, -3}, {11, -7}} {
+		if p := listOffsetAt(t, h, c.v, c.ts); p.ErrorCode != kerr.UnsupportedVersion.Code || p.Offset != -1 {
+			t.Errorf("timestamp %d at v%d: offset %d error %d, want UNSUPPORTED_VERSION", c.ts, c.v, p.Offset, p.ErrorCode)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 package fetch
 
-// ListOffsets (key 2), versions 0-9.
+// ListOffsets (key 2), versions 0-11.
 //
 //   - v0: MaxNumOffsets in the request, OldStyleOffsets (a list, descending)
 //     in the response, answered as Kafka 3.x answers it (see
@@ -17,6 +17,18 @@ package fetch
 //   - v8: EARLIEST_LOCAL (-4, KIP-405): the first offset on local disk.
 //   - v9: LATEST_TIERED (-5, KIP-1005): the last offset in remote segments,
 //     -1 when there is none.
+//   - v10: TimeoutMs: how long a timestamp lookup may wait on remote
+//     segments (0 or less: the node's own bound, listOffsetsRemoteTimeout).
+//   - v11: EARLIEST_PENDING_UPLOAD (-6, KIP-1023): on a topic with
+//     remote.storage.enable and tiering on, the first offset not yet in
+//     remote segments: the one after the last tiered offset (at least the
+//     log start), or, while nothing is tiered, the log start; -1 on a topic
+//     that is not tiered, as Kafka's UnifiedLog answers it.
+//
+// A negative timestamp is served only from the version that defines it
+// (-1 and -2 from v0, -3 from v7, -4 from v8, -5 from v9, -6 from v11);
+// another, or one at an older version, is UNSUPPORTED_VERSION for its
+// partition, as Kafka's ReplicaManager answers it.
 //
 // LATEST (-1) is the high watermark; EARLIEST (-2) the log start offset (the
 // remote log start when the partition has remote data); a timestamp finds
@@ -32,11 +44,13 @@ package fetch
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -47,7 +61,7 @@ import (
 func RegisterListOffsets(reg *kafka.Registry, leaders partition.Leaders, log *slog.Logger, opts ...Option) {
 	o := buildOptions(opts)
 	h := &listOffsetsHandler{leaders: leaders, log: log, remote: o.remote, authz: o.authz}
-	reg.Register(kmsg.ListOffsets, 0, 9, h.handle)
+	reg.Register(kmsg.ListOffsets, 0, 11, h.handle)
 }
 
 type listOffsetsHandler struct {
@@ -76,6 +90,11 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			if !timestampSupported(p.Timestamp, r.Version) {
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rep, err := h.leaders.Leader(t.Topic, p.Partition)
 			if err == nil && p.CurrentLeaderEpoch >= 0 {
 				if code := checkEpoch(p.CurrentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
@@ -88,7 +107,7 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 				rp.ErrorCode = kafkaerr.Code(err)
 			} else {
 				var err error
-				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp, r.IsolationLevel == 1)
+				rp.Offset, rp.Timestamp, err = h.lookupOffset(ctx, rep, p.Timestamp, r.IsolationLevel == 1, remoteTimeout(r))
 				if err != nil {
 					h.log.Error("offset lookup failed", "topic", t.Topic, "partition", p.Partition, "timestamp", p.Timestamp, "err", err)
 					rp.ErrorCode = kafkaerr.Code(err)
@@ -107,7 +126,7 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 // lookupOffset answers one ListOffsets query: (offset, timestamp). hw is
 // the last offset a consumer may fetch up to: the high watermark, or the
 // last stable offset when committed (read_committed).
-func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Replica, ts int64, committed bool) (int64, int64, error) {
+func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Replica, ts int64, committed bool, remoteWait time.Duration) (int64, int64, error) {
 	l, hw := rep.Log(), fetchBound(rep, committed)
 	topic, p := rep.Topic(), rep.Partition()
 	switch ts {
@@ -128,11 +147,13 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 			return -1, -1, nil
 		}
 		return h.remote.LastTieredOffset(topic, p), -1, nil
+	case -6: // EARLIEST_PENDING_UPLOAD
+		return h.earliestPendingUpload(rep), -1, nil
 	case -3: // MAX_TIMESTAMP
-		return h.maxTimestamp(ctx, rep, hw)
+		return h.maxTimestamp(ctx, rep, hw, remoteWait)
 	}
 	if h.remote != nil && h.remote.LogStartOffset(topic, p) >= 0 {
-		rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
+		rctx, cancel := context.WithTimeout(ctx, remoteWait)
 		off, found, ok, err := h.remote.OffsetForTimestamp(rctx, topic, p, ts)
 		cancel()
 		if err != nil {
@@ -155,7 +176,7 @@ func (h *listOffsetsHandler) lookupOffset(ctx context.Context, rep *partition.Re
 // remote segments' largest timestamp is at least the local one, the record
 // is the first at that timestamp, found through the remote .timeindex like
 // a timestamp query.
-func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Replica, hw int64) (int64, int64, error) {
+func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Replica, hw int64, remoteWait time.Duration) (int64, int64, error) {
 	l := rep.Log()
 	off, mts, ok, err := l.MaxTimestampOffset()
 	if err != nil {
@@ -163,7 +184,7 @@ func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Re
 	}
 	if h.remote != nil {
 		if rts, rok := h.remote.MaxTimestamp(rep.Topic(), rep.Partition()); rok && (!ok || rts >= mts) {
-			rctx, cancel := context.WithTimeout(ctx, listOffsetsRemoteTimeout)
+			rctx, cancel := context.WithTimeout(ctx, remoteWait)
 			roff, found, fok, err := h.remote.OffsetForTimestamp(rctx, rep.Topic(), rep.Partition(), rts)
 			cancel()
 			if err != nil {
@@ -178,6 +199,59 @@ func (h *listOffsetsHandler) maxTimestamp(ctx context.Context, rep *partition.Re
 		return -1, -1, nil
 	}
 	return off, mts, nil
+}
+
+// earliestPendingUpload answers EARLIEST_PENDING_UPLOAD (KIP-1023) for
+// rep, as Kafka's UnifiedLog.fetchEarliestPendingUploadOffset does: -1 on a
+// topic that is not tiered; else the offset after the last tiered one, at
+// least the log start; while nothing is tiered, the log start (every offset
+// still waits for its upload).
+func (h *listOffsetsHandler) earliestPendingUpload(rep *partition.Replica) int64 {
+	if h.remote == nil || !rep.Config().Bool(config.RemoteStorageEnable) {
+		return -1
+	}
+	topic, p := rep.Topic(), rep.Partition()
+	localStart := rep.Log().LogStartOffset()
+	start := localStart
+	if rs := h.remote.LogStartOffset(topic, p); rs >= 0 && rs < start {
+		start = rs
+	}
+	last := h.remote.LastTieredOffset(topic, p)
+	if last < 0 {
+		if localStart != start {
+			return -1 // remote data whose end is not known: Kafka answers -1 too
+		}
+		return start
+	}
+	return max(last+1, start)
+}
+
+// timestampSupported reports whether ListOffsets at version v defines the
+// timestamp ts (Kafka's ReplicaManager.timestampMinSupportedVersion; v0 has
+// its own handler).
+func timestampSupported(ts int64, v int16) bool {
+	switch ts {
+	case -1, -2: // LATEST, EARLIEST
+		return true
+	case -3: // MAX_TIMESTAMP
+		return v >= 7
+	case -4: // EARLIEST_LOCAL
+		return v >= 8
+	case -5: // LATEST_TIERED
+		return v >= 9
+	case -6: // EARLIEST_PENDING_UPLOAD
+		return v >= 11
+	}
+	return ts >= 0
+}
+
+// remoteTimeout bounds the remote part of a timestamp lookup: the
+// request's TimeoutMs from v10, else the node's own bound.
+func remoteTimeout(r *kmsg.ListOffsetsRequest) time.Duration {
+	if r.Version >= 10 && r.TimeoutMillis > 0 {
+		return time.Duration(r.TimeoutMillis) * time.Millisecond
+	}
+	return listOffsetsRemoteTimeout
 }
 
 // fetchBound is the offset a consumer reads below: the high watermark, or

@@ -1,10 +1,13 @@
 package ingest
 
-// InitProducerID (key 22), versions 0-4.
+// InitProducerID (key 22), versions 0-5.
 //
 //   - v2: flexible versions from v2.
 //   - v3: ProducerID/ProducerEpoch in the request (KIP-360): a producer that
 //     knows its id asks for an epoch bump instead of a new id.
+//   - v4: PRODUCER_FENCED may be answered (below).
+//   - v5 (KIP-890): TRANSACTION_ABORTABLE may be answered; no field
+//     changes, and Shale's coordinator has no case that answers it.
 //
 // Without a transactional id: an idempotent producer. With one (KIP-98),
 // the transaction coordinator of the id answers (TxnCoordinator, package
@@ -53,7 +56,7 @@ type TxnCoordinator interface {
 // RegisterInitProducerID serves InitProducerID on reg. txns may be nil
 // (no transactions), and az (no authorizer: everything allowed).
 func RegisterInitProducerID(reg *kafka.Registry, ids ProducerIDs, txns TxnCoordinator, az *authz.Authorizer, log *slog.Logger) {
-	reg.Register(kmsg.InitProducerID, 0, 4, initProducerIDHandler(ids, txns, az, log))
+	reg.Register(kmsg.InitProducerID, 0, 5, initProducerIDHandler(ids, txns, az, log))
 }
 
 func initProducerIDHandler(ids ProducerIDs, txns TxnCoordinator, az *authz.Authorizer, log *slog.Logger) kafka.Handler {

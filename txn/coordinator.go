@@ -208,7 +208,7 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.AddOffsetsToTxn, 0, 4, c.handleAddOffsetsToTxn)
 	reg.Register(kmsg.EndTxn, 0, 5, c.handleEndTxn)
 	reg.Register(kmsg.DescribeTransactions, 0, 0, c.handleDescribeTransactions)
-	reg.Register(kmsg.ListTransactions, 0, 1, c.handleListTransactions)
+	reg.Register(kmsg.ListTransactions, 0, 2, c.handleListTransactions)
 }
 
 // Close stops the coordinator and waits for its goroutines (marker

@@ -1,11 +1,16 @@
 package txn
 
-// ListTransactions (key 66), versions 0-1 (KIP-664).
+// ListTransactions (key 66), versions 0-2 (KIP-664).
 //
 // The transactional ids of every __transaction_state partition this node
 // leads (each loaded when this node became its leader), filtered by state (Kafka's names; an unknown one
 // is echoed in UnknownStateFilters) and producer id.  v1: a duration
-// filter (KIP-994): only transactions ongoing for longer than it.
+// filter (KIP-994): only transactions ongoing for longer than it. v2:
+// TransactionalIdPattern (KIP-1152): when set and not empty, only the ids
+// that the regular expression matches as a whole (Java's Matcher.matches,
+// which Kafka uses; Go's RE2 syntax, which shares Java's common subset);
+// a pattern that does not compile is INVALID_REGULAR_EXPRESSION with no
+// transactions.
 // While one of those partitions is still loading, the answer is
 // COORDINATOR_LOAD_IN_PROGRESS with no transactions, as Kafka's
 // listTransactionStates answers. A caller lists the whole cluster by
@@ -16,8 +21,10 @@ package txn
 
 import (
 	"context"
+	"regexp"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
@@ -38,6 +45,14 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Req
 	if len(r.StateFilters) > 0 && len(states) == 0 {
 		return kafka.Reply{Response: resp}, nil
 	}
+	var pattern *regexp.Regexp
+	if req.Version >= 2 && r.TransactionalIDPattern != nil && *r.TransactionalIDPattern != "" {
+		var err error
+		if pattern, err = regexp.Compile(`^(?:` + *r.TransactionalIDPattern + `)$`); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return kafka.Reply{Response: resp}, nil
+		}
+	}
 	pids := map[int64]bool{}
 	for _, p := range r.ProducerIDFilters {
 		pids[p] = true
@@ -56,6 +71,8 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Req
 			case len(states) > 0 && !states[name]:
 				continue
 			case len(pids) > 0 && !pids[m.producerID]:
+				continue
+			case pattern != nil && !pattern.MatchString(id):
 				continue
 			case req.Version >= 1 && r.DurationFilterMillis >= 0 &&
 				(m.state != kmsg.TransactionStateOngoing || m.start < 0 || now-m.start < r.DurationFilterMillis):

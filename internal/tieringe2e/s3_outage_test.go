@@ -107,6 +107,12 @@ func TestS3OutageS3(t *testing.T) {
 	if tiered := listOffset(t, n.Kafka(), topic, -5); tiered != tiered0 || localStart > tiered0+1 {
 		t.Fatalf("during the outage: last tiered offset %d (was %d), local log start %d: a gap", tiered, tiered0, localStart)
 	}
+	// KIP-1023's EARLIEST_PENDING_UPLOAD (ListOffsets v11): what waits for
+	// the bucket starts right after the last tiered offset, on local disk.
+	if pending := listOffset(t, n.Kafka(), topic, -6); pending != tiered0+1 || pending < localStart {
+		t.Fatalf("during the outage: earliest pending upload %d, want %d (last tiered %d + 1, local log start %d)",
+			pending, tiered0+1, tiered0, localStart)
+	}
 	if got := n.CountLines("bucket unreachable: uploads and remote deletes wait, local segments are kept"); got != 1 {
 		t.Fatalf("%d 'bucket unreachable' log lines, want 1 for the outage", got)
 	}
