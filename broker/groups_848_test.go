@@ -285,3 +285,54 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerGroup848Regex: a member subscribed by regular expression
+// (KIP-848's SubscribedTopicRegex, RE2 on whole names) is assigned the
+// topics that match, and one created later, not the others.
+func TestConsumerGroup848Regex(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	const grp = "regex848-group"
+	createTopic(t, adm, "rx-a", 2)
+	createTopic(t, adm, "rx-b", 1)
+	createTopic(t, adm, "other", 2)
+	seen := &seenSet{m: map[string]int{}}
+	desc := newClient(t, addr)
+	start848Member(t, addr, grp, "rx-.*", seen, kgo.ConsumeRegex())
+	assigned := func(want map[string]int) {
+		t.Helper()
+		var got map[string]int
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			g, err := describe848(ctxT(t, 10*time.Second), desc, grp)
+			if err == nil && len(g.Members) == 1 && g.Members[0].MemberEpoch == g.AssignmentEpoch {
+				got = map[string]int{}
+				for _, tp := range g.Members[0].Assignment.TopicPartitions {
+					got[tp.Topic] = len(tp.Partitions)
+				}
+				if fmt.Sprint(got) == fmt.Sprint(want) {
+					if g.Members[0].SubscribedTopicRegex == nil {
+						t.Errorf("the member's regex is not described")
+					}
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("assigned %v, want %v (%v)", got, want, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	assigned(map[string]int{"rx-a": 2, "rx-b": 1})
+	createTopic(t, adm, "rx-c", 3)
+	assigned(map[string]int{"rx-a": 2, "rx-b": 1, "rx-c": 3})
+	produceN(t, addr, "rx-c", 30, "c")
+	deadline := time.Now().Add(30 * time.Second)
+	for seen.missing([]string{"c"}, 30) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records of rx-c never consumed", seen.missing([]string{"c"}, 30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
