@@ -93,7 +93,7 @@ func owned(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) assignment {
 // only after its owner said it revoked it; the owner keeps its epoch until
 // then, and the new member waits (UNRELEASED) meanwhile.
 func TestConsumerReconciliationRevokesFirst(t *testing.T) {
-	g := newGroup("g", &Config{ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
+	g := newGroup("g", &Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
 	g.now = time.Unix(100, 0)
 	join := func(id string) consumerHeartbeat {
 		return consumerHeartbeat{memberID: id, rebalanceTimeoutMs: 5000, subscribedTopics: []string{"a"}, owned: assignment{}}
@@ -199,7 +199,7 @@ func TestConsumerCommitRules(t *testing.T) {
 // TestConsumerGroupSnapshotReloads: the records of a compaction snapshot
 // (liveRecords) rebuild the same consumer group.
 func TestConsumerGroupSnapshotReloads(t *testing.T) {
-	g := newGroup("g", &Config{ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
+	g := newGroup("g", &Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
 	g.now = time.Unix(100, 0)
 	inst := "s1"
 	for _, h := range []consumerHeartbeat{
@@ -232,5 +232,54 @@ func TestConsumerGroupSnapshotReloads(t *testing.T) {
 			!slices.Equal(r.subscribedTopics, m.subscribedTopics) || r.rebalanceTimeoutMs != m.rebalanceTimeoutMs {
 			t.Errorf("member %s reloaded as %+v, was %+v", id, r, m)
 		}
+	}
+}
+
+// TestConsumerHeartbeatBadInput: malformed heartbeats get Kafka's error
+// codes and change nothing.
+func TestConsumerHeartbeatBadInput(t *testing.T) {
+	g := newGroup("g", &Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}, func([]record) (int64, error) { return 0, nil })
+	g.now = time.Unix(100, 0)
+	empty, bad, unknown := "", "(", "sticky"
+	for _, c := range []struct {
+		name string
+		h    consumerHeartbeat
+		want int16
+	}{
+		{"no member id", consumerHeartbeat{rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{}}, kerr.InvalidRequest.Code},
+		{"no rebalance timeout on join", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: -1, subscribedTopics: []string{"a"}, owned: assignment{}}, kerr.InvalidRequest.Code},
+		{"no subscription on join", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, owned: assignment{}}, kerr.InvalidRequest.Code},
+		{"owned partitions on join", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{tidA: {0}}}, kerr.InvalidRequest.Code},
+		{"null owned partitions on join", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}}, kerr.InvalidRequest.Code},
+		{"empty rack", consumerHeartbeat{memberID: "m", rackID: &empty, rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{}}, kerr.InvalidRequest.Code},
+		{"epoch below -2", consumerHeartbeat{memberID: "m", memberEpoch: -3}, kerr.InvalidRequest.Code},
+		{"bad regex", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, regex: &bad, owned: assignment{}}, kerr.InvalidRegularExpression.Code},
+		{"unknown assignor", consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, assignor: &unknown, owned: assignment{}}, kerr.UnsupportedAssignor.Code},
+		{"heartbeat to no group", consumerHeartbeat{memberID: "m", memberEpoch: 3, rebalanceTimeoutMs: -1}, kerr.UnknownMemberID.Code},
+		{"leave of no group", consumerHeartbeat{memberID: "m", memberEpoch: -1}, kerr.UnknownMemberID.Code},
+	} {
+		if _, code := g.testHeartbeat(t, c.h); code != c.want {
+			t.Errorf("%s: code %d, want %d", c.name, code, c.want)
+		}
+		if g.consumer != nil {
+			t.Fatalf("%s: the group became a consumer group", c.name)
+		}
+	}
+	// A classic group with members is not a consumer group; a consumer
+	// group with members takes no classic member.
+	g.members["classic-1"] = &member{id: "classic-1"}
+	if _, code := g.testHeartbeat(t, consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{}}); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("join of a classic group: code %d, want GROUP_ID_NOT_FOUND", code)
+	}
+	delete(g.members, "classic-1")
+	if _, code := g.testHeartbeat(t, consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{}}); code != 0 {
+		t.Fatalf("join: %d", code)
+	}
+	var got int16 = -1
+	g.join(joinRequest{version: 9, memberID: "", clientID: "c", protocolType: "consumer", protocols: []protocol{{name: "range"}},
+		sessionTimeout: 10 * time.Second, rebalanceTimeout: 10 * time.Second},
+		&waiter{resp: kmsg.NewPtrJoinGroupResponse(), send: func(r kmsg.Response, _ int64) { got = r.(*kmsg.JoinGroupResponse).ErrorCode }})
+	if got != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("classic join of a consumer group with members: code %d, want INCONSISTENT_GROUP_PROTOCOL", got)
 	}
 }
