@@ -88,6 +88,9 @@ func (cfg *Config) defaults() {
 
 const groupName = "chaos-g"
 
+// group848Name is the workload's KIP-848 consumer group.
+const group848Name = "chaos-g848"
+
 // Run runs one chaos run and returns its verdict (also written to
 // cfg.Out). An error means the run could not be made (the cluster did not
 // start), not that it found violations.
@@ -184,11 +187,30 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		}
 		consumers = append(consumers, cn)
 	}
-	gc, err := newGroupConsumer("g0", groupName, c.seeds(), topics[0], rec)
-	if err != nil {
-		return nil, err
+	// The classic group's member, and the KIP-848 group's two members.
+	var groups []*groupConsumer
+	for _, m := range []struct {
+		name, group string
+		kip848      bool
+		life        time.Duration
+	}{{"g0", groupName, false, memberLife}, {"k0", group848Name, true, 11 * time.Second}, {"k1", group848Name, true, 17 * time.Second}} {
+		gc, err := newGroupConsumer(m.name, m.group, c.seeds(), topics[0], rec, m.kip848, m.life)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, gc)
 	}
-	f.suspendGroup = gc.suspend
+	f.suspendGroup = func() (resume func()) {
+		var resumes []func()
+		for _, gc := range groups {
+			resumes = append(resumes, gc.suspend())
+		}
+		return func() {
+			for _, r := range resumes {
+				r()
+			}
+		}
+	}
 	var tx *etl
 	var adv *adversary
 	if cfg.Transactions {
@@ -219,11 +241,23 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		go func() { defer wg.Done(); adv.run(pctx) }()
 	}
 	wg.Add(3)
-	go func() { defer wg.Done(); trimRecords(pctx, c.seeds(), topics, rec, 10*time.Second) }()
-	go func() { defer wg.Done(); gc.run(cctx) }()
+	trimmed := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		defer close(trimmed)
+		trimRecords(pctx, c.seeds(), topics, rec, 10*time.Second)
+	}()
+	for _, gc := range groups {
+		wg.Add(1)
+		go func() { defer wg.Done(); gc.run(cctx) }()
+	}
 	go func() {
 		defer wg.Done()
 		watchCommits(cctx, c.seeds(), groupName, topics[0].name, rec, 200*time.Millisecond)
+	}()
+	go func() {
+		defer wg.Done()
+		watchCommits(cctx, c.seeds(), group848Name, topics[0].name, rec, 200*time.Millisecond)
 	}()
 	defer wg.Wait()
 
@@ -278,6 +312,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	for _, p := range producers {
 		<-p.done
 	}
+	<-trimmed // its last DeleteRecords answered: none runs beside the final read
 	rec.logf("producers stopped")
 
 	// The consumers read up to the end, then stop.
@@ -311,7 +346,9 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	for _, cn := range consumers {
 		<-cn.done
 	}
-	<-gc.done
+	for _, gc := range groups {
+		<-gc.done
+	}
 	var etlHist *ETLHistory
 	if tx != nil {
 		etlHist = drainETL(ctx, tx, f.adm, ends[topics[0].name], stopETL)

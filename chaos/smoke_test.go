@@ -64,6 +64,17 @@ func TestSmokeSchedule(t *testing.T) {
 			t.Errorf("fault %s %s: %s", w.Kind, w.Target, w.Err)
 		}
 	}
+	// Both groups committed, and the KIP-848 group's partitions changed
+	// hands (its 3 partitions were started on more than once each).
+	for _, g := range []string{groupName, group848Name} {
+		if v.GroupCommits[g] == 0 {
+			t.Errorf("group %s: no acknowledged commit", g)
+		}
+	}
+	if r := v.GroupResumes[group848Name]; r <= 2*int(workloadTopics()[0].parts) {
+		t.Errorf("group %s: partitions started on %d times: the KIP-848 members did not hand partitions over", group848Name, r)
+	}
+	t.Logf("group commits %v, resumes %v", v.GroupCommits, v.GroupResumes)
 	if v.Acked < 500 {
 		t.Errorf("acked %d records: too few to judge", v.Acked)
 	}

@@ -30,6 +30,11 @@ type Verdict struct {
 	FinalReads     int `json:"final_records"`
 	Commits        int `json:"commit_observations"`
 	Trims          int `json:"trims"` // acknowledged DeleteRecords
+	// GroupCommits: acknowledged commits per group; GroupResumes: how many
+	// times a member of each group started reading a partition (a new
+	// member, or a partition handed to another member).
+	GroupCommits map[string]int `json:"group_commits"`
+	GroupResumes map[string]int `json:"group_resumes"`
 
 	Counts     map[Kind]int `json:"counts"`
 	Total      int          `json:"violations_total"`
@@ -51,7 +56,16 @@ func newVerdict(cfg *Config, s Schedule, h *History, res Result, ws []FaultWindo
 	v := &Verdict{Schedule: s.Name, Seed: cfg.Seed, Duration: cfg.Duration, Wall: rec.since(), Nodes: len(c.Nodes), NATS: len(c.nats), NetOK: c.net.ok,
 		Acked: len(h.Acks), LeaderAcksLost: res.LeaderAcksLost, Reads: len(h.Reads), Commits: len(h.Commit), Trims: len(h.Trims),
 		Counts: res.Counts, Total: res.Total(), Violations: res.Violations,
-		Faults: len(ws), FaultKinds: map[string]int{}, Windows: ws, Plan: plan}
+		Faults: len(ws), FaultKinds: map[string]int{}, Windows: ws, Plan: plan,
+		GroupCommits: map[string]int{}, GroupResumes: map[string]int{}}
+	for _, c := range h.Commit {
+		switch c.Source {
+		case "commit":
+			v.GroupCommits[c.Group]++
+		case "resume":
+			v.GroupResumes[c.Group]++
+		}
+	}
 	for _, f := range h.Final {
 		v.FinalReads += len(f.Records)
 	}

@@ -191,19 +191,35 @@ type groupConsumer struct {
 	seeds []string
 	cl    *kgo.Client // replaced every memberLife
 
+	// kip848: the member speaks KIP-848's consumer group protocol (the
+	// coordinator assigns; franz-go's ServerSideBalancer), blocks
+	// rebalances while it processes a poll and commits what it read before
+	// it gives a partition up.
+	kip848 bool
+
 	suspended atomic.Pointer[chan struct{}] // set: leave the group, rejoin once it is closed
 	joined    time.Duration                 // when the current member was made
-	resumed   map[TP]bool                   // partitions the current member has read from
-	rec       *recorder
-	done      chan struct{}
+	life      time.Duration                 // how long the current member lives
+
+	mu sync.Mutex
+	// resumed: partitions the current member has read from since it was
+	// given them; assigned: when it was given each (kip848).
+	resumed  map[TP]bool
+	assigned map[TP]time.Duration
+	rec      *recorder
+	done     chan struct{}
 }
 
-func newGroupConsumer(name, group string, seeds []string, t topicSpec, rec *recorder) (*groupConsumer, error) {
-	g := &groupConsumer{name: name, group: group, topic: t, seeds: seeds, rec: rec, done: make(chan struct{})}
+func newGroupConsumer(name, group string, seeds []string, t topicSpec, rec *recorder, kip848 bool, life time.Duration) (*groupConsumer, error) {
+	g := &groupConsumer{name: name, group: group, topic: t, seeds: seeds, rec: rec, kip848: kip848, life: life, done: make(chan struct{})}
 	if err := g.connect(); err != nil {
 		return nil, err
 	}
-	rec.actor(name, "group")
+	kind := "group"
+	if kip848 {
+		kind = "group-kip848"
+	}
+	rec.actor(name, kind)
 	return g, nil
 }
 
@@ -211,18 +227,58 @@ func newGroupConsumer(name, group string, seeds []string, t topicSpec, rec *reco
 // resumes from the group's committed offsets (the start when there are
 // none).
 func (g *groupConsumer) connect() error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.seeds...),
+	opts := []kgo.Opt{kgo.SeedBrokers(g.seeds...),
 		kgo.ConsumerGroup(g.group), kgo.ConsumeTopics(g.topic.name), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(10*time.Second), kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }))
+		kgo.SessionTimeout(10 * time.Second), kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond })}
+	if g.kip848 {
+		// A partition moves to another member only after this one has
+		// revoked it, and this one commits what it read before it revokes
+		// (the poll loop commits before AllowRebalance; the callback
+		// commits whatever is left): the next owner, given the partition
+		// later, must resume from at least that commit.
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.BlockRebalanceOnPoll(),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				at := g.rec.since()
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				for t, ps := range m {
+					for _, p := range ps {
+						g.assigned[TP{t, p}] = at
+						delete(g.resumed, TP{t, p})
+					}
+				}
+			}),
+			kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
+				g.commit(ctx, cl)
+				g.forget(m)
+			}),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { g.forget(m) }))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
+	g.mu.Lock()
 	g.cl = cl
 	g.joined = g.rec.since()
 	g.resumed = map[TP]bool{}
+	g.assigned = map[TP]time.Duration{}
+	g.mu.Unlock()
 	return nil
+}
+
+// forget drops what the member knew of partitions it no longer owns.
+func (g *groupConsumer) forget(m map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for t, ps := range m {
+		for _, p := range ps {
+			delete(g.assigned, TP{t, p})
+			delete(g.resumed, TP{t, p})
+		}
+	}
 }
 
 // suspend makes the member leave the group at once and join again, as a
@@ -239,7 +295,9 @@ func (g *groupConsumer) suspend() (resume func()) {
 
 // memberLife is how long one client of the group consumer lives: it then
 // leaves and a new one joins, resuming from the committed offsets, so that
-// commits a coordinator lost show as offsets going back.
+// commits a coordinator lost show as offsets going back. The KIP-848
+// group's two members live 11 s and 17 s, so that partitions move between
+// them as one leaves and the other takes them.
 const memberLife = 15 * time.Second
 
 func (g *groupConsumer) run(ctx context.Context) {
@@ -261,7 +319,7 @@ func (g *groupConsumer) run(ctx context.Context) {
 			}
 			born = time.Now()
 		}
-		if time.Since(born) > memberLife {
+		if time.Since(born) > g.life {
 			g.cl.Close() // leaves the group
 			if err := g.connect(); err != nil {
 				return
@@ -277,41 +335,62 @@ func (g *groupConsumer) run(ctx context.Context) {
 			rs = append(rs, Read{TP: TP{r.Topic, r.Partition}, Rec: Rec{Offset: r.Offset, Value: string(r.Value)}, Consumer: g.name, At: now})
 		})
 		g.rec.reads(g.name, rs)
-		if len(rs) == 0 {
-			continue
-		}
-		// Where a new member starts reading a partition is the committed
-		// offset it resumed from (or the log start when there is none).
+		// Where a member starts reading a partition is the committed offset
+		// it resumed from (or the log start when there is none): a new
+		// classic member resumes every partition it reads when it is made,
+		// a KIP-848 member each partition when it is given it.
+		g.mu.Lock()
 		for _, r := range rs {
-			if !g.resumed[r.TP] {
-				g.resumed[r.TP] = true
-				g.rec.commit(Commit{Group: g.group, TP: r.TP, Offset: r.Offset, Source: "resume", Sent: g.joined, At: now}, "")
+			if g.resumed[r.TP] {
+				continue
+			}
+			g.resumed[r.TP] = true
+			sent := g.joined
+			if at, ok := g.assigned[r.TP]; ok {
+				sent = at
+			}
+			g.rec.commit(Commit{Group: g.group, TP: r.TP, Offset: r.Offset, Source: "resume", Sent: sent, At: now}, "")
+		}
+		g.mu.Unlock()
+		if len(rs) > 0 {
+			g.commit(ctx, g.cl)
+		}
+		if g.kip848 {
+			g.cl.AllowRebalance()
+		}
+	}
+}
+
+// commit commits what the member has read and records each partition the
+// coordinator acknowledged.
+func (g *groupConsumer) commit(ctx context.Context, cl *kgo.Client) {
+	offsets := cl.UncommittedOffsets()
+	if len(offsets) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	sent := g.rec.since()
+	cl.CommitOffsetsSync(cctx, offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			return
+		}
+		at := g.rec.since()
+		asked := map[TP]int64{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				asked[TP{t.Topic, p.Partition}] = p.Offset
 			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		sent := g.rec.since()
-		g.cl.CommitOffsetsSync(cctx, g.cl.UncommittedOffsets(), func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				return
-			}
-			at := g.rec.since()
-			asked := map[TP]int64{}
-			for _, t := range req.Topics {
-				for _, p := range t.Partitions {
-					asked[TP{t.Topic, p.Partition}] = p.Offset
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					tp := TP{t.Topic, p.Partition}
+					g.rec.commit(Commit{Group: g.group, TP: tp, Offset: asked[tp], Source: "commit", Sent: sent, At: at}, g.name)
 				}
 			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode == 0 {
-						tp := TP{t.Topic, p.Partition}
-						g.rec.commit(Commit{Group: g.group, TP: tp, Offset: asked[tp], Source: "commit", Sent: sent, At: at}, g.name)
-					}
-				}
-			}
-		})
-		cancel()
-	}
+		}
+	})
 }
 
 // watchCommits asks the group's committed offsets of every partition of
@@ -396,7 +475,10 @@ func trimRecords(ctx context.Context, seeds []string, topics []topicSpec, rec *r
 				continue
 			}
 			sent := rec.since()
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			// Not cancelled with ctx: a request the client gives up on may
+			// still take effect at the broker, and the final read (which
+			// waits for this function to return) must not run beside it.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			resp, err := adm.DeleteRecords(dctx, o)
 			cancel()
 			at := rec.since()
