@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/shale-io/shale/infra/adminauth"
-	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/infra/tlsreload"
 )
 
 // The admin HTTP listener (admin_listen): HTTPS with the reloading
@@ -28,8 +28,8 @@ func (n *Node) listenAdmin() (net.Listener, error) {
 	if !n.cfg.AdminTLS() {
 		return ln, nil
 	}
-	r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: n.cfg.AdminSSLCertificateLocation, KeyFile: n.cfg.AdminSSLKeyLocation,
-		CAFile: n.cfg.AdminSSLCALocation, ClientAuth: kafka.ClientAuth(n.cfg.AdminSSLClientAuth)}, n.logger)
+	r, err := tlsreload.New(tlsreload.Files{CertFile: n.cfg.AdminSSLCertificateLocation, KeyFile: n.cfg.AdminSSLKeyLocation,
+		CAFile: n.cfg.AdminSSLCALocation, ClientAuth: tlsreload.ClientAuth(n.cfg.AdminSSLClientAuth)}, n.logger)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("admin listener: %w", err)

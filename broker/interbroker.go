@@ -11,7 +11,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
-	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/kafka/sasl"
 )
 
@@ -22,7 +22,7 @@ import (
 // credential in the control plane when there is none (Kafka's
 // kafka-storage format --add-scram): a cluster whose only listeners are
 // SASL has no other way in for its first user.
-func (n *Node) setUpInterBroker(ctx context.Context, reloader *kafka.TLSReloader) error {
+func (n *Node) setUpInterBroker(ctx context.Context, reloader *tlsreload.Reloader) error {
 	ib := n.cfg.InterBrokerListener()
 	icfg := interbroker.Config{}
 	if ib.TLS() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
 )
@@ -28,8 +29,8 @@ type boundListener struct {
 func (n *Node) bindListeners(ctx context.Context) error {
 	// One reloader per distinct set of TLS files and client auth: the
 	// listeners that share the node's settings share one.
-	reloaders := map[kafka.TLSFiles]*kafka.TLSReloader{}
-	var interBrokerTLS *kafka.TLSReloader
+	reloaders := map[tlsreload.Files]*tlsreload.Reloader{}
+	var interBrokerTLS *tlsreload.Reloader
 	var err error
 	if n.scram, err = controlplane.OpenSCRAMCredentials(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
 		return err
@@ -48,10 +49,10 @@ func (n *Node) bindListeners(ctx context.Context) error {
 		}
 		if l.TLS() {
 			lt := n.cfg.ListenerTLS(l.Name) // listener_name.<name>.ssl_*, else the node's
-			files := kafka.TLSFiles{CertFile: lt.CertFile, KeyFile: lt.KeyFile, CAFile: lt.CAFile, ClientAuth: kafka.ClientAuth(lt.ClientAuth)}
+			files := tlsreload.Files{CertFile: lt.CertFile, KeyFile: lt.KeyFile, CAFile: lt.CAFile, ClientAuth: tlsreload.ClientAuth(lt.ClientAuth)}
 			reloader := reloaders[files]
 			if reloader == nil {
-				if reloader, err = kafka.NewTLSReloader(files, n.logger); err != nil {
+				if reloader, err = tlsreload.New(files, n.logger); err != nil {
 					return fmt.Errorf("listener %s: %w", l.Name, err)
 				}
 				reloaders[files] = reloader

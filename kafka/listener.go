@@ -10,7 +10,7 @@ import (
 
 // Listener is one of a Server's named listeners (Kafka's listeners): the
 // name its connections carry in ConnInfo and, for an SSL or SASL_SSL
-// listener, the TLS configuration (for example TLSReloader.ServerConfig).
+// listener, the TLS configuration (for example tlsreload.Reloader.ServerConfig).
 type Listener struct {
 	Name string
 	// TLS, when set, makes each connection start with a TLS handshake;

@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/internal/testcerts"
 )
 
@@ -27,22 +27,22 @@ type tlsServer struct {
 	logs     *logSink
 }
 
-func startTLSServer(t *testing.T, auth ClientAuth) *tlsServer {
+func startTLSServer(t *testing.T, auth tlsreload.ClientAuth) *tlsServer {
 	t.Helper()
 	return startTLSServerTimeout(t, auth, 0)
 }
 
-func startTLSServerTimeout(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration) *tlsServer {
+func startTLSServerTimeout(t *testing.T, auth tlsreload.ClientAuth, handshakeTimeout time.Duration) *tlsServer {
 	t.Helper()
 	return startTLSServerWith(t, auth, handshakeTimeout, nil)
 }
 
-func startTLSServerWith(t *testing.T, auth ClientAuth, handshakeTimeout time.Duration, mapper *SSLPrincipalMapper) *tlsServer {
+func startTLSServerWith(t *testing.T, auth tlsreload.ClientAuth, handshakeTimeout time.Duration, mapper *SSLPrincipalMapper) *tlsServer {
 	t.Helper()
 	ca := testcerts.NewCA(t, "test-ca")
 	certs := ca.ServerFiles(t, "broker-one")
 	ts := &tlsServer{ca: ca, logs: &logSink{}, certPath: certs.Cert, keyPath: certs.Key}
-	r, err := NewTLSReloader(TLSFiles{CertFile: certs.Cert, KeyFile: certs.Key, CAFile: certs.CA, ClientAuth: auth}, slog.New(ts.logs))
+	r, err := tlsreload.New(tlsreload.Files{CertFile: certs.Cert, KeyFile: certs.Key, CAFile: certs.CA, ClientAuth: auth}, slog.New(ts.logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func whoAmI(t *testing.T, addr string, cfg *tls.Config) (string, error) {
 }
 
 func TestTLSListenerServesFranzGo(t *testing.T) {
-	ts := startTLSServer(t, ClientAuthNone)
+	ts := startTLSServer(t, tlsreload.ClientAuthNone)
 	got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool()})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestTLSListenerServesFranzGo(t *testing.T) {
 }
 
 func TestTLSClientCertificateIsThePrincipal(t *testing.T) {
-	ts := startTLSServer(t, ClientAuthRequired)
+	ts := startTLSServer(t, tlsreload.ClientAuthRequired)
 	cert := ts.ca.ClientTLS(t, "alice", "eng")
 	got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), Certificates: []tls.Certificate{cert}})
 	if err != nil {
@@ -138,7 +138,7 @@ func TestTLSPrincipalMappingRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startTLSServerWith(t, ClientAuthRequired, 0, m)
+	ts := startTLSServerWith(t, tlsreload.ClientAuthRequired, 0, m)
 	alice := ts.ca.ClientTLS(t, "Alice", "eng")
 	got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), Certificates: []tls.Certificate{alice}})
 	if err != nil || got != "SSL|User:alice" {
@@ -152,7 +152,7 @@ func TestTLSPrincipalMappingRules(t *testing.T) {
 }
 
 func TestTLSClientCertificateRequested(t *testing.T) {
-	ts := startTLSServer(t, ClientAuthRequested)
+	ts := startTLSServer(t, tlsreload.ClientAuthRequested)
 	got, err := whoAmI(t, ts.addr, &tls.Config{RootCAs: ts.ca.Pool()})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestTLSClientCertificateRequested(t *testing.T) {
 }
 
 func TestTLSRefusesOldVersionsAndPlaintext(t *testing.T) {
-	ts := startTLSServer(t, ClientAuthNone)
+	ts := startTLSServer(t, tlsreload.ClientAuthNone)
 	c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), MaxVersion: tls.VersionTLS11})
 	if err == nil {
 		c.Close()
@@ -202,7 +202,7 @@ func serverCN(t *testing.T, addr string, ca *testcerts.CA) string {
 }
 
 func TestTLSCertificateReloadedWhenTheFilesChange(t *testing.T) {
-	ts := startTLSServer(t, ClientAuthNone)
+	ts := startTLSServer(t, tlsreload.ClientAuthNone)
 	if cn := serverCN(t, ts.addr, ts.ca); cn != "broker-one" {
 		t.Fatalf("CN %q", cn)
 	}
@@ -234,19 +234,6 @@ func writeStamped(t *testing.T, path string, data []byte, mod time.Time) {
 	}
 }
 
-func TestTLSReloaderRefusesBadSettings(t *testing.T) {
-	for _, f := range []TLSFiles{
-		{},
-		{CertFile: "a", KeyFile: "b", ClientAuth: "sometimes"},
-		{CertFile: "a", KeyFile: "b", ClientAuth: ClientAuthRequired},
-		{CertFile: "/nonexistent/a", KeyFile: "/nonexistent/b"},
-	} {
-		if _, err := NewTLSReloader(f, nil); err == nil || !strings.Contains(err.Error(), "TLS") {
-			t.Errorf("%+v: err %v, want ErrTLSConfig", f, err)
-		}
-	}
-}
-
 func TestAdvertisedAddr(t *testing.T) {
 	const ls = "PLAINTEXT://10.0.0.1:9092,SSL://broker.example:9093"
 	for _, tc := range []struct {
@@ -271,7 +258,7 @@ func TestAdvertisedAddr(t *testing.T) {
 // TestTLSHandshakeTimeout: a client that connects to a TLS listener and
 // sends nothing is closed once the handshake timeout passes.
 func TestTLSHandshakeTimeout(t *testing.T) {
-	ts := startTLSServerTimeout(t, ClientAuthNone, 300*time.Millisecond)
+	ts := startTLSServerTimeout(t, tlsreload.ClientAuthNone, 300*time.Millisecond)
 	nc, err := net.DialTimeout("tcp", ts.addr, testTimeout)
 	if err != nil {
 		t.Fatal(err)

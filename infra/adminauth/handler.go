@@ -17,7 +17,7 @@ type Config struct {
 	Tokens *Tokens
 	// ClientCerts accepts a request whose TLS connection carries a client
 	// certificate that the listener verified (its tls.Config has the CA
-	// and ClientAuth: see kafka.TLSReloader).
+	// and ClientAuth: see tlsreload.Reloader).
 	ClientCerts bool
 	// Open are paths served to anyone (the health endpoints, when
 	// admin_health_unauthenticated is set).

@@ -7,8 +7,8 @@
 // configured CA (with the node's own certificate for mTLS), and SASL
 // (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with the node's own credentials.
 //
-// It sits beside the other infra adapters: it imports kafka only for the
-// reloading TLS files (kafka.TLSReloader) that the node's listeners use.
+// It sits beside the other infra adapters and imports no server package:
+// its TLS files reload through infra/tlsreload, as the node's listeners do.
 package interbroker
 
 import (
@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/infra/tlsreload"
 )
 
 // Errors of Dial and DialContext, wrapped with the cause.
@@ -55,7 +55,7 @@ type Config struct {
 	// client certificate, and the peer's certificate must chain to RootCAs,
 	// or to the reloader's CA file when RootCAs is nil, or to the system's
 	// roots when there is neither. Nil dials plaintext.
-	TLS     *kafka.TLSReloader
+	TLS     *tlsreload.Reloader
 	RootCAs *x509.CertPool
 	// Mechanism is the SASL mechanism (sasl.mechanism.inter.broker.protocol);
 	// empty authenticates with none. Username and Password are this node's

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/interbroker"
+	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
@@ -33,13 +34,13 @@ type peer struct {
 // startPeer serves a listener with TLS (client certificates as
 // clientAuth says) when withTLS, and SCRAM-SHA-512 and PLAIN for
 // broker:broker-secret when withSASL.
-func startPeer(t *testing.T, withTLS, withSASL bool, clientAuth kafka.ClientAuth) *peer {
+func startPeer(t *testing.T, withTLS, withSASL bool, clientAuth tlsreload.ClientAuth) *peer {
 	t.Helper()
 	return startPeerReauth(t, withTLS, withSASL, clientAuth, 0)
 }
 
 // startPeerReauth is startPeer with connections.max.reauth.ms (KIP-368).
-func startPeerReauth(t *testing.T, withTLS, withSASL bool, clientAuth kafka.ClientAuth, maxReauth time.Duration) *peer {
+func startPeerReauth(t *testing.T, withTLS, withSASL bool, clientAuth tlsreload.ClientAuth, maxReauth time.Duration) *peer {
 	t.Helper()
 	p := &peer{ca: testcerts.NewCA(t, "ca")}
 	l := kafka.Listener{Name: "PEER", MaxReauth: maxReauth}
@@ -62,7 +63,7 @@ func startPeerReauth(t *testing.T, withTLS, withSASL bool, clientAuth kafka.Clie
 	if withTLS {
 		dir := t.TempDir()
 		cert, key := p.ca.Node(t, "peer")
-		r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: testcerts.Write(t, dir, "c.pem", cert),
+		r, err := tlsreload.New(tlsreload.Files{CertFile: testcerts.Write(t, dir, "c.pem", cert),
 			KeyFile: testcerts.Write(t, dir, "k.pem", key), CAFile: testcerts.Write(t, dir, "ca.pem", p.ca.CertPEM),
 			ClientAuth: clientAuth}, nil)
 		if err != nil {
@@ -94,14 +95,14 @@ func startPeerReauth(t *testing.T, withTLS, withSASL bool, clientAuth kafka.Clie
 
 // nodeTLS is a node's own TLS files, as its listeners load them, issued by ca
 // (with both key usages when both, else a server-only certificate).
-func nodeTLS(t *testing.T, ca *testcerts.CA, both bool) *kafka.TLSReloader {
+func nodeTLS(t *testing.T, ca *testcerts.CA, both bool) *tlsreload.Reloader {
 	t.Helper()
 	dir := t.TempDir()
 	cert, key := ca.Server(t, "node")
 	if both {
 		cert, key = ca.Node(t, "node")
 	}
-	r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: testcerts.Write(t, dir, "c.pem", cert),
+	r, err := tlsreload.New(tlsreload.Files{CertFile: testcerts.Write(t, dir, "c.pem", cert),
 		KeyFile: testcerts.Write(t, dir, "k.pem", key), CAFile: testcerts.Write(t, dir, "ca.pem", ca.CertPEM)}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func principalByDial(ctx context.Context, t *testing.T, d *interbroker.Dialer, a
 func TestDialerLogsInOverSASLSSL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p := startPeer(t, true, true, kafka.ClientAuthNone)
+	p := startPeer(t, true, true, tlsreload.ClientAuthNone)
 	for _, mech := range []string{interbroker.MechanismSCRAMSHA512, interbroker.MechanismPlain} {
 		d, err := interbroker.New(interbroker.Config{TLS: nodeTLS(t, p.ca, false), Mechanism: mech, Username: "broker", Password: "broker-secret"})
 		if err != nil {
@@ -181,7 +182,7 @@ func TestDialerLogsInOverSASLSSL(t *testing.T) {
 func TestDialerRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p := startPeer(t, true, true, kafka.ClientAuthNone)
+	p := startPeer(t, true, true, tlsreload.ClientAuthNone)
 	other := testcerts.NewCA(t, "other-ca")
 	for _, tc := range []struct {
 		name string
@@ -222,7 +223,7 @@ func TestDialerRefusals(t *testing.T) {
 func TestDialerClientCertificate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p := startPeer(t, true, false, kafka.ClientAuthRequired)
+	p := startPeer(t, true, false, tlsreload.ClientAuthRequired)
 	d, err := interbroker.New(interbroker.Config{TLS: nodeTLS(t, p.ca, true)})
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func TestDialerSessionLifetime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	const lifetime = 3 * time.Second
-	p := startPeerReauth(t, false, true, kafka.ClientAuthNone, lifetime)
+	p := startPeerReauth(t, false, true, tlsreload.ClientAuthNone, lifetime)
 	d, err := interbroker.New(interbroker.Config{Mechanism: interbroker.MechanismSCRAMSHA512, Username: "broker", Password: "broker-secret"})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +278,7 @@ func TestDialerSessionLifetime(t *testing.T) {
 		t.Fatalf("Expires %v after the dial, want within the %v lifetime and before its end", c.Expires.Sub(start), lifetime)
 	}
 	// Without a lifetime the session never expires.
-	q := startPeer(t, false, true, kafka.ClientAuthNone)
+	q := startPeer(t, false, true, tlsreload.ClientAuthNone)
 	c, err = d.Dial(ctx, q.addr, "test")
 	if err != nil {
 		t.Fatal(err)

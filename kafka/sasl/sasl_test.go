@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
@@ -89,7 +90,7 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 	if withTLS {
 		ss.ca = testcerts.NewCA(t, "ca")
 		certs := ss.ca.ServerFiles(t, "broker")
-		r, err := kafka.NewTLSReloader(kafka.TLSFiles{CertFile: certs.Cert, KeyFile: certs.Key}, nil)
+		r, err := tlsreload.New(tlsreload.Files{CertFile: certs.Cert, KeyFile: certs.Key}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
