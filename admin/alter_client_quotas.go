@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/quota"
@@ -87,7 +87,7 @@ func entityParts(e quota.Entity) (types []string, names []*string) {
 func (h *Handlers) handleAlterClientQuotas(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.AlterClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	allowed := h.authz.Authorize(req, authz.OpAlterConfigs, authz.Cluster)
+	allowed := h.authz.Authorize(req, acl.OpAlterConfigs, acl.Cluster)
 	for _, entry := range r.Entries {
 		re := kmsg.NewAlterClientQuotasResponseEntry()
 		types := make([]string, len(entry.Entity))

@@ -29,14 +29,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
 
 // alterTopicConfigs validates and stores a topic's new explicit configs.
 func (h *Handlers) alterTopicConfigs(ctx context.Context, req *kafka.Request, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
-	if code := h.configDenied(req, authz.OpAlterConfigs, resType, topic); code != 0 {
+	if code := h.configDenied(req, acl.OpAlterConfigs, resType, topic); code != 0 {
 		return code, nil
 	}
 	if resType != resourceTopic {

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
@@ -72,7 +72,7 @@ func (h *Handlers) handleAlterUserSCRAMCredentials(ctx context.Context, req *kaf
 			failed[user], msgs[user] = e, msg
 		}
 	}
-	if !h.authz.Authorize(req, authz.OpAlter, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpAlter, acl.Cluster) {
 		for user := range count {
 			fail(user, kerr.ClusterAuthorizationFailed, "Alter on the cluster is needed")
 		}

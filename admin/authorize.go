@@ -3,7 +3,7 @@ package admin
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -12,14 +12,14 @@ import (
 // (TOPIC_AUTHORIZATION_FAILED), a broker's or a broker logger's on the
 // cluster (CLUSTER_AUTHORIZATION_FAILED). It returns 0 when allowed, and
 // for resource types it does not know (which the handler refuses).
-func (h *Handlers) configDenied(req *kafka.Request, op authz.Operation, resourceType int8, name string) int16 {
+func (h *Handlers) configDenied(req *kafka.Request, op acl.Operation, resourceType int8, name string) int16 {
 	switch resourceType {
 	case resourceTopic:
-		if !h.authz.Authorize(req, op, authz.Topic(name)) {
+		if !h.authz.Authorize(req, op, acl.Topic(name)) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
 	case resourceBroker, resourceBrokerLogger:
-		if !h.authz.Authorize(req, op, authz.Cluster) {
+		if !h.authz.Authorize(req, op, acl.Cluster) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}
 	}

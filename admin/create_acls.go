@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -33,12 +33,12 @@ func (h *Handlers) registerACLAPIs(reg *kafka.Registry) {
 func (h *Handlers) handleCreateACLs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
-	allowed := h.authz.Authorize(req, authz.OpAlter, authz.Cluster)
+	allowed := h.authz.Authorize(req, acl.OpAlter, acl.Cluster)
 	for _, c := range r.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
-		b := authz.Binding{ResourceType: authz.ResourceType(c.ResourceType), ResourceName: c.ResourceName,
-			PatternType: authz.PatternType(c.ResourcePatternType), Principal: c.Principal, Host: c.Host,
-			Operation: authz.Operation(c.Operation), Permission: authz.Permission(c.PermissionType)}
+		b := acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), ResourceName: c.ResourceName,
+			PatternType: acl.PatternType(c.ResourcePatternType), Principal: c.Principal, Host: c.Host,
+			Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)}
 		var err error
 		switch {
 		case h.acls == nil:
@@ -59,7 +59,7 @@ func (h *Handlers) handleCreateACLs(ctx context.Context, req *kafka.Request) (ka
 // aclErrorCode is INVALID_REQUEST for an invalid binding or filter, else
 // the node's table.
 func aclErrorCode(err error) int16 {
-	if errors.Is(err, authz.ErrInvalidBinding) {
+	if errors.Is(err, acl.ErrInvalidBinding) {
 		return kerr.InvalidRequest.Code
 	}
 	return adminErrorCode(err)

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -39,7 +39,7 @@ func (h *Handlers) handleCreatePartitions(ctx context.Context, req *kafka.Reques
 			assignment = append(assignment, a.Replicas)
 		}
 		switch {
-		case !h.authz.Authorize(req, authz.OpAlter, authz.Topic(t.Topic)):
+		case !h.authz.Authorize(req, acl.OpAlter, acl.Topic(t.Topic)):
 			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case internalTopic(t.Topic):
 			rt.ErrorCode = kerr.PolicyViolation.Code

@@ -33,7 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
@@ -46,7 +46,7 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 	for _, t := range r.Topics {
 		seen[t.Topic]++
 	}
-	clusterCreate := h.authz.Permits(req, authz.OpCreate, authz.Cluster)
+	clusterCreate := h.authz.Permits(req, acl.OpCreate, acl.Cluster)
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Topic, -1, -1
@@ -58,7 +58,7 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, req *kafka.Request) (
 			fail(kerr.InvalidRequest.Code, fmt.Errorf("topic %q named more than once", t.Topic))
 			continue
 		}
-		if !clusterCreate && !h.authz.Authorize(req, authz.OpCreate, authz.Topic(t.Topic)) {
+		if !clusterCreate && !h.authz.Authorize(req, acl.OpCreate, acl.Topic(t.Topic)) {
 			fail(kerr.TopicAuthorizationFailed.Code, nil)
 			continue
 		}

@@ -18,14 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (h *Handlers) handleDeleteACLs(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DeleteACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
-	allowed := h.authz.Authorize(req, authz.OpAlter, authz.Cluster)
+	allowed := h.authz.Authorize(req, acl.OpAlter, acl.Cluster)
 	for _, rf := range r.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
 		f := aclFilter(rf.ResourceType, rf.ResourceName, rf.ResourcePatternType, rf.Principal, rf.Host, rf.Operation, rf.PermissionType)

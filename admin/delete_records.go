@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -44,7 +44,7 @@ func (h *Handlers) handleDeleteRecords(ctx context.Context, req *kafka.Request) 
 	for ti, t := range r.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
-		allowed := h.authz.Authorize(req, authz.OpDelete, authz.Topic(t.Topic))
+		allowed := h.authz.Authorize(req, acl.OpDelete, acl.Topic(t.Topic))
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -55,7 +55,7 @@ func (h *Handlers) handleDeleteTopics(ctx context.Context, req *kafka.Request) (
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		if !h.authz.Authorize(req, authz.OpDelete, authz.Topic(name)) {
+		if !h.authz.Authorize(req, acl.OpDelete, acl.Topic(name)) {
 			if t.name == nil {
 				rt.Topic = nil // named by id: its name is not disclosed
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -32,7 +32,7 @@ func (h *Handlers) handleDescribeACLs(ctx context.Context, req *kafka.Request) (
 	case h.acls == nil:
 		resp.ErrorCode = kerr.SecurityDisabled.Code
 		return kafka.Reply{Response: resp}, nil
-	case !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster):
+	case !h.authz.Authorize(req, acl.OpDescribe, acl.Cluster):
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}
@@ -51,10 +51,10 @@ func (h *Handlers) handleDescribeACLs(ctx context.Context, req *kafka.Request) (
 			resp.Resources = append(resp.Resources, res)
 			last = &resp.Resources[len(resp.Resources)-1]
 		}
-		acl := kmsg.NewDescribeACLsResponseResourceACL()
-		acl.Principal, acl.Host = b.Principal, b.Host
-		acl.Operation, acl.PermissionType = kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
-		last.ACLs = append(last.ACLs, acl)
+		entry := kmsg.NewDescribeACLsResponseResourceACL()
+		entry.Principal, entry.Host = b.Principal, b.Host
+		entry.Operation, entry.PermissionType = kmsg.ACLOperation(b.Operation), kmsg.ACLPermissionType(b.Permission)
+		last.ACLs = append(last.ACLs, entry)
 	}
 	return kafka.Reply{Response: resp}, nil
 }
@@ -62,13 +62,13 @@ func (h *Handlers) handleDescribeACLs(ctx context.Context, req *kafka.Request) (
 // aclFilter is a request's AclBindingFilter; a null string matches every
 // value.
 func aclFilter(rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResourcePatternType, principal, host *string,
-	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) authz.Filter {
+	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) acl.Filter {
 	deref := func(s *string) string {
 		if s == nil {
 			return ""
 		}
 		return *s
 	}
-	return authz.Filter{ResourceType: authz.ResourceType(rt), ResourceName: deref(name), PatternType: authz.PatternType(pt),
-		Principal: deref(principal), Host: deref(host), Operation: authz.Operation(op), Permission: authz.Permission(perm)}
+	return acl.Filter{ResourceType: acl.ResourceType(rt), ResourceName: deref(name), PatternType: acl.PatternType(pt),
+		Principal: deref(principal), Host: deref(host), Operation: acl.Operation(op), Permission: acl.Permission(perm)}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/quota"
 )
@@ -32,7 +32,7 @@ func (h *Handlers) handleDescribeClientQuotas(ctx context.Context, req *kafka.Re
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return kafka.Reply{Response: resp}, nil
 	}
-	if !h.authz.Authorize(req, authz.OpDescribeConfigs, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpDescribeConfigs, acl.Cluster) {
 		return fail(kerr.ClusterAuthorizationFailed.Code, "DESCRIBE_CONFIGS on the cluster is denied")
 	}
 	filter := map[string]kmsg.DescribeClientQuotasRequestComponent{}

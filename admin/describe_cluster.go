@@ -16,17 +16,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 // clusterAuthorizedOperations is KIP-430's bitfield of the cluster: 0
 // without Describe on it, as Kafka answers.
 func (h *Handlers) clusterAuthorizedOperations(req *kafka.Request) int32 {
-	if !h.authz.Permits(req, authz.OpDescribe, authz.Cluster) {
+	if !h.authz.Permits(req, acl.OpDescribe, acl.Cluster) {
 		return 0
 	}
-	return h.authz.AuthorizedOperations(req, authz.Cluster)
+	return h.authz.AuthorizedOperations(req, acl.Cluster)
 }
 
 func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
@@ -63,7 +63,7 @@ func (h *Handlers) handleDescribeConfigs(ctx context.Context, req *kafka.Request
 			}
 			return false
 		}
-		if code := h.configDenied(req, authz.OpDescribeConfigs, int8(res.ResourceType), res.ResourceName); code != 0 {
+		if code := h.configDenied(req, acl.OpDescribeConfigs, int8(res.ResourceType), res.ResourceName); code != 0 {
 			rr.ErrorCode = code
 			resp.Resources = append(resp.Resources, rr)
 			continue

@@ -42,7 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
@@ -51,7 +51,7 @@ import (
 func (h *Handlers) handleDescribeLogDirs(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	if !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpDescribe, acl.Cluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}

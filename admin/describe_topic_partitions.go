@@ -35,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -80,10 +80,10 @@ func (h *Handlers) handleDescribeTopicPartitions(_ context.Context, req *kafka.R
 	var denied []kmsg.DescribeTopicPartitionsResponseTopic
 	for _, name := range names {
 		switch {
-		case fetchAll && h.authz.Permits(req, authz.OpDescribe, authz.Topic(name)):
+		case fetchAll && h.authz.Permits(req, acl.OpDescribe, acl.Topic(name)):
 			authorized = append(authorized, name)
 		case fetchAll:
-		case h.authz.Authorize(req, authz.OpDescribe, authz.Topic(name)):
+		case h.authz.Authorize(req, acl.OpDescribe, acl.Topic(name)):
 			authorized = append(authorized, name)
 		default:
 			t := kmsg.NewDescribeTopicPartitionsResponseTopic()
@@ -121,12 +121,12 @@ func (h *Handlers) handleDescribeTopicPartitions(_ context.Context, req *kafka.R
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			mt.IsInternal = internalTopic(name)
-			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, authz.Topic(name))
+			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, acl.Topic(name))
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
 		mt.TopicID, mt.IsInternal = t.ID, t.Internal
-		mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, authz.Topic(name))
+		mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, acl.Topic(name))
 		start := int32(0)
 		if name == cursorTopic {
 			start = r.Cursor.Partition

@@ -15,14 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (h *Handlers) handleDescribeUserSCRAMCredentials(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	if !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpDescribe, acl.Cluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
@@ -40,7 +40,7 @@ func (h *Handlers) liveBrokers() func(int32) bool {
 func (h *Handlers) handleElectLeaders(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ElectLeadersRequest)
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
-	if !h.authz.Authorize(req, authz.OpAlter, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpAlter, acl.Cluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		for _, t := range r.Topics {
 			rt := kmsg.NewElectLeadersResponseTopic()

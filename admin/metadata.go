@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/kafka"
 )
@@ -68,7 +68,7 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 	created := false
 	if r.Topics == nil || (req.Version == 0 && len(r.Topics) == 0) {
 		for _, t := range h.store.Topics() {
-			if h.authz.Permits(req, authz.OpDescribe, authz.Topic(t.Name)) {
+			if h.authz.Permits(req, acl.OpDescribe, acl.Topic(t.Name)) {
 				names = append(names, t.Name)
 			}
 		}
@@ -79,7 +79,7 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 				names = append(names, *rt.Topic)
 			case rt.TopicID != [16]byte{}:
 				t, ok := h.store.TopicByID(controlplane.TopicID(rt.TopicID))
-				if ok && !h.authz.Authorize(req, authz.OpDescribe, authz.Topic(t.Name)) {
+				if ok && !h.authz.Authorize(req, acl.OpDescribe, acl.Topic(t.Name)) {
 					mt := kmsg.NewMetadataResponseTopic()
 					mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
 					resp.Topics = append(resp.Topics, mt)
@@ -100,14 +100,14 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		mt := kmsg.NewMetadataResponseTopic()
 		topic := name
 		mt.Topic = &topic
-		if r.Topics != nil && !h.authz.Authorize(req, authz.OpDescribe, authz.Topic(name)) {
+		if r.Topics != nil && !h.authz.Authorize(req, acl.OpDescribe, acl.Topic(name)) {
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
 		t, ok := h.store.Topic(name)
-		if !ok && autoCreate && !h.authz.Permits(req, authz.OpCreate, authz.Cluster) &&
-			!h.authz.Authorize(req, authz.OpCreate, authz.Topic(name)) {
+		if !ok && autoCreate && !h.authz.Permits(req, acl.OpCreate, acl.Cluster) &&
+			!h.authz.Authorize(req, acl.OpCreate, acl.Topic(name)) {
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, mt)
 			continue
@@ -141,7 +141,7 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		mt.TopicID = t.ID
 		mt.IsInternal = t.Internal
 		if req.Version >= 8 && r.IncludeTopicAuthorizedOperations {
-			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, authz.Topic(name))
+			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, acl.Topic(name))
 		}
 		for _, st := range h.store.Partitions(name) {
 			mt.Partitions = append(mt.Partitions, partitionMetadata(st, req.Version, registered, listed))

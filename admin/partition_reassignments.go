@@ -40,7 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
@@ -51,7 +51,7 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, req *k
 	resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = r.AllowReplicationFactorChange
 	live := h.liveBrokers()
-	allowed := h.authz.Authorize(req, authz.OpAlter, authz.Cluster)
+	allowed := h.authz.Authorize(req, acl.OpAlter, acl.Cluster)
 	if !allowed {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	}
@@ -143,7 +143,7 @@ func (h *Handlers) reassignOne(ctx context.Context, topic string, p int32, targe
 func (h *Handlers) handleListPartitionReassignments(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if !h.authz.Authorize(req, authz.OpDescribe, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpDescribe, acl.Cluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}

@@ -24,14 +24,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (h *Handlers) handleUnregisterBroker(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.UnregisterBrokerRequest)
 	resp := r.ResponseKind().(*kmsg.UnregisterBrokerResponse)
-	if !h.authz.Authorize(req, authz.OpAlter, authz.Cluster) {
+	if !h.authz.Authorize(req, acl.OpAlter, acl.Cluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -25,7 +26,7 @@ type Config struct {
 	Logger *slog.Logger
 	// OnDenied, if set, is called for each audited denial (a metric). It
 	// must be cheap and safe for concurrent use.
-	OnDenied func(api string, op Operation, rt ResourceType)
+	OnDenied func(api string, op acl.Operation, rt acl.ResourceType)
 }
 
 // ParseSuperUsers splits Kafka's super.users, principals separated by ';'.
@@ -49,10 +50,10 @@ type Authorizer struct {
 	super       map[string]bool
 	allowIfNone bool
 	log         *slog.Logger
-	onDenied    func(api string, op Operation, rt ResourceType)
+	onDenied    func(api string, op acl.Operation, rt acl.ResourceType)
 	limiter     kafka.LogLimiter
 
-	set atomic.Pointer[Set] // nil until the first SetBindings: no bindings
+	set atomic.Pointer[acl.Set] // nil until the first SetBindings: no bindings
 }
 
 // New returns an authorizer with no bindings.
@@ -68,18 +69,18 @@ func New(cfg Config) *Authorizer {
 }
 
 // SetBindings replaces the bindings the authorizer decides with.
-func (a *Authorizer) SetBindings(s *Set) { a.set.Store(s) }
+func (a *Authorizer) SetBindings(s *acl.Set) { a.set.Store(s) }
 
 // Bindings returns the bindings in force (nil for none).
-func (a *Authorizer) Bindings() *Set { return a.set.Load() }
+func (a *Authorizer) Bindings() *acl.Set { return a.set.Load() }
 
 // Enabled reports whether a authorizes at all (a is not nil).
 func (a *Authorizer) Enabled() bool { return a != nil }
 
 // Decide is the authorizer's decision for principal at host.
-func (a *Authorizer) Decide(principal, host string, op Operation, res Resource) Decision {
+func (a *Authorizer) Decide(principal, host string, op acl.Operation, res acl.Resource) acl.Decision {
 	if a.super[principal] {
-		return AllowedSuperUser
+		return acl.AllowedSuperUser
 	}
 	return a.set.Load().Decide(principal, host, op, res, a.allowIfNone)
 }
@@ -87,7 +88,7 @@ func (a *Authorizer) Decide(principal, host string, op Operation, res Resource) 
 // Authorize reports whether req's principal may do op on res; a denial is
 // written to the audit log and counted. Use it for a check whose denial
 // the client is told of (an error code).
-func (a *Authorizer) Authorize(req *kafka.Request, op Operation, res Resource) bool {
+func (a *Authorizer) Authorize(req *kafka.Request, op acl.Operation, res acl.Resource) bool {
 	if a == nil {
 		return true
 	}
@@ -102,7 +103,7 @@ func (a *Authorizer) Authorize(req *kafka.Request, op Operation, res Resource) b
 // Permits is Authorize without the audit log: for the quiet checks, where
 // what is not permitted is left out of an answer (Metadata's topic list,
 // ListGroups) rather than refused, as Kafka logs them only at debug.
-func (a *Authorizer) Permits(req *kafka.Request, op Operation, res Resource) bool {
+func (a *Authorizer) Permits(req *kafka.Request, op acl.Operation, res acl.Resource) bool {
 	if a == nil {
 		return true
 	}
@@ -114,7 +115,7 @@ func (a *Authorizer) Permits(req *kafka.Request, op Operation, res Resource) boo
 // an idempotent producer may have IdempotentWrite on the cluster or Write
 // on any topic). A denial is not audited: the caller audits the check it
 // reports.
-func (a *Authorizer) AuthorizeAny(req *kafka.Request, op Operation, rt ResourceType) bool {
+func (a *Authorizer) AuthorizeAny(req *kafka.Request, op acl.Operation, rt acl.ResourceType) bool {
 	if a == nil {
 		return true
 	}
@@ -125,7 +126,7 @@ func (a *Authorizer) AuthorizeAny(req *kafka.Request, op Operation, rt ResourceT
 	return a.set.Load().DecideAny(principal, Host(req.Conn), op, rt, a.allowIfNone).Allowed()
 }
 
-func (a *Authorizer) audit(req *kafka.Request, principal, host string, op Operation, res Resource, d Decision) {
+func (a *Authorizer) audit(req *kafka.Request, principal, host string, op acl.Operation, res acl.Resource, d acl.Decision) {
 	api := kmsg.NameForKey(req.Key)
 	if a.onDenied != nil {
 		a.onDenied(api, op, res.Type)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 )
@@ -29,7 +30,7 @@ func (n *Node) startAuthorizer(ctx context.Context) error {
 	supers := authz.ParseSuperUsers(n.cfg.SuperUsers)
 	n.authz = authz.New(authz.Config{SuperUsers: supers, AllowEveryoneIfNoACLFound: n.cfg.AllowEveryoneIfNoACLFound,
 		Logger: n.logger.With("component", "authorizer"),
-		OnDenied: func(api string, op authz.Operation, rt authz.ResourceType) {
+		OnDenied: func(api string, op acl.Operation, rt acl.ResourceType) {
 			n.metrics.AuthorizationDenied(api, op.String(), rt.String())
 		}})
 	var err error

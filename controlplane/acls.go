@@ -13,14 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 )
 
 // BucketACLs holds the cluster's ACLs, one key per binding.
 const BucketACLs = "shale_acls"
 
 // ACLs is the cluster's ACL bindings in the shale_acls bucket, watched:
-// every node holds the whole set in memory and hands a new authz.Set to its
+// every node holds the whole set in memory and hands a new acl.Set to its
 // authorizer within a moment of a change on any node (the watch's delivery,
 // milliseconds on a healthy NATS). A node's own Create and Delete apply to
 // its view before they return, so DescribeAcls on the node that changed
@@ -28,15 +28,15 @@ const BucketACLs = "shale_acls"
 type ACLs struct {
 	kv       jetstream.KeyValue
 	watch    *bucketWatch
-	onChange func(*authz.Set)
+	onChange func(*acl.Set)
 
 	closeOnce sync.Once
 
 	mu struct {
 		sync.Mutex
 		byKey  map[string]aclEntry
-		loaded bool       // the initial values are in; changes publish
-		set    *authz.Set // what was last handed to onChange
+		loaded bool     // the initial values are in; changes publish
+		set    *acl.Set // what was last handed to onChange
 	}
 }
 
@@ -45,7 +45,7 @@ type ACLs struct {
 type aclEntry struct {
 	rev     uint64
 	deleted bool
-	b       authz.Binding
+	b       acl.Binding
 }
 
 // OpenACLs creates the bucket if absent, starts its watch, waits for the
@@ -53,7 +53,7 @@ type aclEntry struct {
 // called with the whole new set after each change, from the watch's
 // goroutine or from Create and Delete (serialised: one call at a time, in
 // order). ctx bounds the open only. Close the ACLs before the Store.
-func OpenACLs(ctx context.Context, s *Store, onChange func(*authz.Set)) (*ACLs, error) {
+func OpenACLs(ctx context.Context, s *Store, onChange func(*acl.Set)) (*ACLs, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (a *ACLs) Close() { a.closeOnce.Do(func() { a.watch.stop() }) }
 
 // aclKey is a binding's key: a hash of its fields, so that creating a
 // binding twice stores it once.
-func aclKey(b authz.Binding) string {
+func aclKey(b acl.Binding) string {
 	data, _ := json.Marshal(b)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:20])
@@ -116,20 +116,20 @@ func (a *ACLs) applyLocked(ch change) {
 
 // REQUIRES: a.mu held.
 func (a *ACLs) publishLocked() {
-	var bs []authz.Binding
+	var bs []acl.Binding
 	for _, e := range a.mu.byKey {
 		if !e.deleted {
 			bs = append(bs, e.b)
 		}
 	}
 	slices.SortFunc(bs, compareBindings)
-	a.mu.set = authz.NewSet(bs)
+	a.mu.set = acl.NewSet(bs)
 	if a.onChange != nil {
 		a.onChange(a.mu.set)
 	}
 }
 
-func compareBindings(x, y authz.Binding) int {
+func compareBindings(x, y acl.Binding) int {
 	return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), strings.Compare(x.ResourceName, y.ResourceName),
 		cmp.Compare(x.PatternType, y.PatternType), strings.Compare(x.Principal, y.Principal),
 		strings.Compare(x.Host, y.Host), cmp.Compare(x.Operation, y.Operation), cmp.Compare(x.Permission, y.Permission))
@@ -137,15 +137,15 @@ func compareBindings(x, y authz.Binding) int {
 
 // Set returns the bindings as this node knows them, ordered by resource,
 // pattern, principal, host, operation and permission.
-func (a *ACLs) Set() *authz.Set {
+func (a *ACLs) Set() *acl.Set {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mu.set
 }
 
-// Create stores b (valid, see authz.Binding.Validate); a binding already
+// Create stores b (valid, see acl.Binding.Validate); a binding already
 // stored is left as it is.
-func (a *ACLs) Create(ctx context.Context, b authz.Binding) error {
+func (a *ACLs) Create(ctx context.Context, b acl.Binding) error {
 	if err := b.Validate(); err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (a *ACLs) Create(ctx context.Context, b authz.Binding) error {
 // Delete removes every binding f matches in this node's view and returns
 // them, ordered as Set. A failure part way leaves the bindings deleted so
 // far deleted; the returned error says so.
-func (a *ACLs) Delete(ctx context.Context, f authz.Filter) ([]authz.Binding, error) {
+func (a *ACLs) Delete(ctx context.Context, f acl.Filter) ([]acl.Binding, error) {
 	a.mu.Lock()
 	type victim struct {
 		key string
@@ -179,7 +179,7 @@ func (a *ACLs) Delete(ctx context.Context, f authz.Filter) ([]authz.Binding, err
 	}
 	a.mu.Unlock()
 	slices.SortFunc(victims, func(x, y victim) int { return compareBindings(x.e.b, y.e.b) })
-	var out []authz.Binding
+	var out []acl.Binding
 	for _, v := range victims {
 		if err := a.kv.Delete(ctx, v.key); err != nil {
 			return out, fmt.Errorf("controlplane: delete ACL (%d of %d deleted): %w", len(out), len(victims), err)

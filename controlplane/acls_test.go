@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 )
 
 func TestACLsShareBindingsThroughWatches(t *testing.T) {
@@ -15,13 +15,13 @@ func TestACLsShareBindingsThroughWatches(t *testing.T) {
 	s2 := openStore(t, connect(t, srv), StoreConfig{})
 	ctx := testCtx(t)
 
-	var seen2 atomic.Pointer[authz.Set]
+	var seen2 atomic.Pointer[acl.Set]
 	a1, err := OpenACLs(ctx, s1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a1.Close)
-	a2, err := OpenACLs(ctx, s2, func(s *authz.Set) { seen2.Store(s) })
+	a2, err := OpenACLs(ctx, s2, func(s *acl.Set) { seen2.Store(s) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,11 @@ func TestACLsShareBindingsThroughWatches(t *testing.T) {
 		t.Fatalf("the open must hand over the (empty) set: %v", s)
 	}
 
-	read := authz.Binding{ResourceType: authz.ResourceTopic, ResourceName: "pay-", PatternType: authz.PatternPrefixed,
-		Principal: "User:alice", Host: "*", Operation: authz.OpRead, Permission: authz.Allow}
+	read := acl.Binding{ResourceType: acl.ResourceTopic, ResourceName: "pay-", PatternType: acl.PatternPrefixed,
+		Principal: "User:alice", Host: "*", Operation: acl.OpRead, Permission: acl.Allow}
 	write := read
-	write.Operation, write.ResourceName, write.PatternType = authz.OpWrite, "orders", authz.PatternLiteral
-	for _, b := range []authz.Binding{read, write, read} { // the second read is stored once
+	write.Operation, write.ResourceName, write.PatternType = acl.OpWrite, "orders", acl.PatternLiteral
+	for _, b := range []acl.Binding{read, write, read} { // the second read is stored once
 		if err := a1.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -44,9 +44,9 @@ func TestACLsShareBindingsThroughWatches(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "the other node's authorizer to get both bindings", func() bool {
 		s := seen2.Load()
-		return s != nil && s.Len() == 2 && s.Decide("User:alice", "10.0.0.1", authz.OpRead, authz.Topic("pay-eu"), false).Allowed()
+		return s != nil && s.Len() == 2 && s.Decide("User:alice", "10.0.0.1", acl.OpRead, acl.Topic("pay-eu"), false).Allowed()
 	})
-	if err := a1.Create(ctx, authz.Binding{ResourceType: authz.ResourceTopic}); !errors.Is(err, authz.ErrInvalidBinding) {
+	if err := a1.Create(ctx, acl.Binding{ResourceType: acl.ResourceTopic}); !errors.Is(err, acl.ErrInvalidBinding) {
 		t.Fatalf("invalid binding: %v", err)
 	}
 
@@ -60,13 +60,13 @@ func TestACLsShareBindingsThroughWatches(t *testing.T) {
 		t.Fatalf("a later node loaded %d bindings", a3.Set().Len())
 	}
 
-	f := authz.MatchAll
-	f.Operation = authz.OpWrite
+	f := acl.MatchAll
+	f.Operation = acl.OpWrite
 	deleted, err := a2.Delete(ctx, f)
 	if err != nil || len(deleted) != 1 || deleted[0] != write {
 		t.Fatalf("Delete = %v, %v; want the write binding", deleted, err)
 	}
-	if got := a2.Set().Select(authz.MatchAll); len(got) != 1 || got[0] != read {
+	if got := a2.Set().Select(acl.MatchAll); len(got) != 1 || got[0] != read {
 		t.Fatalf("after the delete the deleting node has %v", got)
 	}
 	eventually(t, 5*time.Second, "the delete to reach the first node", func() bool { return a1.Set().Len() == 1 })

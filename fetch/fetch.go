@@ -95,7 +95,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -474,7 +474,7 @@ func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []p
 		return nil
 	}
 	var denied map[string]bool
-	clusterOK := follower && h.opts.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
+	clusterOK := follower && h.opts.authz.Authorize(req, acl.OpClusterAction, acl.Cluster)
 	last := ""
 	for i, p := range parts {
 		if i > 0 && p.topic == last {
@@ -484,7 +484,7 @@ func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []p
 		if denied[p.topic] {
 			continue
 		}
-		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, authz.OpRead, authz.Topic(p.topic))) {
+		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, acl.OpRead, acl.Topic(p.topic))) {
 			if denied == nil {
 				denied = map[string]bool{}
 			}

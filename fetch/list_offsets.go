@@ -50,6 +50,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -80,7 +81,7 @@ func (h *listOffsetsHandler) handle(ctx context.Context, req *kafka.Request) (ka
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		allowed := h.authz.Authorize(req, authz.OpDescribe, authz.Topic(t.Topic))
+		allowed := h.authz.Authorize(req, acl.OpDescribe, acl.Topic(t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition

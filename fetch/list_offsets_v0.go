@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -43,7 +43,7 @@ func (h *listOffsetsHandler) handleV0(req *kafka.Request, r *kmsg.ListOffsetsReq
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		allowed := h.authz.Authorize(req, authz.OpDescribe, authz.Topic(t.Topic))
+		allowed := h.authz.Authorize(req, acl.OpDescribe, acl.Topic(t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition

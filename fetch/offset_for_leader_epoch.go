@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -40,11 +40,11 @@ func RegisterOffsetForLeaderEpoch(reg *kafka.Registry, leaders partition.Leaders
 	reg.Register(kmsg.OffsetForLeaderEpoch, 0, 4, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.OffsetForLeaderEpochRequest)
 		resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-		cluster := az.Permits(req, authz.OpClusterAction, authz.Cluster)
+		cluster := az.Permits(req, acl.OpClusterAction, acl.Cluster)
 		for _, t := range r.Topics {
 			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 			rt.Topic = t.Topic
-			allowed := cluster || az.Authorize(req, authz.OpDescribe, authz.Topic(t.Topic))
+			allowed := cluster || az.Authorize(req, acl.OpDescribe, acl.Topic(t.Topic))
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 				rp.Partition = p.Partition

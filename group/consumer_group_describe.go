@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -31,7 +31,7 @@ func (c *Coordinator) handleConsumerGroupDescribe(ctx context.Context, req *kafk
 	r := req.Msg.(*kmsg.ConsumerGroupDescribeRequest)
 	allowed := make([]bool, len(r.Groups))
 	for i, id := range r.Groups {
-		allowed[i] = c.allowed(req, authz.OpDescribe, authz.Group(id))
+		allowed[i] = c.allowed(req, acl.OpDescribe, acl.Group(id))
 	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
@@ -41,7 +41,7 @@ func (c *Coordinator) handleConsumerGroupDescribe(ctx context.Context, req *kafk
 			dg.Group = id
 			dg.AuthorizedOperations = math.MinInt32
 			if r.IncludeAuthorizedOperations && allowed[i] {
-				dg.AuthorizedOperations = c.cfg.Authorizer.AuthorizedOperations(req, authz.Group(id))
+				dg.AuthorizedOperations = c.cfg.Authorizer.AuthorizedOperations(req, acl.Group(id))
 			}
 			switch {
 			case !allowed[i]:

@@ -35,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -49,10 +49,10 @@ func (c *Coordinator) handleConsumerGroupHeartbeat(ctx context.Context, req *kaf
 		}
 		return kafka.Reply{Response: resp}
 	}
-	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+	if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 		return fail(kerr.GroupAuthorizationFailed.Code, ""), nil
 	}
-	if denied := c.deniedTopics(req, authz.OpDescribe, slices.Values(r.SubscribedTopicNames)); len(denied) > 0 {
+	if denied := c.deniedTopics(req, acl.OpDescribe, slices.Values(r.SubscribedTopicNames)); len(denied) > 0 {
 		return fail(kerr.TopicAuthorizationFailed.Code, "Not authorized to describe a subscribed topic."), nil
 	}
 	host := ""

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -31,7 +31,7 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 			dg.Group = id
 			rn, err := c.lookup(id, false)
 			switch {
-			case !c.allowed(req, authz.OpDelete, authz.Group(id)):
+			case !c.allowed(req, acl.OpDelete, acl.Group(id)):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case err != nil:
 				dg.ErrorCode = errorCode(err)

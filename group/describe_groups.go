@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -35,13 +35,13 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 		for _, id := range r.Groups {
 			dg := kmsg.NewDescribeGroupsResponseGroup()
 			dg.Group, dg.State, dg.AuthorizedOperations = id, StateDead.String(), -2147483648
-			if !c.allowed(req, authz.OpDescribe, authz.Group(id)) {
+			if !c.allowed(req, acl.OpDescribe, acl.Group(id)) {
 				dg.ErrorCode, dg.State = kerr.GroupAuthorizationFailed.Code, ""
 				resp.Groups = append(resp.Groups, dg)
 				continue
 			}
 			if r.IncludeAuthorizedOperations {
-				dg.AuthorizedOperations = c.cfg.Authorizer.AuthorizedOperations(req, authz.Group(id))
+				dg.AuthorizedOperations = c.cfg.Authorizer.AuthorizedOperations(req, acl.Group(id))
 			}
 			rn, err := c.lookup(id, false)
 			if err != nil {

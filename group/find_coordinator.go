@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -83,12 +83,12 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 // or 0.
 func (c *Coordinator) coordinatorDenied(req *kafka.Request, key string, keyType int8) int16 {
 	if keyType == 1 {
-		if !c.allowed(req, authz.OpDescribe, authz.TransactionalID(key)) {
+		if !c.allowed(req, acl.OpDescribe, acl.TransactionalID(key)) {
 			return kerr.TransactionalIDAuthorizationFailed.Code
 		}
 		return 0
 	}
-	if !c.allowed(req, authz.OpDescribe, authz.Group(key)) {
+	if !c.allowed(req, acl.OpDescribe, acl.Group(key)) {
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	return 0

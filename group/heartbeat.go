@@ -17,13 +17,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *Coordinator) handleHeartbeat(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.HeartbeatRequest)
-	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+	if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil

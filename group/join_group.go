@@ -26,13 +26,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *Coordinator) handleJoinGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.JoinGroupRequest)
-	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+	if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil

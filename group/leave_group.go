@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -29,7 +29,7 @@ type leaving struct {
 
 func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.LeaveGroupRequest)
-	if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+	if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil

@@ -26,7 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -70,9 +70,9 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 			}
 		}
 		slices.SortFunc(all, func(a, b summary) int { return strings.Compare(a.id, b.id) })
-		everyGroup := c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Cluster)
+		everyGroup := c.cfg.Authorizer.Permits(req, acl.OpDescribe, acl.Cluster)
 		for _, s := range all {
-			if !everyGroup && !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Group(s.id)) {
+			if !everyGroup && !c.cfg.Authorizer.Permits(req, acl.OpDescribe, acl.Group(s.id)) {
 				continue
 			}
 			if len(r.StatesFilter) > 0 && !slices.ContainsFunc(r.StatesFilter, func(f string) bool {

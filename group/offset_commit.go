@@ -38,7 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -81,10 +81,10 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 		if r.Group == "" {
 			return failAll(kerr.InvalidGroupID.Code), nil
 		}
-		if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
-		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
 			for _, t := range r.Topics {
 				if !yield(t.Topic) {
 					return

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -32,11 +32,11 @@ func (c *Coordinator) handleOffsetDelete(ctx context.Context, req *kafka.Request
 				tps = append(tps, topicPartition{t.Topic, p.Partition})
 			}
 		}
-		if !c.allowed(req, authz.OpDelete, authz.Group(r.Group)) {
+		if !c.allowed(req, acl.OpDelete, acl.Group(r.Group)) {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
-		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
 			for _, t := range r.Topics {
 				if !yield(t.Topic) {
 					return

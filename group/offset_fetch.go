@@ -33,7 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -65,9 +65,9 @@ func (c *Coordinator) authorizeOffsets(req *kafka.Request, got []fetchedOffset, 
 		ok, seen := verdict[f.tp.topic]
 		if !seen {
 			if all {
-				ok = c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Topic(f.tp.topic))
+				ok = c.cfg.Authorizer.Permits(req, acl.OpDescribe, acl.Topic(f.tp.topic))
 			} else {
-				ok = c.allowed(req, authz.OpDescribe, authz.Topic(f.tp.topic))
+				ok = c.allowed(req, acl.OpDescribe, acl.Topic(f.tp.topic))
 			}
 			verdict[f.tp.topic] = ok
 		}
@@ -96,7 +96,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						ts = append(ts, fetchTopic{t.Topic, t.Partitions})
 					}
 				}
-				if !c.allowed(req, authz.OpDescribe, authz.Group(rg.Group)) {
+				if !c.allowed(req, acl.OpDescribe, acl.Group(rg.Group)) {
 					og := kmsg.NewOffsetFetchResponseGroup()
 					og.Group, og.ErrorCode = rg.Group, kerr.GroupAuthorizationFailed.Code
 					resp.Groups = append(resp.Groups, og)
@@ -145,7 +145,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 		}
 		var got []fetchedOffset
 		var code int16
-		if c.allowed(req, authz.OpDescribe, authz.Group(r.Group)) {
+		if c.allowed(req, acl.OpDescribe, acl.Group(r.Group)) {
 			var err error
 			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable, nil)
 			if err != nil {

@@ -58,7 +58,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 )
@@ -84,13 +84,13 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		if r.Group == "" {
 			return failAll(kerr.InvalidGroupID.Code), nil
 		}
-		if !c.allowed(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+		if !c.allowed(req, acl.OpWrite, acl.TransactionalID(r.TransactionalID)) {
 			return failAll(kerr.TransactionalIDAuthorizationFailed.Code), nil
 		}
-		if !c.allowed(req, authz.OpRead, authz.Group(r.Group)) {
+		if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
-		denied := c.deniedTopics(req, authz.OpRead, func(yield func(string) bool) {
+		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
 			for _, t := range r.Topics {
 				if !yield(t.Topic) {
 					return

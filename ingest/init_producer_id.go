@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -64,12 +65,12 @@ func initProducerIDHandler(ids ProducerIDs, txns TxnCoordinator, az *authz.Autho
 		r := req.Msg.(*kmsg.InitProducerIDRequest)
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
-		if r.TransactionalID != nil && !az.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionalID)) {
+		if r.TransactionalID != nil && !az.Authorize(req, acl.OpWrite, acl.TransactionalID(*r.TransactionalID)) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return kafka.Reply{Response: resp}, nil
 		}
-		if r.TransactionalID == nil && !az.AuthorizeAny(req, authz.OpWrite, authz.ResourceTopic) &&
-			!az.Authorize(req, authz.OpIdempotentWrite, authz.Cluster) {
+		if r.TransactionalID == nil && !az.AuthorizeAny(req, acl.OpWrite, acl.ResourceTopic) &&
+			!az.Authorize(req, acl.OpIdempotentWrite, acl.Cluster) {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return kafka.Reply{Response: resp}, nil
 		}

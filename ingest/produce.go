@@ -74,6 +74,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
@@ -188,7 +189,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		topicDenied := !txnDenied && !h.authz.Authorize(req, authz.OpWrite, authz.Topic(t.Topic))
+		topicDenied := !txnDenied && !h.authz.Authorize(req, acl.OpWrite, acl.Topic(t.Topic))
 		internal := config.IsInternalTopic(t.Topic) && req.ClientID != config.AdminClientID
 		if internal && validAcks && !txnDenied && !topicDenied {
 			if ok, held := h.refusedLog.Allow(time.Now()); ok {
@@ -310,7 +311,7 @@ func (h *produceHandler) handle(ctx context.Context, req *kafka.Request) (kafka.
 // id at a higher epoch, fence that producer's markers.
 func (h *produceHandler) refuseTransactional(req *kafka.Request, r *kmsg.ProduceRequest) bool {
 	if r.TransactionID != nil && *r.TransactionID != "" {
-		return !h.authz.Authorize(req, authz.OpWrite, authz.TransactionalID(*r.TransactionID))
+		return !h.authz.Authorize(req, acl.OpWrite, acl.TransactionalID(*r.TransactionID))
 	}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {

@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 )
@@ -39,11 +39,11 @@ func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Requ
 			resp.ErrorCode = kerr.InvalidGroupID.Code
 			return resp, nil
 		}
-		if !c.cfg.Authorizer.Authorize(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpWrite, acl.TransactionalID(r.TransactionalID)) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return resp, nil
 		}
-		if !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(r.Group)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(r.Group)) {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}

@@ -39,7 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -74,7 +74,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, req *kafka.R
 			}
 			return resp, nil
 		}
-		if !c.cfg.Authorizer.Authorize(req, authz.OpClusterAction, authz.Cluster) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpClusterAction, acl.Cluster) {
 			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp, nil
 		}
@@ -123,14 +123,14 @@ func (c *Coordinator) authorizeAdd(req *kafka.Request, id string, topics []addTo
 			}
 		}
 	}
-	if !az.Authorize(req, authz.OpWrite, authz.TransactionalID(id)) {
+	if !az.Authorize(req, acl.OpWrite, acl.TransactionalID(id)) {
 		set(func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code })
 		return codes, true
 	}
 	refused := map[string]bool{}
 	for _, t := range topics {
 		if _, seen := refused[t.topic]; !seen {
-			refused[t.topic] = !az.Authorize(req, authz.OpWrite, authz.Topic(t.topic))
+			refused[t.topic] = !az.Authorize(req, acl.OpWrite, acl.Topic(t.topic))
 		}
 	}
 	for _, r := range refused {

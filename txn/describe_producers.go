@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 )
@@ -31,7 +32,7 @@ func RegisterDescribeProducers(reg *kafka.Registry, leaders partition.Leaders, a
 		for _, t := range r.Topics {
 			rt := kmsg.NewDescribeProducersResponseTopic()
 			rt.Topic = t.Topic
-			allowed := az.Authorize(req, authz.OpRead, authz.Topic(t.Topic))
+			allowed := az.Authorize(req, acl.OpRead, acl.Topic(t.Topic))
 			for _, p := range t.Partitions {
 				rp := kmsg.NewDescribeProducersResponseTopicPartition()
 				rp.Partition = p

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -28,7 +28,7 @@ func (c *Coordinator) handleDescribeTransactions(ctx context.Context, req *kafka
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
-		if !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.TransactionalID(id)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.TransactionalID(id)) {
 			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			resp.TransactionStates = append(resp.TransactionStates, st)
 			continue
@@ -42,7 +42,7 @@ func (c *Coordinator) handleDescribeTransactions(ctx context.Context, req *kafka
 		st.State, st.TimeoutMillis, st.StartTimestamp = m.state.String(), m.timeoutMs, m.start
 		st.ProducerID, st.ProducerEpoch = m.producerID, m.epoch
 		for _, tp := range m.sortedPartitions() {
-			if !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.Topic(tp.Topic)) {
+			if !c.cfg.Authorizer.Permits(req, acl.OpDescribe, acl.Topic(tp.Topic)) {
 				continue
 			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {

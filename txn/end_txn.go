@@ -34,7 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -42,7 +42,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, req *kafka.Request) (kaf
 	r := req.Msg.(*kmsg.EndTxnRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
-		if !c.cfg.Authorizer.Authorize(req, authz.OpWrite, authz.TransactionalID(r.TransactionalID)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpWrite, acl.TransactionalID(r.TransactionalID)) {
 			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
 			return resp, nil
 		}

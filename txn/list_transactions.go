@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -78,7 +78,7 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, req *kafka.Req
 				(m.state != kmsg.TransactionStateOngoing || m.start < 0 || now-m.start < r.DurationFilterMillis):
 				continue
 			}
-			if !c.cfg.Authorizer.Permits(req, authz.OpDescribe, authz.TransactionalID(id)) {
+			if !c.cfg.Authorizer.Permits(req, acl.OpDescribe, acl.TransactionalID(id)) {
 				continue
 			}
 			ts := kmsg.NewListTransactionsResponseTransactionState()

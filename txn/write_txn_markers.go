@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 )
@@ -58,7 +59,7 @@ type OffsetsCompletion interface {
 func RegisterWriteTxnMarkers(reg *kafka.Registry, log MarkerLog, groups OffsetsCompletion, az *authz.Authorizer) {
 	reg.Register(kmsg.WriteTxnMarkers, 0, 1, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
-		if !az.Authorize(req, authz.OpClusterAction, authz.Cluster) {
+		if !az.Authorize(req, acl.OpClusterAction, acl.Cluster) {
 			return kafka.Reply{Response: markersRefused(r)}, nil
 		}
 		return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {

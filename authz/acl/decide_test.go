@@ -1,15 +1,10 @@
-package authz
+package acl
 
 import (
 	"errors"
-	"log/slog"
-	"net"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/shale-io/shale/kafka"
 )
 
 func allow(rt ResourceType, name string, pt PatternType, principal, host string, op Operation) Binding {
@@ -221,79 +216,5 @@ func TestParseNames(t *testing.T) {
 	if OpIdempotentWrite != Operation(kmsg.ACLOperationIdempotentWrite) || ResourceTransactionalID != ResourceType(kmsg.ACLResourceTypeTransactionalId) ||
 		PatternPrefixed != PatternType(kmsg.ACLResourcePatternTypePrefixed) || Allow != Permission(kmsg.ACLPermissionTypeAllow) {
 		t.Error("codes differ from Kafka's")
-	}
-}
-
-func TestAuthorizerSuperUsersAndAudit(t *testing.T) {
-	var denied []string
-	a := New(Config{SuperUsers: ParseSuperUsers("User:admin; User:CN=broker,O=ops"),
-		OnDenied: func(api string, op Operation, rt ResourceType) {
-			denied = append(denied, api+" "+op.String()+" "+rt.String())
-		}})
-	a.SetBindings(NewSet([]Binding{deny(ResourceTopic, "*", PatternLiteral, WildcardPrincipal, "*", OpAll)}))
-	req := func(principal string) *kafka.Request {
-		return &kafka.Request{Key: int16(kmsg.Fetch), Conn: &kafka.ConnInfo{Principal: principal, Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 5}}}
-	}
-	if !a.Authorize(req("User:admin"), OpRead, Topic("t")) || !a.Authorize(req("User:CN=broker,O=ops"), OpRead, Topic("t")) {
-		t.Error("a super user was denied, despite a deny-all")
-	}
-	if a.Authorize(req("User:alice"), OpRead, Topic("t")) {
-		t.Error("alice allowed")
-	}
-	if a.Permits(req("User:alice"), OpRead, Topic("t")) {
-		t.Error("alice permitted")
-	}
-	if len(denied) != 1 || denied[0] != "Fetch READ TOPIC" {
-		t.Errorf("audited %q, want one Fetch READ TOPIC (Permits is not audited)", denied)
-	}
-	var off *Authorizer
-	if !off.Authorize(req("User:alice"), OpRead, Topic("t")) || !off.AuthorizeAny(req("x"), OpWrite, ResourceTopic) || off.Enabled() {
-		t.Error("a nil authorizer must allow everything")
-	}
-	if got := Host(req("x").Conn); got != "10.0.0.1" {
-		t.Errorf("Host = %q", got)
-	}
-	if got := Principal(&kafka.ConnInfo{}); got != kafka.AnonymousPrincipal {
-		t.Errorf("Principal = %q", got)
-	}
-}
-
-func TestAuditLogIsRateLimited(t *testing.T) {
-	var buf strings.Builder
-	a := New(Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
-	req := &kafka.Request{Key: int16(kmsg.Produce), ClientID: "app-1",
-		Conn: &kafka.ConnInfo{Principal: "User:bob", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 5}}}
-	for range 50 {
-		if a.Authorize(req, OpWrite, Topic("payments")) {
-			t.Fatal("allowed without ACLs")
-		}
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) < 1 || len(lines) > 10 {
-		t.Fatalf("%d audit lines for 50 denials in well under a second, want at most 5 per second:\n%s", len(lines), buf.String())
-	}
-	for _, want := range []string{`msg="authorization denied"`, "principal=User:bob", "host=10.0.0.7", "api=Produce",
-		"operation=WRITE", "resource_type=TOPIC", "resource=payments", `reason="no ALLOW ACL matched"`, "client_id=app-1"} {
-		if !strings.Contains(lines[0], want) {
-			t.Errorf("audit line %q lacks %s", lines[0], want)
-		}
-	}
-}
-
-func TestAuthorizedOperations(t *testing.T) {
-	a := New(Config{})
-	a.SetBindings(NewSet([]Binding{allow(ResourceTopic, "t", PatternLiteral, "User:alice", "*", OpRead),
-		allow(ResourceTopic, "t", PatternLiteral, "User:alice", "*", OpAlterConfigs)}))
-	req := &kafka.Request{Conn: &kafka.ConnInfo{Principal: "User:alice", Remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1)}}}
-	want := int32(1<<OpRead | 1<<OpDescribe | 1<<OpAlterConfigs | 1<<OpDescribeConfigs)
-	if got := a.AuthorizedOperations(req, Topic("t")); got != want {
-		t.Errorf("topic t: %b, want %b", got, want)
-	}
-	if got := a.AuthorizedOperations(req, Group("g")); got != 0 {
-		t.Errorf("group g: %b, want none", got)
-	}
-	var off *Authorizer
-	if got := off.AuthorizedOperations(req, Group("g")); got != 1<<OpRead|1<<OpDescribe|1<<OpDelete {
-		t.Errorf("no authorizer, group: %b, want Read, Describe and Delete", got)
 	}
 }
