@@ -66,6 +66,7 @@ type Node struct {
 	metrics       *metrics.Registry // see metrics.go
 	replicas      *replica.Manager  // see replica/
 	apis          *admin.Handlers   // metadata, admin and group APIs; see admin/
+	share         *shareGroups      // KIP-932 share groups (share.go)
 	// coordinators receives the replicas' leadership changes once the
 	// group and transaction coordinators exist (nil before).
 	coordinators  atomic.Pointer[admin.Handlers]
@@ -317,6 +318,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})
+	n.registerShareAPIs(reg)
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -443,6 +445,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
 		var errs []error
 		n.controlledShutdown(ctx)
+		n.closeShare()
 		if n.server != nil {
 			// Serve may not have started; closing the listeners ends it either way.
 			defer n.closeListeners()

@@ -99,14 +99,20 @@ type Broker struct {
 
 	MaxIncrementalFetchSessionCacheSlots int `yaml:"max_incremental_fetch_session_cache_slots" doc:"max.incremental.fetch.session.cache.slots: incremental fetch sessions (KIP-227) this node keeps for consumers and followers; 0 declines every session (full fetches only)."`
 
-	AutoCreateTopics               bool          `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
-	NumPartitions                  int32         `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
-	DefaultReplicationFactor       int16         `yaml:"default_replication_factor" doc:"default.replication.factor."`
-	OffsetsTopicNumPartitions      int32         `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
-	OffsetsTopicReplicationFactor  int16         `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
-	GroupConsumerSessionTimeout    time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
-	GroupConsumerHeartbeatInterval time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
-	MaxRequestBytes                int32         `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
+	AutoCreateTopics                  bool          `yaml:"auto_create_topics_enable" doc:"auto.create.topics.enable: create unknown topics named in Metadata requests that allow it."`
+	NumPartitions                     int32         `yaml:"num_partitions" doc:"num.partitions: partitions of an auto-created topic or one created with -1."`
+	DefaultReplicationFactor          int16         `yaml:"default_replication_factor" doc:"default.replication.factor."`
+	OffsetsTopicNumPartitions         int32         `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
+	OffsetsTopicReplicationFactor     int16         `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
+	GroupConsumerSessionTimeout       time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
+	GroupConsumerHeartbeatInterval    time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
+	GroupShareRecordLockDuration      time.Duration `yaml:"group_share_record_lock_duration" doc:"group.share.record.lock.duration.ms: how long a share group member holds a record it fetched before the record is released to the group again (KIP-932)."`
+	GroupShareDeliveryCountLimit      int16         `yaml:"group_share_delivery_count_limit" doc:"group.share.delivery.count.limit: deliveries of a record to share group members before it is archived instead of delivered again."`
+	GroupSharePartitionMaxRecordLocks int           `yaml:"group_share_partition_max_record_locks" doc:"group.share.partition.max.record.locks: records of one share-partition in flight (acquired or waiting for redelivery) at most."`
+	GroupShareSessionTimeout          time.Duration `yaml:"group_share_session_timeout" doc:"group.share.session.timeout.ms: how long a share group member may go without a heartbeat before it is removed and its records released."`
+	GroupShareHeartbeatInterval       time.Duration `yaml:"group_share_heartbeat_interval" doc:"group.share.heartbeat.interval.ms: the heartbeat interval share group members are told to use; below group_share_session_timeout."`
+	ShareAutoOffsetReset              string        `yaml:"share_auto_offset_reset" doc:"share.auto.offset.reset: where a share group starts on a partition it has no state for: latest (the high watermark, Kafka's default) or earliest (the log start, tiered offsets included). Node-wide: group configs are not built."`
+	MaxRequestBytes                   int32         `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 
 	SASLServerMaxReceiveSize            int32         `yaml:"sasl_server_max_receive_size" doc:"sasl.server.max.receive.size: on a SASL listener, largest request accepted before the client has authenticated (a larger one closes the connection as a failed authentication); before authentication requests are also read one at a time."`
 	MaxConnections                      int           `yaml:"max_connections" doc:"max.connections: Kafka connections this node accepts over all its listeners; one over it is closed at accept (logged, at most five lines a second), except on the inter-broker listener, whose connections are always accepted."`
@@ -210,6 +216,12 @@ func Defaults() Broker {
 		OffsetsTopicReplicationFactor:       3,
 		GroupConsumerSessionTimeout:         45 * time.Second,
 		GroupConsumerHeartbeatInterval:      5 * time.Second,
+		GroupShareRecordLockDuration:        30 * time.Second,
+		GroupShareDeliveryCountLimit:        5,
+		GroupSharePartitionMaxRecordLocks:   2000,
+		GroupShareSessionTimeout:            45 * time.Second,
+		GroupShareHeartbeatInterval:         5 * time.Second,
+		ShareAutoOffsetReset:                "latest",
 		MaxRequestBytes:                     100 << 20,
 		SASLServerMaxReceiveSize:            524288,
 		MaxConnections:                      math.MaxInt32,
@@ -319,6 +331,17 @@ func (b *Broker) Validate() error {
 	if b.GroupConsumerHeartbeatInterval < time.Millisecond || b.GroupConsumerSessionTimeout <= b.GroupConsumerHeartbeatInterval {
 		return fmt.Errorf("%w: group_consumer_heartbeat_interval %v must be at least 1ms and below group_consumer_session_timeout %v",
 			ErrInvalidConfig, b.GroupConsumerHeartbeatInterval, b.GroupConsumerSessionTimeout)
+	}
+	if b.GroupShareHeartbeatInterval < time.Millisecond || b.GroupShareSessionTimeout <= b.GroupShareHeartbeatInterval {
+		return fmt.Errorf("%w: group_share_heartbeat_interval %v must be at least 1ms and below group_share_session_timeout %v",
+			ErrInvalidConfig, b.GroupShareHeartbeatInterval, b.GroupShareSessionTimeout)
+	}
+	if b.GroupShareRecordLockDuration < time.Millisecond || b.GroupShareDeliveryCountLimit < 1 || b.GroupSharePartitionMaxRecordLocks < 1 {
+		return fmt.Errorf("%w: group_share_record_lock_duration %v, group_share_delivery_count_limit %d and group_share_partition_max_record_locks %d must be positive",
+			ErrInvalidConfig, b.GroupShareRecordLockDuration, b.GroupShareDeliveryCountLimit, b.GroupSharePartitionMaxRecordLocks)
+	}
+	if b.ShareAutoOffsetReset != "latest" && b.ShareAutoOffsetReset != "earliest" {
+		return fmt.Errorf("%w: share_auto_offset_reset %q: latest or earliest", ErrInvalidConfig, b.ShareAutoOffsetReset)
 	}
 	if b.OffsetsTopicReplicationFactor < 1 {
 		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)

@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/share"
+)
+
+// shareGroups is the node's KIP-932 share groups: the share group
+// coordinator (membership) and the share-partition manager (ShareFetch,
+// ShareAcknowledge) of the partitions this node leads. Package share owns
+// them; this is the wiring.
+type shareGroups struct {
+	coord *share.Coordinator
+	parts *share.Manager
+}
+
+func (n *Node) registerShareAPIs(reg *kafka.Registry) {
+	cfg := share.Config{
+		Limits: share.Limits{
+			LockDurationMs: n.cfg.GroupShareRecordLockDuration.Milliseconds(),
+			DeliveryLimit:  n.cfg.GroupShareDeliveryCountLimit,
+			MaxInFlight:    n.cfg.GroupSharePartitionMaxRecordLocks,
+		},
+		SessionTimeoutMs:    int32(n.cfg.GroupShareSessionTimeout.Milliseconds()),
+		HeartbeatIntervalMs: int32(n.cfg.GroupShareHeartbeatInterval.Milliseconds()),
+		AutoOffsetReset:     n.cfg.ShareAutoOffsetReset,
+		Authorizer:          n.authz,
+		Logger:              n.logger,
+	}
+	var remote share.RemoteReader
+	if n.cold != nil {
+		remote = n.cold
+	}
+	parts := share.NewManager(cfg, n.replicas, directory{n.store}, remote, nil)
+	n.share = &shareGroups{parts: parts, coord: share.NewCoordinator(cfg, shareCluster{n}, parts)}
+	n.share.coord.Register(reg)
+	parts.Register(reg)
+}
+
+// closeShare stops the share coordinator's expiry loop. Idempotent.
+func (n *Node) closeShare() {
+	if n.share != nil {
+		n.share.coord.Close()
+	}
+}
+
+// ShareGroups exposes the share group coordinator and manager (the CLI's
+// admin HTTP views and tests).
+func (n *Node) ShareGroups() (*share.Coordinator, *share.Manager) {
+	if n.share == nil {
+		return nil, nil
+	}
+	return n.share.coord, n.share.parts
+}
+
+// shareCluster is the cluster as the share coordinator sees it.
+type shareCluster struct{ n *Node }
+
+// IsCoordinator implements share.Cluster: the leader of the group's
+// __consumer_offsets partition coordinates it, as for every group.
+func (sc shareCluster) IsCoordinator(g string) bool {
+	_, err := sc.n.replicas.Leader(group.OffsetsTopic, group.PartitionFor(g, sc.n.cfg.OffsetsTopicNumPartitions))
+	return err == nil
+}
+
+// Topic implements share.Cluster.
+func (sc shareCluster) Topic(name string) (share.TopicMeta, bool) {
+	t, ok := sc.n.store.Topic(name)
+	if !ok {
+		return share.TopicMeta{}, false
+	}
+	return share.TopicMeta{ID: t.ID, Partitions: t.Partitions}, true
+}

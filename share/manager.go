@@ -1,0 +1,303 @@
+package share
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
+)
+
+// RemoteReader reads a partition's remote (tiered) segments: the cold
+// read path Fetch uses (tiering/coldread.Reader satisfies it).
+type RemoteReader interface {
+	// Read returns whole record batches from the batch containing offset,
+	// at most maxBytes (at least one batch if minOne); nextOffset is the
+	// offset after the last returned batch. The caller owns batches.
+	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, minOne bool) (batches []byte, nextOffset int64, err error)
+}
+
+// Persister keeps share-partition state durable (the share-state APIs of
+// Kafka's share coordinator). Load returns nil for a share-partition
+// without state.
+type Persister interface {
+	Load(ctx context.Context, key StateKey) (*Snapshot, error)
+	Save(ctx context.Context, key StateKey, s Snapshot) error
+}
+
+// Manager holds the share-partition state of the partitions this node
+// leads, and the share sessions of ShareFetch and ShareAcknowledge. It is
+// safe for concurrent use. One mutex guards every share-partition and
+// session: the work under it is arithmetic on in-flight windows; reads
+// of the log and the persister's I/O happen outside it.
+type Manager struct {
+	cfg       Config
+	leaders   partition.Leaders
+	dir       partition.Directory
+	remote    RemoteReader // nil: local reads only
+	persister Persister    // nil: state lives in memory only
+
+	mu struct {
+		sync.Mutex
+		parts    map[partKey]*sharePartition
+		sessions map[sessionKey]*session
+		// released is closed (and replaced) when records become available
+		// again, to wake ShareFetch long polls.
+		released chan struct{}
+	}
+}
+
+type partKey struct {
+	group     string
+	topic     string
+	partition int32
+}
+
+type sharePartition struct {
+	st          *Partition
+	key         StateKey
+	leaderEpoch int32
+}
+
+type sessionKey struct{ group, member string }
+
+type session struct {
+	next  int32 // the epoch the next request must carry
+	parts map[tidp]struct{}
+}
+
+type tidp struct {
+	id [16]byte
+	p  int32
+}
+
+// NewManager returns a manager reading leaders' logs (and remote, which
+// may be nil) and persisting through persister (nil: memory only).
+func NewManager(cfg Config, leaders partition.Leaders, dir partition.Directory, remote RemoteReader, persister Persister) *Manager {
+	cfg.setDefaults()
+	m := &Manager{cfg: cfg, leaders: leaders, dir: dir, remote: remote, persister: persister}
+	m.mu.parts = map[partKey]*sharePartition{}
+	m.mu.sessions = map[sessionKey]*session{}
+	m.mu.released = make(chan struct{})
+	return m
+}
+
+// wakeLocked wakes the long polls.
+// REQUIRES: m.mu held.
+func (m *Manager) wakeLocked() {
+	close(m.mu.released)
+	m.mu.released = make(chan struct{})
+}
+
+// ReleaseMember releases every record member holds in group on this node.
+func (m *Manager) ReleaseMember(group, member string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for k, sp := range m.mu.parts {
+		if k.group == group && sp.st.ReleaseMember(member) {
+			changed = true
+		}
+	}
+	delete(m.mu.sessions, sessionKey{group, member})
+	if changed {
+		m.wakeLocked()
+	}
+}
+
+// partition returns the share-partition state of group on topic-p, which
+// rep leads, creating it from the persister or at the auto.offset.reset
+// position.
+func (m *Manager) partition(ctx context.Context, group, topic string, p int32, id [16]byte, rep *partition.Replica) (*sharePartition, error) {
+	k := partKey{group, topic, p}
+	m.mu.Lock()
+	sp := m.mu.parts[k]
+	epoch := rep.LeaderEpoch()
+	if sp != nil && sp.leaderEpoch == epoch {
+		m.mu.Unlock()
+		return sp, nil
+	}
+	m.mu.Unlock()
+	// New here, or this node leads the partition again after another node
+	// did: the state is (re)read from the persister.
+	key := StateKey{Group: group, TopicID: id, Partition: p}
+	var st *Partition
+	if m.persister != nil {
+		snap, err := m.persister.Load(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if snap != nil {
+			st = Restore(*snap, m.cfg.Limits)
+		}
+	}
+	if st == nil {
+		start := rep.HighWatermark()
+		if m.cfg.AutoOffsetReset == "earliest" {
+			start = rep.LogStartOffset()
+		}
+		st = NewPartition(start, m.cfg.Limits)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur := m.mu.parts[k]; cur != nil && cur.leaderEpoch == epoch {
+		return cur, nil
+	}
+	sp = &sharePartition{st: st, key: key, leaderEpoch: epoch}
+	m.mu.parts[k] = sp
+	return sp, nil
+}
+
+// persist saves sp's state when it changed. The state is saved before the
+// request that changed it is answered, so an acknowledged Accept survives
+// the leader's failover (with a persister).
+func (m *Manager) persist(ctx context.Context, sp *sharePartition) error {
+	m.mu.Lock()
+	if !sp.st.Dirty() || m.persister == nil {
+		sp.st.MarkPersisted()
+		m.mu.Unlock()
+		return nil
+	}
+	snap := sp.st.Snapshot(sp.leaderEpoch)
+	sp.st.MarkPersisted()
+	m.mu.Unlock()
+	if err := m.persister.Save(ctx, sp.key, snap); err != nil {
+		m.mu.Lock()
+		sp.st.dirty = true
+		m.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// readFrom reads whole batches of rep from offset from, below the high
+// watermark, at most maxBytes (one batch anyway): from the local log, or
+// from remote segments for an offset below the local log start. upTo is
+// the offset after the last batch returned (from when none).
+func (m *Manager) readFrom(ctx context.Context, rep *partition.Replica, topic string, p int32, from int64, maxBytes int) (batches []byte, upTo int64, err error) {
+	hw := rep.HighWatermark()
+	if from >= hw {
+		return nil, from, nil
+	}
+	if from < rep.LocalLogStartOffset() {
+		if m.remote == nil {
+			return nil, from, fmt.Errorf("%w: offset %d is below the local log start and there is no cold tier", segment.ErrOffsetOutOfRange, from)
+		}
+		b, next, err := m.remote.Read(ctx, topic, p, from, maxBytes, true)
+		if err != nil {
+			return nil, from, err
+		}
+		return b, next, nil
+	}
+	for off := from; ; {
+		rr, err := rep.Read(off, maxBytes, true)
+		if err != nil {
+			return nil, from, err
+		}
+		if rr.Size == 0 {
+			if rr.NextOffset <= off {
+				return nil, from, nil
+			}
+			off = rr.NextOffset
+			continue
+		}
+		buf := make([]byte, rr.Size)
+		if _, err := rr.File.ReadAt(buf, rr.Position); err != nil {
+			return nil, from, fmt.Errorf("share: read %s-%d at %d: %w", topic, p, off, err)
+		}
+		return buf, rr.NextOffset, nil
+	}
+}
+
+// batchSpan is one record batch's offsets and bytes in a read.
+type batchSpan struct {
+	base, last int64
+	start, end int // byte range in the read
+}
+
+var errShortBatch = errors.New("share: truncated record batch")
+
+// spans splits read bytes into batches by their headers (base offset,
+// length, last offset delta). A truncated tail is dropped.
+func spans(b []byte) ([]batchSpan, error) {
+	var out []batchSpan
+	for pos := 0; pos+61 <= len(b); {
+		base := int64(binary.BigEndian.Uint64(b[pos:]))
+		length := int(int32(binary.BigEndian.Uint32(b[pos+8:])))
+		if length < 49 || pos+12+length > len(b) {
+			if len(out) == 0 {
+				return nil, errShortBatch
+			}
+			break
+		}
+		delta := int64(int32(binary.BigEndian.Uint32(b[pos+23:])))
+		out = append(out, batchSpan{base: base, last: base + delta, start: pos, end: pos + 12 + length})
+		pos += 12 + length
+	}
+	return out, nil
+}
+
+// Lag returns, for each share-partition of group this node leads, its
+// start offset, in-flight counts and lag (records at or above the start
+// offset, below the high watermark, not yet acknowledged or archived).
+func (m *Manager) Lag(group string) []PartitionLag {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []PartitionLag
+	for k, sp := range m.mu.parts {
+		if k.group != group {
+			continue
+		}
+		pl := PartitionLag{Topic: k.topic, Partition: k.partition, StartOffset: sp.st.Start()}
+		var done int
+		pl.Acquired, pl.Available, done = sp.st.Counts()
+		if rep, err := m.leaders.Leader(k.topic, k.partition); err == nil {
+			pl.Lag = max(rep.HighWatermark()-sp.st.Start()-int64(done), 0)
+		}
+		out = append(out, pl)
+	}
+	return out
+}
+
+// PartitionLag is one share-partition's position for the CLI and
+// DescribeShareGroupOffsets.
+type PartitionLag struct {
+	Topic               string
+	Partition           int32
+	StartOffset         int64
+	Acquired, Available int
+	Lag                 int64
+}
+
+// expireAll expires locks of every share-partition at nowMs.
+func (m *Manager) expireAll(nowMs int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	for _, sp := range m.mu.parts {
+		if sp.st.ExpireLocks(nowMs) {
+			changed = true
+		}
+	}
+	if changed {
+		m.wakeLocked()
+	}
+}
+
+// nextExpiry is the earliest lock deadline over every share-partition.
+func (m *Manager) nextExpiry() (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best int64
+	found := false
+	for _, sp := range m.mu.parts {
+		if d, ok := sp.st.NextLockExpiry(); ok && (!found || d < best) {
+			best, found = d, true
+		}
+	}
+	return time.UnixMilli(best), found
+}

@@ -1,0 +1,143 @@
+package share
+
+// ShareGroupHeartbeat (key 76), version 1 (Kafka 4.1+; v0 was the early
+// access version and is not served): KIP-932 share group membership.
+//
+//   - The member names itself (a UUID, at most 36 characters); an empty
+//     member id is INVALID_REQUEST.
+//   - Epoch 0 joins (or rejoins in place), -1 leaves; any other epoch
+//     must be the member's current or previous one (FENCED_MEMBER_EPOCH),
+//     and a member the coordinator does not know is UNKNOWN_MEMBER_ID (it
+//     rejoins with epoch 0).
+//   - The assignment is sent when it changed: every partition of every
+//     subscribed topic (groups.go). A null subscription keeps the last
+//     one; a joining member must send one (INVALID_REQUEST).
+//   - NOT_COORDINATOR unless this node leads the group's
+//     __consumer_offsets partition.
+//
+// With an authorizer it needs Read on the group (GROUP_AUTHORIZATION_FAILED)
+// and Describe on each subscribed topic (TOPIC_AUTHORIZATION_FAILED).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/kafka"
+)
+
+func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
+	r := req.Msg.(*kmsg.ShareGroupHeartbeatRequest)
+	resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	fail := func(e *kerr.Error, msg string) (kafka.Reply, error) {
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return kafka.Reply{Response: resp}, nil
+	}
+	if !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(r.GroupID)) {
+		return fail(kerr.GroupAuthorizationFailed, "")
+	}
+	for _, t := range r.SubscribedTopicNames {
+		if !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.Topic(t)) {
+			return fail(kerr.TopicAuthorizationFailed, "Not authorized to describe a subscribed topic.")
+		}
+	}
+	switch {
+	case r.GroupID == "":
+		return fail(kerr.InvalidRequest, "GroupId can't be empty.")
+	case r.MemberID == "" || len(r.MemberID) > 36:
+		return fail(kerr.InvalidRequest, "MemberId must be a non-empty id of at most 36 characters.")
+	case r.MemberEpoch == 0 && r.SubscribedTopicNames == nil:
+		return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+	case r.MemberEpoch < -1:
+		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+	}
+	if !c.cluster.IsCoordinator(r.GroupID) {
+		return fail(kerr.NotCoordinator, "")
+	}
+	host := ""
+	if req.Conn != nil && req.Conn.Remote != nil {
+		host = req.Conn.Remote.String()
+	}
+	now := time.Now().UnixMilli()
+	resp.MemberID = kmsg.StringPtr(r.MemberID)
+	resp.HeartbeatIntervalMillis = c.cfg.HeartbeatIntervalMs
+
+	c.mu.Lock()
+	g := c.mu.groups[r.GroupID]
+	if g == nil {
+		if r.MemberEpoch != 0 {
+			c.mu.Unlock()
+			return fail(kerr.UnknownMemberID, "")
+		}
+		g = &shareGroup{id: r.GroupID, members: map[string]*member{}}
+		c.mu.groups[r.GroupID] = g
+	}
+	m := g.members[r.MemberID]
+	if r.MemberEpoch == -1 {
+		if m != nil {
+			delete(g.members, r.MemberID)
+			g.epoch++
+		}
+		c.mu.Unlock()
+		if c.parts != nil {
+			c.parts.ReleaseMember(r.GroupID, r.MemberID)
+		}
+		resp.MemberEpoch = -1
+		return kafka.Reply{Response: resp}, nil
+	}
+	joined := false
+	switch {
+	case m == nil && r.MemberEpoch != 0:
+		c.mu.Unlock()
+		return fail(kerr.UnknownMemberID, "")
+	case m == nil:
+		m = &member{id: r.MemberID}
+		g.members[r.MemberID] = m
+		joined = true
+	case r.MemberEpoch == 0:
+		joined = true // a rejoin in place: the assignment is sent again
+	case r.MemberEpoch != m.epoch && r.MemberEpoch != m.prevEpoch:
+		c.mu.Unlock()
+		return fail(kerr.FencedMemberEpoch, "")
+	}
+	m.clientID, m.host, m.lastSeenMs = req.ClientID, host, now
+	if r.RackID != nil {
+		m.rack = kmsg.StringPtr(*r.RackID)
+	}
+	if r.SubscribedTopicNames != nil {
+		m.topics = slices.Sorted(slices.Values(r.SubscribedTopicNames))
+		m.topics = slices.Compact(m.topics)
+	}
+	changed := g.assign(m, c.cluster.Topic)
+	if joined && m.epoch == 0 {
+		// Nothing assignable yet (no subscribed topic exists): the member
+		// still takes an epoch, so that its next heartbeat is not a join.
+		g.epoch++
+		m.prevEpoch, m.epoch = 0, g.epoch
+	}
+	resp.MemberEpoch = m.epoch
+	if changed || joined || r.MemberEpoch != m.epoch {
+		a := &kmsg.ShareGroupHeartbeatResponseAssignment{}
+		for _, tid := range slices.SortedFunc(func(yield func([16]byte) bool) {
+			for id := range m.assigned {
+				if !yield(id) {
+					return
+				}
+			}
+		}, func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) }) {
+			tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+			tp.TopicID, tp.Partitions = tid, partitionRange(m.assigned[tid])
+			a.TopicPartitions = append(a.TopicPartitions, tp)
+		}
+		resp.Assignment = a
+	}
+	c.mu.Unlock()
+	return kafka.Reply{Response: resp}, nil
+}
