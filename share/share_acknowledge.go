@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 )
@@ -39,7 +39,7 @@ func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) 
 	if r.MemberID != nil {
 		member = *r.MemberID
 	}
-	if !m.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(group)) {
+	if !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(group)) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}

@@ -36,7 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -139,7 +139,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 	if r.MemberID != nil {
 		member = *r.MemberID
 	}
-	if !m.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(group)) {
+	if !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(group)) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return kafka.Reply{Response: resp}, nil
 	}
@@ -292,7 +292,7 @@ func (m *Manager) resolve(ctx context.Context, req *kafka.Request, group string,
 		return
 	}
 	fp.topic = name
-	if !m.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Topic(name)) {
+	if !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Topic(name)) {
 		fp.errCode = kerr.TopicAuthorizationFailed.Code
 		return
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -25,7 +25,7 @@ func (c *Coordinator) handleShareGroupDescribe(_ context.Context, req *kafka.Req
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID, rg.AuthorizedOperations = id, -2147483648
 		switch {
-		case !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.Group(id)):
+		case !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.Group(id)):
 			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case !c.cluster.IsCoordinator(id):
 			rg.ErrorCode = kerr.NotCoordinator.Code

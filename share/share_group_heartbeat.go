@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -40,11 +40,11 @@ func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Re
 		}
 		return kafka.Reply{Response: resp}, nil
 	}
-	if !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(r.GroupID)) {
+	if !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(r.GroupID)) {
 		return fail(kerr.GroupAuthorizationFailed, "")
 	}
 	for _, t := range r.SubscribedTopicNames {
-		if !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.Topic(t)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.Topic(t)) {
 			return fail(kerr.TopicAuthorizationFailed, "Not authorized to describe a subscribed topic.")
 		}
 	}
