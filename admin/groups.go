@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 )
@@ -52,7 +53,7 @@ func (h *Handlers) StopGroups() {
 // groupCluster is the control plane as the group coordinator sees it.
 type groupCluster struct{ h *Handlers }
 
-// EnsureTopic implements group.Cluster. A coordinator's topic that exists
+// EnsureTopic implements coordinator.Cluster. A coordinator's topic that exists
 // already is compared with the shape asked for (checkInternalShape): any
 // difference is logged, and another partition count is an error.
 func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
@@ -61,26 +62,26 @@ func (gc groupCluster) EnsureTopic(ctx context.Context, name string, partitions 
 	}
 	gc.h.reconcile()
 	if t, ok := gc.h.store.Topic(name); ok && internalTopic(name) {
-		return gc.h.checkInternalShape(t, group.TopicShape{Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+		return gc.h.checkInternalShape(t, coordinator.TopicShape{Partitions: partitions, ReplicationFactor: rf, Configs: configs})
 	}
 	return nil
 }
 
-// LiveBrokers implements group.Cluster.
+// LiveBrokers implements coordinator.Cluster.
 func (gc groupCluster) LiveBrokers() int { return len(gc.h.store.Brokers()) }
 
-// PartitionLeader implements group.Cluster.
-func (gc groupCluster) PartitionLeader(topic string, p int32) (group.Broker, bool) {
+// PartitionLeader implements coordinator.Cluster.
+func (gc groupCluster) PartitionLeader(topic string, p int32) (coordinator.Broker, bool) {
 	st, ok := gc.h.store.Partition(topic, p)
 	if !ok || st.Leader < 0 {
-		return group.Broker{}, false
+		return coordinator.Broker{}, false
 	}
 	for _, b := range gc.h.store.Brokers() {
 		if b.NodeID == st.Leader {
-			return group.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Listeners: b.Listeners}, true
+			return coordinator.Broker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Listeners: b.Listeners}, true
 		}
 	}
-	return group.Broker{}, false
+	return coordinator.Broker{}, false
 }
 
 // TopicsMeta implements group.TopicLister: every live topic with its id,

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/txn"
@@ -46,14 +47,14 @@ import (
 
 // internalTopicShape is the shape the coordinator owning topic name needs
 // of it, false for a topic that is not internal.
-func (h *Handlers) internalTopicShape(name string) (group.TopicShape, bool) {
+func (h *Handlers) internalTopicShape(name string) (coordinator.TopicShape, bool) {
 	switch name {
 	case group.OffsetsTopic:
 		return h.groups.OffsetsTopicShape(), true
 	case txn.StateTopic:
 		return h.txns.StateTopicShape(), true
 	}
-	return group.TopicShape{}, false
+	return coordinator.TopicShape{}, false
 }
 
 // internalTopicOwner names the setting that fixes an internal topic's
@@ -73,7 +74,7 @@ var errPolicyViolation = fmt.Errorf("policy violation")
 // its partitions and replication factor resolved (-1 is the shape's),
 // against shape, and returns the configs to create it with: those named,
 // over the shape's.
-func (h *Handlers) internalCreate(name string, shape group.TopicShape, parts int32, rf int16, configs map[string]string) (map[string]string, error) {
+func (h *Handlers) internalCreate(name string, shape coordinator.TopicShape, parts int32, rf int16, configs map[string]string) (map[string]string, error) {
 	if parts != shape.Partitions {
 		return nil, fmt.Errorf("%w: %s must have %d partitions, the count %s maps its keys with; asked for %d",
 			errPolicyViolation, name, shape.Partitions, internalTopicOwner(name), parts)
@@ -109,7 +110,7 @@ func internalTopic(name string) bool { return name == group.OffsetsTopic || name
 
 // shapeMismatches says how existing topic t differs from shape, nil when
 // it does not.
-func (h *Handlers) shapeMismatches(t controlplane.Topic, shape group.TopicShape) []string {
+func (h *Handlers) shapeMismatches(t controlplane.Topic, shape coordinator.TopicShape) []string {
 	var out []string
 	if t.Partitions != shape.Partitions {
 		out = append(out, fmt.Sprintf("%d partitions where %s maps keys to %d: keys past partition %d have no coordinator",
@@ -151,7 +152,7 @@ func (m *misshapenLog) allow(topic string, now time.Time) bool {
 // coordinator asked for, logs any difference at Error (rate-limited), and
 // returns an error when the partition count differs: the coordinator then
 // answers COORDINATOR_NOT_AVAILABLE with it.
-func (h *Handlers) checkInternalShape(t controlplane.Topic, shape group.TopicShape) error {
+func (h *Handlers) checkInternalShape(t controlplane.Topic, shape coordinator.TopicShape) error {
 	bad := h.shapeMismatches(t, shape)
 	if len(bad) == 0 {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
@@ -97,34 +98,12 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Broker is where a client finds a coordinator.
-type Broker struct {
-	NodeID int32
-	Host   string
-	Port   int32
-	// Listeners are its advertised listeners, NAME://host:port,... (see
-	// kafka.AdvertisedAddr); a client is told the address of its own.
-	Listeners string
-}
-
-// Cluster is what the coordinator needs of the control plane.
-type Cluster interface {
-	// EnsureTopic creates the topic unless it exists; an existing topic is
-	// success. It returns once this node's replicas reflect the topic.
-	EnsureTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error
-	// PartitionLeader is the broker leading a partition, false when the
-	// partition is unknown or has no live leader.
-	PartitionLeader(topic string, p int32) (Broker, bool)
-	// LiveBrokers is the number of brokers registered and alive.
-	LiveBrokers() int
-}
-
 // Coordinator is this node's group coordinator. It is safe for concurrent
 // use; Close stops it.
 type Coordinator struct {
 	cfg     Config
 	leaders partition.Leaders
-	cluster Cluster
+	cluster coordinator.Cluster
 	log     *slog.Logger
 
 	ctx    context.Context // cancelled by Close
@@ -146,7 +125,7 @@ type Coordinator struct {
 
 // New returns a coordinator serving the groups whose offsets partitions
 // leaders says this node leads.
-func New(cfg Config, leaders partition.Leaders, cluster Cluster) *Coordinator {
+func New(cfg Config, leaders partition.Leaders, cluster coordinator.Cluster) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, log: cfg.Logger.With("component", "group")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

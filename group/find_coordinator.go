@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz/acl"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -96,25 +97,25 @@ func (c *Coordinator) coordinatorDenied(req *kafka.Request, key string, keyType 
 
 // findCoordinator is the broker leading key's offsets partition, creating
 // the offsets topic on first use.
-func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType int8) (Broker, error) {
+func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType int8) (coordinator.Broker, error) {
 	if keyType == 1 {
 		c.mu.Lock()
 		txns := c.mu.txns
 		c.mu.Unlock()
 		if txns == nil {
-			return Broker{}, fmt.Errorf("%w: transactions are not served", ErrCoordinatorNotAvailable)
+			return coordinator.Broker{}, fmt.Errorf("%w: transactions are not served", ErrCoordinatorNotAvailable)
 		}
 		b, err := txns.FindCoordinator(ctx, key)
 		if err != nil {
-			return Broker{}, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
+			return coordinator.Broker{}, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
 		}
 		return b, nil
 	}
 	if keyType != 0 {
-		return Broker{}, fmt.Errorf("%w: coordinator type %d is not supported", ErrCoordinatorNotAvailable, keyType)
+		return coordinator.Broker{}, fmt.Errorf("%w: coordinator type %d is not supported", ErrCoordinatorNotAvailable, keyType)
 	}
 	if key == "" {
-		return Broker{}, fmt.Errorf("%w: empty group id", ErrCoordinatorNotAvailable)
+		return coordinator.Broker{}, fmt.Errorf("%w: empty group id", ErrCoordinatorNotAvailable)
 	}
 	p := PartitionFor(key, c.cfg.Partitions)
 	b, ok := c.cluster.PartitionLeader(OffsetsTopic, p)
@@ -122,10 +123,10 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 		return b, nil
 	}
 	if _, err := c.EnsureOffsetsTopic(ctx); err != nil {
-		return Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, OffsetsTopic, err)
+		return coordinator.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, OffsetsTopic, err)
 	}
 	if b, ok = c.cluster.PartitionLeader(OffsetsTopic, p); !ok {
-		return Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
+		return coordinator.Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, OffsetsTopic, p)
 	}
 	return b, nil
 }
@@ -133,7 +134,7 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 // TxnCoordinators finds transaction coordinators (package txn).
 type TxnCoordinators interface {
 	// FindCoordinator is the broker coordinating transactional id.
-	FindCoordinator(ctx context.Context, transactionalID string) (Broker, error)
+	FindCoordinator(ctx context.Context, transactionalID string) (coordinator.Broker, error)
 }
 
 // SetTransactions has FindCoordinator answer key type 1 (transactions)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/coordinator"
 )
 
 // fakeCluster has the offsets topic once EnsureTopic ran; node 7 leads it.
@@ -26,11 +28,11 @@ func (f *fakeCluster) EnsureTopic(ctx context.Context, name string, partitions i
 
 func (f *fakeCluster) LiveBrokers() int { return f.live }
 
-func (f *fakeCluster) PartitionLeader(topic string, p int32) (Broker, bool) {
+func (f *fakeCluster) PartitionLeader(topic string, p int32) (coordinator.Broker, bool) {
 	if f.created == 0 {
-		return Broker{}, false
+		return coordinator.Broker{}, false
 	}
-	return Broker{NodeID: 7, Host: "h", Port: 9000 + p}, true
+	return coordinator.Broker{NodeID: 7, Host: "h", Port: 9000 + p}, true
 }
 
 func TestFindCoordinatorVersions(t *testing.T) {

@@ -3,20 +3,9 @@ package group
 import (
 	"context"
 	"maps"
-)
 
-// TopicShape is the shape a coordinator needs of its internal topic:
-// Kafka's partition count, replication factor and topic configs for it.
-// A topic of another partition count maps keys to partitions the
-// coordinator never looks at; one without compaction loses its state to
-// retention.
-type TopicShape struct {
-	Partitions        int32
-	ReplicationFactor int16
-	// Configs are the topic configs the coordinator creates it with; the
-	// receiver of a TopicShape owns the map.
-	Configs map[string]string
-}
+	"github.com/shale-io/shale/coordinator"
+)
 
 // offsetsTopicConfigs are Kafka's configs of the offsets topic
 // (GroupCoordinatorService.groupMetadataTopicConfigs): compacted, the
@@ -34,12 +23,12 @@ var offsetsTopicConfigs = map[string]string{
 // replicas capped at the brokers live now (Shale creates it on a cluster
 // still smaller than that, where Kafka waits), and Kafka's configs of the
 // topic. Safe for concurrent use.
-func (c *Coordinator) OffsetsTopicShape() TopicShape {
+func (c *Coordinator) OffsetsTopicShape() coordinator.TopicShape {
 	rf := c.cfg.ReplicationFactor
 	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
 		rf = int16(live)
 	}
-	return TopicShape{Partitions: c.cfg.Partitions, ReplicationFactor: rf, Configs: maps.Clone(offsetsTopicConfigs)}
+	return coordinator.TopicShape{Partitions: c.cfg.Partitions, ReplicationFactor: rf, Configs: maps.Clone(offsetsTopicConfigs)}
 }
 
 // EnsureOffsetsTopic creates __consumer_offsets with OffsetsTopicShape

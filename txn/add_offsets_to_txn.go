@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz/acl"
-	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -55,7 +55,7 @@ func (c *Coordinator) handleAddOffsetsToTxn(ctx context.Context, req *kafka.Requ
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp, nil
 		}
-		tp := TopicPartition{group.OffsetsTopic, group.PartitionFor(r.Group, n)}
+		tp := TopicPartition{coordinator.OffsetsTopic, coordinator.PartitionFor(r.Group, n)}
 		tv := int16(0)
 		if req.Version >= 4 {
 			tv = 2

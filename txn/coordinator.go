@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
-	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
@@ -105,7 +105,7 @@ func (c *Config) setDefaults() {
 
 // Cluster is what the coordinator needs of the control plane.
 type Cluster interface {
-	group.Cluster
+	coordinator.Cluster
 	// Partitions is the number of partitions of topic, false when the
 	// topic does not exist.
 	Partitions(topic string) (int32, bool)
@@ -716,9 +716,9 @@ func (sh *shard) expired(now int64) []string {
 
 // FindCoordinator is the broker leading id's state partition, creating
 // __transaction_state on first use (FindCoordinator key type 1).
-func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Broker, error) {
+func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (coordinator.Broker, error) {
 	if id == "" {
-		return group.Broker{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
+		return coordinator.Broker{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
 	}
 	p := PartitionFor(id, c.cfg.Partitions)
 	if b, ok := c.cluster.PartitionLeader(StateTopic, p); ok {
@@ -726,11 +726,11 @@ func (c *Coordinator) FindCoordinator(ctx context.Context, id string) (group.Bro
 	}
 	shape := c.StateTopicShape()
 	if err := c.cluster.EnsureTopic(ctx, StateTopic, shape.Partitions, shape.ReplicationFactor, shape.Configs); err != nil {
-		return group.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, StateTopic, err)
+		return coordinator.Broker{}, fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, StateTopic, err)
 	}
 	b, ok := c.cluster.PartitionLeader(StateTopic, p)
 	if !ok {
-		return group.Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, StateTopic, p)
+		return coordinator.Broker{}, fmt.Errorf("%w: %s-%d has no leader", ErrCoordinatorNotAvailable, StateTopic, p)
 	}
 	return b, nil
 }

@@ -3,7 +3,7 @@ package txn
 import (
 	"strconv"
 
-	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/coordinator"
 )
 
 // stateTopicConfigs are Kafka's configs of __transaction_state
@@ -26,10 +26,10 @@ func stateTopicConfigs(rf, minISR int16) map[string]string {
 // transaction.state.log.replication.factor replicas capped at the brokers
 // live now, and Kafka's configs of the topic with
 // transaction.state.log.min.isr. Safe for concurrent use.
-func (c *Coordinator) StateTopicShape() group.TopicShape {
+func (c *Coordinator) StateTopicShape() coordinator.TopicShape {
 	rf := c.cfg.ReplicationFactor
 	if live := c.cluster.LiveBrokers(); live >= 1 && int(rf) > live {
 		rf = int16(live)
 	}
-	return group.TopicShape{Partitions: c.cfg.Partitions, ReplicationFactor: rf, Configs: stateTopicConfigs(rf, c.cfg.MinISR)}
+	return coordinator.TopicShape{Partitions: c.cfg.Partitions, ReplicationFactor: rf, Configs: stateTopicConfigs(rf, c.cfg.MinISR)}
 }

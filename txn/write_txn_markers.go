@@ -27,7 +27,7 @@ import (
 
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/authz/acl"
-	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -117,7 +117,7 @@ func writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest, log Ma
 						rp.ErrorCode = ErrorCode(err)
 						return
 					}
-					if groups != nil && tp.Topic == group.OffsetsTopic {
+					if groups != nil && tp.Topic == coordinator.OffsetsTopic {
 						groups.CompleteTxn(tp.Partition, m.ProducerID, m.Commit)
 					}
 				}()

@@ -1,4 +1,4 @@
-package group
+package coordinator
 
 import "testing"
 
@@ -6,9 +6,9 @@ import "testing"
 // Utils.abs(hash) % 50, computed independently over UTF-16 code units.
 func TestPartitionFor(t *testing.T) {
 	for _, tc := range []struct {
-		group string
-		hash  int32
-		p50   int32
+		key  string
+		hash int32
+		p50  int32
 	}{
 		{"", 0, 0},
 		{"a", 97, 47},
@@ -18,11 +18,11 @@ func TestPartitionFor(t *testing.T) {
 		{"héllo", 103094734, 34},               // a non-ASCII code unit
 		{"😀", 1772899, 49},                     // a surrogate pair hashes as two code units
 	} {
-		if h := javaStringHashCode(tc.group); h != tc.hash {
-			t.Errorf("hash(%q) = %d, want %d", tc.group, h, tc.hash)
+		if h := javaStringHashCode(tc.key); h != tc.hash {
+			t.Errorf("hash(%q) = %d, want %d", tc.key, h, tc.hash)
 		}
-		if p := PartitionFor(tc.group, 50); p != tc.p50 {
-			t.Errorf("PartitionFor(%q, 50) = %d, want %d", tc.group, p, tc.p50)
+		if p := PartitionFor(tc.key, 50); p != tc.p50 {
+			t.Errorf("PartitionFor(%q, 50) = %d, want %d", tc.key, p, tc.p50)
 		}
 	}
 }
