@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,26 +152,22 @@ type Coordinator struct {
 	refusedLog everyInterval
 	counts     counters
 
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// loadSlots bounds the partitions read at once (loadParallelism).
-	loadSlots chan struct{}
-
-	mu struct {
-		sync.Mutex
-		shards map[int32]*shard
-		closed bool
-	}
+	// rt runs the shards: one per __transaction_state partition this
+	// node leads, loaded on leadership.
+	rt *coordinator.Runtime[*shard]
 }
 
-// shard is one __transaction_state partition this node leads.
+// shard is one __transaction_state partition this node leads, in one
+// leader epoch (a coordinator.Shard).
 type shard struct {
+	c         *Coordinator
 	partition int32
 	replica   *partition.Replica
-	epoch     int32 // the leader epoch it was loaded in: the coordinator epoch
-	ctx       context.Context
-	cancel    context.CancelFunc // on unload
+	epoch     int32           // the leader epoch it was loaded in: the coordinator epoch
+	ctx       context.Context // cancelled on unload
+
+	loaded  map[string]*txnMeta // what Load read, until Activate
+	skipped int
 
 	mu struct {
 		sync.Mutex
@@ -188,10 +183,15 @@ type shard struct {
 func New(cfg Config, leaders partition.Leaders, cluster Cluster, pids ProducerIDs, markers MarkerWriter) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, pids: pids, markers: markers, log: cfg.Logger.With("component", "txn")}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.mu.shards = map[int32]*shard{}
-	c.loadSlots = make(chan struct{}, loadParallelism)
-	c.goTracked(c.abortExpiredLoop)
+	c.rt = coordinator.New(coordinator.Config[*shard]{
+		Topic: StateTopic, Partitions: cfg.Partitions, NodeID: cfg.NodeID, Leaders: leaders, Cluster: cluster, Logger: c.log,
+		NewShard: func(p *coordinator.Partition) *shard {
+			sh := &shard{c: c, partition: p.Index, replica: p.Replica, epoch: p.Epoch, ctx: p.Context()}
+			sh.mu.txns, sh.mu.pending = map[string]*txnMeta{}, map[string]bool{}
+			return sh
+		},
+	})
+	c.rt.Go(c.abortExpiredLoop)
 	return c
 }
 
@@ -213,37 +213,12 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 
 // Close stops the coordinator and waits for its goroutines (marker
 // senders included). Idempotent.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.mu.closed = true
-	for _, sh := range c.mu.shards {
-		c.unloadLocked(sh)
-	}
-	c.mu.Unlock()
-	c.cancel()
-	c.wg.Wait()
-}
-
-func (c *Coordinator) goTracked(fn func()) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-}
+func (c *Coordinator) Close() { c.rt.Close() }
 
 // lookup returns the loaded shard of transactional id.
 func (c *Coordinator) lookup(id string) (*shard, error) {
 	return c.lookupPartition(PartitionFor(id, c.cfg.Partitions))
 }
-
-// loadParallelism bounds the state partitions a coordinator reads at once
-// (as the group coordinator's).
-const loadParallelism = 4
 
 // LeadershipChanged tells the coordinator that this node's role for
 // __transaction_state partition p may have changed (the replica manager
@@ -253,155 +228,45 @@ const loadParallelism = 4
 // p, its shard unloads. It never waits for I/O and is safe to call from
 // any goroutine; a partition outside transaction.state.log.num.partitions
 // is ignored.
-func (c *Coordinator) LeadershipChanged(p int32) {
-	if p < 0 || p >= c.cfg.Partitions {
-		return
-	}
-	c.shardFor(p) // the error is the next request's to answer
-}
+func (c *Coordinator) LeadershipChanged(p int32) { c.rt.LeadershipChanged(p) }
 
 // LoadLed starts loading every state partition this node leads and has
 // not loaded (LeadershipChanged for each), for the roles applied before
 // the node's leadership notifications reached the coordinator.
-func (c *Coordinator) LoadLed() {
-	for p := range c.cfg.Partitions {
-		c.LeadershipChanged(p)
-	}
-}
+func (c *Coordinator) LoadLed() { c.rt.LoadLed() }
 
 // lookupPartition returns the loaded shard of state partition p
-// (ErrLoadInProgress while it loads; see shardFor).
+// (ErrLoadInProgress while it loads, ErrNotCoordinator when this node
+// does not lead it).
 func (c *Coordinator) lookupPartition(p int32) (*shard, error) {
-	sh, err := c.shardFor(p)
+	sh, err := c.rt.Shard(p)
 	if err != nil {
 		return nil, err
 	}
 	sh.mu.Lock()
-	ready, unloaded := sh.mu.ready, sh.mu.unloaded
+	unloaded := sh.mu.unloaded
 	sh.mu.Unlock()
-	switch {
-	case unloaded:
+	if unloaded {
 		return nil, fmt.Errorf("%w: %s-%d unloaded", ErrNotCoordinator, StateTopic, p)
-	case !ready:
-		return nil, ErrLoadInProgress
-	}
-	return sh, nil
-}
-
-// shardFor returns the shard of state partition p, loaded or loading:
-// when this node leads p and has no shard of the replica's current leader
-// epoch, a new one starts loading (its predecessor unloads). When this
-// node does not lead p, any shard of p unloads and the error wraps
-// ErrNotCoordinator.
-func (c *Coordinator) shardFor(p int32) (*shard, error) {
-	rep, err := c.leaders.Leader(StateTopic, p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed {
-		return nil, ErrClosed
-	}
-	sh := c.mu.shards[p]
-	if err != nil {
-		if sh != nil {
-			c.unloadLocked(sh)
-		}
-		return nil, fmt.Errorf("%w: %s-%d: %w", ErrNotCoordinator, StateTopic, p, err)
-	}
-	if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
-		if sh != nil {
-			c.unloadLocked(sh)
-		}
-		sh = &shard{partition: p, replica: rep, epoch: rep.LeaderEpoch()}
-		sh.ctx, sh.cancel = context.WithCancel(c.ctx)
-		sh.mu.txns, sh.mu.pending = map[string]*txnMeta{}, map[string]bool{}
-		c.mu.shards[p] = sh
-		c.goTracked(func() { c.load(sh) })
-		c.goTracked(func() { c.watch(sh) })
 	}
 	return sh, nil
 }
 
 // listable returns the loaded shards of every state partition this node
 // leads (ListTransactions), or ErrLoadInProgress while one of them is not
-// loaded: a partition whose replica leads here without a loaded shard of
-// its leader epoch, or one the control plane names this node the leader
-// of that its replica does not lead yet. Kafka's listTransactionStates
-// answers COORDINATOR_LOAD_IN_PROGRESS while any partition loads, too. It
-// starts no load (LeadershipChanged and the retry loop do).
-func (c *Coordinator) listable() ([]*shard, error) {
-	var out []*shard
-	for p := range c.cfg.Partitions {
-		rep, err := c.leaders.Leader(StateTopic, p)
-		if err != nil {
-			if c.cluster != nil {
-				if b, ok := c.cluster.PartitionLeader(StateTopic, p); ok && b.NodeID == c.cfg.NodeID {
-					return nil, ErrLoadInProgress
-				}
-			}
-			continue
-		}
-		c.mu.Lock()
-		closed, sh := c.mu.closed, c.mu.shards[p]
-		c.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
-		}
-		if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
-			return nil, ErrLoadInProgress
-		}
-		sh.mu.Lock()
-		ready := sh.mu.ready && !sh.mu.unloaded
-		sh.mu.Unlock()
-		if !ready {
-			return nil, ErrLoadInProgress
-		}
-		out = append(out, sh)
-	}
-	return out, nil
-}
+// loaded (coordinator.Runtime.Listable). Kafka's listTransactionStates
+// answers COORDINATOR_LOAD_IN_PROGRESS while any partition loads, too.
+func (c *Coordinator) listable() ([]*shard, error) { return c.rt.Listable() }
 
 // readyShards are the loaded shards (ListTransactions, the timeout loop).
-func (c *Coordinator) readyShards() []*shard {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*shard
-	for _, sh := range c.mu.shards {
-		sh.mu.Lock()
-		if sh.mu.ready {
-			out = append(out, sh)
-		}
-		sh.mu.Unlock()
-	}
-	return out
-}
+func (c *Coordinator) readyShards() []*shard { return c.rt.Ready() }
 
-// unloadLocked forgets sh and stops its marker senders. REQUIRES: c.mu held.
-func (c *Coordinator) unloadLocked(sh *shard) {
+// Unload marks sh unloaded: its writes answer NOT_COORDINATOR and its
+// marker senders stop (the runtime cancels sh.ctx after).
+func (sh *shard) Unload() {
 	sh.mu.Lock()
 	sh.mu.unloaded = true
 	sh.mu.Unlock()
-	sh.cancel()
-	if c.mu.shards[sh.partition] == sh {
-		delete(c.mu.shards, sh.partition)
-	}
-}
-
-// watch unloads sh when its replica stops leading in its epoch.
-func (c *Coordinator) watch(sh *shard) {
-	for {
-		err := sh.replica.WaitCommitted(sh.ctx, math.MaxInt64, sh.epoch)
-		if sh.ctx.Err() != nil || !errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend) ||
-			sh.replica.LeaderEpoch() != sh.epoch {
-			break
-		}
-		select {
-		case <-sh.replica.HWChanged():
-		case <-sh.ctx.Done():
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.unloadLocked(sh)
 }
 
 // write runs one state transition of id: decide gets the current state
@@ -482,13 +347,10 @@ func (c *Coordinator) append(sh *shard, id string, m *txnMeta) (int64, int32, er
 
 // startCompletion sends m's markers in the background, then writes its
 // Complete state. m is a Prepare state that is replicated.
+// Once the coordinator is closing, the next coordinator resumes it from
+// the log.
 func (c *Coordinator) startCompletion(sh *shard, m *txnMeta) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed {
-		return // the next coordinator resumes it from the log
-	}
-	c.goTracked(func() { c.complete(sh, m) })
+	c.rt.Go(func() { c.complete(sh, m) })
 }
 
 // markerRefusedForGood reports whether a partition's answer to a marker
@@ -612,12 +474,10 @@ func (c *Coordinator) abortExpiredLoop() {
 	defer expire.Stop()
 	for {
 		select {
-		case <-c.ctx.Done():
+		case <-c.rt.Context().Done():
 			return
 		case <-load.C:
-			for p := range c.cfg.Partitions {
-				c.shardFor(p) // loads, or fails for a partition led elsewhere
-			}
+			c.rt.LoadLed() // loads, or unloads a partition led elsewhere
 			continue
 		case <-expire.C:
 			c.expireIDs(c.cfg.Now().UnixMilli())

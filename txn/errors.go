@@ -5,23 +5,26 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 )
 
-// Errors of the coordinator, translated to Kafka codes by errorCode.
+// Errors of the coordinator, translated to Kafka codes by errorCode. The
+// first four are the coordinator runtime's, shared with the group
+// coordinator.
 var (
 	// ErrNotCoordinator: this node does not lead the id's
 	// __transaction_state partition, or lost it during the request
 	// (NOT_COORDINATOR).
-	ErrNotCoordinator = errors.New("txn: not the coordinator")
+	ErrNotCoordinator = coordinator.ErrNotCoordinator
 	// ErrLoadInProgress: the partition is being read
 	// (COORDINATOR_LOAD_IN_PROGRESS).
-	ErrLoadInProgress = errors.New("txn: coordinator load in progress")
+	ErrLoadInProgress = coordinator.ErrLoadInProgress
 	// ErrCoordinatorNotAvailable: the state topic has no leader yet, could
 	// not be created, or a state write was not replicated in time
 	// (COORDINATOR_NOT_AVAILABLE).
-	ErrCoordinatorNotAvailable = errors.New("txn: coordinator not available")
+	ErrCoordinatorNotAvailable = coordinator.ErrCoordinatorNotAvailable
 	// ErrConcurrentTransactions: a state change of the id is in flight, or
 	// its last transaction is still being completed
 	// (CONCURRENT_TRANSACTIONS); the client retries.
@@ -45,7 +48,7 @@ var (
 	// ErrInvalidRequest: an empty transactional id (INVALID_REQUEST).
 	ErrInvalidRequest = errors.New("txn: invalid request")
 	// ErrClosed: the coordinator is closed (NOT_COORDINATOR to clients).
-	ErrClosed = errors.New("txn: coordinator closed")
+	ErrClosed = coordinator.ErrClosed
 	// ErrCorruptRecord: a __transaction_state record that does not decode.
 	ErrCorruptRecord = errors.New("txn: corrupt __transaction_state record")
 )

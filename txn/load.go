@@ -64,64 +64,39 @@ func readPartition(rep *partition.Replica) (txns map[string]*txnMeta, skipped in
 	return txns, skipped, nil
 }
 
-// load reads sh's partition, publishes its transactions and resumes the
-// markers of those left in a Prepare state, unless sh was unloaded
-// meanwhile. On failure the shard is dropped so that the next request
-// tries again.
-//
-// At most loadParallelism partitions are read at once; a shard unloaded
-// while it waits for its turn is not read.
-func (c *Coordinator) load(sh *shard) {
-	select {
-	case c.loadSlots <- struct{}{}:
-	case <-sh.ctx.Done():
-		return
-	}
-	sh.mu.Lock()
-	gone := sh.mu.unloaded
-	sh.mu.Unlock()
-	if gone {
-		<-c.loadSlots
-		return
-	}
+// Load reads sh's partition (coordinator.Shard).
+func (sh *shard) Load() error {
 	start := time.Now()
 	txns, skipped, err := readPartition(sh.replica)
-	<-c.loadSlots
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	sh.mu.Lock()
-	if sh.mu.unloaded {
-		sh.mu.Unlock()
-		c.mu.Unlock()
-		return
-	}
 	if err != nil {
-		sh.mu.Unlock()
-		c.log.Error("loading transactions failed", "partition", sh.partition, "err", err)
-		c.unloadLocked(sh)
-		c.mu.Unlock()
-		return
+		return err
 	}
+	sh.loaded, sh.skipped = txns, skipped
+	sh.c.log.Debug("read transactions", "partition", sh.partition, "took", time.Since(start))
+	return nil
+}
+
+// Activate publishes the transactions Load read and resumes the markers
+// of those left in a Prepare state (coordinator.Shard).
+func (sh *shard) Activate() {
+	c := sh.c
 	var preparing []*txnMeta
-	for _, m := range txns {
+	for _, m := range sh.loaded {
 		if m.preparing() {
 			preparing = append(preparing, m)
 		}
 	}
-	n := len(txns)
-	sh.mu.txns = txns
+	n := len(sh.loaded)
+	sh.mu.Lock()
+	sh.mu.txns = sh.loaded
 	sh.mu.ready = true
 	sh.mu.Unlock()
-	c.mu.Unlock()
+	sh.loaded = nil
 	for _, m := range preparing {
 		c.startCompletion(sh, m)
 	}
-	resumed := len(preparing)
-	if skipped > 0 {
-		c.log.Warn("skipped records that do not decode", "partition", sh.partition, "records", skipped)
+	if sh.skipped > 0 {
+		c.log.Warn("skipped records that do not decode", "partition", sh.partition, "records", sh.skipped)
 	}
-	c.log.Info("loaded transactions", "partition", sh.partition, "transactional_ids", n, "resumed", resumed, "took", time.Since(start))
+	c.log.Info("loaded transactions", "partition", sh.partition, "transactional_ids", n, "resumed", len(preparing))
 }
