@@ -162,6 +162,20 @@ func (r *Runtime[S]) Close() {
 	r.wg.Wait()
 }
 
+// HoldLoads takes every load slot, so that no load starts until the
+// returned release is called (a test holds a partition in its loading
+// state with it).
+func (r *Runtime[S]) HoldLoads() (release func()) {
+	for range LoadParallelism {
+		r.loadSlots <- struct{}{}
+	}
+	return func() {
+		for range LoadParallelism {
+			<-r.loadSlots
+		}
+	}
+}
+
 // LeadershipChanged tells the runtime that this node's role for partition
 // p may have changed (the replica manager calls it after applying a
 // role). When this node leads p in a leader epoch it has not loaded, the

@@ -38,9 +38,9 @@ func (c *Coordinator) noteAppended(sh *shard, n int) {
 		return
 	}
 	sh.sinceCompact.Store(0)
-	c.goTracked(func() {
+	c.rt.Go(func() {
 		defer sh.compacting.Store(false)
-		if err := c.compact(c.ctx, sh); err != nil {
+		if err := c.compact(c.rt.Context(), sh); err != nil {
 			c.log.Warn("compacting offsets partition", "partition", sh.partition, "err", err)
 		}
 	})
@@ -56,16 +56,16 @@ func (c *Coordinator) compact(ctx context.Context, sh *shard) error {
 		return fmt.Errorf("roll: %w", err)
 	}
 	s := l.LogEndOffset()
-	c.mu.Lock()
-	if sh.unloaded {
-		c.mu.Unlock()
+	sh.mu.Lock()
+	if sh.mu.unloaded {
+		sh.mu.Unlock()
 		return ErrNotCoordinator
 	}
-	runners := make([]*runner, 0, len(sh.groups))
-	for _, r := range sh.groups {
+	runners := make([]*runner, 0, len(sh.mu.groups))
+	for _, r := range sh.mu.groups {
 		runners = append(runners, r)
 	}
-	c.mu.Unlock()
+	sh.mu.Unlock()
 	for _, r := range runners {
 		var perr error
 		_, err := c.call(ctx, r, func(g *group, send replyFn) {

@@ -150,9 +150,10 @@ func TestCompactOffsetsPartition(t *testing.T) {
 	}
 
 	// Wait out a background compaction, then compact once more ourselves.
-	c.mu.Lock()
-	sh := c.mu.shards[0]
-	c.mu.Unlock()
+	sh, ok := c.rt.Loaded(0)
+	if !ok {
+		t.Fatal("partition 0 is not loaded")
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !sh.compacting.CompareAndSwap(false, true) {
 		if time.Now().After(deadline) {

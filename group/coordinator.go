@@ -2,10 +2,8 @@ package group
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -106,17 +104,14 @@ type Coordinator struct {
 	cluster coordinator.Cluster
 	log     *slog.Logger
 
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // load goroutines and group runners
-	// loadSlots bounds the partitions read at once (loadParallelism).
-	loadSlots chan struct{}
+	// rt runs the shards: one per __consumer_offsets partition this node
+	// leads, loaded on leadership; it also tracks the group runners and
+	// compactions.
+	rt *coordinator.Runtime[*shard]
 
 	mu struct {
 		sync.Mutex
-		shards map[int32]*shard
-		closed bool
-		txns   TxnCoordinators // nil: no transactions
+		txns TxnCoordinators // nil: no transactions
 		// txnAdder adds a group's offsets partition to a producer's
 		// transaction for TxnOffsetCommit v5; nil: v5 is refused.
 		txnAdder TxnPartitionAdder
@@ -128,9 +123,14 @@ type Coordinator struct {
 func New(cfg Config, leaders partition.Leaders, cluster coordinator.Cluster) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, leaders: leaders, cluster: cluster, log: cfg.Logger.With("component", "group")}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.mu.shards = map[int32]*shard{}
-	c.loadSlots = make(chan struct{}, loadParallelism)
+	c.rt = coordinator.New(coordinator.Config[*shard]{
+		Topic: OffsetsTopic, Partitions: cfg.Partitions, NodeID: cfg.NodeID, Leaders: leaders, Cluster: cluster, Logger: c.log,
+		NewShard: func(p *coordinator.Partition) *shard {
+			sh := &shard{c: c, partition: p.Index, replica: p.Replica, epoch: p.Epoch}
+			sh.mu.groups = map[string]*runner{}
+			return sh
+		},
+	})
 	return c
 }
 
@@ -155,33 +155,7 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 // Close stops every group (held requests are answered NOT_COORDINATOR) and
 // waits for the coordinator's goroutines. It is idempotent. The replicas
 // are the caller's: close them after.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.mu.closed = true
-	for _, sh := range c.mu.shards {
-		c.unloadLocked(sh)
-	}
-	c.mu.Unlock()
-	c.cancel()
-	c.wg.Wait()
-}
-
-func (c *Coordinator) goTracked(fn func()) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		fn()
-	}()
-}
-
-// loadParallelism bounds the offsets partitions a coordinator reads at
-// once: a node that becomes leader of many at a time (a restart, a
-// failover) loads them side by side without reading fifty logs together.
-const loadParallelism = 4
+func (c *Coordinator) Close() { c.rt.Close() }
 
 // LeadershipChanged tells the coordinator that this node's role for
 // __consumer_offsets partition p may have changed (the replica manager
@@ -190,71 +164,28 @@ const loadParallelism = 4
 // Kafka's onElection does; when it does not lead p, its groups unload. It
 // never waits for I/O and is safe to call from any goroutine; a partition
 // outside offsets.topic.num.partitions is ignored.
-func (c *Coordinator) LeadershipChanged(p int32) {
-	if p < 0 || p >= c.cfg.Partitions {
-		return
-	}
-	c.shardFor(p) // the error is the next request's to answer
-}
+func (c *Coordinator) LeadershipChanged(p int32) { c.rt.LeadershipChanged(p) }
 
 // LoadLed starts loading every offsets partition this node leads and has
 // not loaded (LeadershipChanged for each). The node calls it once its
 // leadership notifications reach the coordinator, for the roles applied
 // before that.
-func (c *Coordinator) LoadLed() {
-	for p := range c.cfg.Partitions {
-		c.LeadershipChanged(p)
-	}
-}
-
-// shardFor returns the shard of offsets partition p, loaded or loading:
-// when this node leads p and has no shard of the replica's current leader
-// epoch, a new one starts loading (its predecessor unloads). When this
-// node does not lead p, any shard of p unloads and the error wraps
-// ErrNotCoordinator.
-func (c *Coordinator) shardFor(p int32) (*shard, error) {
-	rep, err := c.leaders.Leader(OffsetsTopic, p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed {
-		return nil, ErrClosed
-	}
-	sh := c.mu.shards[p]
-	if err != nil {
-		if sh != nil {
-			c.unloadLocked(sh)
-		}
-		return nil, fmt.Errorf("%w: %s-%d: %w", ErrNotCoordinator, OffsetsTopic, p, err)
-	}
-	if sh == nil || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
-		if sh != nil {
-			c.unloadLocked(sh)
-		}
-		sh = &shard{partition: p, replica: rep, epoch: rep.LeaderEpoch(), groups: map[string]*runner{}}
-		c.mu.shards[p] = sh
-		c.goTracked(func() { c.load(sh) })
-		c.goTracked(func() { c.watch(sh) })
-	}
-	return sh, nil
-}
+func (c *Coordinator) LoadLed() { c.rt.LoadLed() }
 
 // lookup returns the runner of group id. With create, an unknown group is
 // created (Empty). A nil runner and nil error: no such group. While the
 // group's partition loads, the error is ErrLoadInProgress.
 func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
-	sh, err := c.shardFor(PartitionFor(id, c.cfg.Partitions))
+	sh, err := c.rt.Shard(PartitionFor(id, c.cfg.Partitions))
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.closed || sh.unloaded {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.mu.unloaded {
 		return nil, fmt.Errorf("%w: %s-%d unloaded", ErrNotCoordinator, OffsetsTopic, sh.partition)
 	}
-	if !sh.ready {
-		return nil, ErrLoadInProgress
-	}
-	r := sh.groups[id]
+	r := sh.mu.groups[id]
 	if r == nil && create {
 		r = c.startRunnerLocked(sh, newGroup(id, &c.cfg, nil))
 	}
@@ -263,84 +194,44 @@ func (c *Coordinator) lookup(id string, create bool) (*runner, error) {
 
 // listable returns the runners of every group of the offsets partitions
 // this node leads (ListGroups), or ErrLoadInProgress while one of them is
-// not loaded: a partition whose replica leads here without a loaded shard
-// of its leader epoch, or one the control plane names this node the
-// leader of that its replica does not lead yet (a restarted node waits
-// for its new leader epoch). A partial list would tell a client that
-// those groups do not exist. It starts no load: loads start on leadership
-// (LeadershipChanged), and one that failed is retried by the next request
-// for one of the partition's groups.
+// not loaded (coordinator.Runtime.Listable): a partial list would tell a
+// client that those groups do not exist. It starts no load: loads start
+// on leadership (LeadershipChanged), and one that failed is retried by the
+// next request for one of the partition's groups.
 func (c *Coordinator) listable() ([]*runner, error) {
+	shards, err := c.rt.Listable()
+	if err != nil {
+		return nil, err
+	}
 	var out []*runner
-	for p := range c.cfg.Partitions {
-		rep, err := c.leaders.Leader(OffsetsTopic, p)
-		if err != nil {
-			if c.cluster != nil {
-				if b, ok := c.cluster.PartitionLeader(OffsetsTopic, p); ok && b.NodeID == c.cfg.NodeID {
-					return nil, ErrLoadInProgress
-				}
-			}
-			continue
-		}
-		c.mu.Lock()
-		if c.mu.closed {
-			c.mu.Unlock()
-			return nil, ErrClosed
-		}
-		sh := c.mu.shards[p]
-		if sh == nil || !sh.ready || sh.replica != rep || sh.epoch != rep.LeaderEpoch() {
-			c.mu.Unlock()
-			return nil, ErrLoadInProgress
-		}
-		for _, r := range sh.groups {
+	for _, sh := range shards {
+		sh.mu.Lock()
+		for _, r := range sh.mu.groups {
 			out = append(out, r)
 		}
-		c.mu.Unlock()
+		sh.mu.Unlock()
 	}
 	return out, nil
 }
 
-// unloadLocked stops sh's groups and forgets it. REQUIRES: c.mu held.
-func (c *Coordinator) unloadLocked(sh *shard) {
-	for _, r := range sh.groups {
+// Unload stops sh's groups (coordinator.Shard): the runtime calls it when
+// the shard is replaced, loses its leadership or the coordinator closes.
+func (sh *shard) Unload() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for _, r := range sh.mu.groups {
 		r.stopOnce()
 	}
-	sh.groups = map[string]*runner{}
-	sh.unloaded = true
-	if c.mu.shards[sh.partition] == sh {
-		delete(c.mu.shards, sh.partition)
-	}
-}
-
-// watch unloads sh when its replica stops leading (a new leader epoch
-// elsewhere), closes (the node stops, the partition moves away), or the
-// coordinator closes.
-func (c *Coordinator) watch(sh *shard) {
-	for {
-		// The high watermark never passes MaxInt64: this returns on a role
-		// or epoch change, close, ctx, or a shrunk ISR (which is no reason
-		// to unload).
-		err := sh.replica.WaitCommitted(c.ctx, math.MaxInt64, sh.epoch)
-		if c.ctx.Err() != nil || !errors.Is(err, partition.ErrNotEnoughReplicasAfterAppend) ||
-			sh.replica.LeaderEpoch() != sh.epoch {
-			break
-		}
-		select {
-		case <-sh.replica.HWChanged():
-		case <-c.ctx.Done():
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.unloadLocked(sh)
+	sh.mu.groups = map[string]*runner{}
+	sh.mu.unloaded = true
 }
 
 // forget drops a dead group's runner. It is called by the runner itself.
 func (c *Coordinator) forget(sh *shard, r *runner) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sh.groups[r.g.id] == r {
-		delete(sh.groups, r.g.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.mu.groups[r.g.id] == r {
+		delete(sh.mu.groups, r.g.id)
 	}
 }
 

@@ -5,24 +5,27 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 )
 
-// Errors of the coordinator, translated to Kafka codes by errorCode.
+// Errors of the coordinator, translated to Kafka codes by errorCode. The
+// first four are the coordinator runtime's, shared with the transaction
+// coordinator.
 var (
 	// ErrNotCoordinator: this node does not lead the group's offsets
 	// partition (NOT_COORDINATOR).
-	ErrNotCoordinator = errors.New("group: not the coordinator")
+	ErrNotCoordinator = coordinator.ErrNotCoordinator
 	// ErrLoadInProgress: the group's offsets partition is being read
 	// (COORDINATOR_LOAD_IN_PROGRESS).
-	ErrLoadInProgress = errors.New("group: coordinator load in progress")
+	ErrLoadInProgress = coordinator.ErrLoadInProgress
 	// ErrCoordinatorNotAvailable: the offsets topic has no leader yet, or
 	// could not be created (COORDINATOR_NOT_AVAILABLE).
-	ErrCoordinatorNotAvailable = errors.New("group: coordinator not available")
+	ErrCoordinatorNotAvailable = coordinator.ErrCoordinatorNotAvailable
 	// ErrClosed: the coordinator is closed (NOT_COORDINATOR to clients, who
 	// look for the coordinator again).
-	ErrClosed = errors.New("group: coordinator closed")
+	ErrClosed = coordinator.ErrClosed
 	// ErrCorruptRecord: a __consumer_offsets record that does not decode.
 	ErrCorruptRecord = errors.New("group: corrupt __consumer_offsets record")
 )

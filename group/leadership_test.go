@@ -63,16 +63,12 @@ func TestLeadershipChangedLoadsEagerly(t *testing.T) {
 	leaders.leading.Store(true)
 	c := New(Config{Partitions: 1, MinSessionTimeout: time.Second, Logger: quietLogger()}, leaders, nil)
 	t.Cleanup(c.Close)
-	for range loadParallelism {
-		c.loadSlots <- struct{}{} // no load may run yet
-	}
+	release := c.rt.HoldLoads() // no load may run yet
 	c.LeadershipChanged(0)
 	if r := listGroupsOnce(t, c); r.ErrorCode != kerr.CoordinatorLoadInProgress.Code || len(r.Groups) != 0 {
 		t.Fatalf("ListGroups while loading: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Groups)
 	}
-	for range loadParallelism {
-		<-c.loadSlots
-	}
+	release()
 	deadline := time.Now().Add(20 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -97,10 +93,7 @@ func TestLeadershipChangedLoadsEagerly(t *testing.T) {
 
 	leaders.leading.Store(false)
 	c.LeadershipChanged(0)
-	c.mu.Lock()
-	sh := c.mu.shards[0]
-	c.mu.Unlock()
-	if sh != nil {
+	if _, loaded := c.rt.Loaded(0); loaded {
 		t.Fatal("the partition's groups are still loaded after this node stopped leading it")
 	}
 	if r := listGroupsOnce(t, c); r.ErrorCode != 0 || len(r.Groups) != 0 {

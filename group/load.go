@@ -12,16 +12,24 @@ import (
 	"github.com/shale-io/shale/segment/batch"
 )
 
-// shard is one __consumer_offsets partition this node leads: the replica
-// and its groups. Its fields are guarded by the coordinator's mu, except
-// replica and partition, which never change.
+// shard is one __consumer_offsets partition this node leads in one leader
+// epoch (a coordinator.Shard): the replica and its groups. partition,
+// replica and epoch never change; mu guards the groups.
 type shard struct {
+	c         *Coordinator
 	partition int32
 	replica   *partition.Replica
 	epoch     int32 // the leader epoch the shard was loaded in
-	ready     bool  // loaded
-	unloaded  bool  // replaced or closed: a late load must not publish
-	groups    map[string]*runner
+
+	loaded  map[string]*loadedGroup // what Load read, until Activate
+	skipped int
+	start   time.Time
+
+	mu struct {
+		sync.Mutex
+		unloaded bool // replaced or closed
+		groups   map[string]*runner
+	}
 
 	sinceCompact atomic.Int64 // records appended since the last compaction
 	compacting   atomic.Bool
@@ -220,46 +228,32 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	g.setState(StateStable)
 }
 
-// load reads sh's partition and publishes its groups, unless sh was
-// unloaded meanwhile. On failure the shard is dropped, so that the next
-// request for one of its groups (or a leadership change) tries again.
-// At most loadParallelism partitions are read at once; a shard unloaded
-// while it waits for its turn is not read.
-func (c *Coordinator) load(sh *shard) {
-	select {
-	case c.loadSlots <- struct{}{}:
-	case <-c.ctx.Done():
-		return
-	}
-	c.mu.Lock()
-	gone := sh.unloaded
-	c.mu.Unlock()
-	if gone {
-		<-c.loadSlots
-		return
-	}
-	start := time.Now()
+// Load reads sh's partition (coordinator.Shard).
+func (sh *shard) Load() error {
+	sh.start = time.Now()
 	groups, skipped, err := readPartition(sh.replica)
-	<-c.loadSlots
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sh.unloaded || c.mu.closed {
-		return
-	}
 	if err != nil {
-		c.log.Error("loading groups failed", "partition", sh.partition, "err", err)
-		c.unloadLocked(sh)
-		return
+		return err
 	}
+	sh.loaded, sh.skipped = groups, skipped
+	return nil
+}
+
+// Activate starts the groups Load read (coordinator.Shard).
+func (sh *shard) Activate() {
+	c := sh.c
 	now := c.cfg.Now()
-	for id, lg := range groups {
+	sh.mu.Lock()
+	for id, lg := range sh.loaded {
 		g := newGroup(id, &c.cfg, nil)
 		restore(g, lg, now)
 		c.startRunnerLocked(sh, g)
 	}
-	sh.ready = true
-	if skipped > 0 {
-		c.log.Warn("skipped records that do not decode", "partition", sh.partition, "records", skipped)
+	sh.mu.Unlock()
+	n := len(sh.loaded)
+	sh.loaded = nil
+	if sh.skipped > 0 {
+		c.log.Warn("skipped records that do not decode", "partition", sh.partition, "records", sh.skipped)
 	}
-	c.log.Info("loaded groups", "partition", sh.partition, "groups", len(groups), "took", time.Since(start))
+	c.log.Info("loaded groups", "partition", sh.partition, "groups", n, "took", time.Since(sh.start))
 }

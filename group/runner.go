@@ -18,13 +18,15 @@ type runner struct {
 	once   sync.Once
 }
 
-// startRunnerLocked starts g's goroutine in sh. REQUIRES: c.mu held.
+// startRunnerLocked starts g's goroutine in sh. REQUIRES: sh.mu held.
 func (c *Coordinator) startRunnerLocked(sh *shard, g *group) *runner {
 	r := &runner{g: g, shard: sh, events: make(chan func(*group), 16), stop: make(chan struct{}), done: make(chan struct{})}
 	g.persist = func(recs []record) (int64, error) { return c.append(sh, recs) }
 	g.persistTxn = func(p txnProducer, recs []record) (int64, error) { return c.appendTxn(sh, p, recs) }
-	sh.groups[g.id] = r
-	c.goTracked(func() { c.run(r) })
+	sh.mu.groups[g.id] = r
+	if !c.rt.Go(func() { c.run(r) }) {
+		close(r.done) // the coordinator is closing: the group never runs
+	}
 	return r
 }
 

@@ -137,22 +137,22 @@ func (g *group) unstable(tp topicPartition) bool {
 // A partition this node does not have loaded is skipped: its load reads
 // the marker.
 func (c *Coordinator) CompleteTxn(p int32, pid int64, commit bool) {
-	c.mu.Lock()
-	sh := c.mu.shards[p]
 	var runners []*runner
-	if sh != nil && sh.ready {
-		for _, r := range sh.groups {
+	if sh, ok := c.rt.Loaded(p); ok {
+		sh.mu.Lock()
+		for _, r := range sh.mu.groups {
 			runners = append(runners, r)
 		}
+		sh.mu.Unlock()
 	}
-	c.mu.Unlock()
+	ctx := c.rt.Context()
 	for _, r := range runners {
 		done := make(chan struct{})
-		if r.submit(c.ctx, func(g *group) { g.completeTxn(pid, commit); close(done) }) {
+		if r.submit(ctx, func(g *group) { g.completeTxn(pid, commit); close(done) }) {
 			select {
 			case <-done:
 			case <-r.done:
-			case <-c.ctx.Done():
+			case <-ctx.Done():
 			}
 		}
 	}
