@@ -15,19 +15,16 @@ package admin
 
 import (
 	"log/slog"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/tiering"
-	"github.com/shale-io/shale/txn"
 )
 
 // Config is what the admin handlers act on.
@@ -43,8 +40,10 @@ type Config struct {
 	Tiering *tiering.Manager
 	// ControllerID returns the node holding the controller lease, as last seen.
 	ControllerID func() int32
-	// ProducerIDs allocates the producer ids of transactional ids.
-	ProducerIDs txn.ProducerIDs
+	// InternalTopicShapes are the shapes the node's coordinators need of
+	// their internal topics (__consumer_offsets, __transaction_state), by
+	// topic: CreateTopics, CreatePartitions and DeleteTopics keep them.
+	InternalTopicShapes map[string]func() coordinator.TopicShape
 	// SCRAM holds the SCRAM credentials (DescribeUserScramCredentials,
 	// AlterUserScramCredentials); nil leaves those APIs unregistered.
 	SCRAM *controlplane.SCRAMCredentials
@@ -55,11 +54,8 @@ type Config struct {
 	Authorizer *authz.Authorizer
 	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
 	// (the authorizer off) answers those APIs SECURITY_DISABLED.
-	ACLs *controlplane.ACLs
-	// InterBroker dials the other nodes (the transaction marker sender
-	// and verifier); nil dials plaintext.
-	InterBroker *interbroker.Dialer
-	Logger      *slog.Logger
+	ACLs   *controlplane.ACLs
+	Logger *slog.Logger
 }
 
 // Handlers serves the admin APIs of one node. Register builds it; its
@@ -74,26 +70,17 @@ type Handlers struct {
 	replicas     *replica.Manager
 	tiering      *tiering.Manager // nil: tiering off
 	controllerID func() int32
-	interBroker  *interbroker.Dialer
 	logger       *slog.Logger
-
-	groups     *group.Coordinator
-	stopGroups sync.Once
-	txns       *txn.Coordinator
-	txnMarkers *txn.KafkaMarkers
-	stopTxns   sync.Once
+	shapes       map[string]func() coordinator.TopicShape
 
 	misshapen misshapenLog // internal topics of the wrong shape, logged
 }
 
-// Register registers the metadata, admin, group and transaction APIs in reg.
+// Register registers the metadata and admin APIs in reg. The group and
+// transaction APIs are their coordinators', which the node builds.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
-		authz: cfg.Authorizer, acls: cfg.ACLs,
-		interBroker: cfg.InterBroker, logger: cfg.Logger}
-	if h.interBroker == nil {
-		h.interBroker = interbroker.Plaintext()
-	}
+		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -113,8 +100,6 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
 	reg.Register(kmsg.AlterPartitionAssignments, 0, 1, h.handleAlterPartitionReassignments)
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
-	h.registerGroupAPIs(reg)
-	h.registerTxnAPIs(reg, cfg.ProducerIDs)
 	h.registerSCRAM(reg, cfg.SCRAM)
 	h.registerClientQuotas(reg, cfg.Quotas)
 	h.registerACLAPIs(reg)

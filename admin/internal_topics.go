@@ -40,19 +40,14 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/coordinator"
-	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/txn"
 )
 
 // internalTopicShape is the shape the coordinator owning topic name needs
 // of it, false for a topic that is not internal.
 func (h *Handlers) internalTopicShape(name string) (coordinator.TopicShape, bool) {
-	switch name {
-	case group.OffsetsTopic:
-		return h.groups.OffsetsTopicShape(), true
-	case txn.StateTopic:
-		return h.txns.StateTopicShape(), true
+	if shape := h.shapes[name]; shape != nil {
+		return shape(), true
 	}
 	return coordinator.TopicShape{}, false
 }
@@ -60,7 +55,7 @@ func (h *Handlers) internalTopicShape(name string) (coordinator.TopicShape, bool
 // internalTopicOwner names the setting that fixes an internal topic's
 // partition count, for messages.
 func internalTopicOwner(name string) string {
-	if name == txn.StateTopic {
+	if name == coordinator.TransactionStateTopic {
 		return "the transaction coordinator (transaction.state.log.num.partitions)"
 	}
 	return "the group coordinator (offsets.topic.num.partitions)"
@@ -106,7 +101,9 @@ func (h *Handlers) internalConfigs(name string, configs map[string]string) error
 }
 
 // internalTopic reports whether name is one of the coordinators' topics.
-func internalTopic(name string) bool { return name == group.OffsetsTopic || name == txn.StateTopic }
+func internalTopic(name string) bool {
+	return name == coordinator.OffsetsTopic || name == coordinator.TransactionStateTopic
+}
 
 // shapeMismatches says how existing topic t differs from shape, nil when
 // it does not.
@@ -172,7 +169,7 @@ func (h *Handlers) checkInternalShape(t controlplane.Topic, shape coordinator.To
 // For the node's metrics; safe for concurrent use.
 func (h *Handlers) InternalTopicsWrongShape() map[string]bool {
 	out := map[string]bool{}
-	for _, name := range []string{group.OffsetsTopic, txn.StateTopic} {
+	for _, name := range []string{coordinator.OffsetsTopic, coordinator.TransactionStateTopic} {
 		t, ok := h.store.Topic(name)
 		if !ok {
 			continue

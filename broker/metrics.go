@@ -210,8 +210,8 @@ func (n *Node) metricsState() metrics.NodeState {
 	if n.apis != nil {
 		st.InternalTopicWrongShape = n.apis.InternalTopicsWrongShape()
 	}
-	if n.apis != nil && n.apis.Transactions() != nil {
-		s := n.apis.Transactions().Stats()
+	if n.coords != nil {
+		s := n.coords.txns.Stats()
 		st.Transactions = &metrics.TransactionFigures{Open: s.Open, OldestOpenSeconds: float64(s.OldestOpenMs) / 1000,
 			Committed: s.Committed, Aborted: s.Aborted, TimedOut: s.TimedOut}
 	}

@@ -65,11 +65,12 @@ type Node struct {
 	bucketMetrics *objstore.Counters
 	metrics       *metrics.Registry // see metrics.go
 	replicas      *replica.Manager  // see replica/
-	apis          *admin.Handlers   // metadata, admin and group APIs; see admin/
+	apis          *admin.Handlers   // metadata and admin APIs; see admin/
+	coords        *coordinators     // the group and transaction coordinators; see coordinators.go
 	share         *shareGroups      // KIP-932 share groups (share.go)
-	// coordinators receives the replicas' leadership changes once the
+	// leadershipTo receives the replicas' leadership changes once the
 	// group and transaction coordinators exist (nil before).
-	coordinators  atomic.Pointer[admin.Handlers]
+	leadershipTo  atomic.Pointer[coordinators]
 	tiering       *nodeTiering // see tiering.go
 	pids          *controlplane.ProducerIDs
 	server        *kafka.Server
@@ -150,8 +151,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	rcfg.Logger, rcfg.OnISRChange, rcfg.Dialer = n.logger, n.metrics.ISRChanged, n.interBroker
 	rcfg.Incarnation = n.store.OwnIncarnation()
 	rcfg.OnLeadership = func(topic string, p int32) {
-		if h := n.coordinators.Load(); h != nil {
-			h.LeadershipChanged(topic, p)
+		if cs := n.leadershipTo.Load(); cs != nil {
+			cs.LeadershipChanged(topic, p)
 		}
 	}
 	n.replicas = replica.New(rcfg, n.store)
@@ -200,8 +201,8 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	// The coordinators load each internal partition this node leads at
 	// once: those it comes to lead from now on through OnLeadership, those
 	// it leads already now (in that order, so that none is missed).
-	n.coordinators.Store(n.apis)
-	n.apis.LoadCoordinators()
+	n.leadershipTo.Store(n.coords)
+	n.coords.LoadLed()
 	n.server = kafka.NewServer(kafka.ServerConfig{MaxRequestBytes: cfg.MaxRequestBytes, Observer: newRequestObserver(n.metrics),
 		SlowRequestThreshold: cfg.RequestLogSlowThreshold, AuthObserver: n.metrics, RequestQuota: requestQuota{n.quotas},
 		SASLMaxReceiveBytes: cfg.SASLServerMaxReceiveSize, FailedAuthenticationDelay: failedAuthDelay(cfg.ConnectionFailedAuthenticationDelay),
@@ -312,12 +313,13 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	if n.tiering != nil {
 		tm = n.tiering.manager
 	}
+	n.coords = n.buildCoordinators(reg)
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, ProducerIDs: n.pids, SCRAM: n.scram, Quotas: n.quotaStore,
-		Authorizer: n.authz, ACLs: n.acls, InterBroker: n.interBroker, Logger: n.logger})
-	ingest.RegisterInitProducerID(reg, n.pids, n.apis.Transactions(), n.authz, n.logger)
+		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore,
+		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: n.coords.internalTopicShapes(), Logger: n.logger})
+	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
-		TxnVerifier: n.apis.TxnVerifier(), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})
+		TxnVerifier: n.txnVerifier(n.coords), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})
 	n.registerShareAPIs(reg)
 }
 
@@ -449,9 +451,9 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.server != nil {
 			// Serve may not have started; closing the listeners ends it either way.
 			defer n.closeListeners()
-			if n.apis != nil {
-				n.apis.StopGroups()
-				n.apis.StopTransactions()
+			if n.coords != nil {
+				n.coords.StopGroups()
+				n.coords.StopTransactions()
 			}
 			errs = append(errs, n.server.Shutdown(ctx))
 		} else {
