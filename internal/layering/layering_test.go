@@ -60,9 +60,7 @@ var ranks = map[string]int{
 }
 
 // planned are ranked packages not in the tree yet, and who is writing them.
-var planned = map[string]string{
-	"share": "the share-group coordinator (issue 25 item 3)",
-}
+var planned = map[string]string{}
 
 // A forbidden pair is an import that the ranks alone allow but the design
 // does not: from (a package directory and those below it) must not import
