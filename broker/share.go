@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"context"
+	"errors"
+
+	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/share"
@@ -11,8 +15,10 @@ import (
 // ShareAcknowledge) of the partitions this node leads. Package share owns
 // them; this is the wiring.
 type shareGroups struct {
-	coord *share.Coordinator
-	parts *share.Manager
+	coord     *share.Coordinator
+	parts     *share.Manager
+	state     *share.StateCoordinator
+	persister *share.KafkaPersister
 }
 
 func (n *Node) registerShareAPIs(reg *kafka.Registry) {
@@ -32,16 +38,47 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 	if n.cold != nil {
 		remote = n.cold
 	}
-	parts := share.NewManager(cfg, n.replicas, directory{n.store}, remote, nil)
-	n.share = &shareGroups{parts: parts, coord: share.NewCoordinator(cfg, shareCluster{n}, parts)}
+	state := share.NewStateCoordinator(n.authz, n.replicas, share.DefaultStatePartitions, 0)
+	persister := share.NewKafkaPersister(func() []string { return []string{n.cfg.Advertise} }, share.DefaultStatePartitions,
+		n.shareStateLeader, n.ensureShareStateTopic, n.interBroker.KgoOpts()...)
+	parts := share.NewManager(cfg, n.replicas, directory{n.store}, remote, persister)
+	n.share = &shareGroups{parts: parts, coord: share.NewCoordinator(cfg, shareCluster{n}, parts), state: state, persister: persister}
 	n.share.coord.Register(reg)
 	parts.Register(reg)
+	state.Register(reg)
+}
+
+// shareStateLeader is the node leading a __share_group_state partition.
+func (n *Node) shareStateLeader(p int32) (int32, bool) {
+	st, ok := n.store.Partition(share.StateTopic, p)
+	if !ok || st.Leader < 0 {
+		return -1, false
+	}
+	return st.Leader, true
+}
+
+// ensureShareStateTopic creates __share_group_state (compacted, as
+// Kafka's share coordinator creates it, with as many replicas as
+// __consumer_offsets, capped at the live brokers) unless it exists.
+func (n *Node) ensureShareStateTopic(ctx context.Context) error {
+	if _, ok := n.store.Topic(share.StateTopic); ok {
+		return nil
+	}
+	rf := min(int(n.cfg.OffsetsTopicReplicationFactor), max(len(n.store.Brokers()), 1))
+	_, err := n.store.CreateTopic(ctx, share.StateTopic, share.DefaultStatePartitions, int16(rf),
+		map[string]string{"cleanup.policy": "compact"})
+	if err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
+		return err
+	}
+	n.replicas.ReconcileOrLog()
+	return nil
 }
 
 // closeShare stops the share coordinator's expiry loop. Idempotent.
 func (n *Node) closeShare() {
 	if n.share != nil {
 		n.share.coord.Close()
+		n.share.persister.Close()
 	}
 }
 

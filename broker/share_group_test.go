@@ -262,3 +262,38 @@ func TestShareGroup(t *testing.T) {
 	createTopic(t, adm, "shareq", 3)
 	runShareScenario(t, []string{n.KafkaAddr()}, "shareq", "shareq-group", nil)
 }
+
+// TestShareGroupStateSurvivesRestart: the share-partition state is
+// persisted in __share_group_state (ShareSnapshot records through
+// WriteShareGroupState): after the node restarts, records accepted before
+// are not delivered again and the group goes on from where it was.
+func TestShareGroupStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := testnode.Start(t, dir, fastShareGroups)
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	createTopic(t, adm, "shared-restart", 2)
+	seen := newDeliveries()
+	m := startShareMember(t, []string{addr}, "m1", "restart-group", "shared-restart", seen, false)
+	produceN(t, addr, "shared-restart", 100, "a")
+	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 100) == 0 },
+		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 100)) })
+	m.stop() // sends the last acknowledgements and closes the share session
+	adm.Close()
+	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n2 := testnode.Start(t, dir, fastShareGroups)
+	addr = n2.KafkaAddr()
+	after := newDeliveries()
+	startShareMember(t, []string{addr}, "m2", "restart-group", "shared-restart", after, false)
+	produceN(t, addr, "shared-restart", 20, "z")
+	waitShared(t, 60*time.Second, func() bool { return after.missing("z", 20) == 0 },
+		func() string { return fmt.Sprintf("%d of z never delivered after the restart", after.missing("z", 20)) })
+	if again := 100 - after.missing("a", 100); again > 0 {
+		t.Fatalf("%d records accepted before the restart delivered again after it", again)
+	}
+}

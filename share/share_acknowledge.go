@@ -25,7 +25,6 @@ import (
 
 	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
-	"github.com/shale-io/shale/kafkaerr"
 )
 
 func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -81,7 +80,7 @@ func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) 
 				m.mu.Unlock()
 				rp.ErrorCode = ackCode(err)
 				if perr := m.persist(ctx, fp.sp); perr != nil && rp.ErrorCode == 0 {
-					rp.ErrorCode = kafkaerr.Code(perr)
+					rp.ErrorCode = shareErrCode(perr)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

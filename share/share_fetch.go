@@ -77,6 +77,15 @@ func applyAcks(st *Partition, member string, nowMs int64, acks []ackBatch, allow
 	return nil
 }
 
+// shareErrCode is the Kafka error code of a share-partition failure: the
+// share coordinator out of reach is COORDINATOR_NOT_AVAILABLE (retriable).
+func shareErrCode(err error) int16 {
+	if errors.Is(err, ErrStateUnavailable) || errors.Is(err, ErrNotCoordinator) || errors.Is(err, ErrFencedStateEpoch) {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kafkaerr.Code(err)
+}
+
 func ackCode(err error) int16 {
 	switch {
 	case err == nil:
@@ -86,7 +95,7 @@ func ackCode(err error) int16 {
 	case errors.Is(err, ErrInvalidAck):
 		return kerr.InvalidRequest.Code
 	}
-	return kafkaerr.Code(err)
+	return shareErrCode(err)
 }
 
 // sessionFor checks and advances member's share session for epoch.
@@ -230,7 +239,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 				if err := m.persist(ctx, fp.sp); err != nil {
 					m.cfg.Logger.Warn("share state not persisted", "group", group, "topic", fp.topic, "partition", fp.p, "err", err)
 					if fp.ackErr == 0 && len(fp.acks) > 0 {
-						fp.ackErr = kafkaerr.Code(err)
+						fp.ackErr = shareErrCode(err)
 					}
 				}
 			}
@@ -298,12 +307,12 @@ func (m *Manager) resolve(ctx context.Context, req *kafka.Request, group string,
 	}
 	rep, err := m.leaders.Leader(name, fp.p)
 	if err != nil {
-		fp.errCode = kafkaerr.Code(err)
+		fp.errCode = shareErrCode(err)
 		return
 	}
 	sp, err := m.partition(ctx, group, name, fp.p, fp.id, rep)
 	if err != nil {
-		fp.errCode = kafkaerr.Code(err)
+		fp.errCode = shareErrCode(err)
 		return
 	}
 	fp.rep, fp.sp = rep, sp
@@ -391,7 +400,7 @@ func (m *Manager) acquireOne(ctx context.Context, member string, fp *fetchPart, 
 	data, upTo, err := m.readFrom(ctx, fp.rep, fp.topic, fp.p, from, maxBytes)
 	if err != nil {
 		m.cfg.Logger.Warn("share fetch read failed", "topic", fp.topic, "partition", fp.p, "offset", from, "err", err)
-		fp.errCode = kafkaerr.Code(err)
+		fp.errCode = shareErrCode(err)
 		return 0
 	}
 	if upTo <= from {
