@@ -58,6 +58,9 @@ type partKey struct {
 }
 
 type sharePartition struct {
+	// saveMu orders the saves of this share-partition: each takes its
+	// snapshot under it, so a save never overwrites a newer one.
+	saveMu      sync.Mutex
 	st          *Partition
 	key         StateKey
 	leaderEpoch int32
@@ -156,6 +159,8 @@ func (m *Manager) partition(ctx context.Context, group, topic string, p int32, i
 // request that changed it is answered, so an acknowledged Accept survives
 // the leader's failover (with a persister).
 func (m *Manager) persist(ctx context.Context, sp *sharePartition) error {
+	sp.saveMu.Lock()
+	defer sp.saveMu.Unlock()
 	m.mu.Lock()
 	if !sp.st.Dirty() || m.persister == nil {
 		sp.st.MarkPersisted()
