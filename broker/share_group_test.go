@@ -297,3 +297,49 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 		t.Fatalf("%d records accepted before the restart delivered again after it", again)
 	}
 }
+
+// TestShareGroupTieredTopic: a share group on a tiered topic whose oldest
+// offsets are only in the bucket (deleted locally after upload): ShareFetch
+// reads them through the cold read path, and the members see every record.
+func TestShareGroupTieredTopic(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastShareGroups, testnode.WithTiering(100*time.Millisecond))
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	ctx := ctxT(t, 120*time.Second)
+	cfg := map[string]*string{"segment.bytes": kmsg.StringPtr("16384"), "local.retention.bytes": kmsg.StringPtr("32768"),
+		"remote.storage.enable": kmsg.StringPtr("true")}
+	if r, err := adm.CreateTopic(ctx, 1, 1, cfg, "share-tiered"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	const total = 2000
+	prod := newClient(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	recs := make([]*kgo.Record, total)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "share-tiered", Value: []byte(fmt.Sprintf("t-%d|%s", i, strings.Repeat("x", 150)))}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var localStart int64
+	waitFor(t, 90*time.Second, "most of the topic tiered and deleted locally", func() bool {
+		rep := replicaOn(n, "share-tiered", 0)
+		if rep == nil {
+			return false
+		}
+		localStart = rep.Log().LogStartOffset()
+		return localStart > total/2
+	})
+	seen := newDeliveries()
+	startShareMember(t, []string{addr}, "m1", "tiered-group", "share-tiered", seen, false)
+	startShareMember(t, []string{addr}, "m2", "tiered-group", "share-tiered", seen, false)
+	waitShared(t, 90*time.Second, func() bool {
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		return len(seen.m) == total
+	}, func() string {
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		return fmt.Sprintf("%d of %d records delivered", len(seen.m), total)
+	})
+	t.Logf("offsets 0-%d were only in the bucket; all %d records delivered to the share group", localStart-1, total)
+}
