@@ -343,3 +343,100 @@ func TestShareGroupTieredTopic(t *testing.T) {
 	})
 	t.Logf("offsets 0-%d were only in the bucket; all %d records delivered to the share group", localStart-1, total)
 }
+
+// shareOffsets asks DescribeShareGroupOffsets for topic's partitions.
+func shareOffsets(t *testing.T, cl *kgo.Client, grp, topic string, parts int32) []kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = grp
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic = topic
+	for p := range parts {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 || len(resp.Groups[0].Topics) != 1 {
+		t.Fatalf("DescribeShareGroupOffsets: %+v", resp.Groups)
+	}
+	return resp.Groups[0].Topics[0].Partitions
+}
+
+// TestShareGroupOffsetsAdmin: DescribeShareGroupOffsets shows where an
+// empty share group is; AlterShareGroupOffsets moves it back (refused
+// while it has members) and a member then gets the records again;
+// DeleteShareGroupOffsets forgets it.
+func TestShareGroupOffsetsAdmin(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastShareGroups)
+	addr := n.KafkaAddr()
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	const topic, grp = "share-admin", "share-admin-group"
+	createTopic(t, adm, topic, 1)
+	produceN(t, addr, topic, 50, "a")
+	seen := newDeliveries()
+	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
+	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 50) == 0 }, func() string { return "a not delivered" })
+
+	alter := func(start int64) int16 {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = grp
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.Partition, rp.StartOffset = 0, start
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := alter(10); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("AlterShareGroupOffsets of a group with a member: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
+	m.stop()
+	waitShared(t, 30*time.Second, func() bool {
+		ps := shareOffsets(t, cl, grp, topic, 1)
+		return ps[0].ErrorCode == 0 && ps[0].StartOffset == 50 && ps[0].Lag == 0
+	}, func() string {
+		return fmt.Sprintf("offsets %+v, want start 50, lag 0", shareOffsets(t, cl, grp, topic, 1))
+	})
+	if code := alter(10); code != 0 {
+		t.Fatalf("AlterShareGroupOffsets: %v", kerr.ErrorForCode(code))
+	}
+	if ps := shareOffsets(t, cl, grp, topic, 1); ps[0].StartOffset != 10 {
+		t.Fatalf("start offset %d after the alter, want 10", ps[0].StartOffset)
+	}
+	again := newDeliveries()
+	m2 := startShareMember(t, []string{addr}, "m2", grp, topic, again, false)
+	waitShared(t, 60*time.Second, func() bool {
+		for i := 10; i < 50; i++ {
+			if c, _ := again.get(fmt.Sprintf("a-%d", i)); len(c) == 0 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "records 10-49 not delivered again after the alter" })
+	m2.stop()
+
+	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	req.GroupID = grp
+	req.Topics = append(req.Topics, kmsg.DeleteShareGroupOffsetsRequestTopic{Topic: topic})
+	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteShareGroupOffsets: %v %+v", err, resp)
+	}
+	if ps := shareOffsets(t, cl, grp, topic, 1); ps[0].StartOffset != -1 {
+		t.Fatalf("start offset %d after the delete, want -1", ps[0].StartOffset)
+	}
+}

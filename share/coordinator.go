@@ -59,6 +59,9 @@ func NewCoordinator(cfg Config, cluster Cluster, parts *Manager) *Coordinator {
 func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.ShareGroupHeartbeat, 1, 1, c.handleShareGroupHeartbeat)
 	reg.Register(kmsg.ShareGroupDescribe, 1, 1, c.handleShareGroupDescribe)
+	reg.Register(kmsg.DescribeShareGroupOffsets, 0, 1, c.handleDescribeShareGroupOffsets)
+	reg.Register(kmsg.AlterShareGroupOffsets, 0, 0, c.handleAlterShareGroupOffsets)
+	reg.Register(kmsg.DeleteShareGroupOffsets, 0, 0, c.handleDeleteShareGroupOffsets)
 	reg.SetFeature(kafka.Feature{Name: "share.version", MinLevel: 0, MaxLevel: 1, Finalized: 1})
 }
 

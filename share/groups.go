@@ -33,6 +33,9 @@ type shareGroup struct {
 	id      string
 	epoch   int32
 	members map[string]*member
+	// topics are every topic a member subscribed to since the group was
+	// created here (DescribeShareGroupOffsets without topics).
+	topics map[string]bool
 }
 
 // GroupInfo describes a share group (ListGroups, the CLI).

@@ -110,6 +110,35 @@ func (m *Manager) ReleaseMember(group, member string) {
 	if changed {
 		m.wakeLocked()
 	}
+	m.evictIdleLocked(group)
+}
+
+// evictIdleLocked drops from memory the share-partitions of group that
+// no share session names, that hold no acquired record and whose state is
+// persisted: the next fetch reads them again from the persister, and so
+// sees what AlterShareGroupOffsets or DeleteShareGroupOffsets wrote while
+// the group was empty.
+// REQUIRES: m.mu held.
+func (m *Manager) evictIdleLocked(group string) {
+	if m.persister == nil {
+		return
+	}
+	used := map[tidp]bool{}
+	for sk, s := range m.mu.sessions {
+		if sk.group == group {
+			for k := range s.parts {
+				used[k] = true
+			}
+		}
+	}
+	for k, sp := range m.mu.parts {
+		if k.group != group || sp.st.Dirty() || used[tidp{sp.key.TopicID, k.partition}] {
+			continue
+		}
+		if acquired, _, _ := sp.st.Counts(); acquired == 0 {
+			delete(m.mu.parts, k)
+		}
+	}
 }
 
 // partition returns the share-partition state of group on topic-p, which
@@ -129,13 +158,16 @@ func (m *Manager) partition(ctx context.Context, group, topic string, p int32, i
 	// did: the state is (re)read from the persister.
 	key := StateKey{Group: group, TopicID: id, Partition: p}
 	var st *Partition
+	var resetEpoch int32
 	if m.persister != nil {
 		snap, err := m.persister.Load(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		if snap != nil {
+		if snap != nil && snap.StartOffset >= 0 {
 			st = Restore(*snap, m.cfg.Limits)
+		} else if snap != nil {
+			resetEpoch = snap.StateEpoch // DeleteShareGroupOffsets: start over at the reset position
 		}
 	}
 	if st == nil {
@@ -144,6 +176,7 @@ func (m *Manager) partition(ctx context.Context, group, topic string, p int32, i
 			start = rep.LogStartOffset()
 		}
 		st = NewPartition(start, m.cfg.Limits)
+		st.epoch, st.dirty = resetEpoch, true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -173,6 +206,18 @@ func (m *Manager) persist(ctx context.Context, sp *sharePartition) error {
 	if err := m.persister.Save(ctx, sp.key, snap); err != nil {
 		m.mu.Lock()
 		sp.st.dirty = true
+		if errors.Is(err, ErrFencedStateEpoch) {
+			// AlterShareGroupOffsets or DeleteShareGroupOffsets reset the
+			// share-partition: drop this state, the next request reads
+			// the new one.
+			k := partKey{sp.key.Group, "", sp.key.Partition}
+			for pk, cur := range m.mu.parts {
+				if cur == sp {
+					k = pk
+				}
+			}
+			delete(m.mu.parts, k)
+		}
 		m.mu.Unlock()
 		return err
 	}
@@ -305,4 +350,25 @@ func (m *Manager) nextExpiry() (time.Time, bool) {
 		}
 	}
 	return time.UnixMilli(best), found
+}
+
+// highWatermark is the high watermark of topic-p when this node leads it.
+func (m *Manager) highWatermark(topic string, p int32) (int64, bool) {
+	rep, err := m.leaders.Leader(topic, p)
+	if err != nil {
+		return 0, false
+	}
+	return rep.HighWatermark(), true
+}
+
+// doneCount is the records of s at or above its start offset that are
+// acknowledged or archived.
+func doneCount(s *Snapshot) int64 {
+	var n int64
+	for _, b := range s.Batches {
+		if b.State == Acknowledged || b.State == Archived {
+			n += b.Last - max(b.First, s.StartOffset) + 1
+		}
+	}
+	return n
 }

@@ -148,7 +148,7 @@ func (k *KafkaPersister) Load(ctx context.Context, key StateKey) (*Snapshot, err
 		return nil, err
 	}
 	rp := first(resp)
-	if rp.StartOffset < 0 && len(rp.StateBatches) == 0 {
+	if rp.StartOffset < 0 && len(rp.StateBatches) == 0 && rp.StateEpoch == 0 {
 		return nil, nil
 	}
 	s := &Snapshot{StateEpoch: rp.StateEpoch, StartOffset: rp.StartOffset}

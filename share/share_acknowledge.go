@@ -94,6 +94,7 @@ func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) 
 				}
 			}
 			delete(m.mu.sessions, sk)
+			m.evictIdleLocked(group)
 			m.mu.Unlock()
 		}
 		return resp, nil

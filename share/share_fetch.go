@@ -229,6 +229,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 				}
 			}
 			delete(m.mu.sessions, sk)
+			m.evictIdleLocked(group)
 			m.mu.Unlock()
 		}
 		if r.ShareSessionEpoch != -1 && !renewOnly {

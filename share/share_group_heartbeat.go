@@ -76,7 +76,7 @@ func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Re
 			c.mu.Unlock()
 			return fail(kerr.UnknownMemberID, "")
 		}
-		g = &shareGroup{id: r.GroupID, members: map[string]*member{}}
+		g = &shareGroup{id: r.GroupID, members: map[string]*member{}, topics: map[string]bool{}}
 		c.mu.groups[r.GroupID] = g
 	}
 	m := g.members[r.MemberID]
@@ -114,6 +114,9 @@ func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Re
 	if r.SubscribedTopicNames != nil {
 		m.topics = slices.Sorted(slices.Values(r.SubscribedTopicNames))
 		m.topics = slices.Compact(m.topics)
+		for _, t := range m.topics {
+			g.topics[t] = true
+		}
 	}
 	changed := g.assign(m, c.cluster.Topic)
 	if joined && m.epoch == 0 {

@@ -1,0 +1,70 @@
+package share
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// What the share group admin APIs (DescribeShareGroupOffsets,
+// AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups) need of
+// the coordinator: the group's state and its share-partitions' persisted
+// state, read and written through the Persister (the share coordinators
+// of each share-partition).
+
+// groupCheck is 0 when id is a share group this node coordinates with no
+// members, else the error code for an admin write to it.
+func (c *Coordinator) groupCheck(id string, needEmpty bool) int16 {
+	if !c.cluster.IsCoordinator(id) {
+		return kerr.NotCoordinator.Code
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.mu.groups[id]
+	switch {
+	case g == nil:
+		return kerr.GroupIDNotFound.Code
+	case needEmpty && len(g.members) > 0:
+		return kerr.NonEmptyGroup.Code
+	}
+	return 0
+}
+
+// groupTopics is every topic the group's members subscribed to.
+func (c *Coordinator) groupTopics(id string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.mu.groups[id]; g != nil {
+		return slices.Sorted(maps.Keys(g.topics))
+	}
+	return nil
+}
+
+func (c *Coordinator) persister() Persister {
+	if c.parts == nil {
+		return nil
+	}
+	return c.parts.persister
+}
+
+// resetPartition gives a share-partition a new state epoch and start
+// offset (start < 0: start over at share.auto.offset.reset), nothing in
+// flight. The partition leader's state of an older epoch is fenced at
+// its next write and read again.
+func (c *Coordinator) resetPartition(ctx context.Context, key StateKey, start int64) error {
+	p := c.persister()
+	if p == nil {
+		return ErrStateUnavailable
+	}
+	cur, err := p.Load(ctx, key)
+	if err != nil {
+		return err
+	}
+	epoch := int32(1)
+	if cur != nil {
+		epoch = cur.StateEpoch + 1
+	}
+	return p.Save(ctx, key, Snapshot{StateEpoch: epoch, LeaderEpoch: -1, StartOffset: start})
+}
