@@ -46,6 +46,7 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 	n.share.coord.Register(reg)
 	parts.Register(reg)
 	state.Register(reg)
+	n.coords.groups.SetShareGroups(shareGroupLister{n.share.coord}) // n.coords is built first (node.go)
 }
 
 // shareStateLeader is the node leading a __share_group_state partition.
@@ -108,4 +109,20 @@ func (sc shareCluster) Topic(name string) (share.TopicMeta, bool) {
 		return share.TopicMeta{}, false
 	}
 	return share.TopicMeta{ID: t.ID, Partitions: t.Partitions}, true
+}
+
+// shareGroupLister adapts the share coordinator to group.ShareGroups, so
+// that ListGroups lists and DeleteGroups deletes share groups.
+type shareGroupLister struct{ c *share.Coordinator }
+
+func (l shareGroupLister) ListShareGroups() []group.ShareGroupListing {
+	var out []group.ShareGroupListing
+	for _, g := range l.c.ListShareGroups() {
+		out = append(out, group.ShareGroupListing{ID: g.ID, State: g.State})
+	}
+	return out
+}
+
+func (l shareGroupLister) DeleteShareGroup(id string) (bool, bool, error) {
+	return l.c.DeleteShareGroup(id)
 }

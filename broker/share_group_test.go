@@ -439,4 +439,22 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	if ps := shareOffsets(t, cl, grp, topic, 1); ps[0].StartOffset != -1 {
 		t.Fatalf("start offset %d after the delete, want -1", ps[0].StartOffset)
 	}
+
+	// ListGroups v5 types it "share"; DeleteGroups deletes it.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"share"}
+	lresp, err := lreq.RequestWith(ctxT(t, 20*time.Second), cl)
+	if err != nil || lresp.ErrorCode != 0 {
+		t.Fatalf("ListGroups: %v %+v", err, lresp)
+	}
+	if len(lresp.Groups) != 1 || lresp.Groups[0].Group != grp || lresp.Groups[0].GroupType != "share" || lresp.Groups[0].GroupState != "Empty" {
+		t.Fatalf("ListGroups type share: %+v", lresp.Groups)
+	}
+	dresp, err := adm.DeleteGroups(ctxT(t, 20*time.Second), grp)
+	if err != nil || dresp[grp].Err != nil {
+		t.Fatalf("DeleteGroups: %v %v", err, dresp[grp].Err)
+	}
+	if lresp, err = lreq.RequestWith(ctxT(t, 20*time.Second), cl); err != nil || len(lresp.Groups) != 0 {
+		t.Fatalf("ListGroups after DeleteGroups: %v %+v", err, lresp.Groups)
+	}
 }

@@ -115,6 +115,7 @@ type Coordinator struct {
 		// txnAdder adds a group's offsets partition to a producer's
 		// transaction for TxnOffsetCommit v5; nil: v5 is refused.
 		txnAdder TxnPartitionAdder
+		shares   ShareGroups // nil: no share groups
 	}
 }
 

@@ -7,7 +7,8 @@ package group
 // Only a group without members may be deleted (NON_EMPTY_GROUP); an
 // unknown one is GROUP_ID_NOT_FOUND. Deletion writes tombstones for the
 // group's metadata and every committed offset, then the group is Dead and
-// forgotten.
+// forgotten. A KIP-932 share group (SetShareGroups) is deleted by package
+// share, its share-partitions' progress forgotten with it.
 //
 // With an authorizer each group needs Delete, else
 // GROUP_AUTHORIZATION_FAILED.
@@ -30,9 +31,23 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 			dg := kmsg.NewDeleteGroupsResponseGroup()
 			dg.Group = id
 			rn, err := c.lookup(id, false)
+			sg := c.shareGroups()
 			switch {
 			case !c.allowed(req, acl.OpDelete, acl.Group(id)):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case sg != nil && rn == nil:
+				// Not a classic or consumer group here: a share group?
+				existed, deleted, serr := sg.DeleteShareGroup(id)
+				switch {
+				case serr != nil:
+					dg.ErrorCode = errorCode(serr)
+				case !existed && err != nil:
+					dg.ErrorCode = errorCode(err)
+				case !existed:
+					dg.ErrorCode = kerr.GroupIDNotFound.Code
+				case !deleted:
+					dg.ErrorCode = kerr.NonEmptyGroup.Code
+				}
 			case err != nil:
 				dg.ErrorCode = errorCode(err)
 			case rn == nil:

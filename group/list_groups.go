@@ -5,7 +5,8 @@ package group
 //   - v3: flexible versions.  v4: StatesFilter and GroupState (KIP-518).
 //   - v5: TypesFilter and GroupType (KIP-848): "classic" or "consumer"; a
 //     consumer group's protocol type is "consumer" and its state one of
-//     Empty, Assigning, Reconciling, Stable. Both filters match without
+//     Empty, Assigning, Reconciling, Stable. KIP-932 share groups
+//     (SetShareGroups) are type and protocol type "share", Empty or Stable. Both filters match without
 //     regard to case, as Kafka's.
 //
 // Lists the groups this node coordinates: those of every offsets
@@ -67,6 +68,11 @@ func (c *Coordinator) handleListGroups(ctx context.Context, req *kafka.Request) 
 			}
 			if ok {
 				all = append(all, s)
+			}
+		}
+		if sg := c.shareGroups(); sg != nil {
+			for _, l := range sg.ListShareGroups() {
+				all = append(all, summary{id: l.ID, protocolType: "share", state: l.State, typ: "share"})
 			}
 		}
 		slices.SortFunc(all, func(a, b summary) int { return strings.Compare(a.id, b.id) })

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -21,7 +21,7 @@ func (c *Coordinator) handleAlterShareGroupOffsets(_ context.Context, req *kafka
 	r := req.Msg.(*kmsg.AlterShareGroupOffsetsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-		if !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Group(r.GroupID)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(r.GroupID)) {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
@@ -38,7 +38,7 @@ func (c *Coordinator) handleAlterShareGroupOffsets(_ context.Context, req *kafka
 				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				rp.Partition = p.Partition
 				switch {
-				case !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Topic(rt.Topic)):
+				case !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Topic(rt.Topic)):
 					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				case !ok || p.Partition < 0 || p.Partition >= meta.Partitions:
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

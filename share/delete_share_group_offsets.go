@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -21,7 +21,7 @@ func (c *Coordinator) handleDeleteShareGroupOffsets(_ context.Context, req *kafk
 	r := req.Msg.(*kmsg.DeleteShareGroupOffsetsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-		if !c.cfg.Authorizer.Authorize(req, authz.OpDelete, authz.Group(r.GroupID)) {
+		if !c.cfg.Authorizer.Authorize(req, acl.OpDelete, acl.Group(r.GroupID)) {
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			return resp, nil
 		}
@@ -35,7 +35,7 @@ func (c *Coordinator) handleDeleteShareGroupOffsets(_ context.Context, req *kafk
 			meta, ok := c.cluster.Topic(rt.Topic)
 			t.TopicID = meta.ID
 			switch {
-			case !c.cfg.Authorizer.Authorize(req, authz.OpRead, authz.Topic(rt.Topic)):
+			case !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Topic(rt.Topic)):
 				t.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !ok:
 				t.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
@@ -25,7 +25,7 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, req *ka
 		for _, rg := range r.Groups {
 			g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			g.GroupID = rg.GroupID
-			if !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.Group(rg.GroupID)) {
+			if !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.Group(rg.GroupID)) {
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 				resp.Groups = append(resp.Groups, g)
 				continue
@@ -61,7 +61,7 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, req *ka
 					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 					rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
 					switch {
-					case !c.cfg.Authorizer.Authorize(req, authz.OpDescribe, authz.Topic(rt.Topic)):
+					case !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.Topic(rt.Topic)):
 						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 					case !ok || p < 0 || p >= meta.Partitions:
 						rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -13,14 +13,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *StateCoordinator) handleReadShareGroupState(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ReadShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
-	denied := !c.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
+	denied := !c.authz.Authorize(req, acl.OpClusterAction, acl.Cluster)
 	for _, t := range r.Topics {
 		rt := kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID

@@ -12,14 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *StateCoordinator) handleReadShareGroupStateSummary(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ReadShareGroupStateSummaryRequest)
 	resp := r.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
-	denied := !c.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
+	denied := !c.authz.Authorize(req, acl.OpClusterAction, acl.Cluster)
 	for _, t := range r.Topics {
 		rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
 		rt.TopicID = t.TopicID

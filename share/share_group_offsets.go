@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -67,4 +68,43 @@ func (c *Coordinator) resetPartition(ctx context.Context, key StateKey, start in
 		epoch = cur.StateEpoch + 1
 	}
 	return p.Save(ctx, key, Snapshot{StateEpoch: epoch, LeaderEpoch: -1, StartOffset: start})
+}
+
+// ListShareGroups implements group.ShareGroups.
+func (c *Coordinator) ListShareGroups() []ShareGroupListing {
+	var out []ShareGroupListing
+	for _, gi := range c.Groups() {
+		out = append(out, ShareGroupListing{ID: gi.ID, State: gi.State})
+	}
+	return out
+}
+
+// ShareGroupListing is one share group as ListGroups lists it.
+type ShareGroupListing struct{ ID, State string }
+
+// DeleteShareGroup deletes an empty share group: every share-partition
+// of the topics its members subscribed to starts over (as
+// DeleteShareGroupOffsets), then the group is forgotten.
+func (c *Coordinator) DeleteShareGroup(id string) (existed, deleted bool, err error) {
+	switch c.groupCheck(id, true) {
+	case kerr.GroupIDNotFound.Code, kerr.NotCoordinator.Code:
+		return false, false, nil
+	case kerr.NonEmptyGroup.Code:
+		return true, false, nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	for _, name := range c.groupTopics(id) {
+		meta, ok := c.cluster.Topic(name)
+		if !ok {
+			continue
+		}
+		for p := range meta.Partitions {
+			if err := c.resetPartition(ctx, StateKey{Group: id, TopicID: meta.ID, Partition: p}, -1); err != nil {
+				return true, false, err
+			}
+		}
+	}
+	existed, deleted = c.DeleteGroup(id)
+	return existed, deleted, nil
 }

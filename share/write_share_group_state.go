@@ -14,13 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (c *StateCoordinator) handleWriteShareGroupState(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.WriteShareGroupStateRequest)
-	denied := !c.authz.Authorize(req, authz.OpClusterAction, authz.Cluster)
+	denied := !c.authz.Authorize(req, acl.OpClusterAction, acl.Cluster)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
 		for _, t := range r.Topics {
