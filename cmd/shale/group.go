@@ -27,7 +27,7 @@ func newGroupCmd() *cobra.Command {
 // groupListEntry is one row of `shale group list`.
 type groupListEntry struct {
 	Group        string `json:"group"`
-	Type         string `json:"type"` // classic or consumer (KIP-848); ListGroups v5
+	Type         string `json:"type"` // classic, consumer (KIP-848) or share (KIP-932); ListGroups v5
 	State        string `json:"state"`
 	ProtocolType string `json:"protocol_type"`
 	Coordinator  int32  `json:"coordinator"`
@@ -68,8 +68,10 @@ func groupList(ctx context.Context, g *cliGlobals, stdout io.Writer) error {
 // groupDescription is one group in `shale group describe`.
 type groupDescription struct {
 	Group string `json:"group"`
-	// GroupProtocol is the group protocol: classic (JoinGroup/SyncGroup)
-	// or consumer (KIP-848, with the epochs below).
+	// GroupProtocol is the group protocol: classic (JoinGroup/SyncGroup),
+	// consumer (KIP-848, with the epochs below) or share (KIP-932: the
+	// partitions' CurrentOffset is the share-partition start offset and
+	// Lag the records not yet acknowledged or archived).
 	GroupProtocol   string         `json:"group_protocol"`
 	GroupEpoch      int32          `json:"group_epoch,omitempty"`
 	AssignmentEpoch int32          `json:"assignment_epoch,omitempty"`
@@ -134,7 +136,16 @@ func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups 
 		info, lags, err := a.DescribeGroupLag(ctx, name)
 		switch {
 		case errors.Is(err, sdk.ErrGroupNotFound):
-			missing = append(missing, name)
+			// Not a classic or consumer group: a KIP-932 share group?
+			d, ok, serr := describeShareGroup(ctx, a.Kadm(), name)
+			switch {
+			case serr != nil:
+				return serr
+			case ok:
+				out = append(out, d)
+			default:
+				missing = append(missing, name)
+			}
 		case err != nil:
 			return err
 		default:
@@ -198,7 +209,7 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 	t.row("COORDINATOR", d.Coordinator)
 	t.row("STATE", d.State)
 	t.row("GROUP-PROTOCOL", d.GroupProtocol)
-	if d.GroupProtocol == "consumer" {
+	if d.GroupProtocol == "consumer" || d.GroupProtocol == "share" {
 		t.row("GROUP-EPOCH", d.GroupEpoch)
 		t.row("ASSIGNMENT-EPOCH", d.AssignmentEpoch)
 	}
@@ -211,7 +222,7 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(d.Members) > 0 && d.GroupProtocol == "consumer" {
+	if len(d.Members) > 0 && (d.GroupProtocol == "consumer" || d.GroupProtocol == "share") {
 		fmt.Fprintln(w)
 		t = newTable(w, "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "MEMBER-EPOCH", "ASSIGNED", "TARGET")
 		for _, m := range d.Members {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// describeShareGroup describes a KIP-932 share group for `shale group
+// describe`: members with their epochs and assignments
+// (ShareGroupDescribe) and, per share-partition, the share-partition
+// start offset as CURRENT-OFFSET and the records not yet acknowledged or
+// archived as LAG (DescribeShareGroupOffsets). ok is false when name is
+// no share group.
+func describeShareGroup(ctx context.Context, adm *kadm.Client, name string) (d groupDescription, ok bool, err error) {
+	dgs, err := adm.DescribeShareGroups(ctx, name)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		var se *kadm.ShardErrors
+		if !errors.As(err, &se) {
+			return d, false, err
+		}
+	}
+	dg, found := dgs[name]
+	if !found || errors.Is(dg.Err, kerr.GroupIDNotFound) {
+		return d, false, nil
+	}
+	if dg.Err != nil {
+		return d, false, dg.Err
+	}
+	d = groupDescription{Group: name, GroupProtocol: "share", GroupEpoch: dg.GroupEpoch, AssignmentEpoch: dg.AssignmentEpoch,
+		State: dg.GroupState, ProtocolType: "share", Protocol: dg.Assignor, Coordinator: dg.Coordinator.NodeID,
+		Members: []groupMember{}, Partitions: []partitionLag{}}
+	for _, m := range dg.Members {
+		epoch := m.MemberEpoch
+		gm := groupMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, MemberEpoch: &epoch, Assigned: map[string][]int32{}}
+		for t, ps := range m.Assignment {
+			gm.Assigned[t] = slices.Sorted(func(yield func(int32) bool) {
+				for p := range ps {
+					if !yield(p) {
+						return
+					}
+				}
+			})
+		}
+		d.Members = append(d.Members, gm)
+	}
+	offs, err := adm.DescribeShareGroupOffsets(ctx, name)
+	if err != nil {
+		d.Error = err.Error()
+		return d, true, nil
+	}
+	o := offs[name]
+	if o.Err != nil {
+		d.Error = o.Err.Error()
+		return d, true, nil
+	}
+	var topics []string
+	for t := range o.Offsets {
+		topics = append(topics, t)
+	}
+	ends, _ := adm.ListEndOffsets(ctx, topics...)
+	for _, t := range slices.Sorted(slices.Values(topics)) {
+		ps := o.Offsets[t]
+		for _, p := range slices.Sorted(func(yield func(int32) bool) {
+			for p := range ps {
+				if !yield(p) {
+					return
+				}
+			}
+		}) {
+			so := ps[p]
+			pl := partitionLag{Topic: t, Partition: p, CurrentOffset: so.StartOffset, LogEndOffset: -1, Lag: so.Lag}
+			if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
+				pl.LogEndOffset = e.Offset
+			}
+			if so.Err != nil {
+				pl.Error = so.Err.Error()
+			}
+			if pl.Lag > 0 {
+				d.TotalLag += pl.Lag
+			}
+			d.Partitions = append(d.Partitions, pl)
+		}
+	}
+	return d, true, nil
+}
