@@ -662,6 +662,72 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			}
 			return nil
 		}}),
+		// KIP-932 share groups (package share).
+		kmsg.ShareGroupHeartbeat: one(authzCall{build(func(r *kmsg.ShareGroupHeartbeatRequest) {
+			r.GroupID, r.MemberID, r.SubscribedTopicNames = fxGroup, "bob-member", []string{fxTopic}
+		}), wantCode(kerr.GroupAuthorizationFailed, "share group heartbeat", func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode })}),
+		kmsg.ShareGroupDescribe: one(authzCall{build(func(r *kmsg.ShareGroupDescribeRequest) { r.GroupIDs = []string{fxGroup} }),
+			wantCode(kerr.GroupAuthorizationFailed, "share group describe", func(r *kmsg.ShareGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode })}),
+		kmsg.ShareFetch: one(authzCall{build(func(r *kmsg.ShareFetchRequest) {
+			r.GroupID, r.MemberID = str(fxGroup), str("bob-member")
+			ft := kmsg.NewShareFetchRequestTopic()
+			ft.TopicID = fxID
+			ft.Partitions = append(ft.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+			r.Topics = append(r.Topics, ft)
+		}), wantCode(kerr.GroupAuthorizationFailed, "share fetch", func(r *kmsg.ShareFetchResponse) int16 { return r.ErrorCode })}),
+		kmsg.ShareAcknowledge: one(authzCall{build(func(r *kmsg.ShareAcknowledgeRequest) {
+			r.GroupID, r.MemberID, r.ShareSessionEpoch = str(fxGroup), str("bob-member"), 1
+		}), wantCode(kerr.GroupAuthorizationFailed, "share acknowledge", func(r *kmsg.ShareAcknowledgeResponse) int16 { return r.ErrorCode })}),
+		kmsg.InitializeShareGroupState: one(authzCall{build(func(r *kmsg.InitializeShareGroupStateRequest) {
+			r.GroupID = fxGroup
+			it := kmsg.NewInitializeShareGroupStateRequestTopic()
+			it.TopicID = fxID
+			it.Partitions = append(it.Partitions, kmsg.NewInitializeShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, it)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "initialize share group state",
+			func(r *kmsg.InitializeShareGroupStateResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.ReadShareGroupState: one(authzCall{build(func(r *kmsg.ReadShareGroupStateRequest) {
+			r.GroupID = fxGroup
+			rt := kmsg.NewReadShareGroupStateRequestTopic()
+			rt.TopicID = fxID
+			rt.Partitions = append(rt.Partitions, kmsg.NewReadShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "read share group state",
+			func(r *kmsg.ReadShareGroupStateResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.WriteShareGroupState: one(authzCall{build(func(r *kmsg.WriteShareGroupStateRequest) {
+			r.GroupID = fxGroup
+			wt := kmsg.NewWriteShareGroupStateRequestTopic()
+			wt.TopicID = fxID
+			wt.Partitions = append(wt.Partitions, kmsg.NewWriteShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, wt)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "write share group state",
+			func(r *kmsg.WriteShareGroupStateResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.DeleteShareGroupState: one(authzCall{build(func(r *kmsg.DeleteShareGroupStateRequest) {
+			r.GroupID = fxGroup
+			dt := kmsg.NewDeleteShareGroupStateRequestTopic()
+			dt.TopicID = fxID
+			dt.Partitions = append(dt.Partitions, kmsg.NewDeleteShareGroupStateRequestTopicPartition())
+			r.Topics = append(r.Topics, dt)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "delete share group state",
+			func(r *kmsg.DeleteShareGroupStateResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.ReadShareGroupStateSummary: one(authzCall{build(func(r *kmsg.ReadShareGroupStateSummaryRequest) {
+			r.GroupID = fxGroup
+			rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+			rt.TopicID = fxID
+			rt.Partitions = append(rt.Partitions, kmsg.NewReadShareGroupStateSummaryRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "read share group state summary",
+			func(r *kmsg.ReadShareGroupStateSummaryResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
+		kmsg.DescribeShareGroupOffsets: one(authzCall{build(func(r *kmsg.DescribeShareGroupOffsetsRequest) {
+			g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			g.GroupID = fxGroup
+			r.Groups = append(r.Groups, g)
+		}), wantCode(kerr.GroupAuthorizationFailed, "describe share group offsets",
+			func(r *kmsg.DescribeShareGroupOffsetsResponse) int16 { return r.Groups[0].ErrorCode })}),
+		kmsg.AlterShareGroupOffsets: one(authzCall{build(func(r *kmsg.AlterShareGroupOffsetsRequest) { r.GroupID = fxGroup }),
+			wantCode(kerr.GroupAuthorizationFailed, "alter share group offsets", func(r *kmsg.AlterShareGroupOffsetsResponse) int16 { return r.ErrorCode })}),
+		kmsg.DeleteShareGroupOffsets: one(authzCall{build(func(r *kmsg.DeleteShareGroupOffsetsRequest) { r.GroupID = fxGroup }),
+			wantCode(kerr.GroupAuthorizationFailed, "delete share group offsets", func(r *kmsg.DeleteShareGroupOffsetsResponse) int16 { return r.ErrorCode })}),
 	}
 }
 
