@@ -663,6 +663,12 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			return nil
 		}}),
 		// KIP-932 share groups (package share).
+		kmsg.ConsumerGroupHeartbeat: one(authzCall{build(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.Group, r.MemberID, r.RebalanceTimeoutMillis, r.SubscribedTopicNames = fxGroup, "bob-member", 5000, []string{fxTopic}
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}), wantCode(kerr.GroupAuthorizationFailed, "consumer group heartbeat", func(r *kmsg.ConsumerGroupHeartbeatResponse) int16 { return r.ErrorCode })}),
+		kmsg.ConsumerGroupDescribe: one(authzCall{build(func(r *kmsg.ConsumerGroupDescribeRequest) { r.Groups = []string{fxGroup} }),
+			wantCode(kerr.GroupAuthorizationFailed, "consumer group describe", func(r *kmsg.ConsumerGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode })}),
 		kmsg.ShareGroupHeartbeat: one(authzCall{build(func(r *kmsg.ShareGroupHeartbeatRequest) {
 			r.GroupID, r.MemberID, r.SubscribedTopicNames = fxGroup, "bob-member", []string{fxTopic}
 		}), wantCode(kerr.GroupAuthorizationFailed, "share group heartbeat", func(r *kmsg.ShareGroupHeartbeatResponse) int16 { return r.ErrorCode })}),
