@@ -38,7 +38,8 @@ func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 		}
 		return err
 	}
-	s.reg.active, s.reg.broker, s.reg.rev, s.reg.renewedAt = true, b, rev, start
+	s.reg.active, s.reg.broker, s.reg.rev = true, b, rev
+	s.setRenewed(start)
 	if err := s.putRegistration(ctx, b); err != nil {
 		// The session is up, and Registered counts a live broker: the
 		// keepalive writes the registration at its next tick.
@@ -119,7 +120,8 @@ func (s *Store) keepalive() {
 			cancel()
 			switch {
 			case err == nil:
-				s.reg.rev, s.reg.renewedAt = rev, start
+				s.reg.rev = rev
+				s.setRenewed(start)
 				if !failingSince.IsZero() {
 					s.log.Info("broker keepalive renewed again", "failed_for", time.Since(failingSince).Round(time.Millisecond),
 						"failed_attempts", failures)
@@ -135,6 +137,7 @@ func (s *Store) keepalive() {
 			case errors.Is(err, ErrBrokerIDInUse):
 				s.log.Error("broker registration taken over; keepalive stopped", "err", err)
 				s.reg.active = false
+				s.renewed.Store(nil)
 				s.unsubscribeLiveness()
 			case s.ctx.Err() == nil:
 				if failures++; failingSince.IsZero() {
@@ -178,7 +181,8 @@ func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error 
 		s.reg.logs = prev
 		return err
 	}
-	s.reg.rev, s.reg.renewedAt = rev, start
+	s.reg.rev = rev
+	s.setRenewed(start)
 	return nil
 }
 
@@ -203,7 +207,8 @@ func (s *Store) ReportOfflineReplicas(ctx context.Context, offline []OfflineRepl
 		s.reg.offline = prev
 		return err
 	}
-	s.reg.rev, s.reg.renewedAt = rev, start
+	s.reg.rev = rev
+	s.setRenewed(start)
 	return nil
 }
 
@@ -228,7 +233,8 @@ func (s *Store) BeginControlledShutdown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.reg.broker, s.reg.rev, s.reg.renewedAt = b, rev, start
+	s.reg.broker, s.reg.rev = b, rev
+	s.setRenewed(start)
 	return nil
 }
 
@@ -266,10 +272,28 @@ func (s *Store) Incarnation(id int32) (string, bool) {
 // RegistrationRenewed returns when this node's registration was last
 // written successfully (the start of that write: the key lives BrokerTTL
 // from at least then), and false when no registration is being kept alive.
+// It never waits for a renewal in flight.
 func (s *Store) RegistrationRenewed() (time.Time, bool) {
-	s.reg.Lock()
-	defer s.reg.Unlock()
-	return s.reg.renewedAt, s.reg.active
+	if t := s.renewed.Load(); t != nil {
+		return *t, true
+	}
+	return time.Time{}, false
+}
+
+// setRenewed records a successful write of the registration sent at
+// start. REQUIRES: s.reg held.
+func (s *Store) setRenewed(start time.Time) {
+	s.reg.renewedAt = start
+	s.renewed.Store(&start)
+}
+
+// keepaliveImpaired reports whether this node keeps a registration that
+// has not been renewed for longer than one and a half keepalive
+// intervals at now: its renewals are failing (the brokers bucket has no
+// stream leader, or NATS does not answer), as every broker's may be.
+func (s *Store) keepaliveImpaired(now time.Time) bool {
+	t := s.renewed.Load()
+	return t != nil && now.Sub(*t) > s.cfg.KeepaliveInterval*3/2
 }
 
 // ReplicaLogs returns broker id's report of replica log ends from the cache,
@@ -298,6 +322,7 @@ func (s *Store) DeregisterBroker(ctx context.Context) error {
 		return nil
 	}
 	s.reg.active = false
+	s.renewed.Store(nil)
 	s.unsubscribeLiveness()
 	key := brokerKey(s.reg.broker.NodeID)
 	rev, err := kvDelete(ctx, s.js, BucketBrokers, key, s.reg.rev)

@@ -234,7 +234,7 @@ func (c *Controller) step(ctx context.Context) bool {
 			c.holder.Store(-1)
 		}
 	}
-	c.observeRoundTrip(start, reached)
+	c.observeRoundTrip(start, reached && !c.store.keepaliveImpaired(time.Now()))
 	if !c.leading.Load() {
 		return true
 	}

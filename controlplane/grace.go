@@ -15,12 +15,17 @@ import (
 // would fence them all for the outage itself.
 //
 // So the controller watches its own round trips to the control plane
-// (the lease's renewal, or a candidate's attempt to take it). When the
-// first one to succeed after failures comes more than a keepalive
-// interval after the last success, the controller's own view had a gap
-// at least that long, and so may every broker's renewals: every broker
-// that was live in its view at the last success before the gap gets a
-// fresh session grace, as if it had renewed at that moment. A broker that
+// (the lease's renewal, or a candidate's attempt to take it) and its own
+// broker keepalive (a round trip counts as failed while that is impaired:
+// the brokers bucket's stream may have lost its leader while the lease's
+// has not). While they fail, the brokers that were live at the last
+// success count as live (a controller does not fence anyone on a view it
+// cannot refresh). When the first one to succeed after failures comes
+// more than a keepalive interval after the last success, the controller's
+// own view had a gap at least that long, and so may every broker's
+// renewals: every broker that was live in its view at the last success
+// before the gap gets a fresh session grace, as if it had renewed at that
+// moment. A broker that
 // is alive renews within the grace (its keepalive retries until it
 // does) and is live again by its own key; one that really died during
 // the gap does not, and is taken for dead when the grace ends, a broker
@@ -74,22 +79,30 @@ func (g *sessionGrace) observe(start, now time.Time, ok bool, live []int32, gap,
 	return out
 }
 
-// graced reports whether broker id is within a grace at now.
+// graced reports whether broker id is within a grace at now (grantedIDs).
 func (g *sessionGrace) graced(now time.Time, id int32) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return now.Before(g.until) && g.granted[id]
+	return slices.Contains(g.grantedIDs(now), id)
 }
 
-// grantedIDs returns the brokers within a grace at now.
+// grantedIDs returns the brokers within a grace at now: those granted one
+// after a gap, and while round trips are failing those live at the last
+// success.
 func (g *sessionGrace) grantedIDs(now time.Time) []int32 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !now.Before(g.until) {
-		return nil
+	ids := map[int32]bool{}
+	if now.Before(g.until) {
+		for id := range g.granted {
+			ids[id] = true
+		}
 	}
-	var out []int32
-	for id := range g.granted {
+	if g.failed {
+		for id := range g.liveAt {
+			ids[id] = true
+		}
+	}
+	out := make([]int32, 0, len(ids))
+	for id := range ids {
 		out = append(out, id)
 	}
 	slices.Sort(out)

@@ -31,6 +31,10 @@ func TestSessionGrace(t *testing.T) {
 			{time.Second, false, nil, nil},
 			{1500 * time.Millisecond, true, []int32{1, 2}, nil},
 		}, map[time.Duration][]int32{2 * time.Second: nil}},
+		{"while round trips fail, the brokers live at the last success stay live", []step{
+			{0, true, []int32{1, 2, 3}, nil},
+			{time.Second, false, nil, nil},
+		}, map[time.Duration][]int32{time.Second: {1, 2, 3}, time.Hour: {1, 2, 3}}},
 		{"the control plane away for 30 s: everyone live before it is graced", []step{
 			{0, true, []int32{1, 2, 3}, nil},
 			{time.Second, false, nil, nil},

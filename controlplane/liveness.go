@@ -174,6 +174,7 @@ func (c *Controller) probeLoop(ctx context.Context) {
 			case err != nil:
 				c.log.Debug("removing a dead broker's session or lease", "broker", id, "err", err)
 			case leading:
+				c.grace.revoke(id) // proven gone: no session grace either
 				c.log.Info("broker process gone (no NATS connection, Kafka port refused); session removed, broker fenced", "broker", id)
 			default:
 				c.log.Info("controller process gone (no NATS connection, Kafka port refused); lease removed", "broker", id)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -121,6 +122,9 @@ type Store struct {
 		// was sent (its start: the key lives BrokerTTL from at least then).
 		renewedAt time.Time
 	}
+	// renewed is reg.renewedAt while a registration is kept alive (nil
+	// otherwise), readable without waiting for a renewal in flight.
+	renewed atomic.Pointer[time.Time]
 }
 
 // Open creates the buckets if absent, reads or creates the cluster id,
