@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/adminapi"
 )
 
 // offsetsTopic is Kafka's (and Shale's) consumer offsets topic.
@@ -151,7 +153,7 @@ func (f *faulter) runTrack(ctx context.Context, phase time.Time, evs []Event) {
 		if ctx.Err() != nil {
 			return
 		}
-		if e.Kind.track() == "node" || e.Kind == Reassign {
+		if e.Kind.track() == "node" || e.Kind == Reassign || e.Kind == Decommission {
 			if _, err := f.waitSettled(ctx, 60*time.Second); err != nil {
 				f.rec.logf("skipping %s: %v", e.Kind, err)
 				continue
@@ -327,6 +329,8 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 		return nil, "all", err
 	case Reassign:
 		return f.reassign(ctx, e.Pick)
+	case Decommission:
+		return f.decommission(ctx, e.Pick)
 	}
 	return nil, "", fmt.Errorf("unknown fault %q", e.Kind)
 }
@@ -539,6 +543,37 @@ func (f *faulter) reassign(ctx context.Context, pick int) (func() error, string,
 		return err
 	}
 	return back, target, nil
+}
+
+// decommission drains the node pick chooses through a live node's admin
+// API (adminapi.DecommissionPath, what shale broker decommission sends);
+// the heal recommissions it, retrying for a while (the node asked may be
+// down for a moment under another track's fault). A drain the control
+// plane refuses (it could not finish, with a node down) is the fault's
+// error.
+func (f *faulter) decommission(ctx context.Context, pick int) (func() error, string, error) {
+	n := f.c.Nodes[pick%len(f.c.Nodes)]
+	client := adminapi.Client{Timeout: 10 * time.Second}
+	via := func() string {
+		for _, m := range f.c.Nodes {
+			if m.Alive() && !m.Paused() {
+				return m.Admin
+			}
+		}
+		return n.Admin
+	}
+	if _, err := client.Decommission(ctx, via(), []int32{n.ID}); err != nil {
+		return nil, n.Name, err
+	}
+	back := func() error {
+		var err error
+		poll(30*time.Second, time.Second, func() bool {
+			_, err = client.Recommission(context.Background(), via(), []int32{n.ID})
+			return err == nil
+		})
+		return err
+	}
+	return back, n.Name, nil
 }
 
 // healAll undoes whatever is still applied: every node and NATS server

@@ -36,13 +36,17 @@ const (
 	NATSPause          FaultKind = "nats-pause"     // SIGSTOP every NATS server
 	Reassign           FaultKind = "reassign"       // AlterPartitionReassignments of a partition, and back at the window's end
 	Elect              FaultKind = "elect"          // ElectLeaders PREFERRED on every partition
+	// Decommission: shale broker decommission of a node (the controller's
+	// balancer moves its leaderships, then its replicas, away), and
+	// recommission at the window's end (the balancer moves its share back).
+	Decommission FaultKind = "decommission"
 )
 
 func (k FaultKind) track() string {
 	switch k {
 	case Kill, KillCoordinator, WipeCoordinator, KillTxnCoordinator, Pause, Wipe, WipeLastISR, Rolling, PartNode, PartNATS, PartS3:
 		return "node"
-	case Reassign, Elect:
+	case Reassign, Elect, Decommission:
 		return "ops"
 	}
 	return "infra"
@@ -81,6 +85,8 @@ var Schedules = []Schedule{
 	{Name: "network", About: "network partitions: a node cut from its peers, from NATS, from S3 (iptables)", Kinds: []FaultKind{PartNode, PartNATS, PartS3}, Nodes: 3, NoLoss: true},
 	{Name: "transactions", About: "the transactional read-process-write pipeline under kill -9 of its transaction coordinator, of the group coordinator, of any node, and preferred elections",
 		Kinds: []FaultKind{KillTxnCoordinator, KillCoordinator, Kill, Elect}, Nodes: 3, NoLoss: true, Transactions: true},
+	{Name: "elastic", About: "an elastic cluster: a node drained (decommission) and taken back (recommission), so the balancer moves replicas away and back; reassignments, preferred elections; kills, node replacement (an empty disk joining) and rolling restarts",
+		Kinds: []FaultKind{Decommission, Reassign, Elect, Kill, Wipe, Rolling}, Nodes: 4, NoLoss: true, MinWindow: 5 * time.Second, MaxWindow: 15 * time.Second},
 	{Name: "mixed", About: "everything at once, within the limits: one node fault, one infra fault and one admin op at a time", Kinds: []FaultKind{Kill, Pause, Wipe, Rolling, PartNode, PartNATS, S3Errors, S3Latency, S3Pause, NATSKill, Reassign, Elect, KillCoordinator}, Nodes: 3, NoLoss: true},
 }
 
