@@ -79,13 +79,22 @@ func openingHW(ckpt int64, ok bool, logStart, leo int64) int64 {
 
 // checkpointHW writes the high watermark checkpoint if the high watermark
 // differs from the last one written and force is set or the last write is
-// at least the interval old. REQUIRES: r.ckpt held, r.mu not held.
+// at least the interval old; never while there is no file and the high
+// watermark is the log start. REQUIRES: r.ckpt held, r.mu not held.
 func (r *Replica) checkpointHWLocked(force bool) error {
 	r.mu.Lock()
 	hw := r.mu.hw
 	r.mu.Unlock()
 	now := r.now()
 	if hw == r.ckpt.hw || (!force && now.Sub(r.ckpt.at) < r.ckpt.interval) {
+		return nil
+	}
+	if r.ckpt.hw < 0 && hw == r.log.LogStartOffset() {
+		// Without a file a replica opens at its log start (openingHW): this
+		// high watermark, or below it when a newer log start was not yet
+		// made durable, which is safe. The file would say nothing more. A new partition writes none
+		// until its first record is committed, so creating 10,000 idle
+		// partitions costs no file, fsync or rename each (issue 23).
 		return nil
 	}
 	if err := segment.WriteFileAtomic(r.dir, HWCheckpointFile, encodeHWCheckpoint(r.topic, r.partition, hw)); err != nil {

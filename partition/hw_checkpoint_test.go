@@ -141,6 +141,45 @@ func TestHWCheckpointOnClose(t *testing.T) {
 	}
 }
 
+// TestIdlePartitionWritesNoHWCheckpoint: a new partition whose high
+// watermark is its log start writes no checkpoint, periodically or at
+// Close (issue 23: 10,000 idle partitions cost 10,000 files, fsyncs and
+// renames per node, each in the idle window), and reopens at the log
+// start all the same; its first committed record is checkpointed. It
+// failed before: the first MaybeFlush wrote "t 0 0".
+func TestIdlePartitionWritesNoHWCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	r := openTest(t, dir, nil, nil)
+	noFile := func(when string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(dir, HWCheckpointFile)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s: checkpoint file present (%v)", when, err)
+		}
+	}
+	if err := r.MaybeFlush(); err != nil {
+		t.Fatal(err)
+	}
+	noFile("idle, after MaybeFlush")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noFile("idle, after Close")
+	r = openTest(t, dir, nil, nil)
+	defer r.Close()
+	if hw := r.HighWatermark(); hw != 0 {
+		t.Fatalf("reopened hw %d, want 0", hw)
+	}
+	if _, err := r.AppendLeader(build(t, batch.NoProducer(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MaybeFlush(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, HWCheckpointFile)); err != nil || string(b) != "0\n1\nt 0 2\n" {
+		t.Fatalf("after a committed record: checkpoint %q (%v)", b, err)
+	}
+}
+
 // TestHWCheckpointClamped: a checkpoint past the log end (a crash lost the
 // unflushed tail) opens at the log end and is rewritten at once; one
 // below the log start opens at the log start; a missing or foreign one at
