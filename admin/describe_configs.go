@@ -43,6 +43,7 @@ func (h *Handlers) brokerSettings() map[string]string {
 		"inter.broker.listener.name": h.cfg.InterBrokerListenerName,
 		"ssl.client.auth":            h.cfg.SSLClientAuth,
 		"broker.rack":                h.cfg.Rack,
+		"replica.selector.class":     h.cfg.ReplicaSelectorClass,
 	}
 }
 

@@ -31,18 +31,30 @@ func (d directory) CurrentLeader(topic string, p int32, listener string) (partit
 	if st.Leader < 0 {
 		return h, true
 	}
-	for _, b := range d.store.Brokers() {
-		if b.NodeID != st.Leader {
-			continue
-		}
-		if host, port, ok := kafka.AdvertisedAddr(b.Listeners, listener, b.Host, b.Port); ok {
-			h.Endpoint = &partition.NodeEndpoint{NodeID: b.NodeID, Host: host, Port: port}
-			if b.Rack != "" {
-				rack := b.Rack
-				h.Endpoint.Rack = &rack
-			}
-		}
-		break
+	if ep, ok := d.NodeEndpoint(st.Leader, listener); ok {
+		h.Endpoint = &ep
 	}
 	return h, true
+}
+
+// NodeEndpoint is where node is reached on listener, with its rack
+// (fetch.ReplicaEndpoints); false when it is not registered or has no
+// such listener.
+func (d directory) NodeEndpoint(node int32, listener string) (partition.NodeEndpoint, bool) {
+	for _, b := range d.store.Brokers() {
+		if b.NodeID != node {
+			continue
+		}
+		host, port, ok := kafka.AdvertisedAddr(b.Listeners, listener, b.Host, b.Port)
+		if !ok {
+			return partition.NodeEndpoint{}, false
+		}
+		ep := partition.NodeEndpoint{NodeID: b.NodeID, Host: host, Port: port}
+		if b.Rack != "" {
+			rack := b.Rack
+			ep.Rack = &rack
+		}
+		return ep, true
+	}
+	return partition.NodeEndpoint{}, false
 }

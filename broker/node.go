@@ -306,7 +306,11 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	kafka.RegisterSASL(reg) // answers ILLEGAL_SASL_STATE on listeners without SASL
 	fopts := append(fetchOptions(n.cold), fetch.WithAuthorizer(n.authz), fetch.WithDirectory(directory{n.store}))
 	n.fetchSessions = fetch.NewSessionCache(n.cfg.MaxIncrementalFetchSessionCacheSlots)
-	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetch.WithQuotas(n.quotas), fetch.WithSessionCache(n.fetchSessions))...)
+	fetchOpts := []fetch.Option{fetch.WithQuotas(n.quotas), fetch.WithSessionCache(n.fetchSessions), fetch.WithFollowerReads(n.replicas)}
+	if n.cfg.ReplicaSelectorClass == config.RackAwareReplicaSelector {
+		fetchOpts = append(fetchOpts, fetch.WithRackAwareSelector(n.cfg.Rack, directory{n.store}))
+	}
+	fetch.RegisterFetch(reg, n.replicas, n.metrics, n.logger, append(fopts, fetchOpts...)...)
 	fetch.RegisterListOffsets(reg, n.replicas, n.logger, fopts...)
 	fetch.RegisterOffsetForLeaderEpoch(reg, n.replicas, n.logger, fopts...)
 	var tm *tiering.Manager // a nil *nodeTiering is tiering off

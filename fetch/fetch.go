@@ -20,7 +20,10 @@ package fetch
 //     INVALID_FETCH_SESSION_EPOCH as Kafka answers them. Without a cache,
 //     every fetch is answered without a session (session id 0, so clients
 //     send full fetches) and an incremental one FETCH_SESSION_ID_NOT_FOUND.
-//   - v11: rack-aware fetching fields (KIP-392): no preferred read replica (-1).
+//   - v11: RackId and PreferredReadReplica (KIP-392): followers serve
+//     consumers, and leaders name a preferred read replica in the
+//     consumer's rack, with the options of read_replica.go; without them
+//     PreferredReadReplica is -1 and only leaders serve.
 //   - v12: flexible versions; LastFetchedEpoch in the request and
 //     DivergingEpoch in the response (KIP-320): a follower whose log has
 //     left the leader's gets its partition answered with no records, error
@@ -146,6 +149,9 @@ type partResult struct {
 	// leader, when set, is the CurrentLeader answered with
 	// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (v16+, KIP-951).
 	leader *leaderHint
+	// preferred, when set, is the PreferredReadReplica the consumer is
+	// sent to (v11+, KIP-392; read_replica.go), with no records.
+	preferred *int32
 }
 
 // divergingEpoch is a Fetch response's DivergingEpoch: the leader's largest
@@ -269,8 +275,8 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 	if maxBytes <= 0 {
 		maxBytes = 1
 	}
-	denied := h.deniedTopics(req, r.ReplicaID >= 0, fc.parts)
-	res, total, waits, failed, cold := h.readAll(r, fc.parts, maxBytes, true, denied)
+	plan := &readPlan{denied: h.deniedTopics(req, r.ReplicaID >= 0, fc.parts), listener: req.ListenerName()}
+	res, total, waits, failed, cold := h.readAll(r, fc.parts, maxBytes, true, plan)
 	for {
 		if fq.admitCold(req, cold) {
 			// Over the cold-read quota: the remote partitions stay empty
@@ -298,11 +304,19 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
-			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, true, denied)
+			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, true, plan)
 			return h.answer(req, r, fc, fq, res, nil), nil
 		}
-		res, total, waits, failed, cold = h.reread(r, fc.parts, res, waits, maxBytes, denied)
+		res, total, waits, failed, cold = h.reread(r, fc.parts, res, waits, maxBytes, plan)
 	}
+}
+
+// readPlan is what readAll needs of the request beyond its partitions: the
+// topics its principal may not read, and the client's listener (where a
+// preferred read replica is reached).
+type readPlan struct {
+	denied   map[string]bool
+	listener string
 }
 
 // waitSet is what a long poll waits on: a channel for each partition read
@@ -321,7 +335,7 @@ type waitSet struct {
 // wake with no closed channel, or a re-read that meets a cold read (data
 // moved below the local log start meanwhile), reads every partition again.
 // The returned values are readAll's, for the whole fetch.
-func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topicResult, waits waitSet, maxBytes int, denied map[string]bool) ([]topicResult, int, waitSet, bool, []*coldRead) {
+func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topicResult, waits waitSet, maxBytes int, plan *readPlan) ([]topicResult, int, waitSet, bool, []*coldRead) {
 	flat := make([]*partResult, 0, len(parts))
 	for ti := range res {
 		for pi := range res[ti].parts {
@@ -340,7 +354,7 @@ func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topic
 		}
 	}
 	if len(flat) != len(parts) || len(sub) == 0 {
-		return h.readAll(r, parts, maxBytes, true, denied)
+		return h.readAll(r, parts, maxBytes, true, plan)
 	}
 	others := 0
 	for _, pr := range flat {
@@ -349,9 +363,9 @@ func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topic
 	for _, i := range subIdx {
 		others -= flat[i].size
 	}
-	subRes, subTotal, subWaits, failed, cold := h.readAll(r, sub, maxBytes-others, others == 0, denied)
+	subRes, subTotal, subWaits, failed, cold := h.readAll(r, sub, maxBytes-others, others == 0, plan)
 	if len(cold) > 0 {
-		return h.readAll(r, parts, maxBytes, true, denied)
+		return h.readAll(r, parts, maxBytes, true, plan)
 	}
 	j := 0
 	for _, t := range subRes {
@@ -500,7 +514,10 @@ func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []p
 // a long poll waits on for each partition read locally (waits). failed is
 // true when some partition carries an error or a DivergingEpoch (the client
 // should hear about it at once).
-func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, minOne bool, denied map[string]bool) (res []topicResult, total int, waits waitSet, failed bool, cold []*coldRead) {
+func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, minOne bool, plan *readPlan) (res []topicResult, total int, waits waitSet, failed bool, cold []*coldRead) {
+	if plan == nil {
+		plan = &readPlan{}
+	}
 	for i := 0; i < len(parts); {
 		// One topicResult for each run of partitions of one topic, in the
 		// order of parts (as Kafka's response groups them).
@@ -509,12 +526,18 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 		for ; i < len(parts) && parts[i].topic == topic; i++ {
 			p := parts[i]
 			pr := partResult{partition: p.partition, hw: -1, lso: -1, logStart: -1}
-			if denied[topic] {
+			if plan.denied[topic] {
 				pr.errCode, failed = kerr.TopicAuthorizationFailed.Code, true
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
 			rep, err := h.leaders.Leader(topic, p.partition)
+			if err != nil && r.ReplicaID < 0 && r.Version >= 11 && h.opts.local != nil && errors.Is(err, partition.ErrNotLeader) {
+				// KIP-392: a follower serves a consumer that fetches from it.
+				if local, lerr := h.opts.local.Assigned(topic, p.partition); lerr == nil {
+					rep, err = local, nil
+				}
+			}
 			if err != nil {
 				pr.errCode = kafkaerr.Code(err)
 				failed = true
@@ -571,6 +594,16 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 			if h.opts.remote != nil {
 				if rs = h.opts.remote.LogStartOffset(topic, p.partition); rs >= 0 && rs < localStart {
 					pr.logStart = rs
+				}
+			}
+			if h.opts.selector != nil && r.Version >= 11 {
+				inRemote := rs >= 0 && rs <= p.fetchOffset && p.fetchOffset <= h.opts.remote.LastTieredOffset(topic, p.partition)
+				if id, ok := h.opts.selector.preferredReplica(rep, plan.listener, r.Rack, p.fetchOffset, inRemote, time.Now()); ok {
+					// KIP-392: answered at once, no records; the consumer
+					// goes to the replica in its rack.
+					pr.preferred, failed = &id, true
+					tr.parts = append(tr.parts, pr)
+					continue
 				}
 			}
 			if rs >= 0 && rs < localStart && p.fetchOffset < localStart {
@@ -713,7 +746,11 @@ func encodeFetch(v int16, res []topicResult, errCode int16, sessionID int32, end
 				e.tags()
 			}
 			if v >= 11 {
-				e.i32(-1) // PreferredReadReplica
+				if p.preferred != nil {
+					e.i32(*p.preferred)
+				} else {
+					e.i32(-1) // PreferredReadReplica: none
+				}
 			}
 			e.bytesLen(p.size)
 			for _, b := range p.cold {

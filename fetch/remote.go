@@ -44,6 +44,8 @@ type options struct {
 	authz         *authz.Authorizer   // nil: everything allowed
 	sessions      *SessionCache       // nil: no fetch sessions
 	directory     partition.Directory // nil: Fetch up to v12
+	local         LocalReplicas       // nil: consumers are served by leaders only
+	selector      *rackSelector       // nil: no preferred read replica is named
 }
 
 // WithAuthorizer has the handlers check the ACLs with a (Fetch: Read on

@@ -406,7 +406,7 @@ func (c *SessionCache) tryEvictLocked(privileged bool, size int, now time.Time) 
 // update records what p told the fetcher, and reports whether p has news
 // for it (Kafka's CachedPartition.maybeUpdateResponseData).
 func (cp *cachedPart) update(p *partResult) (news bool) {
-	news = p.size > 0 || p.diverging != nil
+	news = p.size > 0 || p.diverging != nil || p.preferred != nil
 	if cp.hw != p.hw {
 		cp.hw, news = p.hw, true
 	}

@@ -189,6 +189,22 @@ func (r *Manager) Leader(topic string, p int32) (*partition.Replica, error) {
 	return rep, nil
 }
 
+// Assigned returns this node's open replica of topic-p, leader or follower
+// (a follower serves consumers that fetch from it, KIP-392), while the
+// control plane still assigns it to this node (a replica moved away is
+// kept open only until the reconcile closes it, and serves no one). The
+// error wraps ErrNotLeader when the partition has no replica here.
+func (r *Manager) Assigned(topic string, p int32) (*partition.Replica, error) {
+	r.mu.RLock()
+	rep, ok := r.mu.replicas[replicaKey{topic, p}]
+	r.mu.RUnlock()
+	st, known := r.store.Partition(topic, p)
+	if !ok || !known || !slices.Contains(st.Replicas, r.nodeID) {
+		return nil, fmt.Errorf("%w: %s-%d has no replica on node %d", partition.ErrNotLeader, topic, p, r.nodeID)
+	}
+	return rep, nil
+}
+
 // NewDir reports whether this process created the directory of its open
 // replica of topic-p: there was none when it opened it (a new or wiped
 // disk, or the data of an older topic of the same name removed), so the

@@ -66,7 +66,8 @@ type Broker struct {
 	AdminHealthUnauthenticated       bool          `yaml:"admin_health_unauthenticated" doc:"Serve /healthz and /readyz without credentials (load balancers, probes) when the admin listener authenticates."`
 	ConsumerLagSampleInterval        time.Duration `yaml:"consumer_lag_sample_interval" doc:"How often a node samples the lag of the consumer groups it coordinates (the kafka_consumergroup_lag series, /v1/groups/lag); 0 turns sampling off."`
 	AdminPprofEnable                 bool          `yaml:"admin_pprof_enable" doc:"Serve Go's profiler under /debug/pprof/ on the admin listener; off by default (it shows the process's memory, stacks and command line)."`
-	Rack                             string        `yaml:"rack" doc:"Rack (or zone) of this node, for rack-aware replica placement."`
+	Rack                             string        `yaml:"rack" doc:"Rack (or zone) of this node (broker.rack), for rack-aware replica placement and, with replica_selector_class, for serving consumers of the same rack (client.rack, KIP-392)."`
+	ReplicaSelectorClass             string        `yaml:"replica_selector_class" doc:"replica.selector.class (KIP-392): empty, Kafka's default, has leaders serve every consumer; org.apache.kafka.common.replica.RackAwareReplicaSelector has a leader name an in-sync replica in the consumer's rack (its client.rack) as the preferred read replica, which then serves that consumer's fetches up to its high watermark. Followers serve consumers that fetch from them either way."`
 
 	NATS         string `yaml:"nats" doc:"Comma-separated NATS URLs of an external cluster; empty starts the embedded server."`
 	NATSListen   string `yaml:"nats_listen" doc:"Address of the embedded NATS server (loopback)."`
@@ -305,6 +306,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.ReplicaFetchMinBytes < 1 || b.ReplicaFetchMaxBytes < 1 || b.ReplicaFetchResponseMaxBytes < 1 {
 		return fmt.Errorf("%w: replica_fetch_min_bytes, replica_fetch_max_bytes and replica_fetch_response_max_bytes must be positive", ErrInvalidConfig)
+	}
+	if b.ReplicaSelectorClass != "" && b.ReplicaSelectorClass != RackAwareReplicaSelector {
+		return fmt.Errorf("%w: replica_selector_class %q: only %s is built in", ErrInvalidConfig, b.ReplicaSelectorClass, RackAwareReplicaSelector)
 	}
 	if b.MaxIncrementalFetchSessionCacheSlots < 0 {
 		return fmt.Errorf("%w: max_incremental_fetch_session_cache_slots %d is negative", ErrInvalidConfig, b.MaxIncrementalFetchSessionCacheSlots)
@@ -671,3 +675,7 @@ func (v *listenerNameValue) Set(raw string) error {
 	v.s.listenerName = append(v.s.listenerName, [3]string{name, key, value})
 	return nil
 }
+
+// RackAwareReplicaSelector is Kafka's rack-aware replica selector, the one
+// replica_selector_class Shale builds in (KIP-392).
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"

@@ -126,6 +126,7 @@ func TestBrokerRejects(t *testing.T) {
 		"balancer moves 1001": func(b *Broker) { b.BalancerMaxMoves = 1001 },
 		"balancer skew 0":     func(b *Broker) { b.BalancerReplicaSkew = 0 },
 		"balancer every 10ms": func(b *Broker) { b.BalancerInterval = 10 * time.Millisecond },
+		"replica selector":    func(b *Broker) { b.ReplicaSelectorClass = "org.example.MySelector" },
 	} {
 		b := Defaults()
 		mut(&b)

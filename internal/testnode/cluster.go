@@ -46,3 +46,13 @@ func StartCluster(t testing.TB, dir string, n int, opts ...Option) ([]*broker.No
 	}
 	return nodes, srv
 }
+
+// WithRack sets the node's rack (broker.rack).
+func WithRack(rack string) Option { return func(c *config.Broker) { c.Rack = rack } }
+
+// WithRackAwareSelector has the node's leaders name a preferred read
+// replica in a consumer's rack (replica.selector.class
+// RackAwareReplicaSelector, KIP-392).
+func WithRackAwareSelector() Option {
+	return func(c *config.Broker) { c.ReplicaSelectorClass = config.RackAwareReplicaSelector }
+}
