@@ -135,8 +135,15 @@ func New(cfg Config, leaders partition.Leaders, cluster coordinator.Cluster) *Co
 	return c
 }
 
-// Register serves the group APIs on reg.
+// GroupVersionFeature is the name of Kafka's feature flag for the group
+// coordinator's protocols: level 1 is the consumer group protocol of
+// KIP-848 (ConsumerGroupHeartbeat), which Kafka 4.0 finalizes by default.
+const GroupVersionFeature = "group.version"
+
+// Register serves the group APIs on reg and advertises group.version 1
+// (KIP-848 is built, and served to every client that asks).
 func (c *Coordinator) Register(reg *kafka.Registry) {
+	reg.SetFeature(kafka.Feature{Name: GroupVersionFeature, MinLevel: 0, MaxLevel: 1, Finalized: 1})
 	reg.Register(kmsg.FindCoordinator, 0, 4, c.handleFindCoordinator)
 	reg.Register(kmsg.JoinGroup, 0, 9, c.handleJoinGroup)
 	reg.Register(kmsg.SyncGroup, 0, 5, c.handleSyncGroup)

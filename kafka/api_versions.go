@@ -18,7 +18,8 @@ package kafka
 //   read the v0 downgrade answer.
 // * v3: SupportedFeatures, FinalizedFeaturesEpoch and FinalizedFeatures
 //   (KIP-584, tagged fields) from the registry's features (SetFeature):
-//   Shale advertises transaction.version (docs/transactions.md). A feature
+//   Shale advertises transaction.version (docs/transactions.md) and
+//   group.version, finalized at 1 (KIP-848's consumer groups). A feature
 //   finalized at level 0 is left out of FinalizedFeatures, as Kafka does.
 //   The features are a node's configuration, so the epoch is a constant 1.
 // * v4: SupportedFeatures.MinVersion may be 0 (KAFKA-17011): a v3 answer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -178,4 +179,32 @@ func TestKafkaAPIsAgree(t *testing.T) {
 	}
 
 	t.Run("KafkaParity", func(t *testing.T) { checkKafkaParity(t, root, served) })
+	t.Run("Features", func(t *testing.T) { checkFeatures(t, resp) })
+}
+
+// checkFeatures holds the feature flags of an ApiVersions v4 answer
+// (KIP-584) to what is built, as Kafka 4.4 finalizes them for a new
+// cluster: transaction.version 2 (supported 0-2) and group.version 1
+// (supported 0-1, KIP-848's consumer groups); share.version is not built
+// (share groups, KIP-932), so not advertised.
+func checkFeatures(t *testing.T, resp *kmsg.ApiVersionsResponse) {
+	want := map[string][3]int16{"transaction.version": {0, 2, 2}, "group.version": {0, 1, 1}}
+	got := map[string][3]int16{}
+	for _, f := range resp.SupportedFeatures {
+		got[f.Name] = [3]int16{f.MinVersion, f.MaxVersion, 0}
+	}
+	for _, f := range resp.FinalizedFeatures {
+		g := got[f.Name]
+		if f.MinVersionLevel != f.MaxVersionLevel {
+			t.Errorf("%s finalized at %d-%d: a finalized feature has one level", f.Name, f.MinVersionLevel, f.MaxVersionLevel)
+		}
+		g[2] = f.MaxVersionLevel
+		got[f.Name] = g
+	}
+	if resp.FinalizedFeaturesEpoch < 0 {
+		t.Errorf("FinalizedFeaturesEpoch %d with finalized features", resp.FinalizedFeaturesEpoch)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("features (min, max, finalized): %v, want %v", got, want)
+	}
 }
