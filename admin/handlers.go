@@ -50,6 +50,9 @@ type Config struct {
 	// Quotas holds the client quotas (DescribeClientQuotas,
 	// AlterClientQuotas); nil leaves those APIs unregistered.
 	Quotas *controlplane.ClientQuotas
+	// Features holds the cluster's finalized feature levels
+	// (UpdateFeatures); nil leaves UpdateFeatures unregistered.
+	Features *controlplane.Features
 	// Authorizer checks every API's ACLs; nil is the authorizer off.
 	Authorizer *authz.Authorizer
 	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
@@ -102,6 +105,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
 	h.registerSCRAM(reg, cfg.SCRAM)
 	h.registerClientQuotas(reg, cfg.Quotas)
+	h.registerFeatures(reg, cfg.Features)
 	h.registerACLAPIs(reg)
 	return h
 }

@@ -79,6 +79,7 @@ type Node struct {
 	listeners     []boundListener // see listeners.go
 	scram         *controlplane.SCRAMCredentials
 	quotaStore    *controlplane.ClientQuotas // see quotas.go
+	features      *controlplane.Features     // the finalized feature levels (UpdateFeatures)
 	quotas        *quota.Manager
 	authz         *authz.Authorizer   // nil: the authorizer off (authorizer.go)
 	fetchSessions *fetch.SessionCache // incremental fetch sessions (KIP-227), one for every listener
@@ -197,7 +198,16 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, fmt.Errorf("client quotas: %w", err)
 	}
 	reg := kafka.NewRegistry()
+	if n.features, err = controlplane.OpenFeatures(ctx, n.nc, n.cfg.NATSReplicas, n.natsMon); err != nil {
+		return nil, fmt.Errorf("features: %w", err)
+	}
 	n.registerAPIs(reg)
+	// After registerAPIs, which advertises the features at the levels
+	// configured (epoch 1): the cluster's finalized levels replace them,
+	// at epoch 1 + their revision, which grows with every update.
+	if err := n.features.Watch(ctx, func(levels map[string]int16, rev uint64) { reg.SetFinalized(levels, int64(rev)+1) }); err != nil {
+		return nil, fmt.Errorf("features: %w", err)
+	}
 	// The coordinators load each internal partition this node leads at
 	// once: those it comes to lead from now on through OnLeadership, those
 	// it leads already now (in that order, so that none is missed).
@@ -319,7 +329,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	}
 	n.coords = n.buildCoordinators(reg)
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore,
+		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore, Features: n.features,
 		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: n.coords.internalTopicShapes(), Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
@@ -526,6 +536,9 @@ func (n *Node) Close(ctx context.Context) error {
 func (n *Node) closeQuotas() {
 	if n.quotaStore != nil {
 		n.quotaStore.Close()
+	}
+	if n.features != nil {
+		n.features.Close()
 	}
 }
 

@@ -21,7 +21,9 @@ package kafka
 //   Shale advertises transaction.version (docs/transactions.md) and
 //   group.version, finalized at 1 (KIP-848's consumer groups). A feature
 //   finalized at level 0 is left out of FinalizedFeatures, as Kafka does.
-//   The features are a node's configuration, so the epoch is a constant 1.
+//   The levels are the node's configuration until UpdateFeatures finalizes
+//   them for the cluster (SetFinalized); the epoch is 1, then grows with
+//   each update of the cluster's finalized levels.
 // * v4: SupportedFeatures.MinVersion may be 0 (KAFKA-17011): a v3 answer
 //   lists a feature whose minimum is 0 with minimum 1, as Kafka does.
 
@@ -46,8 +48,8 @@ func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, er
 	}
 	resp.ApiKeys = r.apiKeys()
 	if kreq.Version >= 3 {
-		if fs := r.features(); len(fs) > 0 {
-			resp.FinalizedFeaturesEpoch = 1
+		if fs, epoch := r.Features(); len(fs) > 0 {
+			resp.FinalizedFeaturesEpoch = epoch
 			for _, f := range fs {
 				sf := kmsg.NewApiVersionsResponseSupportedFeature()
 				sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.MinLevel, f.MaxLevel

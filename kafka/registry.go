@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,10 @@ type registrySnapshot struct {
 	byKey    []registration // indexed by key; h == nil when unregistered
 	keys     []kmsg.ApiVersionsResponseApiKey
 	features []Feature
+	// finalized are the cluster's finalized levels (SetFinalized), over
+	// the features' own; epoch is FinalizedFeaturesEpoch.
+	finalized map[string]int16
+	epoch     int64
 }
 
 // Feature is a feature flag ApiVersions v3+ advertises (KIP-584): the range
@@ -90,7 +95,7 @@ func (r *Registry) Register(api kmsg.Key, minVersion, maxVersion int16, h Handle
 		e.ApiKey, e.MinVersion, e.MaxVersion = int16(k), reg.min, reg.max
 		keys = append(keys, e)
 	}
-	r.snap.Store(&registrySnapshot{byKey: byKey, keys: keys, features: old.features})
+	r.snap.Store(&registrySnapshot{byKey: byKey, keys: keys, features: old.features, finalized: old.finalized, epoch: old.epoch})
 }
 
 // SetFeature advertises f in ApiVersions v3+, replacing a feature of the
@@ -111,12 +116,35 @@ func (r *Registry) SetFeature(f Feature) {
 		}
 	}
 	features = append(features, f)
-	r.snap.Store(&registrySnapshot{byKey: old.byKey, keys: old.keys, features: features})
+	r.snap.Store(&registrySnapshot{byKey: old.byKey, keys: old.keys, features: features, finalized: old.finalized, epoch: old.epoch})
 }
 
-// features returns the advertised features. The caller must not modify
-// the returned slice.
-func (r *Registry) features() []Feature { return r.snap.Load().features }
+// SetFinalized sets the cluster's finalized feature levels (UpdateFeatures,
+// KIP-584), which replace the Finalized level of each feature they name,
+// and the FinalizedFeaturesEpoch ApiVersions answers (epoch >= 1). A level
+// outside a feature's supported range is ignored (another node wrote it),
+// as are names of features not advertised.
+func (r *Registry) SetFinalized(levels map[string]int16, epoch int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	r.snap.Store(&registrySnapshot{byKey: old.byKey, keys: old.keys, features: old.features, finalized: maps.Clone(levels), epoch: max(epoch, 1)})
+}
+
+// Features returns the advertised features, each at its finalized level
+// (SetFinalized's, else its own), and FinalizedFeaturesEpoch. The caller
+// owns the slice.
+func (r *Registry) Features() ([]Feature, int64) {
+	s := r.snap.Load()
+	out := make([]Feature, len(s.features))
+	for i, f := range s.features {
+		if l, ok := s.finalized[f.Name]; ok && (l == 0 || l >= f.MinLevel && l <= f.MaxLevel) {
+			f.Finalized = l
+		}
+		out[i] = f
+	}
+	return out, max(s.epoch, 1)
+}
 
 // lookup returns the registration of key, and false when key is not
 // registered.
