@@ -52,6 +52,7 @@ func (n *Node) buildCoordinators(reg *kafka.Registry) *coordinators {
 		MinSessionTimeout:         groupMinSessionTimeout,
 		ConsumerSessionTimeout:    n.cfg.GroupConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: n.cfg.GroupConsumerHeartbeatInterval,
+		ConsumerMigrationPolicy:   n.cfg.GroupConsumerMigrationPolicy,
 		NodeID:                    n.cfg.NodeID,
 		Logger:                    n.logger,
 		Authorizer:                n.authz,

@@ -72,12 +72,18 @@ type consumerMember struct {
 
 	expiresAt      time.Time // its session
 	revokeDeadline time.Time // set while it must revoke partitions
+
+	// classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat; consumer_classic.go), with its
+	// rejoin and sync deadlines.
+	classic *classicMetadata
+	timers  classicTimers
 }
 
 func (m *consumerMember) metadata() memberMetadata {
 	return memberMetadata{instanceID: m.instanceID, rackID: m.rackID, clientID: m.clientID, clientHost: m.clientHost,
 		subscribedTopics: m.subscribedTopics, subscribedRegex: m.regex, rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-		serverAssignor: m.serverAssignor}
+		serverAssignor: m.serverAssignor, classic: m.classic}
 }
 
 func (m *consumerMember) current() currentAssignment {
@@ -270,7 +276,8 @@ func validateHeartbeat(group string, h *consumerHeartbeat) *heartbeatError {
 
 // consumerHeartbeat applies a ConsumerGroupHeartbeat to g and fills resp;
 // it returns the records to append. On an error nothing changed and no
-// record is returned. clientHeartbeat is the interval to tell the member.
+// record is returned, but for an online upgrade of a classic group that
+// happened before the error (its records are returned with the error). clientHeartbeat is the interval to tell the member.
 func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroupHeartbeatResponse) ([]record, *heartbeatError) {
 	if e := validateHeartbeat(g.id, h); e != nil {
 		return nil, e
@@ -282,18 +289,28 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 			return nil, hbErr(kerr.InvalidRegularExpression, "SubscribedTopicRegex %q is not a valid RE2 expression: %v", *h.regex, err)
 		}
 	}
+	var recs []record
 	if g.consumer == nil {
 		switch {
-		case len(g.members) > 0 || len(g.pending) > 0:
+		case h.memberEpoch != 0 && len(g.members) > 0:
 			return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
 		case h.memberEpoch != 0:
 			return nil, hbErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", h.memberID, g.id)
+		case len(g.members) > 0:
+			// A member of the consumer protocol joins a classic group
+			// with members: the online upgrade (consumer_classic.go).
+			up, e := g.upgradeToConsumer(h.topics)
+			if e != nil {
+				return nil, e
+			}
+			recs = up
+		case len(g.pending) > 0:
+			return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
 		}
 	}
 	if h.memberEpoch == leaveEpoch || h.memberEpoch == staticLeaveEpoch {
 		return g.consumerLeave(h, resp)
 	}
-	var recs []record
 	cg := g.consumer
 	if cg == nil {
 		cg = newConsumerGroup()
@@ -307,13 +324,14 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 	}
 	m, replaced, e := cg.memberFor(h)
 	if e != nil {
-		return nil, e
+		return recs, e // an upgrade stands: its records are appended still
 	}
 	bump := false
 	if m == nil {
 		m = &consumerMember{id: h.memberID, assigned: assignment{}, pendingRevoke: assignment{}, target: assignment{}}
 		bump = replaced == nil
 	}
+	m.classic, m.timers = nil, classicTimers{} // a classic member rejoining in place with the consumer protocol
 	old := *m
 	if replaced != nil {
 		// A static member back under a new member id takes over the
@@ -465,7 +483,7 @@ func equalMetadata(a, b memberMetadata) bool {
 	return equalPtr(a.instanceID, b.instanceID) && equalPtr(a.rackID, b.rackID) && a.clientID == b.clientID &&
 		a.clientHost == b.clientHost && slices.Equal(a.subscribedTopics, b.subscribedTopics) &&
 		equalPtr(a.subscribedRegex, b.subscribedRegex) && a.rebalanceTimeoutMs == b.rebalanceTimeoutMs &&
-		equalPtr(a.serverAssignor, b.serverAssignor)
+		equalPtr(a.serverAssignor, b.serverAssignor) && a.classic.equal(b.classic)
 }
 
 // consumerLeave applies a heartbeat with epoch -1 (leave) or -2 (a static
@@ -504,7 +522,12 @@ func (g *group) consumerLeave(h *consumerHeartbeat, resp *kmsg.ConsumerGroupHear
 
 // fenceConsumerMember removes m, frees what it owned and bumps the group
 // epoch, so that the next heartbeat computes a new target assignment.
+// If m was the last member of the consumer protocol and classic members
+// remain, the group becomes a classic group instead (consumer_classic.go).
 func (g *group) fenceConsumerMember(m *consumerMember) []record {
+	if recs, ok := g.maybeDowngrade(m); ok {
+		return recs
+	}
 	cg := g.consumer
 	recs := cg.removeMember(g.id, m)
 	cg.epoch++
@@ -604,8 +627,11 @@ func (g *group) consumerTick() []record {
 	var recs []record
 	for _, id := range g.consumer.memberIDs() {
 		m := g.consumer.members[id]
-		if !g.now.Before(m.expiresAt) || (!m.revokeDeadline.IsZero() && !g.now.Before(m.revokeDeadline)) {
+		if !g.now.Before(m.expiresAt) || (!m.revokeDeadline.IsZero() && !g.now.Before(m.revokeDeadline)) || g.classicExpired(m) {
 			recs = append(recs, g.fenceConsumerMember(m)...)
+			if g.consumer == nil {
+				break // downgraded to a classic group
+			}
 		}
 	}
 	return recs
@@ -619,6 +645,8 @@ func (g *group) consumerDeadline(consider func(time.Time)) {
 	for _, m := range g.consumer.members {
 		consider(m.expiresAt)
 		consider(m.revokeDeadline)
+		consider(m.timers.joinDeadline)
+		consider(m.timers.syncDeadline)
 	}
 }
 
@@ -671,6 +699,10 @@ func (cg *consumerGroup) validateCommit(cr commitRequest) int16 {
 	switch {
 	case !ok:
 		return kerr.UnknownMemberID.Code
+	case m.classic != nil && cr.generation != m.epoch:
+		return kerr.IllegalGeneration.Code // a classic member commits with its generation
+	case m.classic != nil:
+		return 0
 	case cr.version < 9 && !cr.transactional:
 		return kerr.UnsupportedVersion.Code
 	case cr.generation == m.epoch:

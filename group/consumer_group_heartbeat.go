@@ -86,16 +86,16 @@ func (c *Coordinator) handleConsumerGroupHeartbeat(ctx context.Context, req *kaf
 		h.topics = c.topicView()
 		return c.call(ctx, rn, func(g *group, send replyFn) {
 			recs, e := g.consumerHeartbeat(h, resp)
-			if e != nil {
-				send(fail(e.code, e.msg).Response, -1)
-				return
-			}
 			hw := int64(-1)
 			if len(recs) > 0 {
 				if hw, err = g.persist(recs); err != nil {
 					send(fail(errorCode(err), "").Response, -1)
 					return
 				}
+			}
+			if e != nil {
+				send(fail(e.code, e.msg).Response, -1)
+				return
 			}
 			send(resp, hw)
 		}, func() kmsg.Response { return fail(kerr.NotCoordinator.Code, "").Response })

@@ -265,8 +265,10 @@ func TestConsumerHeartbeatBadInput(t *testing.T) {
 			t.Fatalf("%s: the group became a consumer group", c.name)
 		}
 	}
-	// A classic group with members is not a consumer group; a consumer
-	// group with members takes no classic member.
+	// A classic group with members of another protocol type than
+	// "consumer" cannot be upgraded; a consumer group with members takes
+	// no classic member whose subscription does not decode (the
+	// migration itself: consumer_classic_test.go).
 	g.members["classic-1"] = &member{id: "classic-1"}
 	if _, code := g.testHeartbeat(t, consumerHeartbeat{memberID: "m", rebalanceTimeoutMs: 1, subscribedTopics: []string{"a"}, owned: assignment{}}); code != kerr.GroupIDNotFound.Code {
 		t.Errorf("join of a classic group: code %d, want GROUP_ID_NOT_FOUND", code)
@@ -280,6 +282,6 @@ func TestConsumerHeartbeatBadInput(t *testing.T) {
 		sessionTimeout: 10 * time.Second, rebalanceTimeout: 10 * time.Second},
 		&waiter{resp: kmsg.NewPtrJoinGroupResponse(), send: func(r kmsg.Response, _ int64) { got = r.(*kmsg.JoinGroupResponse).ErrorCode }})
 	if got != kerr.InconsistentGroupProtocol.Code {
-		t.Errorf("classic join of a consumer group with members: code %d, want INCONSISTENT_GROUP_PROTOCOL", got)
+		t.Errorf("classic join with no subscription of a consumer group with members: code %d, want INCONSISTENT_GROUP_PROTOCOL", got)
 	}
 }

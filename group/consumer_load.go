@@ -88,6 +88,10 @@ func (lc *loadedConsumer) restore(now time.Time, limits *Config) *consumerGroup 
 			m.epoch, m.previousEpoch, m.state, m.assigned, m.pendingRevoke = c.memberEpoch, c.previousEpoch, c.state, c.assigned, c.pendingRevoke
 		}
 		m.expiresAt = now.Add(limits.ConsumerSessionTimeout)
+		if md.classic != nil {
+			m.classic = md.classic
+			m.expiresAt = now.Add(md.classic.sessionTimeout())
+		}
 		if m.state == memberUnrevoked {
 			m.revokeDeadline = now.Add(time.Duration(max(m.rebalanceTimeoutMs, 1)) * time.Millisecond)
 		}

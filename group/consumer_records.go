@@ -8,8 +8,9 @@ package group
 //     subscribed topic: id, name, partition count, per-partition racks).
 //   - key 5 ConsumerGroupMemberMetadataKey (group, member) -> value v0
 //     (instance id, rack, client id and host, subscribed names and regex,
-//     rebalance timeout, server assignor; the tagged classic member
-//     metadata is skipped on read and never written).
+//     rebalance timeout, server assignor, and tag 0, the classic member
+//     metadata of a member that speaks the classic protocol: session
+//     timeout and supported protocols).
 //   - key 6 ConsumerGroupTargetAssignmentMetadataKey (group) -> value v0
 //     (assignment epoch).
 //   - key 7 ConsumerGroupTargetAssignmentMemberKey (group, member) ->
@@ -228,6 +229,45 @@ type memberMetadata struct {
 	subscribedRegex    *string
 	rebalanceTimeoutMs int32
 	serverAssignor     *string
+	classic            *classicMetadata // tag 0, nil for a consumer-protocol member
+}
+
+// maxClassicProtocols bounds the protocols of a decoded classic member.
+const maxClassicProtocols = 64
+
+// appendClassicMetadata appends ClassicMemberMetadata as Kafka writes a
+// nullable struct: a presence byte 1, then the struct.
+func appendClassicMetadata(b []byte, c *classicMetadata) []byte {
+	b = append(b, 1)
+	b = kbin.AppendInt32(b, c.sessionTimeoutMs)
+	b = kbin.AppendCompactArrayLen(b, len(c.protocols))
+	for _, p := range c.protocols {
+		b = kbin.AppendCompactString(b, p.name)
+		b = kbin.AppendCompactBytes(b, p.metadata)
+		b = kbin.AppendUvarint(b, 0)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeClassicMetadata(b []byte) (*classicMetadata, error) {
+	r := &valueReader{kbin.Reader{Src: b}}
+	if present := r.Int8(); present < 0 {
+		return nil, r.Complete()
+	}
+	c := &classicMetadata{sessionTimeoutMs: r.Int32()}
+	n := r.arrayLen()
+	if n > maxClassicProtocols {
+		return nil, fmt.Errorf("%w: %d classic protocols", ErrCorruptRecord, n)
+	}
+	for range n {
+		c.protocols = append(c.protocols, protocol{name: r.CompactString(), metadata: slices.Clone(r.CompactBytes())})
+		r.skipTags()
+	}
+	r.skipTags()
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: classic member metadata: %v", ErrCorruptRecord, err)
+	}
+	return c, nil
 }
 
 func memberMetadataValue(m memberMetadata) []byte {
@@ -243,7 +283,14 @@ func memberMetadataValue(m memberMetadata) []byte {
 	b = kbin.AppendCompactNullableString(b, m.subscribedRegex)
 	b = kbin.AppendInt32(b, m.rebalanceTimeoutMs)
 	b = kbin.AppendCompactNullableString(b, m.serverAssignor)
-	return kbin.AppendUvarint(b, 0)
+	if m.classic == nil {
+		return kbin.AppendUvarint(b, 0)
+	}
+	c := appendClassicMetadata(nil, m.classic)
+	b = kbin.AppendUvarint(b, 1) // one tagged field
+	b = kbin.AppendUvarint(b, 0) // tag 0
+	b = kbin.AppendUvarint(b, uint32(len(c)))
+	return append(b, c...)
 }
 
 func decodeMemberMetadataValue(b []byte) (memberMetadata, error) {
@@ -254,7 +301,22 @@ func decodeMemberMetadataValue(b []byte) (memberMetadata, error) {
 	m := memberMetadata{instanceID: r.CompactNullableString(), rackID: r.CompactNullableString(),
 		clientID: r.CompactString(), clientHost: r.CompactString(), subscribedTopics: r.strings(),
 		subscribedRegex: r.CompactNullableString(), rebalanceTimeoutMs: r.Int32(), serverAssignor: r.CompactNullableString()}
-	return m, r.done("consumer group member metadata")
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		tag, size := r.Uvarint(), r.Uvarint()
+		field := r.Span(int(size))
+		if tag == 0 && r.Ok() {
+			c, err := decodeClassicMetadata(field)
+			if err != nil {
+				return memberMetadata{}, err
+			}
+			m.classic = c
+		}
+	}
+	if err := r.Complete(); err != nil {
+		return memberMetadata{}, fmt.Errorf("%w: consumer group member metadata value: %v", ErrCorruptRecord, err)
+	}
+	return m, nil
 }
 
 func targetMemberValue(a assignment) []byte {

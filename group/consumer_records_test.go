@@ -42,6 +42,11 @@ func TestConsumerRecordsRoundTrip(t *testing.T) {
 	if got, err := decodeMemberMetadataValue(memberMetadataValue(md)); err != nil || !equalMetadata(got, md) {
 		t.Errorf("member metadata: %+v %v", got, err)
 	}
+	// A classic member's metadata (tag 0, ClassicMemberMetadata).
+	md.classic = &classicMetadata{sessionTimeoutMs: 10000, protocols: []protocol{{name: "cooperative-sticky", metadata: []byte{0, 3, 1}}, {name: "range"}}}
+	if got, err := decodeMemberMetadataValue(memberMetadataValue(md)); err != nil || !equalMetadata(got, md) || got.classic == nil {
+		t.Errorf("classic member metadata: %+v %v", got, err)
+	}
 	if got, err := decodeTargetMemberValue(targetMemberValue(a)); err != nil || !got.equal(a) {
 		t.Errorf("target: %v %v", got, err)
 	}
@@ -66,6 +71,8 @@ func FuzzConsumerRecords(f *testing.F) {
 	a := assignment{topicID{1}: {0, 1}}
 	inst := "i"
 	f.Add(consumerKey(keyConsumerMemberMetadata, "g", "m"), memberMetadataValue(memberMetadata{instanceID: &inst, subscribedTopics: []string{"t"}}))
+	f.Add(consumerKey(keyConsumerMemberMetadata, "g", "m"), memberMetadataValue(memberMetadata{subscribedTopics: []string{"t"},
+		classic: &classicMetadata{sessionTimeoutMs: 3, protocols: []protocol{{name: "range", metadata: []byte{0, 0}}}}}))
 	f.Add(consumerKey(keyConsumerCurrentAssignment, "g", "m"), currentAssignmentValue(currentAssignment{assigned: a, pendingRevoke: a}))
 	f.Add(consumerKey(keyConsumerTargetMember, "g", "m"), targetMemberValue(a))
 	f.Add(consumerKey(keyConsumerPartitionMetadata, "g"), partitionMetadataValue([]subscribedTopic{{name: "t", partitions: 2}}))

@@ -46,6 +46,11 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
 	// the interval a KIP-848 member is told to heartbeat at (default 5 s).
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
+	// online conversions between classic and consumer groups are allowed
+	// (bidirectional, upgrade, downgrade, disabled; "" is bidirectional,
+	// Kafka 4's default; see consumer_classic.go).
+	ConsumerMigrationPolicy string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger defaults to slog.Default().

@@ -52,6 +52,9 @@ func (c *Coordinator) handleHeartbeat(ctx context.Context, req *kafka.Request) (
 
 // heartbeat applies a Heartbeat and returns its error code.
 func (g *group) heartbeat(memberID string, instanceID *string, generation int32) int16 {
+	if g.consumer != nil {
+		return g.classicHeartbeatConsumer(memberID, instanceID, generation)
+	}
 	if code := g.validateInstance(instanceID, memberID); code != 0 {
 		return code
 	}

@@ -71,6 +71,7 @@ func (c *Coordinator) handleJoinGroup(ctx context.Context, req *kafka.Request) (
 		if req.Version == 0 {
 			j.rebalanceTimeout = j.sessionTimeout
 		}
+		j.topics = c.topicView() // for a classic member of a consumer group
 		return c.call(ctx, rn, func(g *group, send replyFn) { g.join(j, &waiter{resp: resp, send: send}) },
 			func() kmsg.Response { resp.ErrorCode = kerr.NotCoordinator.Code; return resp })
 	}}, nil
@@ -87,6 +88,7 @@ type joinRequest struct {
 	protocols        []protocol
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
+	topics           *topicView // the cluster's topics, for a consumer group
 }
 
 func (j *joinRequest) newMember(id string) *member {
@@ -113,9 +115,9 @@ func (g *group) join(j joinRequest, w *waiter) {
 	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
-			// A consumer group with members takes no classic member
-			// (no online migration between the protocols).
-			fail(kerr.InconsistentGroupProtocol.Code)
+			// A consumer group with members serves a classic member
+			// through the consumer group (consumer_classic.go).
+			g.classicJoinConsumer(j, w)
 			return
 		}
 		// An empty consumer group becomes a classic one, as in Kafka.

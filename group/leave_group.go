@@ -61,7 +61,7 @@ func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) 
 			return resp, nil
 		}
 		return c.call(ctx, rn, func(g *group, send replyFn) {
-			codes := g.leave(ls)
+			codes, hw := g.leave(ls)
 			if req.Version < 3 {
 				resp.ErrorCode = codes[0]
 			} else {
@@ -69,7 +69,7 @@ func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) 
 					resp.Members = append(resp.Members, leaveResult(l, codes[i]))
 				}
 			}
-			send(resp, -1)
+			send(resp, hw)
 		}, func() kmsg.Response { resp.ErrorCode = kerr.NotCoordinator.Code; return resp })
 	}}, nil
 }
@@ -80,8 +80,26 @@ func leaveResult(l leaving, code int16) kmsg.LeaveGroupResponseMember {
 	return m
 }
 
-// leave removes the members and rebalances; it returns a code per member.
-func (g *group) leave(ls []leaving) []int16 {
+// leave removes the members and rebalances; it returns a code per member
+// and the offset to wait for (-1: none). Classic members of a consumer
+// group leave it (consumer_classic.go).
+func (g *group) leave(ls []leaving) ([]int16, int64) {
+	if g.consumer != nil {
+		codes, recs := g.classicLeaveConsumer(ls)
+		if len(recs) == 0 {
+			return codes, -1
+		}
+		hw, err := g.persist(recs)
+		if err != nil {
+			for i, c := range codes {
+				if c == 0 {
+					codes[i] = errorCode(err)
+				}
+			}
+			return codes, -1
+		}
+		return codes, hw
+	}
 	codes := make([]int16, len(ls))
 	left := false
 	for i, l := range ls {
@@ -115,5 +133,5 @@ func (g *group) leave(ls []leaving) []int16 {
 	} else if g.state == StatePreparingRebalance && g.allJoined() {
 		g.completeJoin()
 	}
-	return codes
+	return codes, -1
 }

@@ -267,7 +267,7 @@ func TestLeaveAndDelete(t *testing.T) {
 	if code, _ := h.g.deleteGroup(); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete of an active group: %d", code)
 	}
-	if codes := h.g.leave([]leaving{{memberID: a}, {memberID: "nobody"}}); codes[0] != 0 || codes[1] != kerr.UnknownMemberID.Code {
+	if codes, _ := h.g.leave([]leaving{{memberID: a}, {memberID: "nobody"}}); codes[0] != 0 || codes[1] != kerr.UnknownMemberID.Code {
 		t.Fatalf("leave: %v", codes)
 	}
 	if h.g.state != StateEmpty || h.g.generation != 2 {

@@ -33,6 +33,7 @@ type syncRequest struct {
 	protocolType *string
 	protocol     *string
 	assignments  map[string][]byte // leader only
+	topics       *topicView        // the cluster's topics, for a consumer group
 }
 
 func (c *Coordinator) handleSyncGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -57,7 +58,7 @@ func (c *Coordinator) handleSyncGroup(ctx context.Context, req *kafka.Request) (
 			return resp, nil
 		}
 		s := syncRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation,
-			protocolType: r.ProtocolType, protocol: r.Protocol}
+			protocolType: r.ProtocolType, protocol: r.Protocol, topics: c.topicView()}
 		if len(r.GroupAssignment) > 0 {
 			s.assignments = make(map[string][]byte, len(r.GroupAssignment))
 			for _, a := range r.GroupAssignment {
@@ -82,6 +83,10 @@ func (g *group) sync(s syncRequest, w *waiter) {
 	fail := func(code int16) {
 		resp.ErrorCode = code
 		w.send(resp, -1)
+	}
+	if g.consumer != nil {
+		g.classicSyncConsumer(s, w)
+		return
 	}
 	if code := g.validateInstance(s.instanceID, s.memberID); code != 0 {
 		fail(code)

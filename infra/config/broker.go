@@ -107,6 +107,7 @@ type Broker struct {
 	OffsetsTopicReplicationFactor     int16         `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
 	GroupConsumerSessionTimeout       time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
 	GroupConsumerHeartbeatInterval    time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
+	GroupConsumerMigrationPolicy      string        `yaml:"group_consumer_migration_policy" doc:"group.consumer.migration.policy: the online conversions between classic and KIP-848 consumer groups: bidirectional (a consumer-protocol member joining a classic group upgrades it, the last one leaving downgrades it), upgrade, downgrade or disabled."`
 	GroupShareRecordLockDuration      time.Duration `yaml:"group_share_record_lock_duration" doc:"group.share.record.lock.duration.ms: how long a share group member holds a record it fetched before the record is released to the group again (KIP-932)."`
 	GroupShareDeliveryCountLimit      int16         `yaml:"group_share_delivery_count_limit" doc:"group.share.delivery.count.limit: deliveries of a record to share group members before it is archived instead of delivered again."`
 	GroupSharePartitionMaxRecordLocks int           `yaml:"group_share_partition_max_record_locks" doc:"group.share.partition.max.record.locks: records of one share-partition in flight (acquired or waiting for redelivery) at most."`
@@ -223,6 +224,7 @@ func Defaults() Broker {
 		GroupShareSessionTimeout:            45 * time.Second,
 		GroupShareHeartbeatInterval:         5 * time.Second,
 		ShareAutoOffsetReset:                "latest",
+		GroupConsumerMigrationPolicy:        "bidirectional",
 		MaxRequestBytes:                     100 << 20,
 		SASLServerMaxReceiveSize:            524288,
 		MaxConnections:                      math.MaxInt32,
@@ -346,6 +348,11 @@ func (b *Broker) Validate() error {
 	}
 	if b.ShareAutoOffsetReset != "latest" && b.ShareAutoOffsetReset != "earliest" {
 		return fmt.Errorf("%w: share_auto_offset_reset %q: latest or earliest", ErrInvalidConfig, b.ShareAutoOffsetReset)
+	}
+	switch b.GroupConsumerMigrationPolicy {
+	case "bidirectional", "upgrade", "downgrade", "disabled":
+	default:
+		return fmt.Errorf("%w: group_consumer_migration_policy %q: want bidirectional, upgrade, downgrade or disabled", ErrInvalidConfig, b.GroupConsumerMigrationPolicy)
 	}
 	if b.OffsetsTopicReplicationFactor < 1 {
 		return fmt.Errorf("%w: offsets_topic_replication_factor %d", ErrInvalidConfig, b.OffsetsTopicReplicationFactor)
