@@ -2,9 +2,8 @@ package group
 
 // ConsumerGroupDescribe (key 69), versions 0-1.
 //
-//   - v1: MemberType per member (1: the consumer protocol; every member
-//     of a Shale consumer group is one, as classic members do not join
-//     consumer groups).
+//   - v1: MemberType per member (1: the consumer protocol, 0: a classic
+//     member of the consumer group, consumer_classic.go).
 //
 // Per group: its state (Empty, Assigning, Reconciling, Stable), group
 // epoch, assignment epoch, assignor, and per member its epoch, client,
@@ -88,6 +87,9 @@ func (c *Coordinator) describeConsumerGroup(ctx context.Context, id string, view
 			dm.Assignment, dm.TargetAssignment = describeAssignment(m.assigned, view), describeAssignment(m.target, view)
 			if version >= 1 {
 				dm.MemberType = 1
+				if m.classic != nil {
+					dm.MemberType = 0
+				}
 			}
 			dg.Members = append(dg.Members, dm)
 		}
