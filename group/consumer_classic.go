@@ -305,7 +305,7 @@ func (g *group) classicJoinConsumer(j joinRequest, w *waiter) {
 		resp.ErrorCode = code
 		w.send(resp, -1)
 	}
-	if !g.limits.upgradeEnabled() && !g.limits.downgradeEnabled() || j.protocolType != "consumer" || len(j.protocols) == 0 {
+	if j.protocolType != "consumer" || len(j.protocols) == 0 { // whatever the policy, as in Kafka
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
