@@ -342,14 +342,13 @@ func (g *group) classicJoinConsumer(j joinRequest, w *waiter) {
 			// and the new one joins (Kafka keeps the assignment; this
 			// rebalances it instead).
 			prev := cg.members[prevID]
-			if prev.classic == nil && g.limits.downgradeEnabled() && cg.allClassicExcept(prevID) {
+			if prev == nil {
+				delete(cg.static, *j.instanceID)
+			} else if prev.classic == nil && g.limits.downgradeEnabled() && cg.allClassicExcept(prevID) {
 				fail(kerr.UnreleasedInstanceID.Code) // the last consumer-protocol member: let it leave first
 				return
-			}
-			recs = append(recs, g.fenceConsumerMember(prev)...)
-			if g.consumer == nil {
-				fail(kerr.RebalanceInProgress.Code)
-				return
+			} else {
+				recs = append(recs, g.fenceConsumerMember(prev)...)
 			}
 		}
 	}

@@ -331,8 +331,8 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 		m = &consumerMember{id: h.memberID, assigned: assignment{}, pendingRevoke: assignment{}, target: assignment{}}
 		bump = replaced == nil
 	}
-	m.classic, m.timers = nil, classicTimers{} // a classic member rejoining in place with the consumer protocol
 	old := *m
+	m.classic, m.timers = nil, classicTimers{} // a classic member rejoining in place with the consumer protocol
 	if replaced != nil {
 		// A static member back under a new member id takes over the
 		// member that left with epoch -2: its subscription and its
