@@ -119,6 +119,9 @@ func TestClassicGroupMigrationCoordinatorKilled(t *testing.T) {
 	}
 
 	victim := c.waitInSync(group.OffsetsTopic, p, 3, 60*time.Second)
+	if coord, err := c.coordinator(ctx, grp); err != nil || coord != victim {
+		t.Fatalf("coordinator %d (%v), leader of %s-%d %d", coord, err, group.OffsetsTopic, p, victim)
+	}
 	c.node(victim).Kill()
 	produce("c")
 	after := c.stable848(t, grp, 3)
