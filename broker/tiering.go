@@ -124,7 +124,7 @@ func (n *Node) startTiering(ctx context.Context) error {
 		Replicas: n.replicas.All, Prefix: n.cfg.S3Prefix, Interval: n.cfg.TieringInterval,
 		OrphanGrace: n.cfg.OrphanGrace, IsController: func() bool { return n.controllerID() == n.cfg.NodeID },
 		DataDir: n.cfg.DataDir, DiskHighWatermark: n.cfg.DiskHighWatermark, Logger: n.logger,
-		Location: n.bucketLocation(), SharedBucket: n.cfg.S3Bucket != ""})
+		Location: n.bucketLocation(), SharedBucket: n.cfg.S3Bucket != "", TopicDefaults: n.cfg.TopicDefaults})
 	if err == nil {
 		err = t.manager.Register(ctx)
 	}

@@ -599,6 +599,7 @@ func bucketAndMetadata(ctx context.Context, c *Cluster) ([]BucketObject, []strin
 			}
 		}
 	}
+	refs = append(refs, rl.QuarantinedObjects()...) // quarantined remote deletes: kept until purged
 	root := filepath.Join(c.s3Dir, s3Bucket)
 	now := time.Now()
 	objs := []BucketObject{}

@@ -147,6 +147,8 @@ type RemoteLog struct {
 		tiers map[int32]*entry[ColdTier]
 		// starts: the partitions' log start records, by partition key.
 		starts map[string]*entry[int64]
+		// quarantine: the quarantine entries, by "<partition key>.<id>".
+		quarantine map[string]*entry[QuarantineEntry]
 	}
 }
 
@@ -166,6 +168,7 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	rl.mu.segs = map[TopicID]map[int32]map[string]*entry[RemoteSegment]{}
 	rl.mu.tiers = map[int32]*entry[ColdTier]{}
 	rl.mu.starts = map[string]*entry[int64]{}
+	rl.mu.quarantine = map[string]*entry[QuarantineEntry]{}
 	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, s.cfg.Monitor, rl.apply)
 	if err != nil {
 		return nil, err
@@ -206,6 +209,10 @@ func (rl *RemoteLog) apply(ch change) {
 	}
 	if strings.HasPrefix(ch.key, logStartKeyPrefix) {
 		rl.applyLogStart(ch)
+		return
+	}
+	if strings.HasPrefix(ch.key, quarantineKeyPrefix) {
+		rl.applyQuarantine(ch)
 		return
 	}
 	id, p, segID, err := parseRemoteSegmentKey(ch.key)

@@ -141,3 +141,46 @@ func (rl *RemoteLog) LogStartPartitions() map[TopicID][]int32 {
 	}
 	return out
 }
+
+// LowerLogStart moves the partition's recorded log start down to start (a
+// restore from quarantine brings back segments below it); a record already
+// at or below start, or none, is left as it is. Fenced by leader epoch like
+// RaiseLogStart. Only the restore of quarantined segments calls it:
+// nothing else ever moves a log start back.
+func (rl *RemoteLog) LowerLogStart(ctx context.Context, id TopicID, p int32, start int64, leaderEpoch int32) error {
+	if err := rl.store.checkOpen(); err != nil {
+		return err
+	}
+	if err := rl.fence(ctx, RemoteSegment{TopicID: id, Partition: p, LeaderEpoch: leaderEpoch}); err != nil {
+		return err
+	}
+	key := logStartKey(id, p)
+	data := mustJSON(logStartRecord{LogStart: start, LeaderEpoch: leaderEpoch, UpdatedAt: time.Now().UTC()})
+	for range 5 {
+		cur, err := rl.kv.Get(ctx, key)
+		if isKeyGone(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("controlplane: read log start %s: %w", key, err)
+		}
+		var old logStartRecord
+		if err := json.Unmarshal(cur.Value(), &old); err != nil {
+			return fmt.Errorf("controlplane: decode log start %s: %w", key, err)
+		}
+		if old.LogStart <= start {
+			rl.apply(change{key: key, rev: cur.Revision(), value: cur.Value()})
+			return nil
+		}
+		rev, err := rl.kv.Update(ctx, key, data, cur.Revision())
+		if err != nil {
+			if isWrongLastSeq(err) {
+				continue
+			}
+			return fmt.Errorf("controlplane: write log start %s: %w", key, err)
+		}
+		rl.apply(change{key: key, rev: rev, value: data})
+		return nil
+	}
+	return fmt.Errorf("%w: log start %s kept changing", ErrConflict, key)
+}

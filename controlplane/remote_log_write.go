@@ -25,11 +25,13 @@ type remoteSegmentRecord struct {
 	UpdatedAt     time.Time    `json:"updated_at"`
 }
 
-func encodeRemoteSegment(s RemoteSegment) []byte {
-	return mustJSON(remoteSegmentRecord{TopicID: s.TopicID.Hex(), Partition: s.Partition, SegmentID: s.SegmentID,
+func encodeRemoteSegment(s RemoteSegment) []byte { return mustJSON(recordOf(s)) }
+
+func recordOf(s RemoteSegment) remoteSegmentRecord {
+	return remoteSegmentRecord{TopicID: s.TopicID.Hex(), Partition: s.Partition, SegmentID: s.SegmentID,
 		BaseOffset: s.BaseOffset, EndOffset: s.EndOffset, MaxTimestamp: s.MaxTimestamp, Size: s.Size,
 		LeaderEpoch: s.LeaderEpoch, SegmentEpochs: s.SegmentEpochs, State: s.State.String(), Objects: s.Objects,
-		UpdatedAt: s.UpdatedAt.UTC()})
+		UpdatedAt: s.UpdatedAt.UTC()}
 }
 
 func decodeRemoteSegment(b []byte, rev uint64) (RemoteSegment, error) {
@@ -37,6 +39,10 @@ func decodeRemoteSegment(b []byte, rev uint64) (RemoteSegment, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return RemoteSegment{}, fmt.Errorf("controlplane: decode remote segment: %w", err)
 	}
+	return fromRecord(r, rev)
+}
+
+func fromRecord(r remoteSegmentRecord, rev uint64) (RemoteSegment, error) {
 	id, err := ParseTopicID(r.TopicID)
 	if err != nil {
 		return RemoteSegment{}, err

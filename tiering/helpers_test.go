@@ -72,8 +72,10 @@ func newFixture(t *testing.T, configs map[string]string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{store: st, meta: meta, fs: fs, bucket: &faultBucket{Bucket: fs}, now: time.Now()}
+	// The tests of the deletion mechanics delete at once; the quarantine
+	// tests set remote.delete.grace.ms.
 	cfgs := map[string]string{config.RemoteStorageEnable: "true", config.SegmentBytes: "2048",
-		config.LocalRetentionBytes: "0"}
+		config.LocalRetentionBytes: "0", config.RemoteDeleteGraceMs: "0"}
 	for k, v := range configs {
 		cfgs[k] = v
 	}
@@ -95,7 +97,8 @@ func (f *fixture) manager(t *testing.T, mod func(*Config)) *Manager {
 	t.Helper()
 	cfg := Config{NodeID: 1, Bucket: f.bucket, Store: f.store, Meta: f.meta, Prefix: "tier",
 		Replicas:    func() []*partition.Replica { return []*partition.Replica{f.rep} },
-		OrphanGrace: time.Minute, Now: func() time.Time { return f.now }, Logger: quiet()}
+		OrphanGrace: time.Minute, Now: func() time.Time { return f.now }, Logger: quiet(),
+		TopicDefaults: map[string]string{config.RemoteDeleteGraceMs: "0"}}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -51,8 +51,11 @@ type Config struct {
 	// the check off (tools and tests that run one manager). See Register.
 	Location     string
 	SharedBucket bool
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// TopicDefaults are the broker-wide topic config defaults: a deleted
+	// topic's remote data is quarantined for their remote.delete.grace.ms.
+	TopicDefaults map[string]string
+	Now           func() time.Time
+	Logger        *slog.Logger
 }
 
 // Stats are the manager's counters since it started.
@@ -67,6 +70,10 @@ type Stats struct {
 	// ColdTierConflict: the brokers sharing the metadata do not share one
 	// bucket, so this node does not tier (ErrColdTierNotShared).
 	ColdTierConflict bool
+	// Quarantined, QuarantinePurged and QuarantineRestored count the
+	// remote deletes put in quarantine (segments and orphan objects), the
+	// entries purged and the segments restored.
+	Quarantined, QuarantinePurged, QuarantineRestored uint64
 	// BucketUnreachable: the last bucket request of an upload or remote
 	// delete failed (ErrBucket); uploads wait and local segments are kept.
 	BucketUnreachable bool
@@ -74,6 +81,7 @@ type Stats struct {
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
+	quarantined, purged, restored                                                          atomic.Uint64
 	diskFull, coldTierConflict                                                             atomic.Bool
 }
 
@@ -213,7 +221,8 @@ func (m *Manager) Stats() Stats {
 	return Stats{SegmentsUploaded: m.stats.segmentsUploaded.Load(), BytesUploaded: m.stats.bytesUploaded.Load(),
 		UploadFailures: m.stats.uploadFailures.Load(), RemoteSegmentsDeleted: m.stats.remoteDeleted.Load(),
 		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
-		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown()}
+		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown(),
+		Quarantined: m.stats.quarantined.Load(), QuarantinePurged: m.stats.purged.Load(), QuarantineRestored: m.stats.restored.Load()}
 }
 
 // bucketFailed records a failed upload or remote delete. For a bucket
@@ -286,6 +295,9 @@ func (m *Manager) pass(ctx context.Context, reconcile bool) {
 		})
 	}
 	wg.Wait()
+	if m.cfg.IsController() {
+		m.purgeExpired(ctx)
+	}
 	if reconcile && m.cfg.IsController() {
 		m.cleanDeletedTopics(ctx)
 		m.abortCutUploads(ctx)

@@ -42,6 +42,11 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		}
 		m.bucketOK()
 	}
+	if cleaned {
+		m.restoreRequested(ctx, t, logger)
+		remote = m.meta.ListRemoteSegments(t.id, p)
+		recorded = m.recordedStart(t.id, p)
+	}
 	plan := UploadPlan(local, remote, hw, t.rep.Log().Epochs())
 	if !cleaned {
 		plan = nil
@@ -77,7 +82,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		// Copies outside the lineage that the lineage's copies cover go
 		// first: no reader that follows the lineage reads them.
 		for _, rec := range OrphanCopies(remote, t.rep.Log().Epochs()) {
-			if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+			if err := m.removeSegment(ctx, t, rec, controlplane.ReasonOrphanCopy); err != nil {
 				if !m.bucketFailed(err) {
 					logger.Warn("removing a remote copy outside the epoch lineage failed", "segment", rec.SegmentID, "err", err)
 				}
@@ -88,10 +93,15 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 			m.stats.orphansDeleted.Add(1)
 		}
 		remote = m.meta.ListRemoteSegments(t.id, p)
-		plan := append(BelowLogStart(remote, recorded),
+		below := BelowLogStart(remote, recorded)
+		plan := append(below,
 			RemoteRetentionPlan(remote, local, m.now(), tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))...)
-		for _, rec := range dedupSegments(plan) {
-			if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
+		for i, rec := range dedupSegments(plan) {
+			reason := controlplane.ReasonRetention
+			if i < len(below) {
+				reason = controlplane.ReasonDeleteRecords
+			}
+			if err := m.removeSegment(ctx, t, rec, reason); err != nil {
 				if !m.bucketFailed(err) {
 					logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
 				}

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/objstore"
 )
 
@@ -29,7 +30,7 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 		}
 		m.stats.orphansDeleted.Add(1)
 	}
-	referenced := map[string]bool{}
+	referenced := m.quarantinedObjects()
 	for _, rec := range m.meta.ListRemoteSegments(t.id, t.rep.Partition()) {
 		for _, k := range rec.Objects {
 			referenced[k] = true
@@ -46,12 +47,17 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 		logger.Warn("reconciler: listing the bucket failed", "prefix", prefix, "err", err)
 		return
 	}
+	grace := deleteGrace(t.rep.Config())
 	for _, k := range orphans {
-		if err := m.bucket.Delete(ctx, k); err != nil {
+		if err := m.removeObject(ctx, t.id, t.rep.Partition(), k, controlplane.ReasonOrphanObject, grace); err != nil {
 			logger.Warn("reconciler: deleting an orphan failed", "key", k, "err", err)
 			return
 		}
-		logger.Info("reconciler: deleted unreferenced object", "key", k)
+		if grace > 0 {
+			logger.Info("reconciler: quarantined unreferenced object", "key", k)
+		} else {
+			logger.Info("reconciler: deleted unreferenced object", "key", k)
+		}
 		m.stats.orphansDeleted.Add(1)
 	}
 }
@@ -131,11 +137,30 @@ func (m *Manager) cleanRemovedBrokerTiers(ctx context.Context) {
 	}
 }
 
+// cleanDeletedPartition removes a deleted topic's partition from the
+// bucket: into quarantine for the broker-wide remote.delete.grace.ms (the
+// topic's own config went with it), or deleted at once when that is 0.
 func (m *Manager) cleanDeletedPartition(ctx context.Context, id controlplane.TopicID, p int32) error {
+	grace := deleteGrace(config.ResolveTopic(nil, m.cfg.TopicDefaults))
 	prefixes := map[string]bool{}
 	for _, rec := range m.meta.ListRemoteSegments(id, p) {
 		for _, k := range rec.Objects {
 			prefixes[path.Dir(k)+"/"] = true
+		}
+		if grace > 0 && rec.State == controlplane.CopyFinished {
+			now, seg := m.now(), rec
+			e := controlplane.QuarantineEntry{TopicID: id, Partition: p, Reason: controlplane.ReasonTopicDeleted,
+				Segment: &seg, QuarantinedAt: now, PurgeAfter: now.Add(grace)}
+			if len(rec.Objects) > 0 {
+				e.Topic = topicOfKey(rec.Objects[0], id)
+			}
+			if _, err := m.meta.QuarantineRemoteSegment(ctx, e, -1); err != nil && !errors.Is(err, controlplane.ErrConflict) {
+				return err
+			}
+			m.stats.quarantined.Add(1)
+			continue
+		}
+		for _, k := range rec.Objects {
 			if err := m.bucket.Delete(ctx, k); err != nil {
 				return err
 			}
@@ -147,16 +172,19 @@ func (m *Manager) cleanDeletedPartition(ctx context.Context, id controlplane.Top
 	}
 	// Objects no record listed (a writer cut off mid-way): everything under
 	// the partition's prefix belongs to the deleted topic id.
+	quarantined := m.quarantinedObjects()
 	for prefix := range prefixes {
 		var keys []string
 		if err := m.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
-			keys = append(keys, a.Key)
+			if !quarantined[a.Key] {
+				keys = append(keys, a.Key)
+			}
 			return nil
 		}); err != nil {
 			return err
 		}
 		for _, k := range keys {
-			if err := m.bucket.Delete(ctx, k); err != nil {
+			if err := m.removeObject(ctx, id, p, k, controlplane.ReasonTopicDeleted, grace); err != nil {
 				return err
 			}
 		}

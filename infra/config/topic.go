@@ -71,6 +71,7 @@ const (
 	LocalRetentionMs           = "local.retention.ms"
 	LocalRetentionBytes        = "local.retention.bytes"
 	RemoteStorageEnable        = "remote.storage.enable"
+	RemoteDeleteGraceMs        = "remote.delete.grace.ms"
 	SegmentBytes               = "segment.bytes"
 	SegmentMs                  = "segment.ms"
 	SegmentIndexBytes          = "segment.index.bytes"
@@ -101,6 +102,7 @@ var TopicKeys = []TopicKey{
 	{LocalRetentionMs, TypeLong, "-2", "How long a record stays on local disk when remote storage is on; -2 means retention.ms.", atLeast(-2)},
 	{LocalRetentionBytes, TypeLong, "-2", "Bytes kept on local disk per partition when remote storage is on; -2 means retention.bytes.", atLeast(-2)},
 	{RemoteStorageEnable, TypeBoolean, "false", "Copy closed segments to the object store (tiered storage).", nil},
+	{RemoteDeleteGraceMs, TypeLong, "86400000", "How long a remote segment that retention, DeleteRecords, topic deletion or orphan cleanup removed stays in quarantine (listed, restorable with shale tier quarantine restore) before its objects are deleted; 0 deletes at once.", atLeast(0)},
 	{SegmentBytes, TypeInt, "1073741824", "Size at which the active segment rolls. A record batch must fit in one segment: a larger one is refused with RECORD_LIST_TOO_LARGE (Kafka's RecordBatchTooLargeException), so keep it above max.message.bytes and the producers' batch size.", atLeast(14)},
 	{SegmentMs, TypeLong, "604800000", "Age at which the active segment rolls.", atLeast(1)},
 	{SegmentIndexBytes, TypeInt, "10485760", "Size each offset and time index is preallocated to.", atLeast(8)},

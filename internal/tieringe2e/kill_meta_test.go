@@ -60,6 +60,9 @@ func bucketMatchesRemoteLog(t testing.TB, rl *controlplane.RemoteLog, mc *minio.
 			}
 		}
 	}
+	for _, k := range rl.QuarantinedObjects() {
+		referenced[k] = true // in quarantine: listed, kept until purged
+	}
 	listed := listBucket(t, mc, bucket)
 	for _, k := range listed {
 		if !referenced[k] {

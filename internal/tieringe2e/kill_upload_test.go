@@ -3,6 +3,7 @@ package tieringe2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -65,7 +66,11 @@ func TestKillMidUploadS3(t *testing.T) {
 	n.Start()
 	n.WaitReady()
 	begin := time.Now()
-	createTopic(t, n.Kafka(), topic, 1, tieredTopicConfig)
+	// The reconciler's sweep deletes at once here (no quarantine): the
+	// test is about what the sweep finds.
+	cfg := maps.Clone(tieredTopicConfig)
+	cfg["remote.delete.grace.ms"] = new("0")
+	createTopic(t, n.Kafka(), topic, 1, cfg)
 
 	// One producer across every kill: its unacknowledged batches are retried
 	// against the restarted node, which must not write them twice.
