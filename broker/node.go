@@ -440,7 +440,8 @@ func (n *Node) adminMux() *http.ServeMux {
 	})
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
 	mux.Handle(adminapi.ConsumerLagPath, n.consumerLagHandler())
-	n.mountBalancer(mux) // balancer.go
+	n.mountBalancer(mux)   // balancer.go
+	n.mountQuarantine(mux) // quarantine.go
 	mux.Handle(adminapi.HealthPath, n.healthHandler())
 	n.mountMetrics(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {

@@ -71,6 +71,11 @@ type QuarantineEntry struct {
 	UpdatedAt  time.Time
 	// Note says why the last restore was refused ("" when none was).
 	Note string
+	// Request and RequestSize tie the entries of one partition that one
+	// restore request marked Restoring: the leader restores them once all
+	// RequestSize are marked, together, never a part of them.
+	Request     string
+	RequestSize int
 	// Revision is the KV revision the entry was read at or written as.
 	Revision uint64
 }
@@ -99,6 +104,8 @@ type quarantineRecord struct {
 	PurgeAfter    time.Time            `json:"purge_after"`
 	UpdatedAt     time.Time            `json:"updated_at"`
 	Note          string               `json:"note,omitempty"`
+	Request       string               `json:"request,omitempty"`
+	RequestSize   int                  `json:"request_size,omitempty"`
 }
 
 func quarantineKey(id TopicID, p int32, entryID string) string {
@@ -108,7 +115,8 @@ func quarantineKey(id TopicID, p int32, entryID string) string {
 func encodeQuarantine(e QuarantineEntry) []byte {
 	r := quarantineRecord{Topic: e.Topic, TopicID: e.TopicID.Hex(), Partition: e.Partition, ID: e.ID,
 		Reason: string(e.Reason), State: string(e.State), Objects: e.Objects, QuarantinedAt: e.QuarantinedAt.UTC(),
-		PurgeAfter: e.PurgeAfter.UTC(), UpdatedAt: e.UpdatedAt.UTC(), Note: e.Note}
+		PurgeAfter: e.PurgeAfter.UTC(), UpdatedAt: e.UpdatedAt.UTC(), Note: e.Note,
+		Request: e.Request, RequestSize: e.RequestSize}
 	if e.Segment != nil {
 		s := recordOf(*e.Segment)
 		r.Segment = &s
@@ -128,7 +136,7 @@ func decodeQuarantine(b []byte, rev uint64) (QuarantineEntry, error) {
 	}
 	e := QuarantineEntry{Topic: r.Topic, TopicID: id, Partition: r.Partition, ID: r.ID, Reason: QuarantineReason(r.Reason),
 		State: QuarantineState(r.State), Objects: r.Objects, QuarantinedAt: r.QuarantinedAt, PurgeAfter: r.PurgeAfter,
-		UpdatedAt: r.UpdatedAt, Note: r.Note, Revision: rev}
+		UpdatedAt: r.UpdatedAt, Note: r.Note, Request: r.Request, RequestSize: r.RequestSize, Revision: rev}
 	switch e.State {
 	case Quarantined, Restoring, Purging:
 	default:

@@ -229,13 +229,16 @@ func (m *Manager) RequestRestore(ctx context.Context, sel QuarantineSelector) ([
 			return nil, fmt.Errorf("%w: %s is being purged", ErrNotRestorable, e.ID)
 		}
 	}
+	// One request id, and each partition's count: the leader waits until
+	// all its entries are marked (a re-run request marks them again).
+	request := controlplane.NewSegmentID()
+	size := map[string]int{}
+	for _, e := range picked {
+		size[fmt.Sprint(e.TopicID.Hex(), e.Partition)]++
+	}
 	var out []controlplane.QuarantineEntry
 	for _, e := range picked {
-		if e.State == controlplane.Restoring {
-			out = append(out, e)
-			continue
-		}
-		e.Note = ""
+		e.Note, e.Request, e.RequestSize = "", request, size[fmt.Sprint(e.TopicID.Hex(), e.Partition)]
 		r, err := m.meta.UpdateQuarantine(ctx, e, controlplane.Restoring)
 		if err != nil {
 			return out, fmt.Errorf("restore %s-%d %s: %w", e.Topic, e.Partition, e.ID, err)
@@ -250,10 +253,16 @@ func (m *Manager) RequestRestore(ctx context.Context, sel QuarantineSelector) ([
 // marked Quarantined again with the reason.
 func (m *Manager) restoreRequested(ctx context.Context, t target, logger *slog.Logger) {
 	p := t.rep.Partition()
-	var want []controlplane.QuarantineEntry
+	requests := map[string][]controlplane.QuarantineEntry{}
 	for _, e := range m.meta.QuarantineEntries() {
 		if e.TopicID == t.id && e.Partition == p && e.State == controlplane.Restoring && e.Segment != nil {
-			want = append(want, e)
+			requests[e.Request] = append(requests[e.Request], e)
+		}
+	}
+	var want []controlplane.QuarantineEntry
+	for _, es := range requests {
+		if len(es) >= es[0].RequestSize { // all marked (a request still marking waits)
+			want = append(want, es...)
 		}
 	}
 	if len(want) == 0 {

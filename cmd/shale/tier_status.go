@@ -39,7 +39,7 @@ are printed.`,
 		}
 		return tierStatus(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), client, addrs, *topic, *internal, output.json())
 	}
-	return newGroup("tier", "the cold tier as the nodes see it", status)
+	return newGroup("tier", "the cold tier as the nodes see it, and the quarantine of its deletes", status, newTierQuarantineCmd())
 }
 
 // tierStatus asks every node in addrs at once and prints what answered:
