@@ -81,6 +81,11 @@ type BucketHealth struct {
 	UploadLagBytes    int64  `json:"upload_lag_bytes"`
 	UploadLagSegments int64  `json:"upload_lag_segments"`
 	OrphansDeleted    uint64 `json:"orphans_deleted"` // since the node started
+	// QuarantinedEntries and QuarantinedBytes count the remote deletes in
+	// quarantine, cluster-wide, and the bytes of their segments' .log
+	// objects (docs/tiering.md, "Quarantine").
+	QuarantinedEntries int   `json:"quarantined_entries"`
+	QuarantinedBytes   int64 `json:"quarantined_bytes"`
 }
 
 // DiskHealth is the filesystem of the node's data directory.

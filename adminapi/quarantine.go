@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 )
@@ -88,3 +89,7 @@ func (c Client) QuarantineRestore(ctx context.Context, node string, req Quaranti
 func (c Client) QuarantinePurge(ctx context.Context, node string, req QuarantineRequest) (Quarantine, error) {
 	return send[Quarantine](ctx, c, http.MethodPost, URL(node, QuarantinePurgePath, ""), req)
 }
+
+// DecodeQuarantine reads a quarantine endpoint's body; ErrBadBody when it
+// is not one.
+func DecodeQuarantine(r io.Reader) (Quarantine, error) { return decode[Quarantine](r) }

@@ -134,6 +134,12 @@ func (n *Node) bucketHealth(ctx context.Context, leading []*partition.Replica) *
 			}
 			return rl.ListRemoteSegments(t.ID, p)
 		}
+		for _, e := range rl.QuarantineEntries() {
+			bh.QuarantinedEntries++
+			if e.Segment != nil {
+				bh.QuarantinedBytes += e.Segment.Size
+			}
+		}
 		for _, p := range tierStatusOf(n.cfg.NodeID, leading, remote, "").Partitions {
 			bh.UploadLagBytes += p.UploadLagBytes
 			bh.UploadLagSegments += int64(p.UploadLagSegments)

@@ -209,8 +209,8 @@ func doctorBucket(add addFinding, subject string, b *adminapi.BucketHealth) {
 		add(sevError, "bucket", subject, "the bucket %s refuses or does not answer a probe write: %s", b.Location, b.Error)
 		return
 	}
-	add(sevOK, "bucket", subject, "%s takes writes, reads and deletes; upload lag %d segments, %d bytes",
-		b.Location, b.UploadLagSegments, b.UploadLagBytes)
+	add(sevOK, "bucket", subject, "%s takes writes, reads and deletes; upload lag %d segments, %d bytes; %d remote deletes in quarantine (%d bytes)",
+		b.Location, b.UploadLagSegments, b.UploadLagBytes, b.QuarantinedEntries, b.QuarantinedBytes)
 }
 
 func doctorDisk(add addFinding, subject string, d adminapi.DiskHealth, lim doctorLimits) {
