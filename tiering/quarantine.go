@@ -116,8 +116,16 @@ func (m *Manager) quarantinedObjects() map[string]bool {
 func (m *Manager) purgeExpired(ctx context.Context) {
 	now := m.now()
 	for _, e := range m.meta.QuarantineEntries() {
-		if e.State == controlplane.Restoring || (e.State == controlplane.Quarantined && now.Before(e.PurgeAfter)) {
+		if e.State != controlplane.Purging && now.Before(e.PurgeAfter) {
 			continue
+		}
+		if e.State == controlplane.Restoring {
+			if _, ok := m.cfg.Store.TopicByID(e.TopicID); ok {
+				continue // its leader restores it or refuses
+			}
+			// The topic went while the restore waited: no leader will
+			// ever answer it.
+			e.State = controlplane.Quarantined
 		}
 		if err := m.purge(ctx, e); err != nil {
 			if !m.bucketFailed(err) && !errors.Is(err, controlplane.ErrConflict) {

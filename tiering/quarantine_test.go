@@ -335,3 +335,38 @@ func TestUnreferencedObjectQuarantined(t *testing.T) {
 	}
 	f.checkNoOrphans(t)
 }
+
+// TestRestoreOfADeletedTopicIsPurged: entries whose restore was requested
+// but whose topic was deleted before its leader answered are purged past
+// their grace, not kept for ever.
+func TestRestoreOfADeletedTopicIsPurged(t *testing.T) {
+	f, m := quarantineFixture(t)
+	ctx := testCtx(t)
+	f.produce(t, 50)
+	m.RunOnce(ctx, true)
+	f.setTopicConfig(t, config.RetentionMs, "1000")
+	f.now = f.now.Add(time.Hour)
+	m.RunOnce(ctx, false)
+	n := len(f.meta.QuarantineEntries())
+	if n == 0 {
+		t.Fatal("nothing quarantined")
+	}
+	if _, err := m.RequestRestore(ctx, QuarantineSelector{Topic: "events", Partition: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.DeleteTopic(ctx, "events"); err != nil {
+		t.Fatal(err)
+	}
+	m.RunOnce(ctx, true)
+	if q := f.meta.QuarantineEntries(); len(q) != n || q[0].State != controlplane.Restoring {
+		t.Fatalf("entries before the grace: %+v", q)
+	}
+	f.now = f.now.Add(testGrace + time.Minute)
+	m.RunOnce(ctx, true)
+	if q := f.meta.QuarantineEntries(); len(q) != 0 {
+		t.Fatalf("%d entries left past the grace", len(q))
+	}
+	if keys := bucketKeys(t, f.fs); len(keys) != 0 {
+		t.Fatalf("objects left: %v", keys)
+	}
+}
