@@ -290,6 +290,20 @@ func (rl *RemoteLog) DeleteQuarantine(ctx context.Context, e QuarantineEntry) er
 	return nil
 }
 
+// QuarantineStored reports whether e's entry exists in the KV bucket, read
+// fresh (a purge that lost a race to another purge of the same entry).
+func (rl *RemoteLog) QuarantineStored(ctx context.Context, e QuarantineEntry) (bool, error) {
+	key := quarantineKey(e.TopicID, e.Partition, e.ID)
+	_, err := rl.kv.Get(ctx, key)
+	switch {
+	case isKeyGone(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("controlplane: read quarantine entry %s: %w", key, err)
+	}
+	return true, nil
+}
+
 // RemoteSegmentStored reports whether the segment's record exists in the
 // KV bucket, read fresh (not from the cache): a purge checks it before it
 // deletes objects that a record may reference again.

@@ -119,6 +119,9 @@ func (m *Manager) purgeExpired(ctx context.Context) {
 		if e.State != controlplane.Purging && now.Before(e.PurgeAfter) {
 			continue
 		}
+		if e.State == controlplane.Purging && now.Sub(e.UpdatedAt) < time.Minute {
+			continue // a purge under way (shale tier quarantine purge); finished here if it stopped
+		}
 		if e.State == controlplane.Restoring {
 			if _, ok := m.cfg.Store.TopicByID(e.TopicID); ok {
 				continue // its leader restores it or refuses
@@ -166,7 +169,13 @@ func (m *Manager) purge(ctx context.Context, e controlplane.QuarantineEntry) err
 		}
 	}
 	if err := m.meta.DeleteQuarantine(ctx, e); err != nil {
-		return err
+		if !errors.Is(err, controlplane.ErrConflict) {
+			return err
+		}
+		// Another purge of the same entry finished first: it is gone.
+		if stored, serr := m.meta.QuarantineStored(ctx, e); serr != nil || stored {
+			return err
+		}
 	}
 	m.bucketOK()
 	m.stats.purged.Add(1)
