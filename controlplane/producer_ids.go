@@ -78,3 +78,40 @@ func (p *ProducerIDs) NextProducerID(ctx context.Context) (int64, error) {
 	}
 	return 0, fmt.Errorf("reserving a producer id block: too much contention")
 }
+
+// ReserveAbove makes every block reserved from now on start above id: a
+// restore from the bucket calls it with the largest producer id in the
+// restored producer snapshots, so that no new producer is handed the id
+// of one whose sequence numbers the restored partitions remember.
+// Blocks this ProducerIDs already holds are dropped.
+func (p *ProducerIDs) ReserveAbove(ctx context.Context, id int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next, p.end = 0, 0
+	want := []byte(strconv.FormatInt(id+1, 10))
+	for attempt := 0; attempt < 20; attempt++ {
+		entry, err := p.kv.Get(ctx, producerIDKey)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			_, err = p.kv.Create(ctx, producerIDKey, want)
+		case err != nil:
+			return err
+		default:
+			cur, perr := strconv.ParseInt(string(entry.Value()), 10, 64)
+			if perr != nil {
+				return fmt.Errorf("producer id record %q: %w", entry.Value(), perr)
+			}
+			if cur > id {
+				return nil
+			}
+			_, err = p.kv.Update(ctx, producerIDKey, want, entry.Revision())
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("raising the producer id blocks above %d: too much contention", id)
+}

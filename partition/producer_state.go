@@ -472,3 +472,13 @@ func LoadLatestSnapshot(dir string, maxOffset int64) (*ProducerState, int64) {
 	}
 	return NewProducerState(), 0
 }
+
+// MaxProducerID returns the largest producer id the state holds, or -1
+// when it holds none (a restore raises the id allocator above it).
+func (ps *ProducerState) MaxProducerID() int64 {
+	out := int64(-1)
+	for id := range ps.producers {
+		out = max(out, id)
+	}
+	return out
+}

@@ -481,6 +481,9 @@ func (r *Manager) applyRole(rep *partition.Replica, st controlplane.PartitionSta
 				"partition", st.Partition, "leader_epoch", st.LeaderEpoch)
 		}
 	}
+	if leader && !r.prepareLeader(rep, st) { // leader_tail.go
+		leader = false
+	}
 	rep.SetAssignmentAt(r.nodeID, st.Replicas, st.ISR, st.PartitionEpoch)
 	if rep.SetLeadership(leader, st.LeaderEpoch) || opened {
 		role := "follower"

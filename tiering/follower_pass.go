@@ -16,7 +16,7 @@ func (m *Manager) followerPass(rep *partition.Replica) {
 		return
 	}
 	top, ok := m.cfg.Store.Topic(rep.Topic())
-	if !ok || top.Internal {
+	if !ok || (top.Internal && !TieredInternal(top.Name, rep.Config())) {
 		return
 	}
 	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())

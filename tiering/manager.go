@@ -313,7 +313,7 @@ func (m *Manager) target(rep *partition.Replica) (target, bool) {
 		return target{}, false
 	}
 	top, ok := m.cfg.Store.Topic(rep.Topic())
-	if !ok || top.Internal {
+	if !ok || (top.Internal && !TieredInternal(top.Name, rep.Config())) {
 		return target{}, false
 	}
 	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())
@@ -321,4 +321,14 @@ func (m *Manager) target(rep *partition.Replica) (target, bool) {
 		return target{}, false
 	}
 	return target{rep: rep, id: top.ID, epoch: rep.LeaderEpoch()}, true
+}
+
+// TieredInternal reports whether an internal topic with remote.storage.enable
+// is tiered: only __consumer_offsets, and only while its local retention is
+// unlimited (local.retention.ms and local.retention.bytes -1), so that its
+// uploads are a backup of the groups' committed offsets for a restore from
+// the bucket (package restore) and the coordinator keeps loading its whole
+// partition from local disk. Other internal topics are never tiered.
+func TieredInternal(name string, tc *config.TopicConfig) bool {
+	return name == config.OffsetsTopic && tc.LocalRetentionMs() == -1 && tc.LocalRetentionBytes() == -1
 }

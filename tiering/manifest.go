@@ -25,6 +25,11 @@ type Manifest struct {
 	SegmentEpochs []controlplane.EpochEntry `json:"segment_epochs"`
 	Objects       map[Kind]ManifestObject   `json:"objects"`
 	CreatedAt     time.Time                 `json:"created_at"`
+	// HighWatermark is the partition's high watermark when the segment
+	// was uploaded (0 in manifests written before it was recorded): a
+	// restore from the bucket alone says from it how many offsets, at
+	// least, were never uploaded.
+	HighWatermark int64 `json:"high_watermark,omitempty"`
 }
 
 // ManifestObject is one object of the segment.

@@ -175,7 +175,8 @@ func (m *Manager) upload(ctx context.Context, t target, seg segment.SegmentInfo,
 	}
 	man := Manifest{Topic: t.rep.Topic(), TopicID: t.id.Hex(), Partition: t.rep.Partition(), SegmentID: segID,
 		BaseOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, MaxTimestamp: seg.MaxTimestamp,
-		LeaderEpoch: t.epoch, SegmentEpochs: epochs, Objects: map[Kind]ManifestObject{}, CreatedAt: m.now().UTC()}
+		LeaderEpoch: t.epoch, SegmentEpochs: epochs, Objects: map[Kind]ManifestObject{}, CreatedAt: m.now().UTC(),
+		HighWatermark: t.rep.HighWatermark()}
 	for _, o := range objs {
 		man.Objects[o.kind] = ManifestObject{Key: o.key, Size: o.size}
 	}
