@@ -443,6 +443,7 @@ func (n *Node) adminMux() *http.ServeMux {
 	n.mountBalancer(mux)   // balancer.go
 	n.mountQuarantine(mux) // quarantine.go
 	mux.Handle(adminapi.HealthPath, n.healthHandler())
+	n.mountConsole(mux) // console.go
 	n.mountMetrics(mux)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if n.nc == nil || !n.nc.IsConnected() {

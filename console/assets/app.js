@@ -1,0 +1,309 @@
+// Shale's web console: hash routes, each page one or two GETs of the admin
+// API on the node that served it. No framework; every value shown goes
+// through esc().
+"use strict";
+
+const TOKEN_KEY = "shale-admin-token";
+const PAGE = 50;
+const main = document.getElementById("main");
+
+function esc(v) {
+  return String(v).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+
+function bytes(n) {
+  if (n < 0) return "–";
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function num(n) { return n < 0 ? "–" : Number(n).toLocaleString("en"); }
+function ids(a) { return a && a.length ? a.join(", ") : "–"; }
+function enc(s) { return encodeURIComponent(s); }
+
+class AuthError extends Error {}
+
+// api GETs an admin path with the stored token; a 401 or 403 asks for one.
+async function api(path) {
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers["Authorization"] = "Bearer " + token;
+  const r = await fetch(path, {headers, cache: "no-store"});
+  if (r.status === 401 || r.status === 403) {
+    showLogin(r.status === 403 ? "That token is not accepted." : "");
+    throw new AuthError("authentication required");
+  }
+  if (!r.ok) throw new Error(path + ": " + r.status + " " + (await r.text()).trim());
+  return r.json();
+}
+
+function showLogin(msg) {
+  document.getElementById("login").hidden = false;
+  document.getElementById("login-error").textContent = msg;
+  main.innerHTML = "";
+}
+
+document.getElementById("login").addEventListener("submit", ev => {
+  ev.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value);
+  document.getElementById("login").hidden = true;
+  route();
+});
+
+function table(cols, rows, attrs) {
+  return `<table ${attrs || ""}><thead><tr>${cols.map(c => `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+function pager(next, hrefOf) {
+  return next === "" || next === -1 || next === undefined ? "" : `<p class="pager"><a id="next-page" href="${hrefOf(next)}">next page →</a></p>`;
+}
+
+// ---- Cluster ----
+
+async function clusterPage() {
+  const c = await api("/v1/console/cluster");
+  const rows = c.nodes.map(n => `<tr data-node="${n.id}"><td>${n.id}${n.id === c.controller ? ' <span class="tag">controller</span>' : ""}</td>
+    <td>${esc(n.address)}</td><td>${esc(n.rack || "–")}</td>
+    <td class="${n.live ? "ok" : "bad"}">${n.live ? "live" : "fenced"}</td>
+    <td>${n.draining ? '<span class="tag warn">draining</span>' : ""}${n.controlled_shutdown ? '<span class="tag warn">stopping</span>' : ""}</td>
+    <td>${num(n.replicas)}</td><td>${num(n.leaders)}</td><td>${num(n.preferred)}</td>${bar(n.leaders, n.replicas)}</tr>`);
+  main.innerHTML = `<h1>Cluster <small>${esc(c.cluster_id)}</small></h1>
+    <div class="cards">
+      <div class="card"><b id="node-count">${c.nodes.length}</b> nodes (<span id="live-count">${c.nodes.filter(n => n.live).length}</span> live)</div>
+      <div class="card"><b id="controller">${c.controller}</b> controller</div>
+      <div class="card"><b>${num(c.topics)}</b> topics</div>
+      <div class="card"><b>${num(c.partitions)}</b> partitions</div>
+      <div class="card ${c.under_replicated ? "warn" : ""}"><b id="under-replicated">${num(c.under_replicated)}</b> under-replicated</div>
+      <div class="card ${c.offline ? "bad" : ""}"><b id="offline">${num(c.offline)}</b> offline</div>
+    </div>
+    ${c.draining_error ? `<p class="error">draining set unknown: ${esc(c.draining_error)}</p>` : ""}
+    <h2>Nodes</h2>
+    ${table(["id", "address", "rack", "state", "", "replicas", "leaders", "preferred", "leader share"], rows, 'id="nodes"')}
+    <h2>Health of node ${c.node_id}</h2><div id="health">checking NATS and the bucket…</div>`;
+  try {
+    const h = await api("/v1/health/checks");
+    document.getElementById("health").innerHTML = healthHTML(h);
+  } catch (e) {
+    if (!(e instanceof AuthError)) document.getElementById("health").innerHTML = `<p class="error">${esc(e.message)}</p>`;
+  }
+}
+
+function bar(part, whole) {
+  const w = whole > 0 ? Math.round(100 * part / whole) : 0;
+  return `<td><svg class="bar" width="100" height="10"><rect width="100" height="10" class="track"/><rect width="${w}" height="10" class="fill"/></svg></td>`;
+}
+
+function healthHTML(h) {
+  const nats = h.nats || {};
+  const streams = (nats.streams || []).map(s => `<tr><td>${esc(s.name)}</td><td>${esc(s.leader || "–")}</td><td>${num(s.replicas)}</td>
+    <td class="${s.error ? "bad" : "ok"}">${esc(s.error || "ok")}</td></tr>`);
+  const b = h.bucket;
+  return `<div class="cards">
+    <div class="card ${nats.connected ? "" : "bad"}" id="nats-state"><b>${nats.connected ? "connected" : "disconnected"}</b> NATS ${esc(nats.server || "")}</div>
+    <div class="card ${b && b.error ? "bad" : ""}" id="bucket-state"><b>${b ? (b.error ? "error" : "ok") : "none"}</b> bucket ${b ? esc(b.error || "") : ""}</div>
+    <div class="card"><b>${esc(h.version || "")}</b> version</div></div>
+    ${streams.length ? table(["stream", "leader", "replicas", "state"], streams) : ""}
+    <details><summary>raw health checks</summary><pre>${esc(JSON.stringify(h, null, 2))}</pre></details>`;
+}
+
+// ---- Topics ----
+
+async function topicsPage(q) {
+  const internal = q.get("internal") === "1";
+  const cursor = q.get("cursor") || "";
+  const t = await api(`/v1/console/topics?limit=${PAGE}&cursor=${enc(cursor)}${internal ? "&internal=1" : ""}`);
+  const rows = t.topics.map(x => `<tr data-topic="${esc(x.name)}"><td><a href="#/topic/${enc(x.name)}">${esc(x.name)}</a>${x.internal ? ' <span class="tag">internal</span>' : ""}</td>
+    <td>${num(x.partitions)}</td><td>${x.replication_factor}</td>
+    <td class="${x.under_replicated ? "warn" : ""}">${num(x.under_replicated)}</td><td class="${x.offline ? "bad" : ""}">${num(x.offline)}</td>
+    <td>${bytes(x.local_bytes)} <small>(${x.local_partitions} here)</small></td><td>${bytes(x.remote_bytes)} <small>(${num(x.remote_segments)} segments)</small></td>
+    <td class="configs">${Object.entries(x.configs).map(([k, v]) => `${esc(k)}=${esc(v)}`).join("<br>")}</td></tr>`);
+  main.innerHTML = `<h1>Topics <small id="topic-total">${num(t.total)}</small></h1>
+    <p><a href="#/topics${internal ? "" : "?internal=1"}">${internal ? "hide" : "show"} internal topics</a></p>
+    ${table(["topic", "partitions", "RF", "under-replicated", "offline", "local (this node)", "remote", "configs"], rows, 'id="topics"')}
+    ${pager(t.next, n => `#/topics?cursor=${enc(n)}${internal ? "&internal=1" : ""}`)}`;
+}
+
+async function topicPage(name, q) {
+  const cursor = q.get("cursor") || "";
+  const d = await api(`/v1/console/topic?topic=${enc(name)}&limit=${PAGE}${cursor ? "&cursor=" + enc(cursor) : ""}`);
+  const t = d.topic;
+  const rows = d.partitions.map(p => `<tr data-partition="${p.partition}"><td><a href="#/tier/${enc(name)}/${p.partition}">${p.partition}</a></td>
+    <td class="leader">${p.leader < 0 ? '<span class="bad">none</span>' : p.leader}</td><td>${p.leader_epoch}</td>
+    <td class="replicas">${ids(p.replicas)}</td><td class="isr ${p.isr.length < p.replicas.length ? "warn" : ""}">${ids(p.isr)}</td><td>${ids(p.elr)}</td>
+    <td>${num(p.log_start_offset)}</td><td>${num(p.local_log_start_offset)}</td><td class="hw">${num(p.high_watermark)}</td><td>${num(p.log_end_offset)}</td>
+    <td>${bytes(p.local_bytes)}</td><td>${bytes(p.remote_bytes)}</td></tr>`);
+  main.innerHTML = `<h1>Topic <span id="topic-name">${esc(t.name)}</span> <small>${esc(t.id)}</small></h1>
+    <div class="cards"><div class="card"><b>${num(t.partitions)}</b> partitions</div><div class="card"><b>${t.replication_factor}</b> replicas each</div>
+    <div class="card"><b>${bytes(t.local_bytes)}</b> on node ${d.node_id}</div><div class="card"><b>${bytes(t.remote_bytes)}</b> in the bucket</div></div>
+    <p class="configs">${Object.entries(t.configs).map(([k, v]) => `<code>${esc(k)}=${esc(v)}</code>`).join(" ") || "no topic configs set"}</p>
+    ${table(["partition", "leader", "epoch", "replicas", "ISR", "ELR", "log start", "local start", "high watermark", "log end", "local", "remote"], rows, 'id="partitions"')}
+    ${pager(d.next, n => `#/topic/${enc(name)}?cursor=${n}`)}
+    <p class="note">Offsets and local bytes are node ${d.node_id}'s replica's; – where it has none. Click a partition for its tier map.</p>`;
+}
+
+// ---- Tier map ----
+
+async function tierPage(name, part) {
+  const m = await api(`/v1/console/tiermap?topic=${enc(name)}&partition=${enc(part)}`);
+  main.innerHTML = `<h1>Tier map of <a href="#/topic/${enc(name)}">${esc(name)}</a>-${m.partition}</h1>
+    <div class="cards">
+      <div class="card"><b id="remote-count">${m.remote_segments.length + m.remote_segments_omitted}</b> remote segments</div>
+      <div class="card"><b id="local-count">${m.local_segments.length + m.local_segments_omitted}</b> local segments</div>
+      <div class="card"><b>${num(m.last_tiered_offset)}</b> last tiered offset</div>
+      <div class="card ${m.upload_lag_segments > 0 ? "warn" : ""}"><b id="upload-lag">${num(m.upload_lag_offsets)}</b> offsets not yet uploaded (${m.upload_lag_segments} closed segments, ${bytes(m.upload_lag_bytes)})</div>
+    </div>
+    ${m.local ? "" : `<p class="note">Node ${m.node_id} holds no replica of this partition (replicas: ${ids(m.replicas)}); open the console of one of those for its local segments.</p>`}
+    ${tierSVG(m)}
+    <p class="legend"><span class="sw remote"></span> in the bucket <span class="sw tiered"></span> local, also in the bucket <span class="sw local"></span> local only <span class="sw active"></span> active segment</p>
+    <table class="edges"><tbody>
+      <tr><th>log start</th><td id="edge-log-start">${num(m.log_start_offset)}</td><th>retention.ms</th><td>${num(m.retention_ms)}</td></tr>
+      <tr><th>local log start</th><td id="edge-local-start">${num(m.local_log_start_offset)}</td><th>retention.bytes</th><td>${num(m.retention_bytes)}</td></tr>
+      <tr><th>high watermark</th><td id="edge-hw">${num(m.high_watermark)}</td><th>local.retention.ms</th><td>${num(m.local_retention_ms)}</td></tr>
+      <tr><th>log end</th><td>${num(m.log_end_offset)}</td><th>local.retention.bytes</th><td>${num(m.local_retention_bytes)}</td></tr>
+    </tbody></table>
+    <h2>Segments</h2>
+    ${table(["tier", "base", "last", "size", "max timestamp", "state"],
+      m.remote_segments.map(s => segRow("remote", s)).concat(m.local_segments.map(s => segRow("local", s))), 'id="segments"')}`;
+}
+
+function segRow(tier, s) {
+  return `<tr class="${tier}"><td>${tier}</td><td>${num(s.base_offset)}</td><td>${num(s.end_offset)}</td><td>${bytes(s.size)}</td>
+    <td>${s.max_timestamp >= 0 ? new Date(s.max_timestamp).toISOString() : "–"}</td><td>${esc(s.state)}${s.tiered ? " (tiered)" : ""}</td></tr>`;
+}
+
+// tierSVG draws two lanes on one offset axis (the bucket above, the local
+// disk below), the retention edges as vertical lines, and a time axis of
+// the segments' max timestamps beneath.
+function tierSVG(m) {
+  const W = 960, L = 90, R = 20, segs = m.remote_segments.concat(m.local_segments);
+  const lo = Math.min(...segs.map(s => s.base_offset), m.log_start_offset >= 0 ? m.log_start_offset : Infinity);
+  const hi = Math.max(...segs.map(s => s.end_offset + 1), m.log_end_offset, m.high_watermark);
+  if (!segs.length || !isFinite(lo) || hi <= lo) return `<p class="note" id="tiermap-empty">No segments yet.</p>`;
+  const x = o => L + (W - L - R) * (o - lo) / (hi - lo);
+  const rect = (cls, s, y) => `<rect class="${cls}" x="${x(s.base_offset).toFixed(1)}" y="${y}" width="${Math.max(x(s.end_offset + 1) - x(s.base_offset) - 1, 1).toFixed(1)}" height="34"
+    data-base="${s.base_offset}" data-end="${s.end_offset}"><title>${esc(`${s.base_offset}–${s.end_offset}, ${bytes(s.size)}, ${s.state}`)}</title></rect>`;
+  const remote = m.remote_segments.map(s => rect(s.state === "COPY_SEGMENT_FINISHED" ? "remote" : "remote pending", s, 30));
+  const local = m.local_segments.map(s => rect(s.state === "active" ? "active" : s.tiered ? "tiered" : "local", s, 80));
+  const edge = (o, label, cls, dy) => o < 0 ? "" : `<line class="edge ${cls}" x1="${x(o)}" x2="${x(o)}" y1="20" y2="124"/><text class="edge-label" x="${x(o) + 3}" y="${134 + dy}">${esc(label)} ${o}</text>`;
+  const ticks = [];
+  for (let i = 0; i <= 4; i++) {
+    const o = Math.round(lo + (hi - lo) * i / 4);
+    ticks.push(`<text class="tick" x="${x(o)}" y="16" text-anchor="middle">${o}</text>`);
+  }
+  const stamped = segs.filter(s => s.max_timestamp > 0);
+  let times = "";
+  if (stamped.length) {
+    const first = stamped.reduce((a, b) => a.base_offset < b.base_offset ? a : b), last = stamped.reduce((a, b) => a.end_offset > b.end_offset ? a : b);
+    times = `<text class="tick" x="${L}" y="176">${esc(new Date(first.max_timestamp).toISOString())}</text>
+      <text class="tick" x="${W - R}" y="176" text-anchor="end">${esc(new Date(last.max_timestamp).toISOString())}</text>
+      <text class="lane" x="4" y="176">time</text>`;
+  }
+  return `<svg id="tiermap" viewBox="0 0 ${W} 184" width="100%" role="img" aria-label="segments on the offset axis">
+    <text class="lane" x="4" y="52">bucket</text><text class="lane" x="4" y="102">local disk</text>
+    ${ticks.join("")}${remote.join("")}${local.join("")}
+    ${edge(m.log_start_offset, "log start", "start", 0)}${edge(m.local_log_start_offset, "local start", "local-start", 12)}
+    ${edge(m.last_tiered_offset >= 0 ? m.last_tiered_offset + 1 : -1, "tiered to", "tiered-edge", 24)}${edge(m.high_watermark, "HW", "hw", 36)}
+    ${times}</svg>`;
+}
+
+// ---- Groups ----
+
+async function groupsPage() {
+  const l = await api("/v1/groups/lag");
+  const rows = l.groups.map(g => `<tr data-group="${esc(g.group)}"><td><a href="#/group/${enc(g.group)}">${esc(g.group)}</a></td>
+    <td>${esc(g.state)}</td><td>${esc(g.protocol_type)}</td><td>${g.members}</td><td>${g.partitions.length}</td>
+    <td class="lag">${num(total(g))}</td><td>${spark(g.history || [])}</td></tr>`);
+  main.innerHTML = `<h1>Consumer groups <small>coordinated by node ${l.node_id}</small></h1>
+    ${table(["group", "state", "protocol", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
+    <p class="note">Sampled ${l.at && !l.at.startsWith("0001") ? esc(new Date(l.at).toISOString()) : "not yet"}. Each node samples the groups it coordinates: open another node's console for its groups.</p>`;
+}
+
+function total(g) { return g.partitions.reduce((a, p) => a + Math.max(p.lag, 0), 0); }
+
+function spark(h) {
+  if (h.length < 2) return "";
+  const mx = Math.max(1, ...h.map(p => p.lag));
+  const pts = h.map((p, i) => `${(100 * i / (h.length - 1)).toFixed(1)},${(18 - 16 * p.lag / mx).toFixed(1)}`).join(" ");
+  return `<svg class="spark" width="100" height="20"><polyline points="${pts}"/></svg>`;
+}
+
+async function groupPage(name) {
+  const l = await api(`/v1/groups/lag?group=${enc(name)}`);
+  const g = l.groups[0];
+  if (!g) {
+    main.innerHTML = `<h1>Group ${esc(name)}</h1><p class="note" id="group-missing">Node ${l.node_id} does not coordinate this group, or has not sampled it yet.</p>`;
+    return;
+  }
+  const rows = g.partitions.map(p => `<tr data-partition="${esc(p.topic)}-${p.partition}"><td><a href="#/topic/${enc(p.topic)}">${esc(p.topic)}</a></td>
+    <td>${p.partition}</td><td>${num(p.committed_offset)}</td><td>${num(p.end_offset)}</td><td class="lag">${num(p.lag)}</td>
+    <td>${p.time_lag_seconds < 0 ? "–" : p.time_lag_seconds.toFixed(1) + " s"}</td></tr>`);
+  main.innerHTML = `<h1>Group <span id="group-name">${esc(g.group)}</span></h1>
+    <div class="cards"><div class="card"><b id="group-lag">${num(total(g))}</b> records behind</div><div class="card"><b>${esc(g.state)}</b> state</div>
+    <div class="card"><b>${g.members}</b> members</div></div>
+    <h2>Lag over time</h2>${lagChart(g.history || [])}
+    ${table(["topic", "partition", "committed", "end", "lag", "time lag"], rows, 'id="group-partitions"')}`;
+}
+
+function lagChart(h) {
+  if (!h.length) return `<p class="note">No samples yet.</p>`;
+  const W = 960, H = 220, L = 70, B = 30, T = 10, R = 20;
+  const t0 = Date.parse(h[0].at), t1 = Math.max(Date.parse(h[h.length - 1].at), t0 + 1);
+  const mx = Math.max(1, ...h.map(p => p.lag));
+  const x = t => L + (W - L - R) * (Date.parse(t) - t0) / (t1 - t0), y = v => T + (H - T - B) * (1 - v / mx);
+  const pts = h.map(p => `${x(p.at).toFixed(1)},${y(p.lag).toFixed(1)}`).join(" ");
+  return `<svg id="lag-chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="lag over time">
+    <line class="axis" x1="${L}" x2="${L}" y1="${T}" y2="${H - B}"/><line class="axis" x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}"/>
+    <text class="tick" x="${L - 4}" y="${T + 10}" text-anchor="end">${num(mx)}</text><text class="tick" x="${L - 4}" y="${H - B}" text-anchor="end">0</text>
+    <text class="tick" x="${L}" y="${H - 8}">${esc(new Date(t0).toISOString())}</text><text class="tick" x="${W - R}" y="${H - 8}" text-anchor="end">${esc(new Date(t1).toISOString())}</text>
+    <polyline class="lag-line" points="${pts}"/>${h.map(p => `<circle class="lag-point" cx="${x(p.at).toFixed(1)}" cy="${y(p.lag).toFixed(1)}" r="2.5"><title>${esc(p.at)}: ${p.lag}</title></circle>`).join("")}</svg>`;
+}
+
+// ---- Balance ----
+
+async function balancePage() {
+  const p = await api("/v1/cluster/balance");
+  const brokers = p.brokers.map(b => `<tr><td>${b.broker}</td><td>${esc(b.rack || "–")}</td><td>${num(b.replicas)}</td><td>${num(b.leaders)}</td><td>${num(b.preferred)}</td><td>${b.draining ? "draining" : ""}</td></tr>`);
+  const moves = p.moves.map(m => `<tr><td>${esc(m.kind)}</td><td><a href="#/topic/${enc(m.topic)}">${esc(m.topic)}</a>-${m.partition}</td><td>${m.from}</td><td>${m.to}</td>
+    <td>${ids(m.replicas)} → ${ids(m.target)}</td><td>${bytes(m.bytes)}</td></tr>`);
+  main.innerHTML = `<h1>Balance <small>a dry run: what the balancer's next pass would do</small></h1>
+    <div class="cards"><div class="card"><b id="balanced">${p.balanced ? "balanced" : "unbalanced"}</b></div><div class="card"><b>${p.replica_skew}</b> replica skew (bound ${p.skew})</div>
+    <div class="card"><b>${p.in_flight}</b> in flight, ${p.pending} pending</div><div class="card"><b>${p.enabled ? "on" : "off"}</b> balancer</div></div>
+    ${table(["broker", "rack", "replicas", "leaders", "preferred", ""], brokers, 'id="loads"')}
+    <h2>Moves (at most ${p.max_moves})</h2>${moves.length ? table(["kind", "partition", "from", "to", "replicas", "bytes"], moves, 'id="moves"') : "<p>None.</p>"}
+    ${p.blocked.length ? `<h2>Blocked</h2><ul>${p.blocked.map(b => `<li>${esc(b)}</li>`).join("")}</ul>` : ""}`;
+}
+
+// ---- Router ----
+
+async function route() {
+  const hash = location.hash.replace(/^#/, "") || "/cluster";
+  const [path, query] = hash.split("?");
+  const q = new URLSearchParams(query || "");
+  const parts = path.split("/").slice(1).map(decodeURIComponent);
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.id === "nav-" + (
+    {topic: "topics", tier: "topics", group: "groups"}[parts[0]] || parts[0]));
+  main.setAttribute("aria-busy", "true");
+  document.body.dataset.page = "";
+  try {
+    switch (parts[0]) {
+    case "topics": await topicsPage(q); break;
+    case "topic": await topicPage(parts[1], q); break;
+    case "tier": await tierPage(parts[1], parts[2]); break;
+    case "groups": await groupsPage(); break;
+    case "group": await groupPage(parts[1]); break;
+    case "balance": await balancePage(); break;
+    default: await clusterPage();
+    }
+    document.body.dataset.page = parts[0] || "cluster";
+  } catch (e) {
+    if (!(e instanceof AuthError)) main.innerHTML = `<p class="error" id="error">${esc(e.message)}</p>`;
+    document.body.dataset.page = "error";
+  } finally {
+    main.removeAttribute("aria-busy");
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();
