@@ -10,7 +10,7 @@ BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test bench fuzz lint tools kcat clean chaos image
+.PHONY: all build run test bench fuzz lint tools kcat chromium clean chaos image
 
 all: build
 
@@ -65,11 +65,15 @@ $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install $(STATICCHECK)
 
 ## tools: test servers and clients the suite starts itself
-tools: $(BIN)/versitygw kcat
+tools: $(BIN)/versitygw kcat chromium
 
 ## kcat: bin/kcat, librdkafka's CLI, from Debian's packages (apt-get download; no root needed); skips when bin/kcat runs
 kcat:
 	@sh build/install-kcat.sh $(BIN)
+
+## chromium: bin/chromium, headless Chromium for the console's browser test, from Debian's packages (apt-get download; no root needed); skips when bin/chromium runs
+chromium:
+	@sh build/install-chromium.sh $(BIN)
 
 $(BIN)/versitygw:
 	GOBIN=$(BIN) $(GO) install $(VERSITYGW)

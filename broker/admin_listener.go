@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 
-	"github.com/shale-io/shale/console"
 	"github.com/shale-io/shale/infra/adminauth"
 	"github.com/shale-io/shale/infra/tlsreload"
 )
@@ -15,8 +13,8 @@ import (
 // The admin HTTP listener (admin_listen): HTTPS with the reloading
 // certificate code of the Kafka listeners when admin_ssl_* is set, and
 // authentication of its own (bearer tokens from a file, client
-// certificates) in front of every endpoint but the console's static files
-// and, when admin_health_unauthenticated is set, the health ones.
+// certificates) in front of every endpoint (the console's pages included)
+// but, when admin_health_unauthenticated is set, the health ones.
 
 // healthPaths are the endpoints admin_health_unauthenticated opens.
 var healthPaths = []string{"/healthz", "/readyz"}
@@ -52,10 +50,8 @@ func (n *Node) adminHandler() (http.Handler, error) {
 			n.logger.Warn("admin: bearer tokens over plain HTTP: anyone on the path can read them; set admin_ssl_certificate_location")
 		}
 	}
-	// The console's static files hold no data (its JSON needs credentials).
-	cfg.Open = slices.Clone(console.AssetPaths)
 	if n.cfg.AdminHealthUnauthenticated {
-		cfg.Open = append(cfg.Open, healthPaths...)
+		cfg.Open = healthPaths
 	}
 	return adminauth.Handler(n.adminMux(), cfg), nil
 }

@@ -2,10 +2,11 @@
 // CSS and JavaScript, no build step) embedded in the binary and served by
 // every node's admin listener under Prefix. The pages read the admin API's
 // JSON (adminapi.Console*Path, ConsumerLagPath, HealthPath, BalancePath)
-// from the node that served them, with the bearer token the operator
-// typed when the listener asks for one. The assets hold no data, so the
-// listener serves them without credentials (AssetPaths); every JSON
-// endpoint stays behind its authentication.
+// from the node that served them. The listener's authentication stands in
+// front of the pages as of every other path: with admin_auth_tokens_file
+// the browser asks for a token (the password of HTTP Basic, any user
+// name) and sends it with each request; with admin_ssl_client_auth it
+// presents the operator's client certificate.
 //
 // The package imports only the standard library; broker mounts Handler.
 package console
@@ -21,11 +22,6 @@ const Prefix = "/console/"
 
 //go:embed assets
 var assets embed.FS
-
-// AssetPaths are the paths of the console's static files (and "/", which
-// redirects to Prefix): the ones an admin listener with authentication may
-// serve to anyone, since they are the same bytes in every binary.
-var AssetPaths = []string{"/", Prefix, Prefix + "index.html", Prefix + "app.js", Prefix + "style.css"}
 
 // Handler serves the assets under Prefix. The browser revalidates them on
 // each load (no-cache), so that a node upgraded to another version serves

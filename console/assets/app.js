@@ -3,7 +3,6 @@
 // through esc().
 "use strict";
 
-const TOKEN_KEY = "shale-admin-token";
 const PAGE = 50;
 const main = document.getElementById("main");
 
@@ -25,32 +24,18 @@ function enc(s) { return encodeURIComponent(s); }
 
 class AuthError extends Error {}
 
-// api GETs an admin path with the stored token; a 401 or 403 asks for one.
+// api GETs an admin path of the node that served the page. The browser
+// sends the credentials it was asked for when it loaded the page (HTTP
+// Basic with a token as the password, or a client certificate).
 async function api(path) {
-  const headers = {};
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers["Authorization"] = "Bearer " + token;
-  const r = await fetch(path, {headers, cache: "no-store"});
+  const r = await fetch(path, {cache: "no-store", credentials: "same-origin"});
   if (r.status === 401 || r.status === 403) {
-    showLogin(r.status === 403 ? "That token is not accepted." : "");
+    main.innerHTML = `<p class="error" id="auth-error">${r.status} ${esc(r.statusText)}: this admin listener needs a token (admin_auth_tokens_file) or a client certificate. Reload the page to be asked again.</p>`;
     throw new AuthError("authentication required");
   }
   if (!r.ok) throw new Error(path + ": " + r.status + " " + (await r.text()).trim());
   return r.json();
 }
-
-function showLogin(msg) {
-  document.getElementById("login").hidden = false;
-  document.getElementById("login-error").textContent = msg;
-  main.innerHTML = "";
-}
-
-document.getElementById("login").addEventListener("submit", ev => {
-  ev.preventDefault();
-  sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value);
-  document.getElementById("login").hidden = true;
-  route();
-});
 
 function table(cols, rows, attrs) {
   return `<table ${attrs || ""}><thead><tr>${cols.map(c => `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
@@ -186,7 +171,9 @@ function tierSVG(m) {
     data-base="${s.base_offset}" data-end="${s.end_offset}"><title>${esc(`${s.base_offset}–${s.end_offset}, ${bytes(s.size)}, ${s.state}`)}</title></rect>`;
   const remote = m.remote_segments.map(s => rect(s.state === "COPY_SEGMENT_FINISHED" ? "remote" : "remote pending", s, 30));
   const local = m.local_segments.map(s => rect(s.state === "active" ? "active" : s.tiered ? "tiered" : "local", s, 80));
-  const edge = (o, label, cls, dy) => o < 0 ? "" : `<line class="edge ${cls}" x1="${x(o)}" x2="${x(o)}" y1="20" y2="124"/><text class="edge-label" x="${x(o) + 3}" y="${134 + dy}">${esc(label)} ${o}</text>`;
+  const edge = (o, label, cls, dy) => o < 0 ? "" : `<line class="edge ${cls}" x1="${x(o)}" x2="${x(o)}" y1="20" y2="124"/>` +
+    (x(o) > W - 160 ? `<text class="edge-label" x="${x(o) - 3}" y="${134 + dy}" text-anchor="end">${esc(label)} ${o}</text>`
+      : `<text class="edge-label" x="${x(o) + 3}" y="${134 + dy}">${esc(label)} ${o}</text>`);
   const ticks = [];
   for (let i = 0; i <= 4; i++) {
     const o = Math.round(lo + (hi - lo) * i / 4);

@@ -2,6 +2,7 @@ package adminauth
 
 import (
 	"bytes"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -131,6 +132,11 @@ func TestHandler(t *testing.T) {
 		{"/metrics", "", http.StatusUnauthorized},
 		{"/metrics", "Bearer " + tokB, http.StatusForbidden},
 		{"/metrics", "Basic " + tokA, http.StatusForbidden},
+		// A browser's Basic credentials: the password is the token.
+		{"/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+tokA)), http.StatusOK},
+		{"/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte(":"+tokA)), http.StatusOK},
+		{"/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+tokB)), http.StatusUnauthorized},
+		{"/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte(tokA)), http.StatusForbidden},
 		{"/metrics", "Bearer " + tokA, http.StatusOK},
 		{"/metrics", "bearer  " + tokA, http.StatusOK},
 		{"/healthz", "", http.StatusOK},
@@ -149,8 +155,9 @@ func TestHandler(t *testing.T) {
 		if tc.code != http.StatusOK && (strings.Contains(body, "secret") || strings.TrimSpace(body) != http.StatusText(tc.code)) {
 			t.Fatalf("%s %q: body %q, want only the status text", tc.path, tc.auth, body)
 		}
-		if (tc.code == http.StatusUnauthorized) != (rec.Header().Get("WWW-Authenticate") != "") {
-			t.Fatalf("%s %q: WWW-Authenticate %q", tc.path, tc.auth, rec.Header().Get("WWW-Authenticate"))
+		if ch := rec.Header().Values("WWW-Authenticate"); (tc.code == http.StatusUnauthorized) != (len(ch) == 2) ||
+			len(ch) == 2 && (!strings.HasPrefix(ch[0], "Bearer ") || !strings.HasPrefix(ch[1], "Basic ")) {
+			t.Fatalf("%s %q: WWW-Authenticate %q, want Bearer and Basic on a 401 only", tc.path, tc.auth, ch)
 		}
 	}
 	if !strings.Contains(logs.String(), `reason="invalid bearer token"`) || !strings.Contains(logs.String(), `reason="no credentials"`) ||
@@ -166,6 +173,51 @@ func TestHandler(t *testing.T) {
 		got.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		if rec.Code != http.StatusOK {
 			t.Fatalf("open admin listener: %d", rec.Code)
+		}
+	}
+}
+
+// TestCrossOriginWrites: a request that may change something, sent by a
+// browser from another origin, is refused whatever its credentials (a
+// browser attaches Basic credentials and client certificates by itself),
+// with tokens and without; reads and same-origin writes are served.
+func TestCrossOriginWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, tokA+"\n")
+	tk, err := LoadTokens(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("done")) })
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:"+tokA))
+	for name, h := range map[string]http.Handler{"tokens": Handler(ok, Config{Tokens: tk}), "open": Handler(ok, Config{})} {
+		for _, tc := range []struct {
+			method, origin, site string
+			code                 int
+		}{
+			{http.MethodPost, "", "", http.StatusOK},
+			{http.MethodPost, "http://admin.example:9644", "same-origin", http.StatusOK},
+			{http.MethodPost, "http://ADMIN.example:9644", "", http.StatusOK},
+			{http.MethodPost, "http://evil.example", "", http.StatusForbidden},
+			{http.MethodPost, "http://admin.example:9645", "", http.StatusForbidden},
+			{http.MethodPost, "null", "", http.StatusForbidden},
+			{http.MethodPost, "", "cross-site", http.StatusForbidden},
+			{http.MethodDelete, "", "same-site", http.StatusForbidden},
+			{http.MethodGet, "http://evil.example", "cross-site", http.StatusOK},
+		} {
+			req := httptest.NewRequest(tc.method, "http://admin.example:9644/v1/brokers/decommission", nil)
+			req.Header.Set("Authorization", basic)
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.site != "" {
+				req.Header.Set("Sec-Fetch-Site", tc.site)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code {
+				t.Fatalf("%s: %s from %q (%q): %d, want %d", name, tc.method, tc.origin, tc.site, rec.Code, tc.code)
+			}
 		}
 	}
 }

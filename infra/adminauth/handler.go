@@ -1,9 +1,11 @@
 package adminauth
 
 import (
+	"encoding/base64"
 	stdlog "log"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -29,22 +31,51 @@ type Config struct {
 // refusalLogRate bounds the refusal lines per second.
 const refusalLogRate = 5
 
-// Handler returns next behind the authentication of cfg. With neither
-// tokens nor client certificates it returns next as it is. A request
-// without credentials gets 401 (with WWW-Authenticate: Bearer), one with a
-// token that is not valid 403; both with a body that says only that, and a
-// log line (rate-limited) naming the client's address, the method, the
-// path and the reason, never the token.
+// Handler returns next behind the authentication of cfg. A request
+// without credentials gets 401 (with WWW-Authenticate: Bearer and Basic, so
+// that a browser asks for the token), one with a token that is not valid
+// 403; both with a body that says only that, and a log line (rate-limited)
+// naming the client's address, the method, the path and the reason, never
+// the token. A token is taken as "Authorization: Bearer <token>" or, from
+// a browser, as the password of "Authorization: Basic" (any user name).
+//
+// A browser sends Basic credentials and client certificates by itself,
+// also with a form another site makes it post; so a request that may
+// change something (any method but GET, HEAD and OPTIONS) from another
+// origin (its Origin header names another host, or Sec-Fetch-Site says
+// cross-site) is refused with 403 whatever its credentials, and with
+// neither tokens nor client certificates too. Programs send no Origin.
 func Handler(next http.Handler, cfg Config) http.Handler {
-	if cfg.Tokens == nil && !cfg.ClientCerts {
-		return next
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	lim := &limiter{rate: refusalLogRate}
+	refuse := func(w http.ResponseWriter, r *http.Request, code int, reason string) {
+		if suppressed, ok := lim.allow(time.Now()); ok {
+			log.Warn("admin: request refused", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path,
+				"reason", reason, "status", code, "suppressed", suppressed)
+		}
+		if code == http.StatusUnauthorized {
+			w.Header().Add("WWW-Authenticate", `Bearer realm="shale-admin"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="shale-admin", charset="UTF-8"`)
+		}
+		http.Error(w, http.StatusText(code), code)
+	}
+	if cfg.Tokens == nil && !cfg.ClientCerts {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if crossOriginWrite(r) {
+				refuse(w, r, http.StatusForbidden, "cross-origin write")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if crossOriginWrite(r) {
+			refuse(w, r, http.StatusForbidden, "cross-origin write")
+			return
+		}
 		if slices.Contains(cfg.Open, r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
@@ -54,37 +85,72 @@ func Handler(next http.Handler, cfg Config) http.Handler {
 			return
 		}
 		token, given := bearer(r)
-		if given && cfg.Tokens != nil && cfg.Tokens.Valid(token) {
+		if given != nothingGiven && cfg.Tokens != nil && cfg.Tokens.Valid(token) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		code, reason := http.StatusUnauthorized, "no credentials"
-		if given {
-			code, reason = http.StatusForbidden, "invalid bearer token"
+		switch {
+		case given == basicGiven:
+			// A browser asks again for a token typed wrong.
+			refuse(w, r, http.StatusUnauthorized, "invalid basic credentials")
+		case given != nothingGiven:
+			refuse(w, r, http.StatusForbidden, "invalid bearer token")
+		default:
+			refuse(w, r, http.StatusUnauthorized, "no credentials")
 		}
-		if suppressed, ok := lim.allow(time.Now()); ok {
-			log.Warn("admin: request refused", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path,
-				"reason", reason, "status", code, "suppressed", suppressed)
-		}
-		if code == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="shale-admin"`)
-		}
-		http.Error(w, http.StatusText(code), code)
 	})
 }
 
+// What an Authorization header held.
+const (
+	nothingGiven = iota
+	bearerGiven
+	basicGiven
+	malformedGiven
+)
+
 // bearer returns the token of an "Authorization: Bearer <token>" header,
-// and whether the request carried an Authorization header at all.
-func bearer(r *http.Request) (string, bool) {
+// or the password of an "Authorization: Basic" one, and what the request
+// carried.
+func bearer(r *http.Request) (string, int) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", false
+		return "", nothingGiven
 	}
 	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", true
+	switch {
+	case ok && strings.EqualFold(scheme, "Bearer"):
+		return strings.TrimSpace(token), bearerGiven
+	case ok && strings.EqualFold(scheme, "Basic"):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+		if err != nil {
+			return "", malformedGiven
+		}
+		if _, password, ok := strings.Cut(string(raw), ":"); ok {
+			return password, basicGiven
+		}
 	}
-	return strings.TrimSpace(token), true
+	return "", malformedGiven
+}
+
+// crossOriginWrite reports a request that may change something (a method
+// other than GET, HEAD, OPTIONS) sent by a browser from a page of another
+// origin: its Origin header's host is not the request's Host, or
+// Sec-Fetch-Site is cross-site or same-site.
+func crossOriginWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	if s := r.Header.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
+		return true
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host)
 }
 
 // limiter allows rate events per second; allow reports how many it refused
