@@ -21,11 +21,14 @@ type ConsumerLag struct {
 
 // ConsumerGroupLag is one group's lag.
 type ConsumerGroupLag struct {
-	Group        string                 `json:"group"`
-	State        string                 `json:"state"`
-	ProtocolType string                 `json:"protocol_type"`
-	Members      int                    `json:"members"`
-	Partitions   []ConsumerPartitionLag `json:"partitions"`
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	// Type is the group's protocol: "classic" (JoinGroup/SyncGroup) or
+	// "consumer" (KIP-848's ConsumerGroupHeartbeat); "" when not known.
+	Type       string                 `json:"type,omitempty"`
+	Members    int                    `json:"members"`
+	Partitions []ConsumerPartitionLag `json:"partitions"`
 	// History is the group's total lag at the samples kept, oldest first
 	// (only in the admin API's answer).
 	History []LagPoint `json:"history,omitempty"`

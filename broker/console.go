@@ -31,6 +31,7 @@ func (n *Node) mountConsole(mux *http.ServeMux) {
 	mux.HandleFunc(adminapi.ConsoleTopicsPath, n.consoleGET(n.consoleTopics))
 	mux.HandleFunc(adminapi.ConsoleTopicPath, n.consoleGET(n.consoleTopic))
 	mux.HandleFunc(adminapi.ConsoleTierMapPath, n.consoleGET(n.consoleTierMap))
+	mux.HandleFunc(adminapi.ConsoleTransactionsPath, n.consoleGET(n.consoleTransactions)) // console_transactions.go
 }
 
 // errConsoleRequest is a bad query: the answer is 400 with its text.

@@ -54,6 +54,7 @@ const (
 	opsToken = "console-test-token-0123456789abcdef"
 	topic    = "orders"
 	group    = "billing"
+	txnID    = "invoicer"
 	records  = 3000
 	// committed is the group's offset on partition 0: its lag is
 	// records-committed.
@@ -133,7 +134,9 @@ func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
 // each page there (docs/images holds the ones docs/console.md shows).
 func TestConsoleInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
+	start := time.Now()
 	c := startCluster(t)
+	t.Logf("%v: cluster started", time.Since(start))
 	ctx := proctest.Context(t, 2*time.Minute)
 	n1 := c.nodes[0]
 	base := "http://" + n1.AdminAddr()
@@ -179,10 +182,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
+	t.Logf("%v: produced", time.Since(start))
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: committed, LeaderEpoch: -1})
 	if r, err := adm.CommitOffsets(ctx, group, offs); err != nil || r.Error() != nil {
 		t.Fatalf("commit %s: %v %v", group, err, r.Error())
+	}
+
+	// A transaction left open on a topic of its own (the group's lag
+	// counts all of orders).
+	if r, err := adm.CreateTopic(ctx, 1, 3, nil, "audit"); err != nil || r.Err != nil {
+		t.Fatalf("create audit: %v %v", err, r.Err)
+	}
+	tx, err := kgo.NewClient(kgo.SeedBrokers(n1.KafkaAddr()), kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "audit", Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatalf("transactional produce: %v", err)
 	}
 
 	// The tier map of partition 0 settles: segments in the bucket, none
@@ -196,6 +217,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("partition 0's segments not uploaded: %v\n%+v", err, tm)
 	}
 	// The group's coordinator has sampled its lag.
+	t.Logf("%v: tiered", time.Since(start))
 	var coord *broker.Node
 	var lags []adminapi.ConsumerLag
 	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
@@ -216,6 +238,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("the group's lag not sampled: %v\n%+v", err, lags)
 	}
 
+	t.Logf("%v: lag sampled", time.Since(start))
 	// The browser: it asks for credentials (the fetch domain answers the
 	// challenge as an operator typing the token into its prompt) and
 	// keeps them for the page's own requests.
@@ -292,6 +315,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		return n
 	}
 
+	t.Logf("%v: browser started", time.Since(start))
 	// Cluster: the node count and the controller the API reports.
 	show(base, "", "cluster")
 	if challenges.Load() == 0 {
@@ -372,6 +396,33 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal("group page: no lag-over-time points")
 	}
 
+	// Transactions, on the console of the id's coordinator.
+	var tcoord *broker.Node
+	var txs []adminapi.ConsoleTransactions
+	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+		txs = txs[:0]
+		for _, n := range c.nodes {
+			x := getJSON[adminapi.ConsoleTransactions](t, ctx, n, adminapi.ConsoleTransactionsPath)
+			txs = append(txs, x)
+			if len(x.Transactions) == 1 && x.Transactions[0].ID == txnID && x.Transactions[0].State == "Ongoing" {
+				tcoord = n
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the transaction not listed: %v\n%+v", err, txs)
+	}
+	tbase := "http://" + tcoord.AdminAddr()
+	show(tbase, "", "cluster")
+	show(tbase, "#/transactions", "transactions")
+	if got := text(fmt.Sprintf("#transactions tr[data-txn=%q] td.state", txnID)); got != "Ongoing" {
+		t.Fatalf("transactions page: %s is %q, want Ongoing", txnID, got)
+	}
+	if got := text("#txn-ongoing"); got != "1" {
+		t.Fatalf("transactions page: %s ongoing, want 1", got)
+	}
+
 	// The balancer's plan.
 	show(base, "", "cluster")
 	show(base, "#/balance", "balance")
@@ -380,6 +431,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("balance page: %d brokers, the API %d", n, len(bp.Brokers))
 	}
 
+	t.Logf("%v: pages checked", time.Since(start))
 	// A browser whose operator has no token (cancels the prompt), in a
 	// browser context of its own (no credentials kept), is shown the
 	// refusal, not a page.

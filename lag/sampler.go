@@ -171,7 +171,7 @@ func (s *Sampler) Sample(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	groups, err := s.ownGroups(ctx, cl)
+	groups, types, err := s.ownGroups(ctx, cl)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -187,7 +187,8 @@ func (s *Sampler) Sample(ctx context.Context) (Sample, error) {
 				// the describe is left out of this sample.
 				continue
 			}
-			gl := GroupLag{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Members: len(g.Members), Partitions: []PartitionLag{}}
+			gl := GroupLag{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, Type: types[g.Group], Members: len(g.Members),
+				Partitions: []PartitionLag{}}
 			for _, ml := range g.Lag.Sorted() {
 				if ml.Err != nil {
 					continue
@@ -223,24 +224,26 @@ func (s *Sampler) keep(smp Sample) {
 	}
 }
 
-// ownGroups lists the groups this node coordinates.
-func (s *Sampler) ownGroups(ctx context.Context, cl *kgo.Client) ([]string, error) {
+// ownGroups lists the groups this node coordinates, and each one's type
+// (ListGroups v5: classic or consumer).
+func (s *Sampler) ownGroups(ctx context.Context, cl *kgo.Client) ([]string, map[string]string, error) {
 	req := kmsg.NewPtrListGroupsRequest()
 	resp, err := req.RequestWith(ctx, cl.Broker(int(s.cfg.NodeID)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]string, 0, len(resp.Groups))
+	out, types := make([]string, 0, len(resp.Groups)), make(map[string]string, len(resp.Groups))
 	for _, g := range resp.Groups {
 		if g.ProtocolType == "" || g.ProtocolType == "consumer" {
 			out = append(out, g.Group)
+			types[g.Group] = strings.ToLower(g.GroupType)
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out, types, nil
 }
 
 type tp struct {

@@ -200,10 +200,10 @@ function tierSVG(m) {
 async function groupsPage() {
   const l = await api("/v1/groups/lag");
   const rows = l.groups.map(g => `<tr data-group="${esc(g.group)}"><td><a href="#/group/${enc(g.group)}">${esc(g.group)}</a></td>
-    <td>${esc(g.state)}</td><td>${esc(g.protocol_type)}</td><td>${g.members}</td><td>${g.partitions.length}</td>
+    <td>${esc(g.state)}</td><td class="type">${esc(g.type || "–")}</td><td>${esc(g.protocol_type || "–")}</td><td>${g.members}</td><td>${g.partitions.length}</td>
     <td class="lag">${num(total(g))}</td><td>${spark(g.history || [])}</td></tr>`);
   main.innerHTML = `<h1>Consumer groups <small>coordinated by node ${l.node_id}</small></h1>
-    ${table(["group", "state", "protocol", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
+    ${table(["group", "state", "type", "protocol", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
     <p class="note">Sampled ${l.at && !l.at.startsWith("0001") ? esc(new Date(l.at).toISOString()) : "not yet"}. Each node samples the groups it coordinates: open another node's console for its groups.</p>`;
 }
 
@@ -228,7 +228,7 @@ async function groupPage(name) {
     <td>${p.time_lag_seconds < 0 ? "–" : p.time_lag_seconds.toFixed(1) + " s"}</td></tr>`);
   main.innerHTML = `<h1>Group <span id="group-name">${esc(g.group)}</span></h1>
     <div class="cards"><div class="card"><b id="group-lag">${num(total(g))}</b> records behind</div><div class="card"><b>${esc(g.state)}</b> state</div>
-    <div class="card"><b>${g.members}</b> members</div></div>
+    <div class="card"><b>${g.members}</b> members</div><div class="card"><b>${esc(g.type || "–")}</b> group type</div></div>
     <h2>Lag over time</h2>${lagChart(g.history || [])}
     ${table(["topic", "partition", "committed", "end", "lag", "time lag"], rows, 'id="group-partitions"')}`;
 }
@@ -245,6 +245,31 @@ function lagChart(h) {
     <text class="tick" x="${L - 4}" y="${T + 10}" text-anchor="end">${num(mx)}</text><text class="tick" x="${L - 4}" y="${H - B}" text-anchor="end">0</text>
     <text class="tick" x="${L}" y="${H - 8}">${esc(new Date(t0).toISOString())}</text><text class="tick" x="${W - R}" y="${H - 8}" text-anchor="end">${esc(new Date(t1).toISOString())}</text>
     <polyline class="lag-line" points="${pts}"/>${h.map(p => `<circle class="lag-point" cx="${x(p.at).toFixed(1)}" cy="${y(p.lag).toFixed(1)}" r="2.5"><title>${esc(p.at)}: ${p.lag}</title></circle>`).join("")}</svg>`;
+}
+
+// ---- Transactions ----
+
+function ms(t) { return t > 0 ? new Date(t).toISOString() : "–"; }
+
+async function transactionsPage(q) {
+  const cursor = q.get("cursor") || "";
+  const x = await api(`/v1/console/transactions?limit=${PAGE}${cursor ? "&cursor=" + enc(cursor) : ""}`);
+  const now = Date.now();
+  const rows = x.transactions.map(t => `<tr data-txn="${esc(t.transactional_id)}"><td>${esc(t.transactional_id)}</td>
+    <td class="state ${t.state === "Ongoing" ? "warn" : ""}">${esc(t.state)}</td><td>${t.producer_id}</td><td>${t.producer_epoch}</td>
+    <td>${num(t.timeout_ms)} ms</td><td>${t.start_ms > 0 ? ((now - t.start_ms) / 1000).toFixed(1) + " s" : "–"}</td>
+    <td>${t.partitions.map(esc).join(", ") || "–"}</td></tr>`);
+  const open = x.open.map(o => `<tr data-open="${esc(o.topic)}-${o.partition}" class="${o.hanging ? "bad" : ""}"><td><a href="#/topic/${enc(o.topic)}">${esc(o.topic)}</a>-${o.partition}</td>
+    <td>${o.producer_id}</td><td>${o.producer_epoch}</td><td>${num(o.start_offset)}</td><td>${ms(o.last_timestamp)}</td><td>${o.hanging ? "hanging" : "open"}</td></tr>`);
+  main.innerHTML = `<h1>Transactions <small>coordinated by node ${x.node_id}</small></h1>
+    <div class="cards"><div class="card"><b id="txn-total">${num(x.total)}</b> transactional ids</div>
+    <div class="card ${x.ongoing ? "warn" : ""}"><b id="txn-ongoing">${num(x.ongoing)}</b> ongoing</div>
+    <div class="card ${x.open.some(o => o.hanging) ? "bad" : ""}"><b id="txn-hanging">${x.open.filter(o => o.hanging).length}</b> hanging in partitions led here</div></div>
+    ${table(["transactional id", "state", "producer id", "epoch", "timeout", "open for", "partitions"], rows, 'id="transactions"')}
+    ${pager(x.next, n => `#/transactions?cursor=${enc(n)}`)}
+    <h2>Open in the partitions node ${x.node_id} leads <small>${num(x.open_total)}</small></h2>
+    ${open.length ? table(["partition", "producer id", "epoch", "first offset", "last write", ""], open, 'id="open-transactions"') : "<p>None.</p>"}
+    <p class="note">A transaction is hanging when its producer wrote nothing to the partition for longer than transaction_max_timeout (${num(x.max_timeout_ms)} ms): it holds the last stable offset back. Each node lists the ids it coordinates: open another node's console for its own.</p>`;
 }
 
 // ---- Balance ----
@@ -280,6 +305,7 @@ async function route() {
     case "tier": await tierPage(parts[1], parts[2]); break;
     case "groups": await groupsPage(); break;
     case "group": await groupPage(parts[1]); break;
+    case "transactions": await transactionsPage(q); break;
     case "balance": await balancePage(); break;
     default: await clusterPage();
     }
