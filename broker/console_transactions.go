@@ -21,10 +21,10 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	}
 	out := adminapi.ConsoleTransactions{NodeID: n.cfg.NodeID, Transactions: []adminapi.ConsoleTransaction{},
 		MaxTimeoutMs: n.cfg.TransactionMaxTimeout.Milliseconds(), Open: []adminapi.ConsoleOpenTransaction{}}
-	if n.apis == nil || n.apis.Transactions() == nil {
+	if n.coords == nil || n.coords.txns == nil {
 		return nil, errors.New("the transaction coordinator is not running")
 	}
-	all, err := n.apis.Transactions().Transactions()
+	all, err := n.coords.txns.Transactions()
 	if err != nil {
 		return nil, fmt.Errorf("transactions: %w", err)
 	}

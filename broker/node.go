@@ -235,6 +235,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.producerExpiryLoop(loopCtx) })
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
+	n.goLoop(func() { n.restorePublishLoop(loopCtx) }) // restore.go
 	n.startLagSampler(loopCtx)
 	n.serveListeners()
 	if n.adminLn != nil {
@@ -440,8 +441,9 @@ func (n *Node) adminMux() *http.ServeMux {
 	})
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
 	mux.Handle(adminapi.ConsumerLagPath, n.consumerLagHandler())
-	n.mountBalancer(mux)   // balancer.go
-	n.mountQuarantine(mux) // quarantine.go
+	n.mountBalancer(mux)                                 // balancer.go
+	n.mountQuarantine(mux)                               // quarantine.go
+	mux.HandleFunc(adminapi.RestorePath, n.serveRestore) // restore.go
 	mux.Handle(adminapi.HealthPath, n.healthHandler())
 	n.mountConsole(mux) // console.go
 	n.mountMetrics(mux)

@@ -23,7 +23,7 @@ import (
 //     topic until step 3), so no leader starts an empty log at offset 0
 //     and no tiering pass runs the orphan sweep over the partition's
 //     prefix while its records are missing.
-//  2. RestoreRemoteSegment writes each remote segment record straight as
+//  2. RecreateRemoteSegment writes each remote segment record straight as
 //     COPY_SEGMENT_FINISHED (fenced as every write).
 //  3. ActivateRestoredPartition names a leader and the ISR at a leader
 //     epoch above every epoch in the restored data. The leader, whose log
@@ -127,11 +127,11 @@ func (s *Store) ActivateRestoredPartition(ctx context.Context, id TopicID, p int
 	return PartitionState{}, fmt.Errorf("%w: activate %s-%d: too many concurrent changes", ErrConflict, id.Hex(), p)
 }
 
-// RestoreRemoteSegment writes seg's record as COPY_SEGMENT_FINISHED
+// RecreateRemoteSegment writes seg's record as COPY_SEGMENT_FINISHED
 // straight away (step 2 above): its objects are in the bucket already.
 // Fenced as PutRemoteSegment. A record that exists already (a restore run
 // again) is returned as stored.
-func (rl *RemoteLog) RestoreRemoteSegment(ctx context.Context, seg RemoteSegment) (RemoteSegment, error) {
+func (rl *RemoteLog) RecreateRemoteSegment(ctx context.Context, seg RemoteSegment) (RemoteSegment, error) {
 	if err := rl.store.checkOpen(); err != nil {
 		return RemoteSegment{}, err
 	}

@@ -48,7 +48,7 @@ func newClusterCmd() *cobra.Command {
 	status.RunE = func(cmd *cobra.Command, _ []string) error {
 		return clusterStatus(cmd.Context(), g, cmd.OutOrStdout(), *topic)
 	}
-	return newGroup("cluster", "the cluster as any node reports it; rebalance", status, newClusterRebalanceCmd())
+	return newGroup("cluster", "the cluster as any node reports it; rebalance", status, newClusterRebalanceCmd(), newClusterRestoreCmd())
 }
 
 func clusterStatus(ctx context.Context, g *cliGlobals, stdout io.Writer, topic string) error {

@@ -11,7 +11,7 @@ import (
 
 func newTopicCmd() *cobra.Command {
 	return newGroup("topic", "create, list, describe, alter and delete topics",
-		newTopicCreateCmd(), newTopicListCmd(), newTopicDescribeCmd(), newTopicAlterConfigCmd(), newTopicDeleteCmd())
+		newTopicCreateCmd(), newTopicListCmd(), newTopicDescribeCmd(), newTopicAlterConfigCmd(), newTopicDeleteCmd(), newTopicRestoreCmd())
 }
 
 // topicResult is one topic's outcome of create or delete.

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/shale-io/shale/adminapi"
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/buildinfo"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/restore"
+)
+
+// The node's part in restores from the bucket (package restore): the
+// controller publishes the format marker and the tiered topics'
+// descriptors on each tiering interval, and any node runs a restore asked
+// for on the admin API (adminapi.RestorePath).
+
+// restorePublishLoop runs restore.Publisher while this node is the
+// controller, every tiering interval, until ctx ends.
+func (n *Node) restorePublishLoop(ctx context.Context) {
+	if n.tiering == nil {
+		return
+	}
+	pub := restore.NewPublisher(restore.PublisherConfig{Bucket: n.tiering.bucket, Prefix: n.cfg.S3Prefix,
+		Topics: n.store.Topics,
+		Tiered: func(t controlplane.Topic) bool {
+			return n.replicas.TopicConfig(t).Bool(config.RemoteStorageEnable)
+		},
+		WrittenBy: "shale " + buildinfo.Read().Version, Logger: n.logger.With("component", "restore")})
+	every := max(n.cfg.TieringInterval, 100*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	warned := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n.controllerID() != n.cfg.NodeID || !n.tiering.manager.InEffect() {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := pub.PublishOnce(pctx)
+		cancel()
+		if err != nil && time.Since(warned) > time.Minute {
+			n.logger.Warn("publishing the bucket's topic descriptors failed", "err", err)
+			warned = time.Now()
+		}
+	}
+}
+
+// maxRestoreRequestBytes bounds a RestoreRequest body.
+const maxRestoreRequestBytes = 1 << 20
+
+// serveRestore runs a restore from the node's bucket into its cluster.
+func (n *Node) serveRestore(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req adminapi.RestoreRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRestoreRequestBytes)).Decode(&req); err != nil {
+		http.Error(w, "bad restore request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !req.All && len(req.Topics) == 0 {
+		http.Error(w, "name topics or ask for all", http.StatusBadRequest)
+		return
+	}
+	if n.tiering == nil {
+		http.Error(w, restore.ErrNoBucket.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rs := restore.New(n.tiering.bucket, n.cfg.S3Prefix,
+		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", "restore"))
+	rep, err := rs.Run(r.Context(), req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	writeAdminJSON(w, rep)
+}
