@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/restore"
 	"github.com/shale-io/shale/segment/batch"
 )
 
@@ -618,7 +619,11 @@ func bucketAndMetadata(ctx context.Context, c *Cluster) ([]BucketObject, []strin
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		objs = append(objs, BucketObject{Key: filepath.ToSlash(rel), Age: now.Sub(info.ModTime())})
+		if key := filepath.ToSlash(rel); !strings.HasPrefix(key, restore.MetaPrefix("")) {
+			// The format marker and topic descriptors (package restore)
+			// are no segment's: no record references them.
+			objs = append(objs, BucketObject{Key: key, Age: now.Sub(info.ModTime())})
+		}
 		return nil
 	})
 	return objs, refs, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -27,6 +28,7 @@ type Cluster struct {
 	bin     string
 	dir     string
 	natsURL string
+	nats    *natsembed.Server
 	cfg     clusterConfig
 
 	nodes   map[int32]*Node
@@ -90,7 +92,7 @@ func NewCluster(t testing.TB, bin string, opts ...ClusterOption) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
-	return &Cluster{t: t, bin: bin, dir: dir, natsURL: srv.ClientURL(), cfg: cfg,
+	return &Cluster{t: t, bin: bin, dir: dir, natsURL: srv.ClientURL(), nats: srv, cfg: cfg,
 		nodes: map[int32]*Node{}, proxies: map[int32]*Proxy{}}
 }
 
@@ -295,4 +297,20 @@ func flagIndex(pairs []string, flag string) int {
 		}
 	}
 	return -1
+}
+
+// Destroy kills every live node (SIGKILL), shuts the NATS server down and
+// removes the NATS store and every node's data dir: a cluster lost but for
+// what it wrote elsewhere (a bucket). The Cluster is unusable after.
+func (c *Cluster) Destroy() {
+	c.t.Helper()
+	for _, id := range c.IDs() {
+		if c.nodes[id].Alive() {
+			c.nodes[id].Kill()
+		}
+	}
+	c.nats.Shutdown()
+	if err := os.RemoveAll(c.dir); err != nil {
+		c.t.Fatalf("removing %s: %v", c.dir, err)
+	}
 }
