@@ -122,15 +122,27 @@ func TestClusterRestoreFromTheBucketAlone(t *testing.T) {
 
 	fresh := proctest.StartCluster(t, shaleBin, []int32{1, 2, 3}, append(opts, proctest.ClusterName("new"))...)
 	n1 := fresh.Node(1)
-	out, err := exec.CommandContext(ctx, shaleBin, "cluster", "restore", "--admin", n1.Admin(), "--bootstrap", n1.Kafka(),
-		"--output", "json").CombinedOutput()
-	if err != nil {
-		t.Fatalf("shale cluster restore: %v\n%s", err, out)
+	shale := func(args ...string) adminapi.RestoreReport {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, shaleBin, append(args, "--admin", n1.Admin(), "--bootstrap", n1.Kafka(),
+			"--output", "json")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("shale %v: %v\n%s", args, err, out)
+		}
+		var rep adminapi.RestoreReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("restore report: %v\n%s", err, out)
+		}
+		return rep
 	}
-	var rep adminapi.RestoreReport
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("restore report: %v\n%s", err, out)
+	dry := shale("topic", "restore", eventsTopic, "--dry-run")
+	if len(dry.Topics) != 1 || dry.Topics[0].Status != "planned" || len(dry.Topics[0].GroupOffsets) != 2 {
+		t.Fatalf("dry run: %+v", dry.Topics)
 	}
+	if topics, err := kadm.NewClient(fresh.Client()).ListTopics(ctx); err != nil || topics.Has(eventsTopic) {
+		t.Fatalf("after a dry run: topics %v, %v", topics.Names(), err)
+	}
+	rep := shale("cluster", "restore")
 	t.Logf("restore report: format %d, group offsets: %s", rep.FormatVersion, rep.GroupOffsets)
 	if rep.FormatVersion != 1 {
 		t.Errorf("bucket format version %d, want 1", rep.FormatVersion)
@@ -156,6 +168,9 @@ func TestClusterRestoreFromTheBucketAlone(t *testing.T) {
 		t.Fatalf("restored topics: %+v", rep.Topics)
 	}
 
+	if again := shale("topic", "restore", eventsTopic); again.Topics[0].Status != "exists" {
+		t.Fatalf("a restore run again: %+v", again.Topics)
+	}
 	ncl := fresh.Client()
 	nadm := kadm.NewClient(ncl)
 	for _, p := range ends[eventsTopic] {
