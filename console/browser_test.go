@@ -239,6 +239,27 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	t.Logf("%v: lag sampled", time.Since(start))
+
+	// The lists are paged on the server: a page never holds more than its
+	// limit, and the cursor goes on where the last page stopped.
+	p1 := getJSON[adminapi.ConsoleTopicDetail](t, ctx, n1, adminapi.ConsoleTopicPath+"?topic="+topic+"&limit=2")
+	p2 := getJSON[adminapi.ConsoleTopicDetail](t, ctx, n1, fmt.Sprintf("%s?topic=%s&limit=2&cursor=%d", adminapi.ConsoleTopicPath, topic, p1.Next))
+	if len(p1.Partitions) != 2 || p1.Next != 1 || len(p2.Partitions) != 1 || p2.Partitions[0].Partition != 2 || p2.Next != -1 {
+		t.Fatalf("partition pages: %+v then %+v; want 0, 1 (next 1) then 2 (next -1)", p1.Partitions, p2.Partitions)
+	}
+	tp := getJSON[adminapi.ConsoleTopics](t, ctx, n1, adminapi.ConsoleTopicsPath+"?limit=1&internal=1")
+	if len(tp.Topics) != 1 || tp.Next != tp.Topics[0].Name || tp.Total < 4 {
+		t.Fatalf("topic page of 1: %d topics, next %q, total %d", len(tp.Topics), tp.Next, tp.Total)
+	}
+	if resp, err := (&http.Client{}).Do(func() *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+adminapi.ConsoleTopicsPath+"?limit=100000", nil)
+		req.Header.Set("Authorization", "Bearer "+opsToken)
+		return req
+	}()); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a page over the limit: %v %v, want 400", err, resp)
+	} else {
+		resp.Body.Close()
+	}
 	// The browser: it asks for credentials (the fetch domain answers the
 	// challenge as an operator typing the token into its prompt) and
 	// keeps them for the page's own requests.
@@ -478,4 +499,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.Contains(body, "Unauthorized") || page != "" {
 		t.Fatalf("unauthenticated browser: page %q, body %q; want the 401", page, body)
 	}
+	t.Logf("%v: refusal checked", time.Since(start))
+	// End the open transaction, so that the nodes stop with nothing
+	// waiting on it.
+	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	t.Logf("%v: done", time.Since(start))
 }

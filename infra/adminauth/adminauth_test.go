@@ -240,3 +240,37 @@ func TestRefusalLogIsRateLimited(t *testing.T) {
 		t.Fatalf("next second: allowed %v, suppressed %d, want %d", ok, s, 100-refusalLogRate)
 	}
 }
+
+// FuzzAuthorization: any Authorization header (outside bytes) is either a
+// valid token or refused, never a panic; a header that authenticates
+// carries the token.
+func FuzzAuthorization(f *testing.F) {
+	for _, s := range []string{"Bearer " + tokA, "Basic " + base64.StdEncoding.EncodeToString([]byte("u:"+tokA)), "Basic", "Basic !!", "bearer", " ", "Basic Og=="} {
+		f.Add(s)
+	}
+	path := filepath.Join(f.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte(tokA+"\n"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	tk, err := LoadTokens(path, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	h := Handler(ok, Config{Tokens: tk})
+	f.Fuzz(func(t *testing.T, auth string) {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK:
+			if tok, _ := bearer(req); tok != tokA {
+				t.Fatalf("%q served, token %q", auth, tok)
+			}
+		case http.StatusUnauthorized, http.StatusForbidden:
+		default:
+			t.Fatalf("%q: %d", auth, rec.Code)
+		}
+	})
+}
