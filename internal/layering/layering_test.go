@@ -28,6 +28,8 @@ var ranks = map[string]int{
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
 	"internal/testjwt": 0, "internal/benchpair": 0,
+	// the console's embedded single-page app: files only.
+	"console": 0,
 	// 1: on the leaves: the disk log, the transport's SASL, the authorizer,
 	// adapters, the control plane (which stores ACLs and quotas as values),
 	// the SDK.
@@ -39,6 +41,8 @@ var ranks = map[string]int{
 	"partition": 2,
 	// 3: the cold tier.
 	"tiering": 3, "tiering/coldread": 3,
+	// 4: restores from the bucket, over the cold tier they read.
+	"restore": 4,
 	// 4: the replica manager; the error table, which knows every layer's
 	// errors below the handlers.
 	"replica": 4, "kafkaerr": 4,
@@ -57,6 +61,7 @@ var ranks = map[string]int{
 	"cmd/shale-chaos": 10, "internal/benchreport": 10, "internal/clustertest": 10, "internal/compat": 10, "internal/e2e": 10,
 	"internal/groupstest": 10, "internal/kcattest": 10, "internal/layering": 10,
 	"internal/membershiptest": 10, "internal/replicationtest": 10, "internal/tieringe2e": 10, "internal/txntest": 10,
+	"internal/restoretest": 10,
 }
 
 // planned are ranked packages not in the tree yet, and who is writing them.
