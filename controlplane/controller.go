@@ -251,12 +251,27 @@ func (c *Controller) step(ctx context.Context) bool {
 	return true
 }
 
-// reconcile applies ReconcilePartition to every partition.
+// reconcileWrites bounds how many partition writes one reconcile pass has
+// in flight: each is a round trip to the control plane, and one after
+// another they made a 200-partition CreateTopics wait 16 s on a loaded
+// machine (and 10,000 partitions minutes).
+const reconcileWrites = 32
+
+// reconcile applies ReconcilePartition to every partition, writing the
+// changed ones with up to reconcileWrites in flight (each partition is its
+// own key, written at the revision it was decided from).
 func (c *Controller) reconcile(ctx context.Context) {
 	views := c.store.electionViews(c.grace.grantedIDs(time.Now()))
+	sem := make(chan struct{}, reconcileWrites)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var deposed atomic.Bool
 	for _, t := range c.store.Topics() {
 		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
 		for _, st := range c.store.Partitions(t.Name) {
+			if deposed.Load() {
+				return
+			}
 			v := views(st, minISR, unclean)
 			d := ReconcilePartition(st, v)
 			if !d.Changed || !c.leading.Load() {
@@ -272,41 +287,59 @@ func (c *Controller) reconcile(ctx context.Context) {
 				next, err = d.State, nil
 				next.ControllerEpoch = c.epoch
 			}
-			if err == nil && time.Since(c.renewedAt) > c.cfg.LeaseTTL/2 {
+			if err != nil {
+				if c.reconciled(t.Name, st, d, err) {
+					return
+				}
+				continue
+			}
+			if time.Since(c.renewedAt) > c.cfg.LeaseTTL/2 {
 				return // the lease may have lapsed: renew before writing more
 			}
-			if err == nil {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
 				uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
-				_, err = c.store.UpdatePartition(uctx, next)
+				_, err := c.store.UpdatePartition(uctx, next)
 				cancel()
-			}
-			switch {
-			case errors.Is(err, ErrControllerFenced):
-				c.log.Warn("deposed: a newer controller wrote a partition", "topic", t.Name, "partition", st.Partition,
-					"controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
-				c.leading.Store(false)
-				return
-			case err == nil:
-				if st.Reassigning() && !d.State.Reassigning() {
-					c.log.Info("reassignment completed", "topic", t.Name, "partition", st.Partition,
-						"replicas", d.State.Replicas, "leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
-				} else if d.Reregistered {
-					c.log.Info("leader registered again; new leader epoch", "topic", t.Name, "partition", st.Partition,
-						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
-				} else if d.LeaderChanged {
-					c.log.Info("elected leader", "topic", t.Name, "partition", st.Partition,
-						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR, "elr", d.State.ELR)
-				} else {
-					c.log.Info("partition changed", "topic", t.Name, "partition", st.Partition,
-						"leader", d.State.Leader, "isr", d.State.ISR, "elr", d.State.ELR)
+				if c.reconciled(t.Name, st, d, err) {
+					deposed.Store(true)
 				}
-			case errors.Is(err, ErrConflict):
-				c.Poke() // someone wrote first: decide again on the fresh state
-			default:
-				c.log.Warn("updating partition", "topic", t.Name, "partition", st.Partition, "err", err)
-			}
+			}()
 		}
 	}
+}
+
+// reconciled logs the outcome of writing decision d for partition st and
+// reports whether it deposed this controller (a newer one wrote first).
+func (c *Controller) reconciled(topic string, st PartitionState, d Decision, err error) (deposed bool) {
+	switch {
+	case errors.Is(err, ErrControllerFenced):
+		c.log.Warn("deposed: a newer controller wrote a partition", "topic", topic, "partition", st.Partition,
+			"controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
+		c.leading.Store(false)
+		return true
+	case err == nil:
+		if st.Reassigning() && !d.State.Reassigning() {
+			c.log.Info("reassignment completed", "topic", topic, "partition", st.Partition,
+				"replicas", d.State.Replicas, "leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
+		} else if d.Reregistered {
+			c.log.Info("leader registered again; new leader epoch", "topic", topic, "partition", st.Partition,
+				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR)
+		} else if d.LeaderChanged {
+			c.log.Info("elected leader", "topic", topic, "partition", st.Partition,
+				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch, "isr", d.State.ISR, "elr", d.State.ELR)
+		} else {
+			c.log.Info("partition changed", "topic", topic, "partition", st.Partition,
+				"leader", d.State.Leader, "isr", d.State.ISR, "elr", d.State.ELR)
+		}
+	case errors.Is(err, ErrConflict):
+		c.Poke() // someone wrote first: decide again on the fresh state
+	default:
+		c.log.Warn("updating partition", "topic", topic, "partition", st.Partition, "err", err)
+	}
+	return false
 }
 
 // observeRoundTrip records this step's round trip to the control plane,
