@@ -207,7 +207,11 @@ func PlanBalance(parts []PartitionState, v BalanceView) BalancePlan {
 			s.replicas[r]++
 			s.perTopic[st.Topic][r]++
 		}
-		if len(t) > 0 {
+		if len(t) > 0 && !slices.Contains(v.Offline[t[0]], OfflineReplica{TopicID: st.TopicID, Partition: st.Partition}) {
+			// A preferred replica that is offline on its broker cannot
+			// lead: it is no leadership to even out (nor can the
+			// partition be reordered while a replica is offline), so it
+			// must not push the broker's other partitions away.
 			s.pref[t[0]]++
 		}
 		if st.Leader >= 0 {

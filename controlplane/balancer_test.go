@@ -292,6 +292,20 @@ func TestPlanBalanceSkipsFencedAndOffline(t *testing.T) {
 	if got, want := renderMoves(plan), []string{"preferred u-0 1->2 [2 1]"}; !slices.Equal(got, want) {
 		t.Errorf("moves %v, want %v", got, want)
 	}
+
+	// A partition whose preferred replica is offline on its broker does not
+	// count as that broker's leadership: broker 1 keeps preferring v-1
+	// (membershiptest's TestReplicaFailingToOpen: the healthy partition's
+	// leadership was moved off the node with the offline one).
+	v := []PartitionState{
+		{Topic: "v", Partition: 0, Leader: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}},
+		{Topic: "v", Partition: 1, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}},
+	}
+	plan = PlanBalance(v, BalanceView{Brokers: brokersOf(1, 2, 3), MaxMoves: 10, Skew: 1,
+		Offline: map[int32][]OfflineReplica{1: {{Partition: 0}}}})
+	if len(plan.Moves) != 0 {
+		t.Errorf("a broker's offline preferred replica moved its other leadership away: %v", renderMoves(plan))
+	}
 }
 
 // TestPlanBalanceEvensTopicsOut: the cheapest moves are those of an empty
