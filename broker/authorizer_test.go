@@ -663,6 +663,11 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			return nil
 		}}),
 		// KIP-932 share groups (package share).
+		kmsg.UpdateFeatures: one(authzCall{build(func(r *kmsg.UpdateFeaturesRequest) {
+			u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+			u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2
+			r.FeatureUpdates = append(r.FeatureUpdates, u)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "update features", func(r *kmsg.UpdateFeaturesResponse) int16 { return r.ErrorCode })}),
 		kmsg.ConsumerGroupHeartbeat: one(authzCall{build(func(r *kmsg.ConsumerGroupHeartbeatRequest) {
 			r.Group, r.MemberID, r.RebalanceTimeoutMillis, r.SubscribedTopicNames = fxGroup, "bob-member", 5000, []string{fxTopic}
 			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}

@@ -50,7 +50,7 @@ func TestUpdateFeatures(t *testing.T) {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
-	initial := map[string]int16{"transaction.version": 2, "group.version": 1}
+	initial := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1}
 	for _, id := range []int32{1, 2} {
 		if got, epoch := finalizedOn(t, ctx, cl, id); !equalLevels(got, initial) || epoch != 1 {
 			t.Fatalf("node %d before any update: %v at epoch %d, want %v at 1", id, got, epoch, initial)
@@ -62,7 +62,7 @@ func TestUpdateFeatures(t *testing.T) {
 		u    kadm.FeatureUpdate
 	}{
 		{"unknown feature", kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 20, UpgradeType: 1}},
-		{"share.version (not built)", kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 1, UpgradeType: 1}},
+		{"share.version above its supported range", kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 2, UpgradeType: 1}},
 		{"above the supported range", kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 3, UpgradeType: 1}},
 		{"a downgrade as an upgrade", kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 1, UpgradeType: 1}},
 		{"an unknown upgrade type", kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 7}},
@@ -86,7 +86,8 @@ func TestUpdateFeatures(t *testing.T) {
 	}
 
 	res, err = adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 1, UpgradeType: 2},
-		kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 3})
+		kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 3},
+		kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 0, UpgradeType: 2})
 	if err != nil || res.Error() != nil {
 		t.Fatalf("downgrade: %v %v", err, res.Error())
 	}
@@ -108,7 +109,8 @@ func TestUpdateFeatures(t *testing.T) {
 	})
 
 	res, err = adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1},
-		kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1})
+		kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
+		kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 1, UpgradeType: 1})
 	if err != nil || res.Error() != nil {
 		t.Fatalf("upgrade: %v %v", err, res.Error())
 	}

@@ -185,10 +185,10 @@ func TestKafkaAPIsAgree(t *testing.T) {
 // checkFeatures holds the feature flags of an ApiVersions v4 answer
 // (KIP-584) to what is built, as Kafka 4.4 finalizes them for a new
 // cluster: transaction.version 2 (supported 0-2) and group.version 1
-// (supported 0-1, KIP-848's consumer groups); share.version is not built
-// (share groups, KIP-932), so not advertised.
+// (supported 0-1, KIP-848's consumer groups), share.version 1 (supported
+// 0-1, KIP-932's share groups).
 func checkFeatures(t *testing.T, resp *kmsg.ApiVersionsResponse) {
-	want := map[string][3]int16{"transaction.version": {0, 2, 2}, "group.version": {0, 1, 1}}
+	want := map[string][3]int16{"transaction.version": {0, 2, 2}, "group.version": {0, 1, 1}, "share.version": {0, 1, 1}}
 	got := map[string][3]int16{}
 	for _, f := range resp.SupportedFeatures {
 		got[f.Name] = [3]int16{f.MinVersion, f.MaxVersion, 0}
