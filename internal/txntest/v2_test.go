@@ -3,6 +3,7 @@ package txntest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -295,8 +296,10 @@ func TestTransactionVersion1(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(av.FinalizedFeatures) != 1 || av.FinalizedFeatures[0].Name != "transaction.version" ||
-				av.FinalizedFeatures[0].MaxVersionLevel != tc.level {
+			// transaction.version at the configured level, beside the other
+			// features built (group.version, share.version).
+			i := slices.IndexFunc(av.FinalizedFeatures, func(f kmsg.ApiVersionsResponseFinalizedFeature) bool { return f.Name == "transaction.version" })
+			if i < 0 || av.FinalizedFeatures[i].MaxVersionLevel != tc.level || av.FinalizedFeatures[i].MinVersionLevel != tc.level {
 				t.Fatalf("finalized features %+v, want transaction.version %d", av.FinalizedFeatures, tc.level)
 			}
 			createTopic(t, ctx, admin, "tv", 2, 1)
