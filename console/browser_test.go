@@ -116,14 +116,6 @@ func getJSON[T any](t *testing.T, ctx context.Context, node *broker.Node, path s
 	return v
 }
 
-// poll calls cond until it holds, failing the test after d.
-func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if err := proctest.Poll(d, 100*time.Millisecond, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 // TestConsoleInBrowser runs the console in headless Chromium against a
 // live three-node cluster with a tiered topic, the admin listeners behind
 // a tokens file: a request without the token is refused (the page and its
