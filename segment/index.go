@@ -12,49 +12,74 @@ import (
 // and trimmed to the used entries when the segment is rolled or closed, as
 // Kafka does.
 //
+// An index holds no file descriptor: a mapping stays valid after its file is
+// closed, so the file is opened only to truncate and remap it (a roll, a
+// trim, a truncation) or to fsync it, and closed again (issue 23: three fds
+// per partition, .log and both indexes, held 10,000 partitions under a
+// 20,000 fd limit). The one exception is pending, below.
+//
 // Locking: the owning Log mutates entries and n with its writer lock and
 // l.mu both held, and remaps (resize, close) only with both held; readers
 // hold l.mu (read) while they look entries up, so a mapping never disappears
-// under a reader.
+// under a reader. path changes only with the writer lock held.
 type mmapIndex struct {
-	f         *os.File
+	path      string // where the file is now (renameDeleted moves it)
 	entrySize int
 	data      []byte // the mapping; nil when the file is empty
 	n         int    // entries in use
+	// pending is the file a roll trimmed without syncing (trimNoSync),
+	// kept open until the segment's fsync (fsyncFile) or close: the
+	// background flusher then syncs the inode that was trimmed even if the
+	// file was renamed meanwhile (a cleaned segment's old files are renamed
+	// before the writer takes the segment back from the flusher). nil
+	// otherwise. The writer sets it (before queueing the segment); the
+	// flusher takes it with flusher.syncing held; writers touch it again
+	// only after dropFlushes (see flusher.go).
+	pending *os.File
 }
 
-// openIndex opens or creates the index at path. n is the whole entries the
-// file holds; the caller checks them (sanityCheck) before trusting them.
+// openIndex opens or creates the index at path and maps it; the file is
+// closed again once mapped. n is the whole entries the file holds; the
+// caller checks them (sanityCheck) before trusting them.
 func openIndex(path string, entrySize int) (*mmapIndex, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	x := &mmapIndex{f: f, entrySize: entrySize}
+	x := &mmapIndex{path: path, entrySize: entrySize}
 	size := st.Size() - st.Size()%int64(entrySize)
 	// Only a cut partial entry needs an fsync: a new (empty) index, made at
 	// each roll, must not put one on the append path.
-	if err := x.mapSize(size, size != st.Size()); err != nil {
-		f.Close()
+	if err := x.mapSize(f, size, size != st.Size()); err != nil {
 		return nil, err
 	}
 	x.n = int(size) / entrySize
 	return x, nil
 }
 
-// mapSize truncates or extends the file to size, fsyncs it when sync is
-// set, and maps it. Any previous mapping must already be gone.
-func (x *mmapIndex) mapSize(size int64, sync bool) error {
-	if err := x.f.Truncate(size); err != nil {
+// file is the index file, open read-write: pending when a roll left it
+// open, else opened now (owned reports whether the caller must close it).
+func (x *mmapIndex) file() (f *os.File, owned bool, err error) {
+	if x.pending != nil {
+		return x.pending, false, nil
+	}
+	f, err = os.OpenFile(x.path, os.O_RDWR, 0)
+	return f, err == nil, err
+}
+
+// mapSize truncates or extends f (the index file) to size, fsyncs it when
+// sync is set, and maps it. Any previous mapping must already be gone.
+func (x *mmapIndex) mapSize(f *os.File, size int64, sync bool) error {
+	if err := f.Truncate(size); err != nil {
 		return err
 	}
 	if sync {
-		if err := fsync(x.f); err != nil {
+		if err := fsync(f); err != nil {
 			return err
 		}
 	}
@@ -62,9 +87,9 @@ func (x *mmapIndex) mapSize(size int64, sync bool) error {
 		x.data = nil
 		return nil
 	}
-	b, err := unix.Mmap(int(x.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("mmap %s: %w", x.f.Name(), err)
+		return fmt.Errorf("mmap %s: %w", x.path, err)
 	}
 	// An index is looked up by binary search and appended at its end: no
 	// access is sequential. Without this advice the first fault on an
@@ -74,7 +99,7 @@ func (x *mmapIndex) mapSize(size int64, sync bool) error {
 	// CPU and its file-backed memory (issue 23).
 	if err := unix.Madvise(b, unix.MADV_RANDOM); err != nil {
 		_ = unix.Munmap(b)
-		return fmt.Errorf("madvise %s: %w", x.f.Name(), err)
+		return fmt.Errorf("madvise %s: %w", x.path, err)
 	}
 	x.data = b
 	return nil
@@ -102,9 +127,22 @@ func (x *mmapIndex) resize(maxBytes int) error { return x.resizeSync(maxBytes, t
 // trimNoSync trims like resize(0) without msync or fsync: a roll uses it, and
 // the background flusher fsyncs the file afterwards (munmap keeps dirty
 // pages in the page cache). Until then the index is not trusted: the
-// recovery point is still below its segment.
-func (x *mmapIndex) trimNoSync() error { return x.resizeSync(0, false) }
+// recovery point is still below its segment. The file stays open (pending)
+// for that fsync.
+func (x *mmapIndex) trimNoSync() error {
+	if x.pending == nil {
+		f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		x.pending = f
+	}
+	return x.resizeSync(0, false)
+}
 
+// resizeSync is resize, syncing (msync before the unmap, fsync after the
+// truncation) only when sync is set. A synced resize also closes a pending
+// file: nothing is left for the flusher to make durable.
 func (x *mmapIndex) resizeSync(maxBytes int, sync bool) error {
 	size := int64(maxBytes - maxBytes%x.entrySize)
 	if used := int64(x.n * x.entrySize); size < used {
@@ -118,10 +156,55 @@ func (x *mmapIndex) resizeSync(maxBytes int, sync bool) error {
 			return err
 		}
 	}
-	if err := x.unmap(); err != nil {
+	f, owned, err := x.file()
+	if err != nil {
 		return err
 	}
-	return x.mapSize(size, sync)
+	if err := x.unmap(); err != nil {
+		if owned {
+			f.Close()
+		}
+		return err
+	}
+	err = x.mapSize(f, size, sync)
+	if owned {
+		if e := f.Close(); err == nil {
+			err = e
+		}
+	} else if sync && err == nil {
+		err = x.closePending()
+	}
+	return err
+}
+
+// closePending closes the file a roll left open, if any.
+func (x *mmapIndex) closePending() error {
+	if x.pending == nil {
+		return nil
+	}
+	err := x.pending.Close()
+	x.pending = nil
+	return err
+}
+
+// fsyncFile fsyncs the index file through a descriptor (the pending one,
+// else one opened for it) and closes it.
+func (x *mmapIndex) fsyncFile() error {
+	f, owned, err := x.file()
+	if err != nil {
+		return err
+	}
+	err = fsync(f)
+	if owned {
+		if e := f.Close(); err == nil {
+			err = e
+		}
+		return err
+	}
+	if err == nil {
+		err = x.closePending()
+	}
+	return err
 }
 
 // truncateTo keeps the first n entries and zeroes the rest of the mapping.
@@ -144,8 +227,8 @@ func (x *mmapIndex) sync() error {
 	return unix.Msync(x.data, unix.MS_SYNC)
 }
 
-// close unmaps and closes the file, trimming it to the used entries first
-// when trim is set.
+// close unmaps the index (and closes a pending file), trimming the file to
+// the used entries first when trim is set.
 func (x *mmapIndex) close(trim bool) error {
 	var err error
 	if trim {
@@ -154,7 +237,7 @@ func (x *mmapIndex) close(trim bool) error {
 	if e := x.unmap(); err == nil {
 		err = e
 	}
-	if e := x.f.Close(); err == nil {
+	if e := x.closePending(); err == nil {
 		err = e
 	}
 	return err

@@ -181,19 +181,21 @@ func (s *segment) sealTimeIndex() {
 }
 
 // sync fsyncs the .log and both index files. The indexes are synced
-// through their descriptors, not msync: on Linux the page cache is shared,
-// so fsync writes back pages dirtied through the mapping (msync(MS_SYNC) is
-// the same call on a range), it also makes a trim's new size durable (a
-// roll trims without syncing), and it never touches the mapping, which the
-// writer may replace. Callers keep the files open meanwhile (flusher.go).
+// through a descriptor (the one a roll left pending, else one opened for
+// the fsync), not msync: on Linux the page cache is shared, so fsync writes
+// back pages dirtied through the mapping (msync(MS_SYNC) is the same call
+// on a range), it also makes a trim's new size durable (a roll trims
+// without syncing), and it never touches the mapping, which the writer may
+// replace. Callers keep the segment from being closed meanwhile
+// (flusher.go).
 func (s *segment) sync() error {
 	if err := fsync(s.log); err != nil {
 		return err
 	}
-	if err := fsync(s.idx.f); err != nil {
+	if err := s.idx.fsyncFile(); err != nil {
 		return err
 	}
-	if err := fsync(s.tidx.f); err != nil {
+	if err := s.tidx.fsyncFile(); err != nil {
 		return err
 	}
 	return s.syncTxnIndex()
@@ -212,7 +214,8 @@ func (s *segment) close(trim bool) error {
 }
 
 // renameDeleted renames the segment's files with a .deleted suffix; open
-// handles keep working.
+// handles and index mappings keep working, and the indexes follow their
+// files (they reopen them by path).
 func (s *segment) renameDeleted() error { return s.renameDeletedExcept("") }
 
 // renameDeletedExcept is renameDeleted leaving the file with suffix keep
@@ -224,6 +227,12 @@ func (s *segment) renameDeletedExcept(keep string) error {
 		}
 		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
 			return err
+		}
+		switch suf {
+		case indexSuffix:
+			s.idx.path = s.path(suf) + deletedSuffix
+		case timeIndexSuffix:
+			s.tidx.path = s.path(suf) + deletedSuffix
 		}
 	}
 	s.renamed = true
