@@ -31,8 +31,9 @@ const manyIdle = 10 * time.Second
 // (ready-ms); then, with no client traffic for manyIdle, the CPU of the
 // busiest node in percent of one core (node-idle-cpu-%) and of this
 // process (the NATS server, nats-idle-cpu-%), the largest resident memory
-// of a node (rss-mb, anonymous plus file-backed) and the goroutines of the
-// node with the most (goroutines), also per partition (each node holds
+// of a node (rss-mb, anonymous plus file-backed), the goroutines of the
+// node with the most (goroutines) and its open descriptors (fds), also per
+// partition (each node holds
 // every partition; the 8-partition run shows the fixed part). Asserts
 // nothing about time; each phase is bounded.
 //
@@ -63,8 +64,9 @@ func BenchmarkManyPartitions(b *testing.B) {
 }
 
 // manyFDsPerPartition is the descriptors a node keeps open for each
-// partition it holds: its active segment's .log, .index and .timeindex.
-const manyFDsPerPartition = 3
+// partition it holds: its active segment's .log (the indexes are mapped
+// and their files closed; TestNodeFilesPerPartition).
+const manyFDsPerPartition = 1
 
 func manyPartitions(b *testing.B, parts int32) {
 	const topic = "many"
@@ -156,10 +158,11 @@ func manyPartitions(b *testing.B, parts int32) {
 	for i := range cpu0 {
 		busiest = max(busiest, cpu1[i]-cpu0[i])
 	}
-	rss, goroutines := int64(0), 0.0
+	rss, goroutines, fds := int64(0), 0.0, 0
 	for _, id := range c.IDs() {
 		rss = max(rss, nodeRSS(b, c.Node(id)))
 		goroutines = max(goroutines, c.Node(id).Metrics()["go_goroutines"])
+		fds = max(fds, nodeOpenFiles(b, c.Node(id)))
 	}
 	b.ReportMetric(float64(ready.Milliseconds()), "ready-ms")
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
@@ -167,6 +170,8 @@ func manyPartitions(b *testing.B, parts int32) {
 	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
 	b.ReportMetric(goroutines/float64(parts), "goroutines/partition")
 	b.ReportMetric(goroutines, "goroutines")
+	b.ReportMetric(float64(fds), "fds")
+	b.ReportMetric(float64(fds)/float64(parts), "fds/partition")
 	c.CheckNoPanic()
 }
 
