@@ -1,7 +1,8 @@
 package admin
 
-// The internal topics, __consumer_offsets and __transaction_state, are the
-// group and transaction coordinators' state. Their shape is the
+// The internal topics, __consumer_offsets, __transaction_state and
+// __share_group_state, are the group, transaction and share coordinators'
+// state. Their shape is the
 // coordinators' to choose, whoever creates them:
 //
 //   - Metadata auto-creation makes them with the coordinator's shape, as
@@ -55,8 +56,11 @@ func (h *Handlers) internalTopicShape(name string) (coordinator.TopicShape, bool
 // internalTopicOwner names the setting that fixes an internal topic's
 // partition count, for messages.
 func internalTopicOwner(name string) string {
-	if name == coordinator.TransactionStateTopic {
+	switch name {
+	case coordinator.TransactionStateTopic:
 		return "the transaction coordinator (transaction.state.log.num.partitions)"
+	case coordinator.ShareGroupStateTopic:
+		return "the share coordinator (share.coordinator.state.topic.num.partitions)"
 	}
 	return "the group coordinator (offsets.topic.num.partitions)"
 }
@@ -102,7 +106,7 @@ func (h *Handlers) internalConfigs(name string, configs map[string]string) error
 
 // internalTopic reports whether name is one of the coordinators' topics.
 func internalTopic(name string) bool {
-	return name == coordinator.OffsetsTopic || name == coordinator.TransactionStateTopic
+	return name == coordinator.OffsetsTopic || name == coordinator.TransactionStateTopic || name == coordinator.ShareGroupStateTopic
 }
 
 // shapeMismatches says how existing topic t differs from shape, nil when
@@ -169,7 +173,7 @@ func (h *Handlers) checkInternalShape(t controlplane.Topic, shape coordinator.To
 // For the node's metrics; safe for concurrent use.
 func (h *Handlers) InternalTopicsWrongShape() map[string]bool {
 	out := map[string]bool{}
-	for _, name := range []string{coordinator.OffsetsTopic, coordinator.TransactionStateTopic} {
+	for _, name := range []string{coordinator.OffsetsTopic, coordinator.TransactionStateTopic, coordinator.ShareGroupStateTopic} {
 		t, ok := h.store.Topic(name)
 		if !ok {
 			continue

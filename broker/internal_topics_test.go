@@ -16,6 +16,7 @@ import (
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/share"
 	"github.com/shale-io/shale/txn"
 )
 
@@ -439,5 +440,95 @@ func TestProduceToInternalTopicsRefused(t *testing.T) {
 	// Kafka's admin client id may still write (its tools repair with it).
 	if err := produce("__admin_client", group.OffsetsTopic); err != nil {
 		t.Fatalf("produce to %s as __admin_client: %v", group.OffsetsTopic, err)
+	}
+}
+
+// TestShareGroupStateTopicIsInternal: __share_group_state is protected as
+// the other coordinators' topics are (issue 25): Metadata reports it
+// internal, with its coordinator's shape; a Produce from an ordinary
+// client is INVALID_TOPIC_EXCEPTION, DeleteRecords is
+// INVALID_TOPIC_EXCEPTION, CreatePartitions and a change to delete
+// retention are POLICY_VIOLATION; and the share group's state, written by
+// its coordinator, is untouched. Before the fix the produce was
+// acknowledged (a tombstone erases a share-partition's state) and
+// Metadata said it was not internal.
+func TestShareGroupStateTopicIsInternal(t *testing.T) {
+	const topic, grp = "ssg-data", "ssg-group"
+	n := testnode.Start(t, t.TempDir(), fastShareGroups)
+	addr := n.KafkaAddr()
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	ctx := ctxT(t, 90*time.Second)
+	createTopic(t, adm, topic, 1)
+	produceN(t, addr, topic, 20, "a")
+	seen := newDeliveries()
+	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
+	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 20) == 0 },
+		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 20)) })
+	m.stop() // its acceptances are written to __share_group_state
+
+	meta := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(share.StateTopic)
+	meta.Topics = append(meta.Topics, rt)
+	mr, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 || !mr.Topics[0].IsInternal {
+		t.Fatalf("metadata of %s: %d topics, first %v internal %v; want it internal", share.StateTopic,
+			len(mr.Topics), kerr.ErrorForCode(mr.Topics[0].ErrorCode), mr.Topics[0].IsInternal)
+	}
+	internalShape(ctx, t, adm, share.StateTopic, 50, "")
+
+	pc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("console-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(2),
+		kgo.RecordRetries(20), kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if err := pc.ProduceSync(ctx, &kgo.Record{Topic: share.StateTopic, Partition: 0, Key: []byte("k")}).FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", share.StateTopic, err)
+	}
+
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.TimeoutMillis = 10000
+	drt := kmsg.NewDeleteRecordsRequestTopic()
+	drt.Topic = share.StateTopic
+	for p := range int32(50) {
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = p, -1
+		drt.Partitions = append(drt.Partitions, rp)
+	}
+	dr.Topics = append(dr.Topics, drt)
+	drr, err := dr.RequestWith(ctx, cl.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range drr.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != kerr.InvalidTopicException.Code {
+				t.Fatalf("DeleteRecords %s-%d: %v, want INVALID_TOPIC_EXCEPTION", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+
+	if cr, err := adm.CreatePartitions(ctx, 1, share.StateTopic); err != nil || !errors.Is(cr[share.StateTopic].Err, kerr.PolicyViolation) {
+		t.Fatalf("CreatePartitions of %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, cr[share.StateTopic].Err)
+	}
+	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}, share.StateTopic)
+	if err != nil || !errors.Is(ar[0].Err, kerr.PolicyViolation) {
+		t.Fatalf("cleanup.policy=delete on %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, ar[0].Err)
+	}
+
+	// The group's acceptances stand: a new member gets only new records.
+	after := newDeliveries()
+	startShareMember(t, []string{addr}, "m2", grp, topic, after, false)
+	produceN(t, addr, topic, 5, "z")
+	waitShared(t, 60*time.Second, func() bool { return after.missing("z", 5) == 0 },
+		func() string { return fmt.Sprintf("%d of z never delivered", after.missing("z", 5)) })
+	if again := 20 - after.missing("a", 20); again > 0 {
+		t.Fatalf("%d accepted records delivered again", again)
 	}
 }

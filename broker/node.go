@@ -41,6 +41,7 @@ import (
 	"github.com/shale-io/shale/lag"
 	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
+	"github.com/shale-io/shale/share"
 	"github.com/shale-io/shale/tiering"
 	"github.com/shale-io/shale/tiering/coldread"
 )
@@ -329,9 +330,11 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 		tm = n.tiering.manager
 	}
 	n.coords = n.buildCoordinators(reg)
+	shapes := n.coords.internalTopicShapes()
+	shapes[share.StateTopic] = n.shareStateTopicShape
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
 		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore, Features: n.features,
-		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: n.coords.internalTopicShapes(), Logger: n.logger})
+		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: shapes, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.txnVerifier(n.coords), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})

@@ -2,9 +2,8 @@ package broker
 
 import (
 	"context"
-	"errors"
 
-	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/share"
@@ -58,21 +57,31 @@ func (n *Node) shareStateLeader(p int32) (int32, bool) {
 	return st.Leader, true
 }
 
-// ensureShareStateTopic creates __share_group_state (compacted, as
-// Kafka's share coordinator creates it, with as many replicas as
-// __consumer_offsets, capped at the live brokers) unless it exists.
+// shareStateTopicShape is the shape the share coordinator needs of
+// __share_group_state: share.DefaultStatePartitions partitions (keys map
+// with that count), as many replicas as __consumer_offsets capped at the
+// live brokers, compacted (Kafka makes it cleanup.policy=delete and prunes
+// it with DeleteRecords below each key's latest snapshot; Shale writes
+// only whole snapshots, so compaction keeps each key's latest, and
+// DeleteRecords is refused on it as on every internal topic), the
+// producer's compression and 100 MiB segments as Kafka's
+// shareGroupStateTopicConfigs.
+func (n *Node) shareStateTopicShape() coordinator.TopicShape {
+	rf := min(int(n.cfg.OffsetsTopicReplicationFactor), max(len(n.store.Brokers()), 1))
+	return coordinator.TopicShape{Partitions: share.DefaultStatePartitions, ReplicationFactor: int16(rf),
+		Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}}
+}
+
+// ensureShareStateTopic creates __share_group_state with its shape unless
+// it exists; an existing one of another shape is logged and, with another
+// partition count, an error (admin's internal-topic rules, as for the
+// other coordinators' topics).
 func (n *Node) ensureShareStateTopic(ctx context.Context) error {
-	if _, ok := n.store.Topic(share.StateTopic); ok {
+	if t, ok := n.store.Topic(share.StateTopic); ok && t.Partitions == share.DefaultStatePartitions {
 		return nil
 	}
-	rf := min(int(n.cfg.OffsetsTopicReplicationFactor), max(len(n.store.Brokers()), 1))
-	_, err := n.store.CreateTopic(ctx, share.StateTopic, share.DefaultStatePartitions, int16(rf),
-		map[string]string{"cleanup.policy": "compact"})
-	if err != nil && !errors.Is(err, controlplane.ErrTopicExists) {
-		return err
-	}
-	n.replicas.ReconcileOrLog()
-	return nil
+	s := n.shareStateTopicShape()
+	return n.apis.EnsureTopic(ctx, share.StateTopic, s.Partitions, s.ReplicationFactor, s.Configs)
 }
 
 // closeShare stops the share coordinator's expiry loop. Idempotent.

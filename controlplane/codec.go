@@ -81,8 +81,10 @@ func decodeTopic(b []byte) (Topic, error) {
 	if err != nil {
 		return Topic{}, err
 	}
+	// A record written before a topic was counted internal
+	// (__share_group_state before issue 25) is internal by its name.
 	return Topic{Name: r.Name, ID: id, Partitions: r.Partitions, ReplicationFactor: r.ReplicationFactor,
-		Configs: r.Configs, Internal: r.Internal}, nil
+		Configs: r.Configs, Internal: r.Internal || isInternalTopic(r.Name)}, nil
 }
 
 func encodePartition(p PartitionState) []byte {

@@ -32,7 +32,7 @@ func ValidateTopicName(name string) error {
 
 // isInternalTopic reports the topics Kafka marks internal.
 func isInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 // A NATS KV key is dot-separated tokens, none empty; Kafka names may start or

@@ -10,6 +10,9 @@ const (
 	// TransactionStateTopic holds transaction state (the transaction
 	// coordinator's).
 	TransactionStateTopic = "__transaction_state"
+	// ShareGroupStateTopic holds share-partition state (the share
+	// coordinator's, package share).
+	ShareGroupStateTopic = "__share_group_state"
 )
 
 // javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... over

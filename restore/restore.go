@@ -94,7 +94,9 @@ func (r *Restorer) Run(ctx context.Context, req adminapi.RestoreRequest) (admina
 	return rep, nil
 }
 
-func isInternal(name string) bool { return name == OffsetsTopic || name == "__transaction_state" }
+func isInternal(name string) bool {
+	return name == OffsetsTopic || name == "__transaction_state" || name == "__share_group_state"
+}
 
 // newestByName picks, for each topic name, the topic id of the newest
 // upload or descriptor (a name deleted and created again has several).
