@@ -458,3 +458,51 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		t.Fatalf("ListGroups after DeleteGroups: %v %+v", err, lresp.Groups)
 	}
 }
+
+// TestShareGroupReleasesOnDisconnect: a member that dies holding records
+// (its connections cut: no acknowledgement, no session close, no leave)
+// no longer holds them until its locks expire or its session times out:
+// the node releases them when the connection that opened the share
+// session closes, as Kafka's share session cache does, and another member
+// gets them with delivery count 2. The locks (60 s) and the member
+// session timeout (45 s) are longer than the test waits (20 s): before
+// the fix it timed out with every held record still locked.
+func TestShareGroupReleasesOnDisconnect(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
+		fastShareGroups(c)
+		c.GroupShareRecordLockDuration = 60 * time.Second
+		c.GroupShareSessionTimeout = 45 * time.Second
+	})
+	addr := n.KafkaAddr()
+	adm := kadm.NewClient(newClient(t, addr))
+	const topic, grp = "share-disconnect", "share-disconnect-group"
+	createTopic(t, adm, topic, 1)
+	seen := newDeliveries()
+	dying := startShareMember(t, []string{addr}, "dying", grp, topic, seen, true)
+	produceN(t, addr, topic, 30, "c")
+	select {
+	case <-dying.got: // it has records, and its connections are cut
+	case <-time.After(60 * time.Second):
+		t.Fatal("the holding member never got records")
+	}
+	startShareMember(t, []string{addr}, "m2", grp, topic, seen, false)
+	held, reacquired := 0, 0
+	waitShared(t, 20*time.Second, func() bool {
+		held, reacquired = 0, 0
+		for i := range 30 {
+			counts, by := seen.get(fmt.Sprintf("c-%d", i))
+			if len(by) > 0 && by[0] == "dying" {
+				held++
+				if len(by) > 1 && by[1] == "m2" && counts[1] == 2 {
+					reacquired++
+				}
+			}
+		}
+		return held > 0 && reacquired == held
+	}, func() string {
+		return fmt.Sprintf("the disconnected member held %d records, %d reacquired by m2 with delivery count 2", held, reacquired)
+	})
+	if miss := seen.missing("c", 30); miss > 0 {
+		t.Fatalf("%d records never delivered", miss)
+	}
+}

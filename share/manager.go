@@ -71,6 +71,9 @@ type sessionKey struct{ group, member string }
 type session struct {
 	next  int32 // the epoch the next request must carry
 	parts map[tidp]struct{}
+	// unbind stops the release of the member's records when the
+	// connection that opened the session closes (nil: not bound).
+	unbind func() bool
 }
 
 type tidp struct {
@@ -100,17 +103,50 @@ func (m *Manager) wakeLocked() {
 func (m *Manager) ReleaseMember(group, member string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.releaseMemberLocked(group, member)
+}
+
+// releaseMemberLocked releases every record member holds in group on this
+// node and drops its share session here.
+// REQUIRES: m.mu held.
+func (m *Manager) releaseMemberLocked(group, member string) {
 	changed := false
 	for k, sp := range m.mu.parts {
 		if k.group == group && sp.st.ReleaseMember(member) {
 			changed = true
 		}
 	}
-	delete(m.mu.sessions, sessionKey{group, member})
+	m.dropSessionLocked(sessionKey{group, member})
 	if changed {
 		m.wakeLocked()
 	}
 	m.evictIdleLocked(group)
+}
+
+// dropSessionLocked forgets k's share session, if any.
+// REQUIRES: m.mu held.
+func (m *Manager) dropSessionLocked(k sessionKey) {
+	if s := m.mu.sessions[k]; s != nil && s.unbind != nil {
+		s.unbind()
+	}
+	delete(m.mu.sessions, k)
+}
+
+// bindSessionLocked ties session s of k to the connection whose context
+// is conn: when it closes while s is still k's session, the member's
+// records on this node are released at once and s is dropped, as Kafka's
+// share session cache does on a disconnect (a member that dies without
+// closing its session or leaving no longer holds its records until the
+// locks expire).
+// REQUIRES: m.mu held.
+func (m *Manager) bindSessionLocked(conn context.Context, k sessionKey, s *session) {
+	s.unbind = context.AfterFunc(conn, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.mu.sessions[k] == s {
+			m.releaseMemberLocked(k.group, k.member)
+		}
+	})
 }
 
 // evictIdleLocked drops from memory the share-partitions of group that

@@ -93,7 +93,7 @@ func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) 
 					m.wakeLocked()
 				}
 			}
-			delete(m.mu.sessions, sk)
+			m.dropSessionLocked(sk)
 			m.evictIdleLocked(group)
 			m.mu.Unlock()
 		}

@@ -10,6 +10,11 @@ package share
 //     none); Topics add partitions, ForgottenTopicsData remove them; -1
 //     closes it, applying its acknowledgements and releasing what the
 //     member still holds here.
+//   - A session belongs to the connection that opened it: when that
+//     connection closes, the member's records here are released at once
+//     and the session is gone (a later request with its epoch gets
+//     SHARE_SESSION_NOT_FOUND and the member opens a new one), as
+//     Kafka's share session cache does on a disconnect.
 //   - Piggybacked AcknowledgementBatches are applied first (one type for
 //     the range, or one per offset; 0 gap, 1 accept, 2 release, 3 reject,
 //     4 renew); a failure is the partition's AcknowledgeErrorCode
@@ -104,6 +109,7 @@ func (m *Manager) sessionForLocked(k sessionKey, epoch int32, open bool) (*sessi
 	s := m.mu.sessions[k]
 	switch {
 	case epoch == 0 && open:
+		m.dropSessionLocked(k)
 		s = &session{next: 1, parts: map[tidp]struct{}{}}
 		m.mu.sessions[k] = s
 		return s, 0
@@ -189,6 +195,9 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 			resp.ErrorCode = code
 			return resp, nil
 		}
+		if r.ShareSessionEpoch == 0 {
+			m.bindSessionLocked(ctx, sk, s)
+		}
 		if r.ShareSessionEpoch != -1 && !renewOnly {
 			for k := range named {
 				s.parts[k] = struct{}{}
@@ -228,7 +237,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 					m.wakeLocked()
 				}
 			}
-			delete(m.mu.sessions, sk)
+			m.dropSessionLocked(sk)
 			m.evictIdleLocked(group)
 			m.mu.Unlock()
 		}
