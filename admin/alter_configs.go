@@ -8,8 +8,9 @@ package admin
 //     APPEND (2) and SUBTRACT (3) to list configs (v1 is flexible).
 //
 // Every value is validated with Kafka's names and types before anything is
-// written (INVALID_CONFIG); ValidateOnly writes nothing. Only topic
-// resources can be altered; broker settings are static (INVALID_REQUEST).
+// written (INVALID_CONFIG); ValidateOnly writes nothing. Topic and client
+// metrics (type 16, KIP-714: client_metrics.go) resources can be altered;
+// broker settings are static (INVALID_REQUEST).
 //
 // A change that would leave __consumer_offsets or __transaction_state
 // with a cleanup.policy other than compact is POLICY_VIOLATION
@@ -17,7 +18,8 @@ package admin
 // cleanup.policy=compact, since it replaces the whole set.
 //
 // With an authorizer: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+// or, for a broker or client metrics, on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -30,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz/acl"
+	"github.com/shale-io/shale/clientmetrics"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/kafka"
 )
@@ -38,6 +41,9 @@ import (
 func (h *Handlers) alterTopicConfigs(ctx context.Context, req *kafka.Request, resType int8, topic string, validateOnly bool, apply func(old map[string]string) (map[string]string, error)) (int16, *string) {
 	if code := h.configDenied(req, acl.OpAlterConfigs, resType, topic); code != 0 {
 		return code, nil
+	}
+	if resType == resourceClientMetrics {
+		return h.alterClientMetrics(ctx, topic, validateOnly, apply)
 	}
 	if resType != resourceTopic {
 		return kerr.InvalidRequest.Code, errMessage(fmt.Errorf("only topic configs can be altered"))
@@ -116,6 +122,10 @@ func (h *Handlers) handleIncrementalAlterConfigs(ctx context.Context, req *kafka
 						delete(cur, c.Name)
 					case 2, 3: // APPEND, SUBTRACT on list configs
 						key, ok := config.LookupTopicKey(c.Name)
+						if res.ResourceType == resourceClientMetrics {
+							// metrics and match are lists, default empty.
+							key, ok = &config.TopicKey{Type: config.TypeList}, c.Name == clientmetrics.ConfigMetrics || c.Name == clientmetrics.ConfigMatch
+						}
 						if !ok || key.Type != config.TypeList {
 							return nil, fmt.Errorf("%w: %s is not a list config", config.ErrInvalidConfig, c.Name)
 						}

@@ -18,7 +18,7 @@ func (h *Handlers) configDenied(req *kafka.Request, op acl.Operation, resourceTy
 		if !h.authz.Authorize(req, op, acl.Topic(name)) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
-	case resourceBroker, resourceBrokerLogger:
+	case resourceBroker, resourceBrokerLogger, resourceClientMetrics:
 		if !h.authz.Authorize(req, op, acl.Cluster) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}

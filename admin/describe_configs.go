@@ -8,9 +8,12 @@ package admin
 // Topic resources list every topic config Shale knows with its effective
 // value and where it came from (topic, broker default, Kafka default).
 // Broker resources list the broker's own settings under Kafka's names.
+// Client metrics resources (type 16, KIP-714) list a subscription's
+// metrics, interval.ms and match (client_metrics.go).
 //
 // With an authorizer: DescribeConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+// or, for a broker or client metrics, on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -29,6 +32,9 @@ const (
 	resourceTopic        = 2
 	resourceBroker       = 4
 	resourceBrokerLogger = 8
+	// resourceClientMetrics is a KIP-714 client metrics subscription
+	// (client_metrics.go).
+	resourceClientMetrics = 16
 )
 
 func (h *Handlers) brokerSettings() map[string]string {
@@ -109,6 +115,8 @@ func (h *Handlers) handleDescribeConfigs(ctx context.Context, req *kafka.Request
 				c.Name, c.Value, c.ReadOnly, c.Source = name, &val, true, kmsg.ConfigSource(config.SourceBroker)
 				rr.Configs = append(rr.Configs, c)
 			}
+		case resourceClientMetrics:
+			rr.ErrorCode, rr.ErrorMessage, rr.Configs = h.describeClientMetrics(ctx, res.ResourceName, wanted, r.IncludeDocumentation)
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 			rr.ErrorMessage = errMessage(fmt.Errorf("resource type %d is not supported", res.ResourceType))

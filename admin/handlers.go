@@ -1,7 +1,7 @@
 // Package admin holds the node's metadata and admin Kafka APIs, one file
 // per API named after it (Metadata, CreateTopics, DeleteTopics,
 // CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
-// IncrementalAlterConfigs, ElectLeaders, the partition reassignments,
+// IncrementalAlterConfigs, ListConfigResources, ElectLeaders, the partition reassignments,
 // DescribeCluster, DescribeLogDirs, DescribeTopicPartitions, UnregisterBroker), and the wiring of the consumer group coordinator's
 // and the transaction coordinator's APIs (packages group and txn own
 // them). They combine the control plane with the
@@ -53,6 +53,9 @@ type Config struct {
 	// Features holds the cluster's finalized feature levels
 	// (UpdateFeatures); nil leaves UpdateFeatures unregistered.
 	Features *controlplane.Features
+	// ClientMetrics holds the client metrics subscriptions (KIP-714: the
+	// CLIENT_METRICS config resources); nil refuses them INVALID_REQUEST.
+	ClientMetrics *controlplane.ClientMetrics
 	// Authorizer checks every API's ACLs; nil is the authorizer off.
 	Authorizer *authz.Authorizer
 	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
@@ -64,17 +67,18 @@ type Config struct {
 // Handlers serves the admin APIs of one node. Register builds it; its
 // handlers are called concurrently by the Kafka server.
 type Handlers struct {
-	scram        *controlplane.SCRAMCredentials // nil: no SCRAM APIs
-	quotas       *controlplane.ClientQuotas     // nil: no client quota APIs
-	authz        *authz.Authorizer              // nil: the authorizer off
-	acls         *controlplane.ACLs             // nil: the authorizer off
-	cfg          config.Broker
-	store        *controlplane.Store
-	replicas     *replica.Manager
-	tiering      *tiering.Manager // nil: tiering off
-	controllerID func() int32
-	logger       *slog.Logger
-	shapes       map[string]func() coordinator.TopicShape
+	scram         *controlplane.SCRAMCredentials // nil: no SCRAM APIs
+	quotas        *controlplane.ClientQuotas     // nil: no client quota APIs
+	clientMetrics *controlplane.ClientMetrics    // nil: no CLIENT_METRICS resources
+	authz         *authz.Authorizer              // nil: the authorizer off
+	acls          *controlplane.ACLs             // nil: the authorizer off
+	cfg           config.Broker
+	store         *controlplane.Store
+	replicas      *replica.Manager
+	tiering       *tiering.Manager // nil: tiering off
+	controllerID  func() int32
+	logger        *slog.Logger
+	shapes        map[string]func() coordinator.TopicShape
 
 	misshapen misshapenLog // internal topics of the wrong shape, logged
 }
@@ -83,7 +87,7 @@ type Handlers struct {
 // transaction APIs are their coordinators', which the node builds.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
-		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes}
+		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes, clientMetrics: cfg.ClientMetrics}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -98,6 +102,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.DescribeCluster, 0, 2, h.handleDescribeCluster)
 	reg.Register(kmsg.DescribeLogDirs, 0, 5, h.handleDescribeLogDirs)
 	reg.Register(kmsg.DescribeTopicPartitions, 0, 0, h.handleDescribeTopicPartitions)
+	reg.Register(kmsg.ListConfigResources, 0, 1, h.handleListConfigResources)
 	reg.Register(kmsg.UnregisterBroker, 0, 0, h.handleUnregisterBroker)
 	reg.Register(kmsg.ElectLeaders, 0, 2, h.handleElectLeaders)
 	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.

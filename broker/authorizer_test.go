@@ -257,10 +257,12 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 	str := kmsg.StringPtr
 	one := func(c authzCall) authzCase { return authzCase{calls: []authzCall{c}} }
 	return map[kmsg.Key]authzCase{
-		kmsg.ApiVersions:      {open: "ApiVersions is answered before authentication, as in Kafka"},
-		kmsg.SASLHandshake:    {open: "the SASL handshake authenticates; it needs no ACL"},
-		kmsg.SASLAuthenticate: {open: "the SASL exchange authenticates; it needs no ACL"},
-		kmsg.DescribeCluster:  {open: "Kafka answers DescribeCluster (the brokers, as Metadata lists them) without an ACL"},
+		kmsg.ApiVersions:               {open: "ApiVersions is answered before authentication, as in Kafka"},
+		kmsg.SASLHandshake:             {open: "the SASL handshake authenticates; it needs no ACL"},
+		kmsg.SASLAuthenticate:          {open: "the SASL exchange authenticates; it needs no ACL"},
+		kmsg.DescribeCluster:           {open: "Kafka answers DescribeCluster (the brokers, as Metadata lists them) without an ACL"},
+		kmsg.GetTelemetrySubscriptions: {open: "KIP-714: any client learns its telemetry subscription, as in Kafka"},
+		kmsg.PushTelemetry:             {open: "KIP-714: any client pushes its own metrics, as in Kafka"},
 
 		kmsg.Produce: {calls: []authzCall{
 			{produceReq(nil, records, fxID), wantNoOffset(kerr.TopicAuthorizationFailed, "produce", func(r *kmsg.ProduceResponse) (int64, int16) {
@@ -547,6 +549,13 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 				}
 				return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe broker configs")
 			}},
+			{describeConfigsReq(16, "bob-sub"), func(resp kmsg.Response) error { // KIP-714 client metrics
+				r := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+				if len(r.Configs) != 0 {
+					return fmt.Errorf("%d configs described", len(r.Configs))
+				}
+				return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe client metrics configs")
+			}},
 		}},
 		kmsg.AlterConfigs: one(authzCall{build(func(r *kmsg.AlterConfigsRequest) {
 			res := kmsg.NewAlterConfigsRequestResource()
@@ -556,15 +565,33 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			res.Configs = append(res.Configs, c)
 			r.Resources = append(r.Resources, res)
 		}), wantCode(kerr.TopicAuthorizationFailed, "alter configs", func(r *kmsg.AlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })}),
-		kmsg.IncrementalAlterConfigs: one(authzCall{build(func(r *kmsg.IncrementalAlterConfigsRequest) {
-			res := kmsg.NewIncrementalAlterConfigsRequestResource()
-			res.ResourceType, res.ResourceName = 2, fxTopic
-			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-			c.Name, c.Value = "retention.ms", str("1")
-			res.Configs = append(res.Configs, c)
-			r.Resources = append(r.Resources, res)
-		}), wantCode(kerr.TopicAuthorizationFailed, "incremental alter configs",
-			func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })}),
+		kmsg.IncrementalAlterConfigs: {calls: []authzCall{
+			{build(func(r *kmsg.IncrementalAlterConfigsRequest) {
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName = 2, fxTopic
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "retention.ms", str("1")
+				res.Configs = append(res.Configs, c)
+				r.Resources = append(r.Resources, res)
+			}), wantCode(kerr.TopicAuthorizationFailed, "incremental alter configs",
+				func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })},
+			{build(func(r *kmsg.IncrementalAlterConfigsRequest) { // a KIP-714 client metrics subscription
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName = 16, "bob-sub"
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "metrics", str("*")
+				res.Configs = append(res.Configs, c)
+				r.Resources = append(r.Resources, res)
+			}), wantCode(kerr.ClusterAuthorizationFailed, "incremental alter client metrics",
+				func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })},
+		}},
+		kmsg.ListConfigResources: one(authzCall{kmsg.NewPtrListConfigResourcesRequest(), func(resp kmsg.Response) error {
+			r := resp.(*kmsg.ListConfigResourcesResponse)
+			if len(r.ConfigResources) != 0 {
+				return fmt.Errorf("list config resources answered %d resources", len(r.ConfigResources))
+			}
+			return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "list config resources")
+		}}),
 		kmsg.CreatePartitions: one(authzCall{build(func(r *kmsg.CreatePartitionsRequest) {
 			r.TimeoutMillis = 5000
 			ct := kmsg.NewCreatePartitionsRequestTopic()

@@ -42,6 +42,7 @@ import (
 	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/share"
+	"github.com/shale-io/shale/telemetry"
 	"github.com/shale-io/shale/tiering"
 	"github.com/shale-io/shale/tiering/coldread"
 )
@@ -79,8 +80,10 @@ type Node struct {
 	kafkaLn       net.Listener    // the inter-broker listener, listeners[0]
 	listeners     []boundListener // see listeners.go
 	scram         *controlplane.SCRAMCredentials
-	quotaStore    *controlplane.ClientQuotas // see quotas.go
-	features      *controlplane.Features     // the finalized feature levels (UpdateFeatures)
+	quotaStore    *controlplane.ClientQuotas  // see quotas.go
+	clientMetrics *controlplane.ClientMetrics // KIP-714 subscriptions (telemetry.go)
+	telemetry     *telemetry.Manager          // pushed client metrics (telemetry.go)
+	features      *controlplane.Features      // the finalized feature levels (UpdateFeatures)
 	quotas        *quota.Manager
 	authz         *authz.Authorizer   // nil: the authorizer off (authorizer.go)
 	fetchSessions *fetch.SessionCache // incremental fetch sessions (KIP-227), one for every listener
@@ -197,6 +200,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 
 	if err := n.startQuotas(ctx); err != nil {
 		return nil, fmt.Errorf("client quotas: %w", err)
+	}
+	if err := n.startTelemetry(ctx); err != nil {
+		return nil, fmt.Errorf("client telemetry: %w", err)
 	}
 	reg := kafka.NewRegistry()
 	if n.features, err = controlplane.OpenFeatures(ctx, n.nc, n.cfg.NATSReplicas, n.natsMon); err != nil {
@@ -333,12 +339,13 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	shapes := n.coords.internalTopicShapes()
 	shapes[share.StateTopic] = n.shareStateTopicShape
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore, Features: n.features,
+		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore, Features: n.features, ClientMetrics: n.clientMetrics,
 		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: shapes, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
 		TxnVerifier: n.txnVerifier(n.coords), Quotas: n.quotas, Authorizer: n.authz, Directory: directory{n.store}})
 	n.registerShareAPIs(reg)
+	telemetry.Register(reg, n.telemetry)
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -522,7 +529,7 @@ func (n *Node) Close(ctx context.Context) error {
 		// one's unsubscribe waits out its consumer deletion (5 s in
 		// nats.go), so one after another the stop took that many times.
 		var closing sync.WaitGroup
-		for _, c := range []func(){n.closeTieringMeta, n.closeQuotas, n.closeACLs, n.closeStore} {
+		for _, c := range []func(){n.closeTieringMeta, n.closeQuotas, n.closeTelemetry, n.closeACLs, n.closeStore} {
 			closing.Go(c)
 		}
 		closing.Wait()

@@ -46,6 +46,9 @@ func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, er
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return Reply{Response: resp}, nil
 	}
+	if kreq.Version >= 3 && req.Conn != nil {
+		req.Conn.software.Store(&ClientSoftware{Name: kreq.ClientSoftwareName, Version: kreq.ClientSoftwareVersion})
+	}
 	resp.ApiKeys = r.apiKeys()
 	if kreq.Version >= 3 {
 		if fs, epoch := r.Features(); len(fs) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,10 +79,28 @@ type ConnInfo struct {
 	// TLS is set on a connection of a TLS listener.
 	TLS bool
 
+	// software is what the client's ApiVersions v3+ request named itself
+	// (KIP-511), nil before; the ApiVersions handler sets it.
+	software atomic.Pointer[ClientSoftware]
+
 	// sasl is the authentication state of a SASL listener's connection,
 	// nil on other listeners. Only the dispatcher goroutine (the handlers)
 	// reads and writes it.
 	sasl *saslState
+}
+
+// ClientSoftware is a client's name and version of itself, as its
+// ApiVersions request (v3+, KIP-511) gives them: "librdkafka" "2.11.1".
+type ClientSoftware struct{ Name, Version string }
+
+// Software returns what the client named itself in its last ApiVersions
+// request of v3 or later on this connection, zero before one. Safe for
+// concurrent use.
+func (c *ConnInfo) Software() ClientSoftware {
+	if s := c.software.Load(); s != nil {
+		return *s
+	}
+	return ClientSoftware{}
 }
 
 // Reply is what a Handler answers. Exactly one of its fields must be set:

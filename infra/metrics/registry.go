@@ -113,6 +113,17 @@ func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 }
 
+// MustRegister adds collectors of series built elsewhere (the pushed
+// client metrics of package telemetry) to the page. It panics when their
+// descriptors clash with registered ones, as a program error. A nil
+// *Registry ignores it.
+func (r *Registry) MustRegister(cs ...prometheus.Collector) {
+	if r == nil {
+		return
+	}
+	r.reg.MustRegister(cs...)
+}
+
 // Gatherer exposes the underlying registry (for tests and tools).
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg.Registry }
 

@@ -23,7 +23,7 @@ const module = "github.com/shale-io/shale"
 // other. A new package takes a rank here, or the test fails.
 var ranks = map[string]int{
 	// 0: leaves, standard library and outside modules only.
-	"segment/batch": 0, "authz/acl": 0, "quota": 0, "kafka": 0, "adminapi": 0,
+	"segment/batch": 0, "authz/acl": 0, "quota": 0, "clientmetrics": 0, "kafka": 0, "adminapi": 0,
 	"infra/objstore": 0, "infra/config": 0, "infra/buildinfo": 0, "infra/freeport": 0,
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
@@ -51,7 +51,7 @@ var ranks = map[string]int{
 	// 6: the API handlers and coordinators, siblings: the metadata and
 	// admin APIs (admin) know the coordinators only through the shapes of
 	// their topics, which broker hands it.
-	"ingest": 6, "fetch": 6, "group": 6, "txn": 6, "share": 6, "admin": 6,
+	"ingest": 6, "fetch": 6, "group": 6, "txn": 6, "share": 6, "admin": 6, "telemetry": 6,
 	// 8: the composition root.
 	"broker": 8,
 	// 9: the binary, and the harness that drives whole nodes.
