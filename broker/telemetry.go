@@ -15,7 +15,7 @@ func (n *Node) startTelemetry(ctx context.Context) error {
 	if n.clientMetrics, err = controlplane.OpenClientMetrics(ctx, n.nc, n.cfg.NATSReplicas, n.natsMon); err != nil {
 		return err
 	}
-	n.telemetry = telemetry.NewManager(telemetry.Config{Logger: n.logger})
+	n.telemetry = telemetry.NewManager(telemetry.Config{TelemetryMaxBytes: n.cfg.TelemetryMaxBytes, Logger: n.logger})
 	n.metrics.MustRegister(n.telemetry.Collectors()...)
 	return n.clientMetrics.Watch(ctx, n.telemetry.SetSubscription)
 }

@@ -14,6 +14,7 @@ import (
 	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -56,7 +57,7 @@ func deleteOp(name string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 // the subscription's configs deletes it. Before, none of these APIs (nor
 // the CLIENT_METRICS resources) were served.
 func TestClientTelemetry(t *testing.T) {
-	n := testnode.Start(t, t.TempDir())
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.TelemetryMaxBytes = 4096 })
 	ctx := ctxT(t, 60*time.Second)
 	cl := newClient(t, n.KafkaAddr(), kgo.ClientID("tele-1"))
 	adm := kadm.NewClient(cl)
@@ -122,7 +123,8 @@ func TestClientTelemetry(t *testing.T) {
 		subs, err = kmsg.NewPtrGetTelemetrySubscriptionsRequest().RequestWith(ctx, cl)
 		return err == nil && subs.ErrorCode == 0 && len(subs.RequestedMetrics) == 1
 	})
-	if subs.RequestedMetrics[0] != "org.apache.kafka.producer." || subs.PushIntervalMillis != 500 || subs.ClientInstanceID == ([16]byte{}) {
+	if subs.RequestedMetrics[0] != "org.apache.kafka.producer." || subs.PushIntervalMillis != 500 || subs.ClientInstanceID == ([16]byte{}) ||
+		subs.TelemetryMaxBytes != 4096 {
 		t.Fatalf("subscription: %+v", subs)
 	}
 	md := &metricsv1.MetricsData{ResourceMetrics: []*metricsv1.ResourceMetrics{{ScopeMetrics: []*metricsv1.ScopeMetrics{{Metrics: []*metricsv1.Metric{
@@ -142,6 +144,12 @@ func TestClientTelemetry(t *testing.T) {
 	presp, err := preq.RequestWith(ctx, cl)
 	if err != nil || presp.ErrorCode != 0 {
 		t.Fatalf("push: %v %v", err, kerr.ErrorForCode(presp.ErrorCode))
+	}
+	// telemetry_max_bytes bounds the payload as sent.
+	big := kmsg.NewPtrPushTelemetryRequest()
+	big.ClientInstanceID, big.SubscriptionID, big.Terminating, big.Metrics = subs.ClientInstanceID, subs.SubscriptionID, true, make([]byte, 4097)
+	if r, err := big.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.TelemetryTooLarge.Code {
+		t.Errorf("4097 bytes over telemetry_max_bytes 4096: %v %v", err, r)
 	}
 	fams := scrapeMetrics(t, n)
 	if v := mustMetric(t, fams, "org_apache_kafka_producer_record_send_total", "client_id", "tele-1"); v != 42 {

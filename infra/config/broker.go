@@ -115,6 +115,7 @@ type Broker struct {
 	GroupShareHeartbeatInterval       time.Duration `yaml:"group_share_heartbeat_interval" doc:"group.share.heartbeat.interval.ms: the heartbeat interval share group members are told to use; below group_share_session_timeout."`
 	ShareAutoOffsetReset              string        `yaml:"share_auto_offset_reset" doc:"share.auto.offset.reset: where a share group starts on a partition it has no state for: latest (the high watermark, Kafka's default) or earliest (the log start, tiered offsets included). Node-wide: group configs are not built."`
 	MaxRequestBytes                   int32         `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
+	TelemetryMaxBytes                 int32         `yaml:"telemetry_max_bytes" doc:"telemetry.max.bytes: largest metrics payload, as sent (compressed), a client may push with PushTelemetry (KIP-714); a larger one is TELEMETRY_TOO_LARGE. GetTelemetrySubscriptions tells clients this bound."`
 
 	SASLServerMaxReceiveSize            int32         `yaml:"sasl_server_max_receive_size" doc:"sasl.server.max.receive.size: on a SASL listener, largest request accepted before the client has authenticated (a larger one closes the connection as a failed authentication); before authentication requests are also read one at a time."`
 	MaxConnections                      int           `yaml:"max_connections" doc:"max.connections: Kafka connections this node accepts over all its listeners; one over it is closed at accept (logged, at most five lines a second), except on the inter-broker listener, whose connections are always accepted."`
@@ -226,6 +227,7 @@ func Defaults() Broker {
 		ShareAutoOffsetReset:                "latest",
 		GroupConsumerMigrationPolicy:        "bidirectional",
 		MaxRequestBytes:                     100 << 20,
+		TelemetryMaxBytes:                   1 << 20,
 		SASLServerMaxReceiveSize:            524288,
 		MaxConnections:                      math.MaxInt32,
 		MaxConnectionsPerIP:                 math.MaxInt32,

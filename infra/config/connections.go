@@ -13,6 +13,9 @@ func (b *Broker) validateConnections() error {
 	if b.SASLServerMaxReceiveSize < 8 {
 		return fmt.Errorf("%w: sasl_server_max_receive_size %d: want at least 8 (a request header)", ErrInvalidConfig, b.SASLServerMaxReceiveSize)
 	}
+	if b.TelemetryMaxBytes < 1 {
+		return fmt.Errorf("%w: telemetry_max_bytes %d: want at least 1", ErrInvalidConfig, b.TelemetryMaxBytes)
+	}
 	if b.MaxConnections < 0 || b.MaxConnectionsPerIP < 0 {
 		return fmt.Errorf("%w: max_connections %d and max_connections_per_ip %d must not be negative", ErrInvalidConfig, b.MaxConnections, b.MaxConnectionsPerIP)
 	}

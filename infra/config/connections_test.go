@@ -37,6 +37,7 @@ func TestConnectionSettings(t *testing.T) {
 		{"negative override", func(b *Broker) { b.MaxConnectionsPerIPOverrides = "127.0.0.1:-2" }},
 		{"address twice", func(b *Broker) { b.MaxConnectionsPerIPOverrides = "127.0.0.1:2,::ffff:127.0.0.1:3" }},
 		{"receive size below a header", func(b *Broker) { b.SASLServerMaxReceiveSize = 4 }},
+		{"no telemetry payload", func(b *Broker) { b.TelemetryMaxBytes = 0 }},
 		{"negative delay", func(b *Broker) { b.ConnectionFailedAuthenticationDelay = -1 }},
 	} {
 		b := Defaults()
