@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -231,5 +230,3 @@ func (m *Manager) Clients() []string {
 
 // pushResult counts a PushTelemetry answer. REQUIRES: m.mu held.
 func (m *Manager) pushResult(code int16) { m.mu.pushes[code]++ }
-
-func itoa(n int) string { return strconv.Itoa(n) }
