@@ -166,3 +166,67 @@ func TestClientTelemetry(t *testing.T) {
 		t.Errorf("after deleting every config: %+v %v", l, err)
 	}
 }
+
+// TestClientTelemetryAcrossNodes: a subscription set through one node is
+// answered by every node, with the same subscription id for one client
+// instance (Kafka's id is a function of the subscription and the
+// instance), so a client that moves to another node pushes there without
+// UNKNOWN_SUBSCRIPTION_ID, and its metrics are on that node's /metrics.
+func TestClientTelemetryAcrossNodes(t *testing.T) {
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
+	ctx := ctxT(t, 60*time.Second)
+	cl := newClient(t, nodes[0].KafkaAddr(), kgo.ClientID("mover"))
+	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+		m, err := kadm.NewClient(cl).Metadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	if c := alterClientMetrics(t, ctx, cl, "all", false, setOp("metrics", "*"), setOp("interval.ms", "100")); c != 0 {
+		t.Fatalf("subscription: %v", kerr.ErrorForCode(c))
+	}
+	ids := []int32{1, 2} // StartCluster numbers the nodes from 1
+	var first *kmsg.GetTelemetrySubscriptionsResponse
+	for i, id := range ids {
+		var got *kmsg.GetTelemetrySubscriptionsResponse
+		waitFor(t, 10*time.Second, "the subscription on every node", func() bool {
+			req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+			if first != nil {
+				req.ClientInstanceID = first.ClientInstanceID
+			}
+			resp, err := cl.Broker(int(id)).Request(ctx, req)
+			if err != nil {
+				return false
+			}
+			got = resp.(*kmsg.GetTelemetrySubscriptionsResponse)
+			return got.ErrorCode == 0 && len(got.RequestedMetrics) == 1
+		})
+		if i == 0 {
+			first = got
+			continue
+		}
+		if got.SubscriptionID != first.SubscriptionID || got.ClientInstanceID != first.ClientInstanceID || got.RequestedMetrics[0] != "*" {
+			t.Fatalf("node %d answers %+v, node %d answered %+v", id, got, ids[0], first)
+		}
+	}
+	md := &metricsv1.MetricsData{ResourceMetrics: []*metricsv1.ResourceMetrics{{ScopeMetrics: []*metricsv1.ScopeMetrics{{Metrics: []*metricsv1.Metric{
+		{Name: "org.apache.kafka.consumer.fetch.manager.fetch.total", Data: &metricsv1.Metric_Sum{Sum: &metricsv1.Sum{IsMonotonic: true,
+			AggregationTemporality: metricsv1.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE,
+			DataPoints:             []*metricsv1.NumberDataPoint{{Value: &metricsv1.NumberDataPoint_AsInt{AsInt: 7}}}}}},
+	}}}}}}
+	raw, err := proto.Marshal(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pushed to the node that did not answer first, with the first node's id.
+	preq := kmsg.NewPtrPushTelemetryRequest()
+	preq.ClientInstanceID, preq.SubscriptionID, preq.Metrics = first.ClientInstanceID, first.SubscriptionID, raw
+	resp, err := cl.Broker(int(ids[1])).Request(ctx, preq)
+	if err != nil || resp.(*kmsg.PushTelemetryResponse).ErrorCode != 0 {
+		t.Fatalf("push to node %d: %v %v", ids[1], err, resp)
+	}
+	if v := mustMetric(t, scrapeMetrics(t, nodes[1]), "org_apache_kafka_consumer_fetch_manager_fetch_total", "client_id", "mover"); v != 7 {
+		t.Errorf("node %d exports %v, want 7", ids[1], v)
+	}
+	if _, ok := metricValue(scrapeMetrics(t, nodes[0]), "org_apache_kafka_consumer_fetch_manager_fetch_total"); ok {
+		t.Errorf("node %d exports a series pushed to node %d", ids[0], ids[1])
+	}
+}
