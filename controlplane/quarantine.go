@@ -367,8 +367,15 @@ func (rl *RemoteLog) applyQuarantine(ch change) {
 	}
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
-	if cur := rl.mu.quarantine[rest]; cur != nil && ch.rev <= cur.rev {
+	cur := rl.mu.quarantine[rest]
+	if cur != nil && ch.rev <= cur.rev {
 		return
+	}
+	if cur != nil && !cur.deleted {
+		rl.refsAddLocked(cur.val.TopicID, quarantineKeys(cur.val), -1)
+	}
+	if !ch.deleted {
+		rl.refsAddLocked(e.TopicID, quarantineKeys(e), 1)
 	}
 	rl.mu.quarantine[rest] = &entry[QuarantineEntry]{val: e, rev: ch.rev, deleted: ch.deleted}
 }

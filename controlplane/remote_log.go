@@ -96,7 +96,15 @@ type RemoteSegment struct {
 	// SegmentEpochs is the leader-epoch history within the segment, the
 	// first entry at or below BaseOffset.
 	SegmentEpochs []EpochEntry
-	State         RemoteSegmentState
+	// ObjectEndOffset and ObjectSize are the end offset and .log size of
+	// the objects themselves when the record covers only a prefix of them
+	// (a fork's record of a segment its cut lies in: EndOffset and Size
+	// stop at the cut, readers stop there); 0 when the record covers the
+	// whole objects. Object bounds validate the objects' indexes; record
+	// bounds bound what is read.
+	ObjectEndOffset int64
+	ObjectSize      int64
+	State           RemoteSegmentState
 	// Objects are the bucket keys written for the segment.
 	Objects   []string
 	UpdatedAt time.Time
@@ -109,6 +117,17 @@ func (r RemoteSegment) clone() RemoteSegment {
 	r.SegmentEpochs = slices.Clone(r.SegmentEpochs)
 	r.Objects = slices.Clone(r.Objects)
 	return r
+}
+
+// ObjectBounds returns the end offset and .log size of the segment's
+// objects: ObjectEndOffset and ObjectSize when the record covers a prefix
+// of them, EndOffset and Size otherwise.
+func (r RemoteSegment) ObjectBounds() (endOffset, size int64) {
+	endOffset, size = r.EndOffset, r.Size
+	if r.ObjectSize > 0 {
+		endOffset, size = r.ObjectEndOffset, r.ObjectSize
+	}
+	return endOffset, size
 }
 
 // NewSegmentID returns a random segment id: 32 hex digits, with no '-' so
@@ -149,6 +168,9 @@ type RemoteLog struct {
 		starts map[string]*entry[int64]
 		// quarantine: the quarantine entries, by "<partition key>.<id>".
 		quarantine map[string]*entry[QuarantineEntry]
+		// refs: by object key, how many live records and quarantine
+		// entries of each topic list it (remote_log_refs.go).
+		refs map[string]map[TopicID]int
 	}
 }
 
@@ -169,6 +191,7 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	rl.mu.tiers = map[int32]*entry[ColdTier]{}
 	rl.mu.starts = map[string]*entry[int64]{}
 	rl.mu.quarantine = map[string]*entry[QuarantineEntry]{}
+	rl.mu.refs = map[string]map[TopicID]int{}
 	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, s.cfg.Monitor, rl.apply)
 	if err != nil {
 		return nil, err
@@ -239,8 +262,15 @@ func (rl *RemoteLog) apply(ch change) {
 		segs = map[string]*entry[RemoteSegment]{}
 		parts[p] = segs
 	}
-	if cur := segs[segID]; cur != nil && ch.rev <= cur.rev {
+	cur := segs[segID]
+	if cur != nil && ch.rev <= cur.rev {
 		return
+	}
+	if cur != nil && !cur.deleted {
+		rl.refsAddLocked(id, cur.val.Objects, -1)
+	}
+	if !ch.deleted {
+		rl.refsAddLocked(id, seg.Objects, 1)
 	}
 	segs[segID] = &entry[RemoteSegment]{val: seg, rev: ch.rev, deleted: ch.deleted}
 }

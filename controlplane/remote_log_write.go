@@ -20,9 +20,13 @@ type remoteSegmentRecord struct {
 	Size          int64        `json:"size"`
 	LeaderEpoch   int32        `json:"leader_epoch"`
 	SegmentEpochs []EpochEntry `json:"segment_epochs"`
-	State         string       `json:"state"`
-	Objects       []string     `json:"objects,omitempty"`
-	UpdatedAt     time.Time    `json:"updated_at"`
+	// Object bounds of a record that covers a prefix of its objects (a
+	// fork's); absent otherwise.
+	ObjectEndOffset int64     `json:"object_end_offset,omitempty"`
+	ObjectSize      int64     `json:"object_size,omitempty"`
+	State           string    `json:"state"`
+	Objects         []string  `json:"objects,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 func encodeRemoteSegment(s RemoteSegment) []byte { return mustJSON(recordOf(s)) }
@@ -30,7 +34,8 @@ func encodeRemoteSegment(s RemoteSegment) []byte { return mustJSON(recordOf(s)) 
 func recordOf(s RemoteSegment) remoteSegmentRecord {
 	return remoteSegmentRecord{TopicID: s.TopicID.Hex(), Partition: s.Partition, SegmentID: s.SegmentID,
 		BaseOffset: s.BaseOffset, EndOffset: s.EndOffset, MaxTimestamp: s.MaxTimestamp, Size: s.Size,
-		LeaderEpoch: s.LeaderEpoch, SegmentEpochs: s.SegmentEpochs, State: s.State.String(), Objects: s.Objects,
+		LeaderEpoch: s.LeaderEpoch, SegmentEpochs: s.SegmentEpochs, ObjectEndOffset: s.ObjectEndOffset, ObjectSize: s.ObjectSize,
+		State: s.State.String(), Objects: s.Objects,
 		UpdatedAt: s.UpdatedAt.UTC()}
 }
 
@@ -58,7 +63,8 @@ func fromRecord(r remoteSegmentRecord, rev uint64) (RemoteSegment, error) {
 	}
 	return RemoteSegment{TopicID: id, Partition: r.Partition, SegmentID: r.SegmentID, BaseOffset: r.BaseOffset,
 		EndOffset: r.EndOffset, MaxTimestamp: r.MaxTimestamp, Size: r.Size, LeaderEpoch: r.LeaderEpoch,
-		SegmentEpochs: r.SegmentEpochs, State: state, Objects: r.Objects, UpdatedAt: r.UpdatedAt, Revision: rev}, nil
+		SegmentEpochs: r.SegmentEpochs, ObjectEndOffset: r.ObjectEndOffset, ObjectSize: r.ObjectSize, State: state,
+		Objects: r.Objects, UpdatedAt: r.UpdatedAt, Revision: rev}, nil
 }
 
 func validateRemoteSegment(s RemoteSegment) error {
@@ -76,6 +82,9 @@ func validateRemoteSegment(s RemoteSegment) error {
 		return bad(fmt.Sprintf("offsets [%d, %d]", s.BaseOffset, s.EndOffset))
 	case s.State < CopyStarted || s.State > DeleteFinished:
 		return bad("state " + s.State.String())
+	case s.ObjectSize != 0 && (s.ObjectSize < s.Size || s.ObjectEndOffset < s.EndOffset):
+		return bad(fmt.Sprintf("object bounds (end %d, %d bytes) below the record's (end %d, %d bytes)",
+			s.ObjectEndOffset, s.ObjectSize, s.EndOffset, s.Size))
 	}
 	return nil
 }

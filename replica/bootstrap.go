@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -246,7 +247,12 @@ func readRemoteTail(ctx context.Context, bucket objstore.Bucket, seg controlplan
 	} else {
 		tail.Epochs = toSegmentEpochs(seg.SegmentEpochs)
 	}
-	if key := tiering.ObjectKey(seg, tiering.KindSnapshot); key != "" {
+	// A record that covers a prefix of its objects (a fork's cut inside
+	// the segment): the history past its end is not this log's, and the
+	// snapshot is the state at the objects' end, not at the cut, so the
+	// producer state starts empty.
+	tail.Epochs = slices.DeleteFunc(tail.Epochs, func(e segment.EpochEntry) bool { return e.StartOffset > seg.EndOffset })
+	if key := tiering.ObjectKey(seg, tiering.KindSnapshot); key != "" && seg.ObjectSize == 0 {
 		data, err := readObject(ctx, bucket, key)
 		if err != nil {
 			return partition.RemoteTail{}, err

@@ -74,6 +74,9 @@ type Stats struct {
 	// remote deletes put in quarantine (segments and orphan objects), the
 	// entries purged and the segments restored.
 	Quarantined, QuarantinePurged, QuarantineRestored uint64
+	// SharedObjectsKept counts the objects a delete left in the bucket
+	// because another topic's records still list them (a fork's).
+	SharedObjectsKept uint64
 	// BucketUnreachable: the last bucket request of an upload or remote
 	// delete failed (ErrBucket); uploads wait and local segments are kept.
 	BucketUnreachable bool
@@ -81,7 +84,7 @@ type Stats struct {
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
-	quarantined, purged, restored                                                          atomic.Uint64
+	quarantined, purged, restored, sharedKept                                              atomic.Uint64
 	diskFull, coldTierConflict                                                             atomic.Bool
 }
 
@@ -222,7 +225,8 @@ func (m *Manager) Stats() Stats {
 		UploadFailures: m.stats.uploadFailures.Load(), RemoteSegmentsDeleted: m.stats.remoteDeleted.Load(),
 		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
 		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown(),
-		Quarantined: m.stats.quarantined.Load(), QuarantinePurged: m.stats.purged.Load(), QuarantineRestored: m.stats.restored.Load()}
+		Quarantined: m.stats.quarantined.Load(), QuarantinePurged: m.stats.purged.Load(), QuarantineRestored: m.stats.restored.Load(),
+		SharedObjectsKept: m.stats.sharedKept.Load()}
 }
 
 // bucketFailed records a failed upload or remote delete. For a bucket

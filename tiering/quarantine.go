@@ -163,10 +163,8 @@ func (m *Manager) purge(ctx context.Context, e controlplane.QuarantineEntry) err
 			return m.meta.DeleteQuarantine(ctx, e)
 		}
 	}
-	for _, k := range e.Objects {
-		if err := m.bucket.Delete(ctx, k); err != nil {
-			return fmt.Errorf("%w: delete %s: %w", ErrBucket, k, err)
-		}
+	if err := m.deleteObjects(ctx, e.TopicID, e.Objects); err != nil {
+		return err
 	}
 	if err := m.meta.DeleteQuarantine(ctx, e); err != nil {
 		if !errors.Is(err, controlplane.ErrConflict) {

@@ -38,7 +38,10 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 	}
 	var orphans []string
 	err := m.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
-		if !referenced[a.Key] && now.Sub(a.LastModified) > m.cfg.OrphanGrace {
+		// An object another topic lists (a fork's reference, or the
+		// source's object a fork lists after the source let it go) is
+		// not an orphan.
+		if !referenced[a.Key] && now.Sub(a.LastModified) > m.cfg.OrphanGrace && len(m.meta.ObjectListedBy(a.Key)) == 0 {
 			orphans = append(orphans, a.Key)
 		}
 		return nil
@@ -160,10 +163,8 @@ func (m *Manager) cleanDeletedPartition(ctx context.Context, id controlplane.Top
 			m.stats.quarantined.Add(1)
 			continue
 		}
-		for _, k := range rec.Objects {
-			if err := m.bucket.Delete(ctx, k); err != nil {
-				return err
-			}
+		if err := m.deleteObjects(ctx, id, rec.Objects); err != nil {
+			return err
 		}
 		if err := m.meta.DeleteRemoteSegmentRecord(ctx, rec); err != nil && !errors.Is(err, controlplane.ErrConflict) {
 			return err
@@ -176,7 +177,7 @@ func (m *Manager) cleanDeletedPartition(ctx context.Context, id controlplane.Top
 	for prefix := range prefixes {
 		var keys []string
 		if err := m.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
-			if !quarantined[a.Key] {
+			if !quarantined[a.Key] && len(m.meta.ObjectListedBy(a.Key)) == 0 {
 				keys = append(keys, a.Key)
 			}
 			return nil

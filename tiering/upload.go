@@ -236,6 +236,24 @@ func (m *Manager) abandon(ctx context.Context, t target, rec controlplane.Remote
 	}
 }
 
+// deleteObjects deletes keys on behalf of topic id, except those a record
+// or quarantine entry of another topic lists (a fork's references to its
+// source's objects, or the source's to objects a fork lists:
+// controlplane/remote_log_refs.go): the last topic that lists an object
+// deletes it.
+func (m *Manager) deleteObjects(ctx context.Context, id controlplane.TopicID, keys []string) error {
+	for _, k := range keys {
+		if m.meta.SharedWithOtherTopics(k, id) {
+			m.stats.sharedKept.Add(1)
+			continue
+		}
+		if err := m.bucket.Delete(ctx, k); err != nil {
+			return fmt.Errorf("%w: delete %s: %w", ErrBucket, k, err)
+		}
+	}
+	return nil
+}
+
 // deleteRemote runs a record through DeleteStarted, deletes its objects, then
 // DeleteFinished and removes the record. A record already in DeleteStarted
 // or DeleteFinished resumes where it stopped. epoch is the writer's epoch.
@@ -248,10 +266,8 @@ func (m *Manager) deleteRemote(ctx context.Context, epoch int32, rec controlplan
 		}
 	}
 	if rec.State == controlplane.DeleteStarted {
-		for _, k := range rec.Objects {
-			if err := m.bucket.Delete(ctx, k); err != nil {
-				return fmt.Errorf("%w: delete %s: %w", ErrBucket, k, err)
-			}
+		if err := m.deleteObjects(ctx, rec.TopicID, rec.Objects); err != nil {
+			return err
 		}
 		rec.State, rec.LeaderEpoch = controlplane.DeleteFinished, max(rec.LeaderEpoch, epoch)
 		if rec, err = m.meta.PutRemoteSegment(ctx, rec, rec.Revision); err != nil {

@@ -29,7 +29,7 @@ func (r *Reader) prefetch(segs []controlplane.RemoteSegment, s controlplane.Remo
 		if err != nil {
 			return
 		}
-		o := object{r: r, key: key, size: s.Size}
+		o := object{r: r, key: key, size: objectSize(s)}
 		for i := pos / cs; i*cs < s.Size && n > 0; i++ {
 			n -= min((i+1)*cs, s.Size) - max(pos, i*cs)
 			if !r.prefetchChunk(o, i) {

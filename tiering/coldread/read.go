@@ -138,7 +138,7 @@ func (r *Reader) readSegment(ctx context.Context, segs []controlplane.RemoteSegm
 	if err != nil {
 		return dst, held, 0, offset, false, err
 	}
-	obj := object{r: r, key: key, size: s.Size}
+	obj := object{r: r, key: key, size: objectSize(s)}
 	pos := idx.lookup(offset)
 	if r.cfg.ReadAhead {
 		cs := r.cfg.ChunkBytes

@@ -207,6 +207,15 @@ func (r *Reader) run(ctx context.Context, fn func(ctx context.Context) error) er
 	}
 }
 
+// objectSize is the size of the segment's .log object: the record's Size,
+// or more for a record that covers a prefix of its objects (a fork's).
+// Chunks and parsed indexes are cached by key, so they are always built
+// from the object's own bounds; reads stop at the record's.
+func objectSize(s controlplane.RemoteSegment) int64 {
+	_, size := s.ObjectBounds()
+	return size
+}
+
 // objectKey returns the segment's object ending in "."+kind.
 func objectKey(s controlplane.RemoteSegment, kind string) (string, error) {
 	for _, k := range s.Objects {
@@ -269,7 +278,7 @@ func (r *Reader) offsetIndexLoader(ctx context.Context, s controlplane.RemoteSeg
 		if err != nil {
 			return nil, err
 		}
-		x, err := parseOffsetIndex(b, s.BaseOffset, s.Size)
+		x, err := parseOffsetIndex(b, s.BaseOffset, objectSize(s))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrRemoteRead, key, err)
 		}
@@ -288,7 +297,8 @@ func (r *Reader) timeIndexFor(ctx context.Context, s controlplane.RemoteSegment)
 		if err != nil {
 			return nil, err
 		}
-		x, err := parseTimeIndex(b, s.BaseOffset, s.EndOffset)
+		objEnd, _ := s.ObjectBounds()
+		x, err := parseTimeIndex(b, s.BaseOffset, objEnd)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrRemoteRead, key, err)
 		}

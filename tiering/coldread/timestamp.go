@@ -85,7 +85,7 @@ func (r *Reader) offsetForTimestamp(ctx context.Context, s controlplane.RemoteSe
 	if err != nil {
 		return -1, -1, false, err
 	}
-	obj := object{r: r, key: key, size: s.Size}
+	obj := object{r: r, key: key, size: objectSize(s)}
 	for pos := idx.lookup(max(tidx.lookup(ts, s.BaseOffset), start)); pos < s.Size; {
 		h, err := obj.header(ctx, pos)
 		if err != nil {

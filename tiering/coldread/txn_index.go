@@ -34,6 +34,9 @@ func (r *Reader) AbortedTxns(ctx context.Context, topic string, p int32, from, u
 			return nil, false, err
 		}
 		for _, a := range list {
+			if a.LastOffset > s.EndOffset {
+				break // its marker lies past the record's end (a fork's cut)
+			}
 			if a.LastOffset >= from && a.FirstOffset < upTo {
 				txns = append(txns, a)
 			}
@@ -60,9 +63,10 @@ func (r *Reader) txnIndexFor(ctx context.Context, s controlplane.RemoteSegment) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrRemoteRead, key, err)
 		}
+		objEnd, _ := s.ObjectBounds()
 		for _, a := range list {
-			if a.LastOffset < s.BaseOffset || a.LastOffset > s.EndOffset {
-				return nil, fmt.Errorf("%w: %s: marker at %d outside the segment [%d, %d]", ErrRemoteRead, key, a.LastOffset, s.BaseOffset, s.EndOffset)
+			if a.LastOffset < s.BaseOffset || a.LastOffset > objEnd {
+				return nil, fmt.Errorf("%w: %s: marker at %d outside the segment [%d, %d]", ErrRemoteRead, key, a.LastOffset, s.BaseOffset, objEnd)
 			}
 		}
 		return list, nil
