@@ -454,6 +454,7 @@ func (n *Node) adminMux() *http.ServeMux {
 	n.mountBalancer(mux)                                 // balancer.go
 	n.mountQuarantine(mux)                               // quarantine.go
 	mux.HandleFunc(adminapi.RestorePath, n.serveRestore) // restore.go
+	mux.HandleFunc(adminapi.ForkPath, n.serveFork)       // restore.go
 	mux.Handle(adminapi.HealthPath, n.healthHandler())
 	n.mountConsole(mux) // console.go
 	n.mountMetrics(mux)

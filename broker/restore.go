@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -80,6 +81,40 @@ func (n *Node) serveRestore(w http.ResponseWriter, r *http.Request) {
 		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", "restore"))
 	rep, err := rs.Run(r.Context(), req)
 	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	writeAdminJSON(w, rep)
+}
+
+// serveFork makes a point-in-time fork of a topic from the node's bucket
+// metadata (restore.Restorer.Fork): 409 with the reason when refused.
+func (n *Node) serveFork(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req adminapi.ForkRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRestoreRequestBytes)).Decode(&req); err != nil {
+		http.Error(w, "bad fork request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if req.Source == "" || req.Name == "" {
+		http.Error(w, "name the source topic and the new one", http.StatusBadRequest)
+		return
+	}
+	if n.tiering == nil {
+		http.Error(w, restore.ErrNoBucket.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	rs := restore.New(n.tiering.bucket, n.cfg.S3Prefix,
+		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", "fork"))
+	rep, err := rs.Fork(r.Context(), req)
+	switch {
+	case errors.Is(err, restore.ErrForkRefused) || errors.Is(err, controlplane.ErrTopicExists) || errors.Is(err, controlplane.ErrInvalidTopicName):
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	case err != nil:
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}

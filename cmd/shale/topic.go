@@ -11,7 +11,8 @@ import (
 
 func newTopicCmd() *cobra.Command {
 	return newGroup("topic", "create, list, describe, alter and delete topics",
-		newTopicCreateCmd(), newTopicListCmd(), newTopicDescribeCmd(), newTopicAlterConfigCmd(), newTopicDeleteCmd(), newTopicRestoreCmd())
+		newTopicCreateCmd(), newTopicListCmd(), newTopicDescribeCmd(), newTopicAlterConfigCmd(), newTopicDeleteCmd(), newTopicRestoreCmd(),
+		newTopicForkCmd())
 }
 
 // topicResult is one topic's outcome of create or delete.
