@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/controlplane"
@@ -94,6 +95,20 @@ func (r *Restorer) Fork(ctx context.Context, req adminapi.ForkRequest) (adminapi
 	configs["remote.storage.enable"] = "true"
 	creating := maps.Clone(configs)
 	creating[uncleanConfig] = "false"
+	// The bucket's record of the references first: a restore of the fork
+	// lists them again (fork_descriptor.go).
+	d := ForkDescriptor{FormatVersion: FormatVersion, Topic: req.Name, TopicID: id.Hex(), Source: src.Name, SourceID: src.ID.Hex(),
+		Partitions: []ForkDescriptorPartition{}, CreatedAt: time.Now().UTC()}
+	for _, pl := range plans {
+		dp := ForkDescriptorPartition{Partition: pl.partition, Cut: pl.cut, Segments: []ForkReference{}}
+		for _, s := range pl.segs {
+			dp.Segments = append(dp.Segments, referenceOf(s))
+		}
+		d.Partitions = append(d.Partitions, dp)
+	}
+	if err := r.writeForkDescriptor(ctx, d, id); err != nil {
+		return adminapi.ForkReport{}, err
+	}
 	if _, err := r.tgt.Store.CreateRestoredTopic(ctx, controlplane.Topic{Name: req.Name, ID: id, Partitions: src.Partitions,
 		ReplicationFactor: src.ReplicationFactor, Configs: creating}); err != nil {
 		return adminapi.ForkReport{}, err

@@ -95,3 +95,29 @@ func TestSegmentKeysRoundTrip(t *testing.T) {
 func tieringPrefix(prefix, topic string, id controlplane.TopicID, p int32) string {
 	return tiering.PartitionPrefix(prefix, topic, id, p)
 }
+
+func FuzzDecodeForkDescriptor(f *testing.F) {
+	ref := ForkReference{SegmentID: controlplane.NewSegmentID(), BaseOffset: 0, EndOffset: 9, Size: 100, ObjectEndOffset: 19,
+		ObjectSize: 200, SegmentEpochs: []controlplane.EpochEntry{{Epoch: 0, StartOffset: 0}}, Objects: []string{"a/b.log"}}
+	f.Add(EncodeForkDescriptor(ForkDescriptor{FormatVersion: 1, Topic: "f", TopicID: controlplane.NewTopicID().Hex(), Source: "s",
+		SourceID: controlplane.NewTopicID().Hex(), Partitions: []ForkDescriptorPartition{{Partition: 0, Cut: 10, Segments: []ForkReference{ref}}}}))
+	f.Add([]byte(`{"format_version":1,"topic":"f","partitions":[{"partition":-1}]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeForkDescriptor(b)
+		if err != nil {
+			return
+		}
+		for _, p := range d.Partitions {
+			for _, r := range p.Segments {
+				rec := r.Record(controlplane.NewTopicID(), p.Partition)
+				if end, size := rec.ObjectBounds(); end < rec.EndOffset || size < rec.Size || rec.EndOffset >= p.Cut {
+					t.Fatalf("accepted reference %+v of partition %+v", r, p)
+				}
+			}
+		}
+		if _, err := DecodeForkDescriptor(EncodeForkDescriptor(d)); err != nil {
+			t.Fatalf("re-encoded %+v: %v", d, err)
+		}
+	})
+}

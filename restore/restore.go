@@ -264,10 +264,15 @@ func (r *Restorer) restoreTopic(ctx context.Context, img *TopicImage, offsets *O
 			out.GroupOffsets = append(out.GroupOffsets, ro)
 		}
 	}
+	refs, err := r.forkReferences(ctx, img, &out)
+	if err != nil {
+		out.Status, out.Error = "refused", err.Error()
+		return out
+	}
 	if dryRun {
 		return out
 	}
-	if err := r.apply(ctx, img, out, plans); err != nil {
+	if err := r.apply(ctx, img, out, plans, refs); err != nil {
 		out.Status, out.Error = "refused", err.Error()
 		return out
 	}
@@ -297,7 +302,8 @@ func active(parts []controlplane.PartitionState) bool {
 // apply writes the restore: topic (leaderless), records, the producer id
 // floor, leaders, then the topic's own configs (see controlplane/restore.go
 // for why this order).
-func (r *Restorer) apply(ctx context.Context, img *TopicImage, out adminapi.RestoredTopic, plans []PartitionPlan) error {
+func (r *Restorer) apply(ctx context.Context, img *TopicImage, out adminapi.RestoredTopic, plans []PartitionPlan,
+	refs map[int32][]controlplane.RemoteSegment) error {
 	creating := maps.Clone(out.Configs)
 	creating[uncleanConfig] = "false"
 	t, err := r.tgt.Store.CreateRestoredTopic(ctx, controlplane.Topic{Name: img.Name, ID: img.ID, Partitions: out.Partitions,
@@ -307,6 +313,11 @@ func (r *Restorer) apply(ctx context.Context, img *TopicImage, out adminapi.Rest
 	}
 	maxPID := int64(-1)
 	for p, pl := range plans {
+		for _, rec := range refs[int32(p)] {
+			if _, err := r.tgt.Meta.RecreateRemoteSegment(ctx, rec); err != nil {
+				return fmt.Errorf("partition %d: the source's segment %s: %w", p, rec.SegmentID, err)
+			}
+		}
 		for _, m := range pl.Segments {
 			if _, err := r.tgt.Meta.RecreateRemoteSegment(ctx, recordOf(img.ID, m)); err != nil {
 				return fmt.Errorf("partition %d segment %s: %w", p, m.SegmentID, err)
@@ -326,7 +337,14 @@ func (r *Restorer) apply(ctx context.Context, img *TopicImage, out adminapi.Rest
 		}
 	}
 	for p, pl := range plans {
-		if _, err := r.tgt.Store.ActivateRestoredPartition(ctx, t.ID, int32(p), leadEpoch(pl)); err != nil {
+		epoch := leadEpoch(pl)
+		for _, rec := range refs[int32(p)] {
+			epoch = max(epoch, rec.LeaderEpoch+1)
+			for _, e := range rec.SegmentEpochs {
+				epoch = max(epoch, e.Epoch+1)
+			}
+		}
+		if _, err := r.tgt.Store.ActivateRestoredPartition(ctx, t.ID, int32(p), epoch); err != nil {
 			return err
 		}
 	}

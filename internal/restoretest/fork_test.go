@@ -3,6 +3,7 @@ package restoretest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os/exec"
@@ -41,10 +42,12 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 	srv := objstoretest.StartS3Server(t)
 	bucket := srv.CreateBucket(t)
 	ctx := proctest.Context(t, 4*time.Minute)
-	c := proctest.StartCluster(t, shaleBin, []int32{1},
+	opts := []proctest.ClusterOption{
 		proctest.NodeFlags("--s3-endpoint", srv.Endpoint, "--s3-bucket", bucket, "--s3-region", objstoretest.Region,
 			"--s3-path-style=true", "--tiering-interval", "200ms"),
-		proctest.NodeEnv("AWS_EC2_METADATA_DISABLED=true"))
+		proctest.NodeEnv("AWS_EC2_METADATA_DISABLED=true"),
+	}
+	c := proctest.StartCluster(t, shaleBin, []int32{1}, append(opts, proctest.ClusterName("old"))...)
 	n1 := c.Node(1)
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	adm := kadm.NewClient(cl)
@@ -189,6 +192,63 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 	if got := readAll(t, ctx, c, "f-offset", 251); string(got[250].Value) != "fork-own" || string(got[249].Value) != "v0249" {
 		t.Fatalf("f-offset after the source went: 249=%q 250=%q", got[249].Value, got[250].Value)
 	}
+
+	// The references survive a restore: the cluster is destroyed and a
+	// new one restores the forks from the bucket alone (the fork
+	// descriptors under _shale/forks/ list the source's objects again).
+	waitFor(t, 30*time.Second, "the forks' topic descriptors", func() bool {
+		n := 0
+		for _, f := range []adminapi.ForkReport{atOffset, atTime} {
+			n += countUnder(metaObjects(t, srv.Dir, bucket), "topics/"+f.Topic+"-"+f.TopicID)
+		}
+		return n >= 2
+	})
+	c.Destroy()
+	fresh := proctest.StartCluster(t, shaleBin, []int32{1}, append(opts, proctest.ClusterName("new"))...)
+	out, err := exec.CommandContext(ctx, shaleBin, "topic", "restore", "f-offset", "f-time", "--admin", fresh.Node(1).Admin(),
+		"--bootstrap", fresh.Node(1).Kafka(), "--output", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("restore the forks: %v\n%s", err, out)
+	}
+	var rep adminapi.RestoreReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("restore report: %v\n%s", err, out)
+	}
+	for _, tp := range rep.Topics {
+		t.Logf("restored %s: %s %+v, missing %q", tp.Topic, tp.Status, tp.Partition, tp.Missing)
+		if tp.Status != "restored" {
+			t.Fatalf("%s: %s: %s", tp.Topic, tp.Status, tp.Error)
+		}
+	}
+	source = source[:300]
+	c = fresh
+	ncl := fresh.Client()
+	cl = ncl
+	checkFork("f-time", 300)
+	if got := readAll(t, ctx, c, "f-offset", 250); string(got[249].Value) != "v0249" {
+		t.Fatalf("f-offset after the restore: 249=%q", got[249].Value)
+	}
+}
+
+// metaObjects lists the bucket's _shale/ keys.
+func metaObjects(t *testing.T, dir, bucket string) []string {
+	t.Helper()
+	var keys []string
+	root := filepath.Join(dir, bucket)
+	err := filepath.WalkDir(filepath.Join(root, "_shale"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			keys = append(keys, "/"+filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("listing the bucket: %v", err)
+	}
+	return keys
 }
 
 // readAll reads offsets [0, n) of partition 0 of topic.
