@@ -100,8 +100,11 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "name a verb"},
 		{[]string{"frob"}, "unknown verb"},
-		{[]string{"topic"}, "name a verb: alter-config, create, delete, describe, list"},
+		{[]string{"topic"}, "name a verb: alter-config, create, delete, describe, fork, list, restore"},
 		{[]string{"topic", "craete"}, `did you mean create?`},
+		{[]string{"topic", "fork", "src"}, "name the source topic and the new one"},
+		{[]string{"topic", "fork", "src", "new"}, "--at takes an offset N or @TIME"},
+		{[]string{"topic", "fork", "src", "new", "--at", "end"}, "--at takes an offset N or @TIME"},
 		{[]string{"tier"}, "usage: shale tier"},
 		{[]string{"tier", "stat"}, "did you mean status?"},
 		{[]string{"segment"}, "name a verb: dump"},
