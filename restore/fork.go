@@ -38,6 +38,9 @@ type forkPlan struct {
 	cut       int64
 	segs      []controlplane.RemoteSegment
 	straddled bool
+	// logStart is the source's DeleteRecords log start when it lies
+	// above its first listed segment's base; -1 otherwise.
+	logStart int64
 }
 
 // ForkChain returns the source's CopyFinished segments that hold the
@@ -144,11 +147,18 @@ func (r *Restorer) Fork(ctx context.Context, req adminapi.ForkRequest) (adminapi
 					ErrForkRefused, src.Name, pl.partition, s.SegmentID, s.BaseOffset, s.EndOffset, req.Name)
 			}
 		}
+		logStart := pl.segs[0].BaseOffset
+		if pl.logStart > logStart {
+			logStart = pl.logStart
+			if err := r.tgt.Meta.RaiseLogStart(ctx, id, pl.partition, logStart, 0); err != nil {
+				return rep, err
+			}
+		}
 		if _, err := r.tgt.Store.ActivateRestoredPartition(ctx, id, pl.partition, epoch+1); err != nil {
 			return rep, err
 		}
 		rep.Partitions = append(rep.Partitions, adminapi.ForkedPartition{Partition: pl.partition, Cut: pl.cut,
-			LogStartOffset: pl.segs[0].BaseOffset, Segments: len(pl.segs), Straddled: pl.straddled})
+			LogStartOffset: logStart, Segments: len(pl.segs), Straddled: pl.straddled})
 	}
 	if err := r.tgt.Store.SetTopicConfigs(ctx, req.Name, configs); err != nil {
 		return rep, err
@@ -175,6 +185,16 @@ func (r *Restorer) planFork(ctx context.Context, src controlplane.Topic, p int32
 		return forkPlan{}, fmt.Errorf("%w: %s-%d has no uploaded segment", ErrForkRefused, src.Name, p)
 	}
 	start := chain[0].BaseOffset
+	// DeleteRecords' log start on the source holds for the fork too: the
+	// segments wholly below it are not listed, and the fork records it.
+	recorded := int64(-1)
+	if ls, ok := r.tgt.Meta.RemoteLogStart(src.ID, p); ok && ls > start {
+		recorded, start = ls, ls
+		chain = slices.DeleteFunc(chain, func(s controlplane.RemoteSegment) bool { return s.EndOffset < ls })
+		if len(chain) == 0 {
+			return forkPlan{}, fmt.Errorf("%w: %s-%d: no uploaded segment at or above the log start %d", ErrForkRefused, src.Name, p, ls)
+		}
+	}
 	cut := req.AtOffset
 	if req.AtTimestamp != nil {
 		ts := *req.AtTimestamp
@@ -203,7 +223,7 @@ func (r *Restorer) planFork(ctx context.Context, src controlplane.Topic, p int32
 			segs = append(segs, s)
 		}
 	}
-	pl := forkPlan{partition: p, cut: cut, segs: segs}
+	pl := forkPlan{partition: p, cut: cut, segs: segs, logStart: recorded}
 	last := segs[len(segs)-1]
 	if last.EndOffset < cut {
 		return pl, nil

@@ -146,6 +146,30 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 		t.Fatalf("the fork's own record: %q", got[250].Value)
 	}
 
+	// DeleteRecords' log start on the source holds for a fork made after.
+	dres, err := adm.DeleteRecords(ctx, kadm.Offsets{forkSource: {0: {Topic: forkSource, Partition: 0, At: 15}}})
+	if err == nil {
+		err = dres.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete records below 15: %v", err)
+	}
+	fdr := fork("f-dr", "100")
+	if fdr.Partitions[0].LogStartOffset != 15 || fdr.Partitions[0].Cut != 100 {
+		t.Fatalf("fork after DeleteRecords: %+v, want log start 15, cut 100", fdr.Partitions)
+	}
+	var start int64
+	waitFor(t, 30*time.Second, "f-dr's log start", func() bool {
+		start = listOffset(ctx, cl, "f-dr", 0, -2)
+		return start >= 0
+	})
+	if start != 15 {
+		t.Fatalf("f-dr: log start %d, want 15", start)
+	}
+	if got := readFrom(t, ctx, c, "f-dr", 15, 1); string(got[0].Value) != "v0015" {
+		t.Fatalf("f-dr at its log start: offset %d %q", got[0].Offset, got[0].Value)
+	}
+
 	// The source goes: its retention first (every closed remote segment,
 	// quarantined for 1 s, then purged), then the topic, whose
 	// quarantine entries are purged at once.
@@ -249,6 +273,24 @@ func metaObjects(t *testing.T, dir, bucket string) []string {
 		t.Fatalf("listing the bucket: %v", err)
 	}
 	return keys
+}
+
+// readFrom reads n records of partition 0 of topic from offset from.
+func readFrom(t *testing.T, ctx context.Context, c *proctest.Cluster, topic string, from int64, n int) []*kgo.Record {
+	t.Helper()
+	rc := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}))
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := rc.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%s: read %d of %d records from %d: %v", topic, len(out), n, from, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
 }
 
 // readAll reads offsets [0, n) of partition 0 of topic.
