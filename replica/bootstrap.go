@@ -251,7 +251,9 @@ func readRemoteTail(ctx context.Context, bucket objstore.Bucket, seg controlplan
 	// the segment): the history past its end is not this log's, and the
 	// snapshot is the state at the objects' end, not at the cut, so the
 	// producer state starts empty.
-	tail.Epochs = slices.DeleteFunc(tail.Epochs, func(e segment.EpochEntry) bool { return e.StartOffset > seg.EndOffset })
+	if seg.ObjectSize > 0 {
+		tail.Epochs = slices.DeleteFunc(tail.Epochs, func(e segment.EpochEntry) bool { return e.StartOffset > seg.EndOffset })
+	}
 	if key := tiering.ObjectKey(seg, tiering.KindSnapshot); key != "" && seg.ObjectSize == 0 {
 		data, err := readObject(ctx, bucket, key)
 		if err != nil {
