@@ -89,6 +89,16 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 	}
 	atOffset := fork("f-offset", "250")
 	atTime := fork("f-time", "@"+strconv.FormatInt(base.Add(300*time.Millisecond).UnixMilli(), 10))
+	// A cut past the uploaded end is refused, saying where a fork is
+	// possible now; nothing is created.
+	late, err := exec.CommandContext(ctx, shaleBin, "topic", "fork", forkSource, "f-late", "--at", "100000", "--admin", n1.Admin()).CombinedOutput()
+	if err == nil || !strings.Contains(string(late), "a fork is possible now at --at") {
+		t.Fatalf("a fork past the uploaded end: %v: %s", err, late)
+	}
+	if topics, err := adm.ListTopics(ctx); err != nil || topics.Has("f-late") {
+		t.Fatalf("a refused fork created its topic: %v %v", topics.Names(), err)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(string(late)))
 	cuts := map[string]int64{"f-offset": 250, "f-time": 300}
 	for _, rep := range []adminapi.ForkReport{atOffset, atTime} {
 		if len(rep.Partitions) != 1 || rep.Partitions[0].Cut != cuts[rep.Topic] || rep.Partitions[0].LogStartOffset != 0 {
@@ -122,6 +132,9 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 					r.Timestamp, s.Offset, s.Value, s.Timestamp)
 			}
 		}
+	}
+	for _, name := range []string{"f-offset", "f-time"} {
+		waitFor(t, 30*time.Second, name+" led", func() bool { return listOffset(ctx, cl, name, 0, -1) >= 0 })
 	}
 	checkFork("f-offset", 250)
 	checkFork("f-time", 300)
@@ -248,6 +261,9 @@ func TestForkTopicWithoutCopying(t *testing.T) {
 	c = fresh
 	ncl := fresh.Client()
 	cl = ncl
+	for _, name := range []string{"f-offset", "f-time"} {
+		waitFor(t, 30*time.Second, name+" led after the restore", func() bool { return listOffset(ctx, cl, name, 0, -1) >= 0 })
+	}
 	checkFork("f-time", 300)
 	if got := readAll(t, ctx, c, "f-offset", 250); string(got[249].Value) != "v0249" {
 		t.Fatalf("f-offset after the restore: 249=%q", got[249].Value)
