@@ -2,10 +2,13 @@ package fetch
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
 )
 
 // body is a Fetch response body built from encoded bytes, file ranges and
@@ -23,7 +26,7 @@ type body struct {
 type piece struct {
 	from, to int
 	mem      []byte
-	file     *os.File
+	file     segment.File
 	pos      int64
 	size     int
 }
@@ -33,7 +36,7 @@ func (b *body) Len() int { return b.n }
 func (b *body) WriteTo(w *kafka.ResponseWriter) error {
 	for _, p := range b.pieces {
 		if p.file != nil {
-			if err := w.SendFile(p.file, p.pos, p.size); err != nil {
+			if err := sendFile(w, p.file, p.pos, p.size); err != nil {
 				return err
 			}
 			continue
@@ -155,8 +158,26 @@ func (e *encoder) bytesLen(n int) {
 	e.i32(int32(n))
 }
 
+// sendFile sends a segment file range: with sendfile when f is an
+// operating-system file (always, but on a test's in-memory filesystem),
+// else read into memory.
+func sendFile(w *kafka.ResponseWriter, f segment.File, pos int64, size int) error {
+	if of, ok := f.(*os.File); ok {
+		return w.SendFile(of, pos, size)
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, pos); n < size {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("fetch: read %s: %w", f.Name(), err)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
 // file splices a file range into the body at the current position.
-func (e *encoder) file(f *os.File, pos int64, size int) {
+func (e *encoder) file(f segment.File, pos int64, size int) {
 	e.cut()
 	e.b.pieces = append(e.b.pieces, piece{file: f, pos: pos, size: size})
 	e.b.n += size

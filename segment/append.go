@@ -179,7 +179,7 @@ func (l *Log) noteEpoch(h *batch.Header) error {
 	}
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-	if err := epochs.write(l.dir); err != nil {
+	if err := epochs.write(l.fs, l.dir); err != nil {
 		return err
 	}
 	l.mu.Lock()

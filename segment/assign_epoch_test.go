@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/shale-io/shale/segment/batch"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // checkEpochs checks the history in memory and in the checkpoint on disk.
@@ -14,7 +16,7 @@ func checkEpochs(t *testing.T, l *Log, want []EpochEntry) {
 	if got := l.Epochs(); !slices.Equal(got, want) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
-	disk, err := readEpochCheckpoint(l.Dir())
+	disk, err := readEpochCheckpoint(vfs.Default, l.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}

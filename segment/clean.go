@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // ReplaceSegment swaps the contents of the closed segment at base for
@@ -96,41 +97,41 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	txnSwap := old.path(txnIndexSuffix + swapSuffix)
 	// No .txnindex.swap of a failed earlier call may ride along with this
 	// .log.swap.
-	if err := os.Remove(txnSwap); err != nil && !os.IsNotExist(err) {
+	if err := l.fs.Remove(txnSwap); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := os.WriteFile(tmp, cleaned, 0o644); err != nil {
+	if err := vfs.WriteFile(l.fs, tmp, cleaned, 0o644); err != nil {
 		return err
 	}
-	if err := syncFile(tmp); err != nil {
-		os.Remove(tmp)
+	if err := syncFile(l.fs, tmp); err != nil {
+		l.fs.Remove(tmp)
 		return err
 	}
 	if txnChanged {
 		if err := writeTxnSwap(old, kept); err != nil {
-			os.Remove(tmp)
+			l.fs.Remove(tmp)
 			return err
 		}
 		if err := cleanCrashPoint("txnindex swap written"); err != nil {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, swap); err != nil {
-		os.Remove(tmp)
-		os.Remove(txnSwap)
+	if err := l.fs.Rename(tmp, swap); err != nil {
+		l.fs.Remove(tmp)
+		l.fs.Remove(txnSwap)
 		return err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return err
 	}
 	if err := cleanCrashPoint("log swapped"); err != nil {
 		return err
 	}
 	if txnChanged {
-		if err := completeTxnSwap(l.dir, old.path(txnIndexSuffix)); err != nil {
+		if err := completeTxnSwap(l.fs, l.dir, old.path(txnIndexSuffix)); err != nil {
 			return err
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 		if err := cleanCrashPoint("txnindex in place"); err != nil {
@@ -142,10 +143,10 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	if err := old.renameDeletedExcept(txnIndexSuffix); err != nil {
 		return err
 	}
-	if err := os.Rename(swap, old.path(logSuffix)); err != nil {
+	if err := l.fs.Rename(swap, old.path(logSuffix)); err != nil {
 		return err
 	}
-	s, err := openSegment(l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base)
 	if err != nil {
 		return err
 	}
@@ -162,7 +163,7 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		return err
 	}
 	s.synced.Store(true)
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		s.close(false)
 		return err
 	}
@@ -181,8 +182,8 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	return nil
 }
 
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func syncFile(fs vfs.FS, path string) error {
+	f, err := fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -193,16 +194,17 @@ func syncFile(path string) error {
 // writeTxnSwap writes the cleaned segment's .txnindex (entries, possibly
 // none) as .txnindex.cleaned, fsyncs it and renames it .txnindex.swap.
 func writeTxnSwap(old *segment, entries []byte) error {
+	fs := old.fs
 	tmp := old.path(txnIndexSuffix + cleanedSuffix)
-	if err := os.WriteFile(tmp, entries, 0o644); err != nil {
+	if err := vfs.WriteFile(fs, tmp, entries, 0o644); err != nil {
 		return err
 	}
-	if err := syncFile(tmp); err != nil {
-		os.Remove(tmp)
+	if err := syncFile(fs, tmp); err != nil {
+		fs.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, old.path(txnIndexSuffix+swapSuffix)); err != nil {
-		os.Remove(tmp)
+	if err := fs.Rename(tmp, old.path(txnIndexSuffix+swapSuffix)); err != nil {
+		fs.Remove(tmp)
 		return err
 	}
 	return nil
@@ -211,9 +213,9 @@ func writeTxnSwap(old *segment, entries []byte) error {
 // completeTxnSwap puts the .txnindex.swap beside path in its place: an
 // empty one removes the .txnindex (the file exists only while it has
 // entries). No .txnindex.swap is nothing to do.
-func completeTxnSwap(dir, path string) error {
+func completeTxnSwap(fs vfs.FS, dir, path string) error {
 	swap := path + swapSuffix
-	fi, err := os.Stat(swap)
+	fi, err := fs.Stat(swap)
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -221,15 +223,15 @@ func completeTxnSwap(dir, path string) error {
 		return err
 	}
 	if fi.Size() > 0 {
-		return os.Rename(swap, path)
+		return fs.Rename(swap, path)
 	}
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+	if err := fs.Remove(path); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fs, dir); err != nil {
 		return err
 	}
-	return os.Remove(swap)
+	return fs.Remove(swap)
 }
 
 // cleanCrashHook, when set (tests only), is called after each durable step

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // Config is the per-partition log configuration. Field comments give the
@@ -53,6 +55,10 @@ type Config struct {
 	Now func() time.Time `yaml:"-"`
 	// Logger receives recovery and deletion reports. Default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// FS is the filesystem the log lives on. Default vfs.Default, the
+	// operating system's; tests use vfs.NewMem to crash it and
+	// vfs.WithErrors to fail its calls.
+	FS vfs.FS `yaml:"-"`
 }
 
 // Defaults returns Kafka's defaults.
@@ -67,11 +73,12 @@ func Defaults() Config {
 		Decompress:         defaultDecompress,
 		Now:                time.Now,
 		Logger:             slog.Default(),
+		FS:                 vfs.Default,
 	}
 }
 
 // Validate reports the first field out of range, wrapping ErrInvalidConfig.
-// A nil Now or Logger is invalid; start from Defaults.
+// A nil Now, Logger or FS is invalid; start from Defaults.
 func (c *Config) Validate() error {
 	switch {
 	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:
@@ -94,6 +101,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: nil Now clock", ErrInvalidConfig)
 	case c.Logger == nil:
 		return fmt.Errorf("%w: nil Logger", ErrInvalidConfig)
+	case c.FS == nil:
+		return fmt.Errorf("%w: nil FS", ErrInvalidConfig)
 	}
 	return nil
 }

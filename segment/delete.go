@@ -69,13 +69,13 @@ func (l *Log) deleteSegmentsBefore(newLogStart int64, cutEpochs bool) (deleted i
 	// two writes must leave the cut history, not the old start with it.
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	if cutEpochs && epochs.truncateFromStart(start) {
-		if err := epochs.write(l.dir); err != nil {
+		if err := epochs.write(l.fs, l.dir); err != nil {
 			return 0, err
 		}
 	}
 	if start != l.mu.logStart {
 		// Persist first: a crash must not resurrect offsets we dropped.
-		if err := writeOffsetFile(l.dir, logStartOffsetFile, start); err != nil {
+		if err := writeOffsetFile(l.fs, l.dir, logStartOffsetFile, start); err != nil {
 			return 0, err
 		}
 	}

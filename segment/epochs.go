@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // EpochEntry says that leader epoch Epoch starts at StartOffset: its first
@@ -162,7 +164,7 @@ func (l *Log) DropUnwrittenEpochs() (bool, error) {
 // installEpochs writes epochs to the checkpoint, then makes it the history.
 // REQUIRES: writer lock held.
 func (l *Log) installEpochs(epochs epochCache) error {
-	if err := epochs.write(l.dir); err != nil {
+	if err := epochs.write(l.fs, l.dir); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -182,14 +184,14 @@ func (c epochCache) encode() []byte {
 	return b.Bytes()
 }
 
-func (c epochCache) write(dir string) error {
-	return writeFileAtomic(dir, epochCheckpointFile, c.encode())
+func (c epochCache) write(fs vfs.FS, dir string) error {
+	return writeFileAtomic(fs, dir, epochCheckpointFile, c.encode())
 }
 
 // readEpochCheckpoint parses the checkpoint in dir. A missing file is an
 // empty cache; a malformed one is ErrCorruption.
-func readEpochCheckpoint(dir string) (epochCache, error) {
-	data, err := os.ReadFile(filepath.Join(dir, epochCheckpointFile))
+func readEpochCheckpoint(fs vfs.FS, dir string) (epochCache, error) {
+	data, err := fs.ReadFile(filepath.Join(dir, epochCheckpointFile))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

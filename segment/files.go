@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // File names in a partition directory.
@@ -54,7 +56,9 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 // file, fsynced, renamed over name, and the directory fsynced. A leftover
 // temporary file is removed when the log opens. Layers above (producer-state
 // snapshots) use it for their own files in a partition directory.
-func WriteFileAtomic(dir, name string, data []byte) error { return writeFileAtomic(dir, name, data) }
+func WriteFileAtomic(dir, name string, data []byte) error {
+	return writeFileAtomic(vfs.Default, dir, name, data)
+}
 
 // WriteFileNoSync writes data to dir/name through a temporary file and a
 // rename, without any fsync: name never holds a partial write while the
@@ -70,9 +74,9 @@ func WriteFileNoSync(dir, name string, data []byte) error {
 	return os.Rename(tmp, filepath.Join(dir, name))
 }
 
-func writeFileAtomic(dir, name string, data []byte) error {
+func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -87,15 +91,15 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := fs.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(fs, dir)
 }
 
 // syncDir makes renames, creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -107,14 +111,14 @@ func syncDir(dir string) error {
 }
 
 // writeOffsetFile stores one decimal offset (log-start-offset, recovery-point).
-func writeOffsetFile(dir, name string, v int64) error {
-	return writeFileAtomic(dir, name, []byte(strconv.FormatInt(v, 10)+"\n"))
+func writeOffsetFile(fs vfs.FS, dir, name string, v int64) error {
+	return writeFileAtomic(fs, dir, name, []byte(strconv.FormatInt(v, 10)+"\n"))
 }
 
 // readOffsetFile reads a file written by writeOffsetFile. ok is false when
 // the file is missing or does not hold one non-negative number.
-func readOffsetFile(dir, name string) (v int64, ok bool) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+func readOffsetFile(fs vfs.FS, dir, name string) (v int64, ok bool) {
+	b, err := fs.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return 0, false
 	}
@@ -125,13 +129,16 @@ func readOffsetFile(dir, name string) (v int64, ok bool) {
 	return v, true
 }
 
-// fsync is (*os.File).Sync, after the fault SetFsyncFault installed; the
-// fuzz target swaps it for a no-op, since it tests parsing, not
-// durability, and fsync on a shared disk dominates its time.
-var fsync = func(f *os.File) error {
+// fsync is f.Sync, after the fault SetFsyncFault installed (for files of
+// the operating system's FS); the fuzz target swaps it for a no-op, since
+// it tests parsing, not durability, and fsync on a shared disk dominates
+// its time.
+var fsync = func(f vfs.File) error {
 	if fault := fsyncFault.Load(); fault != nil {
-		if err := (*fault)(f); err != nil {
-			return err
+		if of, ok := f.(*os.File); ok {
+			if err := (*fault)(of); err != nil {
+				return err
+			}
 		}
 	}
 	return f.Sync()
@@ -143,9 +150,9 @@ var fsyncFault atomic.Pointer[func(*os.File) error]
 // SetFsyncFault makes every fsync of this package (segment files,
 // indexes, checkpoints, directories) call fault first and fail with its
 // error when it returns one; nil removes it. It is a fault-injection seam
-// for tests of a failing disk (pebble's errorfs does this with a whole
-// filesystem), process-wide: a test that sets it must not run in parallel
-// with others, and removes it when done.
+// for tests of a failing disk on the operating system's FS, process-wide
+// (Config.FS with vfs.WithErrors fails any call of one Log): a test that
+// sets it must not run in parallel with others, and removes it when done.
 func SetFsyncFault(fault func(f *os.File) error) {
 	if fault == nil {
 		fsyncFault.Store(nil)

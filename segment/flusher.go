@@ -75,7 +75,7 @@ func (l *Log) syncPendingDir() error {
 	if !l.bg.dirDirty.Swap(false) {
 		return nil
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		l.bg.dirDirty.Store(true)
 		return err
 	}
@@ -219,7 +219,7 @@ func (l *Log) raiseRecoveryPoint(v int64) error {
 	if v <= l.rp.point {
 		return nil
 	}
-	if err := writeOffsetFile(l.dir, recoveryPointFile, v); err != nil {
+	if err := writeOffsetFile(l.fs, l.dir, recoveryPointFile, v); err != nil {
 		return err
 	}
 	l.rp.point = v
@@ -233,7 +233,7 @@ func (l *Log) raiseRecoveryPoint(v int64) error {
 func (l *Log) setRecoveryPoint(v int64) error {
 	l.rp.Lock()
 	defer l.rp.Unlock()
-	if err := writeOffsetFile(l.dir, recoveryPointFile, v); err != nil {
+	if err := writeOffsetFile(l.fs, l.dir, recoveryPointFile, v); err != nil {
 		return err
 	}
 	l.rp.point = v

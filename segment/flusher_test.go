@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/internal/proctest"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // blockSyncs installs a bgSyncHook that reports each segment the flusher is
@@ -62,7 +64,7 @@ func waitRecoveryPoint(t *testing.T, l *Log, want int64) {
 
 // recoveryPointOnDisk is the recovery-point file's value, -1 when missing.
 func recoveryPointOnDisk(t *testing.T, dir string) int64 {
-	v, ok := readOffsetFile(dir, recoveryPointFile)
+	v, ok := readOffsetFile(vfs.Default, dir, recoveryPointFile)
 	if !ok {
 		return -1
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // FuzzOpenLog writes arbitrary bytes as a segment's .log, .index and
@@ -24,7 +26,7 @@ func FuzzOpenLog(f *testing.F) {
 	f.Add(read(fileName(0, logSuffix)), AbortedTxn{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3}.AppendTo(nil),
 		read(fileName(0, timeIndexSuffix)), read(epochCheckpointFile), uint8(8), int64(0))
 	saved := fsync
-	fsync = func(*os.File) error { return nil }
+	fsync = func(vfs.File) error { return nil }
 	f.Cleanup(func() { fsync = saved })
 	f.Fuzz(func(t *testing.T, logB, idxB, tidxB, cpB []byte, flags uint8, n int64) {
 		dir := fuzzDir(t)

@@ -1,10 +1,9 @@
 package segment
 
 import (
-	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // mmapIndex is a file of fixed-size entries, memory-mapped read-write. The
@@ -23,7 +22,11 @@ import (
 // hold l.mu (read) while they look entries up, so a mapping never disappears
 // under a reader. path changes only with the writer lock held.
 type mmapIndex struct {
-	path      string // where the file is now (renameDeleted moves it)
+	fs   vfs.FS
+	path string // where the file is now (renameDeleted moves it)
+	// mapped is the file data was mapped from, closed once mapped: an FS
+	// unmaps through the file it mapped (vfs.FS.Unmap).
+	mapped    vfs.File
 	entrySize int
 	data      []byte // the mapping; nil when the file is empty
 	n         int    // entries in use
@@ -35,14 +38,14 @@ type mmapIndex struct {
 	// otherwise. The writer sets it (before queueing the segment); the
 	// flusher takes it with flusher.syncing held; writers touch it again
 	// only after dropFlushes (see flusher.go).
-	pending *os.File
+	pending vfs.File
 }
 
 // openIndex opens or creates the index at path and maps it; the file is
 // closed again once mapped. n is the whole entries the file holds; the
 // caller checks them (sanityCheck) before trusting them.
-func openIndex(path string, entrySize int) (*mmapIndex, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func openIndex(fs vfs.FS, path string, entrySize int) (*mmapIndex, error) {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +54,7 @@ func openIndex(path string, entrySize int) (*mmapIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &mmapIndex{path: path, entrySize: entrySize}
+	x := &mmapIndex{fs: fs, path: path, entrySize: entrySize}
 	size := st.Size() - st.Size()%int64(entrySize)
 	// Only a cut partial entry needs an fsync: a new (empty) index, made at
 	// each roll, must not put one on the append path.
@@ -64,17 +67,17 @@ func openIndex(path string, entrySize int) (*mmapIndex, error) {
 
 // file is the index file, open read-write: pending when a roll left it
 // open, else opened now (owned reports whether the caller must close it).
-func (x *mmapIndex) file() (f *os.File, owned bool, err error) {
+func (x *mmapIndex) file() (f vfs.File, owned bool, err error) {
 	if x.pending != nil {
 		return x.pending, false, nil
 	}
-	f, err = os.OpenFile(x.path, os.O_RDWR, 0)
+	f, err = x.fs.OpenFile(x.path, os.O_RDWR, 0)
 	return f, err == nil, err
 }
 
 // mapSize truncates or extends f (the index file) to size, fsyncs it when
 // sync is set, and maps it. Any previous mapping must already be gone.
-func (x *mmapIndex) mapSize(f *os.File, size int64, sync bool) error {
+func (x *mmapIndex) mapSize(f vfs.File, size int64, sync bool) error {
 	if err := f.Truncate(size); err != nil {
 		return err
 	}
@@ -87,21 +90,12 @@ func (x *mmapIndex) mapSize(f *os.File, size int64, sync bool) error {
 		x.data = nil
 		return nil
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// The OS FS advises random access (vfs/os.go: issue 23's page cache).
+	b, err := x.fs.Map(f, int(size))
 	if err != nil {
-		return fmt.Errorf("mmap %s: %w", x.path, err)
+		return err
 	}
-	// An index is looked up by binary search and appended at its end: no
-	// access is sequential. Without this advice the first fault on an
-	// active segment's preallocated index reads around it, and ext4 zeroes
-	// megabytes of the hole into the page cache (8 MiB of a 10 MiB index
-	// here, for one entry); at 1,000 partitions that was most of a node's
-	// CPU and its file-backed memory (issue 23).
-	if err := unix.Madvise(b, unix.MADV_RANDOM); err != nil {
-		_ = unix.Munmap(b)
-		return fmt.Errorf("madvise %s: %w", x.path, err)
-	}
-	x.data = b
+	x.data, x.mapped = b, f
 	return nil
 }
 
@@ -109,8 +103,8 @@ func (x *mmapIndex) unmap() error {
 	if x.data == nil {
 		return nil
 	}
-	err := unix.Munmap(x.data)
-	x.data = nil
+	err := x.fs.Unmap(x.mapped, x.data)
+	x.data, x.mapped = nil, nil
 	return err
 }
 
@@ -131,7 +125,7 @@ func (x *mmapIndex) resize(maxBytes int) error { return x.resizeSync(maxBytes, t
 // for that fsync.
 func (x *mmapIndex) trimNoSync() error {
 	if x.pending == nil {
-		f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+		f, err := x.fs.OpenFile(x.path, os.O_RDWR, 0)
 		if err != nil {
 			return err
 		}
@@ -224,7 +218,7 @@ func (x *mmapIndex) sync() error {
 	if x.data == nil {
 		return nil
 	}
-	return unix.Msync(x.data, unix.MS_SYNC)
+	return x.fs.Msync(x.data)
 }
 
 // close unmaps the index (and closes a pending file), trimming the file to

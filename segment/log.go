@@ -2,10 +2,11 @@ package segment
 
 import (
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // Log is one partition's log on local disk.
@@ -32,6 +33,7 @@ import (
 // calls back into it only through Config.OnRoll, under writer.
 type Log struct {
 	dir    string
+	fs     vfs.FS // cfg.FS
 	cfg    Config
 	logger *slog.Logger
 
@@ -206,8 +208,8 @@ func (l *Log) Close() error {
 	l.w.pendingDeletes = nil
 	if err == nil {
 		// The marker goes last: only a fully flushed, trimmed log is clean.
-		if err = writeFileAtomic(l.dir, cleanShutdownFile, nil); err != nil {
-			os.Remove(l.dir + "/" + cleanShutdownFile)
+		if err = writeFileAtomic(l.fs, l.dir, cleanShutdownFile, nil); err != nil {
+			l.fs.Remove(l.dir + "/" + cleanShutdownFile)
 		}
 	}
 	return err

@@ -30,16 +30,16 @@ func Open(dir string, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("dir", dir)}
+	l := &Log{dir: dir, fs: cfg.FS, cfg: cfg, logger: cfg.Logger.With("dir", dir)}
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	marker := filepath.Join(dir, cleanShutdownFile)
-	_, err := os.Stat(marker)
+	_, err := l.fs.Stat(marker)
 	clean := err == nil
 	if err := l.load(clean); err != nil {
 		for _, s := range l.mu.segments {
@@ -49,11 +49,11 @@ func Open(dir string, cfg Config) (*Log, error) {
 	}
 	if clean {
 		// From here on a crash must lead to a full recovery.
-		if err := os.Remove(marker); err != nil {
+		if err := l.fs.Remove(marker); err != nil {
 			l.closeAllLocked()
 			return nil, err
 		}
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(l.fs, dir); err != nil {
 			l.closeAllLocked()
 			return nil, err
 		}
@@ -74,7 +74,7 @@ func (l *Log) closeAllLocked() {
 // listDir removes stray files and returns the base offsets of the .log files
 // and the set of index files present.
 func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
-	ents, err := os.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,22 +96,22 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		// indexes go first and durably: once the .log.swap is renamed, a
 		// crash leaves no sign of the swap, and a later Open would drop the
 		// .txnindex.swap as a stray, keeping entries of markers gone.
-		if err := completeTxnSwap(l.dir, filepath.Join(l.dir, stem+txnIndexSuffix)); err != nil {
+		if err := completeTxnSwap(l.fs, l.dir, filepath.Join(l.dir, stem+txnIndexSuffix)); err != nil {
 			return nil, nil, err
 		}
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-			if err := os.Remove(filepath.Join(l.dir, stem+suf)); err != nil && !os.IsNotExist(err) {
+			if err := l.fs.Remove(filepath.Join(l.dir, stem+suf)); err != nil && !os.IsNotExist(err) {
 				return nil, nil, err
 			}
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return nil, nil, err
 		}
-		if err := os.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, final)); err != nil {
+		if err := l.fs.Rename(filepath.Join(l.dir, name), filepath.Join(l.dir, final)); err != nil {
 			return nil, nil, err
 		}
 	}
-	if ents, err = os.ReadDir(l.dir); err != nil {
+	if ents, err = l.fs.ReadDir(l.dir); err != nil {
 		return nil, nil, err
 	}
 	for _, e := range ents {
@@ -122,7 +122,7 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		if strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleanedSuffix) ||
 			strings.HasSuffix(name, swapSuffix) || strings.HasSuffix(name, tmpSuffix) {
 			l.logger.Info("removing stray file", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -142,7 +142,7 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if b, ok := parseSegmentName(name, suf); ok && !have[b] {
 				l.logger.Info("removing index without a log", "file", name)
-				if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -162,7 +162,7 @@ func (l *Log) load(clean bool) error {
 	if len(bases) == 0 {
 		bases = []int64{0}
 	}
-	epochs, err := readEpochCheckpoint(l.dir)
+	epochs, err := readEpochCheckpoint(l.fs, l.dir)
 	epochsOK := err == nil
 	if err != nil {
 		l.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the batches", "err", err)
@@ -171,7 +171,7 @@ func (l *Log) load(clean bool) error {
 	l.mu.epochs = epochs
 	recoverFrom := len(bases)
 	if !clean {
-		rp, _ := readOffsetFile(l.dir, recoveryPointFile)
+		rp, _ := readOffsetFile(l.fs, l.dir, recoveryPointFile)
 		recoverFrom = max(sort.Search(len(bases), func(i int) bool { return bases[i] > rp })-1, 0)
 	}
 	next := bases[0]
@@ -182,7 +182,7 @@ func (l *Log) load(clean bool) error {
 			l.removeSegmentFiles(bases[i:])
 			break
 		}
-		s, err := openSegment(l.dir, base)
+		s, err := openSegment(l.fs, l.dir, base)
 		if err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 		act.firstTs = h.MaxTimestamp
 	}
 	l.mu.leo = act.next
-	lso, ok := readOffsetFile(l.dir, logStartOffsetFile)
+	lso, ok := readOffsetFile(l.fs, l.dir, logStartOffsetFile)
 	if !ok {
 		lso = segs[0].base
 	}
@@ -278,7 +278,7 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 	// on purpose (older offsets in remote storage).
 	c1 := l.mu.epochs.truncateFromEnd(max(l.mu.leo, l.mu.logStart+1))
 	if !epochsOK || c1 {
-		if err := l.mu.epochs.write(l.dir); err != nil {
+		if err := l.mu.epochs.write(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
@@ -312,7 +312,7 @@ func (l *Log) rebuildEpochs() error {
 func (l *Log) removeSegmentFiles(bases []int64) {
 	for _, b := range bases {
 		for _, suf := range segmentSuffixes {
-			if err := os.Remove(filepath.Join(l.dir, fileName(b, suf))); err != nil && !os.IsNotExist(err) {
+			if err := l.fs.Remove(filepath.Join(l.dir, fileName(b, suf))); err != nil && !os.IsNotExist(err) {
 				l.logger.Warn("removing segment file", "file", fileName(b, suf), "err", err)
 			}
 		}

@@ -3,18 +3,22 @@ package segment
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
+// File is an open segment file; on the operating system's FS (Config.FS)
+// it is an *os.File.
+type File = vfs.File
+
 // ReadResult is a byte range of one segment file holding whole batches, for
-// the fetch path to send without copying (sendfile) or to read with
-// File.ReadAt. File stays open until the segment is deleted (plus
+// the fetch path to send without copying (sendfile, when File is an
+// *os.File) or to read with File.ReadAt. File stays open until the segment is deleted (plus
 // FileDeleteDelay), truncated away, or the Log is closed; the caller must not
 // close it. Size 0 means no data (File is then nil).
 type ReadResult struct {
-	File        *os.File
+	File        File
 	Position    int64 // byte position of the first batch in File
 	Size        int   // bytes of whole batches from Position
 	FirstOffset int64 // base offset of the first batch (may be below the requested offset)

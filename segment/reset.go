@@ -93,11 +93,11 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 		}
 	}
 	if err == nil {
-		err = syncDir(l.dir)
+		err = syncDir(l.fs, l.dir)
 	}
 	// 2. The new history, before any segment can pair with it.
 	if err == nil {
-		err = cache.write(l.dir)
+		err = cache.write(l.fs, l.dir)
 	}
 	if err == nil {
 		err = resetStep("history")
@@ -111,7 +111,7 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 		err = resetStep("segment")
 	}
 	if err == nil {
-		err = writeOffsetFile(l.dir, logStartOffsetFile, offset)
+		err = writeOffsetFile(l.fs, l.dir, logStartOffsetFile, offset)
 	}
 	if err == nil {
 		err = resetStep("log-start")
@@ -155,7 +155,7 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 // empty active segment at base.
 // REQUIRES: writer lock held.
 func (l *Log) newEmptySegmentLocked(base int64) (*segment, error) {
-	s, err := openSegment(l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (l *Log) newEmptySegmentLocked(base int64) (*segment, error) {
 		err = s.sync()
 	}
 	if err == nil {
-		err = syncDir(l.dir)
+		err = syncDir(l.fs, l.dir)
 	}
 	if err != nil {
 		s.close(false)

@@ -33,7 +33,7 @@ func (l *Log) rollLocked() error {
 	}
 	old := l.active()
 	base := l.mu.leo
-	s, err := openSegment(l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	if epochs.truncateFromEnd(newEnd) {
-		if err := epochs.write(l.dir); err != nil {
+		if err := epochs.write(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
@@ -224,13 +224,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.setRecoveryPoint(offset); err != nil {
 		return err
 	}
-	return syncDir(l.dir)
+	return syncDir(l.fs, l.dir)
 }
 
 // startEmptyLocked creates the files of an empty log starting at offset.
 // REQUIRES: writer lock held.
 func (l *Log) startEmptyLocked(offset int64) (*segment, error) {
-	s, err := openSegment(l.dir, offset)
+	s, err := openSegment(l.fs, l.dir, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -239,10 +239,10 @@ func (l *Log) startEmptyLocked(offset int64) (*segment, error) {
 		err = s.tidx.resize(l.cfg.SegmentIndexBytes)
 	}
 	if err == nil {
-		err = writeOffsetFile(l.dir, logStartOffsetFile, offset)
+		err = writeOffsetFile(l.fs, l.dir, logStartOffsetFile, offset)
 	}
 	if err == nil {
-		err = (epochCache(nil)).write(l.dir)
+		err = (epochCache(nil)).write(l.fs, l.dir)
 	}
 	if err != nil {
 		s.close(false)

@@ -1,10 +1,11 @@
 package segment
 
 import (
-	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // No fsync of any file, the directory included, is on the append path of a
@@ -16,7 +17,7 @@ func TestRollAppendsWithEveryFsyncHeld(t *testing.T) {
 	saved := fsync
 	t.Cleanup(func() { fsync = saved })
 	var hold sync.RWMutex // write-locked: every fsync waits
-	fsync = func(f *os.File) error {
+	fsync = func(f vfs.File) error {
 		hold.RLock()
 		defer hold.RUnlock()
 		return saved(f)

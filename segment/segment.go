@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 const batchHeaderSize = batch.HeaderSize
@@ -18,9 +19,10 @@ const batchHeaderSize = batch.HeaderSize
 // only while the Log's writer lock and l.mu are both held; the writer reads
 // them with only the writer lock, readers with l.mu held.
 type segment struct {
+	fs   vfs.FS
 	dir  string
 	base int64
-	log  *os.File
+	log  vfs.File
 	idx  offsetIndex
 	tidx timeIndex
 
@@ -53,9 +55,9 @@ func (s *segment) path(suffix string) string {
 
 // openSegment opens (creating when missing) the three files of the segment at
 // base. The indexes are opened as found; the loader checks or rebuilds them.
-func openSegment(dir string, base int64) (*segment, error) {
-	s := &segment{dir: dir, base: base, next: base, maxTs: -1, offMaxTs: base, firstTs: -1}
-	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+func openSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
+	s := &segment{fs: fs, dir: dir, base: base, next: base, maxTs: -1, offMaxTs: base, firstTs: -1}
+	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -66,12 +68,12 @@ func openSegment(dir string, base int64) (*segment, error) {
 		return nil, err
 	}
 	s.size = st.Size()
-	idx, err := openIndex(s.path(indexSuffix), offsetIndexEntrySize)
+	idx, err := openIndex(fs, s.path(indexSuffix), offsetIndexEntrySize)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(s.path(timeIndexSuffix), timeIndexEntrySize)
+	tidx, err := openIndex(fs, s.path(timeIndexSuffix), timeIndexEntrySize)
 	if err != nil {
 		idx.close(false)
 		f.Close()
@@ -81,7 +83,7 @@ func openSegment(dir string, base int64) (*segment, error) {
 	s.tidx = timeIndex{mmapIndex: tidx, base: base}
 	if err := s.loadTxnIndex(); err != nil {
 		s.txnErr = err
-		os.Remove(s.path(txnIndexSuffix))
+		fs.Remove(s.path(txnIndexSuffix))
 	}
 	return s, nil
 }
@@ -225,7 +227,7 @@ func (s *segment) renameDeletedExcept(keep string) error {
 		if suf == keep {
 			continue
 		}
-		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
+		if err := s.fs.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		switch suf {
@@ -248,7 +250,7 @@ func (s *segment) removeFiles() error {
 			paths = paths[1:]
 		}
 		for _, p := range paths {
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
+			if err := s.fs.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
 				first = err
 			}
 		}

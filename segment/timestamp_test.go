@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 func TestOffsetForTimestamp(t *testing.T) {
@@ -132,7 +134,7 @@ func TestFlushPolicy(t *testing.T) {
 	if l.RecoveryPoint() != 5 {
 		t.Fatalf("flush.messages: recovery point %d", l.RecoveryPoint())
 	}
-	if v, ok := readOffsetFile(dir, recoveryPointFile); !ok || v != 5 {
+	if v, ok := readOffsetFile(vfs.Default, dir, recoveryPointFile); !ok || v != 5 {
 		t.Fatalf("recovery-point file %d %v", v, ok)
 	}
 	mustAppend(t, l, buildBatch(t, batchSpec{records: 1}), 0)

@@ -72,7 +72,7 @@ func DecodeTxnIndex(b []byte) ([]AbortedTxn, error) {
 // loadTxnIndex reads the segment's .txnindex into s.txns. A missing file
 // is no entry. REQUIRES: only the opener holds s.
 func (s *segment) loadTxnIndex() error {
-	b, err := os.ReadFile(s.path(txnIndexSuffix))
+	b, err := s.fs.ReadFile(s.path(txnIndexSuffix))
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -90,7 +90,7 @@ func (s *segment) loadTxnIndex() error {
 // appendTxnFile appends one entry to the .txnindex file, fsyncing it when
 // sync is set. REQUIRES: writer lock held.
 func (s *segment) appendTxnFile(a AbortedTxn, sync bool) error {
-	f, err := os.OpenFile(s.path(txnIndexSuffix), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := s.fs.OpenFile(s.path(txnIndexSuffix), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -119,12 +119,20 @@ func (s *segment) truncateTxnFile(offset int64) (int, error) {
 	case n == len(s.txns):
 		return n, nil
 	case n == 0:
-		if err := os.Remove(s.path(txnIndexSuffix)); err != nil && !os.IsNotExist(err) {
+		if err := s.fs.Remove(s.path(txnIndexSuffix)); err != nil && !os.IsNotExist(err) {
 			return len(s.txns), err
 		}
 		return 0, nil
 	}
-	if err := os.Truncate(s.path(txnIndexSuffix), int64(n*AbortedTxnSize)); err != nil {
+	f, err := s.fs.OpenFile(s.path(txnIndexSuffix), os.O_RDWR, 0)
+	if err != nil {
+		return len(s.txns), err
+	}
+	err = f.Truncate(int64(n * AbortedTxnSize))
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
 		return len(s.txns), err
 	}
 	return n, nil
@@ -146,7 +154,7 @@ func (s *segment) dropStrayTxns() error {
 	}
 	s.txns = kept
 	if len(kept) == 0 {
-		if err := os.Remove(s.path(txnIndexSuffix)); err != nil && !os.IsNotExist(err) {
+		if err := s.fs.Remove(s.path(txnIndexSuffix)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		return nil
@@ -155,7 +163,7 @@ func (s *segment) dropStrayTxns() error {
 	for _, a := range kept {
 		b = a.AppendTo(b)
 	}
-	return writeFileAtomic(s.dir, filepath.Base(s.path(txnIndexSuffix)), b)
+	return writeFileAtomic(s.fs, s.dir, filepath.Base(s.path(txnIndexSuffix)), b)
 }
 
 // truncateTxns is truncateTxnFile followed by the cut in memory.
@@ -170,7 +178,7 @@ func (l *Log) truncateTxns(s *segment, offset int64) error {
 
 // syncTxnIndex fsyncs the .txnindex file when it exists.
 func (s *segment) syncTxnIndex() error {
-	f, err := os.OpenFile(s.path(txnIndexSuffix), os.O_RDWR, 0)
+	f, err := s.fs.OpenFile(s.path(txnIndexSuffix), os.O_RDWR, 0)
 	if os.IsNotExist(err) {
 		return nil
 	}

@@ -1,0 +1,275 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"path"
+	"sync"
+	"testing"
+
+	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
+)
+
+// Crash tests on the crashable in-memory filesystem: unlike a SIGKILL,
+// which keeps the page cache, a crash of vfs.MemFS drops every byte not
+// fsynced and every directory entry whose directory was not fsynced.
+
+const crashDir = "/data/t-0"
+
+// newCrashFS returns a MemFS holding crashDir durably (as the broker's
+// data directory would be before any log opens).
+func newCrashFS(t *testing.T) *vfs.MemFS {
+	t.Helper()
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll(crashDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/", "/data", crashDir} {
+		if err := vfs.SyncDir(fs, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+func crashConfig(fs vfs.FS) Config {
+	cfg := testConfig(newFakeClock())
+	cfg.FS = fs
+	cfg.FileDeleteDelay = 0
+	return cfg
+}
+
+// crashImage is the filesystem a crash would have left at one moment, with
+// what the log had promised was durable by then.
+type crashImage struct {
+	fs      *vfs.MemFS
+	durable int64 // the LEO at the last Flush that had returned
+	at      string
+}
+
+// batchesByOffset splits a log's bytes into batches by base offset.
+func batchesByOffset(t *testing.T, b []byte, into map[int64][]byte) {
+	t.Helper()
+	for _, rb := range decodeBatches(t, b) {
+		n := int(rb.Length) + batch.LogOverhead
+		into[rb.FirstOffset] = b[:n]
+		b = b[n:]
+	}
+}
+
+// checkRecovery opens the log of a crash image and checks that it holds
+// every offset promised durable (by a returned Flush, and by the recovery
+// point file in the image), and nothing but whole batches that were
+// appended at their offsets (want: every batch appended, by base offset).
+func checkRecovery(t *testing.T, img crashImage, want map[int64][]byte) *Log {
+	t.Helper()
+	rp, _ := readOffsetFile(img.fs, crashDir, recoveryPointFile)
+	l, err := Open(crashDir, crashConfig(img.fs))
+	if err != nil {
+		t.Fatalf("%s: open after crash: %v", img.at, err)
+	}
+	leo := l.LogEndOffset()
+	if leo < img.durable || leo < rp {
+		t.Fatalf("%s: recovered LEO %d; flushed up to %d, recovery point file says %d", img.at, leo, img.durable, rp)
+	}
+	got := map[int64][]byte{}
+	batchesByOffset(t, readAll(t, l, l.LogStartOffset()), got)
+	for off, b := range got {
+		if !bytes.Equal(b, want[off]) {
+			t.Fatalf("%s: recovered a batch at offset %d that was not appended there", img.at, off)
+		}
+	}
+	return l
+}
+
+// crashScript appends, flushes and rolls a log on fs the same way each
+// time, calling step after each operation.
+func crashScript(t *testing.T, l *Log, step func(what string)) {
+	t.Helper()
+	b := buildBatch(t, batchSpec{records: 3, valueSize: 100})
+	for round := range 4 {
+		mustAppend(t, l, b, int32(round))
+		step("append")
+		mustAppend(t, l, b, int32(round))
+		step("append")
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		step("flush")
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		step("roll")
+		if round%2 == 1 {
+			// A roll straight after a flush: only the directory holds news.
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			step("flush after roll")
+		}
+		mustAppend(t, l, b, int32(round))
+		step("append after roll")
+		if round == 2 {
+			step("before retention")
+			if _, err := l.DeleteSegmentsBefore(l.Segments()[1].BaseOffset); err != nil {
+				t.Fatal(err)
+			}
+			step("retention")
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	step("last flush")
+}
+
+// TestCrashAtEverySync crashes the filesystem just before each fsync the
+// log makes (of a file or a directory, in the writer or the background
+// flusher) and after each operation of a script of appends, flushes,
+// rolls and retention, then recovers each image: every offset a returned
+// Flush or the image's recovery point promised is there, and the log holds
+// only whole batches that were appended.
+func TestCrashAtEverySync(t *testing.T) {
+	fs := newCrashFS(t)
+	var (
+		mu      sync.Mutex
+		images  []crashImage
+		durable int64
+		phase   = "open"
+	)
+	snap := func(at string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(images) < 2000 {
+			images = append(images, crashImage{fs: fs.CrashClone(), durable: durable, at: at})
+		}
+	}
+	saved := fsync
+	t.Cleanup(func() { fsync = saved })
+	fsync = func(f vfs.File) error {
+		mu.Lock()
+		at := "before fsync of " + path.Base(f.Name()) + " in " + phase
+		mu.Unlock()
+		snap(at)
+		return saved(f)
+	}
+	l := openLog(t, crashDir, crashConfig(fs))
+	want := map[int64][]byte{}
+	crashScript(t, l, func(what string) {
+		if what == "before retention" {
+			batchesByOffset(t, readAll(t, l, 0), want)
+		}
+		mu.Lock()
+		if what == "flush" || what == "flush after roll" || what == "last flush" {
+			durable = l.LogEndOffset()
+		}
+		phase = what
+		mu.Unlock()
+		snap("after " + what)
+	})
+	batchesByOffset(t, readAll(t, l, l.LogStartOffset()), want)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fsync = saved
+	if len(images) < 20 {
+		t.Fatalf("only %d crash images", len(images))
+	}
+	for _, img := range images {
+		r := checkRecovery(t, img, want)
+		r.Close()
+	}
+	t.Logf("%d crash images recovered", len(images))
+}
+
+// TestCrashAfterFlushKeepsTheLog crashes right after each Flush returns
+// and after Close: the recovered log has the same segments, log end and
+// bytes as the live one. A roll's new segment file exists only through a
+// directory fsync (the recovery-point file's own rename syncs the
+// directory too, but not when a flush has no new offset to record), so
+// this fails if the roll path's directory fsync (syncPendingDir) is lost.
+func TestCrashAfterFlushKeepsTheLog(t *testing.T) {
+	fs := newCrashFS(t)
+	l := openLog(t, crashDir, crashConfig(fs))
+	check := func(what string) {
+		img := fs.CrashClone()
+		r, err := Open(crashDir, crashConfig(img))
+		if err != nil {
+			t.Fatalf("after %s: open after crash: %v", what, err)
+		}
+		defer r.Close()
+		live, got := l.Segments(), r.Segments()
+		if len(live) != len(got) {
+			t.Fatalf("after %s: %d segments recovered, %d live", what, len(got), len(live))
+		}
+		for i := range live {
+			if live[i].BaseOffset != got[i].BaseOffset || live[i].NextOffset != got[i].NextOffset {
+				t.Fatalf("after %s: segment %d recovered as [%d, %d), live [%d, %d)", what, i,
+					got[i].BaseOffset, got[i].NextOffset, live[i].BaseOffset, live[i].NextOffset)
+			}
+		}
+		from := l.LogStartOffset()
+		if r.LogStartOffset() != from || r.LogEndOffset() != l.LogEndOffset() {
+			t.Fatalf("after %s: recovered [%d, %d), live [%d, %d)", what, r.LogStartOffset(), r.LogEndOffset(), from, l.LogEndOffset())
+		}
+		if !bytes.Equal(readAll(t, r, from), readAll(t, l, from)) {
+			t.Fatalf("after %s: recovered bytes differ", what)
+		}
+	}
+	crashScript(t, l, func(what string) {
+		if what == "flush" || what == "flush after roll" || what == "last flush" {
+			check(what)
+		}
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img := fs.CrashClone()
+	r, err := Open(crashDir, crashConfig(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.scanCount() != 0 {
+		t.Errorf("a crash after Close re-read %d segments: the clean-shutdown marker was not durable", r.scanCount())
+	}
+	r.Close()
+}
+
+// TestErrorFSFailedSyncStopsAppends: a directory fsync that fails (on the
+// error-injecting FS) makes Flush fail with ErrSyncFailed, and the log
+// takes no more appends.
+func TestErrorFSFailedSyncStopsAppends(t *testing.T) {
+	mem := newCrashFS(t)
+	var fail sync.Mutex
+	failing := false
+	errDisk := errors.New("injected EIO")
+	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+		fail.Lock()
+		defer fail.Unlock()
+		if failing && op.Kind == vfs.OpSync && op.Path == crashDir {
+			return errDisk
+		}
+		return nil
+	})
+	l := openLog(t, crashDir, crashConfig(fs))
+	defer l.Close()
+	b := buildBatch(t, batchSpec{records: 2})
+	mustAppend(t, l, b, 0)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, b, 0)
+	fail.Lock()
+	failing = true
+	fail.Unlock()
+	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDisk) {
+		t.Fatalf("Flush with a failing directory fsync: %v", err)
+	}
+	if _, err := l.Append(b, 0); !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("Append after a failed fsync: %v", err)
+	}
+}
