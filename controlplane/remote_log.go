@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shale-io/shale/segment/leaderepoch"
 )
 
 // BucketRemoteSegments holds one record per remote (tiered) segment.
@@ -71,11 +73,8 @@ func validTransition(from, to RemoteSegmentState) bool {
 
 // EpochEntry says that leader epoch Epoch wrote its first batch at
 // StartOffset (the segment log's leader-epoch history, restricted to one
-// segment).
-type EpochEntry struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"start_offset"`
-}
+// segment): the same type as segment.EpochEntry.
+type EpochEntry = leaderepoch.Entry
 
 // RemoteSegment is the metadata of one segment copied to the bucket. Values
 // returned by a RemoteLog are copies the caller owns.

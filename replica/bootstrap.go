@@ -17,7 +17,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/partition"
-	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/leaderepoch"
 	"github.com/shale-io/shale/tiering"
 )
 
@@ -243,16 +243,16 @@ func readRemoteTail(ctx context.Context, bucket objstore.Bucket, seg controlplan
 		if err != nil {
 			return partition.RemoteTail{}, fmt.Errorf("%s: %w", key, err)
 		}
-		tail.Epochs = toSegmentEpochs(es)
+		tail.Epochs = es
 	} else {
-		tail.Epochs = toSegmentEpochs(seg.SegmentEpochs)
+		tail.Epochs = seg.SegmentEpochs
 	}
 	// A record that covers a prefix of its objects (a fork's cut inside
 	// the segment): the history past its end is not this log's, and the
 	// snapshot is the state at the objects' end, not at the cut, so the
 	// producer state starts empty.
 	if seg.ObjectSize > 0 {
-		tail.Epochs = slices.DeleteFunc(tail.Epochs, func(e segment.EpochEntry) bool { return e.StartOffset > seg.EndOffset })
+		tail.Epochs = slices.DeleteFunc(tail.Epochs, func(e leaderepoch.Entry) bool { return e.StartOffset > seg.EndOffset })
 	}
 	if key := tiering.ObjectKey(seg, tiering.KindSnapshot); key != "" && seg.ObjectSize == 0 {
 		data, err := readObject(ctx, bucket, key)
@@ -262,14 +262,6 @@ func readRemoteTail(ctx context.Context, bucket objstore.Bucket, seg controlplan
 		tail.ProducerSnapshot = data
 	}
 	return tail, nil
-}
-
-func toSegmentEpochs(es []controlplane.EpochEntry) []segment.EpochEntry {
-	out := make([]segment.EpochEntry, len(es))
-	for i, e := range es {
-		out[i] = segment.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
-	}
-	return out
 }
 
 // readObject reads a whole small object.

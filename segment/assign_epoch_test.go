@@ -34,7 +34,7 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	l := openLog(t, t.TempDir(), testConfig(newFakeClock()))
 	defer l.Close()
 	mustAppend(t, l, buildBatch(t, batchSpec{records: 5}), 1)
-	checkEpochs(t, l, []EpochEntry{{1, 0}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}})
 	if e, off := l.EndOffsetForEpoch(3); e != UndefinedEpoch || off != UndefinedEpochOffset {
 		t.Fatalf("before the assignment, epoch 3: %d %d, want undefined", e, off)
 	}
@@ -43,7 +43,7 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("AssignEpoch(3): %v %v", changed, err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {3, 5}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 5}})
 	for _, c := range []struct {
 		requested, epoch int32
 		end              int64
@@ -62,7 +62,7 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	if info.FirstOffset != 5 {
 		t.Fatalf("append at %d", info.FirstOffset)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {3, 5}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 5}})
 	if e, off := l.EndOffsetForEpoch(3); e != 3 || off != 7 {
 		t.Fatalf("epoch 3 after a write: %d %d", e, off)
 	}
@@ -74,7 +74,7 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	if _, err := l.AssignEpoch(6); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {3, 5}, {6, 7}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 5}, {Epoch: 6, StartOffset: 7}})
 }
 
 // TestAssignEpochReopen: the assignment is on disk as soon as AssignEpoch
@@ -89,16 +89,16 @@ func TestAssignEpochReopen(t *testing.T) {
 		if _, err := l.AssignEpoch(2); err != nil {
 			t.Fatal(err)
 		}
-		checkEpochs(t, l, []EpochEntry{{2, 0}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 2, StartOffset: 0}})
 		l.closeForCrashTest()
 		l = openLog(t, dir, testConfig(newFakeClock()))
 		defer l.Close()
-		checkEpochs(t, l, []EpochEntry{{2, 0}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 2, StartOffset: 0}})
 		if e, off := l.EndOffsetForEpoch(2); e != 2 || off != 0 {
 			t.Fatalf("epoch 2 after reopen: %d %d", e, off)
 		}
 		mustAppend(t, l, buildBatch(t, batchSpec{records: 3}), 2)
-		checkEpochs(t, l, []EpochEntry{{2, 0}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 2, StartOffset: 0}})
 	})
 	t.Run("non-empty", func(t *testing.T) {
 		dir := t.TempDir()
@@ -107,17 +107,17 @@ func TestAssignEpochReopen(t *testing.T) {
 		if _, err := l.AssignEpoch(2); err != nil {
 			t.Fatal(err)
 		}
-		checkEpochs(t, l, []EpochEntry{{1, 0}, {2, 4}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 4}})
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
 		l = openLog(t, dir, testConfig(newFakeClock()))
 		defer l.Close()
-		checkEpochs(t, l, []EpochEntry{{1, 0}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}})
 		if changed, err := l.AssignEpoch(2); err != nil || !changed {
 			t.Fatalf("AssignEpoch(2) after reopen: %v %v", changed, err)
 		}
-		checkEpochs(t, l, []EpochEntry{{1, 0}, {2, 4}})
+		checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 4}})
 	})
 }
 
@@ -132,11 +132,11 @@ func TestAssignEpochAfterReset(t *testing.T) {
 	if err := l.ResetTo(1000, remoteEpochs); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{4, 1000}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 4, StartOffset: 1000}})
 	if _, err := l.AssignEpoch(6); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{6, 1000}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 6, StartOffset: 1000}})
 	for _, requested := range []int32{4, 5, 6} {
 		if e, off := l.EndOffsetForEpoch(requested); e != requested || off != 1000 {
 			t.Fatalf("epoch %d: %d %d, want %d 1000", requested, e, off, requested)
@@ -158,11 +158,11 @@ func TestDropUnwrittenEpochs(t *testing.T) {
 	if _, err := l.AssignEpoch(4); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {2, 3}, {4, 6}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 3}, {Epoch: 4, StartOffset: 6}})
 	if changed, err := l.DropUnwrittenEpochs(); err != nil || !changed {
 		t.Fatalf("DropUnwrittenEpochs: %v %v", changed, err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {2, 3}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 3}})
 	if l.LatestEpoch() != 2 {
 		t.Fatalf("latest epoch %d", l.LatestEpoch())
 	}
@@ -173,7 +173,7 @@ func TestDropUnwrittenEpochs(t *testing.T) {
 	if _, err := l.AppendAsFollower(b); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}, {2, 3}, {3, 6}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 3}, {Epoch: 3, StartOffset: 6}})
 
 	if _, err := l.AssignEpoch(5); err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestDropUnwrittenEpochs(t *testing.T) {
 	if err := l.Truncate(3); err != nil {
 		t.Fatal(err)
 	}
-	checkEpochs(t, l, []EpochEntry{{1, 0}})
+	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shale-io/shale/segment/leaderepoch"
 	"github.com/shale-io/shale/segment/vfs"
 )
 
-// EpochEntry says that leader epoch Epoch starts at StartOffset: its first
-// batch is there, or, for the latest entry of a leader that has not written
-// in its epoch yet, the log end offset at its election (Log.AssignEpoch).
-type EpochEntry struct {
-	Epoch       int32
-	StartOffset int64
-}
+// EpochEntry is one entry of the leader-epoch history
+// (leaderepoch.Entry, the type the remote metadata uses too).
+type EpochEntry = leaderepoch.Entry
 
 // UndefinedEpoch and UndefinedEpochOffset are Kafka's answers for an epoch the
 // log cannot place (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET).

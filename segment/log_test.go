@@ -135,7 +135,7 @@ func TestFollowerAppend(t *testing.T) {
 	if got := readAll(t, follower, 0); string(got) != string(b) {
 		t.Fatal("follower bytes differ from the leader's")
 	}
-	if e := follower.Epochs(); len(e) != 2 || e[0] != (EpochEntry{0, 0}) || e[1] != (EpochEntry{1, 6}) {
+	if e := follower.Epochs(); len(e) != 2 || e[0] != (EpochEntry{Epoch: 0, StartOffset: 0}) || e[1] != (EpochEntry{Epoch: 1, StartOffset: 6}) {
 		t.Fatalf("follower epochs %v", e)
 	}
 }

@@ -51,7 +51,7 @@ func TestCleanReopenDoesNotRescan(t *testing.T) {
 	if l.scanCount() != 1 || l.LogEndOffset() != 30 || l.Size() != 10*batchSize {
 		t.Fatalf("unclean reopen: %d scans, LEO %d, size %d", l.scanCount(), l.LogEndOffset(), l.Size())
 	}
-	if e := l.Epochs(); len(e) != 1 || e[0] != (EpochEntry{0, 0}) {
+	if e := l.Epochs(); len(e) != 1 || e[0] != (EpochEntry{Epoch: 0, StartOffset: 0}) {
 		t.Fatalf("epochs not truncated with the log: %v", e)
 	}
 	mustAppend(t, l, buildBatch(t, batchSpec{records: 1}), 5)

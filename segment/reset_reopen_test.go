@@ -22,7 +22,7 @@ func TestEmptyLogKeepsEpochAcrossReopens(t *testing.T) {
 			if err := l.ResetTo(1000, remoteEpochs); err != nil {
 				t.Fatal(err)
 			}
-			checkReopens(t, dir, l, tc.clean, 1000, []EpochEntry{{4, 1000}})
+			checkReopens(t, dir, l, tc.clean, 1000, []EpochEntry{{Epoch: 4, StartOffset: 1000}})
 		})
 		t.Run("deleted-to-end/"+tc.name, func(t *testing.T) {
 			// Records deleted up to the log end (DeleteRecords at the HW):
@@ -33,7 +33,7 @@ func TestEmptyLogKeepsEpochAcrossReopens(t *testing.T) {
 			if _, err := l.DeleteSegmentsBefore(leo); err != nil {
 				t.Fatal(err)
 			}
-			checkReopens(t, dir, l, tc.clean, leo, []EpochEntry{{2, leo}})
+			checkReopens(t, dir, l, tc.clean, leo, []EpochEntry{{Epoch: 2, StartOffset: leo}})
 		})
 	}
 }

@@ -27,12 +27,12 @@ func resetFixture(t *testing.T, dir string) (*Log, []byte, []EpochEntry) {
 
 // remoteEpochs is the history a leader would have uploaded with the segment
 // ending at 999: epochs 0..2 as in the fixture, then epoch 4 from 500.
-var remoteEpochs = []EpochEntry{{0, 0}, {1, 30}, {2, 60}, {4, 500}}
+var remoteEpochs = []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 30}, {Epoch: 2, StartOffset: 60}, {Epoch: 4, StartOffset: 500}}
 
 func TestResetTo(t *testing.T) {
 	dir := t.TempDir()
 	l, _, _ := resetFixture(t, dir)
-	if err := l.ResetTo(1000, append(slices.Clone(remoteEpochs), EpochEntry{7, 1000})); err != nil {
+	if err := l.ResetTo(1000, append(slices.Clone(remoteEpochs), EpochEntry{Epoch: 7, StartOffset: 1000})); err != nil {
 		t.Fatal(err)
 	}
 	check := func(l *Log, leo int64) {
@@ -42,9 +42,9 @@ func TestResetTo(t *testing.T) {
 		}
 		// The history cut at the new start: the epoch in force at 1000
 		// (entries from 1000 on are the caller's to append, not history).
-		want := []EpochEntry{{4, 1000}}
+		want := []EpochEntry{{Epoch: 4, StartOffset: 1000}}
 		if leo > 1000 {
-			want = append(want, EpochEntry{5, 1000 + 3})
+			want = append(want, EpochEntry{Epoch: 5, StartOffset: 1000 + 3})
 		}
 		if got := l.Epochs(); !slices.Equal(got, want) {
 			t.Fatalf("epochs %v, want %v", got, want)
@@ -89,7 +89,7 @@ func TestResetToRejects(t *testing.T) {
 	if err := l.ResetTo(-1, nil); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("negative offset: %v", err)
 	}
-	if err := l.ResetTo(1000, []EpochEntry{{2, 0}, {1, 5}}); !errors.Is(err, ErrCorruption) {
+	if err := l.ResetTo(1000, []EpochEntry{{Epoch: 2, StartOffset: 0}, {Epoch: 1, StartOffset: 5}}); !errors.Is(err, ErrCorruption) {
 		t.Fatalf("unordered history: %v", err)
 	}
 	if l.LogEndOffset() != 90 {
@@ -173,14 +173,14 @@ func TestResetToCrashAtEachStep(t *testing.T) {
 			if r.LogStartOffset() != 1000 || r.LogEndOffset() != 1000 {
 				t.Fatalf("%s: log [%d, %d), want the reset log at 1000", name, r.LogStartOffset(), r.LogEndOffset())
 			}
-			if got := r.Epochs(); !slices.Equal(got, []EpochEntry{{4, 1000}}) {
+			if got := r.Epochs(); !slices.Equal(got, []EpochEntry{{Epoch: 4, StartOffset: 1000}}) {
 				t.Fatalf("%s: epochs %v, want the reset history", name, got)
 			}
 		}
 		if err := r.ResetTo(1000, remoteEpochs); err != nil {
 			t.Fatalf("%s: completing the reset: %v", name, err)
 		}
-		if r.LogEndOffset() != 1000 || !slices.Equal(r.Epochs(), []EpochEntry{{4, 1000}}) {
+		if r.LogEndOffset() != 1000 || !slices.Equal(r.Epochs(), []EpochEntry{{Epoch: 4, StartOffset: 1000}}) {
 			t.Fatalf("%s: completed reset: end %d epochs %v", name, r.LogEndOffset(), r.Epochs())
 		}
 		r.Close()

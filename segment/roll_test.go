@@ -154,7 +154,7 @@ func TestTruncate(t *testing.T) {
 	if l.LogEndOffset() != 10 || len(l.Segments()) != 2 {
 		t.Fatalf("LEO %d, %d segments", l.LogEndOffset(), len(l.Segments()))
 	}
-	if e := l.Epochs(); len(e) != 2 || e[1] != (EpochEntry{1, 8}) {
+	if e := l.Epochs(); len(e) != 2 || e[1] != (EpochEntry{Epoch: 1, StartOffset: 8}) {
 		t.Fatalf("epochs %v", e)
 	}
 	if got := readAll(t, l, 0); string(got) != string(want[:len(got)]) || len(got) != 5*len(want)/12 {
@@ -178,7 +178,7 @@ func TestTruncate(t *testing.T) {
 	if l.LogEndOffset() != 11 || l.scanCount() != 0 {
 		t.Fatalf("reopen: LEO %d, scans %d", l.LogEndOffset(), l.scanCount())
 	}
-	if e := l.Epochs(); len(e) != 3 || e[2] != (EpochEntry{3, 10}) {
+	if e := l.Epochs(); len(e) != 3 || e[2] != (EpochEntry{Epoch: 3, StartOffset: 10}) {
 		t.Fatalf("epochs after reopen %v", e)
 	}
 	// Below the log start: everything goes, the log restarts there.

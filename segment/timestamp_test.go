@@ -56,7 +56,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 }
 
 func TestEpochCache(t *testing.T) {
-	c := epochCache{{1, 0}, {3, 10}, {4, 25}}
+	c := epochCache{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 10}, {Epoch: 4, StartOffset: 25}}
 	for _, tc := range []struct {
 		req     int32
 		epoch   int32
@@ -83,12 +83,12 @@ func TestEpochCache(t *testing.T) {
 		t.Fatal("assign: only newer epochs are added")
 	}
 	d.truncateFromEnd(25)
-	if len(d) != 2 || d[1] != (EpochEntry{3, 10}) {
+	if len(d) != 2 || d[1] != (EpochEntry{Epoch: 3, StartOffset: 10}) {
 		t.Fatalf("truncateFromEnd: %v", d)
 	}
 	d = append(epochCache(nil), c...)
 	d.truncateFromStart(12)
-	if len(d) != 2 || d[0] != (EpochEntry{3, 12}) || d[1] != (EpochEntry{4, 25}) {
+	if len(d) != 2 || d[0] != (EpochEntry{Epoch: 3, StartOffset: 12}) || d[1] != (EpochEntry{Epoch: 4, StartOffset: 25}) {
 		t.Fatalf("truncateFromStart: %v", d)
 	}
 	parsed, err := parseEpochCheckpoint(c.encode())
@@ -107,7 +107,7 @@ func TestEpochCache(t *testing.T) {
 		_ = i
 		mustAppend(t, l, buildBatch(t, batchSpec{records: 2}), ep)
 	}
-	if e := l.Epochs(); len(e) != 3 || e[1] != (EpochEntry{5, 4}) || e[2] != (EpochEntry{7, 6}) {
+	if e := l.Epochs(); len(e) != 3 || e[1] != (EpochEntry{Epoch: 5, StartOffset: 4}) || e[2] != (EpochEntry{Epoch: 7, StartOffset: 6}) {
 		t.Fatalf("epochs %v", e)
 	}
 	if e, o := l.EndOffsetForEpoch(6); e != 5 || o != 6 {

@@ -202,11 +202,7 @@ func Covered(remote []controlplane.RemoteSegment, from, to int64, epochs []segme
 // offset of [from, to] the same epoch. A history with no entry at or before
 // from gives from its first entry's epoch (a history cut at a log start).
 func SameLineage(local []segment.EpochEntry, remote []controlplane.EpochEntry, from, to int64) bool {
-	a := make([]controlplane.EpochEntry, len(local))
-	for i, e := range local {
-		a[i] = controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
-	}
-	x, y := restrictEpochs(a, from, to), restrictEpochs(remote, from, to)
+	x, y := restrictEpochs(local, from, to), restrictEpochs(remote, from, to)
 	if len(x) != len(y) {
 		return false
 	}

@@ -90,11 +90,10 @@ func segmentEpochs(all []segment.EpochEntry, base, next int64) []controlplane.Ep
 		if e.StartOffset >= next {
 			break
 		}
-		ce := controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
 		if e.StartOffset <= base {
 			out = out[:0]
 		}
-		out = append(out, ce)
+		out = append(out, e)
 	}
 	return out
 }
@@ -107,7 +106,7 @@ func historyBefore(all []segment.EpochEntry, next int64) []controlplane.EpochEnt
 		if e.StartOffset >= next {
 			break
 		}
-		out = append(out, controlplane.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+		out = append(out, e)
 	}
 	return out
 }

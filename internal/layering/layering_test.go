@@ -23,7 +23,7 @@ const module = "github.com/shale-io/shale"
 // other. A new package takes a rank here, or the test fails.
 var ranks = map[string]int{
 	// 0: leaves, standard library and outside modules only.
-	"segment/batch": 0, "segment/vfs": 0, "authz/acl": 0, "quota": 0, "clientmetrics": 0, "kafka": 0, "adminapi": 0,
+	"segment/batch": 0, "segment/vfs": 0, "segment/leaderepoch": 0, "authz/acl": 0, "quota": 0, "clientmetrics": 0, "kafka": 0, "adminapi": 0,
 	"infra/objstore": 0, "infra/config": 0, "infra/buildinfo": 0, "infra/freeport": 0,
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
