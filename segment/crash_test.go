@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path"
+	"slices"
 	"sync"
 	"testing"
 
@@ -48,12 +49,15 @@ type crashImage struct {
 	at      string
 }
 
-// batchesByOffset splits a log's bytes into batches by base offset.
-func batchesByOffset(t *testing.T, b []byte, into map[int64][]byte) {
+// batchesByOffset adds a log's batches to into, by base offset (a
+// truncated log may have held another batch at an offset before).
+func batchesByOffset(t *testing.T, b []byte, into map[int64][][]byte) {
 	t.Helper()
 	for _, rb := range decodeBatches(t, b) {
 		n := int(rb.Length) + batch.LogOverhead
-		into[rb.FirstOffset] = b[:n]
+		if !slices.ContainsFunc(into[rb.FirstOffset], func(x []byte) bool { return bytes.Equal(x, b[:n]) }) {
+			into[rb.FirstOffset] = append(into[rb.FirstOffset], b[:n])
+		}
 		b = b[n:]
 	}
 }
@@ -62,7 +66,7 @@ func batchesByOffset(t *testing.T, b []byte, into map[int64][]byte) {
 // every offset promised durable (by a returned Flush, and by the recovery
 // point file in the image), and nothing but whole batches that were
 // appended at their offsets (want: every batch appended, by base offset).
-func checkRecovery(t *testing.T, img crashImage, want map[int64][]byte) *Log {
+func checkRecovery(t *testing.T, img crashImage, want map[int64][][]byte) *Log {
 	t.Helper()
 	rp, _ := readOffsetFile(img.fs, crashDir, recoveryPointFile)
 	l, err := Open(crashDir, crashConfig(img.fs))
@@ -73,10 +77,10 @@ func checkRecovery(t *testing.T, img crashImage, want map[int64][]byte) *Log {
 	if leo < img.durable || leo < rp {
 		t.Fatalf("%s: recovered LEO %d; flushed up to %d, recovery point file says %d", img.at, leo, img.durable, rp)
 	}
-	got := map[int64][]byte{}
+	got := map[int64][][]byte{}
 	batchesByOffset(t, readAll(t, l, l.LogStartOffset()), got)
-	for off, b := range got {
-		if !bytes.Equal(b, want[off]) {
+	for off, bs := range got {
+		if !slices.ContainsFunc(want[off], func(x []byte) bool { return bytes.Equal(x, bs[0]) }) {
 			t.Fatalf("%s: recovered a batch at offset %d that was not appended there", img.at, off)
 		}
 	}
@@ -88,6 +92,7 @@ func checkRecovery(t *testing.T, img crashImage, want map[int64][]byte) *Log {
 func crashScript(t *testing.T, l *Log, step func(what string)) {
 	t.Helper()
 	b := buildBatch(t, batchSpec{records: 3, valueSize: 100})
+	b2 := buildBatch(t, batchSpec{records: 3, valueSize: 50})
 	for round := range 4 {
 		mustAppend(t, l, b, int32(round))
 		step("append")
@@ -117,6 +122,19 @@ func crashScript(t *testing.T, l *Log, step func(what string)) {
 			}
 			step("retention")
 		}
+		if round == 3 {
+			step("before truncate")
+			// A follower's truncation of its unflushed and flushed tail,
+			// then new batches of another epoch at the same offsets.
+			if err := l.Truncate(l.LogEndOffset() - 6); err != nil {
+				t.Fatal(err)
+			}
+			step("truncate")
+			mustAppend(t, l, b2, int32(round+1))
+			step("append after truncate")
+			mustAppend(t, l, b2, int32(round+1))
+			step("append after truncate")
+		}
 	}
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
@@ -127,7 +145,7 @@ func crashScript(t *testing.T, l *Log, step func(what string)) {
 // TestCrashAtEverySync crashes the filesystem just before each fsync the
 // log makes (of a file or a directory, in the writer or the background
 // flusher) and after each operation of a script of appends, flushes,
-// rolls and retention, then recovers each image: every offset a returned
+// rolls, retention and a follower's truncation, then recovers each image: every offset a returned
 // Flush or the image's recovery point promised is there, and the log holds
 // only whole batches that were appended.
 func TestCrashAtEverySync(t *testing.T) {
@@ -155,14 +173,19 @@ func TestCrashAtEverySync(t *testing.T) {
 		return saved(f)
 	}
 	l := openLog(t, crashDir, crashConfig(fs))
-	want := map[int64][]byte{}
+	want := map[int64][][]byte{}
 	crashScript(t, l, func(what string) {
-		if what == "before retention" {
-			batchesByOffset(t, readAll(t, l, 0), want)
+		switch what {
+		case "before retention", "before truncate":
+			batchesByOffset(t, readAll(t, l, l.LogStartOffset()), want)
 		}
 		mu.Lock()
-		if what == "flush" || what == "flush after roll" || what == "last flush" {
+		switch what {
+		case "flush", "flush after roll", "last flush":
 			durable = l.LogEndOffset()
+		case "truncate":
+			// Truncation takes back what it cuts, flushed or not.
+			durable = min(durable, l.LogEndOffset())
 		}
 		phase = what
 		mu.Unlock()
