@@ -88,14 +88,25 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 		t.Fatalf("leadership moved from node %d to %d during the rejoin", leader, l)
 	}
 
-	// It started at the leader's local log start, not at 0.
+	// It started at the leader's local log start, not at 0. The leader's
+	// local retention keeps running under the load, so its local log start
+	// can pass the rebuilt end before the first fetch there: the follower
+	// then rebuilds again from where it stands (seen once in make test:
+	// 0 -> 1546, then 1546 -> 1927, 50 ms apart). Each rebuild must take
+	// the follower from the previous one's end to the leader's local log
+	// start of the time, so no history is ever copied.
 	rebuilt := wiped.LogLines("follower rebuilt from the remote tail")
-	if len(rebuilt) != 1 {
-		t.Fatalf("node %d logged %d rebuilds from the remote tail, want 1", wiped.id, len(rebuilt))
+	if len(rebuilt) == 0 {
+		t.Fatalf("node %d logged no rebuild from the remote tail", wiped.id)
 	}
-	start, _ := strconv.ParseInt(rebuilt[0]["to"], 10, 64)
-	if rebuilt[0]["from"] != "0" || rebuilt[0]["leader_local_start"] != rebuilt[0]["to"] || start < before {
-		t.Fatalf("rebuild %v: want from 0 to the leader's local log start (at least %d)", rebuilt[0], before)
+	from := "0"
+	var start int64
+	for i, r := range rebuilt {
+		to, err := strconv.ParseInt(r["to"], 10, 64)
+		if err != nil || r["from"] != from || r["leader_local_start"] != r["to"] || to < before {
+			t.Fatalf("rebuild %d of %d %v: want from %s to the leader's local log start (at least %d)", i+1, len(rebuilt), r, from, before)
+		}
+		from, start = r["to"], to
 	}
 	if n := wiped.CountLines("follower truncating divergent tail"); n != 0 {
 		t.Fatalf("node %d truncated %d times", wiped.id, n)
