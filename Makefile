@@ -23,13 +23,19 @@ run: build
 	$(BIN)/shale serve --data-dir $(DATA_DIR)
 
 ## test: every test, with the race detector and the invariant checks (internal/invariants)
+# The process tests' child nodes run one shale built here with the
+# invariant checks (SHALE_E2E_BIN), not one build per test package.
 test: tools build
-	PATH="$(BIN):$$PATH" $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
+	$(GO) build -tags shale_invariants -o $(BIN)/shale-invariants ./cmd/shale
+	PATH="$(BIN):$$PATH" SHALE_E2E_BIN=$(BIN)/shale-invariants $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
 
-## chaos: one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1
+## chaos: the fault-loop scenario tests at full length (LONG=0 skips them), then one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1
 SCHEDULE      ?= smoke
 DURATION      ?= 60s
+LONG          ?= 1
+LONG_TESTS    := TestLeaderKillLoop|TestLeaderPauseLoop|TestKillLoopFailover|TestNATSPausedLeadersKeepServing
 chaos: tools build
+	$(if $(filter 1,$(LONG)),PATH="$(BIN):$$PATH" SHALE_LONG_TESTS=1 $(GO) test -race -tags shale_invariants -count=1 -timeout $(TEST_TIMEOUT) -run '^($(LONG_TESTS))$$' ./internal/clustertest ./internal/replicationtest)
 	$(GO) build -o $(BIN)/shale-chaos ./cmd/shale-chaos
 	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(TRANSACTIONS),--transactions) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
 

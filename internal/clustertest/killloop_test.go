@@ -14,7 +14,7 @@ import (
 )
 
 // TestKillLoopFailover runs three shale processes on one NATS server (in
-// this process) and kills -9, twenty times, alternately the controller and
+// this process) and kills -9, eight times (twenty with proctest.LongEnv), alternately the controller and
 // a partition leader of a 6-partition, RF=3 topic. After each kill it
 // measures, from the SIGKILL, the time until a surviving node's Metadata
 // shows a live controller and a live leader (with a newer epoch where the
@@ -34,11 +34,13 @@ func TestKillLoopFailover(t *testing.T) {
 	const (
 		topic = "ha"
 		parts = 6
-		kills = 20
 		// loopBudget bounds the whole loop; each round is about 2-3 s of
 		// failover plus a restart.
 		loopBudget = 200 * time.Second
 	)
+	// Eight kills in make test (four controllers, four leaders), twenty
+	// with proctest.LongEnv (make chaos).
+	kills := proctest.Rounds(8, 20)
 	dir := t.TempDir()
 	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1, Logger: quietLogger()})
 	if err != nil {

@@ -3,18 +3,20 @@ package replicationtest
 import (
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestLeaderKillLoop runs an idempotent acks=all producer against a
 // 3-partition, RF=3, min.insync.replicas=2 topic while the leader of each
-// partition in turn is killed with SIGKILL and restarted, 21 times. Each
+// partition in turn is killed with SIGKILL and restarted, 9 times (21 with proctest.LongEnv). Each
 // round waits for a new leader, restarts the victim on its data dir, waits
 // until every ISR is whole again and more records are acknowledged. At the
 // end every acknowledged record must be read back exactly once, in order,
 // at its acknowledged offset, and the three replicas' logs must hold the
 // same bytes below the high watermark.
 func TestLeaderKillLoop(t *testing.T) {
-	const kills = 21
+	kills := proctest.Rounds(9, 21) // every partition's leader killed 3 times (7 with proctest.LongEnv)
 	c := startCluster(t, "killed", 3)
 	lp := c.startProducer(2*time.Millisecond, 1_000_000)
 	lp.waitAcked(200, 30*time.Second)

@@ -15,7 +15,7 @@ import (
 // the new leader does not have) and rejoin the ISR; no acknowledged record
 // may be lost or duplicated.
 func TestLeaderPauseLoop(t *testing.T) {
-	const pauses = 6
+	pauses := proctest.Rounds(3, 6) // every partition's leader paused once (twice with proctest.LongEnv)
 	c := startCluster(t, "paused", 3)
 	lp := c.startProducer(2*time.Millisecond, 1_000_000)
 	lp.waitAcked(200, 30*time.Second)
