@@ -3,6 +3,7 @@ package adminauth
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -273,4 +274,70 @@ func FuzzAuthorization(f *testing.F) {
 			t.Fatalf("%q: %d", auth, rec.Code)
 		}
 	})
+}
+
+// TestRoles: a tokens file line may name its token's role; a token without
+// one (the format before roles) is an admin. A read-only token reads and
+// is refused a write with 403 saying why; an admin token does both; the
+// handler passes the role on (RoleFrom). A role the file does not know
+// fails the load, naming the line and not the token.
+func TestRoles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokens")
+	tokC := "token-c-0123456789abcdef"
+	writeFile(t, path, "# roles\n"+tokA+"\n"+tokB+"  read\n"+tokC+"\tADMIN\n")
+	tk, err := LoadTokens(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok, want := range map[string]Role{tokA: RoleAdmin, tokB: RoleRead, tokC: RoleAdmin, tokB + "  read": RoleNone, "read": RoleNone} {
+		if got := tk.Role(tok); got != want {
+			t.Fatalf("Role(%q) = %v, want %v", tok, got, want)
+		}
+	}
+	var seen Role
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RoleFrom(r.Context()); w.Write([]byte("done")) })
+	h := Handler(next, Config{Tokens: tk, Open: []string{"/healthz"}})
+	for _, tc := range []struct {
+		method, path, token string
+		code                int
+		role                Role
+	}{
+		{http.MethodGet, "/metrics", tokB, http.StatusOK, RoleRead},
+		{http.MethodHead, "/metrics", tokB, http.StatusOK, RoleRead},
+		{http.MethodPost, "/v1/console/elect-preferred", tokB, http.StatusForbidden, RoleNone},
+		{http.MethodDelete, "/v1/x", tokB, http.StatusForbidden, RoleNone},
+		{http.MethodPost, "/v1/console/elect-preferred", tokA, http.StatusOK, RoleAdmin},
+		{http.MethodGet, "/metrics", tokC, http.StatusOK, RoleAdmin},
+		{http.MethodGet, "/healthz", "", http.StatusOK, RoleNone},
+	} {
+		seen = RoleNone
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("ops:"+tc.token)))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code || seen != tc.role {
+			t.Fatalf("%s %s with %q: %d, role %v; want %d, %v", tc.method, tc.path, tc.token, rec.Code, seen, tc.code, tc.role)
+		}
+		if tc.code == http.StatusForbidden && !strings.Contains(rec.Body.String(), "read-only") {
+			t.Fatalf("%s %s with a read-only token: body %q, want it to say read-only", tc.method, tc.path, rec.Body.String())
+		}
+	}
+	// Without tokens or client certificates every request is an admin's.
+	seen = RoleNone
+	rec := httptest.NewRecorder()
+	Handler(next, Config{}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/x", nil))
+	if rec.Code != http.StatusOK || seen != RoleAdmin {
+		t.Fatalf("open listener: %d, role %v", rec.Code, seen)
+	}
+
+	for _, bad := range []string{tokA + " write\n", tokA + " read extra\n", "short read\n"} {
+		writeFile(t, path, "# ok\n"+bad)
+		_, err := LoadTokens(path, nil)
+		if !errors.Is(err, ErrTokensFile) || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), tokA) {
+			t.Fatalf("tokens file %q: %v; want ErrTokensFile naming line 2, not the token", bad, err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package adminauth
 
 import (
+	"context"
 	"encoding/base64"
 	stdlog "log"
 	"log/slog"
@@ -14,12 +15,12 @@ import (
 
 // Config is what Handler checks.
 type Config struct {
-	// Tokens are the bearer tokens accepted (Authorization: Bearer <token>);
-	// nil accepts none.
+	// Tokens are the bearer tokens accepted (Authorization: Bearer <token>),
+	// each with its role; nil accepts none.
 	Tokens *Tokens
 	// ClientCerts accepts a request whose TLS connection carries a client
 	// certificate that the listener verified (its tls.Config has the CA
-	// and ClientAuth: see tlsreload.Reloader).
+	// and ClientAuth: see tlsreload.Reloader), with RoleAdmin.
 	ClientCerts bool
 	// Open are paths served to anyone (the health endpoints, when
 	// admin_health_unauthenticated is set).
@@ -45,6 +46,13 @@ const refusalLogRate = 5
 // origin (its Origin header names another host, or Sec-Fetch-Site says
 // cross-site) is refused with 403 whatever its credentials, and with
 // neither tokens nor client certificates too. Programs send no Origin.
+//
+// A request that may change something needs RoleAdmin: a valid read-only
+// token gets 403 with a body saying that the token is read-only and what
+// the request needed. A verified client certificate, and every request to
+// a listener with neither tokens nor client certificates, has RoleAdmin.
+// next finds the request's role with RoleFrom (RoleNone on an Open path
+// served without credentials).
 func Handler(next http.Handler, cfg Config) http.Handler {
 	log := cfg.Logger
 	if log == nil {
@@ -68,7 +76,7 @@ func Handler(next http.Handler, cfg Config) http.Handler {
 				refuse(w, r, http.StatusForbidden, "cross-origin write")
 				return
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, withRole(r, RoleAdmin))
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -77,16 +85,28 @@ func Handler(next http.Handler, cfg Config) http.Handler {
 			return
 		}
 		if slices.Contains(cfg.Open, r.URL.Path) {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, withRole(r, RoleNone))
 			return
 		}
 		if cfg.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, withRole(r, RoleAdmin))
 			return
 		}
 		token, given := bearer(r)
-		if given != nothingGiven && cfg.Tokens != nil && cfg.Tokens.Valid(token) {
-			next.ServeHTTP(w, r)
+		role := RoleNone
+		if given != nothingGiven && cfg.Tokens != nil {
+			role = cfg.Tokens.Role(token)
+		}
+		if role == RoleRead && isWrite(r) {
+			if suppressed, ok := lim.allow(time.Now()); ok {
+				log.Warn("admin: request refused", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path,
+					"reason", "read-only token", "status", http.StatusForbidden, "suppressed", suppressed)
+			}
+			http.Error(w, "Forbidden: this token is read-only; "+r.Method+" "+r.URL.Path+" needs an admin token", http.StatusForbidden)
+			return
+		}
+		if role != RoleNone {
+			next.ServeHTTP(w, withRole(r, role))
 			return
 		}
 		switch {
@@ -133,13 +153,36 @@ func bearer(r *http.Request) (string, int) {
 	return "", malformedGiven
 }
 
+// roleKey is the request context's key of its Role.
+type roleKey struct{}
+
+func withRole(r *http.Request, role Role) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
+}
+
+// RoleFrom returns the role Handler gave the request of ctx, RoleNone
+// when it did not serve it.
+func RoleFrom(ctx context.Context) Role {
+	role, _ := ctx.Value(roleKey{}).(Role)
+	return role
+}
+
+// isWrite reports a method that may change something: any but GET, HEAD
+// and OPTIONS.
+func isWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
 // crossOriginWrite reports a request that may change something (a method
 // other than GET, HEAD, OPTIONS) sent by a browser from a page of another
 // origin: its Origin header's host is not the request's Host, or
 // Sec-Fetch-Site is cross-site or same-site.
 func crossOriginWrite(r *http.Request) bool {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	if !isWrite(r) {
 		return false
 	}
 	if s := r.Header.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {

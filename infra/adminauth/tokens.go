@@ -29,9 +29,46 @@ const MinTokenLength = 16
 // statEvery bounds how often Valid looks at the file for a change.
 const statEvery = time.Second
 
-// Tokens is the set of bearer tokens in a file: one token per line; blank
-// lines and lines starting with # are ignored, and spaces around a token
-// are trimmed. Valid reloads the file when its size or modification time
+// Role is what a token may do on the admin listener.
+type Role int
+
+const (
+	// RoleNone: no valid credentials.
+	RoleNone Role = iota
+	// RoleRead may read (GET, HEAD, OPTIONS): metrics, status, the
+	// console's pages.
+	RoleRead
+	// RoleAdmin may also change something (any other method).
+	RoleAdmin
+)
+
+// String is the role's name in a tokens file: "read" or "admin".
+func (r Role) String() string {
+	switch r {
+	case RoleRead:
+		return "read"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// parseRole reads a tokens file's role word.
+func parseRole(s string) (Role, bool) {
+	switch strings.ToLower(s) {
+	case "read", "read-only", "readonly":
+		return RoleRead, true
+	case "admin":
+		return RoleAdmin, true
+	}
+	return RoleNone, false
+}
+
+// Tokens is the set of bearer tokens in a file: one token per line,
+// optionally followed by white space and its role, "read" (or
+// "read-only") or "admin"; a token without a role is an admin one (the
+// format before roles existed). Blank lines and lines starting with # are
+// ignored, and spaces around a token are trimmed. Valid reloads the file when its size or modification time
 // changed (looked at once a second at most); a change that does not load
 // keeps the previous tokens and logs one warning. Safe for concurrent use.
 type Tokens struct {
@@ -41,11 +78,17 @@ type Tokens struct {
 
 	mu struct {
 		sync.Mutex
-		hashes   [][sha256.Size]byte // SHA-256 of each token
-		stamp    fileStamp           // of the file the hashes came from
-		badStamp fileStamp           // of the last file that did not load (logged once)
-		checked  time.Time           // when the file was last looked at
+		hashes   []tokenHash // SHA-256 of each token, with its role
+		stamp    fileStamp   // of the file the hashes came from
+		badStamp fileStamp   // of the last file that did not load (logged once)
+		checked  time.Time   // when the file was last looked at
 	}
+}
+
+// tokenHash is a token's SHA-256 and its role.
+type tokenHash struct {
+	sum  [sha256.Size]byte
+	role Role
 }
 
 type fileStamp struct {
@@ -71,24 +114,29 @@ func LoadTokens(path string, log *slog.Logger) (*Tokens, error) {
 	return t, nil
 }
 
-// Valid reports whether token is one of the file's. It compares a hash of
-// token with the hash of every token in constant time each, and looks at
-// every one, so that neither the answer's time nor an early exit tells
-// how much of a token matched.
-func (t *Tokens) Valid(token string) bool {
+// Valid reports whether token is one of the file's, whatever its role.
+func (t *Tokens) Valid(token string) bool { return t.Role(token) != RoleNone }
+
+// Role returns token's role, RoleNone when it is not one of the file's. It
+// compares a hash of token with the hash of every token in constant time
+// each, and looks at every one, so that neither the answer's time nor an
+// early exit tells how much of a token matched. A token listed twice has
+// the larger of its roles.
+func (t *Tokens) Role(token string) Role {
 	if token == "" {
-		return false
+		return RoleNone
 	}
 	h := sha256.Sum256([]byte(token))
-	ok := 0
+	role := RoleNone
 	for _, want := range t.current() {
-		ok |= subtle.ConstantTimeCompare(h[:], want[:])
+		eq := subtle.ConstantTimeCompare(h[:], want.sum[:])
+		role = max(role, Role(subtle.ConstantTimeSelect(eq, int(want.role), int(RoleNone))))
 	}
-	return ok == 1
+	return role
 }
 
 // current returns the tokens' hashes, reloading the file when it changed.
-func (t *Tokens) current() [][sha256.Size]byte {
+func (t *Tokens) current() []tokenHash {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -123,7 +171,7 @@ func (t *Tokens) current() [][sha256.Size]byte {
 // load reads the file: its stamp (taken before the read, so a change
 // during the read is seen at the next look) and the hashes of its tokens.
 // Errors never quote the file's contents.
-func (t *Tokens) load() (fileStamp, [][sha256.Size]byte, error) {
+func (t *Tokens) load() (fileStamp, []tokenHash, error) {
 	fi, err := os.Stat(t.path)
 	if err != nil {
 		return fileStamp{}, nil, fmt.Errorf("%w: %v", ErrTokensFile, err)
@@ -133,17 +181,29 @@ func (t *Tokens) load() (fileStamp, [][sha256.Size]byte, error) {
 	if err != nil {
 		return st, nil, fmt.Errorf("%w: %v", ErrTokensFile, err)
 	}
-	var hashes [][sha256.Size]byte
+	var hashes []tokenHash
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
-		tok := strings.TrimSpace(sc.Text())
-		if tok == "" || strings.HasPrefix(tok, "#") {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
 			continue
+		}
+		fields := strings.Fields(text)
+		tok, role := fields[0], RoleAdmin
+		switch len(fields) {
+		case 1:
+		case 2:
+			var ok bool
+			if role, ok = parseRole(fields[1]); !ok {
+				return st, nil, fmt.Errorf("%w: %s line %d: the role after the token is not read or admin", ErrTokensFile, t.path, line)
+			}
+		default:
+			return st, nil, fmt.Errorf("%w: %s line %d: want a token and at most a role (read or admin)", ErrTokensFile, t.path, line)
 		}
 		if len(tok) < MinTokenLength {
 			return st, nil, fmt.Errorf("%w: %s line %d: a token shorter than %d characters", ErrTokensFile, t.path, line, MinTokenLength)
 		}
-		hashes = append(hashes, sha256.Sum256([]byte(tok)))
+		hashes = append(hashes, tokenHash{sum: sha256.Sum256([]byte(tok)), role: role})
 	}
 	if err := sc.Err(); err != nil {
 		return st, nil, fmt.Errorf("%w: %v", ErrTokensFile, err)
