@@ -83,10 +83,20 @@ func (n *Node) serveBalancePlan(w http.ResponseWriter, r *http.Request) {
 		}
 		maxMoves = v
 	}
-	draining, _, err := n.store.Draining(r.Context())
+	out, err := n.balancePlan(r.Context(), maxMoves)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
+	}
+	writeAdminJSON(w, out)
+}
+
+// balancePlan is the plan a balancer pass would run now with maxMoves, from
+// this node's view (PlanBalance is the controller's own function).
+func (n *Node) balancePlan(ctx context.Context, maxMoves int) (adminapi.BalancePlan, error) {
+	draining, _, err := n.store.Draining(ctx)
+	if err != nil {
+		return adminapi.BalancePlan{}, err
 	}
 	parts, v := n.store.BalanceView(draining, n.localReplicaSizes(), maxMoves, n.cfg.BalancerReplicaSkew)
 	plan := controlplane.PlanBalance(parts, v)
@@ -111,7 +121,7 @@ func (n *Node) serveBalancePlan(w http.ResponseWriter, r *http.Request) {
 		out.Moves = append(out.Moves, adminapi.BalanceMove{Kind: string(m.Kind), Topic: m.Topic, Partition: m.Partition, From: m.From,
 			To: m.To, Replicas: m.State.Replicas, Target: target, Bytes: m.Bytes})
 	}
-	writeAdminJSON(w, out)
+	return out, nil
 }
 
 // maxDrainRequestBytes bounds a DrainRequest body.
