@@ -52,10 +52,12 @@ func chromiumPath(t *testing.T) string {
 
 const (
 	opsToken = "console-test-token-0123456789abcdef"
-	topic    = "orders"
-	group    = "billing"
-	txnID    = "invoicer"
-	records  = 3000
+	// readToken is a read-only token: it sees every page and no action.
+	readToken = "console-read-token-0123456789abcdef"
+	topic     = "orders"
+	group     = "billing"
+	txnID     = "invoicer"
+	records   = 3000
 	// committed is the group's offset on partition 0: its lag is
 	// records-committed.
 	committed = 1000
@@ -76,7 +78,7 @@ func startCluster(t *testing.T) cluster {
 	s3 := objstoretest.StartS3Server(t)
 	bucket := s3.CreateBucket(t)
 	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte(opsToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(opsToken+"\n"+readToken+" read\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv := testnode.StartNATS(t, dir)
@@ -88,6 +90,9 @@ func startCluster(t *testing.T) cluster {
 				cfg.AdminAuthTokensFile = tokens
 				cfg.Rack = "rack-" + string(rune('a'+i))
 				cfg.ConsumerLagSampleInterval = 200 * time.Millisecond
+				// Leaders and replicas move only by the console's actions.
+				cfg.BalancerEnable = false
+				cfg.AutoLeaderRebalanceEnable = false
 			}))
 	}
 	return c
@@ -445,6 +450,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	t.Logf("%v: pages checked", time.Since(start))
+	checkActions(t, ctx, c, cl, adm, coord, browser{ctx: bctx, show: show, text: text, count: count, shots: shots})
+	t.Logf("%v: actions checked", time.Since(start))
 	// A browser whose operator has no token (cancels the prompt), in a
 	// browser context of its own (no credentials kept), is shown the
 	// refusal, not a page.
@@ -492,6 +499,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("unauthenticated browser: page %q, body %q; want the 401", page, body)
 	}
 	t.Logf("%v: refusal checked", time.Since(start))
+	checkReadOnly(t, bctx, base, "http://"+coord.AdminAddr())
+	t.Logf("%v: read-only checked", time.Since(start))
 	// End the open transaction, so that the nodes stop with nothing
 	// waiting on it.
 	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {

@@ -37,6 +37,50 @@ async function api(path) {
   return r.json();
 }
 
+// session is the caller's role (GET /v1/console/session), read once: the
+// actions are drawn for an admin only. The listener refuses them to a
+// read-only token whatever the page draws.
+let session = null;
+async function getSession() {
+  if (!session) session = await api("/v1/console/session");
+  return session;
+}
+function canWrite() { return !!(session && session.can_write); }
+
+// post sends an action (a POST of JSON to the node that served the page;
+// same origin, so the listener's cross-origin refusal lets it through) and
+// returns {ok, status, body}: the decoded answer, or the refusal's text.
+async function post(path, body) {
+  const r = await fetch(path, {method: "POST", cache: "no-store", credentials: "same-origin",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const text = (await r.text()).trim();
+  if (!r.ok) return {ok: false, status: r.status, body: text};
+  return {ok: true, status: r.status, body: JSON.parse(text)};
+}
+
+// result shows an action's outcome in the page's #action-result.
+function result(ok, html) {
+  const el = document.getElementById("action-result");
+  if (!el) return;
+  el.className = ok ? "ok" : "error";
+  el.innerHTML = html;
+  el.hidden = false;
+}
+
+// on runs fn when an element matching sel is clicked (the page's HTML is
+// redrawn; the listeners stay on main). The content security policy
+// allows no inline handlers.
+const clicks = [];
+function on(sel, fn) { clicks.push([sel, fn]); }
+main.addEventListener("click", e => {
+  for (const [sel, fn] of clicks) {
+    const el = e.target.closest(sel);
+    if (el && main.contains(el)) { e.preventDefault(); fn(el); return; }
+  }
+});
+
+main.addEventListener("submit", e => e.preventDefault());
+
 function table(cols, rows, attrs) {
   return `<table ${attrs || ""}><thead><tr>${cols.map(c => `<th>${esc(c)}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
@@ -118,15 +162,31 @@ async function topicPage(name, q) {
     <td class="leader">${p.leader < 0 ? '<span class="bad">none</span>' : p.leader}</td><td>${p.leader_epoch}</td>
     <td class="replicas">${ids(p.replicas)}</td><td class="isr ${p.isr.length < p.replicas.length ? "warn" : ""}">${ids(p.isr)}</td><td>${ids(p.elr)}</td>
     <td>${num(p.log_start_offset)}</td><td>${num(p.local_log_start_offset)}</td><td class="hw">${num(p.high_watermark)}</td><td>${num(p.log_end_offset)}</td>
-    <td>${bytes(p.local_bytes)}</td><td>${bytes(p.remote_bytes)}</td></tr>`);
+    <td>${bytes(p.local_bytes)}</td><td>${bytes(p.remote_bytes)}</td>${canWrite() ? `<td>${p.replicas.length && p.leader !== p.replicas[0]
+      ? `<button class="elect" data-topic="${esc(name)}" data-partition="${p.partition}" title="move leadership to replica ${p.replicas[0]}, the preferred">elect preferred</button>` : ""}</td>` : ""}</tr>`);
+  const cols = ["partition", "leader", "epoch", "replicas", "ISR", "ELR", "log start", "local start", "high watermark", "log end", "local", "remote"];
+  if (canWrite()) cols.push("action");
   main.innerHTML = `<h1>Topic <span id="topic-name">${esc(t.name)}</span> <small>${esc(t.id)}</small></h1>
     <div class="cards"><div class="card"><b>${num(t.partitions)}</b> partitions</div><div class="card"><b>${t.replication_factor}</b> replicas each</div>
     <div class="card"><b>${bytes(t.local_bytes)}</b> on node ${d.node_id}</div><div class="card"><b>${bytes(t.remote_bytes)}</b> in the bucket</div></div>
     <p class="configs">${Object.entries(t.configs).map(([k, v]) => `<code>${esc(k)}=${esc(v)}</code>`).join(" ") || "no topic configs set"}</p>
-    ${table(["partition", "leader", "epoch", "replicas", "ISR", "ELR", "log start", "local start", "high watermark", "log end", "local", "remote"], rows, 'id="partitions"')}
+    <p id="action-result" hidden></p>
+    ${table(cols, rows, 'id="partitions"')}
     ${pager(d.next, n => `#/topic/${enc(name)}?cursor=${n}`)}
     <p class="note">Offsets and local bytes are node ${d.node_id}'s replica's; – where it has none. Click a partition for its tier map.</p>`;
 }
+
+// A preferred leader election of one partition (ElectLeaders PREFERRED).
+on("button.elect", async b => {
+  b.disabled = true;
+  const topic = b.dataset.topic, partition = Number(b.dataset.partition);
+  const r = await post("/v1/console/elect-preferred", {topic, partitions: [partition]});
+  const e = r.ok ? r.body.results[0] : null;
+  await route();
+  if (!r.ok) result(false, `${esc(topic)}-${partition}: ${r.status} ${esc(r.body)}`);
+  else if (e.error) result(false, `${esc(topic)}-${partition}: ${esc(e.error)}`);
+  else result(true, `${esc(topic)}-${partition}: leadership moved to its preferred replica.`);
+});
 
 // ---- Tier map ----
 
@@ -230,8 +290,63 @@ async function groupPage(name) {
     <div class="cards"><div class="card"><b id="group-lag">${num(total(g))}</b> records behind</div><div class="card"><b>${esc(g.state)}</b> state</div>
     <div class="card"><b>${g.members}</b> members</div><div class="card"><b>${esc(g.type || "–")}</b> group type</div></div>
     <h2>Lag over time</h2>${lagChart(g.history || [])}
-    ${table(["topic", "partition", "committed", "end", "lag", "time lag"], rows, 'id="group-partitions"')}`;
+    ${table(["topic", "partition", "committed", "end", "lag", "time lag"], rows, 'id="group-partitions"')}
+    ${canWrite() ? resetForm(g) : ""}`;
 }
+
+// resetForm is the offset reset of an inactive group: a dry run first,
+// its plan shown, committed on confirm.
+function resetForm(g) {
+  const topics = [...new Set(g.partitions.map(p => p.topic))].sort();
+  return `<h2>Reset offsets</h2>
+    <form id="reset-form" data-group="${esc(g.group)}">
+    <label>topic <select id="reset-topic">${topics.map(t => `<option>${esc(t)}</option>`).join("")}</select></label>
+    <label>to <select id="reset-to"><option value="earliest">earliest</option><option value="latest">latest</option>
+      <option value="offset">offset</option><option value="timestamp">timestamp (ms or ISO 8601)</option></select></label>
+    <label>value <input id="reset-value" size="24" placeholder="offset or time"></label>
+    <button id="reset-preview">Preview (dry run)</button></form>
+    ${g.members ? `<p class="note">The group has ${g.members} members: the broker refuses a reset until they stop.</p>` : ""}
+    <div id="reset-plan"></div>
+    <p id="action-result" hidden></p>`;
+}
+
+function resetRequest() {
+  const to = document.getElementById("reset-to").value, v = document.getElementById("reset-value").value.trim();
+  const req = {group: document.getElementById("reset-form").dataset.group, topic: document.getElementById("reset-topic").value, to};
+  if (to === "offset") req.offset = Number(v);
+  if (to === "timestamp") req.timestamp = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
+  if ((to === "offset" || to === "timestamp") && !(req.offset >= 0 || req.timestamp >= 0)) throw new Error("value: want " + (to === "offset" ? "an offset" : "a time"));
+  return req;
+}
+
+function resetTable(r) {
+  return table(["topic", "partition", "committed", "new offset", "log end", "lag after"], r.partitions.map(p =>
+    `<tr data-partition="${esc(p.topic)}-${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td><td>${num(p.old_offset)}</td>
+    <td class="new">${num(p.new_offset)}</td><td>${num(p.log_end_offset)}</td><td>${num(p.lag)}</td></tr>`), 'id="reset-rows"');
+}
+
+let pendingReset = null;
+on("#reset-preview", async () => {
+  let req;
+  try { req = resetRequest(); } catch (e) { result(false, esc(e.message)); return; }
+  const r = await post("/v1/console/reset-offsets", {...req, dry_run: true});
+  const plan = document.getElementById("reset-plan");
+  if (!r.ok) { pendingReset = null; plan.innerHTML = ""; result(false, `${r.status} ${esc(r.body)}`); return; }
+  pendingReset = req;
+  plan.innerHTML = `<p>Dry run, nothing committed: group <b>${esc(req.group)}</b> would move to</p>${resetTable(r.body)}
+    <p><button id="reset-apply" class="danger">Confirm: commit these offsets</button> <button id="reset-cancel">Cancel</button></p>`;
+  document.getElementById("action-result").hidden = true;
+});
+on("#reset-cancel", () => { pendingReset = null; document.getElementById("reset-plan").innerHTML = ""; });
+on("#reset-apply", async b => {
+  if (!pendingReset) return;
+  b.disabled = true;
+  const r = await post("/v1/console/reset-offsets", pendingReset);
+  pendingReset = null;
+  document.getElementById("reset-plan").innerHTML = "";
+  if (!r.ok) { result(false, `${r.status} ${esc(r.body)}`); return; }
+  result(true, `Offsets of ${esc(r.body.group)} reset.${resetTable(r.body)}`);
+});
 
 function lagChart(h) {
   if (!h.length) return `<p class="note">No samples yet.</p>`;
@@ -284,8 +399,40 @@ async function balancePage() {
     <div class="card"><b>${p.in_flight}</b> in flight, ${p.pending} pending</div><div class="card"><b>${p.enabled ? "on" : "off"}</b> balancer</div></div>
     ${table(["broker", "rack", "replicas", "leaders", "preferred", ""], brokers, 'id="loads"')}
     <h2>Moves (at most ${p.max_moves})</h2>${moves.length ? table(["kind", "partition", "from", "to", "replicas", "bytes"], moves, 'id="moves"') : "<p>None.</p>"}
-    ${p.blocked.length ? `<h2>Blocked</h2><ul>${p.blocked.map(b => `<li>${esc(b)}</li>`).join("")}</ul>` : ""}`;
+    ${p.blocked.length ? `<h2>Blocked</h2><ul>${p.blocked.map(b => `<li>${esc(b)}</li>`).join("")}</ul>` : ""}
+    ${canWrite() ? rebalanceForm(p) : ""}`;
+  shownPlan = p;
 }
+
+// The rebalance: the plan above is the dry run; its reassignments are
+// submitted on confirm, and the node refuses them when its plan changed.
+let shownPlan = null;
+function planMoves(p) {
+  return p.moves.filter(m => m.kind !== "leader" && m.target.length).map(m => ({topic: m.topic, partition: m.partition, target: m.target}));
+}
+function rebalanceForm(p) {
+  const n = planMoves(p).length;
+  return `<h2>Run the plan</h2>${n === 0 ? "<p>No reassignment to submit (leader moves are the controller's).</p>"
+    : p.in_flight ? `<p>${p.in_flight} reassignments in progress: wait for them.</p>`
+    : `<p><button id="rebalance-review">Submit these ${n} reassignments…</button></p>`}
+    <div id="rebalance-confirm"></div><p id="action-result" hidden></p>`;
+}
+on("#rebalance-review", () => {
+  const ms = planMoves(shownPlan);
+  document.getElementById("rebalance-confirm").innerHTML = `<p>Submit ${ms.length} reassignments (AlterPartitionReassignments)? Each copies its bytes to the new replicas.</p>
+    <ul>${ms.map(m => `<li>${esc(m.topic)}-${m.partition} → ${ids(m.target)}</li>`).join("")}</ul>
+    <p><button id="rebalance-apply" class="danger">Confirm</button> <button id="rebalance-cancel">Cancel</button></p>`;
+});
+on("#rebalance-cancel", () => { document.getElementById("rebalance-confirm").innerHTML = ""; });
+on("#rebalance-apply", async b => {
+  b.disabled = true;
+  const r = await post("/v1/console/rebalance", {max_moves: shownPlan.max_moves, moves: planMoves(shownPlan)});
+  document.getElementById("rebalance-confirm").innerHTML = "";
+  if (!r.ok) { result(false, `${r.status} ${esc(r.body)}`); return; }
+  const bad = r.body.submitted.filter(m => m.error);
+  result(bad.length === 0, `${r.body.submitted.length - bad.length} reassignments submitted${bad.length ? `; refused: ${bad.map(m => `${esc(m.topic)}-${m.partition}: ${esc(m.error)}`).join("; ")}` : ""}.
+    <span id="rebalance-done">Reload the page to follow them.</span>`);
+});
 
 // ---- Router ----
 
@@ -299,6 +446,8 @@ async function route() {
   main.setAttribute("aria-busy", "true");
   document.body.dataset.page = "";
   try {
+    await getSession();
+    document.getElementById("role").textContent = session.can_write ? "admin" : "read-only";
     switch (parts[0]) {
     case "topics": await topicsPage(q); break;
     case "topic": await topicPage(parts[1], q); break;
