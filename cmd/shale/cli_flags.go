@@ -251,7 +251,7 @@ func addAdmin(cmd *cobra.Command, usage string) *adminAddrs {
 	cmd.Flags().Var(a, "admin", usage+" (env SHALE_ADMIN)")
 	hiddenAlias(cmd.Flags(), a, "node", "admin")
 	cmd.Flags().StringVar(&a.tokenFile, "admin-token-file", os.Getenv("SHALE_ADMIN_TOKEN_FILE"),
-		"file whose first line is a bearer token for the admin listener (env SHALE_ADMIN_TOKEN_FILE)")
+		"file whose first line is a bearer token for the admin listener; a role after it, as in the node's tokens file, is ignored (env SHALE_ADMIN_TOKEN_FILE)")
 	cmd.Flags().StringVar(&a.ca, "admin-ca", os.Getenv("SHALE_ADMIN_CA"),
 		"PEM CA of the admin listener's HTTPS certificate; addresses without a scheme become https:// (env SHALE_ADMIN_CA)")
 	cmd.Flags().StringVar(&a.cert, "admin-cert", os.Getenv("SHALE_ADMIN_CERT"), "PEM client certificate for the admin listener (env SHALE_ADMIN_CERT)")
@@ -271,7 +271,9 @@ func (a *adminAddrs) client(timeout time.Duration) (adminapi.Client, []string, e
 		}
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				c.Token = line
+				// A role after the token, as in the node's tokens file
+				// (adminauth), is the node's business.
+				c.Token = strings.Fields(line)[0]
 				break
 			}
 		}

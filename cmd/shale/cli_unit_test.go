@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +114,18 @@ func TestProgressRedrawsAtInterval(t *testing.T) {
 	}
 	if !strings.HasSuffix(b.String(), "100%  10/10 records  10 records/s  ETA 0s\x1b[K\n") {
 		t.Fatalf("final line %q", b.String())
+	}
+}
+
+// TestAdminTokenFileWithRole: --admin-token-file may be a line of the
+// node's tokens file, a token and its role: the token alone is sent.
+func TestAdminTokenFileWithRole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("# viewer\n  read-token-0123456789abcdef  read\nother-token-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := (&adminAddrs{tokenFile: path}).client(time.Second)
+	if err != nil || c.Token != "read-token-0123456789abcdef" {
+		t.Fatalf("token %q, %v; want the first line's token without its role", c.Token, err)
 	}
 }
