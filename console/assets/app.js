@@ -65,6 +65,7 @@ function result(ok, html) {
   el.className = ok ? "ok" : "error";
   el.innerHTML = html;
   el.hidden = false;
+  el.scrollIntoView({block: "nearest"});
 }
 
 // on runs fn when an element matching sel is clicked (the page's HTML is
@@ -336,6 +337,7 @@ on("#reset-preview", async () => {
   plan.innerHTML = `<p>Dry run, nothing committed: group <b>${esc(req.group)}</b> would move to</p>${resetTable(r.body)}
     <p><button id="reset-apply" class="danger">Confirm: commit these offsets</button> <button id="reset-cancel">Cancel</button></p>`;
   document.getElementById("action-result").hidden = true;
+  plan.scrollIntoView({block: "end"});
 });
 on("#reset-cancel", () => { pendingReset = null; document.getElementById("reset-plan").innerHTML = ""; });
 on("#reset-apply", async b => {
@@ -422,6 +424,7 @@ on("#rebalance-review", () => {
   document.getElementById("rebalance-confirm").innerHTML = `<p>Submit ${ms.length} reassignments (AlterPartitionReassignments)? Each copies its bytes to the new replicas.</p>
     <ul>${ms.map(m => `<li>${esc(m.topic)}-${m.partition} → ${ids(m.target)}</li>`).join("")}</ul>
     <p><button id="rebalance-apply" class="danger">Confirm</button> <button id="rebalance-cancel">Cancel</button></p>`;
+  document.getElementById("rebalance-confirm").scrollIntoView({block: "end"});
 });
 on("#rebalance-cancel", () => { document.getElementById("rebalance-confirm").innerHTML = ""; });
 on("#rebalance-apply", async b => {
