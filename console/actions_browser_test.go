@@ -209,6 +209,38 @@ func checkActions(t *testing.T, ctx context.Context, c cluster, cl *kgo.Client, 
 			t.Fatalf("after the console's reset: %s's %s-%d at %d, want the log start %d", group, topic, p, o.At, s.Offset)
 		}
 	}
+
+	// A group with a member: its reset is refused with the broker's
+	// state of the group, shown on the page.
+	const liveGroup = "live"
+	live, err := kgo.NewClient(kgo.SeedBrokers(n1.KafkaAddr()), kgo.ConsumerGroup(liveGroup), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	var lcoord *broker.Node
+	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+		for _, n := range c.nodes {
+			l := getJSON[adminapi.ConsumerLag](t, ctx, n, adminapi.ConsumerLagPath+"?group="+liveGroup)
+			if len(l.Groups) == 1 && l.Groups[0].Members == 1 {
+				lcoord = n
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the live group's member not sampled: %v", err)
+	}
+	lbase := "http://" + lcoord.AdminAddr()
+	b.show(lbase, "", "cluster")
+	b.show(lbase, "#/group/"+liveGroup, "group")
+	b.click(t, "#reset-preview")
+	b.wait(t, "#reset-apply")
+	b.click(t, "#reset-apply")
+	b.wait(t, "#action-result.error")
+	if got := b.text("#action-result"); !strings.HasPrefix(got, "409 ") || !strings.Contains(got, "Stable with 1 members") {
+		t.Fatalf("reset of a group with a member: the page shows %q; want the 409 with the group's state", got)
+	}
 }
 
 // checkReadOnly opens the console with the read-only token in a browser
