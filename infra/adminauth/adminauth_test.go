@@ -341,3 +341,40 @@ func TestRoles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTokensFile: a tokens file of any bytes loads or fails with
+// ErrTokensFile, never panics, and every token it loads has a role and at
+// least MinTokenLength characters' worth of line.
+func FuzzTokensFile(f *testing.F) {
+	for _, s := range []string{tokA + "\n", tokA + " read\n" + tokB + "\tadmin\n", "# c\n\n" + tokA + " write\n", tokA + " read x\n", "short\n", "\x00\xff " + tokA} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "tokens")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := LoadTokens(path, nil)
+		if err != nil {
+			if !errors.Is(err, ErrTokensFile) {
+				t.Fatalf("%v: not ErrTokensFile", err)
+			}
+			return
+		}
+		for _, h := range tk.mu.hashes {
+			if h.role != RoleRead && h.role != RoleAdmin {
+				t.Fatalf("a token loaded with role %v", h.role)
+			}
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+				continue
+			}
+			if want := map[int]Role{1: RoleAdmin}[len(fields)]; want != RoleNone && tk.Role(fields[0]) < want {
+				t.Fatalf("line %q loaded, its token's role %v", line, tk.Role(fields[0]))
+			}
+		}
+	})
+}
