@@ -2,7 +2,10 @@
 // CSS and JavaScript, no build step) embedded in the binary and served by
 // every node's admin listener under Prefix. The pages read the admin API's
 // JSON (adminapi.Console*Path, ConsumerLagPath, HealthPath, BalancePath)
-// from the node that served them. The listener's authentication stands in
+// from the node that served them, and, for a caller whose role is admin
+// (adminapi.ConsoleSessionPath), offer the safe actions: same-origin POSTs
+// of adminapi.ConsoleElectPreferredPath, ConsoleRebalancePath and
+// ConsoleResetOffsetsPath. The listener's authentication stands in
 // front of the pages as of every other path: with admin_auth_tokens_file
 // the browser asks for a token (the password of HTTP Basic, any user
 // name) and sends it with each request; with admin_ssl_client_auth it

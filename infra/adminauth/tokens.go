@@ -1,7 +1,8 @@
 // Package adminauth authenticates requests to a node's admin HTTP listener
 // (admin_listen): bearer tokens from a file that is reloaded when it
-// changes, and client certificates that the listener's TLS configuration
-// verified (mTLS). It stands alone (standard library only); broker wires it
+// changes, each with a role (read or admin), and client certificates that
+// the listener's TLS configuration verified (mTLS); a request that may
+// change something needs the admin role. It stands alone (standard library only); broker wires it
 // in front of the admin mux.
 package adminauth
 
