@@ -33,9 +33,9 @@ test: tools build
 SCHEDULE      ?= smoke
 DURATION      ?= 60s
 LONG          ?= 1
-LONG_TESTS    := TestLeaderKillLoop|TestLeaderPauseLoop|TestKillLoopFailover|TestNATSPausedLeadersKeepServing
+LONG_TESTS    := TestLeaderKillLoop|TestLeaderPauseLoop|TestKillLoopFailover|TestNATSPausedLeadersKeepServing|TestConsolePagesBoundedAt10000Partitions
 chaos: tools build
-	$(if $(filter 1,$(LONG)),PATH="$(BIN):$$PATH" SHALE_LONG_TESTS=1 $(GO) test -race -tags shale_invariants -count=1 -timeout $(TEST_TIMEOUT) -run '^($(LONG_TESTS))$$' ./internal/clustertest ./internal/replicationtest)
+	$(if $(filter 1,$(LONG)),PATH="$(BIN):$$PATH" SHALE_LONG_TESTS=1 $(GO) test -race -tags shale_invariants -count=1 -timeout $(TEST_TIMEOUT) -run '^($(LONG_TESTS))$$' ./internal/clustertest ./internal/replicationtest ./broker)
 	$(GO) build -o $(BIN)/shale-chaos ./cmd/shale-chaos
 	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(TRANSACTIONS),--transactions) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
 
