@@ -16,7 +16,10 @@ package fetch
 //     (session_cache.go): a full fetch at epoch 0 gets a session when the
 //     cache has room, and later incremental fetches name only the partitions
 //     whose request changed (and ForgottenTopics) and are answered only the
-//     partitions with news; FETCH_SESSION_ID_NOT_FOUND and
+//     partitions with news, and reads only the partitions that may have
+//     some (named, not idle at their last read, or changed since: a
+//     partition.Watcher per session; session_cache.go);
+//     FETCH_SESSION_ID_NOT_FOUND and
 //     INVALID_FETCH_SESSION_EPOCH as Kafka answers them. Without a cache,
 //     every fetch is answered without a session (session id 0, so clients
 //     send full fetches) and an incremental one FETCH_SESSION_ID_NOT_FOUND.
@@ -55,7 +58,9 @@ package fetch
 // (the first batch of the first non-empty partition is sent even when it is
 // larger, KIP-74). When fewer than min_bytes are ready it waits, woken by the
 // high watermark moving (a follower's fetch: the log end) rather than by
-// polling, until max_wait_ms; a wake reads again only the partitions whose
+// polling, until max_wait_ms (an incremental fetch of a session: woken by
+// its Watcher, reading again what it read and what was marked since); a
+// wake of a fetch without a session reads again only the partitions whose
 // high watermark (log end) moved, the others keep what the first read found
 // (reread). At max_wait_ms every partition is read again for the answer.
 // That wait, like the wait for cold reads below, is reported with
@@ -93,6 +98,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -129,6 +135,8 @@ type fetchHandler struct {
 	obs     ConsumeObserver
 	log     *slog.Logger
 	opts    options
+
+	partReads atomic.Uint64 // partitions read, over every fetch (tests count them)
 }
 
 type partResult struct {
@@ -152,6 +160,14 @@ type partResult struct {
 	// preferred, when set, is the PreferredReadReplica the consumer is
 	// sent to (v11+, KIP-392; read_replica.go), with no records.
 	preferred *int32
+	// rep is the replica read, nil when none was; idle reports that the
+	// read had nothing to send or tell: no error, no records, and the
+	// fetch offset at the bound (the high watermark, the last stable
+	// offset for read_committed, the log end for a follower). A session
+	// reads an idle partition again only once its replica marks the
+	// session's Watcher (session_cache.go).
+	rep  *partition.Replica
+	idle bool
 }
 
 // divergingEpoch is a Fetch response's DivergingEpoch: the leader's largest
@@ -275,9 +291,27 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 	if maxBytes <= 0 {
 		maxBytes = 1
 	}
-	plan := &readPlan{denied: h.deniedTopics(req, r.ReplicaID >= 0, fc.parts), listener: req.ListenerName()}
+	if fc.kind == sessionFull {
+		fc.watch = partition.NewWatcher()
+		fc.watch.Fetched(time.Now())
+	}
+	plan := &readPlan{listener: req.ListenerName(), watch: fc.watch}
+	if fc.kind == sessionIncremental {
+		// Every topic of the session is checked, read or not: a refusal
+		// is news for each of its partitions.
+		if plan.denied = h.deniedTopicNames(req, r.ReplicaID >= 0, fc.sess.topicNames()); len(plan.denied) > 0 {
+			fc.parts = fc.sess.withTopics(fc.parts, plan.denied)
+		}
+	} else {
+		plan.denied = h.deniedTopics(req, r.ReplicaID >= 0, fc.parts)
+	}
 	res, total, waits, failed, cold := h.readAll(r, fc.parts, maxBytes, true, plan)
 	for {
+		if fc.kind == sessionIncremental {
+			// An incremental fetch waits on its session's Watcher: any
+			// change of any of its partitions.
+			waits = waitSet{chans: []<-chan struct{}{fc.watch.C()}}
+		}
 		if fq.admitCold(req, cold) {
 			// Over the cold-read quota: the remote partitions stay empty
 			// and the fetch is answered at once, throttled.
@@ -300,12 +334,20 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 		waitFrom := time.Now()
 		woken := waitAny(ctx, waits.chans, time.Until(deadline))
 		req.Waited(time.Since(waitFrom))
+		if fc.kind == sessionIncremental {
+			// Read again what was read, and what changed since.
+			fc.parts = fc.sess.more(fc.parts)
+		}
 		if !woken {
 			// Timed out or cancelled: answer with what is there now. (Data
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
 			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, true, plan)
 			return h.answer(req, r, fc, fq, res, nil), nil
+		}
+		if fc.kind == sessionIncremental {
+			res, total, waits, failed, cold = h.readAll(r, fc.parts, maxBytes, true, plan)
+			continue
 		}
 		res, total, waits, failed, cold = h.reread(r, fc.parts, res, waits, maxBytes, plan)
 	}
@@ -317,6 +359,9 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 type readPlan struct {
 	denied   map[string]bool
 	listener string
+	// watch, when set, is registered with every replica read, before it
+	// is read (a fetch session's Watcher).
+	watch *partition.Watcher
 }
 
 // waitSet is what a long poll waits on: a channel for each partition read
@@ -388,7 +433,7 @@ func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetc
 	errCode, sessionID := int16(0), invalidSessionID
 	switch fc.kind {
 	case sessionFull:
-		sessionID = h.opts.sessions.create(r.ReplicaID >= 0, fc.parts, res)
+		sessionID = h.opts.sessions.create(r.ReplicaID >= 0, fc.watch, fc.parts, res)
 	case sessionIncremental:
 		var ok bool
 		if res, ok = fc.sess.filter(fc.expect, res); ok {
@@ -487,22 +532,33 @@ func (h *fetchHandler) deniedTopics(req *kafka.Request, follower bool, parts []p
 	if !h.opts.authz.Enabled() {
 		return nil
 	}
+	topics := make([]string, 0, 1)
+	for i, p := range parts {
+		if i == 0 || p.topic != parts[i-1].topic {
+			topics = append(topics, p.topic)
+		}
+	}
+	return h.deniedTopicNames(req, follower, topics)
+}
+
+// deniedTopicNames is deniedTopics for a list of topic names.
+func (h *fetchHandler) deniedTopicNames(req *kafka.Request, follower bool, topics []string) map[string]bool {
+	if !h.opts.authz.Enabled() {
+		return nil
+	}
 	var denied map[string]bool
 	clusterOK := follower && h.opts.authz.Authorize(req, acl.OpClusterAction, acl.Cluster)
-	last := ""
-	for i, p := range parts {
-		if i > 0 && p.topic == last {
+	seen := make(map[string]bool, len(topics))
+	for _, topic := range topics {
+		if seen[topic] {
 			continue
 		}
-		last = p.topic
-		if denied[p.topic] {
-			continue
-		}
-		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, acl.OpRead, acl.Topic(p.topic))) {
+		seen[topic] = true
+		if (follower && !clusterOK) || (!follower && !h.opts.authz.Authorize(req, acl.OpRead, acl.Topic(topic))) {
 			if denied == nil {
 				denied = map[string]bool{}
 			}
-			denied[p.topic] = true
+			denied[topic] = true
 		}
 	}
 	return denied
@@ -525,6 +581,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 		tr := topicResult{topic: topic}
 		for ; i < len(parts) && parts[i].topic == topic; i++ {
 			p := parts[i]
+			h.partReads.Add(1)
 			pr := partResult{partition: p.partition, hw: -1, lso: -1, logStart: -1}
 			if plan.denied[topic] {
 				pr.errCode, failed = kerr.TopicAuthorizationFailed.Code, true
@@ -544,6 +601,13 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
+			if plan.watch != nil && r.ReplicaID < 0 {
+				// Before reading: a change after this read marks the
+				// session's Watcher. (A follower's fetch registers after
+				// its own fetch moved the high watermark, below.)
+				rep.Watch(plan.watch)
+			}
+			pr.rep = rep
 			if p.currentLeaderEpoch >= 0 {
 				if code := checkEpoch(p.currentLeaderEpoch, rep.LeaderEpoch()); code != 0 {
 					pr.errCode, failed = code, true
@@ -559,7 +623,18 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 				// the high watermark; it reads past the high watermark, up to
 				// the log end, and only what is local (section "Replication"
 				// in docs/replication.md).
-				hw, err := rep.FollowerFetch(r.ReplicaID, p.fetchOffset, p.lastFetchedEpoch, time.Now())
+				hw, err := rep.FollowerFetchWatched(r.ReplicaID, p.fetchOffset, p.lastFetchedEpoch, time.Now(), plan.watch)
+				if plan.watch != nil {
+					// After the fetch is counted, which may move the high
+					// watermark (no news for this session: it is read
+					// again below), before the figures answered are read.
+					rep.Watch(plan.watch)
+					if err == nil {
+						hw = rep.HighWatermark()
+						localStart = rep.Log().LogStartOffset()
+						pr.logStart, pr.lso = localStart, min(rep.LastStableOffset(), hw)
+					}
+				}
 				var div *partition.DivergedError
 				if errors.As(err, &div) {
 					// KIP-320: no records, error NONE, the high watermark and
@@ -586,7 +661,9 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 					}
 				}
 				waits.chans, waits.idx = append(waits.chans, rep.LEOChanged()), append(waits.idx, i)
-				total += h.readLocal(rep, &pr, topic, p.fetchOffset, min(int(p.maxBytes), maxBytes-total), &minOne, rep.Log().LogEndOffset(), &failed)
+				leo := rep.Log().LogEndOffset()
+				total += h.readLocal(rep, &pr, topic, p.fetchOffset, min(int(p.maxBytes), maxBytes-total), &minOne, leo, &failed)
+				pr.idle = pr.errCode == 0 && pr.size == 0 && p.fetchOffset == leo
 				tr.parts = append(tr.parts, pr)
 				continue
 			}
@@ -631,6 +708,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 			if r.IsolationLevel == 1 && len(pr.reads) > 0 {
 				pr.aborted = rep.Log().AbortedTxns(p.fetchOffset, pr.reads[len(pr.reads)-1].NextOffset)
 			}
+			pr.idle = pr.errCode == 0 && pr.size == 0 && p.fetchOffset == bound
 			tr.parts = append(tr.parts, pr)
 		}
 		res = append(res, tr)

@@ -21,9 +21,23 @@ package fetch
 //     session 0: the client starts over with a full fetch). Otherwise the
 //     partitions it names are added to the session or replace their cached
 //     request, ForgottenTopics are removed, the epoch moves on (after
-//     2^31-1 comes 1), and every partition of the session is read. A
+//     2^31-1 comes 1), and the partitions that may have news are read. A
 //     session left with no partitions is closed and the fetch answered
 //     without one.
+//   - Which partitions are read (Shale's, where Kafka reads every
+//     partition of the session at each fetch): those the request names,
+//     those whose last read was not idle (it had records, an error, a
+//     DivergingEpoch, a preferred replica, a cold read, or data left
+//     behind the response's limit), and those whose replica changed since
+//     (partition.Watcher: every replica read in a session has the
+//     session's Watcher, and marks it at each append, high watermark, log
+//     start, role, ISR or config change). An idle partition (its fetch
+//     offset at the high watermark, for a follower the log end, and no
+//     error) that nothing marked has nothing new to say: it costs a fetch
+//     nothing. The long poll of an incremental fetch waits on the
+//     Watcher's one channel and reads, at each wake, the partitions marked
+//     since. A follower's idle partition counts as fetched caught up at
+//     each of the session's fetches (partition.Replica.FollowerFetchWatched).
 //   - An incremental answer carries a partition only when it has news:
 //     records, an error, a DivergingEpoch, or a high watermark, last stable
 //     offset or log start offset other than the one last sent. A partition
@@ -48,11 +62,15 @@ package fetch
 // FETCH_SESSION_TOPIC_ID_ERROR.
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shale-io/shale/partition"
 )
 
 // Kafka's FetchMetadata constants.
@@ -136,6 +154,14 @@ type cachedPart struct {
 	// What the fetcher was last told; -1 before it was told anything (and
 	// hw after an error, so that the partition is sent once it clears).
 	hw, lso, logStart int64
+	// rep is the replica of the partition's last read, registered with
+	// the session's Watcher; nil when that read found none.
+	rep *partition.Replica
+	// idle: the last read found nothing to send and nothing to tell; the
+	// partition is read again only when named, or when rep marks the
+	// session's Watcher.
+	idle bool
+	seq  uint64 // read order, lowest first: answered partitions go last
 }
 
 // reqData is what a fetch asks of one partition.
@@ -157,10 +183,15 @@ type session struct {
 	lastUsed   time.Time
 	cachedSize int // len(parts) when last touched
 
-	mu    sync.Mutex
-	epoch int32         // the epoch the next incremental fetch must carry; REQUIRES: mu held
-	parts []*cachedPart // in read order; REQUIRES: mu held
-	index map[tp]*cachedPart
+	// w is told which of the session's replicas changed (immutable).
+	w *partition.Watcher
+
+	mu      sync.Mutex
+	epoch   int32 // the epoch the next incremental fetch must carry; REQUIRES: mu held
+	index   map[tp]*cachedPart
+	busy    map[*cachedPart]struct{} // not idle at their last read: read at each fetch
+	topics  map[string]int           // partitions of each topic in index
+	nextSeq uint64
 }
 
 // sessionKind is how a fetch uses sessions.
@@ -186,6 +217,9 @@ type fetchContext struct {
 	// unknown are the topics of a v13+ fetch whose id names no topic,
 	// answered UNKNOWN_TOPIC_ID after the others (normalizeFetch).
 	unknown []topicResult
+	// watch is the Watcher every replica read registers with: the
+	// session's, or for a full fetch asking for one, the new session's.
+	watch *partition.Watcher
 }
 
 // partReq is one partition to read.
@@ -221,48 +255,127 @@ func (c *SessionCache) newContext(sessionID, epoch int32, parts []partReq, forgo
 		s.mu.Unlock()
 		return &fetchContext{kind: sessionError, errCode: errInvalidFetchSessionEpoch}
 	}
+	visit := map[*cachedPart]struct{}{}
 	for _, p := range parts {
-		if cp := s.index[p.tp]; cp != nil {
+		cp := s.index[p.tp]
+		if cp != nil {
 			cp.req = p.reqData
-			continue
+		} else {
+			cp = &cachedPart{tp: p.tp, req: p.reqData, hw: -1, lso: -1, logStart: -1, seq: s.nextSeq}
+			s.nextSeq++
+			s.index[p.tp] = cp
+			s.topics[p.topic]++
 		}
-		cp := &cachedPart{tp: p.tp, req: p.reqData, hw: -1, lso: -1, logStart: -1}
-		s.index[p.tp] = cp
-		s.parts = append(s.parts, cp)
+		visit[cp] = struct{}{}
 	}
-	if len(forgotten) > 0 {
-		drop := make(map[tp]bool, len(forgotten))
-		for _, f := range forgotten {
-			if s.index[f] != nil {
-				drop[f] = true
-				delete(s.index, f)
-			}
-		}
-		if len(drop) > 0 {
-			kept := s.parts[:0]
-			for _, cp := range s.parts {
-				if !drop[cp.tp] {
-					kept = append(kept, cp)
-				}
-			}
-			clear(s.parts[len(kept):])
-			s.parts = kept
+	for _, f := range forgotten {
+		if cp := s.index[f]; cp != nil {
+			s.dropLocked(cp)
+			delete(visit, cp)
 		}
 	}
-	if len(s.parts) == 0 {
+	if len(s.index) == 0 {
 		s.mu.Unlock()
 		c.removeLocked(s)
 		return &fetchContext{kind: sessionless, parts: parts}
 	}
-	read := make([]partReq, len(s.parts))
-	for i, cp := range s.parts {
-		read[i] = partReq{tp: cp.tp, reqData: cp.req}
+	for cp := range s.busy {
+		visit[cp] = struct{}{}
 	}
+	s.w.Fetched(c.now())
+	s.markedLocked(visit)
 	s.epoch = nextEpoch(s.epoch)
 	expect := s.epoch
+	read := readOrder(visit)
 	s.mu.Unlock()
 	c.touchLocked(s, c.now())
-	return &fetchContext{kind: sessionIncremental, sess: s, expect: expect, parts: read}
+	return &fetchContext{kind: sessionIncremental, sess: s, expect: expect, parts: read, watch: s.w}
+}
+
+// markedLocked adds to visit the session's partitions whose replica marked
+// its Watcher since the last call. REQUIRES: s.mu held.
+func (s *session) markedLocked(visit map[*cachedPart]struct{}) {
+	for _, r := range s.w.Take() {
+		if cp := s.index[tp{r.Topic(), r.Partition()}]; cp != nil {
+			visit[cp] = struct{}{}
+		}
+	}
+}
+
+// readOrder lists visit in the session's read order.
+func readOrder(visit map[*cachedPart]struct{}) []partReq {
+	cps := make([]*cachedPart, 0, len(visit))
+	for cp := range visit {
+		cps = append(cps, cp)
+	}
+	slices.SortFunc(cps, func(a, b *cachedPart) int { return cmp.Compare(a.seq, b.seq) })
+	read := make([]partReq, len(cps))
+	for i, cp := range cps {
+		read[i] = partReq{tp: cp.tp, reqData: cp.req}
+	}
+	return read
+}
+
+// more returns parts with the session's partitions marked since it was
+// made added (a long poll woke, or ends): what the fetch reads again. It
+// returns parts itself when nothing of the session was marked.
+func (s *session) more(parts []partReq) []partReq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	visit := make(map[*cachedPart]struct{}, len(parts))
+	for _, p := range parts {
+		if cp := s.index[p.tp]; cp != nil {
+			visit[cp] = struct{}{}
+		}
+	}
+	n := len(visit)
+	s.markedLocked(visit)
+	if len(visit) == n {
+		return parts
+	}
+	return readOrder(visit)
+}
+
+// dropLocked removes cp from the session. REQUIRES: s.mu held.
+func (s *session) dropLocked(cp *cachedPart) {
+	delete(s.index, cp.tp)
+	delete(s.busy, cp)
+	if s.topics[cp.topic]--; s.topics[cp.topic] <= 0 {
+		delete(s.topics, cp.topic)
+	}
+	if cp.rep != nil {
+		cp.rep.Unwatch(s.w)
+	}
+}
+
+// topicNames lists the session's topics.
+func (s *session) topicNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.topics))
+	for t := range s.topics {
+		out = append(out, t)
+	}
+	return out
+}
+
+// withTopics returns parts with every partition of the session's topics in
+// topics added (refused topics: each of their partitions is answered).
+func (s *session) withTopics(parts []partReq, topics map[string]bool) []partReq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	visit := make(map[*cachedPart]struct{}, len(parts))
+	for _, p := range parts {
+		if cp := s.index[p.tp]; cp != nil {
+			visit[cp] = struct{}{}
+		}
+	}
+	for k, cp := range s.index {
+		if topics[k.topic] {
+			visit[cp] = struct{}{}
+		}
+	}
+	return readOrder(visit)
 }
 
 // Kafka's session error codes.
@@ -274,7 +387,7 @@ const (
 // create makes a session for a full fetch whose answer is res, if there is
 // a slot or one can be evicted, and returns its id (invalidSessionID if
 // none). Every partition answered is cached with what it was told.
-func (c *SessionCache) create(privileged bool, parts []partReq, res []topicResult) int32 {
+func (c *SessionCache) create(privileged bool, w *partition.Watcher, parts []partReq, res []topicResult) int32 {
 	n := 0
 	for _, t := range res {
 		n += len(t.parts)
@@ -283,10 +396,20 @@ func (c *SessionCache) create(privileged bool, parts []partReq, res []topicResul
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.sessions) >= c.maxEntries && !c.tryEvictLocked(privileged, n, now) {
+		for _, t := range res {
+			for _, p := range t.parts {
+				if p.rep != nil {
+					p.rep.Unwatch(w)
+				}
+			}
+		}
 		return invalidSessionID
 	}
-	s := &session{id: c.newIDLocked(), privileged: privileged, created: now, epoch: nextEpoch(initialEpoch),
-		index: make(map[tp]*cachedPart, n), parts: make([]*cachedPart, 0, n)}
+	if w == nil {
+		w = partition.NewWatcher()
+	}
+	s := &session{id: c.newIDLocked(), privileged: privileged, created: now, epoch: nextEpoch(initialEpoch), w: w,
+		index: make(map[tp]*cachedPart, n), busy: map[*cachedPart]struct{}{}, topics: map[string]int{}}
 	i := 0
 	for _, t := range res {
 		for _, p := range t.parts {
@@ -296,8 +419,13 @@ func (c *SessionCache) create(privileged bool, parts []partReq, res []topicResul
 				continue // named twice in the request: the first stands
 			}
 			cp.update(&p)
+			cp.rep, cp.idle, cp.seq = p.rep, p.idle, s.nextSeq
+			s.nextSeq++
+			if !cp.idle {
+				s.busy[cp] = struct{}{}
+			}
 			s.index[cp.tp] = cp
-			s.parts = append(s.parts, cp)
+			s.topics[cp.topic]++
 		}
 	}
 	s.cachedSize = -1
@@ -321,7 +449,7 @@ func (c *SessionCache) newIDLocked() int32 {
 func (c *SessionCache) touchLocked(s *session, now time.Time) {
 	s.lastUsed = now
 	s.mu.Lock()
-	size := len(s.parts)
+	size := len(s.index)
 	s.mu.Unlock()
 	if s.cachedSize > 0 {
 		c.partitions -= s.cachedSize
@@ -348,6 +476,13 @@ func (c *SessionCache) removeLocked(s *session) {
 	if s.cachedSize > 0 {
 		c.partitions -= s.cachedSize
 	}
+	s.mu.Lock()
+	for _, cp := range s.index {
+		if cp.rep != nil {
+			cp.rep.Unwatch(s.w)
+		}
+	}
+	s.mu.Unlock()
 }
 
 // evictableKey orders sessions by value, least first: Kafka's EvictableKey
@@ -423,45 +558,52 @@ func (cp *cachedPart) update(p *partResult) (news bool) {
 }
 
 // filter keeps in res the partitions with news for an incremental fetch of
-// s, updating what s remembers, and moves those to the end of s's order.
-// It returns false, changing nothing, when another fetch of s came between
+// s, updating what s remembers of each partition read (its answer, its
+// replica, whether it was idle), and moves those answered to the end of
+// s's read order. It returns false, changing nothing but marking the
+// partitions read to be read again, when another fetch of s came between
 // (Kafka answers that INVALID_FETCH_SESSION_EPOCH: a duplicate request).
 func (s *session) filter(expect int32, res []topicResult) ([]topicResult, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.epoch != expect {
+		for _, t := range res {
+			for _, p := range t.parts {
+				if cp := s.index[tp{t.topic, p.partition}]; cp != nil {
+					s.busy[cp] = struct{}{}
+				}
+			}
+		}
 		return nil, false
 	}
-	answered := map[tp]bool{}
 	out := res[:0]
 	for _, t := range res {
 		kept := t.parts[:0]
 		for _, p := range t.parts {
-			k := tp{t.topic, p.partition}
-			cp := s.index[k]
-			if cp == nil || cp.update(&p) {
+			cp := s.index[tp{t.topic, p.partition}]
+			if cp == nil {
 				kept = append(kept, p)
-				answered[k] = true
+				continue
+			}
+			if cp.rep != p.rep && cp.rep != nil {
+				cp.rep.Unwatch(s.w)
+			}
+			cp.rep, cp.idle = p.rep, p.idle
+			if p.idle {
+				delete(s.busy, cp)
+			} else {
+				s.busy[cp] = struct{}{}
+			}
+			if cp.update(&p) {
+				kept = append(kept, p)
+				cp.seq = s.nextSeq
+				s.nextSeq++
 			}
 		}
 		if len(kept) > 0 {
 			t.parts = kept
 			out = append(out, t)
 		}
-	}
-	if len(answered) > 0 && len(answered) < len(s.parts) {
-		order := make([]*cachedPart, 0, len(s.parts))
-		for _, cp := range s.parts {
-			if !answered[cp.tp] {
-				order = append(order, cp)
-			}
-		}
-		for _, cp := range s.parts {
-			if answered[cp.tp] {
-				order = append(order, cp)
-			}
-		}
-		s.parts = order
 	}
 	return out, true
 }

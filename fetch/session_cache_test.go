@@ -161,7 +161,9 @@ func TestFetchSessionAnswersOnlyNews(t *testing.T) {
 		t.Fatalf("stats %+v after forgetting b-0, want 3 partitions", st)
 	}
 
-	// An error always has news, every time: a-0's leader goes away.
+	// An error always has news, every time: a-0's leader goes away (the
+	// node drops the replica and closes it, as replica.Manager does).
+	reps["a-0"].Close()
 	delete(reps, "a-0")
 	for epoch := int32(4); epoch <= 5; epoch++ {
 		resp = roundTrip(t, h, sessReq(id, epoch, nil))
@@ -223,7 +225,7 @@ func open(c *SessionCache, privileged bool, n int) int32 {
 		parts[i] = partReq{tp: tp{"t", int32(i)}}
 		res[0].parts = append(res[0].parts, partResult{partition: int32(i)})
 	}
-	return c.create(privileged, parts, res)
+	return c.create(privileged, nil, parts, res)
 }
 
 // TestSessionCacheEviction: Kafka's eviction rules with two slots.

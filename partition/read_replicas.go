@@ -38,7 +38,7 @@ func (r *Replica) InSyncFollowers() ([]FollowerView, error) {
 		if !ok || f.lastFetch.IsZero() || !slices.Contains(r.mu.replicas, id) {
 			continue
 		}
-		out = append(out, FollowerView{ID: id, LogEnd: f.leo, LogStart: f.logStart, LastCaughtUp: f.lastCaughtUp})
+		out = append(out, FollowerView{ID: id, LogEnd: f.leo, LogStart: f.logStart, LastCaughtUp: f.caughtUp(r.log.LogEndOffset())})
 	}
 	return out, nil
 }

@@ -138,6 +138,10 @@ type Replica struct {
 	}
 	diskFull atomic.Bool // refuse appends with ErrDiskFull
 
+	// watch lists the fetch sessions told of this replica's changes
+	// (watch.go).
+	watch watchers
+
 	// ckpt is the high watermark checkpoint's state (hw_checkpoint.go).
 	ckpt struct {
 		sync.Mutex
@@ -407,6 +411,7 @@ func (r *Replica) setHW(hw int64) {
 	r.mu.hw = hw
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})
+	r.notifyWatchers()
 }
 
 // AppendResult is what a produce answers for one partition.
@@ -616,7 +621,9 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 	if hw := r.HighWatermark(); offset > hw || offset < 0 {
 		return 0, fmt.Errorf("%w: %d not in [0, %d]", segment.ErrOffsetOutOfRange, offset, hw)
 	}
-	if _, err := r.log.DeleteSegmentsBefore(offset); err != nil {
+	_, err := r.log.DeleteSegmentsBefore(offset)
+	r.notifyWatchers() // the log start moved
+	if err != nil {
 		return 0, err
 	}
 	PruneSnapshots(r.dir, r.log.LogStartOffset())
@@ -653,6 +660,7 @@ func (r *Replica) Close() error {
 	r.mu.closed = true
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})
+	r.notifyWatchers()
 	r.mu.Unlock()
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
@@ -723,6 +731,7 @@ func (r *Replica) ApplyRetention(now time.Time) error {
 		return nil
 	}
 	n, err := r.log.DeleteSegmentsBefore(start)
+	r.notifyWatchers() // the log start moved
 	if err == nil && n > 0 {
 		PruneSnapshots(r.dir, r.log.LogStartOffset())
 		r.logger.Info("retention deleted segments", "segments", n, "log_start_offset", r.log.LogStartOffset())

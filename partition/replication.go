@@ -30,6 +30,42 @@ type followerState struct {
 	// catches up: the fetches from before may be those of a process that
 	// has since been killed.
 	outUnfetched bool
+	// live is the fetch session of the follower's latest fetch, when it
+	// fetched in one (FollowerFetchWatched), and liveLEO the leader's log
+	// end at that fetch when the follower had all of it (-1 otherwise).
+	// While the log end stays there, the session's later fetches skip the
+	// partition (nothing changed) and each counts as a fetch that found
+	// the follower caught up (caughtUp); the first append settles that
+	// into lastCaughtUp.
+	live    *Watcher
+	liveLEO int64
+}
+
+// settle records in lastCaughtUp the session's fetches that found the
+// follower caught up without visiting the partition, before the leader's
+// log end moves past liveLEO. REQUIRES: the replica's mu held.
+func (f *followerState) settle() {
+	if f.live == nil || f.liveLEO < 0 {
+		return
+	}
+	if t := f.live.LastFetch(); t.After(f.lastCaughtUp) {
+		f.lastCaughtUp = t
+	}
+	f.liveLEO = -1
+}
+
+// caughtUp is the last time the follower had everything the leader had,
+// the leader's log end being leo now: lastCaughtUp, or the latest fetch of
+// its session when nothing was appended since its last visited fetch
+// found it caught up. REQUIRES: the replica's mu held.
+func (f *followerState) caughtUp(leo int64) time.Time {
+	t := f.lastCaughtUp
+	if f.live != nil && f.liveLEO >= 0 && f.liveLEO == leo {
+		if lf := f.live.LastFetch(); lf.After(t) {
+			t = lf
+		}
+	}
+	return t
 }
 
 // SetAssignment records the partition's replicas and ISR as the control
@@ -71,6 +107,7 @@ func (r *Replica) SetAssignmentAt(self int32, replicas, isr []int32, partitionEp
 			delete(r.mu.followers, id)
 		}
 	}
+	r.notifyWatchers()
 }
 
 // installISRLocked makes isr the committed ISR, moves the high watermark
@@ -84,6 +121,7 @@ func (r *Replica) installISRLocked(isr []int32) {
 		}
 	}
 	r.mu.isr = slices.Clone(isr)
+	r.notifyWatchers() // a follower taken out is re-admitted only at a fetch that visits it
 	if r.isrBelowMinLocked() && !wasBelow {
 		r.wakeLocked()
 	}
@@ -97,6 +135,7 @@ func (r *Replica) installISRLocked(isr []int32) {
 func (r *Replica) wakeLocked() {
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})
+	r.notifyWatchers()
 }
 
 // BeginISRChange records, on the leader at epoch, that isr is proposed to
@@ -188,6 +227,10 @@ func (r *Replica) isrBelowMinLocked() bool {
 func (r *Replica) signalAppendLocked() {
 	close(r.mu.leoChanged)
 	r.mu.leoChanged = make(chan struct{})
+	for _, f := range r.mu.followers {
+		f.settle()
+	}
+	r.notifyWatchers()
 }
 
 // LEOChanged returns a channel closed at the next append (or role change):
@@ -253,7 +296,16 @@ func (r *Replica) maybeAdvanceHWLocked() {
 // segment.ErrOffsetOutOfRange, as Kafka answers it; a leader made by
 // SetLeadership always places it (its own epoch is in its history).
 func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
-	hw, expandable, err := r.followerFetch(id, fetchOffset, lastFetchedEpoch, now)
+	return r.FollowerFetchWatched(id, fetchOffset, lastFetchedEpoch, now, nil)
+}
+
+// FollowerFetchWatched is FollowerFetch for a fetch of the incremental
+// fetch session whose Watcher is w (registered with Watch before): while
+// the follower stays caught up and nothing is appended, the session's
+// later fetches, which skip this partition, count as fetches that found
+// it caught up (Watcher.Fetched). w may be nil (no session).
+func (r *Replica) FollowerFetchWatched(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time, w *Watcher) (int64, error) {
+	hw, expandable, err := r.followerFetch(id, fetchOffset, lastFetchedEpoch, now, w)
 	if expandable && r.onExpandable != nil {
 		r.onExpandable()
 	}
@@ -264,10 +316,10 @@ func (r *Replica) FollowerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 // fetch made the follower eligible to join the ISR (its log end reached the
 // high watermark and the start of this leader's epoch, Kafka's
 // isFollowerInSync), for Options.OnISRExpandable.
-func (r *Replica) followerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, bool, error) {
+func (r *Replica) followerFetch(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time, w *Watcher) (int64, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hw, err := r.followerFetchLocked(id, fetchOffset, lastFetchedEpoch, now)
+	hw, err := r.followerFetchLocked(id, fetchOffset, lastFetchedEpoch, now, w)
 	if err != nil || slices.Contains(r.maximalISRLocked(), id) || r.mu.self < 0 {
 		return hw, false, err
 	}
@@ -287,7 +339,7 @@ func (r *Replica) epochStartLocked() int64 {
 }
 
 // followerFetchLocked is FollowerFetch's bookkeeping. REQUIRES: r.mu held.
-func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time) (int64, error) {
+func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEpoch int32, now time.Time, w *Watcher) (int64, error) {
 	if !r.mu.leader {
 		return -1, ErrNotLeader
 	}
@@ -324,7 +376,7 @@ func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEp
 	}
 	f, ok := r.mu.followers[id]
 	if !ok {
-		f = &followerState{lastFetchLeaderL: -1, logStart: -1}
+		f = &followerState{lastFetchLeaderL: -1, logStart: -1, liveLEO: -1}
 		if slices.Contains(r.mu.isr, id) {
 			// Kafka's makeLeader: an ISR member counts as caught up at
 			// the election, or a new leader could drop it at its first
@@ -336,8 +388,12 @@ func (r *Replica) followerFetchLocked(id int32, fetchOffset int64, lastFetchedEp
 	switch {
 	case fetchOffset == leo:
 		f.lastCaughtUp = now
-	case f.lastFetchLeaderL >= 0 && fetchOffset >= f.lastFetchLeaderL:
+	case f.lastFetchLeaderL >= 0 && fetchOffset >= f.lastFetchLeaderL && f.lastFetch.After(f.lastCaughtUp):
 		f.lastCaughtUp = f.lastFetch
+	}
+	f.live, f.liveLEO = w, -1
+	if w != nil && fetchOffset == leo {
+		f.liveLEO = leo
 	}
 	f.leo = fetchOffset
 	f.lastFetch = now
@@ -416,6 +472,7 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 		return ch
 	}
 	epochStart := r.epochStartLocked()
+	leo := r.log.LogEndOffset()
 	for _, id := range r.mu.replicas {
 		if id == r.mu.self {
 			continue
@@ -423,11 +480,11 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 		f, heard := r.mu.followers[id]
 		in := slices.Contains(r.mu.isr, id)
 		switch {
-		case in && heard && now.Sub(f.lastCaughtUp) > lagMax:
+		case in && heard && now.Sub(f.caughtUp(leo)) > lagMax:
 			ch.Shrink = append(ch.Shrink, id)
 		case in && !heard && now.Sub(r.mu.leaderAt) > lagMax:
 			ch.Shrink = append(ch.Shrink, id)
-		case !in && heard && !f.outUnfetched && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.lastCaughtUp) <= lagMax:
+		case !in && heard && !f.outUnfetched && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.caughtUp(leo)) <= lagMax:
 			ch.Expand = append(ch.Expand, id)
 		}
 	}

@@ -63,6 +63,7 @@ func (r *Replica) SetLeadership(leader bool, epoch int32) bool {
 	// Wake long polls and acks=all waiters: they re-check the role.
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})
+	r.notifyWatchers()
 	return true
 }
 

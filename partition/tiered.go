@@ -34,6 +34,7 @@ func (r *Replica) SetRemoteState(s RemoteState) {
 	r.remote.state = s
 	r.remote.known = true
 	r.remote.Unlock()
+	r.notifyWatchers() // the log start fetches answer may have moved
 }
 
 // RemoteState returns the last state set, and false when none was set.
@@ -119,6 +120,7 @@ func (r *Replica) applyTieredRetention(now time.Time, tc *config.TopicConfig) er
 		tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
 	if start > r.log.LogStartOffset() {
 		n, err := r.log.DeleteLocalSegmentsBefore(start)
+		r.notifyWatchers() // the local log start moved
 		if err != nil {
 			return err
 		}

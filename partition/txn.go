@@ -179,6 +179,7 @@ func (r *Replica) publishTxnStateLocked() {
 	r.mu.unreplicated = append(r.mu.unreplicated, r.txnDone...)
 	r.txnDone = r.txnDone[:0]
 	r.lastStableOffsetLocked() // drops the replicated ones, so the list stays short
+	r.notifyWatchers()
 }
 
 // resetTxnStateLocked forgets what publishTxnStateLocked made visible, for
