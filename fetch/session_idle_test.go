@@ -191,17 +191,21 @@ func TestIdleFollowerSessionStaysInSync(t *testing.T) {
 		t.Fatalf("20 idle follower polls read %d partitions, want 0", idle)
 	}
 	rep := reps["i-42"]
-	caughtUp := func() time.Time {
+	status := func() partition.FollowerStatus {
 		for _, f := range rep.Status().Followers {
 			if f.ID == 2 {
-				return f.LastCaughtUp
+				return f
 			}
 		}
 		t.Fatal("follower 2 unknown to the leader")
-		return time.Time{}
+		return partition.FollowerStatus{}
 	}
+	caughtUp := func() time.Time { return status().LastCaughtUp }
 	if cu := caughtUp(); cu.Before(lastPoll) {
 		t.Fatalf("follower last caught up at %v, before the last poll at %v", cu, lastPoll)
+	}
+	if lf := status().LastFetch; lf.Before(lastPoll) {
+		t.Fatalf("follower last fetched at %v, before the last poll at %v", lf, lastPoll)
 	}
 	lagMax := 30 * time.Second
 	if ch := rep.ProposeISRChange(lastPoll.Add(lagMax-time.Second), lagMax); len(ch.Shrink) != 0 {

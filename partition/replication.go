@@ -54,6 +54,18 @@ func (f *followerState) settle() {
 	f.liveLEO = -1
 }
 
+// fetchedAt is when the follower last fetched: its last visited fetch, or
+// a later fetch of its session that skipped this partition.
+// REQUIRES: the replica's mu held.
+func (f *followerState) fetchedAt() time.Time {
+	if f.live != nil {
+		if lf := f.live.LastFetch(); lf.After(f.lastFetch) {
+			return lf
+		}
+	}
+	return f.lastFetch
+}
+
 // caughtUp is the last time the follower had everything the leader had,
 // the leader's log end being leo now: lastCaughtUp, or the latest fetch of
 // its session when nothing was appended since its last visited fetch

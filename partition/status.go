@@ -81,7 +81,7 @@ func (r *Replica) Status() Status {
 	for id := range ids {
 		fs := FollowerStatus{ID: id, LogEndOffset: -1}
 		if f, ok := r.mu.followers[id]; ok {
-			fs.Heard, fs.LogEndOffset, fs.LastFetch, fs.LastCaughtUp = true, f.leo, f.lastFetch, f.caughtUp(r.log.LogEndOffset())
+			fs.Heard, fs.LogEndOffset, fs.LastFetch, fs.LastCaughtUp = true, f.leo, f.fetchedAt(), f.caughtUp(r.log.LogEndOffset())
 		}
 		st.Followers = append(st.Followers, fs)
 	}
