@@ -16,8 +16,9 @@ import (
 // partition only. Node 1's directory for offline-0 is a regular file, so
 // the replica cannot open when the topic is placed as [1,2,3], led by
 // node 1. The controller must move leadership off node 1 and take it out
-// of the ISR (acks=all writes then succeed on node 2), node 1 must run no
-// fetcher for the partition, and a restart of node 1 must start the node,
+// of the ISR (acks=all writes then succeed on node 2) while node 1 stays in
+// the ISR of its healthy partition, node 1 must run no fetcher for the
+// partition, and a restart of node 1 must start the node,
 // serving its other replicas, with the replica still offline. Once the
 // file is gone, a restart opens the replica and it rejoins the ISR by the
 // leader's catch-up rule.
@@ -47,8 +48,14 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	t.Logf("offline-0 after node 1 failed to open it: %v", pv)
 	offsets := c.produce("offline", 0, 200)
 	c.checkRecords("offline", 0, offsets)
+	// Node 1 keeps its healthy replica in the ISR. Which replica leads it
+	// is the balancer's to choose: in the second after the creation, before
+	// node 1 reported offline-0, node 1 was the preferred replica of both
+	// partitions and the balancer may move healthy-0's preference to node 2
+	// (seen in make test: "balancer: move kind=preferred topic=healthy
+	// from=1 to=2", 80 ms before offline-0's election).
 	c.waitPartition("healthy", 0, 30*time.Second, func(pv partitionView) bool {
-		return pv.leader == 1 && len(pv.isr) == 3
+		return pv.leader > 0 && len(pv.isr) == 3 && slices.Contains(pv.isr, 1)
 	})
 	checkNotFollowing(t, n1, "offline-0")
 
