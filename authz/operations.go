@@ -13,6 +13,8 @@ var supportedOps = map[acl.ResourceType][]acl.Operation{
 	acl.ResourceGroup:           {acl.OpRead, acl.OpDescribe, acl.OpDelete},
 	acl.ResourceCluster:         {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs, acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
 	acl.ResourceTransactionalID: {acl.OpDescribe, acl.OpWrite},
+	acl.ResourceDelegationToken: {acl.OpDescribe},
+	acl.ResourceUser:            {acl.OpCreateTokens, acl.OpDescribeTokens},
 }
 
 // AuthorizedOperations is KIP-430's bitfield for res: bit op (1<<op) set

@@ -76,6 +76,11 @@ type ConnInfo struct {
 	// string: "User:" and the client certificate's subject on a TLS
 	// listener that verified one, else AnonymousPrincipal.
 	Principal string
+	// TokenAuthenticated is set while the connection's SASL session was
+	// authenticated with a delegation token (KIP-48: SCRAM with the
+	// tokenauth extension); Principal is then the token's owner. Only the
+	// dispatcher goroutine (the handlers) reads it.
+	TokenAuthenticated bool
 	// TLS is set on a connection of a TLS listener.
 	TLS bool
 
@@ -87,6 +92,20 @@ type ConnInfo struct {
 	// nil on other listeners. Only the dispatcher goroutine (the handlers)
 	// reads and writes it.
 	sasl *saslState
+}
+
+// DelegationTokenRequestsAllowed reports whether the connection may create,
+// renew, expire or describe delegation tokens, Kafka's allowTokenRequests:
+// not on a session authenticated with a token, nor on a PLAINTEXT
+// listener, nor on an SSL one whose client proved no identity.
+func (c *ConnInfo) DelegationTokenRequestsAllowed() bool {
+	switch {
+	case c.TokenAuthenticated:
+		return false
+	case c.sasl != nil:
+		return true
+	}
+	return c.TLS && c.Principal != AnonymousPrincipal
 }
 
 // ClientSoftware is a client's name and version of itself, as its

@@ -41,6 +41,16 @@ type SASLExpiringExchange interface {
 	CredentialExpiry() time.Time
 }
 
+// SASLTokenExchange is a SASLExchange that may authenticate a client with
+// a delegation token (KIP-48): after Step reported done,
+// TokenAuthenticated says whether it did, and the user it reported is the
+// token's owner. A token-authenticated session may not create, renew,
+// expire or describe tokens (ConnInfo.DelegationTokenRequestsAllowed).
+type SASLTokenExchange interface {
+	SASLExchange
+	TokenAuthenticated() bool
+}
+
 // AuthObserver is told the outcome of every SASL authentication and
 // re-authentication, and of every connection closed because its session
 // expired (Kafka's socket-server-metrics: failed-authentication-total,

@@ -11,6 +11,10 @@ package kafka
 //     change. A request other than SaslHandshake read after the lifetime
 //     closes the connection; one read before it is served, however late it
 //     is dispatched (see saslState.check). v2: flexible.
+//   - A SCRAM login with a delegation token (KIP-48, the tokenauth=true
+//     extension) makes the token's owner the principal and marks the
+//     session token-authenticated (SASLTokenExchange); its session
+//     lifetime is at most the token's remaining life.
 //   - Bad credentials (or a malformed message) are SASL_AUTHENTICATION_FAILED
 //     with a message that names the mechanism only, a log line without the
 //     secret (at most five a second per server), the AuthObserver's
@@ -69,8 +73,11 @@ func handleSASLAuthenticate(ctx context.Context, req *Request) (Reply, error) {
 		}
 		resp.SessionLifetimeMillis = life.Milliseconds()
 		st.observe(nil)
+		ex := st.exchange
 		st.authenticated, st.reauth, st.exchange = true, false, nil
 		req.Conn.Principal = "User:" + user
+		tx, ok := ex.(SASLTokenExchange)
+		req.Conn.TokenAuthenticated = ok && tx.TokenAuthenticated()
 	}
 	return Reply{Response: resp}, nil
 }

@@ -17,6 +17,8 @@ const (
 	ResourceGroup           ResourceType = 3
 	ResourceCluster         ResourceType = 4
 	ResourceTransactionalID ResourceType = 5
+	ResourceDelegationToken ResourceType = 6
+	ResourceUser            ResourceType = 7
 )
 
 // ClusterName is the name of the one Cluster resource, Kafka's
@@ -63,6 +65,12 @@ const (
 	OpDescribeConfigs Operation = 10
 	OpAlterConfigs    Operation = 11
 	OpIdempotentWrite Operation = 12
+	// OpCreateTokens on a User resource lets a principal create delegation
+	// tokens owned by that user (KIP-373).
+	OpCreateTokens Operation = 13
+	// OpDescribeTokens on a User resource lets a principal describe the
+	// delegation tokens that user owns (KIP-373).
+	OpDescribeTokens Operation = 14
 )
 
 // Permission is Kafka's AclPermissionType.
@@ -86,8 +94,8 @@ const WildcardHost = "*"
 // type.
 const WildcardResource = "*"
 
-// Resource is one thing a request acts on: a topic, a group, the cluster
-// or a transactional id, by name.
+// Resource is one thing a request acts on: a topic, a group, the cluster,
+// a transactional id, a delegation token or a user, by name.
 type Resource struct {
 	Type ResourceType
 	Name string
@@ -97,6 +105,11 @@ type Resource struct {
 func Topic(name string) Resource           { return Resource{ResourceTopic, name} }
 func Group(name string) Resource           { return Resource{ResourceGroup, name} }
 func TransactionalID(name string) Resource { return Resource{ResourceTransactionalID, name} }
+
+// DelegationToken is the resource of a delegation token, by token id; User
+// is that of a user principal ("User:alice"), as KIP-373 names it.
+func DelegationToken(tokenID string) Resource { return Resource{ResourceDelegationToken, tokenID} }
+func User(principal string) Resource          { return Resource{ResourceUser, principal} }
 
 // Cluster is the cluster resource.
 var Cluster = Resource{ResourceCluster, ClusterName}
@@ -125,11 +138,11 @@ func (b Binding) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidBinding}, args...)...)
 	}
 	switch {
-	case b.ResourceType < ResourceTopic || b.ResourceType > ResourceTransactionalID:
+	case b.ResourceType < ResourceTopic || b.ResourceType > ResourceUser:
 		return bad("resource type %s", b.ResourceType)
 	case b.PatternType != PatternLiteral && b.PatternType != PatternPrefixed:
 		return bad("pattern type %s (want LITERAL or PREFIXED)", b.PatternType)
-	case b.Operation < OpAll || b.Operation > OpIdempotentWrite:
+	case b.Operation < OpAll || b.Operation > OpDescribeTokens:
 		return bad("operation %s", b.Operation)
 	case b.Permission != Allow && b.Permission != Deny:
 		return bad("permission %s (want ALLOW or DENY)", b.Permission)
@@ -153,14 +166,16 @@ func (b Binding) String() string {
 }
 
 var resourceNames = map[ResourceType]string{ResourceUnknown: "UNKNOWN", ResourceAny: "ANY", ResourceTopic: "TOPIC",
-	ResourceGroup: "GROUP", ResourceCluster: "CLUSTER", ResourceTransactionalID: "TRANSACTIONAL_ID"}
+	ResourceGroup: "GROUP", ResourceCluster: "CLUSTER", ResourceTransactionalID: "TRANSACTIONAL_ID",
+	ResourceDelegationToken: "DELEGATION_TOKEN", ResourceUser: "USER"}
 
 var patternNames = map[PatternType]string{PatternUnknown: "UNKNOWN", PatternAny: "ANY", PatternMatch: "MATCH",
 	PatternLiteral: "LITERAL", PatternPrefixed: "PREFIXED"}
 
 var operationNames = map[Operation]string{OpUnknown: "UNKNOWN", OpAny: "ANY", OpAll: "ALL", OpRead: "READ", OpWrite: "WRITE",
 	OpCreate: "CREATE", OpDelete: "DELETE", OpAlter: "ALTER", OpDescribe: "DESCRIBE", OpClusterAction: "CLUSTER_ACTION",
-	OpDescribeConfigs: "DESCRIBE_CONFIGS", OpAlterConfigs: "ALTER_CONFIGS", OpIdempotentWrite: "IDEMPOTENT_WRITE"}
+	OpDescribeConfigs: "DESCRIBE_CONFIGS", OpAlterConfigs: "ALTER_CONFIGS", OpIdempotentWrite: "IDEMPOTENT_WRITE",
+	OpCreateTokens: "CREATE_TOKENS", OpDescribeTokens: "DESCRIBE_TOKENS"}
 
 var permissionNames = map[Permission]string{PermissionUnknown: "UNKNOWN", PermissionAny: "ANY", Deny: "DENY", Allow: "ALLOW"}
 

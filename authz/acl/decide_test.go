@@ -214,7 +214,18 @@ func TestParseNames(t *testing.T) {
 	}
 	// Kafka's wire codes, which the handlers cast to and from kmsg's.
 	if OpIdempotentWrite != Operation(kmsg.ACLOperationIdempotentWrite) || ResourceTransactionalID != ResourceType(kmsg.ACLResourceTypeTransactionalId) ||
-		PatternPrefixed != PatternType(kmsg.ACLResourcePatternTypePrefixed) || Allow != Permission(kmsg.ACLPermissionTypeAllow) {
+		PatternPrefixed != PatternType(kmsg.ACLResourcePatternTypePrefixed) || Allow != Permission(kmsg.ACLPermissionTypeAllow) ||
+		OpCreateTokens != Operation(kmsg.ACLOperationCreateTokens) || OpDescribeTokens != Operation(kmsg.ACLOperationDescribeTokens) ||
+		ResourceUser != ResourceType(kmsg.ACLResourceTypeUser) || ResourceDelegationToken != ResourceType(kmsg.ACLResourceTypeDelegationToken) {
 		t.Error("codes differ from Kafka's")
+	}
+	// KIP-373's resource types and operations are bindings' too.
+	b := Binding{ResourceType: ResourceUser, ResourceName: "User:alice", PatternType: PatternLiteral, Principal: "User:bob",
+		Host: "*", Operation: OpCreateTokens, Permission: Allow}
+	if err := b.Validate(); err != nil {
+		t.Errorf("CreateTokens on a user: %v", err)
+	}
+	if got, err := ParseOperation("describe-tokens"); err != nil || got != OpDescribeTokens {
+		t.Errorf("ParseOperation(describe-tokens) = %v, %v", got, err)
 	}
 }

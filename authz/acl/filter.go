@@ -26,11 +26,11 @@ var MatchAll = Filter{ResourceType: ResourceAny, PatternType: PatternAny, Operat
 // element, which Kafka refuses with INVALID_REQUEST.
 func (f Filter) Validate() error {
 	switch {
-	case f.ResourceType <= ResourceUnknown || f.ResourceType > ResourceTransactionalID:
+	case f.ResourceType <= ResourceUnknown || f.ResourceType > ResourceUser:
 		return fmt.Errorf("%w: filter resource type %s", ErrInvalidBinding, f.ResourceType)
 	case f.PatternType <= PatternUnknown || f.PatternType > PatternPrefixed:
 		return fmt.Errorf("%w: filter pattern type %s", ErrInvalidBinding, f.PatternType)
-	case f.Operation <= OpUnknown || f.Operation > OpIdempotentWrite:
+	case f.Operation <= OpUnknown || f.Operation > OpDescribeTokens:
 		return fmt.Errorf("%w: filter operation %s", ErrInvalidBinding, f.Operation)
 	case f.Permission <= PermissionUnknown || f.Permission > Allow:
 		return fmt.Errorf("%w: filter permission %s", ErrInvalidBinding, f.Permission)

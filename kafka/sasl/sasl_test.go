@@ -77,7 +77,17 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 			t.Fatal(err)
 		}
 		creds[m+"/alice"] = c
-		mech, err := sasl.SCRAM(m, creds.lookup(m))
+		// A delegation token of bob's: id tok-1, HMAC (password) tok-hmac.
+		tc, err := sasl.NewCredential(m, "tok-1", "tok-hmac", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mech, err := sasl.SCRAMWithTokens(m, creds.lookup(m), func(_ context.Context, id string) (sasl.TokenCredential, error) {
+			if id != "tok-1" {
+				return sasl.TokenCredential{}, sasl.ErrUnknownUser
+			}
+			return sasl.TokenCredential{Credential: tc, Owner: "bob", Expiry: time.Now().Add(time.Hour)}, nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +111,9 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 	reg.Register(kmsg.DescribeCluster, 0, 1, func(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 		resp := req.Msg.(*kmsg.DescribeClusterRequest).ResponseKind().(*kmsg.DescribeClusterResponse)
 		resp.ClusterID = req.Conn.Listener + "|" + req.Conn.Principal
+		if req.Conn.TokenAuthenticated {
+			resp.ClusterID += "|token"
+		}
 		return kafka.Reply{Response: resp}, nil
 	})
 	s := kafka.NewServer(kafka.ServerConfig{}, reg, slog.New(slog.NewTextHandler(ss.logs, nil)))
@@ -163,6 +176,36 @@ func TestFranzGoAuthenticates(t *testing.T) {
 			if want := listener + "|User:alice"; got != want {
 				t.Fatalf("%s %s: listener|principal %q, want %q", listener, name, got, want)
 			}
+		}
+	}
+}
+
+// TestSCRAMTokenLogin logs in with a delegation token (KIP-48): the
+// tokenauth extension makes the token id the user and its HMAC the
+// password, and the session is the owner's, marked token-authenticated. A
+// token id without the extension is an unknown user, and a user's
+// password with it is refused.
+func TestSCRAMTokenLogin(t *testing.T) {
+	ss := startSASLServer(t, false)
+	for name, m := range map[string]ksasl.Mechanism{
+		"SCRAM-SHA-256": scram.Auth{User: "tok-1", Pass: "tok-hmac", IsToken: true}.AsSha256Mechanism(),
+		"SCRAM-SHA-512": scram.Auth{User: "tok-1", Pass: "tok-hmac", IsToken: true}.AsSha512Mechanism(),
+	} {
+		got, err := ss.whoAmI(t, m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := "SASL_PLAINTEXT|User:bob|token"; got != want {
+			t.Fatalf("%s: %q, want %q", name, got, want)
+		}
+	}
+	for name, m := range map[string]ksasl.Mechanism{
+		"token id as a user": scram.Auth{User: "tok-1", Pass: "tok-hmac"}.AsSha256Mechanism(),
+		"user's password":    scram.Auth{User: "alice", Pass: "alice-secret", IsToken: true}.AsSha256Mechanism(),
+		"wrong HMAC":         scram.Auth{User: "tok-1", Pass: "tok-hmaX", IsToken: true}.AsSha512Mechanism(),
+	} {
+		if got, err := ss.whoAmI(t, m); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s: %q, %v; want SASL_AUTHENTICATION_FAILED", name, got, err)
 		}
 	}
 }

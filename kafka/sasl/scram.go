@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/xdg-go/scram"
 
@@ -88,20 +90,46 @@ func hashOf(mechanism string) (scram.HashGeneratorFcn, error) {
 // ErrUnknownUser. It must be safe for concurrent use.
 type CredentialLookup func(ctx context.Context, user string) (Credential, error)
 
+// TokenCredential is what a server holds for one delegation token and one
+// SCRAM mechanism (KIP-48): the SCRAM credential whose password is the
+// token's HMAC in base64, the user name of the token's owner (the
+// principal User:<Owner> a login with it gets) and when it expires.
+type TokenCredential struct {
+	Credential
+	Owner  string
+	Expiry time.Time
+}
+
+// TokenLookup returns the credential of the delegation token tokenID for
+// one mechanism, or ErrUnknownUser when there is no such live token (or
+// tokens are disabled). It must be safe for concurrent use.
+type TokenLookup func(ctx context.Context, tokenID string) (TokenCredential, error)
+
 // SCRAM returns the mechanism named mechanism (ScramSHA256 or ScramSHA512)
 // that checks clients against lookup.
 func SCRAM(mechanism string, lookup CredentialLookup) (kafka.SASLMechanism, error) {
+	return SCRAMWithTokens(mechanism, lookup, nil)
+}
+
+// SCRAMWithTokens is SCRAM that also logs clients in with delegation
+// tokens (KIP-48): a client-first message with the extension
+// tokenauth=true names a token id as its user, and is checked against
+// tokens (nil refuses such logins). The session is then the token
+// owner's, token-authenticated (kafka.SASLTokenExchange), and ends no
+// later than the token expires (kafka.SASLExpiringExchange).
+func SCRAMWithTokens(mechanism string, lookup CredentialLookup, tokens TokenLookup) (kafka.SASLMechanism, error) {
 	h, err := hashOf(mechanism)
 	if err != nil {
 		return nil, err
 	}
-	return &scramMechanism{name: mechanism, hash: h, lookup: lookup}, nil
+	return &scramMechanism{name: mechanism, hash: h, lookup: lookup, tokens: tokens}, nil
 }
 
 type scramMechanism struct {
 	name   string
 	hash   scram.HashGeneratorFcn
 	lookup CredentialLookup
+	tokens TokenLookup // nil: no token logins
 }
 
 func (m *scramMechanism) Name() string { return m.name }
@@ -114,6 +142,34 @@ func (m *scramMechanism) Start() kafka.SASLExchange { return &scramExchange{m: m
 type scramExchange struct {
 	m    *scramMechanism
 	conv *scram.ServerConversation
+
+	token       bool      // the client-first message asked for tokenauth
+	tokenOwner  string    // set by the token lookup
+	tokenExpiry time.Time // set by the token lookup
+}
+
+// TokenAuthenticated reports whether the exchange logged in with a
+// delegation token (kafka.SASLTokenExchange).
+func (e *scramExchange) TokenAuthenticated() bool { return e.token }
+
+// CredentialExpiry is the token's expiry after a token login, else zero
+// (kafka.SASLExpiringExchange).
+func (e *scramExchange) CredentialExpiry() time.Time { return e.tokenExpiry }
+
+// wantsToken reports whether a SCRAM client-first message carries the
+// extension tokenauth=true (KIP-48): an attribute after the nonce, as
+// Kafka's ScramExtensions reads them (the value compared ignoring case).
+func wantsToken(clientFirst []byte) bool {
+	fields := strings.Split(string(clientFirst), ",")
+	if len(fields) <= 4 {
+		return false
+	}
+	for _, f := range fields[4:] {
+		if k, v, ok := strings.Cut(f, "="); ok && k == "tokenauth" && strings.EqualFold(v, "true") {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *scramExchange) Step(ctx context.Context, msg []byte) (out []byte, done bool, user string, err error) {
@@ -130,8 +186,20 @@ func (e *scramExchange) Step(ctx context.Context, msg []byte) (out []byte, done 
 
 func (e *scramExchange) step(ctx context.Context, msg []byte) ([]byte, bool, string, error) {
 	if e.conv == nil {
+		e.token = wantsToken(msg)
+		if e.token && e.m.tokens == nil {
+			return nil, false, "", fmt.Errorf("%w: %s: delegation tokens are disabled", kafka.ErrSASLAuthFailed, e.m.name)
+		}
 		srv, err := e.m.hash.NewServer(func(user string) (scram.StoredCredentials, error) {
-			c, err := e.m.lookup(ctx, user)
+			var c Credential
+			var err error
+			if e.token {
+				var tc TokenCredential
+				tc, err = e.m.tokens(ctx, user)
+				c, e.tokenOwner, e.tokenExpiry = tc.Credential, tc.Owner, tc.Expiry
+			} else {
+				c, err = e.m.lookup(ctx, user)
+			}
 			if err != nil {
 				return scram.StoredCredentials{}, err
 			}
@@ -154,6 +222,9 @@ func (e *scramExchange) step(ctx context.Context, msg []byte) ([]byte, bool, str
 	if e.conv.Done() {
 		if !e.conv.Valid() {
 			return nil, false, "", fmt.Errorf("%w: %s: invalid proof", kafka.ErrSASLAuthFailed, e.m.name)
+		}
+		if e.token {
+			return []byte(out), true, e.tokenOwner, nil
 		}
 		return []byte(out), true, e.conv.Username(), nil
 	}
