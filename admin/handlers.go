@@ -2,7 +2,8 @@
 // per API named after it (Metadata, CreateTopics, DeleteTopics,
 // CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs, ListConfigResources, ElectLeaders, the partition reassignments,
-// DescribeCluster, DescribeLogDirs, DescribeTopicPartitions, UnregisterBroker), and the wiring of the consumer group coordinator's
+// DescribeCluster, DescribeLogDirs, DescribeTopicPartitions, UnregisterBroker, the
+// delegation token APIs), and the wiring of the consumer group coordinator's
 // and the transaction coordinator's APIs (packages group and txn own
 // them). They combine the control plane with the
 // local replicas: each reads and writes controlplane's metadata, then has
@@ -47,6 +48,11 @@ type Config struct {
 	// SCRAM holds the SCRAM credentials (DescribeUserScramCredentials,
 	// AlterUserScramCredentials); nil leaves those APIs unregistered.
 	SCRAM *controlplane.SCRAMCredentials
+	// DelegationTokens holds the delegation tokens (CreateDelegationToken,
+	// RenewDelegationToken, ExpireDelegationToken, DescribeDelegationToken);
+	// nil, or no delegation_token_secret_key, answers them
+	// DELEGATION_TOKEN_AUTH_DISABLED.
+	DelegationTokens *controlplane.DelegationTokens
 	// Quotas holds the client quotas (DescribeClientQuotas,
 	// AlterClientQuotas); nil leaves those APIs unregistered.
 	Quotas *controlplane.ClientQuotas
@@ -69,6 +75,7 @@ type Config struct {
 type Handlers struct {
 	scram         *controlplane.SCRAMCredentials // nil: no SCRAM APIs
 	quotas        *controlplane.ClientQuotas     // nil: no client quota APIs
+	tokens        *controlplane.DelegationTokens // nil: delegation tokens off
 	clientMetrics *controlplane.ClientMetrics    // nil: no CLIENT_METRICS resources
 	authz         *authz.Authorizer              // nil: the authorizer off
 	acls          *controlplane.ACLs             // nil: the authorizer off
@@ -87,7 +94,7 @@ type Handlers struct {
 // transaction APIs are their coordinators', which the node builds.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
-		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes, clientMetrics: cfg.ClientMetrics}
+		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes, clientMetrics: cfg.ClientMetrics, tokens: cfg.DelegationTokens}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -108,6 +115,10 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	// kmsg spells key 45, Kafka's AlterPartitionReassignments, AlterPartitionAssignments.
 	reg.Register(kmsg.AlterPartitionAssignments, 0, 1, h.handleAlterPartitionReassignments)
 	reg.Register(kmsg.ListPartitionReassignments, 0, 0, h.handleListPartitionReassignments)
+	reg.Register(kmsg.CreateDelegationToken, 0, 3, h.handleCreateDelegationToken)
+	reg.Register(kmsg.RenewDelegationToken, 0, 2, h.handleRenewDelegationToken)
+	reg.Register(kmsg.ExpireDelegationToken, 0, 2, h.handleExpireDelegationToken)
+	reg.Register(kmsg.DescribeDelegationToken, 0, 3, h.handleDescribeDelegationToken)
 	h.registerSCRAM(reg, cfg.SCRAM)
 	h.registerClientQuotas(reg, cfg.Quotas)
 	h.registerFeatures(reg, cfg.Features)

@@ -35,6 +35,9 @@ func (n *Node) bindListeners(ctx context.Context) error {
 	if n.scram, err = controlplane.OpenSCRAMCredentials(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
 		return err
 	}
+	if n.tokens, err = controlplane.OpenDelegationTokens(ctx, n.nc, n.cfg.NATSReplicas); err != nil {
+		return err
+	}
 	var mechs []kafka.SASLMechanism
 	for _, l := range n.cfg.ListenerConfigs() {
 		kl := kafka.Listener{Name: l.Name, InterBroker: l.Name == n.cfg.InterBrokerListenerName}
@@ -103,7 +106,7 @@ func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
 			out = append(out, sasl.PlainFileMechanism(users))
 			continue
 		}
-		m, err := sasl.SCRAM(name, func(ctx context.Context, user string) (sasl.Credential, error) {
+		m, err := sasl.SCRAMWithTokens(name, func(ctx context.Context, user string) (sasl.Credential, error) {
 			c, err := n.scram.Get(ctx, name, user)
 			if errors.Is(err, controlplane.ErrNoSCRAMCredential) {
 				return sasl.Credential{}, sasl.ErrUnknownUser
@@ -112,7 +115,7 @@ func (n *Node) saslMechanisms() ([]kafka.SASLMechanism, error) {
 				return sasl.Credential{}, err
 			}
 			return sasl.Credential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
-		})
+		}, n.tokenLookup(name))
 		if err != nil {
 			return nil, err
 		}

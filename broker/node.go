@@ -80,6 +80,7 @@ type Node struct {
 	kafkaLn       net.Listener    // the inter-broker listener, listeners[0]
 	listeners     []boundListener // see listeners.go
 	scram         *controlplane.SCRAMCredentials
+	tokens        *controlplane.DelegationTokens
 	quotaStore    *controlplane.ClientQuotas  // see quotas.go
 	clientMetrics *controlplane.ClientMetrics // KIP-714 subscriptions (telemetry.go)
 	telemetry     *telemetry.Manager          // pushed client metrics (telemetry.go)
@@ -243,6 +244,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	n.goLoop(func() { n.sessionLoop(loopCtx) })
 	n.goLoop(func() { n.logReportLoop(loopCtx) })
 	n.goLoop(func() { n.restorePublishLoop(loopCtx) }) // restore.go
+	n.goLoop(func() { n.tokenSweepLoop(loopCtx) })     // delegation_tokens.go
 	n.startLagSampler(loopCtx)
 	n.serveListeners()
 	if n.adminLn != nil {
@@ -339,7 +341,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	shapes := n.coords.internalTopicShapes()
 	shapes[share.StateTopic] = n.shareStateTopicShape
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
-		ControllerID: n.controllerID, SCRAM: n.scram, Quotas: n.quotaStore, Features: n.features, ClientMetrics: n.clientMetrics,
+		ControllerID: n.controllerID, SCRAM: n.scram, DelegationTokens: n.tokens, Quotas: n.quotaStore, Features: n.features, ClientMetrics: n.clientMetrics,
 		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: shapes, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,

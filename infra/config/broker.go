@@ -46,6 +46,10 @@ type Broker struct {
 	SASLOAuthBearerSubClaimName             string        `yaml:"sasl_oauthbearer_sub_claim_name" doc:"sasl.oauthbearer.sub.claim.name: the claim whose value is the principal (User:<value>)."`
 	SASLOAuthBearerClockSkew                time.Duration `yaml:"sasl_oauthbearer_clock_skew" doc:"sasl.oauthbearer.clock.skew.seconds: how far a token's exp, iat and nbf may be off this node's clock."`
 	ConnectionsMaxReauth                    time.Duration `yaml:"connections_max_reauth" doc:"connections.max.reauth.ms (KIP-368): when positive, a SASL session lasts at most this long (less when its token expires sooner), clients re-authenticate on the same connection, and one that did not is closed at its next request; 0 gives sessions no end."`
+	DelegationTokenSecretKey                string        `yaml:"delegation_token_secret_key" doc:"delegation.token.secret.key: the key the HMAC of every delegation token (KIP-48) is made with; the same on every node. Empty turns delegation tokens off (DELEGATION_TOKEN_AUTH_DISABLED). Prefer SHALE_DELEGATION_TOKEN_SECRET_KEY to a file or flag."`
+	DelegationTokenMaxLifetime              time.Duration `yaml:"delegation_token_max_lifetime" doc:"delegation.token.max.lifetime.ms: a token lives at most this long, however often renewed; a request may ask for less."`
+	DelegationTokenExpiryTime               time.Duration `yaml:"delegation_token_expiry_time" doc:"delegation.token.expiry.time.ms: a token expires this long after its creation or last renewal unless renewed; a renewal may ask for less."`
+	DelegationTokenExpiryCheckInterval      time.Duration `yaml:"delegation_token_expiry_check_interval" doc:"delegation.token.expiry.check.interval.ms: how often each node removes the expired tokens from the control plane (an expired token is refused at once either way)."`
 	SSLPrincipalMappingRules                string        `yaml:"ssl_principal_mapping_rules" doc:"ssl.principal.mapping.rules (KIP-371): comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT, applied in order to a client certificate's subject."`
 	Authorizer                              string        `yaml:"authorizer" doc:"authorizer.class.name: empty (no ACLs: every client may do everything) or standard (Kafka's StandardAuthorizer: ACLs in the control plane, managed with CreateAcls, DescribeAcls, DeleteAcls and shale acl)."`
 	SuperUsers                              string        `yaml:"super_users" doc:"super.users: principals separated by ';' (User:admin;User:broker) that the authorizer allows everything; include the principal the nodes use towards each other. Never User:ANONYMOUS on a node with a PLAINTEXT listener or an SSL one whose ssl_client_auth is none or requested: every client of it would be a super user (the node warns at start)."`
@@ -192,6 +196,9 @@ func Defaults() Broker {
 		SASLOAuthBearerJWKSEndpointTimeout:      10 * time.Second,
 		SASLOAuthBearerSubClaimName:             "sub",
 		SASLOAuthBearerClockSkew:                30 * time.Second,
+		DelegationTokenMaxLifetime:              7 * 24 * time.Hour,
+		DelegationTokenExpiryTime:               24 * time.Hour,
+		DelegationTokenExpiryCheckInterval:      time.Hour,
 		SSLPrincipalMappingRules:                "DEFAULT",
 
 		NATSListen:                          "127.0.0.1:4222",
@@ -271,6 +278,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.NodeID < 0 {
 		return fmt.Errorf("%w: node_id %d is negative", ErrInvalidConfig, b.NodeID)
+	}
+	if b.DelegationTokenMaxLifetime < time.Millisecond || b.DelegationTokenExpiryTime < time.Millisecond || b.DelegationTokenExpiryCheckInterval < time.Millisecond {
+		return fmt.Errorf("%w: delegation_token_max_lifetime, delegation_token_expiry_time and delegation_token_expiry_check_interval must be at least 1ms", ErrInvalidConfig)
 	}
 	if b.DataDir == "" {
 		return fmt.Errorf("%w: data_dir is empty", ErrInvalidConfig)
