@@ -42,6 +42,7 @@ func startACLNode(t *testing.T, opts ...testnode.Option) *aclNode {
 		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
 		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:ANONYMOUS;User:admin"
 		c.OffsetsTopicReplicationFactor = 1
+		c.DelegationTokenSecretKey = "acl-node-token-secret"
 	}}, opts...)...)
 	super, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
@@ -664,6 +665,29 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			r.Deletions = append(r.Deletions, d)
 		}), wantCode(kerr.ClusterAuthorizationFailed, "alter user scram credentials",
 			func(r *kmsg.AlterUserSCRAMCredentialsResponse) int16 { return r.Results[0].ErrorCode })}),
+		// Delegation tokens (KIP-48, KIP-373): a token owned by another
+		// principal needs CreateTokens on that user; renew and expire need
+		// no ACL but the token's owner or a renewer (an unknown HMAC is not
+		// found); describe leaves out the tokens bob may not see.
+		kmsg.CreateDelegationToken: one(authzCall{build(func(r *kmsg.CreateDelegationTokenRequest) {
+			r.OwnerPrincipalType, r.OwnerPrincipalName = str("User"), str("alice")
+			r.MaxLifetimeMillis = -1
+		}), wantCode(kerr.DelegationTokenAuthorizationFailed, "create delegation token for alice",
+			func(r *kmsg.CreateDelegationTokenResponse) int16 { return r.ErrorCode })}),
+		kmsg.RenewDelegationToken: one(authzCall{build(func(r *kmsg.RenewDelegationTokenRequest) { r.HMAC = []byte("not a token") }),
+			wantCode(kerr.DelegationTokenNotFound, "renew delegation token", func(r *kmsg.RenewDelegationTokenResponse) int16 { return r.ErrorCode })}),
+		kmsg.ExpireDelegationToken: one(authzCall{build(func(r *kmsg.ExpireDelegationTokenRequest) { r.HMAC = []byte("not a token") }),
+			wantCode(kerr.DelegationTokenNotFound, "expire delegation token", func(r *kmsg.ExpireDelegationTokenResponse) int16 { return r.ErrorCode })}),
+		kmsg.DescribeDelegationToken: one(authzCall{kmsg.NewPtrDescribeDelegationTokenRequest(), func(resp kmsg.Response) error {
+			d := resp.(*kmsg.DescribeDelegationTokenResponse)
+			if len(d.TokenDetails) != 0 {
+				return fmt.Errorf("%d tokens described", len(d.TokenDetails))
+			}
+			if d.ErrorCode != 0 {
+				return fmt.Errorf("describe delegation token: %v", kerr.ErrorForCode(d.ErrorCode))
+			}
+			return nil
+		}}),
 		kmsg.DescribeProducers: one(authzCall{build(func(r *kmsg.DescribeProducersRequest) {
 			dt := kmsg.NewDescribeProducersRequestTopic()
 			dt.Topic, dt.Partitions = fxTopic, []int32{0}
