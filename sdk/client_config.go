@@ -37,7 +37,8 @@ var ClientConfigKeys = []string{
 //     SCRAM-SHA-512 or OAUTHBEARER;
 //   - sasl.username and sasl.password, or sasl.jaas.config with Kafka's
 //     PlainLoginModule or ScramLoginModule and its username="..." and
-//     password="..." (sasl.username and sasl.password win over it);
+//     password="..." (sasl.username and sasl.password win over it), and
+//     ScramLoginModule's tokenauth="true" for a delegation token login;
 //   - sasl.oauthbearer.token.endpoint.url: file:///path, a file whose
 //     content is the OAUTHBEARER token, read now (no other scheme);
 //   - ssl.ca.location (or ssl.truststore.location with
@@ -110,7 +111,11 @@ func ClientConfig(props map[string]string) ([]Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, WithSASL(s.mechanism, s.user, s.password))
+		if s.token {
+			opts = append(opts, WithSASLToken(s.mechanism, s.user, s.password))
+		} else {
+			opts = append(opts, WithSASL(s.mechanism, s.user, s.password))
+		}
 	}
 	return opts, nil
 }
@@ -209,6 +214,8 @@ func saslFromProperties(get func(string) string) (*saslConfig, error) {
 				s.user = v
 			case "password":
 				s.password = v
+			case "tokenauth": // a delegation token login (KIP-48)
+				s.token = strings.EqualFold(v, "true")
 			}
 		}
 	}

@@ -36,7 +36,19 @@ func WithSASL(mechanism, user, password string) Option {
 	return func(c *config) { c.sasl = &saslConfig{mechanism: mechanism, user: user, password: password} }
 }
 
-type saslConfig struct{ mechanism, user, password string }
+// WithSASLToken logs in with a delegation token (KIP-48): SCRAM-SHA-256 or
+// SCRAM-SHA-512 with the token id as user, its HMAC (base64) as password,
+// and the tokenauth=true extension.
+func WithSASLToken(mechanism, tokenID, hmac string) Option {
+	return func(c *config) {
+		c.sasl = &saslConfig{mechanism: mechanism, user: tokenID, password: hmac, token: true}
+	}
+}
+
+type saslConfig struct {
+	mechanism, user, password string
+	token                     bool // a delegation token login: SCRAM with tokenauth=true
+}
 
 // mechanism is franz-go's implementation of s, or an error that names the
 // mechanism (never the password).
@@ -45,9 +57,9 @@ func (s *saslConfig) kgo() (sasl.Mechanism, error) {
 	case SASLPlain:
 		return plain.Auth{User: s.user, Pass: s.password}.AsMechanism(), nil
 	case SASLScramSHA256:
-		return scram.Auth{User: s.user, Pass: s.password}.AsSha256Mechanism(), nil
+		return scram.Auth{User: s.user, Pass: s.password, IsToken: s.token}.AsSha256Mechanism(), nil
 	case SASLScramSHA512:
-		return scram.Auth{User: s.user, Pass: s.password}.AsSha512Mechanism(), nil
+		return scram.Auth{User: s.user, Pass: s.password, IsToken: s.token}.AsSha512Mechanism(), nil
 	case SASLOAuthBearer:
 		if s.password == "" {
 			return nil, fmt.Errorf("%w: SASL OAUTHBEARER without a token", ErrInvalidOption)

@@ -114,6 +114,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--s3-path-style=maybe"}, "invalid argument"},
 		{[]string{"serve", "extra"}, `unexpected "extra"`},
 		{[]string{"version", "--output", "yaml"}, "want text or json"},
+		{[]string{"token"}, "name a verb: create, describe, expire, renew"},
+		{[]string{"token", "renew"}, "name the token's HMAC"},
+		{[]string{"token", "create", "extra"}, `unexpected "extra"`},
 	} {
 		out, errOut, code := cliRun(t, c.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "usage: shale") {
