@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,11 @@ type ControllerConfig struct {
 	// leader.imbalance.per.broker.percentage (0..100).
 	LeaderImbalancePerBrokerPercentage int
 
+	// ReconcileInterval is how often the controller decides every
+	// partition again although no event asked for it (reconcile_work.go).
+	// Default 30 s.
+	ReconcileInterval time.Duration
+
 	// Balancer is the replica balancer (balancer.go, balancer_run.go).
 	// The zero value is off; the broker's configuration turns it on.
 	Balancer BalancerConfig
@@ -85,6 +91,16 @@ type Controller struct {
 	// grace is the session grace after a gap in this node's round trips
 	// to the control plane (grace.go).
 	grace sessionGrace
+	// work is what the next reconcile pass visits (reconcile_work.go).
+	work reconcileWork
+	// Owned by the loop goroutine: when the last pass over every
+	// partition began (zero: none this tenure), and the brokers graced
+	// then.
+	fullAt time.Time
+	graced []int32
+	// For tests: the steps the loop finished, the partitions reconcile
+	// decided, and the balancer passes that planned.
+	steps, visits, plans atomic.Int64
 }
 
 // StartController joins the controller election.
@@ -103,6 +119,9 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.ReconcileInterval <= 0 {
+		cfg.ReconcileInterval = reconcileFullInterval
 	}
 	if cfg.LeaderImbalanceCheckInterval <= 0 {
 		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
@@ -123,8 +142,7 @@ func StartController(ctx context.Context, s *Store, cfg ControllerConfig) (*Cont
 		poke: make(chan struct{}, 1), cancel: cancel}
 	c.holder.Store(-1)
 	c.unsub = s.Subscribe(func(ev Event) {
-		switch ev.Kind {
-		case BrokerUp, BrokerDown, TopicCreated, TopicChanged, PartitionChanged:
+		if c.work.observe(ev) {
 			c.Poke()
 		}
 	})
@@ -177,6 +195,7 @@ func (c *Controller) loop(ctx context.Context) {
 		if !c.step(ctx) {
 			wait = keepaliveRetry // the lease's renewal got no answer: try again soon
 		}
+		c.steps.Add(1)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -222,6 +241,8 @@ func (c *Controller) step(ctx context.Context) bool {
 		if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
 			c.leaseRv, c.epoch, c.renewedAt, reached = rev, rev, createStart, true
 			c.balancedAt = createStart
+			c.fullAt = time.Time{} // a new tenure begins with a pass over every partition
+			c.bal.quiet = false
 			c.leading.Store(true)
 			c.log.Info("became controller", "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
@@ -257,58 +278,110 @@ func (c *Controller) step(ctx context.Context) bool {
 // machine (and 10,000 partitions minutes).
 const reconcileWrites = 32
 
-// reconcile applies ReconcilePartition to every partition, writing the
-// changed ones with up to reconcileWrites in flight (each partition is its
-// own key, written at the revision it was decided from).
+// reconcile applies ReconcilePartition to the partitions that may need
+// it: every partition on the first pass of a tenure, after an event that
+// can move any of them (reconcileWork), when the brokers on a session
+// grace changed, and every ReconcileInterval; otherwise only those
+// whose state changed since the last pass. An idle cluster costs no
+// per-partition work here.
 func (c *Controller) reconcile(ctx context.Context) {
-	views := c.store.electionViews(c.grace.grantedIDs(time.Now()))
+	all, parts := c.work.take()
+	now := time.Now()
+	graced := c.grace.grantedIDs(now)
+	if c.fullAt.IsZero() || now.Sub(c.fullAt) >= c.cfg.ReconcileInterval || !slices.Equal(graced, c.graced) {
+		all = true
+	}
+	c.graced = graced
+	if all {
+		c.fullAt = now
+	} else if len(parts) == 0 {
+		return
+	}
+	if !c.reconcileParts(ctx, graced, all, parts) && c.leading.Load() {
+		c.work.markAll() // the pass stopped early: the next one visits everything
+	}
+}
+
+// reconcileParts decides every partition (all) or those in parts, writing
+// the changed ones with up to reconcileWrites in flight (each partition is
+// its own key, written at the revision it was decided from). It reports
+// whether it decided every partition it was asked to.
+func (c *Controller) reconcileParts(ctx context.Context, graced []int32, all bool, parts map[PartitionKey]struct{}) (complete bool) {
+	views := c.store.electionViews(graced)
 	sem := make(chan struct{}, reconcileWrites)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var deposed atomic.Bool
-	for _, t := range c.store.Topics() {
-		unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
-		for _, st := range c.store.Partitions(t.Name) {
-			if deposed.Load() {
-				return
+	decide := func(st PartitionState, unclean bool, minISR int) bool {
+		if deposed.Load() {
+			return false
+		}
+		c.visits.Add(1)
+		v := views(st, minISR, unclean)
+		d := ReconcilePartition(st, v)
+		if !d.Changed || !c.leading.Load() {
+			return true
+		}
+		next, err := FenceController(st, d.State, c.epoch)
+		if errors.Is(err, ErrControllerFenced) && c.stillHoldsLease(ctx) {
+			// No newer lease can exist while this one was renewed by
+			// revision: the record's epoch comes from a controller bucket
+			// that was deleted and created again. Take the record over.
+			c.log.Error("partition carries a controller epoch above the current lease's; overwriting", "topic", st.Topic,
+				"partition", st.Partition, "controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
+			next, err = d.State, nil
+			next.ControllerEpoch = c.epoch
+		}
+		if err != nil {
+			return !c.reconciled(st.Topic, st, d, err)
+		}
+		if time.Since(c.renewedAt) > c.cfg.LeaseTTL/2 {
+			return false // the lease may have lapsed: renew before writing more
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+			_, err := c.store.UpdatePartition(uctx, next)
+			cancel()
+			if c.reconciled(st.Topic, st, d, err) {
+				deposed.Store(true)
 			}
-			v := views(st, minISR, unclean)
-			d := ReconcilePartition(st, v)
-			if !d.Changed || !c.leading.Load() {
-				continue
-			}
-			next, err := FenceController(st, d.State, c.epoch)
-			if errors.Is(err, ErrControllerFenced) && c.stillHoldsLease(ctx) {
-				// No newer lease can exist while this one was renewed by
-				// revision: the record's epoch comes from a controller bucket
-				// that was deleted and created again. Take the record over.
-				c.log.Error("partition carries a controller epoch above the current lease's; overwriting", "topic", t.Name,
-					"partition", st.Partition, "controller_epoch", c.epoch, "partition_controller_epoch", st.ControllerEpoch)
-				next, err = d.State, nil
-				next.ControllerEpoch = c.epoch
-			}
-			if err != nil {
-				if c.reconciled(t.Name, st, d, err) {
-					return
+		}()
+		return true
+	}
+	if all {
+		for _, t := range c.store.Topics() {
+			unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
+			for _, st := range c.store.Partitions(t.Name) {
+				if !decide(st, unclean, minISR) {
+					return false
 				}
-				continue
 			}
-			if time.Since(c.renewedAt) > c.cfg.LeaseTTL/2 {
-				return // the lease may have lapsed: renew before writing more
-			}
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
-				_, err := c.store.UpdatePartition(uctx, next)
-				cancel()
-				if c.reconciled(t.Name, st, d, err) {
-					deposed.Store(true)
-				}
-			}()
+		}
+		return true
+	}
+	type topicConfig struct {
+		unclean bool
+		minISR  int
+	}
+	configs := map[string]topicConfig{}
+	for k := range parts {
+		st, ok := c.store.Partition(k.Topic, k.Partition)
+		if !ok {
+			continue // deleted since
+		}
+		tc, ok := configs[k.Topic]
+		if !ok {
+			tc = topicConfig{c.cfg.Unclean(k.Topic), c.cfg.MinISR(k.Topic)}
+			configs[k.Topic] = tc
+		}
+		if !decide(st, tc.unclean, tc.minISR) {
+			return false
 		}
 	}
+	return true
 }
 
 // reconciled logs the outcome of writing decision d for partition st and
@@ -335,6 +408,7 @@ func (c *Controller) reconciled(topic string, st PartitionState, d Decision, err
 				"leader", d.State.Leader, "isr", d.State.ISR, "elr", d.State.ELR)
 		}
 	case errors.Is(err, ErrConflict):
+		c.work.mark(PartitionKey{topic, st.Partition})
 		c.Poke() // someone wrote first: decide again on the fresh state
 	default:
 		c.log.Warn("updating partition", "topic", topic, "partition", st.Partition, "err", err)
