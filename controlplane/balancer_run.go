@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 )
 
@@ -57,6 +58,13 @@ type balancerState struct {
 	unbalancedFrom time.Time // zero while balanced
 	draining       map[int32]bool
 	inFlight       map[PartitionKey]bool // reassignments in progress at the last pass
+	// The last pass's plan and the Store's generation (Store.gen) it was
+	// made at, when it had no move to write: while neither the cache nor
+	// the draining brokers moved since, the next plan would be the same,
+	// and the pass costs no walk over the partitions.
+	quiet    bool
+	quietGen uint64
+	plan     BalancePlan
 }
 
 // BalanceView builds the view PlanBalance decides from, from the store's
@@ -118,6 +126,15 @@ func (c *Controller) balanceReplicas(ctx context.Context) bool {
 		c.log.Warn("balancer: reading the draining brokers", "err", err)
 		return false
 	}
+	gen := c.store.gen.Load() // before the view: a change after it makes the next pass plan again
+	if c.bal.quiet && gen == c.bal.quietGen && maps.Equal(draining, c.bal.draining) {
+		if cfg.OnPass != nil {
+			cfg.OnPass(BalancePass{Plan: c.bal.plan, Started: map[MoveKind]int{}})
+		}
+		return !c.bal.plan.Balanced()
+	}
+	c.bal.quiet = false
+	c.plans.Add(1)
 	c.bal.draining = draining
 	var sizes map[PartitionKey]int64
 	if cfg.LocalSizes != nil {
@@ -198,6 +215,7 @@ func (c *Controller) balanceReplicas(ctx context.Context) bool {
 		}
 	}
 	c.bal.inFlight = inFlight
+	c.bal.quiet, c.bal.quietGen, c.bal.plan = len(plan.Moves) == 0, gen, plan
 	if cfg.OnPass != nil {
 		cfg.OnPass(pass)
 	}

@@ -98,9 +98,9 @@ type Controller struct {
 	// then.
 	fullAt time.Time
 	graced []int32
-	// For tests: the steps the loop finished and the partitions
-	// reconcile decided.
-	steps, visits atomic.Int64
+	// For tests: the steps the loop finished, the partitions reconcile
+	// decided, and the balancer passes that planned.
+	steps, visits, plans atomic.Int64
 }
 
 // StartController joins the controller election.
@@ -242,6 +242,7 @@ func (c *Controller) step(ctx context.Context) bool {
 			c.leaseRv, c.epoch, c.renewedAt, reached = rev, rev, createStart, true
 			c.balancedAt = createStart
 			c.fullAt = time.Time{} // a new tenure begins with a pass over every partition
+			c.bal.quiet = false
 			c.leading.Store(true)
 			c.log.Info("became controller", "lease_revision", rev)
 		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {

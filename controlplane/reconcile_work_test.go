@@ -6,8 +6,9 @@ import (
 )
 
 // TestControllerIdleVisitsNoPartition: with 1,000 partitions led and
-// nothing changing, the controller's steps (each renews its lease and runs
-// reconcile) decide no partition; one partition's change makes the next step decide that
+// nothing changing, the controller's steps (each renews its lease, runs
+// reconcile and the balancer's check) decide no partition and plan no
+// balancer pass; one partition's change makes the next step decide that
 // partition alone; a broker registering makes it decide every partition
 // again. Counts, not times (issue 23: the controller walked every
 // partition every LeaseTTL/3).
@@ -19,7 +20,8 @@ func TestControllerIdleVisitsNoPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := StartController(testCtx(t), s, ControllerConfig{NodeID: 1, LeaseTTL: time.Second, Logger: quietLogger(),
-		ReconcileInterval: time.Hour}) // only events ask for a pass here
+		ReconcileInterval: time.Hour, // only events ask for a pass here
+		Balancer:          BalancerConfig{Enable: true, Interval: time.Nanosecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +49,9 @@ func TestControllerIdleVisitsNoPartition(t *testing.T) {
 	// The controller's own writes come back as events: let them drain.
 	settled := false
 	for range 50 {
-		v := c.visits.Load()
+		v, p := c.visits.Load(), c.plans.Load()
 		step()
-		if c.visits.Load() == v {
+		if c.visits.Load() == v && c.plans.Load() == p {
 			settled = true
 			break
 		}
@@ -59,12 +61,12 @@ func TestControllerIdleVisitsNoPartition(t *testing.T) {
 	}
 
 	const idleSteps = 20
-	v := c.visits.Load()
+	v, p := c.visits.Load(), c.plans.Load()
 	for range idleSteps {
 		step()
 	}
-	if dv := c.visits.Load() - v; dv != 0 {
-		t.Fatalf("%d idle steps over %d partitions: %d partitions decided, want 0", idleSteps, parts, dv)
+	if dv, dp := c.visits.Load()-v, c.plans.Load()-p; dv != 0 || dp != 0 {
+		t.Fatalf("%d idle steps over %d partitions: %d partitions decided, %d balancer plans; want 0 and 0", idleSteps, parts, dv, dp)
 	}
 
 	// One partition changes (a write that keeps its state): the next step
@@ -79,6 +81,9 @@ func TestControllerIdleVisitsNoPartition(t *testing.T) {
 	}
 	if dv := c.visits.Load() - v; dv != 1 {
 		t.Fatalf("one partition changed: %d partitions decided, want 1", dv)
+	}
+	if dp := c.plans.Load() - p; dp != 1 {
+		t.Fatalf("one partition changed: %d balancer plans, want 1", dp)
 	}
 
 	// A broker registers: every partition is decided again.

@@ -106,6 +106,10 @@ type Store struct {
 		sync.RWMutex
 		c cache
 	}
+	// gen counts the changes applied to the cache that published an event
+	// (a keepalive publishes none): a reader that cached something derived
+	// from the cache knows it is still true while gen has not moved.
+	gen atomic.Uint64
 
 	reg struct {
 		sync.Mutex
@@ -244,7 +248,11 @@ func randomID() string {
 func (s *Store) apply(fn func(*cache, *slog.Logger, change) []Event, ch change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bus.publish(fn(&s.mu.c, s.log, ch)...)
+	evs := fn(&s.mu.c, s.log, ch)
+	if len(evs) > 0 {
+		s.gen.Add(1)
+	}
+	s.bus.publish(evs...)
 }
 
 // ClusterID returns the cluster's id, created by the first node to open the
