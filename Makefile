@@ -6,6 +6,9 @@ VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 DATA_DIR      ?= ./data
 FUZZTIME      ?= 30s
 TEST_TIMEOUT  ?= 25m
+# Test packages run at once: most of a process test's time is spent waiting
+# (failovers, sessions, polls), so three keep two cores busier than two do.
+TEST_PARALLEL ?= 3
 BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
@@ -27,7 +30,7 @@ run: build
 # invariant checks (SHALE_E2E_BIN), not one build per test package.
 test: tools build
 	$(GO) build -tags shale_invariants -o $(BIN)/shale-invariants ./cmd/shale
-	PATH="$(BIN):$$PATH" SHALE_E2E_BIN=$(BIN)/shale-invariants $(GO) test -race -tags shale_invariants -timeout $(TEST_TIMEOUT) ./...
+	PATH="$(BIN):$$PATH" SHALE_E2E_BIN=$(BIN)/shale-invariants $(GO) test -race -tags shale_invariants -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 ## chaos: the fault-loop scenario tests at full length (LONG=0 skips them), then one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1
 SCHEDULE      ?= smoke
