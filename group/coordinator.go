@@ -159,8 +159,8 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.OffsetFetch, 0, 9, c.handleOffsetFetch)
 	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
 	reg.Register(kmsg.ListGroups, 0, 5, c.handleListGroups)
-	reg.Register(kmsg.DescribeGroups, 0, 5, c.handleDescribeGroups)
-	reg.Register(kmsg.DeleteGroups, 0, 2, c.handleDeleteGroups)
+	reg.Register(kmsg.DescribeGroups, 0, 6, c.handleDescribeGroups)
+	reg.Register(kmsg.DeleteGroups, 0, 3, c.handleDeleteGroups)
 	reg.Register(kmsg.ConsumerGroupHeartbeat, 0, 1, c.handleConsumerGroupHeartbeat)
 	reg.Register(kmsg.ConsumerGroupDescribe, 0, 1, c.handleConsumerGroupDescribe)
 }

@@ -1,8 +1,10 @@
 package group
 
-// DeleteGroups (key 42), versions 0-2.
+// DeleteGroups (key 42), versions 0-3.
 //
 //   - v2: flexible versions.
+//   - v3 (KIP-1043): each error carries an ErrorMessage ("Group g not
+//     found.", "Group g is not empty.", else the error's description).
 //
 // Only a group without members may be deleted (NON_EMPTY_GROUP); an
 // unknown one is GROUP_ID_NOT_FOUND. Deletion writes tombstones for the
@@ -15,6 +17,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,10 +65,29 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 					return nil, err
 				}
 			}
+			if r.Version >= 3 {
+				dg.ErrorMessage = deleteGroupMessage(id, dg.ErrorCode)
+			}
 			resp.Groups = append(resp.Groups, dg)
 		}
 		return resp, nil
 	}}, nil
+}
+
+// deleteGroupMessage is a v3 group's ErrorMessage for code: nil for none.
+func deleteGroupMessage(id string, code int16) *string {
+	var msg string
+	switch err := kerr.ErrorForCode(code); {
+	case err == nil:
+		return nil
+	case code == kerr.GroupIDNotFound.Code:
+		msg = fmt.Sprintf("Group %s not found.", id)
+	case code == kerr.NonEmptyGroup.Code:
+		msg = fmt.Sprintf("Group %s is not empty.", id)
+	default:
+		msg = err.(*kerr.Error).Description
+	}
+	return &msg
 }
 
 // deleteGroup tombstones the group and marks it Dead (its runner then

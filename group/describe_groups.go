@@ -1,12 +1,16 @@
 package group
 
-// DescribeGroups (key 15), versions 0-5.
+// DescribeGroups (key 15), versions 0-6.
 //
 //   - v3: AuthorizedOperations (KIP-430), when asked: the operations the
 //     principal may do on the group.
 //   - v4: GroupInstanceID per member.  v5: flexible versions.
+//   - v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND ("Group g not
+//     found."), still in state Dead, and every error carries an
+//     ErrorMessage.
 //
-// An unknown group is described as Dead with no error, as Kafka does. A
+// Before v6 an unknown group is described as Dead with no error, as Kafka
+// does. A
 // KIP-848 consumer group is described as Kafka 4 describes one to a
 // classic client: protocol type "consumer", its assignor as the protocol,
 // its state, and per member a consumer protocol subscription (its topics,
@@ -19,6 +23,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,7 +42,7 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 			dg.Group, dg.State, dg.AuthorizedOperations = id, StateDead.String(), -2147483648
 			if !c.allowed(req, acl.OpDescribe, acl.Group(id)) {
 				dg.ErrorCode, dg.State = kerr.GroupAuthorizationFailed.Code, ""
-				resp.Groups = append(resp.Groups, dg)
+				resp.Groups = append(resp.Groups, describedError(r.Version, dg))
 				continue
 			}
 			if r.IncludeAuthorizedOperations {
@@ -58,10 +63,30 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, req *kafka.Reque
 					return nil, err
 				}
 			}
-			resp.Groups = append(resp.Groups, dg)
+			resp.Groups = append(resp.Groups, describedError(r.Version, dg))
 		}
 		return resp, nil
 	}}, nil
+}
+
+// describedError completes dg for a v6 answer (KIP-1043): a Dead group
+// without an error is GROUP_ID_NOT_FOUND, and an error carries a message.
+// Older versions get dg unchanged.
+func describedError(version int16, dg kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {
+	if version < 6 {
+		return dg
+	}
+	if dg.ErrorCode == 0 && dg.State == StateDead.String() {
+		dg.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := fmt.Sprintf("Group %s not found.", dg.Group)
+		dg.ErrorMessage = &msg
+		return dg
+	}
+	if err := kerr.ErrorForCode(dg.ErrorCode); err != nil && dg.ErrorMessage == nil {
+		msg := err.(*kerr.Error).Description
+		dg.ErrorMessage = &msg
+	}
+	return dg
 }
 
 func (g *group) describe(dg *kmsg.DescribeGroupsResponseGroup, view *topicView) {

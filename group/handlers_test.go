@@ -166,3 +166,77 @@ func TestRefusedRequestsLeaveNoGroup(t *testing.T) {
 		t.Fatalf("ListGroups after a refused join: %+v", lr.Groups)
 	}
 }
+
+// DescribeGroups v6 and DeleteGroups v3 (KIP-1043): an unknown group is
+// GROUP_ID_NOT_FOUND with a message naming it (DescribeGroups before v6
+// describes it Dead without an error), and DeleteGroups' errors carry
+// messages; a success has none.
+func TestGroupErrorMessages(t *testing.T) {
+	rep := openOffsetsReplica(t, t.TempDir())
+	t.Cleanup(func() { rep.Close() })
+	c := newTestCoordinator(t, rep, 0)
+
+	describeAt := func(v int16, grp string) kmsg.DescribeGroupsResponseGroup {
+		t.Helper()
+		req := kmsg.NewDescribeGroupsRequest()
+		req.Version, req.Groups = v, []string{grp}
+		resp := serve(t, c.handleDescribeGroups, &req, func(r *kmsg.DescribeGroupsResponse) int16 { return r.Groups[0].ErrorCode })
+		if len(resp.Groups) != 1 || resp.Groups[0].Group != grp {
+			t.Fatalf("describe v%d %s: %+v", v, grp, resp.Groups)
+		}
+		return resp.Groups[0]
+	}
+	deleteAt := func(v int16, grp string) kmsg.DeleteGroupsResponseGroup {
+		t.Helper()
+		req := kmsg.NewDeleteGroupsRequest()
+		req.Version, req.Groups = v, []string{grp}
+		resp := serve(t, c.handleDeleteGroups, &req, func(r *kmsg.DeleteGroupsResponse) int16 { return r.Groups[0].ErrorCode })
+		if len(resp.Groups) != 1 || resp.Groups[0].Group != grp {
+			t.Fatalf("delete v%d %s: %+v", v, grp, resp.Groups)
+		}
+		return resp.Groups[0]
+	}
+	msg := func(s *string) string {
+		if s == nil {
+			return "<nil>"
+		}
+		return *s
+	}
+
+	if g := describeAt(5, "nope"); g.ErrorCode != 0 || g.State != "Dead" || g.ErrorMessage != nil {
+		t.Fatalf("v5 unknown group: code %d state %q message %s", g.ErrorCode, g.State, msg(g.ErrorMessage))
+	}
+	if g := describeAt(6, "nope"); g.ErrorCode != kerr.GroupIDNotFound.Code || g.State != "Dead" || msg(g.ErrorMessage) != "Group nope not found." {
+		t.Fatalf("v6 unknown group: code %d state %q message %s", g.ErrorCode, g.State, msg(g.ErrorMessage))
+	}
+
+	join := kmsg.NewJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 9, "live", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("sub")}}
+	code := func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode }
+	join.MemberID = serve(t, c.handleJoinGroup, &join, code).MemberID
+	if joined := serve(t, c.handleJoinGroup, &join, code); joined.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(joined.ErrorCode))
+	}
+	if g := describeAt(6, "live"); g.ErrorCode != 0 || g.ErrorMessage != nil || len(g.Members) != 1 || g.State == "Dead" {
+		t.Fatalf("v6 live group: code %d state %q message %s members %d", g.ErrorCode, g.State, msg(g.ErrorMessage), len(g.Members))
+	}
+
+	if g := deleteAt(3, "live"); g.ErrorCode != kerr.NonEmptyGroup.Code || msg(g.ErrorMessage) != "Group live is not empty." {
+		t.Fatalf("v3 delete of a live group: code %d message %s", g.ErrorCode, msg(g.ErrorMessage))
+	}
+	if g := deleteAt(2, "live"); g.ErrorCode != kerr.NonEmptyGroup.Code || g.ErrorMessage != nil {
+		t.Fatalf("v2 delete of a live group: code %d message %s", g.ErrorCode, msg(g.ErrorMessage))
+	}
+	if g := deleteAt(3, "nope"); g.ErrorCode != kerr.GroupIDNotFound.Code || msg(g.ErrorMessage) != "Group nope not found." {
+		t.Fatalf("v3 delete of an unknown group: code %d message %s", g.ErrorCode, msg(g.ErrorMessage))
+	}
+	commitOne(t, c, "idle", "t", 0, 5)
+	if g := deleteAt(3, "idle"); g.ErrorCode != 0 || g.ErrorMessage != nil {
+		t.Fatalf("v3 delete of an empty group: code %d message %s", g.ErrorCode, msg(g.ErrorMessage))
+	}
+	if g := describeAt(6, "idle"); g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("v6 describe of a deleted group: code %d state %q", g.ErrorCode, g.State)
+	}
+}
