@@ -155,7 +155,7 @@ func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)
 	reg.Register(kmsg.LeaveGroup, 0, 5, c.handleLeaveGroup)
 	reg.Register(kmsg.OffsetCommit, 0, 9, c.handleOffsetCommit)
-	reg.Register(kmsg.TxnOffsetCommit, 0, 5, c.handleTxnOffsetCommit)
+	reg.Register(kmsg.TxnOffsetCommit, 0, 6, c.handleTxnOffsetCommit)
 	reg.Register(kmsg.OffsetFetch, 0, 9, c.handleOffsetFetch)
 	reg.Register(kmsg.OffsetDelete, 0, 0, c.handleOffsetDelete)
 	reg.Register(kmsg.ListGroups, 0, 5, c.handleListGroups)

@@ -1,6 +1,6 @@
 package group
 
-// TxnOffsetCommit (key 28), versions 0-5.
+// TxnOffsetCommit (key 28), versions 0-6.
 //
 //   - A transactional producer commits the offsets it consumed as part of
 //     its transaction (KIP-98): the offsets are appended to the group's
@@ -40,6 +40,13 @@ package group
 //     (INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
 //     INVALID_TXN_STATE) is every partition's error, and
 //     COORDINATOR_NOT_AVAILABLE (retried) while it cannot answer.
+//   - v6: topics by TopicID instead of name (the answer names them by id
+//     too); an id no topic has is UNKNOWN_TOPIC_ID for its partitions, not
+//     committed. Offsets are kept by topic name, as for v0-v5, so
+//     OffsetFetch answers them whichever version committed them. A
+//     member's commit (a member id or a generation) to a group that does
+//     not exist is GROUP_ID_NOT_FOUND, where v0-v5 answer
+//     ILLEGAL_GENERATION (KIP-1319).
 //
 // The transaction coordinator checks the producer when it verifies; once
 // the producer's transaction is open in the partition, the partition's
@@ -67,11 +74,25 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		// names[i] is r.Topics[i]'s name: its id's topic from v6, "" for
+		// an unknown id (answered UNKNOWN_TOPIC_ID, not committed).
+		names := make([]string, len(r.Topics))
+		unknown := func(i int) bool { return req.Version >= 6 && names[i] == "" }
+		var view *topicView
+		if req.Version >= 6 {
+			view = c.topicView()
+		}
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+			if req.Version >= 6 {
+				names[i] = view.byID[t.TopicID]
+			}
+		}
 		failAll := func(code int16) kmsg.Response {
 			resp.Topics = resp.Topics[:0]
 			for _, t := range r.Topics {
 				rt := kmsg.NewTxnOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
 				for _, p := range t.Partitions {
 					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 					rp.Partition, rp.ErrorCode = p.Partition, code
@@ -91,8 +112,8 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
 		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
-			for _, t := range r.Topics {
-				if !yield(t.Topic) {
+			for i, name := range names {
+				if !unknown(i) && !yield(name) {
 					return
 				}
 			}
@@ -101,10 +122,15 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		if req.Version >= 3 {
 			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
 		}
-		if view := c.topicView(); len(view.byName) > 0 && cr.memberID != "" {
+		if cr.memberID != "" && view == nil {
+			view = c.topicView()
+		}
+		if cr.memberID != "" && len(view.byName) > 0 {
 			cr.topicIDs = map[string]topicID{}
-			for _, t := range r.Topics {
-				cr.topicIDs[t.Topic] = view.byName[t.Topic].ID
+			for i, name := range names {
+				if !unknown(i) {
+					cr.topicIDs[name] = view.byName[name].ID
+				}
 			}
 		}
 		simple := cr.memberID == "" && cr.generation < 0
@@ -112,12 +138,14 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		switch {
 		case err != nil:
 			return failAll(errorCode(err)), nil
+		case rn == nil && req.Version >= 6:
+			return failAll(kerr.GroupIDNotFound.Code), nil // a member's commit to a group that does not exist
 		case rn == nil:
-			return failAll(kerr.IllegalGeneration.Code), nil // a member's commit to a group that does not exist
+			return failAll(kerr.IllegalGeneration.Code), nil // what v0-v5 answer for it
 		}
-		for _, t := range r.Topics {
-			if denied[t.Topic] {
-				continue // answered TOPIC_AUTHORIZATION_FAILED, not committed
+		for i, t := range r.Topics {
+			if unknown(i) || denied[names[i]] {
+				continue // answered UNKNOWN_TOPIC_ID or TOPIC_AUTHORIZATION_FAILED, not committed
 			}
 			for _, p := range t.Partitions {
 				md := ""
@@ -128,7 +156,7 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 				if req.Version < 2 {
 					epoch = -1
 				}
-				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
+				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{names[i], p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
 			}
 		}
 		guard, code := c.verifyOffsetsPartition(ctx, r, req.Version >= 5)
@@ -142,7 +170,11 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			i := 0
 			for ti := range resp.Topics {
 				for pi := range resp.Topics[ti].Partitions {
-					if denied[resp.Topics[ti].Topic] {
+					if unknown(ti) {
+						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.UnknownTopicID.Code
+						continue
+					}
+					if denied[names[ti]] {
 						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
 						continue
 					}

@@ -157,3 +157,120 @@ func TestTxnOffsetCommitIsVerified(t *testing.T) {
 		t.Fatalf("after the commit: offset %d, %v; want 8", off, kerr.ErrorForCode(code))
 	}
 }
+
+// topicIDOf is topic's id from Metadata.
+func topicIDOf(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || resp.Topics[0].TopicID == [16]byte{} {
+		t.Fatalf("Metadata of %s: %+v", topic, resp.Topics)
+	}
+	return resp.Topics[0].TopicID
+}
+
+// TestTxnOffsetCommitV6: TxnOffsetCommit v6 names topics by id (KIP-1319):
+// a known id's offset is committed under its topic's name (OffsetFetch
+// answers it after the COMMIT), an id no topic has is UNKNOWN_TOPIC_ID and
+// not committed, and the answer names topics by id. A member's commit to a
+// group that does not exist is GROUP_ID_NOT_FOUND at v6, ILLEGAL_GENERATION
+// at v5.
+func TestTxnOffsetCommitV6(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	createTopic(t, ctx, cl, "in", 1, 1)
+	inID := topicIDOf(t, ctx, cl, "in")
+	unknownID := [16]byte{0xde, 0xad, 0xbe, 0xef}
+
+	const id, grp = "txn-v6", "g-v6"
+	init := initPID(t, ctx, cl, id, -1, -1)
+	if init.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %+v", init)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = grp // creates __consumer_offsets
+	if _, err := fc.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+
+	commit := func(ids [][16]byte, memberID string, generation int32) *kmsg.TxnOffsetCommitResponse {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = id, grp, init.ProducerID, init.ProducerEpoch
+		req.MemberID, req.Generation = memberID, generation
+		for _, tid := range ids {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.TopicID = tid
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 0, 7
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		var resp *kmsg.TxnOffsetCommitResponse
+		if err := pollFor(30*time.Second, func() bool {
+			resp, err = req.RequestWith(ctx, cl)
+			return err == nil && len(resp.Topics) == len(ids) && !retriable(resp.Topics[0].Partitions[0].ErrorCode)
+		}); err != nil {
+			t.Fatalf("TxnOffsetCommit: %v %+v", err, resp)
+		}
+		if resp.Version != 6 {
+			t.Fatalf("TxnOffsetCommit went as v%d, want v6", resp.Version)
+		}
+		return resp
+	}
+
+	// A member's commit to no group: nothing is verified or written.
+	if resp := commit([][16]byte{inID}, "m", 3); resp.Topics[0].Partitions[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("v6 member commit to no group: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	v5vs := kversion.V4_4_0()
+	v5vs.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 5)
+	cl5, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(v5vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl5.Close()
+	v5 := kmsg.NewPtrTxnOffsetCommitRequest()
+	v5.TransactionalID, v5.Group, v5.ProducerID, v5.ProducerEpoch, v5.MemberID, v5.Generation = id, grp, init.ProducerID, init.ProducerEpoch, "m", 3
+	v5rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	v5rt.Topic, v5rt.Partitions = "in", []kmsg.TxnOffsetCommitRequestTopicPartition{kmsg.NewTxnOffsetCommitRequestTopicPartition()}
+	v5.Topics = append(v5.Topics, v5rt)
+	var v5resp *kmsg.TxnOffsetCommitResponse
+	if err := pollFor(30*time.Second, func() bool {
+		v5resp, err = v5.RequestWith(ctx, cl5)
+		return err == nil && len(v5resp.Topics) == 1 && !retriable(v5resp.Topics[0].Partitions[0].ErrorCode)
+	}); err != nil || v5resp.Version != 5 || v5resp.Topics[0].Partitions[0].ErrorCode != kerr.IllegalGeneration.Code {
+		t.Fatalf("v5 member commit to no group: %v %+v, want ILLEGAL_GENERATION", err, v5resp)
+	}
+
+	resp := commit([][16]byte{inID, unknownID}, "", -1)
+	if got := resp.Topics[0]; got.TopicID != inID || got.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("v6 commit of in-0: %+v", got)
+	}
+	if got := resp.Topics[1]; got.TopicID != unknownID || got.Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("v6 commit of an unknown topic id: %+v", got)
+	}
+	if end := endTxnV2(t, ctx, cl, id, init.ProducerID, init.ProducerEpoch, true); end.ErrorCode != 0 {
+		t.Fatalf("EndTxn commit: %+v", end)
+	}
+	var off int64
+	var code int16
+	if err := pollFor(30*time.Second, func() bool {
+		off, code = fetchStableOffset(t, ctx, cl, grp, "in", 0)
+		return off == 7 && code == 0
+	}); err != nil {
+		t.Fatalf("in-0 after the COMMIT: %d %v, want 7", off, kerr.ErrorForCode(code))
+	}
+}
