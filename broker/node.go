@@ -206,6 +206,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 		return nil, fmt.Errorf("client telemetry: %w", err)
 	}
 	reg := kafka.NewRegistry()
+	reg.SetIdentity(kafka.Identity{ClusterID: n.store.ClusterID(), NodeID: n.cfg.NodeID})
 	if n.features, err = controlplane.OpenFeatures(ctx, n.nc, n.cfg.NATSReplicas, n.natsMon); err != nil {
 		return nil, fmt.Errorf("features: %w", err)
 	}

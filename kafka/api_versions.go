@@ -1,15 +1,23 @@
 package kafka
 
-// ApiVersions (key 18), versions 0-4.
+// ApiVersions (key 18), versions 0-5.
 //
 // Behaviour:
 // * Answers the API keys and version ranges of the Registry, computed from
 //   what is registered, never a hand list.
-// * A request above v4 cannot be decoded; it is answered at v0 with
+// * A request above v5 cannot be decoded; it is answered at v0 with
 //   UNSUPPORTED_VERSION and the ApiVersions range only, as Kafka does
 //   (KIP-511), so that the client retries at a version we serve.
 // * v3+: INVALID_REQUEST when ClientSoftwareName or ClientSoftwareVersion do
 //   not match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?, as Kafka does.
+// * v5+ (KIP-1242): a client that found this node in metadata names the
+//   cluster and node it expects (ClusterID and NodeID; a seed connection
+//   names neither). One without the other is INVALID_REQUEST; a cluster id
+//   or node id that is not this node's (Registry.SetIdentity) is
+//   REBOOTSTRAP_REQUIRED, with no API keys, so that a client whose
+//   metadata sent it to the wrong node (an address reused by another
+//   cluster or node) starts again from its seeds instead of talking to the
+//   wrong broker.
 //
 // Version notes:
 // * v1: ThrottleMillis
@@ -26,6 +34,7 @@ package kafka
 //   each update of the cluster's finalized levels.
 // * v4: SupportedFeatures.MinVersion may be 0 (KAFKA-17011): a v3 answer
 //   lists a feature whose minimum is 0 with minimum 1, as Kafka does.
+// * v5: ClusterID and NodeID in the request (KIP-1242).
 
 import (
 	"context"
@@ -36,7 +45,7 @@ import (
 
 const (
 	apiVersionsKey        = int16(kmsg.ApiVersions)
-	apiVersionsMaxVersion = int16(4)
+	apiVersionsMaxVersion = int16(5)
 )
 
 func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, error) {
@@ -45,6 +54,18 @@ func (r *Registry) handleApiVersions(_ context.Context, req *Request) (Reply, er
 	if kreq.Version >= 3 && (!validSoftwareToken(kreq.ClientSoftwareName) || !validSoftwareToken(kreq.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return Reply{Response: resp}, nil
+	}
+	if kreq.Version >= 5 {
+		hasCluster, hasNode := kreq.ClusterID != nil, kreq.NodeID != -1
+		id := r.identity.Load()
+		switch {
+		case hasCluster != hasNode:
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return Reply{Response: resp}, nil
+		case hasCluster && id != nil && (*kreq.ClusterID != id.ClusterID || kreq.NodeID != id.NodeID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return Reply{Response: resp}, nil
+		}
 	}
 	if kreq.Version >= 3 && req.Conn != nil {
 		req.Conn.software.Store(&ClientSoftware{Name: kreq.ClientSoftwareName, Version: kreq.ClientSoftwareVersion})

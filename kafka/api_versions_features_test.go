@@ -3,6 +3,7 @@ package kafka
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -64,5 +65,41 @@ func TestSetFeatureRejectsMisuse(t *testing.T) {
 			}()
 			NewRegistry().SetFeature(f)
 		}()
+	}
+}
+
+// TestApiVersionsIdentity: v5 (KIP-1242) checks the cluster and node the
+// client names against the registry's identity: a match (or a seed's
+// request, naming neither) is answered with the API keys, another cluster
+// or node REBOOTSTRAP_REQUIRED, and one without the other
+// INVALID_REQUEST; v4 has no such fields.
+func TestApiVersionsIdentity(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, func(r *Registry) {
+		r.SetIdentity(Identity{ClusterID: "c1", NodeID: 3})
+	})
+	c := dialRaw(t, ts.addr)
+	for i, tc := range []struct {
+		version int16
+		cluster *string
+		node    int32
+		want    int16
+	}{
+		{5, nil, -1, 0},
+		{5, kmsg.StringPtr("c1"), 3, 0},
+		{5, kmsg.StringPtr("c2"), 3, kerr.RebootstrapRequired.Code},
+		{5, kmsg.StringPtr("c1"), 4, kerr.RebootstrapRequired.Code},
+		{5, kmsg.StringPtr("c1"), -1, kerr.InvalidRequest.Code},
+		{5, nil, 3, kerr.InvalidRequest.Code},
+		{4, kmsg.StringPtr("c2"), 4, 0}, // not encoded before v5
+	} {
+		req := versioned(kmsg.NewPtrApiVersionsRequest(), tc.version)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		c.send(req, int32(i))
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		c.recv(resp)
+		if resp.ErrorCode != tc.want || (tc.want == 0) != (len(resp.ApiKeys) > 0) {
+			t.Fatalf("v%d cluster %v node %d: error %d with %d API keys, want error %d", tc.version, tc.cluster, tc.node, resp.ErrorCode, len(resp.ApiKeys), tc.want)
+		}
 	}
 }

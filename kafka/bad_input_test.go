@@ -157,9 +157,9 @@ func TestUnsupportedVersionAnswered(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, registerBadInputHandlers)
 	c := dialRaw(t, ts.addr)
 
-	// ApiVersions above v4: a v0 answer with our ApiVersions range (KIP-511),
-	// whether or not kmsg knows the version.
-	for _, v := range []int16{5, 99} {
+	// ApiVersions above v5: a v0 answer with our ApiVersions range
+	// (KIP-511), for a version kmsg cannot decode either.
+	for _, v := range []int16{6, 99} {
 		corr := int32(v)
 		c.send(versioned(kmsg.NewPtrApiVersionsRequest(), v), corr)
 		resp := kmsg.NewPtrApiVersionsResponse() // v0, header never flexible
@@ -167,7 +167,7 @@ func TestUnsupportedVersionAnswered(t *testing.T) {
 			t.Fatalf("v%d: correlation id %d", v, got)
 		}
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 ||
-			resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 4 {
+			resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MinVersion != 0 || resp.ApiKeys[0].MaxVersion != 5 {
 			t.Fatalf("v%d: got %+v", v, resp)
 		}
 	}

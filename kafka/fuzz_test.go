@@ -12,7 +12,7 @@ import (
 )
 
 // fuzzRegistry serves every request key kmsg knows over its full version
-// range (ApiVersions over the registered v0-v4), so that the fuzzer reaches
+// range (ApiVersions over the registered v0-v5), so that the fuzzer reaches
 // every body decoder.
 func fuzzRegistry() *Registry {
 	reg := NewRegistry()

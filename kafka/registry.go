@@ -18,7 +18,21 @@ import (
 type Registry struct {
 	mu   sync.Mutex // serialises Register
 	snap atomic.Pointer[registrySnapshot]
+	// identity is the cluster and node ApiVersions v5 checks a client's
+	// expectation against (SetIdentity); nil: not checked.
+	identity atomic.Pointer[Identity]
 }
+
+// Identity is the cluster and node a listener answers for: what a client
+// that learned the node from metadata names in ApiVersions v5 (KIP-1242).
+type Identity struct {
+	ClusterID string
+	NodeID    int32
+}
+
+// SetIdentity has ApiVersions v5 answer REBOOTSTRAP_REQUIRED to a client
+// that expects another cluster or node than id. Safe to call while serving.
+func (r *Registry) SetIdentity(id Identity) { r.identity.Store(&id) }
 
 // registrySnapshot is immutable once published.
 type registrySnapshot struct {
@@ -47,7 +61,7 @@ type registration struct {
 	h        Handler
 }
 
-// NewRegistry returns a registry with ApiVersions (key 18, v0-v4) registered.
+// NewRegistry returns a registry with ApiVersions (key 18, v0-v5) registered.
 func NewRegistry() *Registry {
 	r := &Registry{}
 	r.snap.Store(&registrySnapshot{})

@@ -48,7 +48,7 @@ func TestKgoClient(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{18: {0, 4}, 3: {0, 12}}
+	want := map[int16][2]int16{18: {0, 5}, 3: {0, 12}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("advertised %v, want %v", got, want)
 	}
