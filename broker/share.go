@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
@@ -46,6 +49,31 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 	parts.Register(reg)
 	state.Register(reg)
 	n.coords.groups.SetShareGroups(shareGroupLister{n.share.coord}) // n.coords is built first (node.go)
+	n.coords.groups.SetShareCoordinators(shareCoordinators{n})
+}
+
+// shareCoordinators answers FindCoordinator v6 key type 2: the leader of
+// the key's __share_group_state partition, created on first use.
+type shareCoordinators struct{ n *Node }
+
+// FindShareCoordinator implements group.ShareCoordinators.
+func (s shareCoordinators) FindShareCoordinator(ctx context.Context, key string) (coordinator.Broker, error) {
+	k, err := share.ParseStateKey(key)
+	if err != nil {
+		return coordinator.Broker{}, fmt.Errorf("%w: %w", kerr.InvalidRequest, err)
+	}
+	p := share.StatePartitionFor(k, share.DefaultStatePartitions)
+	cluster := coordinatorCluster{n: s.n, cs: s.n.coords}
+	if b, ok := cluster.PartitionLeader(share.StateTopic, p); ok {
+		return b, nil
+	}
+	if err := s.n.ensureShareStateTopic(ctx); err != nil {
+		return coordinator.Broker{}, fmt.Errorf("%w: creating %s: %w", group.ErrCoordinatorNotAvailable, share.StateTopic, err)
+	}
+	if b, ok := cluster.PartitionLeader(share.StateTopic, p); ok {
+		return b, nil
+	}
+	return coordinator.Broker{}, fmt.Errorf("%w: %s-%d has no leader", group.ErrCoordinatorNotAvailable, share.StateTopic, p)
 }
 
 // shareStateLeader is the node leading a __share_group_state partition.

@@ -121,6 +121,9 @@ type Coordinator struct {
 		// transaction for TxnOffsetCommit v5; nil: v5 is refused.
 		txnAdder TxnPartitionAdder
 		shares   ShareGroups // nil: no share groups
+		// shareCoords finds share coordinators (FindCoordinator v6 key
+		// type 2); nil: not served.
+		shareCoords ShareCoordinators
 	}
 }
 
@@ -149,7 +152,7 @@ const GroupVersionFeature = "group.version"
 // (KIP-848 is built, and served to every client that asks).
 func (c *Coordinator) Register(reg *kafka.Registry) {
 	reg.SetFeature(kafka.Feature{Name: GroupVersionFeature, MinLevel: 0, MaxLevel: 1, Finalized: 1})
-	reg.Register(kmsg.FindCoordinator, 0, 4, c.handleFindCoordinator)
+	reg.Register(kmsg.FindCoordinator, 0, 6, c.handleFindCoordinator)
 	reg.Register(kmsg.JoinGroup, 0, 9, c.handleJoinGroup)
 	reg.Register(kmsg.SyncGroup, 0, 5, c.handleSyncGroup)
 	reg.Register(kmsg.Heartbeat, 0, 4, c.handleHeartbeat)

@@ -1,10 +1,20 @@
 package group
 
-// FindCoordinator (key 10), versions 0-4.
+// FindCoordinator (key 10), versions 0-6.
 //
 //   - v1: CoordinatorType (0 group, 1 transaction), ErrorMessage.
 //   - v3: flexible versions.  v4: a batch of keys (KIP-699), answered
 //     per key.
+//   - v5: as v4 (Kafka may answer TRANSACTION_ABORTABLE, KIP-890; Shale's
+//     lookup never does).
+//   - v6: key type 2 (KIP-932), a share coordinator key
+//     "group:topicId:partition": the leader of the key's
+//     __share_group_state partition (SetShareCoordinators; created on
+//     first use), as share-partition leaders ask it. Below v6 the type is
+//     INVALID_REQUEST, as is a malformed key; with an authorizer it needs
+//     ClusterAction on the cluster (CLUSTER_AUTHORIZATION_FAILED), as
+//     Kafka's inter-broker use does. COORDINATOR_NOT_AVAILABLE when share
+//     groups are not served.
 //
 // The coordinator of a group is the leader of __consumer_offsets
 // partition PartitionFor(group). The topic is created on first use
@@ -83,6 +93,15 @@ func (c *Coordinator) handleFindCoordinator(ctx context.Context, req *kafka.Requ
 // coordinatorDenied is the error of a key its principal may not Describe,
 // or 0.
 func (c *Coordinator) coordinatorDenied(req *kafka.Request, key string, keyType int8) int16 {
+	if keyType == 2 {
+		switch {
+		case req.Version < 6:
+			return kerr.InvalidRequest.Code
+		case !c.allowed(req, acl.OpClusterAction, acl.Cluster):
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+		return 0
+	}
 	if keyType == 1 {
 		if !c.allowed(req, acl.OpDescribe, acl.TransactionalID(key)) {
 			return kerr.TransactionalIDAuthorizationFailed.Code
@@ -110,6 +129,15 @@ func (c *Coordinator) findCoordinator(ctx context.Context, key string, keyType i
 			return coordinator.Broker{}, fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, err)
 		}
 		return b, nil
+	}
+	if keyType == 2 {
+		c.mu.Lock()
+		shares := c.mu.shareCoords
+		c.mu.Unlock()
+		if shares == nil {
+			return coordinator.Broker{}, fmt.Errorf("%w: share groups are not served", ErrCoordinatorNotAvailable)
+		}
+		return shares.FindShareCoordinator(ctx, key)
 	}
 	if keyType != 0 {
 		return coordinator.Broker{}, fmt.Errorf("%w: coordinator type %d is not supported", ErrCoordinatorNotAvailable, keyType)
@@ -143,4 +171,21 @@ func (c *Coordinator) SetTransactions(t TxnCoordinators) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.txns = t
+}
+
+// ShareCoordinators finds share coordinators (package share's state
+// coordinator): FindCoordinator v6 key type 2.
+type ShareCoordinators interface {
+	// FindShareCoordinator is the broker leading key's __share_group_state
+	// partition. A malformed key is an error wrapping kerr.InvalidRequest;
+	// one it cannot find now wraps ErrCoordinatorNotAvailable.
+	FindShareCoordinator(ctx context.Context, key string) (coordinator.Broker, error)
+}
+
+// SetShareCoordinators has FindCoordinator v6 answer key type 2 (share)
+// with s. Safe to call while serving.
+func (c *Coordinator) SetShareCoordinators(s ShareCoordinators) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.shareCoords = s
 }

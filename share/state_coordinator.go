@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -46,6 +47,28 @@ func StatePartitionFor(key StateKey, partitions int32) int32 {
 		h = -h
 	}
 	return h % partitions
+}
+
+// ParseStateKey reads a share coordinator key, "group:topicId:partition"
+// (FindCoordinator v6 key type 2, KIP-932), as Kafka's
+// SharePartitionKey.getInstance does: exactly three parts, the topic id
+// in Kafka's text form, the partition a non-negative number.
+func ParseStateKey(s string) (StateKey, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 || parts[0] == "" {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q is not group:topicId:partition", s)
+	}
+	id, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(id) != 16 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q: bad topic id", s)
+	}
+	p, err := strconv.ParseInt(parts[2], 10, 32)
+	if err != nil || p < 0 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q: bad partition", s)
+	}
+	k := StateKey{Group: parts[0], Partition: int32(p)}
+	copy(k.TopicID[:], id)
+	return k, nil
 }
 
 // StateCoordinator is the share coordinator of the __share_group_state
