@@ -22,7 +22,7 @@ package admin
 //     on a leader, and on a follower too, whose high watermark is
 //     min(the leader's, its own LEO), as in Kafka: a follower does not
 //     learn the leader's LEO, so a lagging follower is not shown here.
-//   - IsFuture: false (no AlterReplicaLogDirs here).
+//   - IsFuture: false (AlterReplicaLogDirs moves nothing: one log dir).
 //
 // TotalBytes and UsableBytes are statfs(2)'s blocks and blocks available to
 // an unprivileged user, times the fragment size, as Java's FileStore

@@ -108,6 +108,7 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	reg.Register(kmsg.DeleteRecords, 0, 2, h.handleDeleteRecords)
 	reg.Register(kmsg.DescribeCluster, 0, 2, h.handleDescribeCluster)
 	reg.Register(kmsg.DescribeLogDirs, 0, 5, h.handleDescribeLogDirs)
+	reg.Register(kmsg.AlterReplicaLogDirs, 0, 2, h.handleAlterReplicaLogDirs)
 	reg.Register(kmsg.DescribeTopicPartitions, 0, 0, h.handleDescribeTopicPartitions)
 	reg.Register(kmsg.ListConfigResources, 0, 1, h.handleListConfigResources)
 	reg.Register(kmsg.UnregisterBroker, 0, 0, h.handleUnregisterBroker)

@@ -295,6 +295,15 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 			}
 			return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe log dirs")
 		}}),
+		kmsg.AlterReplicaLogDirs: one(authzCall{build(func(r *kmsg.AlterReplicaLogDirsRequest) {
+			d := kmsg.NewAlterReplicaLogDirsRequestDir()
+			d.Dir = "/nowhere"
+			dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			dt.Topic, dt.Partitions = fxTopic, []int32{0}
+			d.Topics = append(d.Topics, dt)
+			r.Dirs = append(r.Dirs, d)
+		}), wantCode(kerr.ClusterAuthorizationFailed, "alter replica log dirs",
+			func(r *kmsg.AlterReplicaLogDirsResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })}),
 		kmsg.DescribeTopicPartitions: {calls: []authzCall{
 			{kmsg.NewPtrDescribeTopicPartitionsRequest(), func(resp kmsg.Response) error { // every topic
 				if r := resp.(*kmsg.DescribeTopicPartitionsResponse); len(r.Topics) != 0 || r.NextCursor != nil {

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -121,5 +124,63 @@ func TestDescribeLogDirs(t *testing.T) {
 	}
 	if _, ok := d.Topics["dirs-b"][2]; !ok {
 		t.Fatalf("dirs-b 2 missing: %+v", d.Topics)
+	}
+}
+
+// TestAlterReplicaLogDirs: on a node with one log dir, AlterReplicaLogDirs
+// (raw kmsg: kadm's AlterReplicaLogDirs sends the same request) answers as
+// Kafka's single-log-dir broker: a partition it holds, asked into the dir
+// DescribeLogDirs names, NONE (nothing moves); another dir
+// LOG_DIR_NOT_FOUND; a partition it does not hold REPLICA_NOT_AVAILABLE.
+func TestAlterReplicaLogDirs(t *testing.T) {
+	n := testnode.Start(t, t.TempDir())
+	cl := newClient(t, n.KafkaAddr())
+	ctx := ctxT(t, 60*time.Second)
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 2, 1, nil, "move-me"); err != nil || resp.Err != nil {
+		t.Fatal(err, resp.Err)
+	}
+	var logDir string
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, 0, kadm.TopicsSet{"move-me": {0: {}, 1: {}}})
+		if err != nil || len(dirs) != 1 {
+			return false
+		}
+		for d, ld := range dirs {
+			logDir = d
+			return len(ld.Topics["move-me"]) == 2
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("DescribeLogDirs never showed move-me's partitions: %v", err)
+	}
+	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	for _, d := range []struct {
+		dir   string
+		parts []int32
+	}{{logDir, []int32{0, 7}}, {"/elsewhere", []int32{1}}} {
+		rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+		rd.Dir = d.dir
+		rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+		rt.Topic, rt.Partitions = "move-me", d.parts
+		rd.Topics = append(rd.Topics, rt)
+		req.Dirs = append(req.Dirs, rd)
+	}
+	resp, err := req.RequestWith(ctx, cl.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]int16{}
+	for _, rt := range resp.Topics {
+		if rt.Topic != "move-me" {
+			t.Fatalf("answer for topic %q", rt.Topic)
+		}
+		for _, p := range rt.Partitions {
+			got[p.Partition] = p.ErrorCode
+		}
+	}
+	want := map[int32]int16{0: 0, 7: kerr.ReplicaNotAvailable.Code, 1: kerr.LogDirNotFound.Code}
+	if len(resp.Topics) != 1 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("AlterReplicaLogDirs v%d: %v, want %v", resp.Version, got, want)
 	}
 }
