@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,6 +181,21 @@ func (c *rawClient) write(p []byte) {
 	if _, err := c.nc.Write(p); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
+}
+
+// sendRefused sends a request the server must refuse by closing the
+// connection, and checks that it does. The server may close as soon as it
+// has read the frame's size, while a large frame is still being written:
+// the write then fails with a reset or a broken pipe, which is that close.
+func (c *rawClient) sendRefused(req kmsg.Request, corr int32) {
+	c.t.Helper()
+	if _, err := c.nc.Write(c.frame(req, corr)); err != nil {
+		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			return
+		}
+		c.t.Fatalf("write: %v", err)
+	}
+	c.expectClosed()
 }
 
 // readFrame reads one response frame and returns its correlation id and the

@@ -55,8 +55,7 @@ func TestSASLReceiveBeforeAuthenticationIsCapped(t *testing.T) {
 	ts := startServerListener(t, ln, ServerConfig{AuthObserver: obs}, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{loginMech{}}}, RegisterSASL)
 
 	c := dialRaw(t, ts.addr)
-	c.send(bigApiVersions(600<<10), 1)
-	c.expectClosed()
+	c.sendRefused(bigApiVersions(600<<10), 1)
 	ts.logs.waitLine(t, "closing connection", "sasl.server.max.receive.size", "524288")
 	if n := obs.failed.Load(); n != 1 {
 		t.Fatalf("%d failed authentications counted, want 1 (Kafka counts an oversized receive as one)", n)
