@@ -6,9 +6,10 @@ VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 DATA_DIR      ?= ./data
 FUZZTIME      ?= 30s
 TEST_TIMEOUT  ?= 25m
-# Test packages run at once: most of a process test's time is spent waiting
-# (failovers, sessions, polls), so three keep two cores busier than two do.
-TEST_PARALLEL ?= 3
+# Test packages run at once (go test -p). Three ran make test in 877 s here
+# but failed three timing-sensitive process tests under the load (a NATS
+# server kill's p999, a bucket sweep's 30 s wait); two is the default.
+TEST_PARALLEL ?= 2
 BENCHTIME     ?= 1x
 
 export CGO_ENABLED ?= 1
