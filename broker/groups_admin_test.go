@@ -102,7 +102,10 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if d := described["active"]; d.State != "Stable" || d.ProtocolType != "consumer" || len(d.Members) != 1 {
 		t.Fatalf("describe active: %+v", d)
 	}
-	if d := described["nope"]; d.State != "Dead" || d.Err != nil {
+	// DescribeGroups v6 (KIP-1043, which kadm sends): an unknown group is
+	// Dead with GROUP_ID_NOT_FOUND and a message naming it; v5 and below
+	// answer Dead with no error (TestGroupErrorMessages in group/).
+	if d := described["nope"]; d.State != "Dead" || !errors.Is(d.Err, kerr.GroupIDNotFound) || d.ErrMessage != "Group nope not found." {
 		t.Fatalf("describe unknown: %+v", d)
 	}
 
