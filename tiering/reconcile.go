@@ -12,21 +12,31 @@ import (
 )
 
 // reconcilePartition brings a led partition's bucket prefix in line with its
-// metadata: CopyStarted records older than the grace period (an upload cut
-// off by a crash or a change of leader) are deleted with their objects,
+// metadata: abandoned CopyStarted records (an upload cut off by a crash, a
+// shutdown or a change of leader) are deleted with their objects,
 // interrupted deletes are finished, and objects that no record references
 // are deleted once older than the grace period (the grace covers an upload
 // whose CopyStarted record this node's cache has not seen yet).
+//
+// A CopyStarted record is abandoned once it is older than the grace period,
+// or at once when its leader epoch is below this leader's: its writer can
+// never commit it (PutRemoteSegment fences CopyFinished by epoch), so it
+// would only wait out the grace. An object such a writer still puts after
+// the record is gone is unreferenced and goes after the grace.
 func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix string, logger *slog.Logger) {
 	now := m.now()
 	for _, rec := range m.meta.ListRemoteSegments(t.id, t.rep.Partition()) {
-		stale := rec.State == controlplane.CopyStarted && now.Sub(rec.UpdatedAt) > m.cfg.OrphanGrace
+		stale := rec.State == controlplane.CopyStarted && (now.Sub(rec.UpdatedAt) > m.cfg.OrphanGrace || rec.LeaderEpoch < t.epoch)
 		if !stale && rec.State != controlplane.DeleteStarted && rec.State != controlplane.DeleteFinished {
 			continue
 		}
 		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
 			logger.Warn("reconciler: removing an abandoned remote segment failed", "segment", rec.SegmentID, "err", err)
 			continue
+		}
+		if stale {
+			logger.Info("reconciler: removed an abandoned upload", "segment", rec.SegmentID, "base_offset", rec.BaseOffset,
+				"upload_leader_epoch", rec.LeaderEpoch, "leader_epoch", t.epoch)
 		}
 		m.stats.orphansDeleted.Add(1)
 	}

@@ -281,3 +281,28 @@ func bucketMatchesMetadata(t testing.TB, n *broker.Node, mc *minio.Client, bucke
 	t.Helper()
 	return bucketMatchesRemoteLog(t, n.RemoteLog(), mc, bucket)
 }
+
+// waitBucketMatches waits until node n's bucket matches its remote metadata
+// and fails with the last mismatch and the remote records otherwise.
+func waitBucketMatches(t testing.TB, d time.Duration, n *broker.Node, mc *minio.Client, bucket string) {
+	t.Helper()
+	var last string
+	if err := proctest.Poll(d, 100*time.Millisecond, func() bool {
+		last = bucketMatchesMetadata(t, n, mc, bucket)
+		return last == ""
+	}); err != nil {
+		rl := n.RemoteLog()
+		var recs []string
+		for _, id := range rl.RemoteTopicIDs() {
+			for _, p := range rl.RemotePartitions(id) {
+				for _, s := range rl.ListRemoteSegments(id, p) {
+					if s.State != controlplane.CopyFinished {
+						recs = append(recs, fmt.Sprintf("%s [%d,%d] %v epoch %d updated %v ago", s.SegmentID, s.BaseOffset, s.EndOffset,
+							s.State, s.LeaderEpoch, time.Since(s.UpdatedAt).Round(time.Millisecond)))
+					}
+				}
+			}
+		}
+		t.Fatalf("the bucket does not match the remote metadata after %v: %s\nrecords not CopyFinished: %v", d, last, recs)
+	}
+}

@@ -115,8 +115,6 @@ func TestDeleteRecordsUndoneAfterAFailoverS3(t *testing.T) {
 		t.Fatalf("purge: %+v %v", p, err)
 	}
 	mc := minioClient(t, env.srv.Endpoint)
-	waitFor(t, 30*time.Second, "the bucket to match the metadata", func() bool {
-		return bucketMatchesMetadata(t, survivor, mc, env.bucket) == ""
-	})
+	waitBucketMatches(t, 30*time.Second, survivor, mc, env.bucket)
 	consumeFranz(t, addr, topic, cut, n)
 }

@@ -69,9 +69,7 @@ func TestColdReplayS3(t *testing.T) {
 	t.Logf("librdkafka replay done at %v", time.Since(start))
 
 	mc := minioClient(t, env.srv.Endpoint)
-	waitFor(t, 30*time.Second, "the bucket to match the remote metadata", func() bool {
-		return bucketMatchesMetadata(t, n, mc, env.bucket) == ""
-	})
+	waitBucketMatches(t, 30*time.Second, n, mc, env.bucket)
 }
 
 // consumeConfluent reads partition 0 of topic from the beginning with
