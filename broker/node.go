@@ -415,6 +415,9 @@ func (n *Node) flushLoop(ctx context.Context) {
 				n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 			}
 		}
+		if err := n.replicas.CheckpointHighWatermarks(false); err != nil {
+			n.logger.Error("high watermark checkpoint failed", "err", err)
+		}
 		n.moveAwayFromOfflineLogs(ctx)
 		n.reportOffline(ctx)
 	})

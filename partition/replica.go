@@ -56,8 +56,17 @@ type Options struct {
 	// WritebackBytes is segment.Config.WritebackBytes (the broker's
 	// log_writeback_bytes); 0 leaves writeback to the kernel.
 	WritebackBytes int64
-	// HWCheckpointInterval is how often, at most, MaybeFlush writes the
-	// high watermark checkpoint when the high watermark moved (Kafka's
+	// HWCheckpoints is the log dir's high watermark checkpoint
+	// (hw_checkpoint.go), which the replica registers with; its owner
+	// writes it. Nil gives the replica a private one in Dir, written by
+	// MaybeFlush every HWCheckpointInterval and by Close.
+	HWCheckpoints *HWCheckpoints
+	// TopicID is the topic's id, recorded with the checkpoint entry so
+	// that a topic re-created under the same name never takes an old
+	// entry; zero when unknown.
+	TopicID [16]byte
+	// HWCheckpointInterval is how often, at most, MaybeFlush writes a
+	// private checkpoint when the high watermark moved (Kafka's
 	// replica.high.watermark.checkpoint.interval.ms). Default
 	// DefaultHWCheckpointInterval.
 	HWCheckpointInterval time.Duration
@@ -79,14 +88,15 @@ type Options struct {
 // appendMu; reads go to the segment log concurrently.
 //
 // It opens as a follower at Options.LeaderEpoch, with the high watermark
-// of its checkpoint (hw_checkpoint.go), and leads only once SetLeadership
+// of its log dir's checkpoint (hw_checkpoint.go), and leads only once SetLeadership
 // makes it leader.
 //
 // Locks, in the order they are taken (a goroutine holding one may take
 // only those below it; never the other way round):
 //
 //	appendMu    serialises the log's writers: appends, truncation, resets, role changes to leader, Close
-//	ckpt        serialises writes of the high watermark checkpoint
+//	(HWCheckpoints.wmu: a checkpoint write, which reads each replica's ckpt and mu)
+//	ckpt        the high watermark last given to a checkpoint write
 //	mu          the role, epoch, high watermark, assignment and follower progress; held briefly, no I/O under it
 //	remote      the tiering manager's remote state; a leaf (taken alone or under appendMu, never under mu)
 //
@@ -142,12 +152,15 @@ type Replica struct {
 	// (watch.go).
 	watch watchers
 
-	// ckpt is the high watermark checkpoint's state (hw_checkpoint.go).
+	// ckpts is the high watermark checkpoint the replica is registered
+	// with (hw_checkpoint.go); private when the replica owns it.
+	ckpts   *HWCheckpoints
+	private bool
+	topicID [16]byte // Options.TopicID
+	// ckpt is the replica's side of the checkpoint.
 	ckpt struct {
 		sync.Mutex
-		hw       int64         // the value in the file; -1 when there is none
-		at       time.Time     // when it was last written
-		interval time.Duration // Options.HWCheckpointInterval
+		hw int64 // the value last given to a write (or read at Open); -1 when none
 	}
 
 	mu struct {
@@ -272,21 +285,21 @@ func Open(opts Options) (*Replica, error) {
 	// unflushed tail can leave the checkpoint past the log end; it is then
 	// rewritten at once, or records appended later at those offsets would
 	// count as committed at the next open.
-	r.ckpt.interval = opts.HWCheckpointInterval
-	if r.ckpt.interval <= 0 {
-		r.ckpt.interval = DefaultHWCheckpointInterval
+	r.ckpts, r.topicID = opts.HWCheckpoints, opts.TopicID
+	if r.ckpts == nil {
+		r.ckpts = OpenHWCheckpoints(opts.Dir, HWCheckpointOptions{Interval: opts.HWCheckpointInterval, Now: opts.Now, Logger: r.logger})
+		r.private = true
 	}
-	ckpt, ok, err := readHWCheckpoint(opts.Dir, opts.Topic, opts.Partition)
-	if err != nil {
-		r.logger.Warn("high watermark checkpoint unreadable; opening at the log start", "err", err)
-	}
+	ckpt, ok, old := r.openCheckpoint(opts)
 	r.mu.hw = openingHW(ckpt, ok, l.LogStartOffset(), l.LogEndOffset())
 	r.ckpt.hw = -1
 	if ok {
 		r.ckpt.hw = ckpt
 	}
-	if ok && r.ckpt.hw != r.mu.hw {
-		if err := r.CheckpointHW(); err != nil {
+	r.ckpts.register(r, old)
+	if ok && ckpt != r.mu.hw {
+		if err := r.ckpts.WriteNow(); err != nil {
+			r.ckpts.closed(r, hwEntry{}, false)
 			l.Close()
 			return nil, err
 		}
@@ -640,9 +653,10 @@ func (r *Replica) LogErr() error { return r.log.Err() }
 // it is due (called periodically by the owner).
 func (r *Replica) MaybeFlush() error {
 	err := r.log.MaybeFlush()
-	r.ckpt.Lock()
-	defer r.ckpt.Unlock()
-	if e := r.checkpointHWLocked(false); err == nil {
+	if !r.private {
+		return err // the checkpoint's owner writes it
+	}
+	if e := r.ckpts.MaybeWrite(); err == nil {
 		err = e
 	}
 	return err
@@ -667,9 +681,15 @@ func (r *Replica) Close() error {
 	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 0); err != nil {
 		r.logger.Warn("producer state snapshot at close failed", "err", err)
 	}
-	if err := r.CheckpointHW(); err != nil {
-		r.logger.Warn("high watermark checkpoint at close failed", "err", err)
+	if r.private {
+		if err := r.ckpts.WriteNow(); err != nil {
+			r.logger.Warn("high watermark checkpoint at close failed", "err", err)
+		}
 	}
+	// A shared checkpoint keeps the last value until its owner forgets
+	// the partition, and writes it at its next write.
+	e, ok := r.checkpointEntry()
+	r.ckpts.closed(r, e, ok)
 	return r.log.Close()
 }
 

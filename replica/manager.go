@@ -119,6 +119,10 @@ type Manager struct {
 	logger          *slog.Logger
 	now             func() time.Time
 	fetchers        *fetchers
+	// hwCkpts is the log dir's high watermark checkpoint, shared by every
+	// replica here (partition/hw_checkpoint.go): one file written every
+	// interval, not one per partition.
+	hwCkpts *partition.HWCheckpoints
 
 	reconcileCh chan struct{} // a queued Reconcile for Run
 	isrCh       chan struct{} // a queued ISR check for isrLoop (isrSoon)
@@ -161,6 +165,7 @@ func New(cfg Config, md Metadata) *Manager {
 		m.openParallelism = defaultOpenParallelism
 	}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
+	m.hwCkpts = partition.OpenHWCheckpoints(cfg.LogsDir, partition.HWCheckpointOptions{Logger: logger})
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
 	m.mu.failed = map[replicaKey]failedOpen{}
@@ -304,6 +309,7 @@ func (r *Manager) Reconcile() error {
 		if err := rep.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		r.hwCkpts.Forget(rep.Topic(), rep.Partition())
 		if err := os.RemoveAll(dropDirs[i]); err != nil {
 			errs = append(errs, err)
 		}
@@ -417,6 +423,10 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	}
 	_, statErr := os.Stat(dir)
 	newDir := errors.Is(statErr, fs.ErrNotExist)
+	if newDir {
+		// A checkpoint entry of a directory since lost is no bound on this one.
+		r.hwCkpts.Forget(t.Name, st.Partition)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -426,6 +436,7 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	rep, err := partition.Open(partition.Options{
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),
 		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger, WritebackBytes: r.writeback,
+		HWCheckpoints: r.hwCkpts, TopicID: t.ID,
 		OnISRExpandable: r.isrSoon, ProducerIDExpiration: r.pidExpiration,
 	})
 	if err != nil {
@@ -569,7 +580,20 @@ func (r *Manager) Close() error {
 	for _, rep := range reps {
 		errs = append(errs, rep.Close())
 	}
+	// Every replica's last high watermark, in one write.
+	if err := r.hwCkpts.WriteNow(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// CheckpointHighWatermarks writes the high watermark checkpoint if it is
+// due (the node calls it periodically) or, with now, at once.
+func (r *Manager) CheckpointHighWatermarks(now bool) error {
+	if now {
+		return r.hwCkpts.WriteNow()
+	}
+	return r.hwCkpts.MaybeWrite()
 }
 
 // Local returns the local replica of a partition whatever its role (tools

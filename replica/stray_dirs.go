@@ -20,6 +20,12 @@ import (
 // is loaded (Store.Open waits for it), and never one an open replica uses.
 // It is called at the first Reconcile, under reconcileMu.
 func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) error {
+	// High watermark entries of partitions no longer assigned here go
+	// too, directory or not.
+	r.hwCkpts.ForgetUnless(func(topic string, p int32) bool {
+		_, assigned := want[replicaKey{topic, p}]
+		return assigned
+	})
 	entries, err := os.ReadDir(r.logsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -61,6 +67,7 @@ func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[repl
 			continue
 		}
 		r.logger.Info("removing a stray partition directory", "dir", dir, "topic_id", id, "reason", why)
+		r.hwCkpts.Forget(k.topic, k.partition)
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}

@@ -3,6 +3,8 @@ package clustertest
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +37,8 @@ func nodeOpenFiles(tb testing.TB, n *proctest.Node) int {
 // 300-partition RF=3 topic open at most maxFilesPerPartition descriptors
 // per partition (issue 23: three, the .log, .index and .timeindex of each
 // active segment, so 10,000 partitions could not open under a 20,000 fd
-// limit). A count, not a time.
+// limit). A count, not a time. Then one high watermark checkpoint per
+// node lists every partition, and no partition directory holds its own.
 func TestNodeFilesPerPartition(t *testing.T) {
 	const parts = 300
 	c := proctest.StartCluster(t, shaleBin, []int32{1, 2, 3}, proctest.ClusterName("files per partition"))
@@ -85,6 +88,46 @@ func TestNodeFilesPerPartition(t *testing.T) {
 		if per > maxFilesPerPartition {
 			t.Errorf("node %d holds %.2f fds per partition (%d more for %d partitions), want <= %.1f",
 				id, per, n-before[id], parts, maxFilesPerPartition)
+		}
+	}
+
+	// One high watermark checkpoint per node, not one per partition: a
+	// record in every partition, then each node's log dir file lists all
+	// of them at high watermark 1 and no partition directory holds one.
+	var recs []*kgo.Record
+	for p := range int32(parts) {
+		recs = append(recs, &kgo.Record{Topic: "files", Partition: p, Value: []byte("v")})
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range c.IDs() {
+		logs := filepath.Join(c.Node(id).DataDir(), "logs")
+		if err := proctest.Poll(30*time.Second, 200*time.Millisecond, func() bool {
+			b, err := os.ReadFile(filepath.Join(logs, "replication-offset-checkpoint"))
+			last = fmt.Sprintf("%v", err)
+			if err != nil {
+				return false
+			}
+			at1 := 0
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) == 4 && f[0] == "files" && f[2] == "1" {
+					at1++
+				}
+			}
+			last = fmt.Sprintf("%d of %d partitions at high watermark 1", at1, parts)
+			return at1 == parts
+		}); err != nil {
+			t.Fatalf("node %d: the log dir's high watermark checkpoint: %v (%s)", id, err, last)
+		}
+		per, _ := filepath.Glob(filepath.Join(logs, "files-*", "replication-offset-checkpoint"))
+		if len(per) != 0 {
+			t.Fatalf("node %d: %d partition directories hold a checkpoint of their own, e.g. %s", id, len(per), per[0])
 		}
 	}
 	c.CheckNoPanic()
