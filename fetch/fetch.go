@@ -332,7 +332,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
 		waitFrom := time.Now()
-		woken := waitAny(ctx, waits.chans, time.Until(deadline))
+		woken := waitAny(ctx, req.Draining(), waits.chans, time.Until(deadline))
 		req.Waited(time.Since(waitFrom))
 		if fc.kind == sessionIncremental {
 			// Read again what was read, and what changed since.
@@ -764,8 +764,9 @@ func checkEpoch(requested, current int32) int16 {
 	return 0
 }
 
-// waitAny blocks until one of chans is closed (true), or d passes or ctx ends (false).
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+// waitAny blocks until one of chans is closed (true), or d passes, ctx
+// ends or drain is closed (false: the server is stopping).
+func waitAny(ctx context.Context, drain <-chan struct{}, chans []<-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		return false
 	}
@@ -779,16 +780,19 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool
 			return false
 		case <-ctx.Done():
 			return false
+		case <-drain:
+			return false
 		}
 	}
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases := make([]reflect.SelectCase, 0, len(chans)+3)
 	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(drain)})
 	for _, c := range chans {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
 	}
 	i, _, _ := reflect.Select(cases)
-	return i >= 2
+	return i >= 3
 }
 
 // encodeFetch writes the response body for version v (4-18), with the

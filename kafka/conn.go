@@ -117,7 +117,7 @@ func newConn(s *Server, nc net.Conn, id uint64, l *Listener) *conn {
 		c.nc = tls.Server(nc, l.TLS)
 		c.tls = true
 	}
-	c.info = ConnInfo{ID: id, Listener: l.Name, Remote: nc.RemoteAddr(), Principal: AnonymousPrincipal}
+	c.info = ConnInfo{ID: id, Listener: l.Name, Remote: nc.RemoteAddr(), Principal: AnonymousPrincipal, draining: s.closing}
 	c.log = s.log.With("conn", id, "listener", l.Name, "remote", c.info.Remote.String())
 	if l.SASL != nil {
 		c.info.sasl = newSASLState(l, c.log, &s.handshakeLog, s.cfg.AuthObserver)

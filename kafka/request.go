@@ -45,6 +45,18 @@ type Request struct {
 	throttle time.Duration
 }
 
+// Draining is closed once the server starts a graceful shutdown: the
+// requests already read are still answered, so a handler parked waiting
+// for data (a Fetch's long poll) should answer with what it has rather
+// than hold the shutdown for the rest of its wait. Nil (never closed) for a
+// request that came on no server connection.
+func (r *Request) Draining() <-chan struct{} {
+	if r.Conn == nil {
+		return nil
+	}
+	return r.Conn.draining
+}
+
 // Waited reports that the handler spent d of its run waiting for data
 // rather than working: a Fetch long-polling until min_bytes are ready or
 // max_wait_ms passes, or blocked on reads of remote segments that run on
@@ -83,6 +95,9 @@ type ConnInfo struct {
 	TokenAuthenticated bool
 	// TLS is set on a connection of a TLS listener.
 	TLS bool
+
+	// draining is the server's closing channel (Request.Draining).
+	draining <-chan struct{}
 
 	// software is what the client's ApiVersions v3+ request named itself
 	// (KIP-511), nil before; the ApiVersions handler sets it.

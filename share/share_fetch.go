@@ -242,7 +242,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 			m.mu.Unlock()
 		}
 		if r.ShareSessionEpoch != -1 && !renewOnly {
-			m.acquireAll(ctx, member, r, order)
+			m.acquireAll(ctx, req.Draining(), member, r, order)
 		}
 		for _, fp := range order {
 			if fp.sp != nil {
@@ -330,7 +330,7 @@ func (m *Manager) resolve(ctx context.Context, req *kafka.Request, group string,
 
 // acquireAll reads and acquires records for the session's partitions,
 // waiting up to MaxWaitMillis while nothing can be acquired.
-func (m *Manager) acquireAll(ctx context.Context, member string, r *kmsg.ShareFetchRequest, parts []*fetchPart) {
+func (m *Manager) acquireAll(ctx context.Context, drain <-chan struct{}, member string, r *kmsg.ShareFetchRequest, parts []*fetchPart) {
 	deadline := time.Now().Add(time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond)
 	maxRecords := int(r.MaxRecords)
 	if maxRecords <= 0 {
@@ -365,10 +365,15 @@ func (m *Manager) acquireAll(ctx context.Context, member string, r *kmsg.ShareFe
 			left = min(left, max(time.Until(exp), time.Millisecond))
 		}
 		t := time.NewTimer(left)
-		cases := append(waits, wake)
+		cases := append(waits, wake, drain)
 		waitAny(ctx, cases, t.C)
 		t.Stop()
 		m.expireAll(time.Now().UnixMilli())
+		select {
+		case <-drain:
+			return // the server is stopping: answer with what there is
+		default:
+		}
 	}
 }
 
