@@ -361,7 +361,7 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 		kmsg.OffsetCommit: one(authzCall{build(func(r *kmsg.OffsetCommitRequest) {
 			r.Group, r.Generation = fxGroup, -1
 			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = fxTopic
+			t.Topic, t.TopicID = fxTopic, fxID // by name to v9, by id from v10
 			p := kmsg.NewOffsetCommitRequestTopicPartition()
 			p.Offset = 0
 			t.Partitions = append(t.Partitions, p)

@@ -1,6 +1,6 @@
 package group
 
-// OffsetCommit (key 8), versions 0-9.
+// OffsetCommit (key 8), versions 0-10.
 //
 //   - v1: Generation, MemberID (and a per-partition timestamp, ignored).
 //   - v2-v4: RetentionTimeMillis (ignored: offsets live until deleted).
@@ -13,6 +13,11 @@ package group
 //     member's previous and current one when every partition committed is
 //     still the member's (a commit sent before the heartbeat answer that
 //     moved it on, as KIP-1251 allows).
+//   - v10: topics by TopicID instead of name, in the request and the
+//     answer (KIP-848, KAFKA-14690). An id no topic has is UNKNOWN_TOPIC_ID
+//     for its partitions, not committed, and decided before the topic
+//     ACLs, as Kafka does. Offsets are kept by topic name, as for v0-v9,
+//     so OffsetFetch answers them whichever version committed them.
 //
 // A commit with generation -1 and no member id is a simple commit,
 // accepted only while the group has no members. Otherwise the member must
@@ -30,7 +35,8 @@ package group
 // With an authorizer it needs Read on the group (else every partition is
 // GROUP_AUTHORIZATION_FAILED) and Read on each topic: the partitions of a
 // topic refused are TOPIC_AUTHORIZATION_FAILED and not committed, the others
-// are.
+// are. A request whose topics are all refused (unknown ids, or denied)
+// is answered without the group, as Kafka answers it.
 
 import (
 	"context"
@@ -64,11 +70,23 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 	r := req.Msg.(*kmsg.OffsetCommitRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		// names[i] is r.Topics[i]'s name: its id's topic from v10, "" for
+		// an unknown id (answered UNKNOWN_TOPIC_ID, not committed).
+		byID := req.Version >= 10
+		view := c.topicView()
+		names := make([]string, len(r.Topics))
+		for i, t := range r.Topics {
+			names[i] = t.Topic
+			if byID {
+				names[i] = view.byID[t.TopicID]
+			}
+		}
+		unknown := func(i int) bool { return byID && names[i] == "" }
 		failAll := func(code int16) kmsg.Response {
 			resp.Topics = resp.Topics[:0]
 			for _, t := range r.Topics {
 				rt := kmsg.NewOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
 				for _, p := range t.Partitions {
 					rp := kmsg.NewOffsetCommitResponseTopicPartition()
 					rp.Partition, rp.ErrorCode = p.Partition, code
@@ -85,12 +103,34 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
 		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
-			for _, t := range r.Topics {
-				if !yield(t.Topic) {
+			for i, name := range names {
+				if !unknown(i) && !yield(name) {
 					return
 				}
 			}
 		})
+		refused := func(i int) int16 {
+			switch {
+			case unknown(i):
+				return kerr.UnknownTopicID.Code
+			case denied[names[i]]:
+				return kerr.TopicAuthorizationFailed.Code
+			}
+			return 0
+		}
+		committable := false
+		for i := range r.Topics {
+			committable = committable || refused(i) == 0
+		}
+		if len(r.Topics) > 0 && !committable {
+			failAll(0)
+			for ti := range resp.Topics {
+				for pi := range resp.Topics[ti].Partitions {
+					resp.Topics[ti].Partitions[pi].ErrorCode = refused(ti)
+				}
+			}
+			return resp, nil
+		}
 		simple := r.MemberID == "" && (req.Version < 1 || r.Generation < 0)
 		rn, err := c.lookup(r.Group, simple)
 		switch {
@@ -100,18 +140,20 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			return failAll(kerr.UnknownMemberID.Code), nil // a member's commit to a group that does not exist
 		}
 		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation, version: req.Version}
-		if view := c.topicView(); len(view.byName) > 0 {
+		if len(view.byName) > 0 {
 			cr.topicIDs = map[string]topicID{}
-			for _, t := range r.Topics {
-				cr.topicIDs[t.Topic] = view.byName[t.Topic].ID
+			for i, name := range names {
+				if !unknown(i) {
+					cr.topicIDs[name] = view.byName[name].ID
+				}
 			}
 		}
 		if req.Version < 1 {
 			cr.generation = -1
 		}
-		for _, t := range r.Topics {
-			if denied[t.Topic] {
-				continue // answered TOPIC_AUTHORIZATION_FAILED, not committed
+		for i, t := range r.Topics {
+			if refused(i) != 0 {
+				continue // answered UNKNOWN_TOPIC_ID or TOPIC_AUTHORIZATION_FAILED, not committed
 			}
 			for _, p := range t.Partitions {
 				md := ""
@@ -122,7 +164,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 				if req.Version < 6 {
 					epoch = -1
 				}
-				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
+				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{names[i], p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
 			}
 		}
 		var written map[topicPartition]offsetEntry // set on the group's goroutine, read by then
@@ -134,8 +176,8 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			failAll(0)
 			for ti := range resp.Topics {
 				for pi := range resp.Topics[ti].Partitions {
-					if denied[resp.Topics[ti].Topic] {
-						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
+					if code := refused(ti); code != 0 {
+						resp.Topics[ti].Partitions[pi].ErrorCode = code
 						continue
 					}
 					resp.Topics[ti].Partitions[pi].ErrorCode = codes[i]

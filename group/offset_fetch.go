@@ -1,6 +1,6 @@
 package group
 
-// OffsetFetch (key 9), versions 0-9.
+// OffsetFetch (key 9), versions 0-10.
 //
 //   - v1: offsets from __consumer_offsets (v0 read ZooKeeper's; both are
 //     served the same here).  v2: top-level ErrorCode; null topics fetch
@@ -15,6 +15,13 @@ package group
 //     answering UNKNOWN_MEMBER_ID for an unknown member and
 //     STALE_MEMBER_EPOCH for an epoch that is not the member's; no member
 //     id (an admin client) is never checked.
+//   - v10: topics by TopicID instead of name, in the request and the
+//     answer (KIP-848, KAFKA-14691). An id no topic has answers
+//     UNKNOWN_TOPIC_ID for its partitions (offset -1), decided before the
+//     topic ACLs, as Kafka does. Offsets are kept by topic name, so those
+//     committed at any version are answered. Asked for every committed
+//     offset, a topic that no longer exists (no id to name it by) is left
+//     out, as Kafka leaves it out.
 //
 // A partition without a committed offset answers offset -1. A group this
 // node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
@@ -88,12 +95,25 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 		if req.Version >= 8 {
+			byID := req.Version >= 10
+			var view *topicView
+			if byID {
+				view = c.topicView()
+			}
 			for _, rg := range r.Groups {
 				var ts []fetchTopic
+				var unknownIDs []kmsg.OffsetFetchRequestGroupTopic // v10: answered UNKNOWN_TOPIC_ID
 				if rg.Topics != nil {
 					ts = []fetchTopic{}
 					for _, t := range rg.Topics {
-						ts = append(ts, fetchTopic{t.Topic, t.Partitions})
+						name := t.Topic
+						if byID {
+							if name = view.byID[t.TopicID]; name == "" {
+								unknownIDs = append(unknownIDs, t)
+								continue
+							}
+						}
+						ts = append(ts, fetchTopic{name, t.Partitions})
 					}
 				}
 				if !c.allowed(req, acl.OpDescribe, acl.Group(rg.Group)) {
@@ -116,6 +136,13 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				for _, t := range groupByTopic(got) {
 					ot := kmsg.NewOffsetFetchResponseGroupTopic()
 					ot.Topic = t[0].tp.topic
+					if byID {
+						meta, ok := view.byName[ot.Topic]
+						if !ok {
+							continue // a deleted topic's offsets: no id to name them by
+						}
+						ot.TopicID = meta.ID
+					}
 					for _, f := range t {
 						op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 						op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = f.tp.partition, -1, -1, kmsg.StringPtr("")
@@ -131,6 +158,19 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 						ot.Partitions = append(ot.Partitions, op)
 					}
 					og.Topics = append(og.Topics, ot)
+				}
+				if code == 0 {
+					for _, t := range unknownIDs {
+						ot := kmsg.NewOffsetFetchResponseGroupTopic()
+						ot.TopicID = t.TopicID
+						for _, p := range t.Partitions {
+							op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+							op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p, -1, -1, kmsg.StringPtr("")
+							op.ErrorCode = kerr.UnknownTopicID.Code
+							ot.Partitions = append(ot.Partitions, op)
+						}
+						og.Topics = append(og.Topics, ot)
+					}
 				}
 				resp.Groups = append(resp.Groups, og)
 			}
