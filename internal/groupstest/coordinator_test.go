@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/group"
@@ -17,12 +19,12 @@ import (
 )
 
 // commitOffset sends a simple OffsetCommit (no member, generation -1) of
-// topic-0 at offset to node id.
-func (c *cluster) commitOffset(ctx context.Context, id int32, grp, topic string, offset int64) error {
+// topic-0 (whose id is topicID) at offset to node id.
+func (c *cluster) commitOffset(ctx context.Context, id int32, grp, topic string, topicID [16]byte, offset int64) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = grp, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicID // by name to v9, by id from v10
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()
 	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
 	rt.Partitions = append(rt.Partitions, rp)
@@ -39,7 +41,7 @@ func (c *cluster) commitOffset(ctx context.Context, id int32, grp, topic string,
 }
 
 // fetchOffset asks node id for grp's committed offset of topic-0 (-1: none).
-func (c *cluster) fetchOffset(ctx context.Context, id int32, grp, topic string) (int64, error) {
+func (c *cluster) fetchOffset(ctx context.Context, id int32, grp, topic string, topicID [16]byte) (int64, error) {
 	// The client sends the highest version both sides support: fill the
 	// fields of v0-v7 and v8, read the answer of either.
 	req := kmsg.NewPtrOffsetFetchRequest()
@@ -50,7 +52,7 @@ func (c *cluster) fetchOffset(ctx context.Context, id int32, grp, topic string) 
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = grp
 	rgt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rgt.Topic, rgt.Partitions = topic, []int32{0}
+	rgt.Topic, rgt.TopicID, rgt.Partitions = topic, topicID, []int32{0} // by name to v9, by id from v10
 	rg.Topics = append(rg.Topics, rgt)
 	req.Groups = append(req.Groups, rg)
 	resp, err := c.request(ctx, id, req)
@@ -87,15 +89,16 @@ func (c *cluster) fetchOffset(ctx context.Context, id int32, grp, topic string) 
 type committer struct {
 	c          *cluster
 	grp, topic string
+	topicID    [16]byte
 	acked      atomic.Int64 // highest offset whose commit was answered OK
 	tries      atomic.Int64
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 }
 
-func (c *cluster) startCommitter(grp, topic string) *committer {
+func (c *cluster) startCommitter(grp, topic string, topicID [16]byte) *committer {
 	ctx, cancel := context.WithCancel(context.Background())
-	cm := &committer{c: c, grp: grp, topic: topic, cancel: cancel}
+	cm := &committer{c: c, grp: grp, topic: topic, topicID: topicID, cancel: cancel}
 	cm.wg.Add(1)
 	go func() { // ends on stop
 		defer cm.wg.Done()
@@ -110,7 +113,7 @@ func (c *cluster) startCommitter(grp, topic string) *committer {
 				}
 			}
 			cm.tries.Add(1)
-			if err := c.commitOffset(ctx, coord, grp, topic, next); err != nil {
+			if err := c.commitOffset(ctx, coord, grp, topic, topicID, next); err != nil {
 				coord = -1 // find it again; the same offset is committed again
 				sleepCtx(ctx, 20*time.Millisecond)
 				continue
@@ -178,7 +181,24 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 	}
 	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
 
-	cm := c.startCommitter(grp, topic)
+	// The committed topic exists: OffsetCommit and OffsetFetch v10 name it
+	// by its id.
+	acl, err := kgo.NewClient(kgo.SeedBrokers(c.node(1).Kafka(), c.node(2).Kafka(), c.node(3).Kafka()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acl.Close()
+	if resp, err := kadm.NewClient(acl).CreateTopic(ctx, 1, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+	}
+	var topicID [16]byte
+	if err := proctest.WaitFor(30*time.Second, func() bool {
+		topicID, err = proctest.TopicID(ctx, acl, topic)
+		return err == nil
+	}); err != nil {
+		t.Fatalf("id of %s: %v", topic, err)
+	}
+	cm := c.startCommitter(grp, topic, topicID)
 	cm.waitAcked(t, 50, 30*time.Second)
 
 	// The checker asks the coordinator for the committed offset and checks
@@ -197,7 +217,7 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 			coord, err := c.coordinator(checkCtx, grp)
 			if err == nil {
 				var got int64
-				if got, err = c.fetchOffset(checkCtx, coord, grp, topic); err == nil {
+				if got, err = c.fetchOffset(checkCtx, coord, grp, topic, topicID); err == nil {
 					checks.Add(1)
 					if got < floor {
 						behind.Add(1)
@@ -226,7 +246,7 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 			if newCoord, last = c.coordinator(ctx, grp); last != nil || newCoord == victim {
 				return false
 			}
-			first, last = c.fetchOffset(ctx, newCoord, grp, topic)
+			first, last = c.fetchOffset(ctx, newCoord, grp, topic, topicID)
 			return last == nil
 		}); err != nil {
 			t.Fatalf("round %d: no OffsetFetch answer after the kill of node %d: %v (last: %v)", round, victim, err, last)
@@ -252,7 +272,7 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 	if checks.Load() < 10 {
 		t.Fatalf("only %d OffsetFetch answers checked", checks.Load())
 	}
-	final, err := c.fetchOffset(ctx, mustCoordinator(t, c, ctx, grp), grp, topic)
+	final, err := c.fetchOffset(ctx, mustCoordinator(t, c, ctx, grp), grp, topic, topicID)
 	if err != nil || final < cm.acked.Load() {
 		t.Fatalf("final committed offset %d (%v), acknowledged %d", final, err, cm.acked.Load())
 	}
