@@ -152,17 +152,24 @@ func (ps *ProducerState) Check(h *batch.Header) (dup *batchMeta, err error) {
 }
 
 // CheckMarker decides whether a transaction marker for producer id at
-// epoch, written by a coordinator at coordinatorEpoch, may be appended, as
-// Kafka's appendEndTxnMarker does: not below the producer's epoch
-// (ErrProducerFenced), nor below the coordinator epoch of its last marker
-// (ErrCoordinatorFenced).
-func (ps *ProducerState) CheckMarker(id int64, epoch int16, coordinatorEpoch int32) error {
+// epoch, written by a coordinator at coordinatorEpoch for a transaction of
+// transactionVersion, may be appended, as Kafka's appendEndTxnMarker does:
+// not below the producer's epoch (ErrProducerFenced), nor below the
+// coordinator epoch of its last marker (ErrCoordinatorFenced). A
+// transactions v2 marker (transactionVersion 2, KIP-1228) carries the
+// epoch its end bumped to, so it must be above the producer's epoch, or at
+// it only when no transaction is open (the retry of a marker that was
+// written, KAFKA-19999).
+func (ps *ProducerState) CheckMarker(id int64, epoch int16, coordinatorEpoch int32, transactionVersion int8) error {
 	e, ok := ps.producers[id]
 	if !ok {
 		return nil
 	}
 	if epoch < e.Epoch {
 		return fmt.Errorf("%w: marker for producer %d at epoch %d < %d", ErrProducerFenced, id, epoch, e.Epoch)
+	}
+	if transactionVersion >= 2 && epoch == e.Epoch && e.TxnFirstOffset >= 0 {
+		return fmt.Errorf("%w: transactions v2 marker for producer %d at its open transaction's epoch %d", ErrProducerFenced, id, epoch)
 	}
 	if coordinatorEpoch < e.CoordinatorEpoch {
 		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d < %d", ErrCoordinatorFenced, id, coordinatorEpoch, e.CoordinatorEpoch)

@@ -22,6 +22,10 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool
+	// TransactionVersion is the transaction's (WriteTxnMarkers v2,
+	// KIP-1228): 2 for transactions v2, whose markers must be above the
+	// producer's epoch; 0 when unknown, as v0-v1 send it.
+	TransactionVersion int8
 }
 
 // ProducerInfo is one producer's state in this partition (DescribeProducers).
@@ -50,7 +54,8 @@ type txnRange struct{ First, Last int64 }
 // (.txnindex). The caller waits for replication with WaitCommitted
 // (res.LastOffset, res.LeaderEpoch).
 //
-// A marker at a producer epoch older than the producer's current one is
+// A marker at a producer epoch older than the producer's current one (a
+// transactions v2 marker: not above it while its transaction is open) is
 // ErrProducerFenced; one from a coordinator epoch older than the
 // producer's last marker's is ErrCoordinatorFenced. A replica that does
 // not lead is ErrNotLeader. Safe for concurrent use.
@@ -87,7 +92,7 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 	if !leader {
 		return AppendResult{}, ErrNotLeader
 	}
-	if err := r.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch); err != nil {
+	if err := r.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.TransactionVersion); err != nil {
 		return AppendResult{}, err
 	}
 	info, err := r.log.Append(records, epoch)

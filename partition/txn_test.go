@@ -459,3 +459,36 @@ func TestTxnAcrossLeaderChange(t *testing.T) {
 		t.Fatalf("old leader as follower: lso %d hw %d", lso, hw)
 	}
 }
+
+// TestTxnMarkerTransactionVersion2: a transactions v2 marker
+// (WriteTxnMarkers v2, KIP-1228) carries the epoch the end bumped to: at
+// the producer's epoch while its transaction is open it is refused
+// (ErrProducerFenced, INVALID_PRODUCER_EPOCH) and writes nothing, above it
+// it ends the transaction, and its retry at that epoch once the
+// transaction ended is taken (KAFKA-19999). A marker of an unknown version
+// (v0-v1) at the producer's epoch ends the transaction, as before.
+func TestTxnMarkerTransactionVersion2(t *testing.T) {
+	r := openTest(t, t.TempDir(), nil, nil)
+	defer r.Close()
+	appendTxn(t, r, 7, 2, 0, 1)
+	appendTxn(t, r, 8, 2, 0, 1)
+	end := r.Log().LogEndOffset()
+	if _, err := r.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 2, Commit: true, TransactionVersion: 2}); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("v2 marker at the open transaction's epoch: %v", err)
+	}
+	if r.Log().LogEndOffset() != end || producerInfo(t, r, 7).CurrentTxnStartOffset < 0 {
+		t.Fatalf("the refused marker was written: log end %d, producer %+v", r.Log().LogEndOffset(), producerInfo(t, r, 7))
+	}
+	marker(t, r, TxnMarker{ProducerID: 7, ProducerEpoch: 3, Commit: true, TransactionVersion: 2})
+	if got := producerInfo(t, r, 7); got.ProducerEpoch != 3 || got.CurrentTxnStartOffset != -1 {
+		t.Fatalf("after the v2 marker: %+v", got)
+	}
+	marker(t, r, TxnMarker{ProducerID: 7, ProducerEpoch: 3, Commit: true, TransactionVersion: 2}) // the retry
+	marker(t, r, TxnMarker{ProducerID: 8, ProducerEpoch: 2, Commit: true})                        // v0-v1: not below
+	if got := producerInfo(t, r, 8); got.CurrentTxnStartOffset != -1 {
+		t.Fatalf("after the v1 marker: %+v", got)
+	}
+	if _, err := r.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 2, TransactionVersion: 2}); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("v2 marker below the producer's epoch: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func (rm ReplicaMarkers) AppendMarker(ctx context.Context, tp TopicPartition, m 
 		return err
 	}
 	res, err := rep.AppendTxnMarker(partition.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit})
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Commit, TransactionVersion: m.TransactionVersion})
 	if err != nil {
 		return err
 	}

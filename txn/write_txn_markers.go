@@ -1,6 +1,6 @@
 package txn
 
-// WriteTxnMarkers (key 27), versions 0-1.
+// WriteTxnMarkers (key 27), versions 0-2.
 //
 //   - Sent by a transaction coordinator to the leader of each partition of
 //     a transaction that ends: the leader appends the COMMIT or ABORT
@@ -8,8 +8,17 @@ package txn
 //     answers once it is committed (acks=all). On a __consumer_offsets
 //     partition the group coordinator then applies (commit) or drops
 //     (abort) the producer's transactional offsets.
-//   - v1: flexible versions.  v2 (the transaction version, KIP-890 part
-//     2) is not served.
+//   - v1: flexible versions.
+//   - v2: TransactionVersion per marker (KIP-1228): the leader checks a
+//     transactions v2 marker (version 2) as Kafka 4.2+ does: its epoch,
+//     bumped by the end, must be above the producer's, or equal to it
+//     only once the transaction is no longer open (the retry of a marker
+//     written, KAFKA-19999), else INVALID_PRODUCER_EPOCH; v0-v1 and
+//     versions 0-1 keep the older rule (not below the producer's epoch).
+//     Shale's own coordinator (KafkaMarkers, over kgo, which picks v2)
+//     sends version 0, so its markers keep the older rule: its fence of
+//     a transactions v2 transaction at an exhausted epoch does not bump
+//     the epoch, which the v2 rule would refuse.
 //
 // Errors per partition: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 // NOT_ENOUGH_REPLICAS, and what the log answers (a marker from an older
@@ -37,6 +46,9 @@ type Marker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool
+	// TransactionVersion is the transaction's version (v2 of the request):
+	// 2 for transactions v2, 0 when the request does not say.
+	TransactionVersion int8
 }
 
 // MarkerLog is the partition leader's side of WriteTxnMarkers: the node's
@@ -57,7 +69,7 @@ type OffsetsCompletion interface {
 
 // RegisterWriteTxnMarkers serves WriteTxnMarkers on reg. groups may be nil.
 func RegisterWriteTxnMarkers(reg *kafka.Registry, log MarkerLog, groups OffsetsCompletion, az *authz.Authorizer) {
-	reg.Register(kmsg.WriteTxnMarkers, 0, 1, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
+	reg.Register(kmsg.WriteTxnMarkers, 0, 2, func(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 		r := req.Msg.(*kmsg.WriteTxnMarkersRequest)
 		if !az.Authorize(req, acl.OpClusterAction, acl.Cluster) {
 			return kafka.Reply{Response: markersRefused(r)}, nil
@@ -94,6 +106,9 @@ func writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest, log Ma
 	var wg sync.WaitGroup
 	for _, rm := range r.Markers {
 		m := Marker{ProducerID: rm.ProducerID, ProducerEpoch: rm.ProducerEpoch, CoordinatorEpoch: rm.CoordinatorEpoch, Commit: rm.Committed}
+		if r.Version >= 2 {
+			m.TransactionVersion = rm.TransactionVersion
+		}
 		out := kmsg.NewWriteTxnMarkersResponseMarker()
 		out.ProducerID = rm.ProducerID
 		for _, t := range rm.Topics {
