@@ -16,8 +16,9 @@ package group
 //   - v10: topics by TopicID instead of name, in the request and the
 //     answer (KIP-848, KAFKA-14690). An id no topic has is UNKNOWN_TOPIC_ID
 //     for its partitions, not committed, and decided before the topic
-//     ACLs, as Kafka does. Offsets are kept by topic name, as for v0-v9,
-//     so OffsetFetch answers them whichever version committed them.
+//     ACLs, as Kafka does; a partition the topic does not have is
+//     UNKNOWN_TOPIC_OR_PARTITION. Offsets are kept by topic name, as for
+//     v0-v9, so OffsetFetch answers them whichever version committed them.
 //
 // A commit with generation -1 and no member id is a simple commit,
 // accepted only while the group has no members. Otherwise the member must
@@ -109,24 +110,30 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 				}
 			}
 		})
-		refused := func(i int) int16 {
+		// refused is the code of partition p of r.Topics[i] when it is
+		// not committed, else 0.
+		refused := func(i int, p int32) int16 {
 			switch {
 			case unknown(i):
 				return kerr.UnknownTopicID.Code
 			case denied[names[i]]:
 				return kerr.TopicAuthorizationFailed.Code
+			case byID && (p < 0 || p >= view.byName[names[i]].Partitions):
+				return kerr.UnknownTopicOrPartition.Code
 			}
 			return 0
 		}
 		committable := false
-		for i := range r.Topics {
-			committable = committable || refused(i) == 0
+		for i, t := range r.Topics {
+			for _, p := range t.Partitions {
+				committable = committable || refused(i, p.Partition) == 0
+			}
 		}
 		if len(r.Topics) > 0 && !committable {
 			failAll(0)
-			for ti := range resp.Topics {
-				for pi := range resp.Topics[ti].Partitions {
-					resp.Topics[ti].Partitions[pi].ErrorCode = refused(ti)
+			for ti, t := range resp.Topics {
+				for pi, p := range t.Partitions {
+					resp.Topics[ti].Partitions[pi].ErrorCode = refused(ti, p.Partition)
 				}
 			}
 			return resp, nil
@@ -152,10 +159,10 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			cr.generation = -1
 		}
 		for i, t := range r.Topics {
-			if refused(i) != 0 {
-				continue // answered UNKNOWN_TOPIC_ID or TOPIC_AUTHORIZATION_FAILED, not committed
-			}
 			for _, p := range t.Partitions {
+				if refused(i, p.Partition) != 0 {
+					continue // answered UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION, not committed
+				}
 				md := ""
 				if p.Metadata != nil {
 					md = *p.Metadata
@@ -174,9 +181,9 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			codes, written, hw = g.commit(cr)
 			i := 0
 			failAll(0)
-			for ti := range resp.Topics {
-				for pi := range resp.Topics[ti].Partitions {
-					if code := refused(ti); code != 0 {
+			for ti, t := range resp.Topics {
+				for pi, p := range t.Partitions {
+					if code := refused(ti, p.Partition); code != 0 {
 						resp.Topics[ti].Partitions[pi].ErrorCode = code
 						continue
 					}

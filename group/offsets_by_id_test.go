@@ -123,8 +123,8 @@ func wireRoundTrip[R kmsg.Response](t *testing.T, resp R, fresh R) R {
 // TestOffsetCommitFetchV10: OffsetCommit and OffsetFetch v10 name topics by
 // id. A commit by id is kept under the topic's name: v9 reads it by name,
 // and a v9 commit is read by id at v10. An id no topic has is
-// UNKNOWN_TOPIC_ID in both (not committed), and the answers name topics by
-// id only.
+// UNKNOWN_TOPIC_ID in both (not committed), a partition the topic does not
+// have UNKNOWN_TOPIC_OR_PARTITION, and the answers name topics by id only.
 func TestOffsetCommitFetchV10(t *testing.T) {
 	c := newByIDCoordinator(t, nil)
 
@@ -141,6 +141,23 @@ func TestOffsetCommitFetchV10(t *testing.T) {
 	// Only unknown ids: answered without the group (which need not exist).
 	if got := commitV10(t, c, "", "nobody-group", 1, idNobody); got.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
 		t.Fatalf("commit v10 of an unknown id alone: %v", kerr.ErrorForCode(got.Topics[0].Partitions[0].ErrorCode))
+	}
+
+	// A partition the topic does not have: UNKNOWN_TOPIC_OR_PARTITION,
+	// the others committed.
+	badp := kmsg.NewPtrOffsetCommitRequest()
+	badp.Version, badp.Group, badp.Generation = 10, "g", -1
+	bt := kmsg.NewOffsetCommitRequestTopic()
+	bt.TopicID = idOrders
+	for _, p := range []int32{2, 1} {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 13
+		bt.Partitions = append(bt.Partitions, rp)
+	}
+	badp.Topics = append(badp.Topics, bt)
+	br := serve(t, c.handleOffsetCommit, badp, func(r *kmsg.OffsetCommitResponse) int16 { return r.Topics[0].Partitions[1].ErrorCode })
+	if ps := br.Topics[0].Partitions; ps[0].Partition != 2 || ps[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || ps[1].ErrorCode != 0 {
+		t.Fatalf("commit v10 of orders-2 (no such partition) and orders-1: %+v", ps)
 	}
 
 	// v9 reads the v10 commit by name.
@@ -171,7 +188,7 @@ func TestOffsetCommitFetchV10(t *testing.T) {
 		id      [16]byte
 		offsets [2]int64
 		code    int16
-	}{{idOrders, [2]int64{42, -1}, 0}, {idRefunds, [2]int64{-1, 7}, 0}, {idNobody, [2]int64{-1, -1}, kerr.UnknownTopicID.Code}}
+	}{{idOrders, [2]int64{42, 13}, 0}, {idRefunds, [2]int64{-1, 7}, 0}, {idNobody, [2]int64{-1, -1}, kerr.UnknownTopicID.Code}}
 	for i, w := range want {
 		got := g.Topics[i]
 		if got.TopicID != w.id || got.Topic != "" || len(got.Partitions) != 2 {
