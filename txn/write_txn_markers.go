@@ -13,8 +13,9 @@ package txn
 //     transactions v2 marker (version 2) as Kafka 4.2+ does: its epoch,
 //     bumped by the end, must be above the producer's, or equal to it
 //     only once the transaction is no longer open (the retry of a marker
-//     written, KAFKA-19999), else INVALID_PRODUCER_EPOCH; v0-v1 and
-//     versions 0-1 keep the older rule (not below the producer's epoch).
+//     written, KAFKA-19999), else INVALID_PRODUCER_EPOCH. Requests v0-v1,
+//     and markers of version 0-1, keep the older rule (not below the
+//     producer's epoch).
 //     Shale's own coordinator (KafkaMarkers, over kgo, which picks v2)
 //     sends version 0, so its markers keep the older rule: its fence of
 //     a transactions v2 transaction at an exhausted epoch does not bump
