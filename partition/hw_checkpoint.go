@@ -140,11 +140,13 @@ func OpenHWCheckpoints(dir string, opts HWCheckpointOptions) *HWCheckpoints {
 			c.logger.Warn("high watermark checkpoint unreadable; replicas open at their log start", "dir", dir, "err", err)
 		}
 	}
-	c.wmu.last = c.mu.read
 	// Entries of replicas not open yet (or offline) stay in the file until
-	// they register or are forgotten.
+	// they register or are forgotten. The last write's entries are a copy:
+	// Forget changes read under mu, while writes compare with last under wmu.
+	c.wmu.last = make(map[hwKey]hwEntry, len(c.mu.read))
 	for k, e := range c.mu.read {
 		c.mu.kept[k] = e
+		c.wmu.last[k] = e
 	}
 	return c
 }

@@ -290,3 +290,23 @@ func FuzzDecodeHWCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestSharedHWCheckpointForgetRewrites: a partition forgotten (its
+// directory deleted) leaves the file at the next write. It failed when the
+// last write's entries shared the map Forget deletes from: the write saw
+// nothing changed and kept the stale entry.
+func TestSharedHWCheckpointForgetRewrites(t *testing.T) {
+	logDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(logDir, HWCheckpointFile), []byte("0\n2\nt 0 4\nt 1 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := OpenHWCheckpoints(logDir, HWCheckpointOptions{})
+	ck.Forget("t", 0)
+	if err := ck.WriteNow(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := decodeHWCheckpoint(mustRead(t, filepath.Join(logDir, HWCheckpointFile)))
+	if err != nil || len(entries) != 1 || entries[hwKey{"t", 1}].hw != 7 {
+		t.Fatalf("after forgetting t-0: %v %v, want only t-1 at 7", entries, err)
+	}
+}
