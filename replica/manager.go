@@ -148,7 +148,16 @@ type Manager struct {
 		// newDirs are the open replicas whose directory this process
 		// created (NewDir).
 		newDirs map[replicaKey]bool
+		// tailReads are the remote-tail reads of empty leaders, in
+		// flight or done and not yet applied (leader_tail.go).
+		tailReads map[replicaKey]*tailRead
 	}
+	// tailSem bounds the remote-tail reads in flight; tailWG counts their
+	// goroutines; closing is closed by Close, which ends them.
+	tailSem   chan struct{}
+	tailWG    sync.WaitGroup
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Manager with no replica open; Reconcile opens them, Run
@@ -170,6 +179,9 @@ func New(cfg Config, md Metadata) *Manager {
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
 	m.mu.failed = map[replicaKey]failedOpen{}
 	m.mu.newDirs = map[replicaKey]bool{}
+	m.mu.tailReads = map[replicaKey]*tailRead{}
+	m.tailSem = make(chan struct{}, leaderTailReads)
+	m.closing = make(chan struct{})
 	return m
 }
 
@@ -302,6 +314,7 @@ func (r *Manager) Reconcile() error {
 			dropDirs = append(dropDirs, r.dirFor(k.topic, k.partition))
 			delete(r.mu.replicas, k)
 			delete(r.mu.newDirs, k)
+			delete(r.mu.tailReads, k)
 		}
 	}
 	r.mu.Unlock()
@@ -570,6 +583,8 @@ func (r *Manager) StopFetchers() { r.fetchers.Close() }
 // replica (flush, producer snapshot, clean marker). Call it once Run has
 // returned.
 func (r *Manager) Close() error {
+	r.closeOnce.Do(func() { close(r.closing) })
+	r.tailWG.Wait()
 	r.fetchers.Close()
 	r.mu.Lock()
 	r.mu.closed = true

@@ -1,0 +1,161 @@
+package replica_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/replica"
+)
+
+// stalledRemoteLog is remote metadata whose fresh read (the one an empty
+// leader of a tiered partition makes before it leads) does not answer
+// until released: NATS's stream of the remote metadata electing a leader
+// while one of its servers has lost its routes.
+type stalledRemoteLog struct {
+	release chan struct{}
+	entered atomic.Int32 // reads started
+	waiting atomic.Int32 // reads not answered yet
+}
+
+func (s *stalledRemoteLog) ListRemoteSegments(controlplane.TopicID, int32) []controlplane.RemoteSegment {
+	return nil
+}
+
+func (s *stalledRemoteLog) FreshRemoteSegments(ctx context.Context, _ controlplane.TopicID, _ int32) ([]controlplane.RemoteSegment, error) {
+	s.entered.Add(1)
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case <-s.release:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestEmptyLeaderTailReadHoldsNoOtherRole: an empty replica of a tiered
+// partition, named leader in an epoch above 0, must read the remote tail
+// before it leads (leader_tail.go). While that read cannot be answered,
+// the replica must not lead and must not fetch from the leader it
+// replaces, and Reconcile must go on applying every other partition's
+// role. Before, Reconcile made the read itself, with a 30 s timeout, so a
+// NATS stream without a leader held every role change of the node: on a
+// route cut (clustertest's TestLeaderStepsDownWhenItsNATSServerIsCut) the
+// new leader kept fetching from the old one for 30 s, which kept the old
+// one from stepping down, and this test's Reconcile returned only once
+// the read had.
+func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
+	dir := t.TempDir()
+	srv := testnode.StartNATS(t, dir)
+	ctx := ctxT(t, 120*time.Second)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTopic(ctx, "tailwait", 1, 1, map[string]string{"remote.storage.enable": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTopic(ctx, "local", 1, 1, map[string]string{"remote.storage.enable": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeregisterBroker(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// tailwait-0 (tiered): this node leads in epoch 1 (an epoch before, it
+	// led elsewhere, so the remote log may hold segments). local-0: node 1
+	// leads, this node follows.
+	set := func(topic string, leader int32) {
+		t.Helper()
+		ps, ok := st.Partition(topic, 0)
+		if !ok {
+			t.Fatalf("no state of %s-0", topic)
+		}
+		ps.Replicas, ps.ISR, ps.Leader, ps.LeaderEpoch = []int32{1, 2}, []int32{1, 2}, leader, ps.LeaderEpoch+1
+		if _, err := st.UpdatePartition(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("tailwait", 2)
+	set("local", 1)
+	waitFor(t, 10*time.Second, "the store to see both partitions", func() bool {
+		p0, _ := st.Partition("tailwait", 0)
+		p1, _ := st.Partition("local", 0)
+		return p0.Leader == 2 && p0.LeaderEpoch == 1 && p1.Leader == 1 && p1.LeaderEpoch == 1
+	})
+
+	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "logs"), TopicDefaults: map[string]string{},
+		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
+		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
+	}, st)
+	meta := &stalledRemoteLog{release: make(chan struct{})}
+	m.SetRemoteTier(meta, nil, nil)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(meta.release)
+		}
+	}
+	t.Cleanup(release)
+
+	if err := m.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the empty leader of tailwait-0 to read its remote tail", func() bool {
+		return meta.entered.Load() > 0
+	})
+	if meta.waiting.Load() == 0 {
+		t.Fatal("Reconcile returned only once the remote-tail read had: it held every other partition's role meanwhile")
+	}
+	p0, ok := m.Local("tailwait", 0)
+	if !ok || p0.IsLeader() {
+		t.Fatalf("tailwait-0 open %v, leads %v before its remote tail is read; want a replica that does not lead yet", ok, ok && p0.IsLeader())
+	}
+	if ld, err := m.Leader("tailwait", 0); err == nil && ld != nil {
+		t.Fatal("tailwait-0 is served as leader before its remote tail is read")
+	}
+
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(runCtx) })
+	t.Cleanup(func() {
+		release()
+		stop()
+		wg.Wait()
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	// Another partition's role change is applied while the read waits.
+	set("local", 2)
+	waitFor(t, 30*time.Second, "local-0's new role while tailwait-0's tail read waits", func() bool {
+		p1, ok := m.Local("local", 0)
+		return ok && p1.IsLeader() && p1.LeaderEpoch() == 2
+	})
+	if meta.waiting.Load() == 0 {
+		t.Fatal("the remote-tail read ended before the test released it")
+	}
+	// Answered (no finished remote segment): the replica leads from 0.
+	release()
+	waitFor(t, 30*time.Second, "tailwait-0 to lead once its remote tail is read", func() bool {
+		return p0.IsLeader() && p0.LeaderEpoch() == 1
+	})
+	if n := meta.entered.Load(); n != 1 {
+		t.Errorf("%d remote-tail reads for one leader epoch; want 1", n)
+	}
+}
