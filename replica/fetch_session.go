@@ -27,6 +27,12 @@ type followerSession struct {
 	// sent is what the leader's session holds for each partition (valid
 	// while epoch > 0).
 	sent map[replicaKey]partFetch
+	// inNext is the set of the last built Fetch's partitions, and
+	// forgotten the session's partitions it left out; both are kept for
+	// their storage, so that a round of an idle session allocates nothing
+	// in proportion to its partitions.
+	inNext    map[replicaKey]struct{}
+	forgotten []replicaKey
 }
 
 // partFetch is what one partition's Fetch asks.
@@ -72,9 +78,13 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 		fp.LastFetchedEpoch, fp.PartitionMaxBytes = w.lastFetchedEpoch, w.max
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 	}
-	inNext := make(map[replicaKey]bool, len(next))
+	if s.inNext == nil {
+		s.inNext = make(map[replicaKey]struct{}, len(next))
+	}
+	clear(s.inNext)
+	s.forgotten = s.forgotten[:0]
 	for _, w := range next {
-		inNext[w.key] = true
+		s.inNext[w.key] = struct{}{}
 		if prev, ok := s.sent[w.key]; full || !ok || prev != w.partFetch {
 			add(w)
 		}
@@ -84,9 +94,10 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 	}
 	forgotten := map[string]int{}
 	for k := range s.sent {
-		if inNext[k] {
+		if _, ok := s.inNext[k]; ok {
 			continue
 		}
+		s.forgotten = append(s.forgotten, k)
 		i, ok := forgotten[k.topic]
 		if !ok {
 			ft := kmsg.NewFetchRequestForgottenTopic()
@@ -125,7 +136,17 @@ func (s *followerSession) answered(resp *kmsg.FetchResponse, next []wanted, full
 		return true, nil
 	}
 	s.id, s.epoch = resp.SessionID, nextSessionEpoch(s.epoch)
-	s.sent = make(map[replicaKey]partFetch, len(next))
+	if full || s.sent == nil {
+		// The leader's session holds exactly next. (After reset, sent
+		// is nil; the map is made once per full Fetch, not per round.)
+		s.sent = make(map[replicaKey]partFetch, len(next))
+	} else {
+		// It holds what it held, without the forgotten partitions, with
+		// next's requests.
+		for _, k := range s.forgotten {
+			delete(s.sent, k)
+		}
+	}
 	for _, w := range next {
 		s.sent[w.key] = w.partFetch
 	}

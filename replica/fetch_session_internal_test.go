@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -122,5 +123,39 @@ func TestFollowerSessionRequests(t *testing.T) {
 		if req, _, _ = sessionRound(t, &s, next, sessionResp(0, 0)); req.SessionEpoch != 0 {
 			t.Fatalf("declined: epoch %d", req.SessionEpoch)
 		}
+	}
+}
+
+// BenchmarkIdleSessionRound is one round of an established session whose
+// partitions all ask what they asked before (an idle follower): build
+// names none of them and answered keeps the session as it is. What it
+// costs per partition is what every follower pays every replica.fetch.wait.max.ms
+// per leader while nothing is written; -benchmem shows whether it
+// allocates in proportion to the partitions.
+func BenchmarkIdleSessionRound(b *testing.B) {
+	for _, n := range []int{8, 1000, 10000} {
+		b.Run(fmt.Sprintf("partitions-%d", n), func(b *testing.B) {
+			next := make([]wanted, n)
+			for i := range next {
+				next[i] = wanted{key: replicaKey{"t", int32(i)}, partFetch: partFetch{fetchOffset: 5, leaderEpoch: 1, max: 100}}
+			}
+			var s followerSession
+			resp := sessionResp(0, 7)
+			req := kmsg.NewPtrFetchRequest()
+			s.answered(resp, next, s.build(req, next))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				req := kmsg.NewPtrFetchRequest()
+				full := s.build(req, next)
+				if full || len(req.Topics) != 0 {
+					b.Fatalf("an idle round built full=%v with %d topics", full, len(req.Topics))
+				}
+				if ok, err := s.answered(resp, next, full); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/partition")
+		})
 	}
 }

@@ -49,6 +49,9 @@ type followed struct {
 type fetchPart struct {
 	followed
 	st partState
+	// round is the number of the last round whose Fetch carried this
+	// partition (fetcher.rounds). REQUIRES: owned by the fetcher goroutine.
+	round uint64
 }
 
 // fetchers owns the follower fetchers; Update is called after each
@@ -231,8 +234,15 @@ type fetcher struct {
 	done   chan struct{}
 
 	session followerSession // incremental fetch session (fetch_session.go); owned by run
+	// rounds counts the rounds run; next is the last round's partitions,
+	// kept for its backing array. Owned by run: a round over thousands of
+	// idle partitions allocates nothing in proportion to them.
+	rounds uint64
+	next   []wanted
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// parts is replaced, never changed in place (set), so that a round
+	// reads the map snapshot returned without copying it.
 	parts map[replicaKey]*fetchPart
 	// fullNext: a partition's role or replica changed (set): the next
 	// Fetch is full, so that the leader answers every partition once.
@@ -303,18 +313,27 @@ func countParts(req *kmsg.FetchRequest) int {
 func (ft *fetcher) set(ps map[replicaKey]followed) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
-	for k := range ft.parts {
-		if _, ok := ps[k]; !ok {
-			delete(ft.parts, k)
+	changed := len(ps) != len(ft.parts)
+	for k, p := range ps {
+		if cur, ok := ft.parts[k]; !ok || cur.epoch != p.epoch || cur.rep != p.rep {
+			changed = true
+			break
 		}
 	}
+	if !changed {
+		return
+	}
+	parts := make(map[replicaKey]*fetchPart, len(ps))
 	for k, p := range ps {
 		cur, ok := ft.parts[k]
-		if !ok || cur.epoch != p.epoch || cur.rep != p.rep {
-			ft.parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
-			ft.fullNext = ft.fullNext || ok
+		if ok && cur.epoch == p.epoch && cur.rep == p.rep {
+			parts[k] = cur
+			continue
 		}
+		parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
+		ft.fullNext = ft.fullNext || ok
 	}
+	ft.parts = parts
 }
 
 func (ft *fetcher) stop() {
@@ -323,18 +342,15 @@ func (ft *fetcher) stop() {
 	ft.cl.Close()
 }
 
-// snapshot returns the partitions to fetch, and whether the next Fetch
-// must be full (fullNext, which it clears).
+// snapshot returns the partitions to fetch, which the caller must not
+// change, and whether the next Fetch must be full (fullNext, which it
+// clears).
 func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
-	out := make(map[replicaKey]*fetchPart, len(ft.parts))
-	for k, p := range ft.parts {
-		out[k] = p
-	}
 	full := ft.fullNext
 	ft.fullNext = false
-	return out, full
+	return ft.parts, full
 }
 
 func (ft *fetcher) run(ctx context.Context) {
@@ -383,8 +399,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 	req.ReplicaID = ft.f.self
 	req.MaxWaitMillis = int32(ft.f.cfg.MaxWait.Milliseconds())
 	req.MinBytes, req.MaxBytes = ft.f.cfg.MinBytes, ft.f.cfg.MaxBytes
-	var next []wanted
-	active := map[replicaKey]*fetchPart{}
+	ft.rounds++
+	round := ft.rounds
+	next := ft.next[:0]
+	defer func() { ft.next = next[:0] }()
 	for k, p := range parts {
 		if p.rep.LogErr() != nil {
 			// The log went offline (an fsync failed): it takes no more
@@ -425,9 +443,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 			leaderEpoch: p.epoch, lastFetchedEpoch: p.rep.Log().LatestEpoch(), max: ft.f.cfg.PartitionMaxBytes}}
 		p.st.Step(now, event{kind: evSent, epoch: w.lastFetchedEpoch})
 		next = append(next, w)
-		active[k] = p
+		p.round = round
 	}
-	if len(active) == 0 {
+	if len(next) == 0 {
 		return 0, nil
 	}
 	full := ft.session.build(req, next)
@@ -444,22 +462,22 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 	}
 	if err != nil {
 		ft.session.reset() // the leader's session may have moved on without this node seeing it
-		return len(active), err
+		return len(next), err
 	}
 	if ok, err := ft.session.answered(resp, next, full); !ok || err != nil {
 		// A session error (err nil) carries no partitions: the next round,
 		// at once, is a full Fetch.
-		return len(active), err
+		return len(next), err
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			k := replicaKey{t.Topic, rp.Partition}
-			if p, ok := active[k]; ok {
+			if p, ok := parts[k]; ok && p.round == round {
 				ft.apply(k, p, &rp)
 			}
 		}
 	}
-	return len(active), nil
+	return len(next), nil
 }
 
 // apply applies one partition's Fetch answer as its state machine says.
