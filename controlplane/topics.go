@@ -92,6 +92,8 @@ func (s *Store) createTopic(ctx context.Context, name string, partitions int32, 
 // during an automatic placement can cause, the ISR is every replica, led by
 // the first, and the controller elects from there.
 func (s *Store) createPartitions(ctx context.Context, t Topic, first int32, assignment [][]int32, live func(int32) bool) error {
+	keys := make([]string, len(assignment))
+	values := make([][]byte, len(assignment))
 	for i, replicas := range assignment {
 		p := first + int32(i)
 		isr := slices.DeleteFunc(slices.Clone(replicas), func(b int32) bool { return !live(b) })
@@ -100,17 +102,18 @@ func (s *Store) createPartitions(ctx context.Context, t Topic, first int32, assi
 		}
 		st := PartitionState{TopicID: t.ID, Topic: t.Name, Partition: p, Replicas: replicas,
 			Leader: isr[0], LeaderEpoch: 0, ISR: isr}
-		key := partitionKey(t.ID, p)
-		data := encodePartition(st)
-		rev, err := s.partsKV.Create(ctx, key, data)
-		if err != nil {
-			s.removePartitionStates(ctx, t.ID, first, p)
-			if isWrongLastSeq(err) {
-				return fmt.Errorf("%w: partition %d of %q already exists", ErrConflict, p, t.Name)
-			}
-			return fmt.Errorf("controlplane: create partition %d of %q: %w", p, t.Name, err)
+		keys[i], values[i] = partitionKey(t.ID, p), encodePartition(st)
+	}
+	revs, err := kvCreateMany(ctx, s.js, s.partsKV, BucketPartitions, keys, values)
+	for i, rev := range revs {
+		s.apply((*cache).applyPartition, change{key: keys[i], rev: rev, value: values[i]})
+	}
+	if err != nil {
+		s.removePartitionStates(ctx, t.ID, first, first+int32(len(assignment)))
+		if isWrongLastSeq(err) {
+			return fmt.Errorf("%w: a partition of %q already exists", ErrConflict, t.Name)
 		}
-		s.apply((*cache).applyPartition, change{key: key, rev: rev, value: data})
+		return fmt.Errorf("controlplane: create partitions of %q: %w", t.Name, err)
 	}
 	return nil
 }
