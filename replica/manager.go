@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // replicaKey names one partition.
@@ -152,6 +154,9 @@ type Manager struct {
 		// flight or done and not yet applied (leader_tail.go).
 		tailReads map[replicaKey]*tailRead
 	}
+	// dirsCreated: open made a partition directory that Reconcile has
+	// not fsynced the parent of yet.
+	dirsCreated atomic.Bool
 	// tailSem bounds the remote-tail reads in flight; tailWG counts their
 	// goroutines; closing is closed by Close, which ends them.
 	tailSem   chan struct{}
@@ -362,6 +367,15 @@ func (r *Manager) Reconcile() error {
 		toOpen = append(toOpen, k)
 	}
 	r.openAll(toOpen, topics, want)
+	if r.dirsCreated.Swap(false) {
+		// The new partition directories' entries, with one fsync of their
+		// parent for all of them (Kafka flushes the parent directory of a
+		// log it creates). Each log makes its own files durable at its
+		// first flush.
+		if err := vfs.SyncDir(vfs.Default, r.logsDir); err != nil {
+			errs = append(errs, fmt.Errorf("syncing %s: %w", r.logsDir, err))
+		}
+	}
 	follow := map[replicaKey]followed{}
 	r.mu.RLock()
 	down := r.mu.steppedDown
@@ -442,6 +456,9 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if newDir {
+		r.dirsCreated.Store(true)
 	}
 	if err := writeTopicID(dir, id); err != nil {
 		return err

@@ -146,7 +146,7 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	if err := l.fs.Rename(swap, old.path(logSuffix)); err != nil {
 		return err
 	}
-	s, err := openSegment(l.fs, l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base, 0)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,11 @@ type mmapIndex struct {
 // openIndex opens or creates the index at path and maps it; the file is
 // closed again once mapped. n is the whole entries the file holds; the
 // caller checks them (sanityCheck) before trusting them.
-func openIndex(fs vfs.FS, path string, entrySize int) (*mmapIndex, error) {
+//
+// prealloc > 0 (the active segment's segment.index.bytes) maps an empty
+// file at that size at once, as resizeSync(prealloc, false) would after it:
+// a new partition's indexes are then opened once each, not twice.
+func openIndex(fs vfs.FS, path string, entrySize, prealloc int) (*mmapIndex, error) {
 	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -56,12 +60,16 @@ func openIndex(fs vfs.FS, path string, entrySize int) (*mmapIndex, error) {
 	}
 	x := &mmapIndex{fs: fs, path: path, entrySize: entrySize}
 	size := st.Size() - st.Size()%int64(entrySize)
+	n := int(size) / entrySize
+	if size == 0 && prealloc > 0 {
+		size = int64(prealloc - prealloc%entrySize)
+	}
 	// Only a cut partial entry needs an fsync: a new (empty) index, made at
 	// each roll, must not put one on the append path.
-	if err := x.mapSize(f, size, size != st.Size()); err != nil {
+	if err := x.mapSize(f, size, st.Size()%int64(entrySize) != 0); err != nil {
 		return nil, err
 	}
-	x.n = int(size) / entrySize
+	x.n = n
 	return x, nil
 }
 

@@ -84,11 +84,13 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 	// first when there is one, dropping that segment's offset and time
 	// indexes so they are rebuilt from the new bytes. A .txnindex.swap
 	// without a .log.swap is a stray: the old log keeps its old index.
+	swapped := false
 	for _, e := range ents {
 		name := e.Name()
 		if !strings.HasSuffix(name, logSuffix+swapSuffix) {
 			continue
 		}
+		swapped = true
 		final := strings.TrimSuffix(name, swapSuffix)
 		l.logger.Info("completing an interrupted segment swap", "file", final)
 		stem := strings.TrimSuffix(final, logSuffix)
@@ -111,8 +113,10 @@ func (l *Log) listDir() (bases []int64, present map[string]bool, err error) {
 			return nil, nil, err
 		}
 	}
-	if ents, err = l.fs.ReadDir(l.dir); err != nil {
-		return nil, nil, err
+	if swapped {
+		if ents, err = l.fs.ReadDir(l.dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, e := range ents {
 		name := e.Name()
@@ -182,7 +186,11 @@ func (l *Log) load(clean bool) error {
 			l.removeSegmentFiles(bases[i:])
 			break
 		}
-		s, err := openSegment(l.fs, l.dir, base)
+		prealloc := 0
+		if i == len(bases)-1 {
+			prealloc = l.cfg.SegmentIndexBytes
+		}
+		s, err := openSegment(l.fs, l.dir, base, prealloc)
 		if err != nil {
 			return err
 		}
@@ -285,6 +293,15 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 	l.w.lastFlush = l.cfg.Now()
 	if clean {
 		l.rp.point = l.mu.leo
+		return nil
+	}
+	if len(segs) == 1 && act.base == 0 && act.size == 0 && l.mu.leo == 0 {
+		// A new (or still empty) log holds nothing to make durable: a
+		// crash that loses its empty files reopens an empty log, and the
+		// recovery point of an empty log is 0 with or without its file.
+		// Its segment is synced by the first flush that has data. (Three
+		// fsyncs per partition created, before: a topic of 10,000
+		// partitions was 30,000 fsyncs of empty files on each node.)
 		return nil
 	}
 	return l.flushLocked()

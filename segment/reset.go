@@ -155,7 +155,7 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 // empty active segment at base.
 // REQUIRES: writer lock held.
 func (l *Log) newEmptySegmentLocked(base int64) (*segment, error) {
-	s, err := openSegment(l.fs, l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func (l *Log) rollLocked() error {
 	}
 	old := l.active()
 	base := l.mu.leo
-	s, err := openSegment(l.fs, l.dir, base)
+	s, err := openSegment(l.fs, l.dir, base, 0)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // startEmptyLocked creates the files of an empty log starting at offset.
 // REQUIRES: writer lock held.
 func (l *Log) startEmptyLocked(offset int64) (*segment, error) {
-	s, err := openSegment(l.fs, l.dir, offset)
+	s, err := openSegment(l.fs, l.dir, offset, 0)
 	if err != nil {
 		return nil, err
 	}

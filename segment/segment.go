@@ -55,7 +55,10 @@ func (s *segment) path(suffix string) string {
 
 // openSegment opens (creating when missing) the three files of the segment at
 // base. The indexes are opened as found; the loader checks or rebuilds them.
-func openSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
+//
+// indexBytes > 0 preallocates the indexes of a segment that has none yet
+// (openIndex): the active segment of a new log.
+func openSegment(fs vfs.FS, dir string, base int64, indexBytes int) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, base: base, next: base, maxTs: -1, offMaxTs: base, firstTs: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -68,12 +71,12 @@ func openSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 		return nil, err
 	}
 	s.size = st.Size()
-	idx, err := openIndex(fs, s.path(indexSuffix), offsetIndexEntrySize)
+	idx, err := openIndex(fs, s.path(indexSuffix), offsetIndexEntrySize, indexBytes)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(fs, s.path(timeIndexSuffix), timeIndexEntrySize)
+	tidx, err := openIndex(fs, s.path(timeIndexSuffix), timeIndexEntrySize, indexBytes)
 	if err != nil {
 		idx.close(false)
 		f.Close()
