@@ -40,7 +40,8 @@ const manyIdle = 10 * time.Second
 // SHALE_BENCH_MANY_PARTITIONS (comma separated) replaces the partition
 // counts. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
 // goroutines and a CPU profile of the idle window are written there
-// (many-<partitions>-node-<id>.pprof, -goroutines.txt). One iteration is the whole workload: run it with -benchtime 1x.
+// (many-<partitions>-node-<id>.pprof, -goroutines.txt), and the first
+// 20 s of the creation's (-create.pprof). One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkManyPartitions(b *testing.B) {
 	counts := []int32{8, 1000, 10000}
 	if env := os.Getenv("SHALE_BENCH_MANY_PARTITIONS"); env != "" {
@@ -68,6 +69,10 @@ func BenchmarkManyPartitions(b *testing.B) {
 // and their files closed; TestNodeFilesPerPartition).
 const manyFDsPerPartition = 1
 
+// manyCreateProfile is how long the CPU profile of a topic's creation
+// runs, with SHALE_BENCH_PROFILE_DIR set.
+const manyCreateProfile = 20 * time.Second
+
 func manyPartitions(b *testing.B, parts int32) {
 	const topic = "many"
 	var lim syscall.Rlimit
@@ -92,6 +97,18 @@ func manyPartitions(b *testing.B, parts int32) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	two := "2"
+	var createProfs sync.WaitGroup
+	if profDir != "" {
+		// The creation's first manyCreateProfile, on every node; one CPU
+		// profile runs at a time, so the idle one waits for these.
+		for _, id := range c.IDs() {
+			admin := c.Node(id).Admin()
+			base := filepath.Join(profDir, fmt.Sprintf("many-%d-node-%d-create", parts, id))
+			createProfs.Go(func() {
+				saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(manyCreateProfile.Seconds())), base+".pprof")
+			})
+		}
+	}
 	start := time.Now()
 	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
 	if err == nil {
@@ -107,7 +124,9 @@ func manyPartitions(b *testing.B, parts int32) {
 	if err != nil {
 		b.Fatalf("creating %d partitions: %v", parts, err)
 	}
+	created := time.Since(start)
 	var last string
+	lastLog := time.Now()
 	if err := proctest.Poll(10*time.Minute, 100*time.Millisecond, func() bool {
 		md, err := adm.Metadata(ctx, topic)
 		if err != nil {
@@ -129,12 +148,17 @@ func manyPartitions(b *testing.B, parts int32) {
 			}
 		}
 		last = fmt.Sprintf("%d led, %d with a full ISR", led, full)
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			b.Logf("%d partitions, %v after CreateTopics: %s", parts, time.Since(start).Round(time.Second), last)
+		}
 		return led == int(parts) && full == int(parts)
 	}); err != nil {
 		b.Fatalf("%d partitions led with full ISRs: %v (%s)", parts, err, last)
 	}
 	ready := time.Since(start)
 	cl.Close() // no client traffic while idle
+	createProfs.Wait()
 
 	var profs sync.WaitGroup
 	if profDir != "" {
@@ -165,6 +189,7 @@ func manyPartitions(b *testing.B, parts int32) {
 		fds = max(fds, nodeOpenFiles(b, c.Node(id)))
 	}
 	b.ReportMetric(float64(ready.Milliseconds()), "ready-ms")
+	b.ReportMetric(float64(created.Milliseconds()), "create-ms")
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
 	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
