@@ -746,6 +746,9 @@ func (r *Replica) ApplyRetention(now time.Time) error {
 	if tc.Bool(config.RemoteStorageEnable) {
 		return r.applyTieredRetention(now, tc)
 	}
+	if r.log.SegmentCount() == 1 {
+		return nil // the active segment is never deleted (RetentionPlan)
+	}
 	start := RetentionPlan(r.log.Segments(), now, tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes))
 	if start < 0 || start <= r.log.LogStartOffset() {
 		return nil

@@ -116,8 +116,13 @@ func (r *Replica) applyTieredRetention(now time.Time, tc *config.TopicConfig) er
 	if !known {
 		s.CopiedNext = -1
 	}
-	start := TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
-		tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
+	start := int64(-1)
+	if r.log.SegmentCount() > 1 {
+		// The active segment is never deleted: a log of one segment
+		// needs no plan (nor Segments' stat of every file).
+		start = TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
+			tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
+	}
 	if start > r.log.LogStartOffset() {
 		n, err := r.log.DeleteLocalSegmentsBefore(start)
 		r.notifyWatchers() // the local log start moved

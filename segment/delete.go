@@ -35,6 +35,15 @@ func (l *Log) DeleteLocalSegmentsBefore(newLocalStart int64) (deleted int, err e
 // changed; the checkpoint is written first, and on an error the history is
 // unchanged.
 func (l *Log) TruncateEpochsBefore(start int64) (bool, error) {
+	l.mu.RLock()
+	due := len(l.mu.epochs) > 0 && l.mu.epochs[0].StartOffset < start
+	l.mu.RUnlock()
+	if !due {
+		// Nothing starts below start (truncateFromStart would change
+		// nothing): the retention pass of an idle partition takes no
+		// writer lock and copies no history.
+		return false, nil
+	}
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {

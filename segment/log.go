@@ -151,6 +151,14 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
+// SegmentCount is how many segments the log has (at least 1, the active
+// one).
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.mu.segments)
+}
+
 // Epochs returns the leader-epoch history. The caller owns the slice.
 func (l *Log) Epochs() []EpochEntry {
 	l.mu.RLock()
