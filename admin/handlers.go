@@ -8,7 +8,8 @@
 // them). They combine the control plane with the
 // local replicas: each reads and writes controlplane's metadata, then has
 // the replica manager reconcile so that the node acts on the change before
-// it answers.
+// it answers (for at most reconcileWait; a larger change goes on in the
+// background).
 //
 // admin sits above controlplane/, replica/, group/ and kafka/, and below
 // broker/, which builds the Handlers with Register when a node starts.
@@ -16,6 +17,7 @@ package admin
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -127,5 +129,39 @@ func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	return h
 }
 
-// reconcile has the replica manager act on a change just committed.
-func (h *Handlers) reconcile() { h.replicas.ReconcileOrLog() }
+// reconcileWait bounds how long a handler waits for the replica manager to
+// act on the change it committed before it answers.
+const reconcileWait = 5 * time.Second
+
+// reconcile has the replica manager act on a change just committed, and
+// waits for it at most reconcileWait: a small change is acted on before the
+// answer, as clients expect of this node; a large one (a topic of 10,000
+// partitions is 20 s of opening on this machine) goes on in the background
+// while the client gets its answer, as Kafka's controller answers
+// CreateTopics once the change is committed, not once every replica is open.
+// A client that waited past its request timeout would retry the request
+// and be told the topic it just created exists. Partitions not open yet
+// answer LEADER_NOT_AVAILABLE or NOT_LEADER, which clients retry.
+func (h *Handlers) reconcile() {
+	if !waitAtMost(reconcileWait, h.replicas.ReconcileOrLog) {
+		h.logger.Info("answering before the replicas have all been opened; they open in the background", "waited", reconcileWait)
+	}
+}
+
+// waitAtMost runs fn in a goroutine and waits for it at most d; it reports
+// whether fn returned within d (if not, fn goes on).
+func waitAtMost(d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -23,9 +23,10 @@ import (
 // time; every phase must end within generous bounds. Each phase ends at the
 // first poll (every 20 ms, Metadata from node 1 or 2) that sees it done.
 //
-// One iteration is the whole workload: run it with -benchtime 1x.
+// SHALE_BENCH_REJOIN_PARTITIONS (comma separated) replaces the partition
+// counts. One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkISRRejoin(b *testing.B) {
-	for _, parts := range []int32{8, 1000} {
+	for _, parts := range partitionCounts(b, "SHALE_BENCH_REJOIN_PARTITIONS", 8, 1000) {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
@@ -45,7 +46,8 @@ func isrRejoin(b *testing.B, parts int32) {
 		// younger than MetadataMinAge (default 5 s): the figures sat on
 		// multiples of 5 s. At 20 ms, the polls below see each change
 		// within one poll.
-		kgo.MetadataMinAge(20*time.Millisecond))
+		kgo.MetadataMinAge(20*time.Millisecond),
+		kgo.RequestTimeoutOverhead(5*time.Minute)) // CreateTopics of many partitions on a loaded machine
 	if err != nil {
 		b.Fatal(err)
 	}

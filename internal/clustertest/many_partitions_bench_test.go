@@ -43,17 +43,7 @@ const manyIdle = 10 * time.Second
 // (many-<partitions>-node-<id>.pprof, -goroutines.txt), and the first
 // 20 s of the creation's (-create.pprof). One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkManyPartitions(b *testing.B) {
-	counts := []int32{8, 1000, 10000}
-	if env := os.Getenv("SHALE_BENCH_MANY_PARTITIONS"); env != "" {
-		counts = nil
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("SHALE_BENCH_MANY_PARTITIONS: %q", env)
-			}
-			counts = append(counts, int32(n))
-		}
-	}
+	counts := partitionCounts(b, "SHALE_BENCH_MANY_PARTITIONS", 8, 1000, 10000)
 	for _, parts := range counts {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
 			for range b.N {
@@ -239,4 +229,22 @@ func nodeRSS(b *testing.B, n *proctest.Node) int64 {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// partitionCounts is the partition counts a benchmark runs: env's
+// comma-separated value when set, else def.
+func partitionCounts(b *testing.B, env string, def ...int32) []int32 {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	var counts []int32
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s: %q", env, v)
+		}
+		counts = append(counts, int32(n))
+	}
+	return counts
 }
