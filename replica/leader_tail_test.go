@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
 )
 
@@ -157,5 +159,49 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	})
 	if n := meta.entered.Load(); n != 1 {
 		t.Errorf("%d remote-tail reads for one leader epoch; want 1", n)
+	}
+}
+
+// TestLeaderNotOpenYetIsNotLeader: a partition the control plane names
+// this node leader of, whose replica is not open here yet (a large topic's
+// replicas open in the background after CreateTopics answers), is
+// NOT_LEADER_OR_FOLLOWER to a producer, which franz-go retries after a
+// metadata refresh, as Kafka answers for a partition its metadata knows
+// and its replica manager does not host; a partition the control plane
+// does not know stays UNKNOWN_TOPIC_OR_PARTITION. Before, the first was
+// UNKNOWN_TOPIC_OR_PARTITION, and franz-go failed the produce after four
+// tries (BenchmarkISRRejoin at 10,000 partitions).
+func TestLeaderNotOpenYetIsNotLeader(t *testing.T) {
+	dir := t.TempDir()
+	srv := testnode.StartNATS(t, dir)
+	ctx := ctxT(t, 60*time.Second)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTopic(ctx, "notyet", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := st.Partition("notyet", 0); ps.Leader != 2 {
+		t.Fatalf("notyet-0 led by %d, want 2", ps.Leader)
+	}
+	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "logs"), TopicDefaults: map[string]string{},
+		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger()}, st)
+	t.Cleanup(func() { m.Close() })
+	// No Reconcile: the replica is not open.
+	if _, err := m.Leader("notyet", 0); !errors.Is(err, partition.ErrNotLeader) {
+		t.Fatalf("a partition led here and not open yet: %v, want ErrNotLeader", err)
+	}
+	if _, err := m.Leader("nosuch", 0); !errors.Is(err, partition.ErrUnknownTopicOrPartition) {
+		t.Fatalf("a partition the control plane does not know: %v, want ErrUnknownTopicOrPartition", err)
 	}
 }

@@ -203,7 +203,17 @@ func (r *Manager) Leader(topic string, p int32) (*partition.Replica, error) {
 		return nil, fmt.Errorf("%w: %s-%d is led by %d", partition.ErrNotLeader, topic, p, leader)
 	}
 	if !ok {
-		if st, known := r.store.Partition(topic, p); known && st.Leader != r.nodeID {
+		if st, known := r.store.Partition(topic, p); known {
+			// Led elsewhere, or led here and not open yet (a large
+			// topic's replicas open in the background: admin's
+			// reconcile): NOT_LEADER_OR_FOLLOWER, which clients retry
+			// after refreshing metadata, as Kafka answers for a partition
+			// its metadata knows and its replica manager does not host.
+			// UNKNOWN_TOPIC_OR_PARTITION is retried only a few times
+			// (franz-go fails a produce after four).
+			if st.Leader == r.nodeID {
+				return nil, fmt.Errorf("%w: %s-%d is not open on node %d yet", partition.ErrNotLeader, topic, p, r.nodeID)
+			}
 			return nil, fmt.Errorf("%w: %s-%d is led by %d", partition.ErrNotLeader, topic, p, st.Leader)
 		}
 		return nil, fmt.Errorf("%w: %s-%d", partition.ErrUnknownTopicOrPartition, topic, p)
