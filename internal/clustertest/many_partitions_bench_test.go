@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/procstat"
 	"github.com/shale-io/shale/internal/proctest"
@@ -38,7 +39,7 @@ const manyIdle = 10 * time.Second
 // nothing about time; each phase is bounded.
 //
 // SHALE_BENCH_MANY_PARTITIONS (comma separated) replaces the partition
-// counts. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
+// counts; SHALE_BENCH_MANY_TOPICS=T spreads them over T topics. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
 // goroutines and a CPU profile of the idle window are written there
 // (many-<partitions>-node-<id>.pprof, -goroutines.txt), and the first
 // 20 s of the creation's (-create.pprof). One iteration is the whole workload: run it with -benchtime 1x.
@@ -99,10 +100,45 @@ func manyPartitions(b *testing.B, parts int32) {
 			})
 		}
 	}
+	// One topic, or with SHALE_BENCH_MANY_TOPICS=T the same partitions
+	// spread over T topics ("many-0".."many-<T-1>"), made by one
+	// CreateTopics.
+	names := []string{topic}
+	if v := os.Getenv("SHALE_BENCH_MANY_TOPICS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || int32(n) > parts {
+			b.Fatalf("SHALE_BENCH_MANY_TOPICS %q (at most the %d partitions)", v, parts)
+		}
+		names = nil
+		for i := range n {
+			names = append(names, fmt.Sprintf("%s-%d", topic, i))
+		}
+	}
+	per := map[string]int32{}
+	for i, name := range names {
+		per[name] = parts / int32(len(names))
+		if int32(i) < parts%int32(len(names)) {
+			per[name]++
+		}
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32((5 * time.Minute).Milliseconds())
+	for _, name := range names {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, per[name], 3
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = "min.insync.replicas", &two
+		rt.Configs = append(rt.Configs, c)
+		req.Topics = append(req.Topics, rt)
+	}
 	start := time.Now()
-	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
+	resp, err := req.RequestWith(ctx, cl)
 	if err == nil {
-		err = resp.Err
+		for _, rt := range resp.Topics {
+			if e := kerr.ErrorForCode(rt.ErrorCode); e != nil && err == nil {
+				err = fmt.Errorf("%s: %w", rt.Topic, e)
+			}
+		}
 	}
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		// A new cluster: only this call made it. The client retried the
@@ -118,23 +154,25 @@ func manyPartitions(b *testing.B, parts int32) {
 	var last string
 	lastLog := time.Now()
 	if err := proctest.Poll(10*time.Minute, 100*time.Millisecond, func() bool {
-		md, err := adm.Metadata(ctx, topic)
+		md, err := adm.Metadata(ctx, names...)
 		if err != nil {
 			last = err.Error()
 			return false
 		}
-		td, ok := md.Topics[topic]
-		if !ok || td.Err != nil || int32(len(td.Partitions)) != parts {
-			last = fmt.Sprintf("topic: %v, %d partitions", td.Err, len(td.Partitions))
-			return false
-		}
 		led, full := 0, 0
-		for _, pd := range td.Partitions {
-			if pd.Err == nil && pd.Leader >= 0 {
-				led++
+		for _, name := range names {
+			td, ok := md.Topics[name]
+			if !ok || td.Err != nil || int32(len(td.Partitions)) != per[name] {
+				last = fmt.Sprintf("topic %s: %v, %d partitions", name, td.Err, len(td.Partitions))
+				return false
 			}
-			if len(pd.ISR) == 3 {
-				full++
+			for _, pd := range td.Partitions {
+				if pd.Err == nil && pd.Leader >= 0 {
+					led++
+				}
+				if len(pd.ISR) == 3 {
+					full++
+				}
 			}
 		}
 		last = fmt.Sprintf("%d led, %d with a full ISR", led, full)
