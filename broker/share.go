@@ -48,6 +48,10 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 	n.share.coord.Register(reg)
 	parts.Register(reg)
 	state.Register(reg)
+	// Share group membership lives in __consumer_offsets, which the group
+	// coordinator owns: it appends the share coordinator's records and
+	// hands them back when it loads a partition.
+	n.share.coord.SetMembershipLog(shareMembershipLog{n.coords.groups, n.cfg.OffsetsTopicNumPartitions})
 	n.coords.groups.SetShareGroups(shareGroupLister{n.share.coord}) // n.coords is built first (node.go)
 	n.coords.groups.SetShareCoordinators(shareCoordinators{n})
 }
@@ -162,4 +166,37 @@ func (l shareGroupLister) ListShareGroups() []group.ShareGroupListing {
 
 func (l shareGroupLister) DeleteShareGroup(id string) (bool, bool, error) {
 	return l.c.DeleteShareGroup(id)
+}
+
+func (l shareGroupLister) LoadShareGroups(p int32, groups map[string][]group.ShareRecord) {
+	out := make(map[string][]share.LogRecord, len(groups))
+	for id, recs := range groups {
+		for _, r := range recs {
+			out[id] = append(out[id], share.LogRecord(r))
+		}
+	}
+	l.c.LoadGroups(p, out)
+}
+
+func (l shareGroupLister) UnloadShareGroups(p int32) { l.c.UnloadGroups(p) }
+
+// shareMembershipLog is the group coordinator as the share coordinator's
+// membership log (share.MembershipLog).
+type shareMembershipLog struct {
+	g          *group.Coordinator
+	partitions int32
+}
+
+func (l shareMembershipLog) Append(ctx context.Context, id string, recs []share.LogRecord) error {
+	out := make([]group.ShareRecord, len(recs))
+	for i, r := range recs {
+		out[i] = group.ShareRecord(r)
+	}
+	return l.g.AppendShareRecords(ctx, id, out)
+}
+
+func (l shareMembershipLog) Ready(id string) error { return l.g.ShareReady(id) }
+
+func (l shareMembershipLog) PartitionFor(id string) int32 {
+	return group.PartitionFor(id, l.partitions)
 }

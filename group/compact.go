@@ -119,5 +119,5 @@ func (g *group) liveRecords() []record {
 	for tp, e := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp), value: offsetValue(e)})
 	}
-	return recs
+	return append(recs, g.shareRecords()...)
 }

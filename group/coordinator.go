@@ -240,6 +240,9 @@ func (sh *shard) Unload() {
 	}
 	sh.mu.groups = map[string]*runner{}
 	sh.mu.unloaded = true
+	if sg := sh.c.shareGroups(); sg != nil {
+		sg.UnloadShareGroups(sh.partition)
+	}
 }
 
 // forget drops a dead group's runner. It is called by the runner itself.

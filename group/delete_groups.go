@@ -38,7 +38,7 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 			switch {
 			case !c.allowed(req, acl.OpDelete, acl.Group(id)):
 				dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
-			case sg != nil && rn == nil:
+			case sg != nil && (rn == nil || c.holdsShareGroup(ctx, rn)):
 				// Not a classic or consumer group here: a share group?
 				existed, deleted, serr := sg.DeleteShareGroup(id)
 				switch {

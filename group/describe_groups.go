@@ -90,6 +90,9 @@ func describedError(version int16, dg kmsg.DescribeGroupsResponseGroup) kmsg.Des
 }
 
 func (g *group) describe(dg *kmsg.DescribeGroupsResponseGroup, view *topicView) {
+	if g.isShare() {
+		return // Dead: not a classic group (ShareGroupDescribe describes it)
+	}
 	if g.consumer != nil {
 		g.consumer.describeClassic(dg, view)
 		return

@@ -40,6 +40,9 @@ type summary struct {
 
 // summary is g's listing; ok false for a dead group.
 func (g *group) summary() (summary, bool) {
+	if g.isShare() {
+		return summary{}, false // listed by ShareGroups
+	}
 	if g.consumer != nil {
 		return summary{id: g.id, protocolType: "consumer", state: g.consumer.state(), typ: "consumer"}, true
 	}

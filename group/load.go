@@ -43,7 +43,8 @@ type loadedGroup struct {
 	// pendingTxn: transactional offsets whose marker is not in the log
 	// (yet), per producer id.
 	pendingTxn map[int64]map[topicPartition]offsetEntry
-	consumer   *loadedConsumer // nil: no consumer group record
+	consumer   *loadedConsumer   // nil: no consumer group record
+	share      map[string][]byte // live share group records, key -> value
 }
 
 // readLoadBytes bounds one read of the offsets partition at load.
@@ -142,6 +143,13 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 					}
 					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
 					lg.offsets[k.tp] = e
+				case k.kind == kindShare && r.Value == nil:
+					delete(lg.share, string(r.Key))
+				case k.kind == kindShare:
+					if lg.share == nil {
+						lg.share = map[string][]byte{}
+					}
+					lg.share[string(r.Key)] = r.Value
 				case k.kind >= kindConsumerGroupMetadata:
 					if lg.consumer == nil {
 						lg.consumer = newLoadedConsumer()
@@ -174,7 +182,7 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 		if lg.consumer != nil && !lg.consumer.exists {
 			lg.consumer = nil
 		}
-		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.pendingTxn) == 0 && lg.consumer == nil {
+		if lg.meta == nil && len(lg.offsets) == 0 && len(lg.pendingTxn) == 0 && lg.consumer == nil && len(lg.share) == 0 {
 			delete(groups, id)
 		}
 	}
@@ -188,6 +196,7 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	g.now = now
 	g.offsets = lg.offsets
 	g.pendingTxn = lg.pendingTxn
+	g.share = lg.share
 	if lg.consumer != nil {
 		g.consumer = lg.consumer.restore(now, g.limits)
 	}
@@ -243,13 +252,24 @@ func (sh *shard) Load() error {
 func (sh *shard) Activate() {
 	c := sh.c
 	now := c.cfg.Now()
+	shares := map[string][]ShareRecord{}
 	sh.mu.Lock()
 	for id, lg := range sh.loaded {
 		g := newGroup(id, &c.cfg, nil)
 		restore(g, lg, now)
+		if len(g.share) > 0 {
+			for _, r := range g.shareRecords() {
+				shares[id] = append(shares[id], ShareRecord{Key: r.key, Value: r.value})
+			}
+		}
 		c.startRunnerLocked(sh, g)
 	}
 	sh.mu.Unlock()
+	if sg := c.shareGroups(); sg != nil {
+		// Before the shard serves requests: a share group heartbeat finds
+		// its group (ShareReady is nil from now on).
+		sg.LoadShareGroups(sh.partition, shares)
+	}
 	n := len(sh.loaded)
 	sh.loaded = nil
 	if sh.skipped > 0 {

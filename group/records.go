@@ -97,6 +97,8 @@ func decodeKey(b []byte) (decodedKey, error) {
 			return decodedKey{}, fmt.Errorf("%w: group key: %v", ErrCorruptRecord, err)
 		}
 		return decodedKey{kind: kindGroup, group: k.Group}, nil
+	case keyShareFirst, keyShareMember, keyShareFirst + 2, keyShareFirst + 3, keyShareTarget, keyShareCurrent, keyShareLast:
+		return decodeShareKey(version, b)
 	case keyConsumerGroupMetadata, keyConsumerPartitionMetadata, keyConsumerMemberMetadata,
 		keyConsumerTargetMetadata, keyConsumerTargetMember, keyConsumerCurrentAssignment:
 		return decodeConsumerKey(version, b)

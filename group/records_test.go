@@ -40,8 +40,18 @@ func TestRecordFormats(t *testing.T) {
 		*dv.Members[0].InstanceID != "i1" || !bytes.Equal(dv.Members[0].Assignment, []byte{1, 2}) {
 		t.Fatalf("group value: %+v %v", dv, err)
 	}
-	if _, err := decodeKey([]byte{0, 9, 0, 0}); err == nil {
+	if _, err := decodeKey([]byte{0, 99, 0, 0}); err == nil {
 		t.Fatal("unknown key version decoded")
+	}
+	// Share group keys (9-15): group, and member for 10, 13 and 14.
+	if sk, err := decodeKey(consumerKey(keyShareCurrent, "sg", "m1")); err != nil || sk.kind != kindShare || sk.group != "sg" || sk.member != "m1" {
+		t.Fatalf("share member key: %+v %v", sk, err)
+	}
+	if sk, err := decodeKey(consumerKey(11, "sg")); err != nil || sk.kind != kindShare || sk.group != "sg" {
+		t.Fatalf("share group key: %+v %v", sk, err)
+	}
+	if _, err := decodeKey(consumerKey(keyShareMember, "sg")); err == nil {
+		t.Fatal("share member key without a member decoded")
 	}
 }
 
@@ -50,6 +60,8 @@ func TestRecordFormats(t *testing.T) {
 func FuzzDecodeRecords(f *testing.F) {
 	f.Add(offsetKey("g", topicPartition{"t", 1}))
 	f.Add(groupKey("g"))
+	f.Add(consumerKey(keyShareCurrent, "g", "m"))
+	f.Add(consumerKey(keyShareLast, "g"))
 	f.Add(offsetValue(offsetEntry{offset: 1}))
 	gv := kmsg.NewGroupMetadataValue()
 	f.Add(groupValue(&gv))

@@ -91,5 +91,5 @@ func (c *Coordinator) run(r *runner) {
 // offset, never a generation. It has nothing in __consumer_offsets and is
 // dropped, as if never created.
 func (g *group) phantom() bool {
-	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.unreplicated) == 0 && len(g.pendingTxn) == 0 && g.consumer == nil
+	return g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.unreplicated) == 0 && len(g.pendingTxn) == 0 && g.consumer == nil && len(g.share) == 0
 }

@@ -12,6 +12,15 @@ type ShareGroups interface {
 	// state; existed is false for no such share group, and a group with
 	// members is not deleted (NON_EMPTY_GROUP).
 	DeleteShareGroup(id string) (existed, deleted bool, err error)
+	// LoadShareGroups hands over the share groups of offsets partition p,
+	// just loaded: each group's live share records in key order. It is
+	// called before the partition serves requests, with the coordinator
+	// runtime's lock held: it must not block nor call the coordinator.
+	LoadShareGroups(p int32, groups map[string][]ShareRecord)
+	// UnloadShareGroups drops the share groups of offsets partition p,
+	// which this node no longer coordinates in the epoch it loaded. The
+	// same rules as LoadShareGroups hold.
+	UnloadShareGroups(p int32)
 }
 
 // ShareGroupListing is one share group in ListGroups.

@@ -127,6 +127,9 @@ type group struct {
 	// consumer is the KIP-848 consumer group state (consumer_group.go);
 	// nil for a classic group.
 	consumer *consumerGroup
+	// share is a KIP-932 share group's live records (share_records.go):
+	// key -> value.
+	share map[string][]byte
 
 	rebalanceDeadline time.Time // PreparingRebalance: complete the join by then
 	syncDeadline      time.Time // CompletingRebalance: members that did not sync by then are removed

@@ -25,9 +25,11 @@ type Cluster interface {
 // the share groups it coordinates. It is safe for concurrent use; Close
 // stops its expiry loop.
 //
-// Membership lives in memory only (not in __consumer_offsets): after the
-// coordinator moves, members are unknown to the new one and rejoin with
-// epoch 0, which a share group allows at any time (docs/consumer-groups.md).
+// With a MembershipLog (SetMembershipLog) every change of a group's epoch,
+// members or assignments is written to __consumer_offsets before it is
+// answered, and a coordinator that loads the group's offsets partition
+// gets the group back (LoadGroups): after the coordinator moves, members
+// keep their epochs and heartbeat on (membership.go, group_records.go).
 type Coordinator struct {
 	cfg     Config
 	cluster Cluster
@@ -40,6 +42,9 @@ type Coordinator struct {
 	mu struct {
 		sync.Mutex
 		groups map[string]*shareGroup
+		// writing serialises the changes of each group (update).
+		writing map[string]*sync.Mutex
+		log     MembershipLog // nil: membership in memory only
 	}
 }
 
@@ -49,6 +54,7 @@ func NewCoordinator(cfg Config, cluster Cluster, parts *Manager) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, cluster: cluster, parts: parts}
 	c.mu.groups = map[string]*shareGroup{}
+	c.mu.writing = map[string]*sync.Mutex{}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(1)
 	go c.expireLoop()
@@ -86,19 +92,33 @@ func (c *Coordinator) expireLoop() {
 }
 
 func (c *Coordinator) expire(nowMs int64) {
-	type left struct{ group, member string }
-	var gone []left
+	var due []string
 	c.mu.Lock()
 	for id, g := range c.mu.groups {
-		for _, m := range g.expire(nowMs, c.cfg.SessionTimeoutMs) {
-			gone = append(gone, left{id, m})
+		if g.expiring(nowMs, c.cfg.SessionTimeoutMs) {
+			due = append(due, id)
 		}
 	}
 	c.mu.Unlock()
-	for _, l := range gone {
-		c.cfg.Logger.Info("share group member expired", "group", l.group, "member", l.member)
-		if c.parts != nil {
-			c.parts.ReleaseMember(l.group, l.member)
+	for _, id := range due {
+		var gone []string
+		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+		err := c.update(ctx, id, func(g *shareGroup) (*shareGroup, error) {
+			if g != nil {
+				gone = g.expire(nowMs, c.cfg.SessionTimeoutMs)
+			}
+			return g, nil
+		})
+		cancel()
+		if err != nil {
+			c.cfg.Logger.Warn("share group members not expired", "group", id, "err", err) // tried again at the next tick
+			continue
+		}
+		for _, m := range gone {
+			c.cfg.Logger.Info("share group member expired", "group", id, "member", m)
+			if c.parts != nil {
+				c.parts.ReleaseMember(id, m)
+			}
 		}
 	}
 }
@@ -137,20 +157,22 @@ func (c *Coordinator) Group(id string) (GroupInfo, bool) {
 	return g.info(), true
 }
 
-// DeleteGroup forgets an empty share group; false when it has members
-// (NON_EMPTY_GROUP) or does not exist.
-func (c *Coordinator) DeleteGroup(id string) (existed, deleted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, ok := c.mu.groups[id]
-	if !ok {
-		return false, false
+// DeleteGroup forgets an empty share group (with tombstones in the
+// membership log); false when it has members (NON_EMPTY_GROUP) or does not
+// exist.
+func (c *Coordinator) DeleteGroup(ctx context.Context, id string) (existed, deleted bool, err error) {
+	err = c.update(ctx, id, func(g *shareGroup) (*shareGroup, error) {
+		existed = g != nil
+		if g == nil || len(g.members) > 0 {
+			return g, nil
+		}
+		deleted = true
+		return nil, nil
+	})
+	if err != nil {
+		return existed, false, err
 	}
-	if len(g.members) > 0 {
-		return true, false
-	}
-	delete(c.mu.groups, id)
-	return true, true
+	return existed, deleted, nil
 }
 
 // Has reports whether id is a share group on this node.

@@ -35,7 +35,8 @@ type shareGroup struct {
 	members map[string]*member
 	// topics are every topic a member subscribed to since the group was
 	// created here (DescribeShareGroupOffsets without topics).
-	topics map[string]bool
+	// (name -> id and partitions when last assigned)
+	topics map[string]TopicMeta
 }
 
 // GroupInfo describes a share group (ListGroups, the CLI).
@@ -71,6 +72,7 @@ func (g *shareGroup) assign(m *member, topics func(string) (TopicMeta, bool)) bo
 		if tm, ok := topics(t); ok && tm.Partitions > 0 {
 			next[tm.ID] = tm.Partitions
 			names[tm.ID] = t
+			g.topics[t] = tm
 		}
 	}
 	if maps.Equal(next, m.assigned) {
@@ -102,6 +104,17 @@ func partitionRange(n int32) []int32 {
 		ps[i] = int32(i)
 	}
 	return ps
+}
+
+// expiring reports whether a member of g was not seen within timeoutMs
+// of nowMs.
+func (g *shareGroup) expiring(nowMs int64, timeoutMs int32) bool {
+	for _, m := range g.members {
+		if nowMs-m.lastSeenMs > int64(timeoutMs) {
+			return true
+		}
+	}
+	return false
 }
 
 // expire removes members not seen within timeoutMs of nowMs; it returns

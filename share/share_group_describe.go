@@ -27,9 +27,10 @@ func (c *Coordinator) handleShareGroupDescribe(_ context.Context, req *kafka.Req
 		switch {
 		case !c.cfg.Authorizer.Authorize(req, acl.OpDescribe, acl.Group(id)):
 			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		case !c.cluster.IsCoordinator(id):
-			rg.ErrorCode = kerr.NotCoordinator.Code
 		default:
+			if rg.ErrorCode = c.ready(id); rg.ErrorCode != 0 {
+				break
+			}
 			gi, ok := c.Group(id)
 			if !ok {
 				rg.ErrorCode = kerr.GroupIDNotFound.Code

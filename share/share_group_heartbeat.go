@@ -13,7 +13,11 @@ package share
 //     subscribed topic (groups.go). A null subscription keeps the last
 //     one; a joining member must send one (INVALID_REQUEST).
 //   - NOT_COORDINATOR unless this node leads the group's
-//     __consumer_offsets partition.
+//     __consumer_offsets partition, COORDINATOR_LOAD_IN_PROGRESS while it
+//     loads it.
+//   - A change of the group's epoch, members or assignments is written to
+//     __consumer_offsets (SetMembershipLog) and committed before it is
+//     answered; a heartbeat that changes none writes nothing.
 //
 // With an authorizer it needs Read on the group (GROUP_AUTHORIZATION_FAILED)
 // and Describe on each subscribed topic (TOPIC_AUTHORIZATION_FAILED).
@@ -30,7 +34,7 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
+func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	fail := func(e *kerr.Error, msg string) (kafka.Reply, error) {
@@ -58,8 +62,9 @@ func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Re
 	case r.MemberEpoch < -1:
 		return fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
-	if !c.cluster.IsCoordinator(r.GroupID) {
-		return fail(kerr.NotCoordinator, "")
+	if code := c.ready(r.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return kafka.Reply{Response: resp}, nil
 	}
 	host := ""
 	if req.Conn != nil && req.Conn.Remote != nil {
@@ -69,78 +74,86 @@ func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, req *kafka.Re
 	resp.MemberID = kmsg.StringPtr(r.MemberID)
 	resp.HeartbeatIntervalMillis = c.cfg.HeartbeatIntervalMs
 
-	c.mu.Lock()
-	g := c.mu.groups[r.GroupID]
-	if g == nil {
-		if r.MemberEpoch != 0 {
-			c.mu.Unlock()
-			return fail(kerr.UnknownMemberID, "")
+	var code int16
+	var left bool
+	var send map[[16]byte]int32 // the assignment to send, with sendAssignment
+	sendAssignment := false
+	err := c.update(ctx, r.GroupID, func(g *shareGroup) (*shareGroup, error) {
+		code, left, send, sendAssignment = 0, false, nil, false
+		if g == nil {
+			if r.MemberEpoch != 0 {
+				code = kerr.UnknownMemberID.Code
+				return nil, nil
+			}
+			g = &shareGroup{id: r.GroupID, members: map[string]*member{}, topics: map[string]TopicMeta{}}
 		}
-		g = &shareGroup{id: r.GroupID, members: map[string]*member{}, topics: map[string]bool{}}
-		c.mu.groups[r.GroupID] = g
-	}
-	m := g.members[r.MemberID]
-	if r.MemberEpoch == -1 {
-		if m != nil {
-			delete(g.members, r.MemberID)
+		m := g.members[r.MemberID]
+		if r.MemberEpoch == -1 {
+			if m != nil {
+				delete(g.members, r.MemberID)
+				g.epoch++
+			}
+			left = true
+			return g, nil
+		}
+		joined := false
+		switch {
+		case m == nil && r.MemberEpoch != 0:
+			code = kerr.UnknownMemberID.Code
+			return g, nil
+		case m == nil:
+			m = &member{id: r.MemberID}
+			g.members[r.MemberID] = m
+			joined = true
+		case r.MemberEpoch == 0:
+			joined = true // a rejoin in place: the assignment is sent again
+		case r.MemberEpoch != m.epoch && r.MemberEpoch != m.prevEpoch:
+			code = kerr.FencedMemberEpoch.Code
+			return g, nil
+		}
+		m.clientID, m.host, m.lastSeenMs = req.ClientID, host, now
+		if r.RackID != nil {
+			m.rack = kmsg.StringPtr(*r.RackID)
+		}
+		if r.SubscribedTopicNames != nil {
+			m.topics = slices.Compact(slices.Sorted(slices.Values(r.SubscribedTopicNames)))
+		}
+		changed := g.assign(m, c.cluster.Topic)
+		if joined && m.epoch == 0 {
+			// Nothing assignable yet (no subscribed topic exists): the
+			// member still takes an epoch, so that its next heartbeat is
+			// not a join.
 			g.epoch++
+			m.prevEpoch, m.epoch = 0, g.epoch
 		}
-		c.mu.Unlock()
+		resp.MemberEpoch = m.epoch
+		if changed || joined || r.MemberEpoch != m.epoch {
+			send, sendAssignment = m.assigned, true
+		}
+		return g, nil
+	})
+	if err != nil {
+		resp.ErrorCode = logErrCode(err)
+		return kafka.Reply{Response: resp}, nil
+	}
+	if code != 0 {
+		return fail(kerr.ErrorForCode(code).(*kerr.Error), "")
+	}
+	if left {
 		if c.parts != nil {
 			c.parts.ReleaseMember(r.GroupID, r.MemberID)
 		}
 		resp.MemberEpoch = -1
 		return kafka.Reply{Response: resp}, nil
 	}
-	joined := false
-	switch {
-	case m == nil && r.MemberEpoch != 0:
-		c.mu.Unlock()
-		return fail(kerr.UnknownMemberID, "")
-	case m == nil:
-		m = &member{id: r.MemberID}
-		g.members[r.MemberID] = m
-		joined = true
-	case r.MemberEpoch == 0:
-		joined = true // a rejoin in place: the assignment is sent again
-	case r.MemberEpoch != m.epoch && r.MemberEpoch != m.prevEpoch:
-		c.mu.Unlock()
-		return fail(kerr.FencedMemberEpoch, "")
-	}
-	m.clientID, m.host, m.lastSeenMs = req.ClientID, host, now
-	if r.RackID != nil {
-		m.rack = kmsg.StringPtr(*r.RackID)
-	}
-	if r.SubscribedTopicNames != nil {
-		m.topics = slices.Sorted(slices.Values(r.SubscribedTopicNames))
-		m.topics = slices.Compact(m.topics)
-		for _, t := range m.topics {
-			g.topics[t] = true
-		}
-	}
-	changed := g.assign(m, c.cluster.Topic)
-	if joined && m.epoch == 0 {
-		// Nothing assignable yet (no subscribed topic exists): the member
-		// still takes an epoch, so that its next heartbeat is not a join.
-		g.epoch++
-		m.prevEpoch, m.epoch = 0, g.epoch
-	}
-	resp.MemberEpoch = m.epoch
-	if changed || joined || r.MemberEpoch != m.epoch {
+	if sendAssignment {
 		a := &kmsg.ShareGroupHeartbeatResponseAssignment{}
-		for _, tid := range slices.SortedFunc(func(yield func([16]byte) bool) {
-			for id := range m.assigned {
-				if !yield(id) {
-					return
-				}
-			}
-		}, func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) }) {
+		for _, tid := range sortedIDs(send) {
 			tp := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
-			tp.TopicID, tp.Partitions = tid, partitionRange(m.assigned[tid])
+			tp.TopicID, tp.Partitions = tid, partitionRange(send[tid])
 			a.TopicPartitions = append(a.TopicPartitions, tp)
 		}
 		resp.Assignment = a
 	}
-	c.mu.Unlock()
 	return kafka.Reply{Response: resp}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/shale-io/shale/coordinator"
 )
 
 // What the share group admin APIs (DescribeShareGroupOffsets,
@@ -18,8 +20,8 @@ import (
 // groupCheck is 0 when id is a share group this node coordinates with no
 // members, else the error code for an admin write to it.
 func (c *Coordinator) groupCheck(id string, needEmpty bool) int16 {
-	if !c.cluster.IsCoordinator(id) {
-		return kerr.NotCoordinator.Code
+	if code := c.ready(id); code != 0 {
+		return code
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,10 +89,13 @@ type ShareGroupListing struct{ ID, State string }
 // DeleteShareGroupOffsets), then the group is forgotten.
 func (c *Coordinator) DeleteShareGroup(id string) (existed, deleted bool, err error) {
 	switch c.groupCheck(id, true) {
-	case kerr.GroupIDNotFound.Code, kerr.NotCoordinator.Code:
-		return false, false, nil
+	case 0:
 	case kerr.NonEmptyGroup.Code:
 		return true, false, nil
+	case kerr.CoordinatorLoadInProgress.Code:
+		return false, false, coordinator.ErrLoadInProgress
+	default:
+		return false, false, nil
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
@@ -105,6 +110,5 @@ func (c *Coordinator) DeleteShareGroup(id string) (existed, deleted bool, err er
 			}
 		}
 	}
-	existed, deleted = c.DeleteGroup(id)
-	return existed, deleted, nil
+	return c.DeleteGroup(ctx, id)
 }

@@ -1,0 +1,324 @@
+package share
+
+// The share group records of __consumer_offsets, as Kafka 4's group
+// coordinator writes them (group-coordinator/src/main/resources/common/
+// message). Keys are not flexible (int16 version, int16-length strings);
+// values are flexible version 0 (compact strings and arrays, tagged
+// fields); a null value is a tombstone.
+//
+//   - key 10 ShareGroupMemberMetadataKey (group, member) -> rack id
+//     (nullable), client id, client host, subscribed topic names.
+//   - key 11 ShareGroupMetadataKey (group) -> group epoch.
+//   - key 14 ShareGroupCurrentMemberAssignmentKey (group, member) ->
+//     member epoch, previous member epoch, state (0, stable: a share
+//     member never revokes), assigned partitions (topic id, partitions).
+//   - key 15 ShareGroupStatePartitionMetadataKey (group) -> initialized
+//     topics (id, name, partitions) and deleting topics (none written):
+//     every topic a member subscribed to (DeleteGroups resets their
+//     share-partitions).
+//
+// Not written: 9 (ShareGroupPartitionMetadata, gone from Kafka 4.1) and
+// the target assignment, 12 and 13: a member's target is every partition
+// of its subscribed topics (groups.go), always its current assignment, so
+// the target records would repeat key 14. The package writes these records
+// through a MembershipLog (the group coordinator, which owns the log) and
+// gets them back when the coordinator loads a partition (LoadGroups).
+// The decoders read bytes from the log, which anyone allowed to produce to
+// __consumer_offsets can write: they bound every length by what is left
+// and never panic.
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// Share group record key versions.
+const (
+	keyMemberMetadata    = 10
+	keyGroupMetadata     = 11
+	keyCurrentAssignment = 14
+	keyStatePartitions   = 15
+)
+
+// ErrCorruptGroupRecord is a share group record of __consumer_offsets
+// that does not decode.
+var ErrCorruptGroupRecord = errors.New("share: corrupt share group record")
+
+// LogRecord is one share group record of __consumer_offsets; a nil Value
+// is a tombstone.
+type LogRecord struct{ Key, Value []byte }
+
+func groupRecordKey(version int16, group string, member ...string) []byte {
+	b := kbin.AppendInt16(nil, version)
+	b = kbin.AppendString(b, group)
+	for _, m := range member {
+		b = kbin.AppendString(b, m)
+	}
+	return b
+}
+
+// groupRecordKeyOf decodes a share group key: version, group, member
+// (versions 10, 13 and 14).
+func groupRecordKeyOf(b []byte) (version int16, group, member string, err error) {
+	r := kbin.Reader{Src: b}
+	version = r.Int16()
+	group = r.String()
+	switch version {
+	case keyMemberMetadata, 13, keyCurrentAssignment:
+		member = r.String()
+	}
+	if err := r.Complete(); err != nil || version < 9 || version > 15 {
+		return 0, "", "", fmt.Errorf("%w: key v%d: %v", ErrCorruptGroupRecord, version, err)
+	}
+	return version, group, member, nil
+}
+
+type valueReader struct{ kbin.Reader }
+
+func newValueReader(b []byte) *valueReader {
+	r := &valueReader{kbin.Reader{Src: b}}
+	if v := r.Int16(); v != 0 {
+		r.fail()
+	}
+	return r
+}
+
+func (r *valueReader) fail() { r.Src = nil; r.Span(1) }
+
+// arrayLen reads a compact array length, refusing null and one that
+// cannot fit in what is left (each element takes at least one byte).
+func (r *valueReader) arrayLen() int {
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src) {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (r *valueReader) skipTags() {
+	n := r.Uvarint()
+	for i := uint32(0); i < n && r.Ok(); i++ {
+		r.Uvarint()
+		r.Span(int(r.Uvarint()))
+	}
+}
+
+func (r *valueReader) done(what string) error {
+	r.skipTags()
+	if err := r.Complete(); err != nil {
+		return fmt.Errorf("%w: %s value: %v", ErrCorruptGroupRecord, what, err)
+	}
+	return nil
+}
+
+func (r *valueReader) int32s() []int32 {
+	n := r.arrayLen()
+	out := make([]int32, 0, n)
+	for range n {
+		out = append(out, r.Int32())
+	}
+	return out
+}
+
+func epochValue(epoch int32) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendInt32(b, epoch)
+	return kbin.AppendUvarint(b, 0)
+}
+
+func memberMetadataValue(m *member) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendCompactNullableString(b, m.rack)
+	b = kbin.AppendCompactString(b, m.clientID)
+	b = kbin.AppendCompactString(b, m.host)
+	b = kbin.AppendCompactArrayLen(b, len(m.topics))
+	for _, t := range m.topics {
+		b = kbin.AppendCompactString(b, t)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+func sortedIDs[V any](m map[[16]byte]V) [][16]byte {
+	return slices.SortedFunc(maps.Keys(m), func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) })
+}
+
+func currentAssignmentValue(m *member) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	b = kbin.AppendInt32(b, m.epoch)
+	b = kbin.AppendInt32(b, m.prevEpoch)
+	b = kbin.AppendInt8(b, 0) // stable
+	ids := sortedIDs(m.assigned)
+	b = kbin.AppendCompactArrayLen(b, len(ids))
+	for _, id := range ids {
+		b = kbin.AppendUuid(b, id)
+		ps := partitionRange(m.assigned[id])
+		b = kbin.AppendCompactArrayLen(b, len(ps))
+		for _, p := range ps {
+			b = kbin.AppendInt32(b, p)
+		}
+		b = kbin.AppendUvarint(b, 0)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+// statePartitionsValue lists topics (name -> meta) as initialized.
+func statePartitionsValue(topics map[string]TopicMeta) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	names := slices.Sorted(maps.Keys(topics))
+	b = kbin.AppendCompactArrayLen(b, len(names))
+	for _, n := range names {
+		b = kbin.AppendUuid(b, topics[n].ID)
+		b = kbin.AppendCompactString(b, n)
+		ps := partitionRange(topics[n].Partitions)
+		b = kbin.AppendCompactArrayLen(b, len(ps))
+		for _, p := range ps {
+			b = kbin.AppendInt32(b, p)
+		}
+		b = kbin.AppendUvarint(b, 0)
+	}
+	b = kbin.AppendCompactArrayLen(b, 0) // deleting topics
+	return kbin.AppendUvarint(b, 0)
+}
+
+// groupRecords is the records that take a group from prev (nil: none) to
+// g (nil: deleted).
+func groupRecords(id string, prev, g *shareGroup) []LogRecord {
+	var out []LogRecord
+	put := func(k, v []byte) { out = append(out, LogRecord{Key: k, Value: v}) }
+	if g == nil {
+		if prev == nil {
+			return nil
+		}
+		for _, mid := range slices.Sorted(maps.Keys(prev.members)) {
+			put(groupRecordKey(keyMemberMetadata, id, mid), nil)
+			put(groupRecordKey(keyCurrentAssignment, id, mid), nil)
+		}
+		put(groupRecordKey(keyStatePartitions, id), nil)
+		put(groupRecordKey(keyGroupMetadata, id), nil)
+		return out
+	}
+	if prev == nil || prev.epoch != g.epoch {
+		put(groupRecordKey(keyGroupMetadata, id), epochValue(g.epoch))
+	}
+	if prev == nil || !maps.Equal(prev.topics, g.topics) {
+		put(groupRecordKey(keyStatePartitions, id), statePartitionsValue(g.topics))
+	}
+	for _, mid := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[mid]
+		var pm *member
+		if prev != nil {
+			pm = prev.members[mid]
+		}
+		if pm == nil || pm.clientID != m.clientID || pm.host != m.host || !slices.Equal(pm.topics, m.topics) ||
+			(pm.rack == nil) != (m.rack == nil) || (pm.rack != nil && *pm.rack != *m.rack) {
+			put(groupRecordKey(keyMemberMetadata, id, mid), memberMetadataValue(m))
+		}
+		if pm == nil || pm.epoch != m.epoch || pm.prevEpoch != m.prevEpoch || !maps.Equal(pm.assigned, m.assigned) {
+			put(groupRecordKey(keyCurrentAssignment, id, mid), currentAssignmentValue(m))
+		}
+	}
+	if prev != nil {
+		for _, mid := range slices.Sorted(maps.Keys(prev.members)) {
+			if g.members[mid] == nil {
+				put(groupRecordKey(keyMemberMetadata, id, mid), nil)
+				put(groupRecordKey(keyCurrentAssignment, id, mid), nil)
+			}
+		}
+	}
+	return out
+}
+
+// replayGroup rebuilds a share group from its live records (the last per
+// key; tombstones already applied), with every member seen at nowMs.
+// Topic names are resolved to ids through topics. A record that does not
+// decode is an error; records of other key versions are ignored.
+func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (TopicMeta, bool)) (*shareGroup, error) {
+	g := &shareGroup{id: id, members: map[string]*member{}, topics: map[string]TopicMeta{}}
+	get := func(mid string) *member {
+		m := g.members[mid]
+		if m == nil {
+			m = &member{id: mid, lastSeenMs: nowMs, assigned: map[[16]byte]int32{}, assignedNames: map[[16]byte]string{}}
+			g.members[mid] = m
+		}
+		return m
+	}
+	meta := false
+	for _, rec := range recs {
+		if rec.Value == nil {
+			continue
+		}
+		v, gid, mid, err := groupRecordKeyOf(rec.Key)
+		if err != nil {
+			return nil, err
+		}
+		if gid != id {
+			return nil, fmt.Errorf("%w: a record of group %q among %q's", ErrCorruptGroupRecord, gid, id)
+		}
+		r := newValueReader(rec.Value)
+		switch v {
+		case keyGroupMetadata:
+			g.epoch, meta = r.Int32(), true
+			err = r.done("share group metadata")
+		case keyStatePartitions:
+			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+				tid := r.Uuid()
+				name := r.CompactString()
+				ps := r.int32s()
+				r.skipTags()
+				g.topics[name] = TopicMeta{ID: tid, Partitions: int32(len(ps))}
+			}
+			for n := r.arrayLen(); n > 0 && r.Ok(); n-- { // deleting topics
+				r.Uuid()
+				r.CompactString()
+				r.skipTags()
+			}
+			err = r.done("share group state partition metadata")
+		case keyMemberMetadata:
+			m := get(mid)
+			m.rack = r.CompactNullableString()
+			m.clientID = r.CompactString()
+			m.host = r.CompactString()
+			m.topics = nil
+			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+				m.topics = append(m.topics, r.CompactString())
+			}
+			err = r.done("share group member metadata")
+		case keyCurrentAssignment:
+			m := get(mid)
+			m.epoch, m.prevEpoch = r.Int32(), r.Int32()
+			r.Int8()
+			m.assigned = map[[16]byte]int32{}
+			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+				tid := r.Uuid()
+				ps := r.int32s()
+				r.skipTags()
+				if len(ps) > 0 {
+					m.assigned[tid] = int32(len(ps))
+				}
+			}
+			err = r.done("share group current member assignment")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !meta {
+		return nil, fmt.Errorf("%w: share group %q has no metadata record", ErrCorruptGroupRecord, id)
+	}
+	for _, m := range g.members {
+		m.assignedNames = map[[16]byte]string{}
+		for _, t := range m.topics {
+			if tm, ok := topics(t); ok {
+				if _, ok := m.assigned[tm.ID]; ok {
+					m.assignedNames[tm.ID] = t
+				}
+			}
+		}
+	}
+	return g, nil
+}
