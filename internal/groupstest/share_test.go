@@ -3,6 +3,7 @@ package groupstest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -215,15 +216,34 @@ func TestShareGroupCoordinatorKilled(t *testing.T) {
 	}
 
 	victim := c.waitInSync(group.OffsetsTopic, p, 3, 60*time.Second)
+	before, err := c.describeShare(ctx, grp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.node(victim).Kill()
 	t.Logf("killed node %d, the share group's coordinator", victim)
+	// The membership is in __consumer_offsets: the new coordinator has the
+	// group at its epoch with both members, who heartbeat on at theirs.
+	var after kmsg.ShareGroupDescribeResponseGroup
 	if err := proctest.WaitFor(60*time.Second, func() bool {
 		g, err := c.describeShare(ctx, grp)
 		id, _ := c.coordinator(ctx, grp)
+		after = g
 		return err == nil && id != victim && len(g.Members) == 2
 	}); err != nil {
 		t.Fatal("the share group did not come back on another coordinator: ", err)
 	}
+	epochs := func(g kmsg.ShareGroupDescribeResponseGroup) map[string]int32 {
+		out := map[string]int32{}
+		for _, m := range g.Members {
+			out[m.MemberID] = m.MemberEpoch
+		}
+		return out
+	}
+	if after.GroupEpoch != before.GroupEpoch || !maps.Equal(epochs(after), epochs(before)) {
+		t.Errorf("after the move: group epoch %d members %v; before: %d %v", after.GroupEpoch, epochs(after), before.GroupEpoch, epochs(before))
+	}
+	t.Logf("the new coordinator has group epoch %d, members %v", after.GroupEpoch, epochs(after))
 	<-prodDone
 	c.node(victim).Start()
 	c.node(victim).WaitReady()
