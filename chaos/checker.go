@@ -53,11 +53,19 @@ const (
 	// producer's requests (a transactional batch without a transactional
 	// id, at a stale epoch, a TxnOffsetCommit of a made-up producer id).
 	AdversaryAccepted Kind = "ADVERSARY-ACCEPTED"
+	// ShareUnaccepted: a record acknowledged to its producer that no share
+	// group member accepted by the end of the run (the share group
+	// workload).
+	ShareUnaccepted Kind = "SHARE-UNACCEPTED"
+	// ShareRedelivered: a share group member got a record again after a
+	// member's acceptance of it was confirmed (a later acquisition: a
+	// higher delivery count).
+	ShareRedelivered Kind = "SHARE-REDELIVERED"
 )
 
 // Kinds lists every Kind in the order verdicts print them.
 var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, Undeleted, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead,
-	LSOStuck, AdversaryAccepted}
+	LSOStuck, AdversaryAccepted, ShareUnaccepted, ShareRedelivered}
 
 // Violation is one finding of the checker.
 type Violation struct {
@@ -125,6 +133,7 @@ func Check(h *History) Result {
 	checkReplicas(&r, h)
 	checkOrphans(&r, h)
 	checkETL(&r, h, finals)
+	checkShare(&r, h, finals)
 	return r
 }
 
@@ -590,6 +599,64 @@ func checkETL(r *Result, h *History, finals map[TP]*finalIndex) {
 			if _, ok := seen[in{f.Partition, rec.Offset}]; !ok {
 				r.add(Lost, "%s offset %d: consumed and committed by the transactional group, but its output is missing read_committed", f.TP, rec.Offset)
 			}
+		}
+	}
+}
+
+// checkShare: the share group workload's promises (SHARE-UNACCEPTED,
+// INCONSISTENT, SHARE-REDELIVERED, STUCK). Every record acknowledged to a
+// producer on its topic that the final read holds was accepted by a
+// member; every record a member got is the one the final read holds at
+// its offset; and once a member's acceptance of a record was confirmed no
+// member got it again (a delivery of it with a higher delivery count than
+// the accepted one's: the broker acquired it again).
+func checkShare(r *Result, h *History, finals map[TP]*finalIndex) {
+	s := h.Share
+	if s == nil {
+		return
+	}
+	if !s.Drained {
+		r.add(Stuck, "share group %s: not every acknowledged record was accepted within the drain's bound", s.Group)
+	}
+	type rec struct {
+		tp  TP
+		off int64
+	}
+	accepted := map[rec]bool{}
+	confirmedAt := map[rec]int32{} // the delivery count of the first confirmed acceptance
+	for _, a := range s.Accepts {
+		k := rec{a.TP, a.Offset}
+		accepted[k] = true
+		if c, ok := confirmedAt[k]; a.Confirmed && (!ok || a.Count < c) {
+			confirmedAt[k] = a.Count
+		}
+	}
+	for _, a := range h.Acks {
+		if a.Topic != s.Topic {
+			continue
+		}
+		fi := finals[a.TP]
+		if fi == nil {
+			continue
+		}
+		if got, ok := fi.at[a.Offset]; !ok || got.Value != a.Value {
+			continue // LOST, judged by checkAcks
+		}
+		if !accepted[rec{a.TP, a.Offset}] {
+			r.add(ShareUnaccepted, "%s offset %d (%s): acknowledged to its producer, never accepted by share group %s", a.TP, a.Offset, short(a.Value), s.Group)
+		}
+	}
+	for _, d := range s.Deliveries {
+		if fi := finals[d.TP]; fi != nil {
+			if got, ok := fi.at[d.Offset]; ok && got.Value != d.Value {
+				r.add(Inconsistent, "%s offset %d: share member %s got %q, the log holds %q", d.TP, d.Offset, d.Member, short(d.Value), short(got.Value))
+			} else if !ok && d.Offset >= fi.reached {
+				r.add(Inconsistent, "%s offset %d: share member %s got %q, above the final high watermark %d", d.TP, d.Offset, d.Member, short(d.Value), fi.reached)
+			}
+		}
+		if c, ok := confirmedAt[rec{d.TP, d.Offset}]; ok && d.Count > c {
+			r.add(ShareRedelivered, "%s offset %d: delivered to %s with count %d at %v after an acceptance of its delivery %d was confirmed",
+				d.TP, d.Offset, d.Member, d.Count, d.At.Round(time.Millisecond), c)
 		}
 	}
 }

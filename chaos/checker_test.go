@@ -360,3 +360,50 @@ func TestCheckTrims(t *testing.T) {
 		t.Fatalf("offsets 2-3 gone above a trim to 2: %v, want two LOST", r.Violations)
 	}
 }
+
+// TestCheckShare: the share group workload's checks on the clean history,
+// with members that got and accepted each record of t-0 once, and then
+// broken one way per case.
+func TestCheckShare(t *testing.T) {
+	shared := func() *History {
+		h := cleanHistory()
+		s := &ShareHistory{Group: "sg", Topic: "t", Drained: true}
+		for i := range int64(10) {
+			tp, v := TP{"t", 0}, Value("p0", i, 4)
+			s.Deliveries = append(s.Deliveries, ShareDelivery{TP: tp, Offset: i, Value: v, Member: "s0", Count: 1, At: time.Duration(i) * time.Second})
+			s.Accepts = append(s.Accepts, ShareAccept{TP: tp, Offset: i, Member: "s0", Count: 1, Confirmed: i != 3, At: time.Duration(i) * time.Second})
+		}
+		// Offset 3's acceptance was not confirmed: delivered again, count
+		// 2, and accepted then.
+		s.Deliveries = append(s.Deliveries, ShareDelivery{TP: TP{"t", 0}, Offset: 3, Value: Value("p0", 3, 4), Member: "s1", Count: 2, At: 20 * time.Second})
+		s.Accepts = append(s.Accepts, ShareAccept{TP: TP{"t", 0}, Offset: 3, Member: "s1", Count: 2, Confirmed: true, At: 20 * time.Second})
+		h.Share = s
+		return h
+	}
+	if r := Check(shared()); r.Total() != 0 {
+		t.Fatalf("a clean share history has violations: %v", r.Violations)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(h *History)
+		kind  Kind
+	}{
+		{"an accepted record delivered again", func(h *History) {
+			h.Share.Deliveries = append(h.Share.Deliveries, ShareDelivery{TP: TP{"t", 0}, Offset: 5, Value: Value("p0", 5, 4), Member: "s1", Count: 2, At: 30 * time.Second})
+		}, ShareRedelivered},
+		{"a record never accepted", func(h *History) {
+			h.Share.Deliveries, h.Share.Accepts = h.Share.Deliveries[1:], h.Share.Accepts[1:]
+		}, ShareUnaccepted},
+		{"a record not in the log", func(h *History) {
+			h.Share.Deliveries[4].Value = "p9:1:"
+		}, Inconsistent},
+		{"not drained", func(h *History) { h.Share.Drained = false }, Stuck},
+	} {
+		h := shared()
+		tc.spoil(h)
+		r := Check(h)
+		if r.Total() != 1 || r.Counts[tc.kind] != 1 {
+			t.Errorf("%s: want one %s, got %v", tc.name, tc.kind, r.Violations)
+		}
+	}
+}

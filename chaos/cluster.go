@@ -174,6 +174,12 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) err
 			// OFFSET-REGRESSION with the default of 1).
 			"--topic-default", "min.insync.replicas=2",
 		}
+		if c.cfg.ShareGroups {
+			// The share group reads the plain topic from its start; a
+			// record whose acceptance was lost comes back after 10 s.
+			n.args = append(n.args, "--share-auto-offset-reset", "earliest", "--group-share-record-lock-duration", "10s",
+				"--group-share-delivery-count-limit", "10")
+		}
 		if err := n.Start(); err != nil {
 			return err
 		}

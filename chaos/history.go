@@ -156,6 +156,8 @@ type History struct {
 
 	// ETL is the transactional workload's record (nil: it did not run).
 	ETL *ETLHistory `json:"etl,omitempty"`
+	// Share is the share group workload's record (nil: it did not run).
+	Share *ShareHistory `json:"share,omitempty"`
 }
 
 // Value is the value a producer writes for seq: "producer:seq:" and a

@@ -56,6 +56,13 @@ func (r *recorder) progressLocked(name string, at time.Duration) {
 	}
 }
 
+// progress notes that actor made progress at at.
+func (r *recorder) progress(name string, at time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progressLocked(name, at)
+}
+
 func (r *recorder) ack(a Ack) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -57,6 +57,10 @@ type Config struct {
 	// franz-go GroupTransactSession from the plain topic to etl-out) and
 	// its exactly-once check.
 	Transactions bool
+	// ShareGroups adds the share group workload (KIP-932 members on the
+	// plain topic, share.go) and its checks; the nodes start share groups
+	// at the log start (share.auto.offset.reset=earliest).
+	ShareGroups bool
 	// KeepData keeps the nodes' data dirs and the bucket after the run.
 	KeepData bool
 	// needNet: the schedule has network partitions (set by Run); only then
@@ -109,6 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	}
 	cfg.NATSCluster = cfg.NATSCluster || sched.NATSCluster
 	cfg.Transactions = cfg.Transactions || sched.Transactions
+	cfg.ShareGroups = cfg.ShareGroups || sched.ShareGroups
 	cfg.needNet = slices.ContainsFunc(sched.Kinds, func(k FaultKind) bool { return k == PartNode || k == PartNATS || k == PartS3 })
 	if ents, err := os.ReadDir(cfg.Out); err != nil {
 		return nil, err
@@ -220,6 +225,19 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		}
 		if adv, err = newAdversary(c.seeds(), topics[0], rec, cfg.Seed); err != nil {
 			return nil, err
+		}
+	}
+	var shares *shareWorkload
+	sctx, stopShares := context.WithCancel(wctx)
+	defer stopShares()
+	var swg sync.WaitGroup
+	if cfg.ShareGroups {
+		// Two member slots on the plain topic; each member lives 13 s or
+		// 19 s, then a new one joins.
+		shares = newShareWorkload(c.seeds(), topics[0], rec)
+		for i, life := range []time.Duration{13 * time.Second, 19 * time.Second} {
+			swg.Add(1)
+			go func() { defer swg.Done(); shares.member(sctx, fmt.Sprintf("s%d", i), life) }()
 		}
 	}
 	pctx, stopProducers := context.WithCancel(wctx)
@@ -347,6 +365,17 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	for _, cn := range consumers {
 		<-cn.done
 	}
+	var shareHist *ShareHistory
+	if shares != nil {
+		// Records a member held when it closed, or whose acceptance a
+		// failover lost, come back after their lock (10 s).
+		acks := rec.history().Acks
+		drained := poll(90*time.Second, 200*time.Millisecond, func() bool { return shares.acceptedAll(acks) })
+		stopShares()
+		swg.Wait()
+		shareHist = shares.history(drained)
+		rec.logf("share group: %d deliveries, drained %v", len(shareHist.Deliveries), drained)
+	}
 	for _, gc := range groups {
 		<-gc.done
 	}
@@ -387,6 +416,7 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		etlHist.Outputs = readCommitted(ctx, c.seeds(), f.adm, tx.out)
 		h.ETL = etlHist
 	}
+	h.Share = shareHist
 	h.Bucket, h.Referenced, err = bucketAndMetadata(ctx, c)
 	if err != nil {
 		rec.logf("bucket check skipped: %v", err)

@@ -64,6 +64,8 @@ type Schedule struct {
 	NATSCluster bool
 	// Transactions runs the transactional pipeline (Config.Transactions).
 	Transactions bool
+	// ShareGroups runs the share group workload (Config.ShareGroups).
+	ShareGroups bool
 	// NoLoss: the schedule promises no acknowledged record lost (RF=3,
 	// min.insync.replicas=2, at most one node down at a time).
 	NoLoss bool
@@ -74,12 +76,12 @@ type Schedule struct {
 // Schedules are the named schedules; docs/reliability.md describes each.
 var Schedules = []Schedule{
 	{Name: "smoke", About: "make test's schedule: kills, pauses, a rolling restart, S3 errors, latency and pauses, preferred elections; only faults whose safety holds on main",
-		Kinds: []FaultKind{Kill, Pause, Rolling, S3Errors, S3Latency, S3Pause, Elect}, Nodes: 3, NoLoss: true},
+		Kinds: []FaultKind{Kill, Pause, Rolling, S3Errors, S3Latency, S3Pause, Elect}, Nodes: 3, NoLoss: true, ShareGroups: true},
 	{Name: "kills", About: "kill -9 and SIGSTOP of single nodes", Kinds: []FaultKind{Kill, Pause}, Nodes: 3, NoLoss: true},
 	{Name: "wipe", About: "node replacement: kill -9, data dir deleted, restart; and kills", Kinds: []FaultKind{Wipe, Kill}, Nodes: 3, NoLoss: true},
 	{Name: "wipe-last-isr", About: "node replacement of a partition's last ISR member (every node down for a moment; issue 15 item 2)", Kinds: []FaultKind{WipeLastISR}, Nodes: 3, NoLoss: true},
 	{Name: "reassign", About: "partition reassignments to a fourth node and back, preferred elections, kills", Kinds: []FaultKind{Reassign, Elect, Kill}, Nodes: 4, NoLoss: true},
-	{Name: "coordinator", About: "kill -9 of the group coordinator's node, and its replacement (data dir wiped)", Kinds: []FaultKind{KillCoordinator, WipeCoordinator}, Nodes: 3, NoLoss: true},
+	{Name: "coordinator", About: "kill -9 of the group coordinator's node, and its replacement (data dir wiped), under the consumer and share group workloads", Kinds: []FaultKind{KillCoordinator, WipeCoordinator}, Nodes: 3, NoLoss: true, ShareGroups: true},
 	{Name: "tiered", About: "S3 outages (paused server, 5xx, latency, a node cut from S3) and kills under the tiered workload", Kinds: []FaultKind{S3Pause, S3Errors, S3Latency, PartS3, Kill}, Nodes: 3, NoLoss: true},
 	{Name: "nats", About: "a 3-server NATS cluster: a NATS server killed, all paused, a node cut from NATS", Kinds: []FaultKind{NATSKill, NATSPause, PartNATS}, Nodes: 3, NATSCluster: true, NoLoss: true},
 	{Name: "network", About: "network partitions: a node cut from its peers, from NATS, from S3 (iptables)", Kinds: []FaultKind{PartNode, PartNATS, PartS3}, Nodes: 3, NoLoss: true},

@@ -75,6 +75,11 @@ func TestSmokeSchedule(t *testing.T) {
 		t.Errorf("group %s: partitions started on %d times: the KIP-848 members did not hand partitions over", group848Name, r)
 	}
 	t.Logf("group commits %v, resumes %v", v.GroupCommits, v.GroupResumes)
+	// The share group's members got and accepted records.
+	if v.ShareDeliveries == 0 || v.ShareConfirmed == 0 {
+		t.Errorf("share group: %d deliveries, %d acceptances confirmed", v.ShareDeliveries, v.ShareConfirmed)
+	}
+	t.Logf("share group: %d deliveries, %d acceptances confirmed", v.ShareDeliveries, v.ShareConfirmed)
 	if v.Acked < 500 {
 		t.Errorf("acked %d records: too few to judge", v.Acked)
 	}

@@ -35,6 +35,10 @@ type Verdict struct {
 	// member, or a partition handed to another member).
 	GroupCommits map[string]int `json:"group_commits"`
 	GroupResumes map[string]int `json:"group_resumes"`
+	// ShareDeliveries and ShareConfirmed: records the share group's members
+	// got, and acceptances the broker confirmed (0 without the workload).
+	ShareDeliveries int `json:"share_deliveries"`
+	ShareConfirmed  int `json:"share_confirmed"`
 
 	Counts     map[Kind]int `json:"counts"`
 	Total      int          `json:"violations_total"`
@@ -68,6 +72,14 @@ func newVerdict(cfg *Config, s Schedule, h *History, res Result, ws []FaultWindo
 	}
 	for _, f := range h.Final {
 		v.FinalReads += len(f.Records)
+	}
+	if h.Share != nil {
+		v.ShareDeliveries = len(h.Share.Deliveries)
+		for _, a := range h.Share.Accepts {
+			if a.Confirmed {
+				v.ShareConfirmed++
+			}
+		}
 	}
 	rec.mu.Lock()
 	for _, e := range rec.errorsPerSec {

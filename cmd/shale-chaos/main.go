@@ -76,6 +76,7 @@ func run(args []string) error {
 	natsCluster := fs.Bool("nats-cluster", false, "three NATS servers instead of one")
 	keep := fs.Bool("keep-data", false, "keep data dirs after a passing run")
 	txns := fs.Bool("transactions", false, "add the transactional read-process-write workload and its exactly-once check")
+	shares := fs.Bool("share-groups", false, "add the share group workload (KIP-932) and its checks")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func run(args []string) error {
 	defer stop()
 	v, err := chaos.Run(ctx, chaos.Config{Schedule: *schedule, Seed: *seed, Duration: *duration, Nodes: *nodes, Out: abs,
 		Shale: *shale, VersityGW: *versity, Self: self, Rate: *rate, Producers: *producers, NATSCluster: *natsCluster,
-		KeepData: *keep, Transactions: *txns, Log: os.Stdout})
+		KeepData: *keep, Transactions: *txns, ShareGroups: *shares, Log: os.Stdout})
 	if err != nil {
 		return err
 	}
