@@ -47,7 +47,8 @@ func (c *cluster) cliGroupList(ctx context.Context) ([]listedGroup, error) {
 
 // TestGroupListAfterFullRestart (issue 25): a classic group with committed
 // offsets, a KIP-848 consumer group that committed and a share group that
-// accepted records; all three nodes stop and start again; `shale group
+// accepted records; all three nodes stop, NATS restarts, the nodes start
+// again; `shale group
 // list` (the binary, no describe first) lists every group with its type
 // within a bounded wait after the nodes are ready. Before share group
 // membership was written to __consumer_offsets the share group was
@@ -110,6 +111,7 @@ func TestGroupListAfterFullRestart(t *testing.T) {
 	for _, id := range c.IDs() {
 		c.node(id).Stop(30 * time.Second)
 	}
+	c.RestartNATS()
 	c.Start(c.IDs()...)
 	start := time.Now()
 	var gs []listedGroup

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,9 +93,32 @@ func NewCluster(t testing.TB, bin string, opts ...ClusterOption) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Shutdown) // runs after the nodes' cleanups, registered later
-	return &Cluster{t: t, bin: bin, dir: dir, natsURL: srv.ClientURL(), nats: srv, cfg: cfg,
+	c := &Cluster{t: t, bin: bin, dir: dir, natsURL: srv.ClientURL(), nats: srv, cfg: cfg,
 		nodes: map[int32]*Node{}, proxies: map[int32]*Proxy{}}
+	t.Cleanup(func() { c.nats.Shutdown() }) // runs after the nodes' cleanups, registered later
+	return c
+}
+
+// RestartNATS shuts the NATS server down and starts it again on the same
+// port and store: with every node stopped first, a full restart of the
+// cluster, control plane included. Running nodes reconnect.
+func (c *Cluster) RestartNATS() {
+	c.t.Helper()
+	u, err := url.Parse(c.natsURL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.nats.Shutdown()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(c.dir, "nats"), Port: port,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		c.t.Fatalf("restarting NATS on port %d: %v", port, err)
+	}
+	c.nats = srv
 }
 
 // StartCluster is NewCluster and Start of nodes ids.
