@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -192,7 +193,12 @@ func (l shareMembershipLog) Append(ctx context.Context, id string, recs []share.
 	for i, r := range recs {
 		out[i] = group.ShareRecord(r)
 	}
-	return l.g.AppendShareRecords(ctx, id, out)
+	if err := l.g.AppendShareRecords(ctx, id, out); errors.Is(err, group.ErrNotShareGroup) {
+		return fmt.Errorf("%w: %w", share.ErrNotShareGroup, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 func (l shareMembershipLog) Ready(id string) error { return l.g.ShareReady(id) }

@@ -506,3 +506,34 @@ func TestShareGroupReleasesOnDisconnect(t *testing.T) {
 		t.Fatalf("%d records never delivered", miss)
 	}
 }
+
+// TestShareGroupHeartbeatOnClassicGroup: a share group heartbeat naming a
+// classic group (committed offsets) is GROUP_ID_NOT_FOUND ("Group g is not
+// a share group."), as Kafka answers, and the group stays a classic group
+// only; ListGroups lists it once.
+func TestShareGroupHeartbeatOnClassicGroup(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastShareGroups)
+	cl := newClient(t, n.KafkaAddr())
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "typed", 1)
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "typed", Partition: 0, At: 1, LeaderEpoch: -1})
+	commitSimple(t, adm, "typed-classic", os)
+	ctx := ctxT(t, 30*time.Second)
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "typed-classic", "m-1", 0, []string{"typed"}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.GroupIDNotFound.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != "Group typed-classic is not a share group." {
+		t.Fatalf("share heartbeat on a classic group: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	lg, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := lg["typed-classic"]; len(lg) != 1 || !ok || g.GroupType != "classic" {
+		t.Fatalf("ListGroups: %+v", lg)
+	}
+}

@@ -28,6 +28,10 @@ var (
 	ErrClosed = coordinator.ErrClosed
 	// ErrCorruptRecord: a __consumer_offsets record that does not decode.
 	ErrCorruptRecord = errors.New("group: corrupt __consumer_offsets record")
+	// ErrNotShareGroup: share group records for a classic or consumer
+	// group (GROUP_ID_NOT_FOUND, as Kafka answers a share group heartbeat
+	// for a group of another type).
+	ErrNotShareGroup = errors.New("group: not a share group")
 )
 
 // codes is the node's error table with the coordinator's own errors in
@@ -39,6 +43,7 @@ var codes = kafkaerr.Table.With(
 	kafka.Translation{Err: ErrCoordinatorNotAvailable, Kafka: kerr.CoordinatorNotAvailable},
 	kafka.Translation{Err: ErrNotCoordinator, Kafka: kerr.NotCoordinator},
 	kafka.Translation{Err: ErrClosed, Kafka: kerr.NotCoordinator},
+	kafka.Translation{Err: ErrNotShareGroup, Kafka: kerr.GroupIDNotFound},
 )
 
 // errorCode translates an error to a Kafka error code.

@@ -52,13 +52,17 @@ func decodeShareKey(version int16, b []byte) (decodedKey, error) {
 	return k, nil
 }
 
+// hasOtherType reports whether g holds classic or consumer group state:
+// members, a generation, offsets or a consumer group.
+func (g *group) hasOtherType() bool {
+	return g.consumer != nil || len(g.members) > 0 || len(g.pending) > 0 || g.generation > 0 ||
+		len(g.offsets) > 0 || len(g.unreplicated) > 0 || len(g.pendingTxn) > 0
+}
+
 // isShare reports whether g is a share group: it holds share group records
 // and is neither a consumer group nor a classic group with members or
 // offsets.
-func (g *group) isShare() bool {
-	return len(g.share) > 0 && g.consumer == nil && len(g.members) == 0 && g.generation == 0 &&
-		len(g.offsets) == 0 && len(g.unreplicated) == 0 && len(g.pendingTxn) == 0
-}
+func (g *group) isShare() bool { return len(g.share) > 0 && !g.hasOtherType() }
 
 // shareRecords is g's live share group records, in key order.
 func (g *group) shareRecords() []record {
@@ -89,7 +93,8 @@ func (g *group) applyShare(recs []record) {
 // as its live share state, for compaction and the next load. A record whose
 // key is not a share group key of id is refused. The errors are the
 // coordinator runtime's: ErrNotCoordinator, ErrLoadInProgress,
-// ErrCoordinatorNotAvailable (not committed in time).
+// ErrCoordinatorNotAvailable (not committed in time); and ErrNotShareGroup
+// when id is a classic or consumer group.
 func (c *Coordinator) AppendShareRecords(ctx context.Context, id string, recs []ShareRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -109,6 +114,11 @@ func (c *Coordinator) AppendShareRecords(ctx context.Context, id string, recs []
 	var perr error
 	gone := false
 	_, err = c.call(ctx, rn, func(g *group, send replyFn) {
+		if g.hasOtherType() {
+			perr = fmt.Errorf("%w: %q", ErrNotShareGroup, id)
+			send(nil, -1)
+			return
+		}
 		hw, err := g.persist(out)
 		if err != nil {
 			perr = err

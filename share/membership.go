@@ -19,7 +19,8 @@ import (
 // ErrLoadInProgress, ErrCoordinatorNotAvailable).
 type MembershipLog interface {
 	// Append appends recs, records of group, to the group's offsets
-	// partition and returns once they are committed.
+	// partition and returns once they are committed; ErrNotShareGroup
+	// when group is a classic or consumer group.
 	Append(ctx context.Context, group string, recs []LogRecord) error
 	// Ready is nil when this node coordinates group and its offsets
 	// partition is loaded: the coordinator was given its share groups
@@ -105,6 +106,8 @@ func (c *Coordinator) ready(id string) int16 {
 // logErrCode is the Kafka error code of a MembershipLog failure.
 func logErrCode(err error) int16 {
 	switch {
+	case errors.Is(err, ErrNotShareGroup):
+		return kerr.GroupIDNotFound.Code
 	case errors.Is(err, coordinator.ErrLoadInProgress):
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, coordinator.ErrCoordinatorNotAvailable):
@@ -114,6 +117,10 @@ func logErrCode(err error) int16 {
 	}
 	return kerr.NotCoordinator.Code
 }
+
+// ErrNotShareGroup: the group id names a classic or consumer group
+// (GROUP_ID_NOT_FOUND, "Group g is not a share group.", as Kafka answers).
+var ErrNotShareGroup = errors.New("share: not a share group")
 
 // errGroupMoved: the group was loaded or unloaded while a change was
 // written (NOT_COORDINATOR: the member finds the coordinator again).

@@ -12,6 +12,8 @@ package share
 //   - The assignment is sent when it changed: every partition of every
 //     subscribed topic (groups.go). A null subscription keeps the last
 //     one; a joining member must send one (INVALID_REQUEST).
+//   - GROUP_ID_NOT_FOUND ("Group g is not a share group.") for a classic
+//     or consumer group's id, as Kafka's (no conversion between types).
 //   - NOT_COORDINATOR unless this node leads the group's
 //     __consumer_offsets partition, COORDINATOR_LOAD_IN_PROGRESS while it
 //     loads it.
@@ -24,6 +26,7 @@ package share
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -133,6 +136,9 @@ func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, req *kafka.
 		return g, nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrNotShareGroup) {
+			return fail(kerr.GroupIDNotFound, "Group "+r.GroupID+" is not a share group.")
+		}
 		resp.ErrorCode = logErrCode(err)
 		return kafka.Reply{Response: resp}, nil
 	}
