@@ -289,6 +289,9 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 			return nil, hbErr(kerr.InvalidRegularExpression, "SubscribedTopicRegex %q is not a valid RE2 expression: %v", *h.regex, err)
 		}
 	}
+	if g.isShare() {
+		return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
+	}
 	var recs []record
 	if g.consumer == nil {
 		switch {

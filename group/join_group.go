@@ -113,6 +113,10 @@ func (g *group) join(j joinRequest, w *waiter) {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
+	if g.isShare() {
+		fail(kerr.InconsistentGroupProtocol.Code) // a share group, as Kafka answers
+		return
+	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// A consumer group with members serves a classic member

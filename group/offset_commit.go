@@ -213,6 +213,8 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 	switch {
 	case g.state == StateDead:
 		return all(kerr.CoordinatorNotAvailable.Code)
+	case g.isShare():
+		return all(kerr.GroupIDNotFound.Code) // a share group commits no offsets (Kafka's ShareGroup.validateOffsetCommit)
 	case g.consumer != nil:
 		if code := g.consumer.validateCommit(cr); code != 0 {
 			return all(code)

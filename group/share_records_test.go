@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareGroupsSeen records what the coordinator hands to ShareGroups.
@@ -99,5 +102,39 @@ func TestShareRecordsCompactAndLoad(t *testing.T) {
 	got := seen.loaded["sg"]
 	if len(seen.loaded) != 1 || len(got) != 1 || !bytes.Equal(got[0].Key, meta) || string(got[0].Value) != "epoch-2" {
 		t.Fatalf("loaded share groups: %+v", seen.loaded)
+	}
+}
+
+// A share group's id is refused by the classic and consumer group APIs,
+// as Kafka's: JoinGroup INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat
+// and OffsetCommit GROUP_ID_NOT_FOUND; the group stays a share group.
+func TestShareGroupRefusedByOtherProtocols(t *testing.T) {
+	rep := openOffsetsReplica(t, t.TempDir())
+	t.Cleanup(func() { rep.Close() })
+	c := newTestCoordinator(t, rep, 1<<40)
+	c.SetShareGroups(&shareGroupsSeen{})
+	appendShare(t, c, "sg", ShareRecord{Key: consumerKey(11, "sg"), Value: []byte("epoch-1")})
+
+	join := kmsg.NewJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 9, "sg", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 6000, 6000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("sub")}}
+	if r := serve(t, c.handleJoinGroup, &join, func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode }); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("JoinGroup: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	hb := kmsg.NewConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = 1, "sg", "m-1", 0, 6000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := serve(t, c.handleConsumerGroupHeartbeat, &hb, func(r *kmsg.ConsumerGroupHeartbeatResponse) int16 { return r.ErrorCode }); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("ConsumerGroupHeartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	commit := kmsg.NewOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, "sg", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	if r := serve(t, c.handleOffsetCommit, &commit, func(r *kmsg.OffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }); r.Topics[0].Partitions[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetCommit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if lg := listGroupsOnce(t, c); len(lg.Groups) != 0 {
+		t.Errorf("the share group became a classic or consumer group: %+v", lg.Groups)
 	}
 }
