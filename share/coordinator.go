@@ -43,7 +43,7 @@ type Coordinator struct {
 		sync.Mutex
 		groups map[string]*shareGroup
 		// writing serialises the changes of each group (update).
-		writing map[string]*sync.Mutex
+		writing map[string]*groupWriter
 		log     MembershipLog // nil: membership in memory only
 	}
 }
@@ -54,7 +54,7 @@ func NewCoordinator(cfg Config, cluster Cluster, parts *Manager) *Coordinator {
 	cfg.setDefaults()
 	c := &Coordinator{cfg: cfg, cluster: cluster, parts: parts}
 	c.mu.groups = map[string]*shareGroup{}
-	c.mu.writing = map[string]*sync.Mutex{}
+	c.mu.writing = map[string]*groupWriter{}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(1)
 	go c.expireLoop()

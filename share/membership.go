@@ -135,7 +135,7 @@ var errGroupMoved = errors.New("share: group reloaded during a write")
 func (c *Coordinator) update(ctx context.Context, id string, fn func(g *shareGroup) (*shareGroup, error)) error {
 	wl := c.writeLock(id)
 	wl.Lock()
-	defer wl.Unlock()
+	defer c.writeUnlock(id, wl)
 	c.mu.Lock()
 	cur := c.mu.groups[id]
 	next, err := fn(cur.clone())
@@ -175,16 +175,36 @@ func (c *Coordinator) installLocked(id string, g *shareGroup) {
 	c.mu.groups[id] = g
 }
 
-// writeLock is the lock that serialises the changes of group id.
-func (c *Coordinator) writeLock(id string) *sync.Mutex {
+// groupWriter serialises the changes of one group; users counts those
+// holding or waiting for it, so that an idle group keeps none.
+type groupWriter struct {
+	sync.Mutex
+	users int // guarded by Coordinator.mu
+}
+
+// writeLock returns the lock that serialises the changes of group id; the
+// caller locks it and gives it back with writeUnlock.
+func (c *Coordinator) writeLock(id string) *groupWriter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	wl := c.mu.writing[id]
 	if wl == nil {
-		wl = &sync.Mutex{}
+		wl = &groupWriter{}
 		c.mu.writing[id] = wl
 	}
+	wl.users++
 	return wl
+}
+
+// writeUnlock unlocks wl, group id's lock, and forgets it when no one
+// else holds or waits for it.
+func (c *Coordinator) writeUnlock(id string, wl *groupWriter) {
+	wl.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wl.users--; wl.users == 0 {
+		delete(c.mu.writing, id)
+	}
 }
 
 // clone copies g for a change: members are copied (their maps and slices
