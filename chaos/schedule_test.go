@@ -4,7 +4,17 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/coordinator"
 )
+
+// TestShareGroupSharesCoordinator: the share group's offsets partition is
+// the classic group's, whose coordinator the coordinator faults aim at.
+func TestShareGroupSharesCoordinator(t *testing.T) {
+	if a, b := coordinator.PartitionFor(shareGroupName, 50), coordinator.PartitionFor(groupName, 50); a != b {
+		t.Fatalf("%s maps to __consumer_offsets-%d, %s to %d", shareGroupName, a, groupName, b)
+	}
+}
 
 // TestPlanIsSeededAndBounded: a plan is a function of its seed; within a
 // track no two faults overlap (at most one node fault at a time); every

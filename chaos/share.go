@@ -19,8 +19,11 @@ import (
 // is not in the log at its offset (INCONSISTENT), and no record was
 // delivered again after its acceptance was confirmed (SHARE-REDELIVERED).
 
-// shareGroupName is the workload's share group.
-const shareGroupName = "chaos-share"
+// shareGroupName is the workload's share group. Its __consumer_offsets
+// partition is chaos-g's (8 of 50), so that kill-coordinator and
+// wipe-coordinator, which aim at chaos-g's coordinator, hit the share
+// group's coordinator too (TestShareGroupSharesCoordinator).
+const shareGroupName = "chaos-share-9"
 
 // ShareDelivery is one record a share member got: its delivery count is
 // the broker's count of its acquisitions, this one included.
