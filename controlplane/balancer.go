@@ -558,15 +558,24 @@ func (s *balanceState) preferredMove(parts []PartitionState) (BalanceMove, bool)
 	over := slices.SortedFunc(slices.Values(s.hosts), func(a, b int32) int {
 		return cmp.Or(cmp.Compare(s.pref[b], s.pref[a]), cmp.Compare(a, b))
 	})
-	prefOf := func(topic string, b int32) int {
-		n := 0
-		for i, st := range parts {
-			if st.Topic == topic && len(s.target[i]) > 0 && s.target[i][0] == b {
-				n++
-			}
+	// How often each broker is a topic's preferred replica, counted once
+	// per call (the targets change only by the move returned): counting
+	// it per candidate partition made a plan quadratic in the partitions,
+	// 4 s of CPU per 10 s on the controller of 10,000 partitions in 100
+	// topics.
+	byTopic := map[string]map[int32]int{}
+	for i, st := range parts {
+		if len(s.target[i]) == 0 {
+			continue
 		}
-		return n
+		m := byTopic[st.Topic]
+		if m == nil {
+			m = map[int32]int{}
+			byTopic[st.Topic] = m
+		}
+		m[s.target[i][0]]++
 	}
+	prefOf := func(topic string, b int32) int { return byTopic[topic][b] }
 	for _, from := range over {
 		// Of the partitions from prefers, the one whose topic it prefers
 		// most more often than the replica taking over.

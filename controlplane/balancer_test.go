@@ -360,3 +360,23 @@ func TestPlanBalancePreferredPerTopic(t *testing.T) {
 		t.Errorf("broker 3 preferred by %v partitions by topic, want 1 of each: %v", perTopic, renderMoves(plan))
 	}
 }
+
+// BenchmarkPlanBalancePreferred plans a cluster of 10,000 partitions in
+// 100 topics of 100 whose preferred replicas are even within each topic
+// and uneven over the cluster (every topic's first partition prefers
+// broker 1, as 100 topics created with the same start would), so that the
+// plan is preferred-replica moves: what the controller of such a cluster
+// plans every balancer interval until they are made.
+func BenchmarkPlanBalancePreferred(b *testing.B) {
+	var parts []PartitionState
+	for t := range 100 {
+		parts = append(parts, evenTopic(fmt.Sprintf("t%d", t), 100, 3, 3)...)
+	}
+	v := BalanceView{Brokers: brokersOf(1, 2, 3), MaxMoves: 10, Skew: 1}
+	if plan := PlanBalance(parts, v); len(plan.Moves) == 0 {
+		b.Fatal("no moves planned: the benchmark plans nothing")
+	}
+	for b.Loop() {
+		PlanBalance(parts, v)
+	}
+}
