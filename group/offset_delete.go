@@ -111,7 +111,9 @@ func (g *group) subscribedTopics() (map[string]bool, bool) {
 // deleteOffsets applies an OffsetDelete: a group error code, or a code per
 // partition, and the offset to wait for.
 func (g *group) deleteOffsets(tps []topicPartition) (int16, []int16, int64) {
-	if g.state == StateDead {
+	if g.state == StateDead || g.isShare() {
+		// A share group has no committed offsets to delete (Kafka's
+		// ShareGroup.validateOffsetDelete).
 		return kerr.GroupIDNotFound.Code, nil, -1
 	}
 	subscribed := map[string]bool{}

@@ -248,6 +248,13 @@ func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics [
 	var got []fetchedOffset
 	code := int16(0)
 	_, err = c.call(ctx, rn, func(g *group, send replyFn) {
+		if g.isShare() {
+			// A share group keeps no committed offsets (Kafka's
+			// ShareGroup.validateOffsetFetch).
+			code = kerr.GroupIDNotFound.Code
+			send(nil, -1)
+			return
+		}
 		if member != nil && g.consumer != nil {
 			if code = g.consumer.validateFetch(*member); code != 0 {
 				send(nil, -1)

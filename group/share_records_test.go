@@ -106,8 +106,10 @@ func TestShareRecordsCompactAndLoad(t *testing.T) {
 }
 
 // A share group's id is refused by the classic and consumer group APIs,
-// as Kafka's: JoinGroup INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat
-// and OffsetCommit GROUP_ID_NOT_FOUND; the group stays a share group.
+// as Kafka's: JoinGroup INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat,
+// OffsetCommit, OffsetFetch and OffsetDelete GROUP_ID_NOT_FOUND (Kafka's
+// ShareGroup.validateOffset*; TxnOffsetCommit too, in txnCommit); the
+// group stays a share group.
 func TestShareGroupRefusedByOtherProtocols(t *testing.T) {
 	rep := openOffsetsReplica(t, t.TempDir())
 	t.Cleanup(func() { rep.Close() })
@@ -133,6 +135,18 @@ func TestShareGroupRefusedByOtherProtocols(t *testing.T) {
 	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
 	if r := serve(t, c.handleOffsetCommit, &commit, func(r *kmsg.OffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }); r.Topics[0].Partitions[0].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("OffsetCommit: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	fetch := kmsg.NewOffsetFetchRequest()
+	fetch.Version = 8
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "sg"}}
+	if r := serve(t, c.handleOffsetFetch, &fetch, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode }); r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetFetch: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	del := kmsg.NewOffsetDeleteRequest()
+	del.Group = "sg"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	if r := serve(t, c.handleOffsetDelete, &del, func(r *kmsg.OffsetDeleteResponse) int16 { return r.ErrorCode }); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("OffsetDelete: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	if lg := listGroupsOnce(t, c); len(lg.Groups) != 0 {
 		t.Errorf("the share group became a classic or consumer group: %+v", lg.Groups)

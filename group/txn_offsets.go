@@ -43,6 +43,8 @@ func (g *group) txnCommit(cr commitRequest, producer txnProducer) ([]int16, int6
 	switch {
 	case g.state == StateDead:
 		return all(kerr.CoordinatorNotAvailable.Code)
+	case g.isShare():
+		return all(kerr.GroupIDNotFound.Code) // Kafka's ShareGroup.validateOffsetCommit, transactional or not
 	case g.consumer != nil:
 		// A KIP-848 member commits with its member epoch as the
 		// generation; a stale one is ILLEGAL_GENERATION here, the error
