@@ -65,10 +65,13 @@ func TestS3OutageS3(t *testing.T) {
 	n.WaitReady()
 	createTopic(t, n.Kafka(), topic, 1, tieredTopicConfig)
 	// The disk phase writes big records to a topic of 8 MiB segments: few
-	// uploads once the bucket is back.
+	// uploads once the bucket is back. Segments that local retention
+	// deletes stay on disk for file.delete.delay.ms (Kafka's 60 s by
+	// default), and the disk counts them: at 1 s, produce is accepted again
+	// about 1 s after the backlog is uploaded, not a minute.
 	diskTopic := topic + "-disk"
 	createTopic(t, n.Kafka(), diskTopic, 1, map[string]*string{"segment.bytes": new("8388608"),
-		"local.retention.bytes": new("131072"), "remote.storage.enable": new("true")})
+		"local.retention.bytes": new("131072"), "remote.storage.enable": new("true"), "file.delete.delay.ms": new("1000")})
 	produceRange(t, n.Kafka(), topic, 0, before)
 	waitFor(t, 60*time.Second, "the first records tiered and dropped locally", func() bool {
 		return listOffset(t, n.Kafka(), topic, -4) > 0
@@ -135,13 +138,16 @@ func TestS3OutageS3(t *testing.T) {
 		big.used, diskCapacity, big.accepted, bigValue, used0)
 
 	env.srv.Restart(t)
+	back := time.Now()
 	waitFor(t, 120*time.Second, "uploads to resume and local retention to drop the outage's backlog", func() bool {
 		return listOffset(t, n.Kafka(), topic, -4) > total/2 && metricValue(t, n.Admin(), "shale_tiering_bucket_unreachable") == 0
 	})
+	t.Logf("the backlog uploaded and dropped locally %v after the bucket came back", time.Since(back).Round(time.Millisecond))
 	cl := bigClient(t, n.Kafka())
 	waitFor(t, 120*time.Second, "produce accepted again", func() bool {
 		return produceBig(t, cl, diskTopic) == nil
 	})
+	t.Logf("produce accepted again %v after the bucket came back", time.Since(back).Round(time.Millisecond))
 	cl.Close()
 	if got := n.CountLines("bucket reachable again"); got != 1 {
 		t.Fatalf("%d 'bucket reachable again' log lines, want 1", got)
@@ -150,6 +156,7 @@ func TestS3OutageS3(t *testing.T) {
 		t.Fatalf("local log %d bytes after the outage, %d during it: not shrinking back", after, size)
 	}
 	consumeFranz(t, n.Kafka(), topic, 0, total)
+	t.Logf("every record read back %v after the bucket came back", time.Since(back).Round(time.Millisecond))
 	if end := listOffset(t, n.Kafka(), diskTopic, -1); end != int64(big.accepted)+1 {
 		t.Fatalf("%s ends at %d, want the %d big records accepted", diskTopic, end, big.accepted+1)
 	}
