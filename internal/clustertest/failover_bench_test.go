@@ -30,6 +30,10 @@ import (
 // p50 over it. The benchmark asserts nothing about time; every round must
 // complete within generous bounds (a failover that never happens fails).
 //
+// SHALE_BENCH_FAILOVER_PARTITIONS gives the topic more partitions (the
+// first count; default 1): the killed node then leads about a third of
+// them, and partition 0 is still the one measured.
+//
 // One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkLeaderFailover(b *testing.B) {
 	const (
@@ -40,6 +44,8 @@ func BenchmarkLeaderFailover(b *testing.B) {
 		rounds = kills + clean
 	)
 	session := config.Defaults().BrokerSessionTimeout
+	parts := partitionCounts(b, "SHALE_BENCH_FAILOVER_PARTITIONS", 1)[0]
+	b.ReportMetric(float64(parts), "partitions")
 	for range b.N {
 		b.StopTimer()
 		dir := b.TempDir()
@@ -77,7 +83,7 @@ func BenchmarkLeaderFailover(b *testing.B) {
 			b.Fatal("three brokers and a controller: ", err)
 		}
 		two := "2"
-		if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
 			b.Fatal(err)
 		}
 		// inSync waits until partition 0 has a leader and all three replicas
