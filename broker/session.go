@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -76,35 +77,57 @@ func (n *Node) controlledShutdown(ctx context.Context) {
 		n.logger.Warn("marking controlled shutdown", "err", err)
 	}
 	cancel()
+	// Each led partition's move is one compare-and-set round trip, up to
+	// shutdownWrites of them at once: one after another, a node leading a
+	// third of 1,000 partitions spent the whole 5 s bound on them.
+	sem := make(chan struct{}, shutdownWrites)
+	var wg sync.WaitGroup
 	for _, t := range n.store.Topics() {
+		minISR := int(n.replicas.TopicConfig(t).Int64(config.MinInsyncReplicas))
 		for _, st := range n.store.Partitions(t.Name) {
 			if st.Leader != n.cfg.NodeID || len(st.Replicas) < 2 {
 				continue
 			}
-			for attempt := 0; attempt < 5 && time.Now().Before(deadline); attempt++ {
-				d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, isLive, int(n.replicas.TopicConfig(t).Int64(config.MinInsyncReplicas)))
-				if !d.Changed {
-					break
-				}
-				uctx, cancel := context.WithDeadline(context.Background(), deadline)
-				_, err := n.store.UpdatePartition(uctx, d.State)
-				cancel()
-				if err == nil {
-					n.logger.Info("controlled shutdown moved leadership", "topic", t.Name, "partition", st.Partition,
-						"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
-					break
-				}
-				if !errors.Is(err, controlplane.ErrConflict) {
-					n.logger.Warn("controlled shutdown", "topic", t.Name, "partition", st.Partition, "err", err)
-					break
-				}
-				fresh, ok := n.store.Partition(t.Name, st.Partition)
-				if !ok || fresh.Leader != n.cfg.NodeID || slices.Equal(fresh.Replicas, []int32{n.cfg.NodeID}) {
-					break
-				}
-				st = fresh
-			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				n.shutdownMove(t.Name, st, isLive, minISR, deadline)
+			})
 		}
 	}
+	wg.Wait()
 	n.reconcile()
+}
+
+// shutdownWrites bounds the leadership moves a controlled shutdown has in
+// flight.
+const shutdownWrites = 32
+
+// shutdownMove moves the leadership of st (led by this node) to another
+// live in-sync replica by compare-and-set, retrying a lost one on the
+// fresh state, until deadline.
+func (n *Node) shutdownMove(topic string, st controlplane.PartitionState, isLive func(int32) bool, minISR int, deadline time.Time) {
+	for attempt := 0; attempt < 5 && time.Now().Before(deadline); attempt++ {
+		d := controlplane.MoveLeaderAway(st, n.cfg.NodeID, isLive, minISR)
+		if !d.Changed {
+			return
+		}
+		uctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_, err := n.store.UpdatePartition(uctx, d.State)
+		cancel()
+		if err == nil {
+			n.logger.Info("controlled shutdown moved leadership", "topic", topic, "partition", st.Partition,
+				"leader", d.State.Leader, "leader_epoch", d.State.LeaderEpoch)
+			return
+		}
+		if !errors.Is(err, controlplane.ErrConflict) {
+			n.logger.Warn("controlled shutdown", "topic", topic, "partition", st.Partition, "err", err)
+			return
+		}
+		fresh, ok := n.store.Partition(topic, st.Partition)
+		if !ok || fresh.Leader != n.cfg.NodeID || slices.Equal(fresh.Replicas, []int32{n.cfg.NodeID}) {
+			return
+		}
+		st = fresh
+	}
 }
