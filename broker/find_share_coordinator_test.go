@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -39,23 +40,21 @@ func TestFindShareCoordinator(t *testing.T) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorType, req.CoordinatorKeys = keyType, keys
 		var resp *kmsg.FindCoordinatorResponse
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var byKey map[string]kmsg.FindCoordinatorResponseCoordinator
+		if perr := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 			resp, err = req.RequestWith(ctx, cl)
-			byKey := map[string]kmsg.FindCoordinatorResponseCoordinator{}
+			byKey = map[string]kmsg.FindCoordinatorResponseCoordinator{}
 			if err == nil {
 				for _, c := range resp.Coordinators {
 					byKey[c.Key] = c
 				}
 			}
-			if c, ok := byKey[keys[0]]; ok && len(byKey) == len(keys) && c.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-				return resp.Version, byKey
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("FindCoordinator type %d %v: %v %+v", keyType, keys, err, resp)
-			}
-			time.Sleep(100 * time.Millisecond)
+			c, ok := byKey[keys[0]]
+			return ok && len(byKey) == len(keys) && c.ErrorCode != kerr.CoordinatorNotAvailable.Code
+		}); perr != nil {
+			t.Fatalf("FindCoordinator type %d %v: %v %+v", keyType, keys, err, resp)
 		}
+		return resp.Version, byKey
 	}
 
 	version, got := find(cl, 2, good, "no-colons", "sg:"+id+":-1", "sg:notanid:0")

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -77,29 +78,27 @@ func describe848(ctx context.Context, cl *kgo.Client, grp string) (kmsg.Consumer
 // each at the assignment epoch and holding partitions.
 func wait848Stable(t *testing.T, cl *kgo.Client, grp string, n int) kmsg.ConsumerGroupDescribeResponseGroup {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	last := ""
-	for {
+	var stable kmsg.ConsumerGroupDescribeResponseGroup
+	if err := proctest.Poll(60*time.Second, 50*time.Millisecond, func() bool {
 		g, err := describe848(ctxT(t, 10*time.Second), cl, grp)
-		if err == nil {
-			ok := g.State == "Stable" && len(g.Members) == n
-			for _, m := range g.Members {
-				if m.MemberEpoch != g.AssignmentEpoch || len(m.Assignment.TopicPartitions) == 0 {
-					ok = false
-				}
-			}
-			if ok {
-				return g
-			}
-			last = fmt.Sprintf("state %s, epoch %d/%d, %d members", g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
-		} else {
+		if err != nil {
 			last = err.Error()
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer group %s not stable with %d members: %s", grp, n, last)
+		ok := g.State == "Stable" && len(g.Members) == n
+		for _, m := range g.Members {
+			if m.MemberEpoch != g.AssignmentEpoch || len(m.Assignment.TopicPartitions) == 0 {
+				ok = false
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		stable = g
+		last = fmt.Sprintf("state %s, epoch %d/%d, %d members", g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
+		return ok
+	}); err != nil {
+		t.Fatalf("consumer group %s not stable with %d members: %s", grp, n, last)
 	}
+	return stable
 }
 
 // waitConsumedOnce waits until every record of tags was seen and the
@@ -107,24 +106,21 @@ func wait848Stable(t *testing.T, cl *kgo.Client, grp string, n int) kmsg.Consume
 // seen twice.
 func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *seenSet, grp, topic string, tags []string, per int, ends map[int32]int64) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		miss, behind := seen.missing(tags, per), 0
-		if miss == 0 {
-			got := committed(t, adm, grp)
-			for p, end := range ends {
-				if o, ok := got.Lookup(topic, p); !ok || o.At != end {
-					behind++
-				}
-			}
-			if behind == 0 {
-				break
+	var miss, behind int
+	if err := proctest.Poll(90*time.Second, 100*time.Millisecond, func() bool {
+		miss, behind = seen.missing(tags, per), 0
+		if miss > 0 {
+			return false
+		}
+		got := committed(t, adm, grp)
+		for p, end := range ends {
+			if o, ok := got.Lookup(topic, p); !ok || o.At != end {
+				behind++
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d records never consumed, %d partitions' commits behind the end", miss, behind)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return behind == 0
+	}); err != nil {
+		t.Fatalf("%d records never consumed, %d partitions' commits behind the end", miss, behind)
 	}
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
@@ -226,19 +222,15 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	}
 	start848Member(t, addr, grp, topic, seen, kgo.InstanceID("s1"))
 	var back kmsg.ConsumerGroupDescribeResponseGroupMember
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if perr := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
 		g, err = describe848(ctxT(t, 10*time.Second), desc, grp)
-		if err == nil {
-			back = staticOf(g)
-			if back.MemberID != old.MemberID && back.MemberEpoch == g.AssignmentEpoch {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the static member did not come back: %+v (%v)", g, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		back = staticOf(g)
+		return back.MemberID != old.MemberID && back.MemberEpoch == g.AssignmentEpoch
+	}); perr != nil {
+		t.Fatalf("the static member did not come back: %+v (%v)", g, err)
 	}
 	if g.Epoch != before.Epoch || g.AssignmentEpoch != before.AssignmentEpoch {
 		t.Errorf("group epoch %d/%d after the static rejoin, %d/%d before: a rebalance", g.Epoch, g.AssignmentEpoch, before.Epoch, before.AssignmentEpoch)
@@ -303,36 +295,30 @@ func TestConsumerGroup848Regex(t *testing.T) {
 	assigned := func(want map[string]int) {
 		t.Helper()
 		var got map[string]int
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			g, err := describe848(ctxT(t, 10*time.Second), desc, grp)
-			if err == nil && len(g.Members) == 1 && g.Members[0].MemberEpoch == g.AssignmentEpoch {
-				got = map[string]int{}
-				for _, tp := range g.Members[0].Assignment.TopicPartitions {
-					got[tp.Topic] = len(tp.Partitions)
-				}
-				if fmt.Sprint(got) == fmt.Sprint(want) {
-					if g.Members[0].SubscribedTopicRegex == nil {
-						t.Errorf("the member's regex is not described")
-					}
-					return
-				}
+		var err error
+		var g kmsg.ConsumerGroupDescribeResponseGroup
+		if perr := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
+			g, err = describe848(ctxT(t, 10*time.Second), desc, grp)
+			if err != nil || len(g.Members) != 1 || g.Members[0].MemberEpoch != g.AssignmentEpoch {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("assigned %v, want %v (%v)", got, want, err)
+			got = map[string]int{}
+			for _, tp := range g.Members[0].Assignment.TopicPartitions {
+				got[tp.Topic] = len(tp.Partitions)
 			}
-			time.Sleep(50 * time.Millisecond)
+			return fmt.Sprint(got) == fmt.Sprint(want)
+		}); perr != nil {
+			t.Fatalf("assigned %v, want %v (%v)", got, want, err)
+		}
+		if g.Members[0].SubscribedTopicRegex == nil {
+			t.Errorf("the member's regex is not described")
 		}
 	}
 	assigned(map[string]int{"rx-a": 2, "rx-b": 1})
 	createTopic(t, adm, "rx-c", 3)
 	assigned(map[string]int{"rx-a": 2, "rx-b": 1, "rx-c": 3})
 	produceN(t, addr, "rx-c", 30, "c")
-	deadline := time.Now().Add(30 * time.Second)
-	for seen.missing([]string{"c"}, 30) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d records of rx-c never consumed", seen.missing([]string{"c"}, 30))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool { return seen.missing([]string{"c"}, 30) == 0 }); err != nil {
+		t.Fatalf("%d records of rx-c never consumed", seen.missing([]string{"c"}, 30))
 	}
 }

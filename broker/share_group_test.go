@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -141,12 +142,8 @@ func (m *shareMember) kill() {
 // waitShared polls until cond holds, failing after d with what() says.
 func waitShared(t *testing.T, d time.Duration, cond func() bool, what func() string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proctest.Poll(d, 50*time.Millisecond, cond); err != nil {
+		t.Fatalf("timed out: %s", what())
 	}
 }
 

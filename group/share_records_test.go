@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // shareGroupsSeen records what the coordinator hands to ShareGroups.
@@ -32,16 +34,12 @@ func (s *shareGroupsSeen) UnloadShareGroups(int32) {}
 // appendShare appends recs for grp, retrying while the partition loads.
 func appendShare(t *testing.T, c *Coordinator, grp string, recs ...ShareRecord) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := c.AppendShareRecords(context.Background(), grp, recs)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, ErrLoadInProgress) || time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if perr := proctest.Poll(20*time.Second, 10*time.Millisecond, func() bool {
+		err = c.AppendShareRecords(context.Background(), grp, recs)
+		return !errors.Is(err, ErrLoadInProgress)
+	}); perr != nil || err != nil {
+		t.Fatal(perr, err)
 	}
 }
 
@@ -90,12 +88,12 @@ func TestShareRecordsCompactAndLoad(t *testing.T) {
 	c2 := newTestCoordinator(t, rep2, 1<<40)
 	seen := &shareGroupsSeen{}
 	c2.SetShareGroups(seen)
-	deadline := time.Now().Add(20 * time.Second)
-	for err := c2.ShareReady("sg"); err != nil; err = c2.ShareReady("sg") {
-		if !errors.Is(err, ErrLoadInProgress) || time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if perr := proctest.Poll(20*time.Second, 10*time.Millisecond, func() bool {
+		err = c2.ShareReady("sg")
+		return !errors.Is(err, ErrLoadInProgress)
+	}); perr != nil || err != nil {
+		t.Fatal(perr, err)
 	}
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
