@@ -10,7 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 )
 
@@ -78,4 +80,26 @@ func replicaOn(n *broker.Node, topic string, p int32) *partition.Replica {
 		return nil
 	}
 	return rep
+}
+
+// natsStore starts a NATS server with its store under dir and opens a
+// control-plane store on it, registering broker id (at a port nothing
+// dials) for CreateTopic to place replicas on; both close at cleanup.
+func natsStore(t *testing.T, ctx context.Context, dir string, id int32) *controlplane.Store {
+	t.Helper()
+	srv := testnode.StartNATS(t, dir)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: id, Host: "127.0.0.1", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

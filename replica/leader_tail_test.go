@@ -54,21 +54,8 @@ func (s *stalledRemoteLog) FreshRemoteSegments(ctx context.Context, _ controlpla
 // the read had.
 func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	dir := t.TempDir()
-	srv := testnode.StartNATS(t, dir)
 	ctx := ctxT(t, 120*time.Second)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
-		t.Fatal(err)
-	}
+	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "tailwait", 1, 1, map[string]string{"remote.storage.enable": "true"}); err != nil {
 		t.Fatal(err)
 	}
@@ -173,21 +160,8 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 // tries (BenchmarkISRRejoin at 10,000 partitions).
 func TestLeaderNotOpenYetIsNotLeader(t *testing.T) {
 	dir := t.TempDir()
-	srv := testnode.StartNATS(t, dir)
 	ctx := ctxT(t, 60*time.Second)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
-		t.Fatal(err)
-	}
+	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "notyet", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
@@ -23,21 +22,8 @@ import (
 // wiped node's epoch-18 end. Before the check the replica led at once.
 func TestNoLeadingFromThePreviousProcessRecord(t *testing.T) {
 	dir := t.TempDir()
-	srv := testnode.StartNATS(t, dir)
 	ctx := ctxT(t, 60*time.Second)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
-		t.Fatal(err)
-	}
+	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "wiped", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +33,8 @@ func TestNoLeadingFromThePreviousProcessRecord(t *testing.T) {
 	}
 	ps.Replicas, ps.ISR, ps.Leader, ps.LeaderEpoch = []int32{2}, []int32{2}, 2, 18
 	ps.LeaderIncarnation = "the-previous-process"
-	if ps, err = st.UpdatePartition(ctx, ps); err != nil {
+	ps, err := st.UpdatePartition(ctx, ps)
+	if err != nil {
 		t.Fatal(err)
 	}
 
