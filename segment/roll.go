@@ -117,6 +117,11 @@ func (l *Log) Truncate(offset int64) error {
 	gone := append([]*segment(nil), l.mu.segments[i+1:]...)
 	// s and every later segment leave the flusher before they change.
 	l.dropFlushes(func(x *segment) bool { return x.base >= s.base })
+	// Then the recovery point comes down, before the cut: a crash in the
+	// middle of it must re-read from below the new end.
+	if err := l.setRecoveryPoint(min(l.RecoveryPoint(), newEnd)); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	err = s.log.Truncate(pos)
 	if err == nil {
@@ -140,10 +145,25 @@ func (l *Log) Truncate(offset int64) error {
 			err = e
 		}
 	}
-	if e := l.setRecoveryPoint(min(l.RecoveryPoint(), newEnd)); err == nil {
-		err = e
+	if err != nil {
+		return err
 	}
-	return err
+	// The cut is made durable before Truncate returns: a crash that lost
+	// it (the ftruncate or the removals never synced) would bring back the
+	// batches cut, of an older epoch, at offsets the history gives to the
+	// epoch the caller appends in next, whose checkpoint is synced before
+	// its first batch; the follower would then ask its leader about that
+	// epoch, be told nothing diverged, and keep them
+	// (TestCrashAtEverySync's history check).
+	if e := s.sync(); e != nil {
+		return l.failSync(fileName(s.base, logSuffix), e)
+	}
+	if len(gone) > 0 {
+		if e := syncDir(l.fs, l.dir); e != nil {
+			return l.failSync("directory", e)
+		}
+	}
+	return nil
 }
 
 // truncateSegmentLocked makes s, cut at pos with next offset newEnd, the
