@@ -16,7 +16,7 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startNATS starts one embedded NATS server for the test.
-func startNATS(t *testing.T) *natsembed.Server {
+func startNATS(t testing.TB) *natsembed.Server {
 	t.Helper()
 	s, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
@@ -26,7 +26,7 @@ func startNATS(t *testing.T) *natsembed.Server {
 	return s
 }
 
-func connect(t *testing.T, s *natsembed.Server) *nats.Conn {
+func connect(t testing.TB, s *natsembed.Server) *nats.Conn {
 	t.Helper()
 	nc, err := s.Connect()
 	if err != nil {
@@ -37,7 +37,7 @@ func connect(t *testing.T, s *natsembed.Server) *nats.Conn {
 }
 
 // openStore opens a Store on its own connection; closed at cleanup.
-func openStore(t *testing.T, nc *nats.Conn, cfg StoreConfig) *Store {
+func openStore(t testing.TB, nc *nats.Conn, cfg StoreConfig) *Store {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
@@ -53,11 +53,11 @@ func openStore(t *testing.T, nc *nats.Conn, cfg StoreConfig) *Store {
 }
 
 // testCtx is a proctest.Context of 30 s.
-func testCtx(t *testing.T) context.Context { return proctest.Context(t, 30*time.Second) }
+func testCtx(t testing.TB) context.Context { return proctest.Context(t, 30*time.Second) }
 
 // eventually polls cond every 10 ms (proctest.Poll) until it holds, failing
 // the test once timeout has passed.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	if err := proctest.Poll(timeout, 10*time.Millisecond, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)

@@ -34,7 +34,30 @@ func (s *Store) Partitions(topic string) []PartitionState {
 		return nil
 	}
 	parts := s.mu.c.partitions[t.val.ID]
-	out := make([]PartitionState, 0, len(parts))
+	live := 0
+	for _, e := range parts {
+		if !e.deleted {
+			live++
+		}
+	}
+	// A topic's partitions are numbered 0..n-1 (CreatePartitions only
+	// adds): each goes to its own index, without sorting 10,000 states.
+	out := make([]PartitionState, live)
+	dense := true
+	for p, e := range parts {
+		if e.deleted {
+			continue
+		}
+		if p < 0 || int(p) >= live || e.val.Partition != p {
+			dense = false
+			break
+		}
+		out[p] = e.val.clone()
+	}
+	if dense {
+		return out
+	}
+	out = out[:0]
 	for _, e := range parts {
 		if !e.deleted {
 			out = append(out, e.val.clone())
