@@ -170,8 +170,11 @@ func (l *Log) write(b []byte, n int) (AppendInfo, error) {
 }
 
 // noteEpoch records a new leader epoch in the cache and its checkpoint
-// before the batch that starts it is written, so a crash never leaves data
-// whose epoch the checkpoint lacks.
+// before the batch that starts it is written. The checkpoint's fsync waits
+// for the next flush (installEpochsDeferred): a crash before it re-reads
+// the batch and assigns its epoch again. (A follower taking over thousands
+// of partitions' new epochs at once fsynced twice per partition in its
+// fetch round, one partition after another.)
 // REQUIRES: writer lock held.
 func (l *Log) noteEpoch(h *batch.Header) error {
 	if last, ok := l.mu.epochs.latest(); ok && h.PartitionLeaderEpoch <= last.Epoch || h.PartitionLeaderEpoch < 0 {
@@ -179,13 +182,7 @@ func (l *Log) noteEpoch(h *batch.Header) error {
 	}
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-	if err := epochs.write(l.fs, l.dir); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.mu.epochs = epochs
-	l.mu.Unlock()
-	return nil
+	return l.installEpochsDeferred(epochs)
 }
 
 // maybeRoll rolls the active segment before the batch h when Kafka would:

@@ -133,7 +133,7 @@ func (l *Log) AssignEpoch(epoch int32) (bool, error) {
 	if !epochs.assign(epoch, l.mu.leo) {
 		return false, nil
 	}
-	return true, l.installEpochs(epochs)
+	return true, l.installEpochsDeferred(epochs)
 }
 
 // DropUnwrittenEpochs drops the history entries that start at or after the
@@ -183,6 +183,47 @@ func (c epochCache) encode() []byte {
 
 func (c epochCache) write(fs vfs.FS, dir string) error {
 	return writeFileAtomic(fs, dir, epochCheckpointFile, c.encode())
+}
+
+// installEpochsDeferred makes epochs the history, its checkpoint replaced
+// without an fsync; flushLocked syncs it before the recovery point passes
+// anything written in the new epoch. This is safe where the change only
+// adds an epoch at or past the log end (an epoch's first batch, a leader's
+// AssignEpoch): after a crash that lost the checkpoint, recovery re-reads
+// the batches from the recovery point and assigns their epochs again, an
+// unreadable checkpoint is rebuilt from every batch, and an entry past the
+// recovered log end is cut at open. An epoch assigned with no batch yet can
+// be lost that way; its leader's next process leads in a newer epoch (the
+// controller fences a re-registered leader). As Kafka since 3.7
+// (KAFKA-15046), whose fsync of this file on the append path stalled
+// produce. Truncations stay synchronous (installEpochs): they must never be
+// undone by a crash.
+// REQUIRES: writer lock held.
+func (l *Log) installEpochsDeferred(epochs epochCache) error {
+	if err := replaceFileNoSync(l.fs, l.dir, epochCheckpointFile, epochs.encode()); err != nil {
+		return err
+	}
+	l.w.epochsDirty = true
+	l.mu.Lock()
+	l.mu.epochs = epochs
+	l.mu.Unlock()
+	return nil
+}
+
+// syncEpochs makes a checkpoint installEpochsDeferred replaced durable.
+// REQUIRES: writer lock held.
+func (l *Log) syncEpochs() error {
+	if !l.w.epochsDirty {
+		return nil
+	}
+	if err := syncNamed(l.fs, l.dir, epochCheckpointFile); err != nil {
+		return err
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
+		return err
+	}
+	l.w.epochsDirty = false
+	return nil
 }
 
 // readEpochCheckpoint parses the checkpoint in dir. A missing file is an

@@ -97,6 +97,32 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	return syncDir(fs, dir)
 }
 
+// replaceFileNoSync replaces dir/name with data through a temporary file and
+// a rename, without an fsync: the running system never sees a partial
+// write; after a crash name may hold the old contents, the new, or (on some
+// filesystems) nothing readable.
+func replaceFileNoSync(fs vfs.FS, dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+tmpSuffix)
+	if err := vfs.WriteFile(fs, tmp, data, 0o644); err != nil {
+		return err
+	}
+	return fs.Rename(tmp, filepath.Join(dir, name))
+}
+
+// syncNamed fsyncs the existing file dir/name (through fsync, which the
+// crash tests hook).
+func syncNamed(fs vfs.FS, dir, name string) error {
+	f, err := fs.OpenFile(filepath.Join(dir, name), os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = fsync(f)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
 // syncDir makes renames, creations and removals in dir durable.
 func syncDir(fs vfs.FS, dir string) error {
 	d, err := fs.OpenDir(dir)

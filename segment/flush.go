@@ -48,6 +48,9 @@ func (l *Log) flushLocked() error {
 	if err := l.flushErr(); err != nil {
 		return err
 	}
+	if err := l.syncEpochs(); err != nil {
+		return l.failSync(epochCheckpointFile, err)
+	}
 	segs := l.mu.segments
 	for _, s := range segs {
 		if s.synced.Load() {

@@ -40,8 +40,12 @@ type Log struct {
 	// writer serializes mutations; w is the state only mutations touch.
 	writer sync.Mutex
 	w      struct {
-		unflushed      int64     // records appended since the last flush
-		lastFlush      time.Time // clock time of the last flush
+		unflushed int64     // records appended since the last flush
+		lastFlush time.Time // clock time of the last flush
+		// epochsDirty: the leader-epoch checkpoint was replaced without an
+		// fsync (an epoch's first batch, AssignEpoch); the next flush
+		// syncs it before it moves the recovery point.
+		epochsDirty    bool
 		pendingDeletes []pendingDelete
 		scans          int // segments recovered by a full batch scan (tests)
 		// wbSeg and wbFrom: the segment and position up to which writeback
