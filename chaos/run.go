@@ -61,6 +61,11 @@ type Config struct {
 	// plain topic, share.go) and its checks; the nodes start share groups
 	// at the log start (share.auto.offset.reset=earliest).
 	ShareGroups bool
+	// WidePartitions adds a topic "wide" of that many partitions (RF=3,
+	// min.insync.replicas=2), written by the idempotent producers beside
+	// the others and read back under the same checks: a fault schedule on
+	// a node that leads hundreds of partitions (issue 23). 0: none.
+	WidePartitions int32
 	// KeepData keeps the nodes' data dirs and the bucket after the run.
 	KeepData bool
 	// needNet: the schedule has network partitions (set by Run); only then
@@ -137,6 +142,10 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		rec.logf("network partitions unavailable: %s", c.net.why)
 	}
 	topics := workloadTopics()
+	if cfg.WidePartitions > 0 {
+		topics = append(topics, topicSpec{name: "wide", parts: cfg.WidePartitions,
+			configs: map[string]string{"min.insync.replicas": "2", "remote.storage.enable": "false"}})
+	}
 	created := topics
 	if cfg.Transactions {
 		created = append(slices.Clone(topics), etlOutputTopic(topics[0]))

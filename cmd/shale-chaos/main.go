@@ -77,6 +77,7 @@ func run(args []string) error {
 	keep := fs.Bool("keep-data", false, "keep data dirs after a passing run")
 	txns := fs.Bool("transactions", false, "add the transactional read-process-write workload and its exactly-once check")
 	shares := fs.Bool("share-groups", false, "add the share group workload (KIP-932) and its checks")
+	wide := fs.Int("wide", 0, "add a topic of this many partitions (RF=3) to the workload")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func run(args []string) error {
 	defer stop()
 	v, err := chaos.Run(ctx, chaos.Config{Schedule: *schedule, Seed: *seed, Duration: *duration, Nodes: *nodes, Out: abs,
 		Shale: *shale, VersityGW: *versity, Self: self, Rate: *rate, Producers: *producers, NATSCluster: *natsCluster,
-		KeepData: *keep, Transactions: *txns, ShareGroups: *shares, Log: os.Stdout})
+		KeepData: *keep, Transactions: *txns, ShareGroups: *shares, WidePartitions: int32(*wide), Log: os.Stdout})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,12 @@ package clustertest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,14 +22,18 @@ import (
 // as an external NATS) hold one RF=3 topic (min.insync.replicas=2) of 8,
 // then 1,000 partitions, one record in each. Node 3 is killed with
 // SIGKILL; reported: the time until no partition names it leader
-// (led-elsewhere-ms), and after its restart the time until it is back in
+// (led-elsewhere-ms), then until an acks=all record to each partition it
+// led is acknowledged (served-ms, from the kill), and after its restart the time until it is back in
 // the ISR of every partition (rejoin-ms), with what its recovery read
 // (recovery-kb) and its RssFile then (rssfile-mb). Asserts nothing about
 // time; every phase must end within generous bounds. Each phase ends at the
 // first poll (every 20 ms, Metadata from node 1 or 2) that sees it done.
 //
 // SHALE_BENCH_REJOIN_PARTITIONS (comma separated) replaces the partition
-// counts. One iteration is the whole workload: run it with -benchtime 1x.
+// counts. With SHALE_BENCH_PROFILE_DIR set, nodes 1 and 2 serve pprof and
+// their CPU profiles of the first 10 s from the kill are written there
+// (rejoin-<partitions>-node-<id>-failover.pprof), with this process's (the
+// NATS server's and the client's: rejoin-<partitions>-nats-failover.pprof). One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkISRRejoin(b *testing.B) {
 	for _, parts := range partitionCounts(b, "SHALE_BENCH_REJOIN_PARTITIONS", 8, 1000) {
 		b.Run(fmt.Sprintf("partitions-%d", parts), func(b *testing.B) {
@@ -36,9 +45,18 @@ func BenchmarkISRRejoin(b *testing.B) {
 	}
 }
 
+// rejoinProfile is how long the failover's CPU profiles run, with
+// SHALE_BENCH_PROFILE_DIR set.
+const rejoinProfile = 10 * time.Second
+
 func isrRejoin(b *testing.B, parts int32) {
 	const topic = "rejoin"
-	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, proctest.ClusterName(fmt.Sprintf("rejoin %d", parts)))
+	profDir := os.Getenv("SHALE_BENCH_PROFILE_DIR")
+	opts := []proctest.ClusterOption{proctest.ClusterName(fmt.Sprintf("rejoin %d", parts))}
+	if profDir != "" {
+		opts = append(opts, proctest.NodeEnv("SHALE_ADMIN_PPROF_ENABLE=true"))
+	}
+	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, opts...)
 	ctx := proctest.Context(b, 15*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka(), c.Node(2).Kafka()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(5*time.Minute),
@@ -90,7 +108,46 @@ func isrRejoin(b *testing.B, parts int32) {
 	}); err != nil {
 		b.Fatalf("full ISRs before the kill: %v", err)
 	}
+	// The partitions node 3 leads: after the kill, each gets one acks=all
+	// record, and served-ms is when the last is acknowledged.
+	var led3 []int32
+	if md, err := adm.Metadata(ctx, topic); err == nil {
+		for _, pd := range md.Topics[topic].Partitions {
+			if pd.Leader == 3 {
+				led3 = append(led3, pd.Partition)
+			}
+		}
+	}
+	if len(led3) == 0 {
+		b.Fatal("node 3 leads no partition")
+	}
 	n := c.Node(3)
+	var profs sync.WaitGroup
+	if profDir != "" {
+		// The surviving nodes' CPU from just before the kill, through the
+		// elections and their application.
+		for _, id := range []int32{1, 2} {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.Node(id).Admin(), int(rejoinProfile.Seconds()))
+			path := filepath.Join(profDir, fmt.Sprintf("rejoin-%d-node-%d-failover.pprof", parts, id))
+			profs.Go(func() { saveProfile(b, url, path) })
+		}
+		// This process runs the NATS server.
+		f, err := os.Create(filepath.Join(profDir, fmt.Sprintf("rejoin-%d-nats-failover.pprof", parts)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Logf("profile of this process: %v", err) // go test -cpuprofile holds it
+			f.Close()
+		} else {
+			profs.Go(func() {
+				time.Sleep(rejoinProfile)
+				pprof.StopCPUProfile()
+				f.Close()
+			})
+		}
+		time.Sleep(100 * time.Millisecond) // the nodes' profiles have started
+	}
 	start := time.Now()
 	n.Kill()
 	if err := proctest.WaitFor(5*time.Minute, func() bool {
@@ -99,6 +156,16 @@ func isrRejoin(b *testing.B, parts int32) {
 		b.Fatalf("leaders elsewhere: %v", err)
 	}
 	ledElsewhere := time.Since(start)
+	recs = recs[:0]
+	for _, p := range led3 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte("after")})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		b.Fatalf("produce to the killed leader's %d partitions: %v", len(led3), err)
+	}
+	served := time.Since(start)
+	profs.Wait()
+	logElections(b, c, start)
 	start = time.Now()
 	n.Start()
 	if err := proctest.WaitFor(10*time.Minute, func() bool {
@@ -108,8 +175,38 @@ func isrRejoin(b *testing.B, parts int32) {
 	}
 	rejoin := time.Since(start)
 	b.ReportMetric(float64(ledElsewhere.Milliseconds()), "led-elsewhere-ms")
+	b.ReportMetric(float64(served.Milliseconds()), "served-ms")
 	b.ReportMetric(float64(rejoin.Milliseconds()), "rejoin-ms")
 	b.ReportMetric(n.Metrics()["shale_log_recovery_bytes_total"]/(1<<10), "recovery-kb")
 	b.ReportMetric(float64(n.RSSFile())/(1<<20), "rssfile-mb")
 	c.CheckNoPanic()
+}
+
+// logElections logs when the controller's elections after the kill at
+// killed began and ended, as its log's timestamps say, and how many there
+// were: what of led-elsewhere-ms was electing.
+func logElections(b *testing.B, c *proctest.Cluster, killed time.Time) {
+	for _, id := range []int32{1, 2} {
+		var first, last time.Time
+		n := 0
+		per := map[int]int{} // elections per 250 ms from the kill
+		for _, kv := range c.Node(id).LogLines("elected leader") {
+			at, err := time.Parse(time.RFC3339Nano, kv["time"])
+			if err != nil || at.Before(killed) {
+				continue
+			}
+			if n == 0 {
+				first = at
+			}
+			last, n = at, n+1
+			per[int(at.Sub(killed)/(250*time.Millisecond))]++
+		}
+		if n > 0 {
+			var buckets []string
+			for i := range int(last.Sub(killed)/(250*time.Millisecond)) + 1 {
+				buckets = append(buckets, fmt.Sprint(per[i]))
+			}
+			b.Logf("node %d elected %d leaders from %v to %v after the kill; per 250 ms: %s", id, n, first.Sub(killed), last.Sub(killed), strings.Join(buckets, " "))
+		}
+	}
 }
