@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -177,6 +178,61 @@ func (f *fetchers) Update(parts map[replicaKey]followed) {
 	}
 }
 
+// Patch changes the followed partitions it names and no other: each in
+// follow is followed from its leader (moving to another fetcher when its
+// leader or epoch changed), each in unfollow is followed no more. A
+// fetcher left with no partition stops. Update's check of a leader's
+// address is not made here: a broker's registration is a BrokerUp event,
+// which makes the manager Update.
+func (f *fetchers) Patch(follow map[replicaKey]followed, unfollow []replicaKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	add := map[fetcherKey]map[replicaKey]followed{}
+	target := make(map[replicaKey]fetcherKey, len(follow))
+	for k, p := range follow {
+		fk := fetcherKey{leader: p.leader, index: fetcherIndex(k, f.cfg.Fetchers)}
+		if add[fk] == nil {
+			add[fk] = map[replicaKey]followed{}
+		}
+		add[fk][k] = p
+		target[k] = fk
+	}
+	remove := map[fetcherKey][]replicaKey{}
+	for fk, ft := range f.byLeader {
+		for k := range follow {
+			if target[k] != fk && ft.has(k) {
+				remove[fk] = append(remove[fk], k)
+			}
+		}
+		for _, k := range unfollow {
+			if ft.has(k) {
+				remove[fk] = append(remove[fk], k)
+			}
+		}
+	}
+	for fk, ks := range remove {
+		ft := f.byLeader[fk]
+		if ft.patch(add[fk], ks) == 0 {
+			ft.stop()
+			delete(f.byLeader, fk)
+		}
+		delete(add, fk)
+	}
+	for fk, ps := range add {
+		ft, ok := f.byLeader[fk]
+		if !ok {
+			if ft = f.startFetcher(fk); ft == nil {
+				continue
+			}
+			f.byLeader[fk] = ft
+		}
+		ft.patch(ps, nil)
+	}
+}
+
 // Close stops every fetcher.
 func (f *fetchers) Close() {
 	f.mu.Lock()
@@ -334,6 +390,53 @@ func (ft *fetcher) set(ps map[replicaKey]followed) {
 		ft.fullNext = ft.fullNext || ok
 	}
 	ft.parts = parts
+}
+
+// has reports whether the fetcher follows k.
+func (ft *fetcher) has(k replicaKey) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	_, ok := ft.parts[k]
+	return ok
+}
+
+// patch is set for the partitions in add and remove alone: those in add
+// are followed as given (a changed one starts over, as set does), those in
+// remove no more. It returns how many partitions the fetcher follows after.
+func (ft *fetcher) patch(add map[replicaKey]followed, remove []replicaKey) int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	changed := false
+	for _, k := range remove {
+		if _, ok := ft.parts[k]; ok {
+			changed = true
+		}
+	}
+	for k, p := range add {
+		if cur, ok := ft.parts[k]; !ok || cur.epoch != p.epoch || cur.rep != p.rep {
+			changed = true
+		}
+	}
+	if !changed {
+		return len(ft.parts)
+	}
+	parts := maps.Clone(ft.parts) // replaced, never changed in place
+	if parts == nil {
+		parts = map[replicaKey]*fetchPart{}
+	}
+	for _, k := range remove {
+		delete(parts, k)
+	}
+	for k, p := range add {
+		cur, ok := parts[k]
+		if ok && cur.epoch == p.epoch && cur.rep == p.rep {
+			continue
+		}
+		parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
+		ft.fullNext = ft.fullNext || ok
+	}
+	ft.parts = parts
+	return len(parts)
 }
 
 func (ft *fetcher) stop() {

@@ -14,6 +14,8 @@ import (
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
+
+	"github.com/nats-io/nats.go"
 )
 
 // waitFor polls cond until it holds, failing the test at the deadline.
@@ -87,8 +89,24 @@ func replicaOn(n *broker.Node, topic string, p int32) *partition.Replica {
 // dials) for CreateTopic to place replicas on; both close at cleanup.
 func natsStore(t *testing.T, ctx context.Context, dir string, id int32) *controlplane.Store {
 	t.Helper()
+	return natsStores(t, ctx, dir, id)[0]
+}
+
+// natsStores is natsStore for several brokers on the same NATS server,
+// each registered through its own store and connection.
+func natsStores(t *testing.T, ctx context.Context, dir string, ids ...int32) []*controlplane.Store {
+	t.Helper()
 	srv := testnode.StartNATS(t, dir)
-	nc, err := srv.Connect()
+	var out []*controlplane.Store
+	for _, id := range ids {
+		out = append(out, storeOn(t, ctx, func() (*nats.Conn, error) { return srv.Connect() }, id))
+	}
+	return out
+}
+
+func storeOn(t *testing.T, ctx context.Context, connect func() (*nats.Conn, error), id int32) *controlplane.Store {
+	t.Helper()
+	nc, err := connect()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func (r *Manager) commitISR(ctx context.Context, rep *partition.Replica, st cont
 		// The answer is lost: the write may have committed. The
 		// proposal keeps counting until a newer record is applied
 		// (partition.Replica.BeginISRChange).
-		r.reconcileSoon()
+		r.reconcilePartitionSoon(replicaKey{rep.Topic(), rep.Partition()})
 	}
 	if err != nil {
 		r.logger.Debug("ISR change not committed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
@@ -125,7 +125,7 @@ func (r *Manager) commitISR(ctx context.Context, rep *partition.Replica, st cont
 	if r.onISR != nil {
 		r.onISR(len(ch.Shrink) > 0, len(ch.Expand) > 0)
 	}
-	r.reconcileSoon()
+	r.reconcilePartitionSoon(replicaKey{rep.Topic(), rep.Partition()})
 }
 
 // proposeISR is the record the leader proposes for the change ch to the

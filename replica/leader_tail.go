@@ -133,7 +133,7 @@ func (r *Manager) startTailRead(k replicaKey, tr *tailRead, st controlplane.Part
 		r.mu.Lock()
 		tr.done, tr.tail, tr.err = true, read, err
 		r.mu.Unlock()
-		r.reconcileSoon()
+		r.reconcilePartitionSoon(k)
 	}()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,7 +128,16 @@ type Manager struct {
 	hwCkpts *partition.HWCheckpoints
 
 	reconcileCh chan struct{} // a queued Reconcile for Run
-	isrCh       chan struct{} // a queued ISR check for isrLoop (isrSoon)
+	// dirty is what Run's next pass must reconcile: every partition (all)
+	// or the partitions in keys, whose records changed (reconcileSome).
+	dirty struct {
+		sync.Mutex
+		all  bool
+		keys map[replicaKey]struct{}
+	}
+	// visits counts the partitions Run's passes visited (tests).
+	visits atomic.Int64
+	isrCh  chan struct{} // a queued ISR check for isrLoop (isrSoon)
 	// reconcileMu serialises Reconcile: handlers and the event loop both call it.
 	reconcileMu sync.Mutex
 	// swept: the stray directories were removed (sweepStray, once).
@@ -660,9 +670,10 @@ func (r *Manager) Local(topic string, p int32) (*partition.Replica, bool) {
 func (r *Manager) Run(ctx context.Context) {
 	unsubscribe := r.store.Subscribe(func(ev controlplane.Event) {
 		switch ev.Kind {
+		case controlplane.PartitionChanged:
+			r.reconcilePartitionSoon(replicaKey{ev.Partition.Topic, ev.Partition.Partition})
 		case controlplane.TopicCreated, controlplane.TopicChanged, controlplane.TopicDeleted,
-			controlplane.PartitionChanged, controlplane.PartitionDeleted,
-			controlplane.BrokerUp, controlplane.BrokerDown:
+			controlplane.PartitionDeleted, controlplane.BrokerUp, controlplane.BrokerDown:
 			r.reconcileSoon()
 		}
 	})
@@ -690,7 +701,16 @@ func (r *Manager) Run(ctx context.Context) {
 				case <-time.After(d):
 				}
 			}
-			r.ReconcileOrLog()
+			all, keys := r.takeDirty()
+			switch {
+			case all:
+				r.visits.Add(int64(r.reconcileOrLogCount()))
+			case len(keys) > 0:
+				r.visits.Add(int64(len(keys)))
+				if err := r.reconcileSome(keys); err != nil {
+					r.logger.Error("reconciling replicas", "err", err)
+				}
+			}
 		}
 	}
 }
@@ -713,16 +733,122 @@ func testReconcileDelay() time.Duration {
 
 // ReconcileOrLog is Reconcile with its error logged (callers that act on a
 // change they just committed and cannot do more about a failure).
-func (r *Manager) ReconcileOrLog() {
+func (r *Manager) ReconcileOrLog() { r.reconcileOrLogCount() }
+
+// reconcileOrLogCount is ReconcileOrLog returning how many partitions the
+// pass visited (the replicas open here after it).
+func (r *Manager) reconcileOrLogCount() int {
 	if err := r.Reconcile(); err != nil {
 		r.logger.Error("reconciling replicas", "err", err)
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.mu.replicas)
 }
 
-// reconcileSoon queues a Reconcile for Run; queued ones coalesce.
+// reconcileSoon queues a full Reconcile for Run; queued ones coalesce.
 func (r *Manager) reconcileSoon() {
+	r.dirty.Lock()
+	r.dirty.all = true
+	r.dirty.Unlock()
+	r.queueReconcile()
+}
+
+// reconcilePartitionSoon queues a pass of Run over partition k alone
+// (reconcileSome), coalesced with the others queued.
+func (r *Manager) reconcilePartitionSoon(k replicaKey) {
+	r.dirty.Lock()
+	if !r.dirty.all {
+		if r.dirty.keys == nil {
+			r.dirty.keys = map[replicaKey]struct{}{}
+		}
+		r.dirty.keys[k] = struct{}{}
+	}
+	r.dirty.Unlock()
+	r.queueReconcile()
+}
+
+func (r *Manager) queueReconcile() {
 	select {
 	case r.reconcileCh <- struct{}{}:
 	default:
 	}
+}
+
+// takeDirty returns and clears what the next pass must reconcile.
+func (r *Manager) takeDirty() (all bool, keys []replicaKey) {
+	r.dirty.Lock()
+	defer r.dirty.Unlock()
+	all = r.dirty.all
+	if !all {
+		keys = slices.Collect(maps.Keys(r.dirty.keys))
+	}
+	r.dirty.all, r.dirty.keys = false, nil
+	return all, keys
+}
+
+// reconcileSome does Reconcile's work for the partitions in keys alone,
+// when each is a replica open here whose record still names this node and
+// whose topic is the one it was opened under: a new role, leader epoch,
+// ISR or config is applied, and its fetcher entry changed. Anything else
+// (a replica to open, close or re-create, a record or topic gone, the node
+// stepped down, an offline log) makes it a full Reconcile. A node that takes
+// over thousands of leaderships after a broker loss gets them as thousands
+// of PartitionChanged events; a full pass after each batch visited every
+// partition (30-40% of a surviving node's CPU at 10,000 partitions).
+func (r *Manager) reconcileSome(keys []replicaKey) error {
+	type change struct {
+		k   replicaKey
+		st  controlplane.PartitionState
+		t   controlplane.Topic
+		rep *partition.Replica
+	}
+	changes := make([]change, 0, len(keys))
+	for _, k := range keys {
+		st, ok := r.store.Partition(k.topic, k.partition)
+		t, tok := r.store.Topic(k.topic)
+		if !ok || !tok || st.TopicID != t.ID || !slices.Contains(st.Replicas, r.nodeID) {
+			return r.Reconcile()
+		}
+		changes = append(changes, change{k: k, st: st, t: t})
+	}
+	r.reconcileMu.Lock()
+	r.mu.RLock()
+	if r.mu.closed {
+		r.mu.RUnlock()
+		r.reconcileMu.Unlock()
+		return nil
+	}
+	full := r.mu.steppedDown
+	for i := range changes {
+		c := &changes[i]
+		rep, open := r.mu.replicas[c.k]
+		_, failed := r.mu.failed[c.k]
+		if !open || failed || r.mu.topicIDs[c.k.topic] != c.t.ID || rep.LogErr() != nil {
+			full = true
+			break
+		}
+		c.rep = rep
+	}
+	r.mu.RUnlock()
+	if full {
+		r.reconcileMu.Unlock()
+		return r.Reconcile()
+	}
+	defer r.reconcileMu.Unlock()
+	follow := make(map[replicaKey]followed, len(changes))
+	var unfollow []replicaKey
+	for _, c := range changes {
+		if tc := r.topicCfgs.resolve(r, c.t); c.rep.Config() != tc {
+			c.rep.SetConfig(tc)
+		}
+		r.applyRole(c.rep, c.st, false)
+		if c.st.Leader >= 0 && c.st.Leader != r.nodeID {
+			follow[c.k] = followed{rep: c.rep, leader: c.st.Leader, epoch: c.st.LeaderEpoch}
+		} else {
+			unfollow = append(unfollow, c.k)
+		}
+	}
+	r.fetchers.Patch(follow, unfollow)
+	return nil
 }
