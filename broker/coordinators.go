@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/interbroker"
@@ -27,6 +28,9 @@ type coordinators struct {
 	txnMarkers *txn.KafkaMarkers
 	stopGroups sync.Once
 	stopTxns   sync.Once
+	// unwatchTopics ends the group coordinator's subscription to topic
+	// deletions (StopGroups).
+	unwatchTopics func()
 }
 
 // buildCoordinators builds the group coordinator (package group owns its
@@ -58,6 +62,13 @@ func (n *Node) buildCoordinators(reg *kafka.Registry) *coordinators {
 		Authorizer:                n.authz,
 	}, n.replicas, cluster)
 	cs.groups.Register(reg)
+	// A deleted topic's committed offsets are deleted with it, as Kafka's
+	// coordinator does (group/deleted_topics.go).
+	cs.unwatchTopics = n.store.Subscribe(func(ev controlplane.Event) {
+		if ev.Kind == controlplane.TopicDeleted {
+			cs.groups.TopicDeleted(ev.Topic.Name, ev.Topic.ID)
+		}
+	})
 
 	dialer := n.interBroker
 	if dialer == nil {
@@ -134,7 +145,12 @@ func (cs *coordinators) LoadLed() {
 // requests are answered NOT_COORDINATOR at once, so that a graceful
 // shutdown does not wait out a rebalance. The node's Close calls it
 // before the Kafka server's Shutdown. Idempotent.
-func (cs *coordinators) StopGroups() { cs.stopGroups.Do(cs.groups.Close) }
+func (cs *coordinators) StopGroups() {
+	cs.stopGroups.Do(func() {
+		cs.unwatchTopics()
+		cs.groups.Close()
+	})
+}
 
 // StopTransactions stops the transaction coordinator's marker senders and
 // its timeout loop, then closes its client. Idempotent.

@@ -190,6 +190,20 @@ func newTopicView(ts []TopicMeta) *topicView {
 	return v
 }
 
+// current reports whether e, an offset of topic, is an offset of the
+// topic of that name in v: true unless e names a topic id (KAFKA-19141)
+// and the topic of that name now has another. A topic v does not have
+// keeps its offsets here (OffsetFetch of a name no topic has answers
+// them, as before ids were recorded); they are deleted with the topic
+// (deleted_topics.go).
+func (v *topicView) current(topic string, e offsetEntry) bool {
+	if e.topicID == (topicID{}) {
+		return true
+	}
+	t, ok := v.byName[topic]
+	return !ok || t.ID == e.topicID
+}
+
 // subscribed is the set of existing topics m subscribes to, by name or by
 // its regex (matched against the whole name, as Kafka's RE2J matches()).
 func (v *topicView) subscribed(m *consumerMember) map[string]bool {

@@ -134,7 +134,15 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 					}
 					txnGroups[h.ProducerID][k.group] = true
 				case k.kind == kindOffset && r.Value == nil:
+					// A tombstone drops the partition's pending
+					// transactional offsets too (group.forgetOffset).
 					delete(lg.offsets, k.tp)
+					for pid, pend := range lg.pendingTxn {
+						delete(pend, k.tp)
+						if len(pend) == 0 {
+							delete(lg.pendingTxn, pid)
+						}
+					}
 				case k.kind == kindOffset:
 					e, err := decodeOffsetValue(r.Value)
 					if err != nil {
@@ -253,16 +261,24 @@ func (sh *shard) Activate() {
 	c := sh.c
 	now := c.cfg.Now()
 	shares := map[string][]ShareRecord{}
+	// Offsets of topics deleted while no node had this partition loaded
+	// are deleted by each group's first event, before any request
+	// (deleted_topics.go).
+	gone := c.deletedAtLoad()
 	sh.mu.Lock()
 	for id, lg := range sh.loaded {
 		g := newGroup(id, &c.cfg, nil)
+		stale := gone != nil && lg.hasMatch(gone)
 		restore(g, lg, now)
 		if len(g.share) > 0 {
 			for _, r := range g.shareRecords() {
 				shares[id] = append(shares[id], ShareRecord{Key: r.key, Value: r.value})
 			}
 		}
-		c.startRunnerLocked(sh, g)
+		r := c.startRunnerLocked(sh, g)
+		if stale {
+			r.submitFirst(func(g *group) { g.dropTopicOffsets(gone, "topic gone at load") })
+		}
 	}
 	sh.mu.Unlock()
 	if sg := c.shareGroups(); sg != nil {

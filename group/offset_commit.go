@@ -246,7 +246,7 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 			codes[i] = kerr.OffsetMetadataTooLarge.Code
 			continue
 		}
-		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli()}
+		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli(), topicID: cr.topicIDs[o.tp.topic]}
 		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(e)})
 		entries, tps = append(entries, e), append(tps, o.tp)
 	}
@@ -292,10 +292,19 @@ func (g *group) applyReplicated(written map[topicPartition]offsetEntry) {
 }
 
 // forgetOffset drops tp's offset (a tombstone appended at logOffset),
-// applied or not yet replicated.
+// applied, not yet replicated, or pending in a transaction: a tombstone
+// drops the pending transactional offsets of its partition, as Kafka's
+// replay of one does (so a transaction committed after it does not bring
+// the partition's offset back), and as a load replays it (readPartition).
 func (g *group) forgetOffset(tp topicPartition, logOffset int64) {
 	delete(g.offsets, tp)
 	delete(g.unreplicated, tp)
+	for pid, pend := range g.pendingTxn {
+		delete(pend, tp)
+		if len(pend) == 0 {
+			delete(g.pendingTxn, pid)
+		}
+	}
 	g.deletedAt[tp] = logOffset
 }
 

@@ -23,6 +23,14 @@ package group
 //     offset, a topic that no longer exists (no id to name it by) is left
 //     out, as Kafka leaves it out.
 //
+// An offset committed for another topic of the same name (its topic id,
+// recorded with it since KAFKA-19141, is not the topic's id now: the
+// topic was deleted and created again) is no offset, at every version:
+// -1 when the partition is named, left out when every offset is asked for,
+// as Kafka 4.1 answers an id that differs. Such offsets are also deleted
+// when the coordinator learns of the deletion (deleted_topics.go); an
+// offset written without an id (by an older Shale) is answered by name.
+//
 // A partition without a committed offset answers offset -1. A group this
 // node does not coordinate answers NOT_COORDINATOR (per group in v8, at the
 // top in v2-v7, per partition in v0-v1).
@@ -96,10 +104,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 		if req.Version >= 8 {
 			byID := req.Version >= 10
-			var view *topicView
-			if byID {
-				view = c.topicView()
-			}
+			view := c.topicView()
 			for _, rg := range r.Groups {
 				var ts []fetchTopic
 				var unknownIDs []kmsg.OffsetFetchRequestGroupTopic // v10: answered UNKNOWN_TOPIC_ID
@@ -126,7 +131,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 				if req.Version >= 9 && rg.MemberID != nil {
 					member = &fetchMember{id: *rg.MemberID, epoch: rg.MemberEpoch}
 				}
-				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable, member)
+				got, code, err := c.fetchOffsets(ctx, rg.Group, ts, r.RequireStable, member, view)
 				if err != nil {
 					return nil, err
 				}
@@ -187,7 +192,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 		var code int16
 		if c.allowed(req, acl.OpDescribe, acl.Group(r.Group)) {
 			var err error
-			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable, nil)
+			got, code, err = c.fetchOffsets(ctx, r.Group, ts, req.Version >= 7 && r.RequireStable, nil, c.topicView())
 			if err != nil {
 				return nil, err
 			}
@@ -233,8 +238,9 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, req *kafka.Request)
 // fetchOffsets reads one group's committed offsets: those of topics, or
 // all with nil topics. A non-zero code is the group's error. With
 // requireStable, partitions with a pending transactional offset are
-// marked unstable.
-func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic, requireStable bool, member *fetchMember) ([]fetchedOffset, int16, error) {
+// marked unstable. Offsets of another topic than view's by their name are
+// not answered (answerOffsets).
+func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics []fetchTopic, requireStable bool, member *fetchMember, view *topicView) ([]fetchedOffset, int16, error) {
 	rn, err := c.lookup(groupID, false)
 	if err != nil {
 		return nil, errorCode(err), nil
@@ -243,7 +249,7 @@ func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics [
 		if member != nil && member.epoch >= 0 {
 			return nil, kerr.UnknownMemberID.Code, nil
 		}
-		return answerOffsets(nil, topics), 0, nil
+		return answerOffsets(nil, topics, view), 0, nil
 	}
 	var got []fetchedOffset
 	code := int16(0)
@@ -261,7 +267,7 @@ func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics [
 				return
 			}
 		}
-		got = answerOffsets(g.offsets, topics)
+		got = answerOffsets(g.offsets, topics, view)
 		if requireStable {
 			for i := range got {
 				got[i].unstable = g.unstable(got[i].tp)
@@ -273,18 +279,25 @@ func (c *Coordinator) fetchOffsets(ctx context.Context, groupID string, topics [
 }
 
 // answerOffsets picks the asked offsets out of committed (all of them for
-// nil topics), sorted by topic and partition.
-func answerOffsets(committed map[topicPartition]offsetEntry, topics []fetchTopic) []fetchedOffset {
+// nil topics), sorted by topic and partition. An offset view says belongs
+// to another topic of its name (view.current) is not found, and left out
+// of all.
+func answerOffsets(committed map[topicPartition]offsetEntry, topics []fetchTopic, view *topicView) []fetchedOffset {
 	var out []fetchedOffset
 	if topics == nil {
 		for tp, e := range committed {
-			out = append(out, fetchedOffset{tp: tp, entry: e, found: true})
+			if view.current(tp.topic, e) {
+				out = append(out, fetchedOffset{tp: tp, entry: e, found: true})
+			}
 		}
 	}
 	for _, t := range topics {
 		for _, p := range t.partitions {
 			tp := topicPartition{t.topic, p}
 			e, ok := committed[tp]
+			if ok && !view.current(tp.topic, e) {
+				e, ok = offsetEntry{}, false
+			}
 			out = append(out, fetchedOffset{tp: tp, entry: e, found: ok})
 		}
 	}

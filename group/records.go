@@ -6,8 +6,12 @@ package group
 //   - key versions 0 and 1: an offset commit key (group, topic, partition);
 //     this coordinator writes version 1.
 //   - key version 2: a group metadata key (group).
-//   - offset commit values: versions 0-4 are read; version 3 is written
-//     (offset, leader epoch, metadata, commit timestamp).
+//   - offset commit values: versions 0-4 are read; version 4 is written
+//     when the topic's id is known (offset, leader epoch, metadata, commit
+//     timestamp, and the topic id in tagged field 0, as Kafka 4.1 writes it:
+//     KAFKA-19141), version 3 otherwise. A value without the id (older
+//     versions, written by an older Shale or Kafka) is an offset of the
+//     topic by that name, whatever its id.
 //   - group metadata values: versions 0-4 are read; version 3 is written
 //     (protocol type, generation, protocol, leader, state timestamp,
 //     members with instance ids, timeouts, subscription and assignment).
@@ -25,6 +29,10 @@ type offsetEntry struct {
 	leaderEpoch     int32
 	metadata        string
 	commitTimestamp int64 // unix millis
+	// topicID is the id of the topic the offset was committed for; zero
+	// when unknown (a value written without it). An offset is the
+	// current topic's only while its id is zero or the topic's.
+	topicID topicID
 	// logOffset orders entries of one partition by where they were
 	// appended to __consumer_offsets (the record's offset at load, the
 	// batch's last offset for a commit); it is not written.
@@ -47,6 +55,9 @@ func offsetValue(e offsetEntry) []byte {
 	v := kmsg.NewOffsetCommitValue()
 	v.Version = 3
 	v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = e.offset, e.leaderEpoch, e.metadata, e.commitTimestamp
+	if e.topicID != (topicID{}) {
+		v.Version, v.TopicID = 4, e.topicID
+	}
 	return v.AppendTo(nil)
 }
 
@@ -116,6 +127,9 @@ func decodeOffsetValue(b []byte) (offsetEntry, error) {
 	e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp}
 	if v.Version >= 3 {
 		e.leaderEpoch = v.LeaderEpoch
+	}
+	if v.Version >= 4 {
+		e.topicID = v.TopicID
 	}
 	return e, nil
 }

@@ -26,6 +26,20 @@ func TestRecordFormats(t *testing.T) {
 	if got, err := decodeOffsetValue(v); err != nil || got != e {
 		t.Fatalf("offset value: %+v %v", got, err)
 	}
+	// With the topic's id: value v4 (flexible), the id in tagged field 0,
+	// as Kafka 4.1 writes it (KAFKA-19141).
+	e.topicID = [16]byte{0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xcd}
+	v = offsetValue(e)
+	if v[1] != 4 {
+		t.Fatalf("offset value with a topic id: version %d, want 4", v[1])
+	}
+	// ... int64 commit timestamp, then the tag section: 1 tag, tag 0, 16 bytes, the id.
+	if tail := append([]byte{1, 0, 16}, e.topicID[:]...); !bytes.HasSuffix(v, tail) {
+		t.Fatalf("offset value v4 %x does not end with the tagged id %x", v, tail)
+	}
+	if got, err := decodeOffsetValue(v); err != nil || got != e {
+		t.Fatalf("offset value v4: %+v %v", got, err)
+	}
 	gk, err := decodeKey(groupKey("grp"))
 	if err != nil || gk.kind != kindGroup || gk.group != "grp" {
 		t.Fatalf("group key: %+v %v", gk, err)
@@ -63,6 +77,7 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Add(consumerKey(keyShareCurrent, "g", "m"))
 	f.Add(consumerKey(keyShareLast, "g"))
 	f.Add(offsetValue(offsetEntry{offset: 1}))
+	f.Add(offsetValue(offsetEntry{offset: 1, topicID: [16]byte{1}}))
 	gv := kmsg.NewGroupMetadataValue()
 	f.Add(groupValue(&gv))
 	f.Fuzz(func(t *testing.T, b []byte) {

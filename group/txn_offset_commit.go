@@ -122,10 +122,12 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		if req.Version >= 3 {
 			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
 		}
-		if cr.memberID != "" && view == nil {
+		if view == nil {
 			view = c.topicView()
 		}
-		if cr.memberID != "" && len(view.byName) > 0 {
+		// The topics' ids: written with the offsets (KAFKA-19141), and a
+		// consumer group member's ownership check.
+		if len(view.byName) > 0 {
 			cr.topicIDs = map[string]topicID{}
 			for i, name := range names {
 				if !unknown(i) {

@@ -78,7 +78,7 @@ func (g *group) txnCommit(cr commitRequest, producer txnProducer) ([]int16, int6
 			codes[i] = kerr.OffsetMetadataTooLarge.Code
 			continue
 		}
-		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli()}
+		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli(), topicID: cr.topicIDs[o.tp.topic]}
 		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(e)})
 		entries, tps = append(entries, e), append(tps, o.tp)
 	}
