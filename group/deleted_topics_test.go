@@ -22,7 +22,15 @@ func fetchByName(t *testing.T, c *Coordinator, grp, topic string, p int32) int64
 	rt.Topic, rt.Partitions = topic, []int32{p}
 	rg.Topics = append(rg.Topics, rt)
 	req.Groups = append(req.Groups, rg)
-	resp := serve(t, c.handleOffsetFetch, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
+	// A group left with nothing ends: a fetch that found it just before
+	// answers NOT_COORDINATOR, and the client asks again.
+	var resp *kmsg.OffsetFetchResponse
+	if err := proctest.Poll(10*time.Second, 10*time.Millisecond, func() bool {
+		resp = serve(t, c.handleOffsetFetch, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
+		return resp.Groups[0].ErrorCode != kerr.NotCoordinator.Code
+	}); err != nil || resp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("OffsetFetch of %s: %v %v", grp, kerr.ErrorForCode(resp.Groups[0].ErrorCode), err)
+	}
 	return resp.Groups[0].Topics[0].Partitions[0].Offset
 }
 
@@ -120,10 +128,22 @@ func TestDeletedTopicDropsPendingTxnOffsets(t *testing.T) {
 		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(code))
 	}
 	c.TopicDeleted("orders", idOrders)
-	if err := proctest.Poll(10*time.Second, 10*time.Millisecond, func() bool {
-		_, code := fetchStable(t, c, "g", "orders", 0)
-		return code == 0 // no longer pending
-	}); err != nil {
+	// The group, left with nothing, ends: a fetch that found it before
+	// may answer NOT_COORDINATOR (the client asks again), the next one
+	// finds no group.
+	stable := func() bool {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.RequireStable = 8, true
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = "g"
+		rt := kmsg.NewOffsetFetchRequestGroupTopic()
+		rt.Topic, rt.Partitions = "orders", []int32{0}
+		rg.Topics = append(rg.Topics, rt)
+		req.Groups = append(req.Groups, rg)
+		g := serve(t, c.handleOffsetFetch, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode }).Groups[0]
+		return g.ErrorCode == 0 && g.Topics[0].Partitions[0].ErrorCode == 0
+	}
+	if err := proctest.Poll(10*time.Second, 10*time.Millisecond, stable); err != nil {
 		t.Fatalf("orders-0 still pending after its topic was deleted: %v", err)
 	}
 	marker(t, c, rep, 9, 0, true)
