@@ -211,6 +211,7 @@ func (n *Node) metricsState() metrics.NodeState {
 		st.InternalTopicWrongShape = n.apis.InternalTopicsWrongShape()
 	}
 	if n.coords != nil {
+		st.Groups = n.groupFigures()
 		s := n.coords.txns.Stats()
 		st.Transactions = &metrics.TransactionFigures{Open: s.Open, OldestOpenSeconds: float64(s.OldestOpenMs) / 1000,
 			Committed: s.Committed, Aborted: s.Aborted, TimedOut: s.TimedOut}
@@ -233,4 +234,21 @@ func topicTiering(parts []TierPartitionStatus) []metrics.TopicTiering {
 		t.RemoteSegments += int64(p.RemoteSegments)
 	}
 	return out
+}
+
+// groupFigures gathers the group coordinator's and the share
+// coordinator's figures for /metrics.
+func (n *Node) groupFigures() *metrics.GroupFigures {
+	f := n.coords.groups.Figures()
+	g := &metrics.GroupFigures{Classic: f.Classic, Consumer: f.Consumer, Share: map[string]int{}, Offsets: f.Offsets,
+		ClassicRebalances: f.ClassicRebalances, ConsumerRebalances: f.ConsumerRebalances, OffsetCommits: f.OffsetCommits}
+	if n.share != nil {
+		sf := n.share.coord.Figures()
+		g.Share, g.ShareRebalances = sf.Groups, sf.Rebalances
+		for _, p := range n.share.parts.Figures() {
+			g.SharePartitions = append(g.SharePartitions, metrics.SharePartitionFigures{Group: p.Group, Topic: p.Topic,
+				Partition: p.Partition, InFlight: p.InFlight, Acquired: p.Acquired, Lag: p.Lag})
+		}
+	}
+	return g
 }

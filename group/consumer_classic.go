@@ -399,6 +399,7 @@ func (g *group) classicJoinConsumer(j joinRequest, w *waiter) {
 		recs = append(recs, record{key: consumerKey(keyConsumerGroupMetadata, g.id), value: consumerEpochValue(cg.epoch)})
 	}
 	if cg.epoch > cg.assignmentEpoch {
+		g.counters.consumerRebalanced()
 		recs = append(recs, cg.computeTarget(g.id, v)...)
 	}
 	recs = append(recs, g.reconcileMember(m, &old, ownedFromSubscription(sub, v))...)

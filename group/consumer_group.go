@@ -412,6 +412,7 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 		recs = append(recs, record{key: consumerKey(keyConsumerGroupMetadata, g.id), value: consumerEpochValue(cg.epoch)})
 	}
 	if cg.epoch > cg.assignmentEpoch {
+		g.counters.consumerRebalanced()
 		recs = append(recs, cg.computeTarget(g.id, h.topics)...)
 	}
 	recs = append(recs, g.reconcileMember(m, &old, h.owned)...)

@@ -108,6 +108,8 @@ type Coordinator struct {
 	leaders partition.Leaders
 	cluster coordinator.Cluster
 	log     *slog.Logger
+	// counters are the totals of Figures (metrics.go).
+	counters counters
 
 	// rt runs the shards: one per __consumer_offsets partition this node
 	// leads, loaded on leadership; it also tracks the group runners and

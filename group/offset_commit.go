@@ -262,6 +262,7 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 		}
 		return codes, nil, -1
 	}
+	g.counters.committed(len(entries))
 	written := make(map[topicPartition]offsetEntry, len(entries))
 	for i, e := range entries {
 		e.logOffset = hw // later in the request wins, as in the log

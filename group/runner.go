@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type runner struct {
 	stop   chan struct{} // closed to ask the loop to end
 	done   chan struct{} // closed when the loop has ended
 	once   sync.Once
+	// stat is what the metrics read of g (publish): written by the
+	// group's goroutine, read by Coordinator.Figures.
+	stat atomic.Uint64
 }
 
 // startRunnerLocked starts g's goroutine in sh. REQUIRES: sh.mu held.
@@ -23,6 +27,8 @@ func (c *Coordinator) startRunnerLocked(sh *shard, g *group) *runner {
 	r := &runner{g: g, shard: sh, events: make(chan func(*group), 16), stop: make(chan struct{}), done: make(chan struct{})}
 	g.persist = func(recs []record) (int64, error) { return c.append(sh, recs) }
 	g.persistTxn = func(p txnProducer, recs []record) (int64, error) { return c.appendTxn(sh, p, recs) }
+	g.counters = &c.counters
+	r.publish()
 	sh.mu.groups[g.id] = r
 	if !c.rt.Go(func() { c.run(r) }) {
 		close(r.done) // the coordinator is closing: the group never runs
@@ -75,6 +81,7 @@ func (c *Coordinator) run(r *runner) {
 			default:
 			}
 		}
+		r.publish()
 		if g.phantom() {
 			g.setState(StateDead) // created by a request that left nothing behind
 		}

@@ -139,6 +139,9 @@ type group struct {
 	persist func([]record) (hw int64, err error) // appends the records; returns the last offset
 	// persistTxn appends records as a transactional batch of a producer.
 	persistTxn func(txnProducer, []record) (int64, error)
+	// counters are the coordinator's totals (metrics.go); nil in a group
+	// run without a coordinator.
+	counters *counters
 }
 
 func newGroup(id string, limits *Config, persist func([]record) (int64, error)) *group {

@@ -155,6 +155,7 @@ func (g *group) completeSync(assignments map[string][]byte) {
 		return
 	}
 	g.setState(StateStable)
+	g.counters.classicRebalanced()
 	g.syncDeadline = time.Time{}
 	for _, id := range g.memberIDs() {
 		m := g.members[id]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,6 +39,8 @@ type Coordinator struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	rebalances atomic.Int64 // new group epochs with members, since the node started (Figures)
 
 	mu struct {
 		sync.Mutex

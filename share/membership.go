@@ -168,6 +168,11 @@ func (c *Coordinator) update(ctx context.Context, id string, fn func(g *shareGro
 
 // REQUIRES: c.mu held.
 func (c *Coordinator) installLocked(id string, g *shareGroup) {
+	if cur := c.mu.groups[id]; g != nil && (cur == nil || g.epoch > cur.epoch) && len(g.members) > 0 {
+		// A new group epoch with members: a new assignment (Kafka's
+		// ShareGroupRebalances, recorded with each target assignment).
+		c.rebalances.Add(1)
+	}
 	if g == nil {
 		delete(c.mu.groups, id)
 		return

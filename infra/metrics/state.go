@@ -46,6 +46,9 @@ type NodeState struct {
 	// coordinates (package lag); nil when sampling is off or before the
 	// first sample.
 	ConsumerLag *ConsumerLagSample
+	// Groups is the group and share coordinators' figures (groups.go);
+	// nil before the coordinators are built.
+	Groups *GroupFigures
 }
 
 // ConsumerLagSample is one sample of the lag of a node's groups.
@@ -277,6 +280,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allStateDescs {
 		ch <- d
 	}
+	for _, d := range groupDescs {
+		ch <- d
+	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -322,6 +328,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descReadAheads, float64(r.ReadAheads))
 		counter(descIndexHits, float64(r.IndexHits))
 		counter(descIndexMisses, float64(r.IndexMisses))
+	}
+	if g := st.Groups; g != nil {
+		collectGroups(ch, g)
 	}
 	if x := st.Transactions; x != nil {
 		gauge(descTxnOpen, float64(x.Open))
