@@ -9,6 +9,12 @@ package share
 //   - key 10 ShareGroupMemberMetadataKey (group, member) -> rack id
 //     (nullable), client id, client host, subscribed topic names.
 //   - key 11 ShareGroupMetadataKey (group) -> group epoch.
+//   - key 12 ShareGroupTargetAssignmentMetadataKey (group) -> assignment
+//     epoch: the group epoch, since the target is computed at each one.
+//   - key 13 ShareGroupTargetAssignmentMemberKey (group, member) ->
+//     target partitions (topic id, partitions): with the simple assignor
+//     every partition of the member's subscribed topics, its current
+//     assignment.
 //   - key 14 ShareGroupCurrentMemberAssignmentKey (group, member) ->
 //     member epoch, previous member epoch, state (0, stable: a share
 //     member never revokes), assigned partitions (topic id, partitions).
@@ -17,10 +23,11 @@ package share
 //     every topic a member subscribed to (DeleteGroups resets their
 //     share-partitions).
 //
-// Not written: 9 (ShareGroupPartitionMetadata, gone from Kafka 4.1) and
-// the target assignment, 12 and 13: a member's target is every partition
-// of its subscribed topics (groups.go), always its current assignment, so
-// the target records would repeat key 14. The package writes these records
+// Not written: 9 (ShareGroupPartitionMetadata, gone from Kafka 4.1). The
+// target records (12, 13) are written with the changes of the group epoch
+// and of each member's assignment, as Kafka writes them, and at the first
+// change after a load that did not find them (a log of an older Shale,
+// which did not write them). The package writes these records
 // through a MembershipLog (the group coordinator, which owns the log) and
 // gets them back when the coordinator loads a partition (LoadGroups).
 // The decoders read bytes from the log, which anyone allowed to produce to
@@ -40,6 +47,8 @@ import (
 const (
 	keyMemberMetadata    = 10
 	keyGroupMetadata     = 11
+	keyTargetMetadata    = 12
+	keyTargetMember      = 13
 	keyCurrentAssignment = 14
 	keyStatePartitions   = 15
 )
@@ -68,7 +77,7 @@ func groupRecordKeyOf(b []byte) (version int16, group, member string, err error)
 	version = r.Int16()
 	group = r.String()
 	switch version {
-	case keyMemberMetadata, 13, keyCurrentAssignment:
+	case keyMemberMetadata, keyTargetMember, keyCurrentAssignment:
 		member = r.String()
 	}
 	if err := r.Complete(); err != nil || version < 9 || version > 15 {
@@ -166,6 +175,38 @@ func currentAssignmentValue(m *member) []byte {
 	return kbin.AppendUvarint(b, 0)
 }
 
+// targetMemberValue is m's target assignment: its assigned partitions.
+func targetMemberValue(m *member) []byte {
+	b := kbin.AppendInt16(nil, 0)
+	ids := sortedIDs(m.assigned)
+	b = kbin.AppendCompactArrayLen(b, len(ids))
+	for _, id := range ids {
+		b = kbin.AppendUuid(b, id)
+		ps := partitionRange(m.assigned[id])
+		b = kbin.AppendCompactArrayLen(b, len(ps))
+		for _, p := range ps {
+			b = kbin.AppendInt32(b, p)
+		}
+		b = kbin.AppendUvarint(b, 0)
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+// readPartitions reads an array of (topic id, partitions) as a member's
+// assignment (topic id -> partition count).
+func (r *valueReader) readPartitions() map[[16]byte]int32 {
+	out := map[[16]byte]int32{}
+	for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+		tid := r.Uuid()
+		ps := r.int32s()
+		r.skipTags()
+		if len(ps) > 0 {
+			out[tid] = int32(len(ps))
+		}
+	}
+	return out
+}
+
 // statePartitionsValue lists topics (name -> meta) as initialized.
 func statePartitionsValue(topics map[string]TopicMeta) []byte {
 	b := kbin.AppendInt16(nil, 0)
@@ -186,7 +227,8 @@ func statePartitionsValue(topics map[string]TopicMeta) []byte {
 }
 
 // groupRecords is the records that take a group from prev (nil: none) to
-// g (nil: deleted).
+// g (nil: deleted). It marks g's target records as written (targetLogged):
+// the caller installs g only once the records are appended.
 func groupRecords(id string, prev, g *shareGroup) []LogRecord {
 	var out []LogRecord
 	put := func(k, v []byte) { out = append(out, LogRecord{Key: k, Value: v}) }
@@ -196,8 +238,10 @@ func groupRecords(id string, prev, g *shareGroup) []LogRecord {
 		}
 		for _, mid := range slices.Sorted(maps.Keys(prev.members)) {
 			put(groupRecordKey(keyMemberMetadata, id, mid), nil)
+			put(groupRecordKey(keyTargetMember, id, mid), nil)
 			put(groupRecordKey(keyCurrentAssignment, id, mid), nil)
 		}
+		put(groupRecordKey(keyTargetMetadata, id), nil)
 		put(groupRecordKey(keyStatePartitions, id), nil)
 		put(groupRecordKey(keyGroupMetadata, id), nil)
 		return out
@@ -205,6 +249,10 @@ func groupRecords(id string, prev, g *shareGroup) []LogRecord {
 	if prev == nil || prev.epoch != g.epoch {
 		put(groupRecordKey(keyGroupMetadata, id), epochValue(g.epoch))
 	}
+	if prev == nil || prev.epoch != g.epoch || !prev.targetLogged {
+		put(groupRecordKey(keyTargetMetadata, id), epochValue(g.epoch))
+	}
+	g.targetLogged = true
 	if prev == nil || !maps.Equal(prev.topics, g.topics) {
 		put(groupRecordKey(keyStatePartitions, id), statePartitionsValue(g.topics))
 	}
@@ -218,6 +266,10 @@ func groupRecords(id string, prev, g *shareGroup) []LogRecord {
 			(pm.rack == nil) != (m.rack == nil) || (pm.rack != nil && *pm.rack != *m.rack) {
 			put(groupRecordKey(keyMemberMetadata, id, mid), memberMetadataValue(m))
 		}
+		if pm == nil || !pm.targetLogged || !maps.Equal(pm.assigned, m.assigned) {
+			put(groupRecordKey(keyTargetMember, id, mid), targetMemberValue(m))
+		}
+		m.targetLogged = true
 		if pm == nil || pm.epoch != m.epoch || pm.prevEpoch != m.prevEpoch || !maps.Equal(pm.assigned, m.assigned) {
 			put(groupRecordKey(keyCurrentAssignment, id, mid), currentAssignmentValue(m))
 		}
@@ -226,6 +278,7 @@ func groupRecords(id string, prev, g *shareGroup) []LogRecord {
 		for _, mid := range slices.Sorted(maps.Keys(prev.members)) {
 			if g.members[mid] == nil {
 				put(groupRecordKey(keyMemberMetadata, id, mid), nil)
+				put(groupRecordKey(keyTargetMember, id, mid), nil)
 				put(groupRecordKey(keyCurrentAssignment, id, mid), nil)
 			}
 		}
@@ -248,6 +301,8 @@ func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (
 		return m
 	}
 	meta := false
+	targetEpoch := int32(-1)
+	targets := map[string]map[[16]byte]int32{}
 	for _, rec := range recs {
 		if rec.Value == nil {
 			continue
@@ -288,19 +343,17 @@ func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (
 				m.topics = append(m.topics, r.CompactString())
 			}
 			err = r.done("share group member metadata")
+		case keyTargetMetadata:
+			targetEpoch = r.Int32()
+			err = r.done("share group target assignment metadata")
+		case keyTargetMember:
+			targets[mid] = r.readPartitions()
+			err = r.done("share group target assignment member")
 		case keyCurrentAssignment:
 			m := get(mid)
 			m.epoch, m.prevEpoch = r.Int32(), r.Int32()
 			r.Int8()
-			m.assigned = map[[16]byte]int32{}
-			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
-				tid := r.Uuid()
-				ps := r.int32s()
-				r.skipTags()
-				if len(ps) > 0 {
-					m.assigned[tid] = int32(len(ps))
-				}
-			}
+			m.assigned = r.readPartitions()
 			err = r.done("share group current member assignment")
 		}
 		if err != nil {
@@ -309,6 +362,14 @@ func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (
 	}
 	if !meta {
 		return nil, fmt.Errorf("%w: share group %q has no metadata record", ErrCorruptGroupRecord, id)
+	}
+	// The target records are the log's when they say what the group and
+	// its members hold (the target is the current assignment); else they
+	// are written at the next change.
+	g.targetLogged = targetEpoch == g.epoch
+	for mid, m := range g.members {
+		t, ok := targets[mid]
+		m.targetLogged = ok && maps.Equal(t, m.assigned)
 	}
 	for _, m := range g.members {
 		m.assignedNames = map[[16]byte]string{}

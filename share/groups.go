@@ -27,6 +27,9 @@ type member struct {
 	assigned           map[[16]byte]int32  // topic id -> partition count assigned
 	assignedNames      map[[16]byte]string // topic id -> name, for Describe
 	lastSeenMs         int64
+	// targetLogged: the log holds this member's target assignment record
+	// (key 13) for its assignment (group_records.go).
+	targetLogged bool
 }
 
 type shareGroup struct {
@@ -37,6 +40,9 @@ type shareGroup struct {
 	// created here (DescribeShareGroupOffsets without topics).
 	// (name -> id and partitions when last assigned)
 	topics map[string]TopicMeta
+	// targetLogged: the log holds the target assignment metadata record
+	// (key 12) at epoch (group_records.go).
+	targetLogged bool
 }
 
 // GroupInfo describes a share group (ListGroups, the CLI).
