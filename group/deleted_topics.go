@@ -62,6 +62,18 @@ func (c *Coordinator) TopicDeleted(name string, id [16]byte) {
 	})
 }
 
+// missing reports whether a commit of partition p of topic names what the
+// cluster does not have (OffsetCommit and TxnOffsetCommit answer it
+// UNKNOWN_TOPIC_OR_PARTITION, as Kafka does). A cluster that lists no
+// topics (TopicLister) misses nothing.
+func (c *Coordinator) missing(view *topicView, topic string, p int32) bool {
+	if _, ok := c.cluster.(TopicLister); !ok {
+		return false
+	}
+	t, ok := view.byName[topic]
+	return !ok || p < 0 || p >= t.Partitions
+}
+
 // deletedAtLoad is the match of a shard's load: an offset recorded with a
 // topic id the cluster does not have (nil: the cluster lists no topics, so
 // nothing can be told).

@@ -157,3 +157,41 @@ func TestDeletedTopicDropsPendingTxnOffsets(t *testing.T) {
 		t.Fatalf("orders-0 loaded again: %d, want -1", got)
 	}
 }
+
+// TestCommitOfATopicTheClusterDoesNotHave: OffsetCommit and
+// TxnOffsetCommit by name of a topic the cluster does not have (a
+// consumer still committing a topic just deleted), or of a partition its
+// topic does not have, are UNKNOWN_TOPIC_OR_PARTITION and commit nothing,
+// as Kafka answers them; the other partitions of the request are
+// committed.
+func TestCommitOfATopicTheClusterDoesNotHave(t *testing.T) {
+	c := newByIDCoordinator(t, nil)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 9, "g", -1
+	for _, tp := range []topicPartition{{"orders", 0}, {"orders", 2}, {"gone", 0}} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = tp.topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = tp.partition, 11
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := serve(t, c.handleOffsetCommit, req, func(r *kmsg.OffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
+	for i, want := range []int16{0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code} {
+		if got := resp.Topics[i].Partitions[0].ErrorCode; got != want {
+			t.Fatalf("commit of %s-%d: %v, want %v", resp.Topics[i].Topic, resp.Topics[i].Partitions[0].Partition, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+	if got := fetchByName(t, c, "g", "orders", 0); got != 11 {
+		t.Fatalf("orders-0: %d, want 11", got)
+	}
+	if got := fetchByName(t, c, "g", "gone", 0); got != -1 {
+		t.Fatalf("gone-0: %d, want -1 (not committed)", got)
+	}
+	if code := txnCommitOne(t, c, "g", 9, 0, "gone", 0, 8); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("TxnOffsetCommit of gone-0: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+	}
+	if _, code := fetchStable(t, c, "g", "gone", 0); code != 0 {
+		t.Fatalf("gone-0 after the refused TxnOffsetCommit: %v, want nothing pending", kerr.ErrorForCode(code))
+	}
+}

@@ -20,6 +20,12 @@ package group
 //     UNKNOWN_TOPIC_OR_PARTITION. Offsets are kept by topic name, as for
 //     v0-v9, so OffsetFetch answers them whichever version committed them.
 //
+// At every version a topic the cluster does not have, or a partition its
+// topic does not have, is UNKNOWN_TOPIC_OR_PARTITION and not committed, as
+// Kafka answers it (KafkaApis checks its metadata cache): a consumer still
+// committing a topic that was just deleted must not leave an offset that a
+// topic created again under the name would resume from (deleted_topics.go).
+//
 // A commit with generation -1 and no member id is a simple commit,
 // accepted only while the group has no members. Otherwise the member must
 // be known (UNKNOWN_MEMBER_ID) and of the current generation
@@ -118,7 +124,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 				return kerr.UnknownTopicID.Code
 			case denied[names[i]]:
 				return kerr.TopicAuthorizationFailed.Code
-			case byID && (p < 0 || p >= view.byName[names[i]].Partitions):
+			case c.missing(view, names[i], p):
 				return kerr.UnknownTopicOrPartition.Code
 			}
 			return 0

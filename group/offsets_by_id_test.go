@@ -202,8 +202,14 @@ func TestOffsetCommitFetchV10(t *testing.T) {
 	}
 
 	// Every committed offset, by id; a topic the cluster no longer has
-	// cannot be named at v10 and is left out (v9 still answers it).
+	// cannot be named at v10 and is left out (v9 still answers it). The
+	// offset is committed while the topic exists (a commit of a topic the
+	// cluster does not have is UNKNOWN_TOPIC_OR_PARTITION), then the topic
+	// goes.
+	cl := c.cluster.(*topicsCluster)
+	cl.topics = append(cl.topics, TopicMeta{Name: "deleted", ID: [16]byte{7}, Partitions: 1})
 	commitOne(t, c, "g", "deleted", 0, 5)
+	cl.topics = cl.topics[:len(cl.topics)-1]
 	all := fetchByID(t, c, "", "g")
 	if len(all.Topics) != 2 || all.Topics[0].TopicID != idOrders || all.Topics[1].TopicID != idRefunds ||
 		all.Topics[0].Partitions[0].Offset != 42 || all.Topics[1].Partitions[0].Offset != 7 {

@@ -150,6 +150,9 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 				continue // answered UNKNOWN_TOPIC_ID or TOPIC_AUTHORIZATION_FAILED, not committed
 			}
 			for _, p := range t.Partitions {
+				if c.missing(view, names[i], p.Partition) {
+					continue // answered UNKNOWN_TOPIC_OR_PARTITION, not committed
+				}
 				md := ""
 				if p.Metadata != nil {
 					md = *p.Metadata
@@ -178,6 +181,10 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 					}
 					if denied[names[ti]] {
 						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
+						continue
+					}
+					if c.missing(view, names[ti], resp.Topics[ti].Partitions[pi].Partition) {
+						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.UnknownTopicOrPartition.Code
 						continue
 					}
 					code := codes[i]
