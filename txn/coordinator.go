@@ -127,7 +127,11 @@ type Markers struct {
 	ProducerEpoch    int16
 	Commit           bool
 	CoordinatorEpoch int32
-	Partitions       []TopicPartition
+	// TransactionVersion is what the markers say (WriteTxnMarkers v2,
+	// KIP-1228): 2 for the end of a transactions v2 transaction that
+	// bumped its epoch, 0 otherwise.
+	TransactionVersion int8
+	Partitions         []TopicPartition
 }
 
 // MarkerWriter writes transaction markers to the leaders of their
@@ -389,7 +393,7 @@ const loadCheckInterval = time.Second
 // Prepare state forever.
 func (c *Coordinator) complete(sh *shard, m *txnMeta) {
 	mk := Markers{ProducerID: m.producerID, ProducerEpoch: m.epoch, Commit: m.state == kmsg.TransactionStatePrepareCommit,
-		CoordinatorEpoch: sh.epoch, Partitions: m.sortedPartitions()}
+		CoordinatorEpoch: sh.epoch, TransactionVersion: int8(m.markerTV), Partitions: m.sortedPartitions()}
 	pause := 50 * time.Millisecond
 	for len(mk.Partitions) > 0 {
 		errs := c.markers.WriteMarkers(sh.ctx, mk)

@@ -66,6 +66,7 @@ func (k *KafkaMarkers) WriteMarkers(ctx context.Context, m Markers) map[TopicPar
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	rm.TransactionVersion = m.TransactionVersion // sent from v2 on; franz-go picks v2 from Shale's ApiVersions
 	for _, tp := range m.Partitions {
 		if n := len(rm.Topics); n == 0 || rm.Topics[n-1].Topic != tp.Topic {
 			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()

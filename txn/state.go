@@ -28,7 +28,13 @@ type txnMeta struct {
 	// clientTV is the transaction version of the client's last
 	// transaction: 2 for transactions v2 (EndTxn v5, Produce v12,
 	// TxnOffsetCommit v5), 0 before. Written as value version 1 when 2.
-	clientTV   int16
+	clientTV int16
+	// markerTV is the transaction version this Prepare state's markers
+	// say (WriteTxnMarkers v2, KIP-1228): 2 when its end bumped the epoch
+	// of a transactions v2 transaction, so that a partition takes them
+	// only above the producer's epoch there; 0 otherwise, and after a
+	// load (memory only: the older rule, which those markers pass too).
+	markerTV   int16
 	timeoutMs  int32
 	state      kmsg.TransactionState
 	partitions map[TopicPartition]struct{}
@@ -135,7 +141,7 @@ func (m *txnMeta) end(commit bool) (*txnMeta, error) {
 	switch m.state {
 	case kmsg.TransactionStateOngoing:
 		n := m.clone()
-		n.state = prepare
+		n.state, n.markerTV = prepare, 0
 		return n, nil
 	case complete:
 		return nil, nil
@@ -197,7 +203,7 @@ func (m *txnMeta) endV2(pid int64, epoch int16, commit bool, newPID, now int64) 
 			}
 			n.nextProducerID = newPID
 		}
-		n.state, n.clientTV = state, 2
+		n.state, n.clientTV, n.markerTV = state, 2, 2
 		n.lastEpoch, n.epoch = m.epoch, m.epoch+1
 		if empty {
 			n.partitions, n.start = map[TopicPartition]struct{}{}, now
@@ -265,7 +271,7 @@ func (m *txnMeta) completed() *txnMeta {
 	if m.nextProducerID >= 0 {
 		n.prevProducerID, n.producerID, n.epoch, n.lastEpoch, n.nextProducerID = m.producerID, m.nextProducerID, 0, -1, -1
 	}
-	n.state = kmsg.TransactionStateCompleteAbort
+	n.state, n.markerTV = kmsg.TransactionStateCompleteAbort, 0
 	if m.state == kmsg.TransactionStatePrepareCommit {
 		n.state = kmsg.TransactionStateCompleteCommit
 	}
@@ -286,12 +292,17 @@ func (m *txnMeta) preparing() bool {
 // an end that happened (endV2) and be answered as done, not fenced.
 func (m *txnMeta) fenceAndAbort() *txnMeta {
 	n := m.clone()
+	n.markerTV = 0
 	switch {
 	case m.clientTV >= 2 && m.epoch < math.MaxInt16-2:
 		n.lastEpoch, n.epoch = m.epoch, m.epoch+2
+		n.markerTV = 2
 	case !m.epochExhausted():
 		n.lastEpoch, n.epoch = m.epoch, m.epoch+1
 	}
+	// An exhausted epoch is not bumped: its markers are at the producer's
+	// epoch, which the version 2 rule refuses while the transaction is
+	// open, so they say version 0.
 	n.state = kmsg.TransactionStatePrepareAbort
 	return n
 }

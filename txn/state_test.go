@@ -181,7 +181,7 @@ func TestEndV2(t *testing.T) {
 			if err != nil || next != nil {
 				t.Errorf("%s: %+v %v, want no write", name, next, err)
 			}
-		case err != nil || next == nil || next.state != c.want.state || next.epoch != 4 || next.lastEpoch != 3 || next.clientTV != 2:
+		case err != nil || next == nil || next.state != c.want.state || next.epoch != 4 || next.lastEpoch != 3 || next.clientTV != 2 || next.markerTV != 2:
 			t.Errorf("%s: %+v %v, want %s at epoch 4", name, next, err, c.want.state)
 		case c.state != kmsg.TransactionStateOngoing && (len(next.partitions) != 0 || next.start != 500):
 			t.Errorf("%s: an empty abort keeps partitions %v, start %d", name, next.partitions, next.start)
@@ -241,5 +241,45 @@ func TestEndV2(t *testing.T) {
 	}
 	if _, err := f.endV2(7, 3, false, -1, 0); !errors.Is(err, ErrProducerFenced) {
 		t.Fatalf("the fenced producer's abort: %v", err)
+	}
+}
+
+// TestMarkerTransactionVersion: the markers of a transactions v2 end, and
+// of a v2 fence that bumps the epoch, say version 2 (KIP-1228: the
+// partition takes them only above the producer's epoch there); a v1 end,
+// a v1 fence and a v2 fence at an exhausted epoch (not bumped: its markers
+// are at the producer's epoch) say 0, and a completed state carries none.
+// Shale's coordinator sent 0 for every marker before.
+func TestMarkerTransactionVersion(t *testing.T) {
+	a := TopicPartition{"a", 0}
+	v1 := meta(kmsg.TransactionStateOngoing, a)
+	v2 := meta(kmsg.TransactionStateOngoing, a)
+	v2.clientTV = 2
+	end1, err := v1.end(true)
+	if err != nil || end1.markerTV != 0 {
+		t.Fatalf("v1 end: %+v %v", end1, err)
+	}
+	end2, err := v2.endV2(7, v2.epoch, true, -1, 0)
+	if err != nil || end2.markerTV != 2 {
+		t.Fatalf("v2 end: %+v %v", end2, err)
+	}
+	if done := end2.completed(); done.markerTV != 0 {
+		t.Fatalf("completed: marker version %d", done.markerTV)
+	}
+	if f := v1.fenceAndAbort(); f.markerTV != 0 || f.epoch != v1.epoch+1 {
+		t.Fatalf("v1 fence: %+v", f)
+	}
+	if f := v2.fenceAndAbort(); f.markerTV != 2 || f.epoch != v2.epoch+2 {
+		t.Fatalf("v2 fence: %+v", f)
+	}
+	x := v2.clone()
+	x.epoch = math.MaxInt16 - 1
+	if f := x.fenceAndAbort(); f.markerTV != 0 || f.epoch != x.epoch {
+		t.Fatalf("v2 fence at an exhausted epoch: %+v", f)
+	}
+	// A Prepare state read back from its record (a new coordinator) says 0.
+	got, err := decodeStateValue("t", stateValue(end2))
+	if err != nil || got.markerTV != 0 {
+		t.Fatalf("loaded Prepare state: %+v %v", got, err)
 	}
 }
