@@ -803,16 +803,19 @@ func (r *Manager) reconcileSome(keys []replicaKey) error {
 		t   controlplane.Topic
 		rep *partition.Replica
 	}
+	// The records are read under reconcileMu, as Reconcile reads them, so
+	// that a full pass in between cannot be undone by older states.
+	r.reconcileMu.Lock()
 	changes := make([]change, 0, len(keys))
 	for _, k := range keys {
 		st, ok := r.store.Partition(k.topic, k.partition)
 		t, tok := r.store.Topic(k.topic)
 		if !ok || !tok || st.TopicID != t.ID || !slices.Contains(st.Replicas, r.nodeID) {
+			r.reconcileMu.Unlock()
 			return r.Reconcile()
 		}
 		changes = append(changes, change{k: k, st: st, t: t})
 	}
-	r.reconcileMu.Lock()
 	r.mu.RLock()
 	if r.mu.closed {
 		r.mu.RUnlock()
