@@ -8,18 +8,19 @@ package admin
 //     APPEND (2) and SUBTRACT (3) to list configs (v1 is flexible).
 //
 // Every value is validated with Kafka's names and types before anything is
-// written (INVALID_CONFIG); ValidateOnly writes nothing. Topic and client
-// metrics (type 16, KIP-714: client_metrics.go) resources can be altered;
-// broker settings are static (INVALID_REQUEST).
+// written (INVALID_CONFIG); ValidateOnly writes nothing. Topic, client
+// metrics (type 16, KIP-714: client_metrics.go) and group (type 32,
+// KIP-848/KIP-932: group_configs.go) resources can be altered; broker
+// settings are static (INVALID_REQUEST).
 //
 // A change that would leave __consumer_offsets or __transaction_state
 // with a cleanup.policy other than compact is POLICY_VIOLATION
 // (internal_topics.go); an AlterConfigs of one of them must name
 // cleanup.policy=compact, since it replaces the whole set.
 //
-// With an authorizer: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or, for a broker or client metrics, on the cluster
-// (CLUSTER_AUTHORIZATION_FAILED).
+// With an authorizer: AlterConfigs on the topic (TOPIC_AUTHORIZATION_FAILED),
+// on the group (GROUP_AUTHORIZATION_FAILED) or, for a broker or client
+// metrics, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -44,6 +45,9 @@ func (h *Handlers) alterTopicConfigs(ctx context.Context, req *kafka.Request, re
 	}
 	if resType == resourceClientMetrics {
 		return h.alterClientMetrics(ctx, topic, validateOnly, apply)
+	}
+	if resType == resourceGroup {
+		return h.alterGroupConfigs(ctx, topic, validateOnly, apply)
 	}
 	if resType != resourceTopic {
 		return kerr.InvalidRequest.Code, errMessage(fmt.Errorf("only topic configs can be altered"))

@@ -9,11 +9,14 @@ package admin
 // value and where it came from (topic, broker default, Kafka default).
 // Broker resources list the broker's own settings under Kafka's names.
 // Client metrics resources (type 16, KIP-714) list a subscription's
-// metrics, interval.ms and match (client_metrics.go).
+// metrics, interval.ms and match (client_metrics.go). Group resources
+// (type 32, KIP-848/KIP-932) list every group config Shale builds with the
+// group's value (source GROUP_CONFIG) or the node's default
+// (group_configs.go).
 //
-// With an authorizer: DescribeConfigs on the topic (TOPIC_AUTHORIZATION_FAILED)
-// or, for a broker or client metrics, on the cluster
-// (CLUSTER_AUTHORIZATION_FAILED).
+// With an authorizer: DescribeConfigs on the topic (TOPIC_AUTHORIZATION_FAILED),
+// on the group (GROUP_AUTHORIZATION_FAILED) or, for a broker or client
+// metrics, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -117,6 +120,8 @@ func (h *Handlers) handleDescribeConfigs(ctx context.Context, req *kafka.Request
 			}
 		case resourceClientMetrics:
 			rr.ErrorCode, rr.ErrorMessage, rr.Configs = h.describeClientMetrics(ctx, res.ResourceName, wanted, r.IncludeDocumentation)
+		case resourceGroup:
+			rr.ErrorCode, rr.ErrorMessage, rr.Configs = h.describeGroupConfigs(ctx, res.ResourceName, wanted, r.IncludeDocumentation)
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 			rr.ErrorMessage = errMessage(fmt.Errorf("resource type %d is not supported", res.ResourceType))

@@ -64,6 +64,11 @@ type Config struct {
 	// ClientMetrics holds the client metrics subscriptions (KIP-714: the
 	// CLIENT_METRICS config resources); nil refuses them INVALID_REQUEST.
 	ClientMetrics *controlplane.ClientMetrics
+	// GroupConfigs holds the group configs (KIP-848, KIP-932: the GROUP
+	// config resources), checked with GroupConfigRules before they are
+	// stored; nil refuses them INVALID_REQUEST.
+	GroupConfigs     *controlplane.GroupConfigs
+	GroupConfigRules coordinator.GroupConfigRules
 	// Authorizer checks every API's ACLs; nil is the authorizer off.
 	Authorizer *authz.Authorizer
 	// ACLs stores the bindings (CreateAcls, DescribeAcls, DeleteAcls); nil
@@ -79,6 +84,8 @@ type Handlers struct {
 	quotas        *controlplane.ClientQuotas     // nil: no client quota APIs
 	tokens        *controlplane.DelegationTokens // nil: delegation tokens off
 	clientMetrics *controlplane.ClientMetrics    // nil: no CLIENT_METRICS resources
+	groupConfigs  *controlplane.GroupConfigs     // nil: no GROUP resources
+	groupRules    coordinator.GroupConfigRules
 	authz         *authz.Authorizer              // nil: the authorizer off
 	acls          *controlplane.ACLs             // nil: the authorizer off
 	cfg           config.Broker
@@ -96,7 +103,8 @@ type Handlers struct {
 // transaction APIs are their coordinators', which the node builds.
 func Register(reg *kafka.Registry, cfg Config) *Handlers {
 	h := &Handlers{cfg: cfg.Broker, store: cfg.Store, replicas: cfg.Replicas, tiering: cfg.Tiering, controllerID: cfg.ControllerID,
-		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes, clientMetrics: cfg.ClientMetrics, tokens: cfg.DelegationTokens}
+		authz: cfg.Authorizer, acls: cfg.ACLs, logger: cfg.Logger, shapes: cfg.InternalTopicShapes, clientMetrics: cfg.ClientMetrics, tokens: cfg.DelegationTokens,
+		groupConfigs: cfg.GroupConfigs, groupRules: cfg.GroupConfigRules}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}

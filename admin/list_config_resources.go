@@ -7,8 +7,8 @@ package admin
 //   - v1 (renamed, KIP-1142): ResourceTypes filters by config resource
 //     type, each answered with its type: TOPIC (2) every topic, BROKER (4)
 //     and BROKER_LOGGER (8) every live broker's id, CLIENT_METRICS (16)
-//     the subscriptions, GROUP (32) none (Shale has no group configs:
-//     DescribeConfigs refuses them). An empty list is all five. A type
+//     the subscriptions, GROUP (32) the groups that have group configs.
+//     An empty list is all five. A type
 //     outside them is UNSUPPORTED_VERSION, as Kafka answers.
 //
 // It needs DescribeConfigs on the cluster, as in Kafka
@@ -27,8 +27,8 @@ import (
 	"github.com/shale-io/shale/kafka"
 )
 
-// resourceGroup is a consumer group's config resource (KIP-848), which
-// Shale does not have.
+// resourceGroup is a group's config resource (KIP-848, KIP-932:
+// group_configs.go).
 const resourceGroup = 32
 
 var listableResourceTypes = []int8{resourceTopic, resourceBroker, resourceBrokerLogger, resourceClientMetrics, resourceGroup}
@@ -73,6 +73,17 @@ func (h *Handlers) handleListConfigResources(ctx context.Context, req *kafka.Req
 			if err != nil {
 				h.logger.Warn("ListConfigResources: client metrics subscriptions", "err", err)
 				resp.ErrorCode = adminErrorCode(fmt.Errorf("list client metrics: %w", err))
+				resp.ConfigResources = nil
+				return kafka.Reply{Response: resp}, nil
+			}
+			for _, n := range names {
+				add(t, n)
+			}
+		case resourceGroup:
+			names, err := h.groupConfigNames(ctx)
+			if err != nil {
+				h.logger.Warn("ListConfigResources: group configs", "err", err)
+				resp.ErrorCode = adminErrorCode(fmt.Errorf("list group configs: %w", err))
 				resp.ConfigResources = nil
 				return kafka.Reply{Response: resp}, nil
 			}

@@ -57,6 +57,8 @@ func (n *Node) buildCoordinators(reg *kafka.Registry) *coordinators {
 		ConsumerSessionTimeout:    n.cfg.GroupConsumerSessionTimeout,
 		ConsumerHeartbeatInterval: n.cfg.GroupConsumerHeartbeatInterval,
 		ConsumerMigrationPolicy:   n.cfg.GroupConsumerMigrationPolicy,
+		GroupConfig:               n.groupConfig,
+		DeleteGroupConfigs:        n.deleteGroupConfigs,
 		NodeID:                    n.cfg.NodeID,
 		Logger:                    n.logger,
 		Authorizer:                n.authz,

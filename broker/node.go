@@ -28,6 +28,7 @@ import (
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/fetch"
 	"github.com/shale-io/shale/infra/adminauth"
 	"github.com/shale-io/shale/infra/buildinfo"
@@ -83,8 +84,10 @@ type Node struct {
 	tokens        *controlplane.DelegationTokens
 	quotaStore    *controlplane.ClientQuotas  // see quotas.go
 	clientMetrics *controlplane.ClientMetrics // KIP-714 subscriptions (telemetry.go)
-	telemetry     *telemetry.Manager          // pushed client metrics (telemetry.go)
-	features      *controlplane.Features      // the finalized feature levels (UpdateFeatures)
+	groupConfigs  *controlplane.GroupConfigs  // KIP-848/KIP-932 group configs (group_configs.go)
+	groupRules    coordinator.GroupConfigRules
+	telemetry     *telemetry.Manager     // pushed client metrics (telemetry.go)
+	features      *controlplane.Features // the finalized feature levels (UpdateFeatures)
 	quotas        *quota.Manager
 	authz         *authz.Authorizer   // nil: the authorizer off (authorizer.go)
 	fetchSessions *fetch.SessionCache // incremental fetch sessions (KIP-227), one for every listener
@@ -204,6 +207,9 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	}
 	if err := n.startTelemetry(ctx); err != nil {
 		return nil, fmt.Errorf("client telemetry: %w", err)
+	}
+	if err := n.startGroupConfigs(ctx); err != nil {
+		return nil, fmt.Errorf("group configs: %w", err)
 	}
 	reg := kafka.NewRegistry()
 	reg.SetIdentity(kafka.Identity{ClusterID: n.store.ClusterID(), NodeID: n.cfg.NodeID})
@@ -343,6 +349,7 @@ func (n *Node) registerAPIs(reg *kafka.Registry) {
 	shapes[share.StateTopic] = n.shareStateTopicShape
 	n.apis = admin.Register(reg, admin.Config{Broker: n.cfg, Store: n.store, Replicas: n.replicas, Tiering: tm,
 		ControllerID: n.controllerID, SCRAM: n.scram, DelegationTokens: n.tokens, Quotas: n.quotaStore, Features: n.features, ClientMetrics: n.clientMetrics,
+		GroupConfigs: n.groupConfigs, GroupConfigRules: n.groupRules,
 		Authorizer: n.authz, ACLs: n.acls, InternalTopicShapes: shapes, Logger: n.logger})
 	ingest.RegisterInitProducerID(reg, n.pids, n.coords.txns, n.authz, n.logger)
 	ingest.RegisterProduceConfig(reg, ingest.ProduceConfig{Leaders: n.replicas, Observer: n.metrics, Logger: n.logger,
@@ -536,7 +543,7 @@ func (n *Node) Close(ctx context.Context) error {
 		// one's unsubscribe waits out its consumer deletion (5 s in
 		// nats.go), so one after another the stop took that many times.
 		var closing sync.WaitGroup
-		for _, c := range []func(){n.closeTieringMeta, n.closeQuotas, n.closeTelemetry, n.closeACLs, n.closeStore} {
+		for _, c := range []func(){n.closeTieringMeta, n.closeQuotas, n.closeTelemetry, n.closeGroupConfigs, n.closeACLs, n.closeStore} {
 			closing.Go(c)
 		}
 		closing.Wait()

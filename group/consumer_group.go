@@ -416,11 +416,12 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 		recs = append(recs, cg.computeTarget(g.id, h.topics)...)
 	}
 	recs = append(recs, g.reconcileMember(m, &old, h.owned)...)
-	m.expiresAt = g.now.Add(g.limits.ConsumerSessionTimeout)
+	session, interval := g.limits.consumerTimeouts(g.id)
+	m.expiresAt = g.now.Add(session)
 
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(g.limits.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
 	if h.full() || !old.assigned.equal(m.assigned) {
 		resp.Assignment = m.assigned.heartbeatAssignment()
 	}
@@ -528,11 +529,12 @@ func (g *group) consumerLeave(h *consumerHeartbeat, resp *kmsg.ConsumerGroupHear
 	}
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = h.memberEpoch
-	resp.HeartbeatIntervalMillis = int32(g.limits.ConsumerHeartbeatInterval / time.Millisecond)
+	session, interval := g.limits.consumerTimeouts(g.id)
+	resp.HeartbeatIntervalMillis = int32(interval / time.Millisecond)
 	if h.memberEpoch == staticLeaveEpoch {
 		m.setEpoch(staticLeaveEpoch)
 		m.revokeDeadline = time.Time{}
-		m.expiresAt = g.now.Add(g.limits.ConsumerSessionTimeout)
+		m.expiresAt = g.now.Add(session)
 		return []record{{key: consumerKey(keyConsumerCurrentAssignment, g.id, m.id), value: currentAssignmentValue(m.current())}}, nil
 	}
 	return g.fenceConsumerMember(m), nil

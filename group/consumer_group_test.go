@@ -220,7 +220,7 @@ func TestConsumerGroupSnapshotReloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := lc.restore(g.now, g.limits)
+	got := lc.restore(g.now, g.limits, g.id)
 	want := g.consumer
 	if got.epoch != want.epoch || got.assignmentEpoch != want.assignmentEpoch || len(got.members) != 2 ||
 		got.static[inst] != "m2" || len(got.owners) != len(want.owners) || !slices.Equal(got.subscription, want.subscription) {

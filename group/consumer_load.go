@@ -70,8 +70,11 @@ func (lc *loadedConsumer) apply(k decodedKey, value []byte) error {
 
 // restore rebuilds the live consumer group at now: every member gets a
 // fresh session (and, when it was revoking, a fresh rebalance timeout),
-// so that those still alive keep heartbeating and the others expire.
-func (lc *loadedConsumer) restore(now time.Time, limits *Config) *consumerGroup {
+// so that those still alive keep heartbeating and the others expire; a
+// consumer member's session is the group's (its group config, else the
+// node's).
+func (lc *loadedConsumer) restore(now time.Time, limits *Config, group string) *consumerGroup {
+	session, _ := limits.consumerTimeouts(group)
 	cg := newConsumerGroup()
 	cg.epoch, cg.assignmentEpoch, cg.subscription = lc.epoch, lc.assignmentEpoch, lc.subscription
 	for id, md := range lc.members {
@@ -87,7 +90,7 @@ func (lc *loadedConsumer) restore(now time.Time, limits *Config) *consumerGroup 
 		if c, ok := lc.current[id]; ok {
 			m.epoch, m.previousEpoch, m.state, m.assigned, m.pendingRevoke = c.memberEpoch, c.previousEpoch, c.state, c.assigned, c.pendingRevoke
 		}
-		m.expiresAt = now.Add(limits.ConsumerSessionTimeout)
+		m.expiresAt = now.Add(session)
 		if md.classic != nil {
 			m.classic = md.classic
 			m.expiresAt = now.Add(md.classic.sessionTimeout())

@@ -108,6 +108,6 @@ func FuzzConsumerRecords(f *testing.F) {
 			}
 		}
 		lc.exists = true
-		lc.restore(time.Unix(0, 0), &Config{ConsumerSessionTimeout: time.Second}) // never panics either
+		lc.restore(time.Unix(0, 0), &Config{ConsumerSessionTimeout: time.Second}, "g") // never panics either
 	})
 }

@@ -46,6 +46,15 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
 	// the interval a KIP-848 member is told to heartbeat at (default 5 s).
 	ConsumerHeartbeatInterval time.Duration
+	// GroupConfig returns a group's effective settings: its group configs
+	// (KIP-848) over the node's defaults, resolved by the caller
+	// (coordinator.GroupConfigRules.Resolve); it is called at each
+	// ConsumerGroupHeartbeat and load, so it must not do I/O. Nil gives
+	// every group ConsumerSessionTimeout and ConsumerHeartbeatInterval.
+	GroupConfig func(group string) coordinator.GroupConfig
+	// DeleteGroupConfigs deletes the configs of a group DeleteGroups
+	// deleted, as Kafka does; nil: none are kept.
+	DeleteGroupConfigs func(ctx context.Context, group string) error
 	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
 	// online conversions between classic and consumer groups are allowed
 	// (bidirectional, upgrade, downgrade, disabled; "" is bidirectional,

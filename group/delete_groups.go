@@ -10,7 +10,9 @@ package group
 // unknown one is GROUP_ID_NOT_FOUND. Deletion writes tombstones for the
 // group's metadata and every committed offset, then the group is Dead and
 // forgotten. A KIP-932 share group (SetShareGroups) is deleted by package
-// share, its share-partitions' progress forgotten with it.
+// share, its share-partitions' progress forgotten with it. A deleted
+// group's group configs are deleted with it, as in Kafka
+// (group_configs.go).
 //
 // With an authorizer each group needs Delete, else
 // GROUP_AUTHORIZATION_FAILED.
@@ -64,6 +66,9 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, req *kafka.Request
 				if err != nil {
 					return nil, err
 				}
+			}
+			if dg.ErrorCode == 0 {
+				c.deleteGroupConfigs(ctx, id)
 			}
 			if r.Version >= 3 {
 				dg.ErrorMessage = deleteGroupMessage(id, dg.ErrorCode)

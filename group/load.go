@@ -206,7 +206,7 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	g.pendingTxn = lg.pendingTxn
 	g.share = lg.share
 	if lg.consumer != nil {
-		g.consumer = lg.consumer.restore(now, g.limits)
+		g.consumer = lg.consumer.restore(now, g.limits, g.id)
 	}
 	v := lg.meta
 	if v == nil {

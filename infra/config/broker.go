@@ -117,7 +117,21 @@ type Broker struct {
 	GroupSharePartitionMaxRecordLocks int           `yaml:"group_share_partition_max_record_locks" doc:"group.share.partition.max.record.locks: records of one share-partition in flight (acquired or waiting for redelivery) at most."`
 	GroupShareSessionTimeout          time.Duration `yaml:"group_share_session_timeout" doc:"group.share.session.timeout.ms: how long a share group member may go without a heartbeat before it is removed and its records released."`
 	GroupShareHeartbeatInterval       time.Duration `yaml:"group_share_heartbeat_interval" doc:"group.share.heartbeat.interval.ms: the heartbeat interval share group members are told to use; below group_share_session_timeout."`
-	ShareAutoOffsetReset              string        `yaml:"share_auto_offset_reset" doc:"share.auto.offset.reset: where a share group starts on a partition it has no state for: latest (the high watermark, Kafka's default) or earliest (the log start, tiered offsets included). Node-wide: group configs are not built."`
+	ShareAutoOffsetReset              string        `yaml:"share_auto_offset_reset" doc:"share.auto.offset.reset: where a share group starts on a partition it has no state for: latest (the high watermark, Kafka's default) or earliest (the log start, tiered offsets included). The default of the share.auto.offset.reset group config."`
+	// The broker-wide bounds of the group configs (KIP-848, KIP-932):
+	// a group's own value must lie within them.
+	GroupConsumerMinSessionTimeout    time.Duration `yaml:"group_consumer_min_session_timeout" doc:"group.consumer.min.session.timeout.ms: the least consumer.session.timeout.ms a group config may set."`
+	GroupConsumerMaxSessionTimeout    time.Duration `yaml:"group_consumer_max_session_timeout" doc:"group.consumer.max.session.timeout.ms: the greatest consumer.session.timeout.ms a group config may set."`
+	GroupConsumerMinHeartbeatInterval time.Duration `yaml:"group_consumer_min_heartbeat_interval" doc:"group.consumer.min.heartbeat.interval.ms: the least consumer.heartbeat.interval.ms a group config may set."`
+	GroupConsumerMaxHeartbeatInterval time.Duration `yaml:"group_consumer_max_heartbeat_interval" doc:"group.consumer.max.heartbeat.interval.ms: the greatest consumer.heartbeat.interval.ms a group config may set."`
+	GroupShareMinSessionTimeout       time.Duration `yaml:"group_share_min_session_timeout" doc:"group.share.min.session.timeout.ms: the least share.session.timeout.ms a group config may set."`
+	GroupShareMaxSessionTimeout       time.Duration `yaml:"group_share_max_session_timeout" doc:"group.share.max.session.timeout.ms: the greatest share.session.timeout.ms a group config may set."`
+	GroupShareMinHeartbeatInterval    time.Duration `yaml:"group_share_min_heartbeat_interval" doc:"group.share.min.heartbeat.interval.ms: the least share.heartbeat.interval.ms a group config may set."`
+	GroupShareMaxHeartbeatInterval    time.Duration `yaml:"group_share_max_heartbeat_interval" doc:"group.share.max.heartbeat.interval.ms: the greatest share.heartbeat.interval.ms a group config may set."`
+	GroupShareMinRecordLockDuration   time.Duration `yaml:"group_share_min_record_lock_duration" doc:"group.share.min.record.lock.duration.ms: the least share.record.lock.duration.ms a group config may set."`
+	GroupShareMaxRecordLockDuration   time.Duration `yaml:"group_share_max_record_lock_duration" doc:"group.share.max.record.lock.duration.ms: the greatest share.record.lock.duration.ms a group config may set."`
+	GroupShareMinDeliveryCountLimit   int16         `yaml:"group_share_min_delivery_count_limit" doc:"group.share.min.delivery.count.limit: the least share.delivery.count.limit a group config may set."`
+	GroupShareMaxDeliveryCountLimit   int16         `yaml:"group_share_max_delivery_count_limit" doc:"group.share.max.delivery.count.limit: the greatest share.delivery.count.limit a group config may set."`
 	MaxRequestBytes                   int32         `yaml:"socket_request_max_bytes" doc:"socket.request.max.bytes: largest request accepted."`
 	TelemetryMaxBytes                 int32         `yaml:"telemetry_max_bytes" doc:"telemetry.max.bytes: largest metrics payload, as sent (compressed), a client may push with PushTelemetry (KIP-714); a larger one is TELEMETRY_TOO_LARGE. GetTelemetrySubscriptions tells clients this bound."`
 
@@ -232,6 +246,18 @@ func Defaults() Broker {
 		GroupShareSessionTimeout:            45 * time.Second,
 		GroupShareHeartbeatInterval:         5 * time.Second,
 		ShareAutoOffsetReset:                "latest",
+		GroupConsumerMinSessionTimeout:      45 * time.Second,
+		GroupConsumerMaxSessionTimeout:      60 * time.Second,
+		GroupConsumerMinHeartbeatInterval:   5 * time.Second,
+		GroupConsumerMaxHeartbeatInterval:   15 * time.Second,
+		GroupShareMinSessionTimeout:         45 * time.Second,
+		GroupShareMaxSessionTimeout:         60 * time.Second,
+		GroupShareMinHeartbeatInterval:      5 * time.Second,
+		GroupShareMaxHeartbeatInterval:      15 * time.Second,
+		GroupShareMinRecordLockDuration:     15 * time.Second,
+		GroupShareMaxRecordLockDuration:     60 * time.Second,
+		GroupShareMinDeliveryCountLimit:     2,
+		GroupShareMaxDeliveryCountLimit:     10,
 		GroupConsumerMigrationPolicy:        "bidirectional",
 		MaxRequestBytes:                     100 << 20,
 		TelemetryMaxBytes:                   1 << 20,
@@ -357,6 +383,21 @@ func (b *Broker) Validate() error {
 	if b.GroupShareRecordLockDuration < time.Millisecond || b.GroupShareDeliveryCountLimit < 1 || b.GroupSharePartitionMaxRecordLocks < 1 {
 		return fmt.Errorf("%w: group_share_record_lock_duration %v, group_share_delivery_count_limit %d and group_share_partition_max_record_locks %d must be positive",
 			ErrInvalidConfig, b.GroupShareRecordLockDuration, b.GroupShareDeliveryCountLimit, b.GroupSharePartitionMaxRecordLocks)
+	}
+	for _, r := range []struct {
+		name     string
+		min, max time.Duration
+	}{
+		{"group_consumer_min/max_session_timeout", b.GroupConsumerMinSessionTimeout, b.GroupConsumerMaxSessionTimeout},
+		{"group_consumer_min/max_heartbeat_interval", b.GroupConsumerMinHeartbeatInterval, b.GroupConsumerMaxHeartbeatInterval},
+		{"group_share_min/max_session_timeout", b.GroupShareMinSessionTimeout, b.GroupShareMaxSessionTimeout},
+		{"group_share_min/max_heartbeat_interval", b.GroupShareMinHeartbeatInterval, b.GroupShareMaxHeartbeatInterval},
+		{"group_share_min/max_record_lock_duration", b.GroupShareMinRecordLockDuration, b.GroupShareMaxRecordLockDuration},
+		{"group_share_min/max_delivery_count_limit", time.Duration(b.GroupShareMinDeliveryCountLimit), time.Duration(b.GroupShareMaxDeliveryCountLimit)},
+	} {
+		if r.min < 1 || r.max < r.min || r.max > math.MaxInt32*time.Millisecond {
+			return fmt.Errorf("%w: %s %v..%v: the least must be positive and at most the greatest", ErrInvalidConfig, r.name, r.min, r.max)
+		}
 	}
 	if b.ShareAutoOffsetReset != "latest" && b.ShareAutoOffsetReset != "earliest" {
 		return fmt.Errorf("%w: share_auto_offset_reset %q: latest or earliest", ErrInvalidConfig, b.ShareAutoOffsetReset)
