@@ -86,8 +86,8 @@ type Handlers struct {
 	clientMetrics *controlplane.ClientMetrics    // nil: no CLIENT_METRICS resources
 	groupConfigs  *controlplane.GroupConfigs     // nil: no GROUP resources
 	groupRules    coordinator.GroupConfigRules
-	authz         *authz.Authorizer              // nil: the authorizer off
-	acls          *controlplane.ACLs             // nil: the authorizer off
+	authz         *authz.Authorizer  // nil: the authorizer off
+	acls          *controlplane.ACLs // nil: the authorizer off
 	cfg           config.Broker
 	store         *controlplane.Store
 	replicas      *replica.Manager
