@@ -34,6 +34,7 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 		SessionTimeoutMs:    int32(n.cfg.GroupShareSessionTimeout.Milliseconds()),
 		HeartbeatIntervalMs: int32(n.cfg.GroupShareHeartbeatInterval.Milliseconds()),
 		AutoOffsetReset:     n.cfg.ShareAutoOffsetReset,
+		GroupConfig:         n.groupConfig,
 		Authorizer:          n.authz,
 		Logger:              n.logger,
 	}

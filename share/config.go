@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/coordinator"
 )
 
 // Config configures the share group coordinator and the share-partition
@@ -21,8 +22,14 @@ type Config struct {
 	// without state starts: "latest" (Kafka's default: the high
 	// watermark) or "earliest" (the log start, remote included).
 	AutoOffsetReset string
-	Authorizer      *authz.Authorizer // nil allows everything
-	Logger          *slog.Logger
+	// GroupConfig returns a share group's effective settings: its group
+	// configs (KIP-932) over the node's defaults, resolved by the caller
+	// (coordinator.GroupConfigRules.Resolve). It is called at each
+	// heartbeat, expiry check, ShareFetch and ShareAcknowledge, so it
+	// must not do I/O. Nil gives every group the fields above.
+	GroupConfig func(group string) coordinator.GroupConfig
+	Authorizer  *authz.Authorizer // nil allows everything
+	Logger      *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -48,4 +55,40 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// groupSettings are one share group's settings: the node's, with the
+// group's configs over them (Config.GroupConfig).
+type groupSettings struct {
+	sessionTimeoutMs, heartbeatIntervalMs int32
+	limits                                Limits
+	autoOffsetReset                       string
+}
+
+// group returns group's settings. A group config applies to the next
+// heartbeat (interval), expiry check (session), acquisition and renewal
+// (lock duration, delivery limit) and share-partition initialization
+// (auto offset reset); records already acquired keep their deadlines.
+func (c *Config) group(group string) groupSettings {
+	s := groupSettings{c.SessionTimeoutMs, c.HeartbeatIntervalMs, c.Limits, c.AutoOffsetReset}
+	if c.GroupConfig == nil {
+		return s
+	}
+	gc := c.GroupConfig(group)
+	if gc.ShareSessionTimeoutMs > 0 {
+		s.sessionTimeoutMs = gc.ShareSessionTimeoutMs
+	}
+	if gc.ShareHeartbeatIntervalMs > 0 {
+		s.heartbeatIntervalMs = gc.ShareHeartbeatIntervalMs
+	}
+	if gc.ShareRecordLockDurationMs > 0 {
+		s.limits.LockDurationMs = int64(gc.ShareRecordLockDurationMs)
+	}
+	if gc.ShareDeliveryCountLimit > 0 && gc.ShareDeliveryCountLimit <= 1<<15-1 {
+		s.limits.DeliveryLimit = int16(gc.ShareDeliveryCountLimit)
+	}
+	if gc.ShareAutoOffsetReset == "earliest" || gc.ShareAutoOffsetReset == "latest" {
+		s.autoOffsetReset = gc.ShareAutoOffsetReset
+	}
+	return s
 }

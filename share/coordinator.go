@@ -98,7 +98,7 @@ func (c *Coordinator) expire(nowMs int64) {
 	var due []string
 	c.mu.Lock()
 	for id, g := range c.mu.groups {
-		if g.expiring(nowMs, c.cfg.SessionTimeoutMs) {
+		if g.expiring(nowMs, c.cfg.group(id).sessionTimeoutMs) {
 			due = append(due, id)
 		}
 	}
@@ -108,7 +108,7 @@ func (c *Coordinator) expire(nowMs int64) {
 		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 		err := c.update(ctx, id, func(g *shareGroup) (*shareGroup, error) {
 			if g != nil {
-				gone = g.expire(nowMs, c.cfg.SessionTimeoutMs)
+				gone = g.expire(nowMs, c.cfg.group(id).sessionTimeoutMs)
 			}
 			return g, nil
 		})

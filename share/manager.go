@@ -178,14 +178,17 @@ func (m *Manager) evictIdleLocked(group string) {
 }
 
 // partition returns the share-partition state of group on topic-p, which
-// rep leads, creating it from the persister or at the auto.offset.reset
-// position.
+// rep leads, creating it from the persister or at the group's
+// share.auto.offset.reset position, with the group's lock duration and
+// delivery limit as they are at this call.
 func (m *Manager) partition(ctx context.Context, group, topic string, p int32, id [16]byte, rep *partition.Replica) (*sharePartition, error) {
 	k := partKey{group, topic, p}
+	gs := m.cfg.group(group)
 	m.mu.Lock()
 	sp := m.mu.parts[k]
 	epoch := rep.LeaderEpoch()
 	if sp != nil && sp.leaderEpoch == epoch {
+		sp.st.SetLimits(gs.limits) // the group's configs as they are now
 		m.mu.Unlock()
 		return sp, nil
 	}
@@ -201,17 +204,17 @@ func (m *Manager) partition(ctx context.Context, group, topic string, p int32, i
 			return nil, err
 		}
 		if snap != nil && snap.StartOffset >= 0 {
-			st = Restore(*snap, m.cfg.Limits)
+			st = Restore(*snap, gs.limits)
 		} else if snap != nil {
 			resetEpoch = snap.StateEpoch // DeleteShareGroupOffsets: start over at the reset position
 		}
 	}
 	if st == nil {
 		start := rep.HighWatermark()
-		if m.cfg.AutoOffsetReset == "earliest" {
+		if gs.autoOffsetReset == "earliest" {
 			start = rep.LogStartOffset()
 		}
-		st = NewPartition(start, m.cfg.Limits)
+		st = NewPartition(start, gs.limits)
 		st.epoch, st.dirty = resetEpoch, true
 	}
 	m.mu.Lock()

@@ -115,6 +115,11 @@ func NewPartition(start int64, limits Limits) *Partition {
 	return &Partition{limits: limits, start: max(start, 0)}
 }
 
+// SetLimits changes the settings of the acquisitions, renewals and
+// releases from now on (a group config altered); records already
+// acquired keep their lock deadlines.
+func (p *Partition) SetLimits(l Limits) { p.limits = l }
+
 // Restore rebuilds a share-partition from its persisted snapshot. Offsets
 // in [StartOffset, last batch] that no batch names are Available with no
 // delivery; an Acquired state (never written) is read as Available.

@@ -189,3 +189,26 @@ func TestAcknowledgeAllOrNothing(t *testing.T) {
 		t.Fatalf("unknown type: %v", err)
 	}
 }
+
+// TestSetLimits: a group config altered while records are in flight
+// applies to the next acquisitions and releases; a record already
+// acquired keeps its lock deadline.
+func TestSetLimits(t *testing.T) {
+	p := NewPartition(0, testLimits()) // lock 1000 ms, delivery limit 3
+	p.Acquire("a", 0, 0, 1, 1)         // offset 0 locked until 1000
+	p.SetLimits(Limits{LockDurationMs: 5000, DeliveryLimit: 1, MaxInFlight: 100})
+	if p.ExpireLocks(999) {
+		t.Fatal("a lock expired before its deadline")
+	}
+	p.Acquire("a", 0, 1, 2, 1) // offset 1 locked until 5000
+	if !p.ExpireLocks(1000) {
+		t.Fatal("offset 0 kept past the deadline it was acquired with")
+	}
+	// Offset 0, delivered once, reached the new limit of 1: archived.
+	if got := p.Acquire("b", 1000, 0, 1, 1); len(got) != 0 {
+		t.Fatalf("a record at the new delivery limit delivered again: %v", got)
+	}
+	if p.ExpireLocks(4999) || !p.ExpireLocks(5000) {
+		t.Fatal("offset 1 not held for the new lock duration")
+	}
+}

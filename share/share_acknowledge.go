@@ -30,11 +30,11 @@ import (
 func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.Limits.LockDurationMs)
 	group, member := "", ""
 	if r.GroupID != nil {
 		group = *r.GroupID
 	}
+	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.group(group).limits.LockDurationMs)
 	if r.MemberID != nil {
 		member = *r.MemberID
 	}

@@ -146,11 +146,11 @@ type fetchPart struct {
 func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ShareFetchRequest)
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.Limits.LockDurationMs)
 	group, member := "", ""
 	if r.GroupID != nil {
 		group = *r.GroupID
 	}
+	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.group(group).limits.LockDurationMs)
 	if r.MemberID != nil {
 		member = *r.MemberID
 	}

@@ -75,7 +75,7 @@ func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, req *kafka.
 	}
 	now := time.Now().UnixMilli()
 	resp.MemberID = kmsg.StringPtr(r.MemberID)
-	resp.HeartbeatIntervalMillis = c.cfg.HeartbeatIntervalMs
+	resp.HeartbeatIntervalMillis = c.cfg.group(r.GroupID).heartbeatIntervalMs
 
 	var code int16
 	var left bool
