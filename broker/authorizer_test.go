@@ -566,6 +566,13 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 				}
 				return code(r.ErrorCode, kerr.ClusterAuthorizationFailed, "describe client metrics configs")
 			}},
+			{describeConfigsReq(32, fxGroup), func(resp kmsg.Response) error { // KIP-848 group configs
+				r := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
+				if len(r.Configs) != 0 {
+					return fmt.Errorf("%d configs described", len(r.Configs))
+				}
+				return code(r.ErrorCode, kerr.GroupAuthorizationFailed, "describe group configs")
+			}},
 		}},
 		kmsg.AlterConfigs: one(authzCall{build(func(r *kmsg.AlterConfigsRequest) {
 			res := kmsg.NewAlterConfigsRequestResource()
@@ -593,6 +600,15 @@ func authzCases(t *testing.T, fxID [16]byte) map[kmsg.Key]authzCase {
 				res.Configs = append(res.Configs, c)
 				r.Resources = append(r.Resources, res)
 			}), wantCode(kerr.ClusterAuthorizationFailed, "incremental alter client metrics",
+				func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })},
+			{build(func(r *kmsg.IncrementalAlterConfigsRequest) { // KIP-848 group configs
+				res := kmsg.NewIncrementalAlterConfigsRequestResource()
+				res.ResourceType, res.ResourceName = 32, fxGroup
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "consumer.session.timeout.ms", str("50000")
+				res.Configs = append(res.Configs, c)
+				r.Resources = append(r.Resources, res)
+			}), wantCode(kerr.GroupAuthorizationFailed, "incremental alter group configs",
 				func(r *kmsg.IncrementalAlterConfigsResponse) int16 { return r.Resources[0].ErrorCode })},
 		}},
 		kmsg.ListConfigResources: one(authzCall{kmsg.NewPtrListConfigResourcesRequest(), func(resp kmsg.Response) error {
