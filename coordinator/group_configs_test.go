@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,4 +82,37 @@ func TestGroupConfigResolve(t *testing.T) {
 			t.Errorf("%s has no value", k.Name)
 		}
 	}
+}
+
+// FuzzGroupConfigs: names and values from a client never panic the
+// checks, and a set the checks accept resolves to exactly its values,
+// within the bounds.
+func FuzzGroupConfigs(f *testing.F) {
+	f.Add(GroupConsumerSessionTimeoutMs, "50000", GroupConsumerHeartbeatIntervalMs, "7000")
+	f.Add(GroupShareAutoOffsetReset, "earliest", GroupShareIsolationLevel, "read_committed")
+	f.Add(GroupShareDeliveryCountLimit, "-1", "x", "")
+	f.Add(GroupShareRecordLockDurationMs, " 2147483648", GroupShareHeartbeatIntervalMs, "0x10")
+	r := kafkaRules()
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		configs := map[string]string{k1: v1, k2: v2}
+		err := r.Validate(configs)
+		got := r.Resolve("g", configs, nil)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidGroupConfig) {
+				t.Fatalf("%v: %v is not an ErrInvalidGroupConfig", configs, err)
+			}
+			return
+		}
+		for name, v := range configs {
+			b, ok := r.Bounds[name]
+			if !ok {
+				continue
+			}
+			want, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			resolved, _ := strconv.ParseInt(got.Value(name), 10, 32)
+			if perr != nil || resolved != want || int32(resolved) < b.Min || int32(resolved) > b.Max {
+				t.Fatalf("%s=%q accepted but resolved to %d (bounds %v)", name, v, resolved, b)
+			}
+		}
+	})
 }
