@@ -20,8 +20,8 @@ import (
 var errGroupActive = errors.New("group has active members")
 
 func newGroupCmd() *cobra.Command {
-	return newGroup("group", "consumer groups: list, describe with lag, reset offsets",
-		newGroupListCmd(), newGroupDescribeCmd(), newGroupResetOffsetsCmd())
+	return newGroup("group", "consumer groups: list, describe with lag, reset offsets, group configs",
+		newGroupListCmd(), newGroupDescribeCmd(), newGroupResetOffsetsCmd(), newGroupConfigCmd())
 }
 
 // groupListEntry is one row of `shale group list`.
