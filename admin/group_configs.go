@@ -35,8 +35,9 @@ import (
 // errNoGroupConfigs: the node was built without the group configs store.
 var errNoGroupConfigs = errors.New("group configs are not available on this node")
 
-// errEmptyGroupName is Kafka's answer to a GROUP resource without a name.
-var errEmptyGroupName = errors.New("Group name must not be empty")
+// emptyGroupName is Kafka's message for a GROUP resource without a name
+// (INVALID_REQUEST).
+const emptyGroupName = "Group name must not be empty"
 
 // alterGroupConfigs checks and stores a group's new configs: the whole
 // set after apply, as Kafka validates it.
@@ -45,7 +46,7 @@ func (h *Handlers) alterGroupConfigs(ctx context.Context, group string, validate
 		return kerr.InvalidRequest.Code, errMessage(errNoGroupConfigs)
 	}
 	if group == "" {
-		return kerr.InvalidRequest.Code, errMessage(errEmptyGroupName)
+		return kerr.InvalidRequest.Code, kmsg.StringPtr(emptyGroupName)
 	}
 	check := func(cur map[string]string) (map[string]string, error) {
 		next, err := apply(cur)
@@ -79,7 +80,7 @@ func (h *Handlers) describeGroupConfigs(ctx context.Context, group string, wante
 		return kerr.InvalidRequest.Code, errMessage(errNoGroupConfigs), nil
 	}
 	if group == "" {
-		return kerr.InvalidRequest.Code, errMessage(errEmptyGroupName), nil
+		return kerr.InvalidRequest.Code, kmsg.StringPtr(emptyGroupName), nil
 	}
 	cur, err := h.groupConfigs.Get(ctx, group)
 	if err != nil {
