@@ -460,3 +460,49 @@ func TestGroupConfigACLs(t *testing.T) {
 		t.Fatalf("other-cfg after alice's refused alteration: %v %v %v", kerr.ErrorForCode(code), vals, srcs)
 	}
 }
+
+// TestGroupConfigsAcrossNodes: a group config altered through the node
+// that is not the group's coordinator reaches the coordinator through the
+// control plane's watch: its heartbeats then answer the group's interval.
+func TestGroupConfigsAcrossNodes(t *testing.T) {
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, testnode.WithSession(2*time.Second))
+	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr()}
+	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...))
+	adm := kadm.NewClient(cl)
+	ctx := ctxT(t, 90*time.Second)
+	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	createTopic(t, adm, "cfg-across", 1)
+	const group = "cfg-across-g"
+	if hb := consumerHeartbeat(t, ctx, cl, group, "member-x", 0, "cfg-across"); hb.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("interval before any group config: %d", hb.HeartbeatIntervalMillis)
+	}
+	var coord int32 = -1
+	waitFor(t, 20*time.Second, "the group's coordinator", func() bool {
+		r := adm.FindGroupCoordinators(ctx, group)
+		c, ok := r[group]
+		coord = c.NodeID
+		return ok && c.Err == nil
+	})
+	other := int32(1)
+	if coord == 1 {
+		other = 2
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = append(res.Configs, setOp("consumer.heartbeat.interval.ms", "7000"))
+	req.Resources = append(req.Resources, res)
+	raw, err := cl.Broker(int(other)).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := raw.(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter on node %d: %v", other, kerr.ErrorForCode(r.Resources[0].ErrorCode))
+	}
+	waitFor(t, 20*time.Second, "the coordinator answering the group's interval", func() bool {
+		return consumerHeartbeat(t, ctx, cl, group, "member-x", 0, "cfg-across").HeartbeatIntervalMillis == 7000
+	})
+}
