@@ -43,13 +43,27 @@ func (n *Node) startGroupConfigs(ctx context.Context) error {
 		return err
 	}
 	n.groupRules = groupConfigRules(n.cfg)
-	return n.groupConfigs.Watch(ctx)
+	if err := n.groupConfigs.Watch(ctx); err != nil {
+		return err
+	}
+	// A value stored under wider bounds (another node's, or this node's
+	// before a restart) is capped when it is applied: say so once here,
+	// not at every heartbeat.
+	names, err := n.groupConfigs.Names(ctx)
+	if err != nil {
+		n.logger.Warn("group configs: listing the groups to check their bounds", "err", err)
+		return nil
+	}
+	for _, g := range names {
+		n.groupRules.Resolve(g, n.groupConfigs.Configs(g), n.logger)
+	}
+	return nil
 }
 
 // groupConfig is a group's effective settings as this node last saw its
-// configs; no I/O.
+// configs; no I/O, no log (it runs at every heartbeat and share fetch).
 func (n *Node) groupConfig(group string) coordinator.GroupConfig {
-	return n.groupRules.Resolve(group, n.groupConfigs.Configs(group), n.logger)
+	return n.groupRules.Resolve(group, n.groupConfigs.Configs(group), nil)
 }
 
 // deleteGroupConfigs deletes a deleted group's configs.
