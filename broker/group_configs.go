@@ -63,11 +63,17 @@ func (n *Node) startGroupConfigs(ctx context.Context) error {
 // groupConfig is a group's effective settings as this node last saw its
 // configs; no I/O, no log (it runs at every heartbeat and share fetch).
 func (n *Node) groupConfig(group string) coordinator.GroupConfig {
+	if n.groupConfigs == nil { // not started: the node's settings
+		return groupConfigRules(n.cfg).Defaults
+	}
 	return n.groupRules.Resolve(group, n.groupConfigs.Configs(group), nil)
 }
 
 // deleteGroupConfigs deletes a deleted group's configs.
 func (n *Node) deleteGroupConfigs(ctx context.Context, group string) error {
+	if n.groupConfigs == nil {
+		return nil
+	}
 	return n.groupConfigs.Delete(ctx, group)
 }
 
