@@ -19,6 +19,9 @@ func (l *Log) Flush() error {
 // FlushMs is set and the last flush is at least FlushMs old, and closes and
 // removes segments whose file.delete.delay has passed.
 func (l *Log) MaybeFlush() error {
+	if l.flushIdle.Load() {
+		return nil // the owner's pass visits every log each second
+	}
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -31,6 +34,7 @@ func (l *Log) MaybeFlush() error {
 			err = e
 		}
 	}
+	l.flushIdle.Store(l.cfg.FlushInterval <= 0 && len(l.w.pendingDeletes) == 0)
 	return err
 }
 
@@ -81,6 +85,8 @@ func (l *Log) failSync(what string, err error) error {
 	defer l.bg.mu.Unlock()
 	if l.bg.err == nil {
 		l.bg.err = fmt.Errorf("%w: %s: %w", ErrSyncFailed, what, err)
+		l.bg.failed.Store(true)
+		failedLogs.Add(1)
 		l.logger.Error("fsync failed; the log takes no more appends", "file", what, "err", err)
 	}
 	return l.bg.err

@@ -42,6 +42,9 @@ type flusher struct {
 	mu      sync.Mutex
 	pending []flushJob // oldest first
 	err     error      // first failure; sticky (an fsync error may have lost pages)
+	// failed is set (after err, under mu) once err is: Err's lock-free
+	// answer for a healthy log, which every periodic pass asks.
+	failed atomic.Bool
 
 	// dirDirty: a roll created a segment file whose directory entry is not
 	// fsynced yet. The recovery point may not pass that segment's base
@@ -178,7 +181,11 @@ func (l *Log) flushNextRolled() bool {
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
 	if err != nil {
+		if l.bg.err == nil {
+			failedLogs.Add(1)
+		}
 		l.bg.err = fmt.Errorf("%w: segment %s: %w", ErrSyncFailed, fileName(job.seg.base, logSuffix), err)
+		l.bg.failed.Store(true)
 		l.logger.Error("background flush of a rolled segment failed; the recovery point stays below it", "err", err,
 			"file", fileName(job.seg.base, logSuffix))
 		return false
@@ -204,8 +211,21 @@ func (l *Log) dropFlushes(match func(*segment) bool) {
 	}
 }
 
+// failedLogs counts the logs of this process whose fsync failed (their
+// Err set): while it is 0, AnyFailed lets a pass over thousands of logs
+// skip asking each one.
+var failedLogs atomic.Int64
+
+// AnyFailed reports whether any log of this process has failed an fsync
+// (its Err is set), ever: a caller that walks every log for Err can skip
+// the walk while it is false.
+func AnyFailed() bool { return failedLogs.Load() != 0 }
+
 // flushErr is the flusher's sticky error, wrapping ErrSyncFailed, or nil.
 func (l *Log) flushErr() error {
+	if !l.bg.failed.Load() {
+		return nil
+	}
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
 	return l.bg.err

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shale-io/shale/segment/vfs"
@@ -63,6 +64,12 @@ type Log struct {
 		point int64
 	}
 	bg flusher
+
+	// flushIdle: MaybeFlush has nothing to do until a segment is scheduled
+	// for deletion or the settings change (no flush.ms, no deleted segment
+	// waiting for file.delete.delay). Set by MaybeFlush under the writer
+	// lock; cleared, under it, by scheduleDelete, SetConfig and Close.
+	flushIdle atomic.Bool
 
 	mu struct {
 		sync.RWMutex
@@ -170,6 +177,28 @@ func (l *Log) Epochs() []EpochEntry {
 	return append([]EpochEntry(nil), l.mu.epochs...)
 }
 
+// Position returns the log end offset, the log start offset and the
+// newest leader epoch (UndefinedEpoch for none) as of one moment, under one
+// read lock: what a follower's Fetch of the log asks.
+func (l *Log) Position() (leo, logStart int64, latestEpoch int32) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	latestEpoch = UndefinedEpoch
+	if e, ok := l.mu.epochs.latest(); ok {
+		latestEpoch = e.Epoch
+	}
+	return l.mu.leo, l.mu.logStart, latestEpoch
+}
+
+// LatestEpochEntry returns the newest entry of the leader-epoch history
+// (its epoch and start offset), and false when the history is empty. Unlike
+// Epochs it copies nothing.
+func (l *Log) LatestEpochEntry() (EpochEntry, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.latest()
+}
+
 // LatestEpoch returns the newest leader epoch in the log, or UndefinedEpoch.
 func (l *Log) LatestEpoch() int32 {
 	l.mu.RLock()
@@ -199,6 +228,7 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 func (l *Log) Close() error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
+	l.flushIdle.Store(false) // MaybeFlush answers ErrClosed from now on
 	l.stopFlusher()
 	if l.mu.closed {
 		return nil

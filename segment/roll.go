@@ -235,6 +235,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.mu.Lock()
 		l.mu.closed = true
 		l.mu.Unlock()
+		l.flushIdle.Store(false)
 		return err
 	}
 	l.mu.Lock()

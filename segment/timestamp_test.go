@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"testing"
@@ -205,5 +206,75 @@ func TestConcurrentReaders(t *testing.T) {
 	case err := <-errs:
 		t.Fatal(err)
 	default:
+	}
+}
+
+// TestMaybeFlushIdleFastPath: a log with nothing due (no flush.ms, no
+// deleted segment waiting) answers MaybeFlush without its writer lock, and
+// each thing that gives it work again ends that: flush.ms set by SetConfig,
+// a segment scheduled for deletion, Close.
+func TestMaybeFlushIdleFastPath(t *testing.T) {
+	clock := newFakeClock()
+	cfg := testConfig(clock)
+	cfg.FlushInterval = 0
+	cfg.SegmentBytes = 1 << 10
+	l := openLog(t, t.TempDir(), cfg)
+	if err := l.MaybeFlush(); err != nil || !l.flushIdle.Load() {
+		t.Fatalf("idle log: MaybeFlush %v, idle %v", err, l.flushIdle.Load())
+	}
+	// Held writer lock: an idle MaybeFlush must not wait for it.
+	l.writer.Lock()
+	done := make(chan error, 1)
+	go func() { done <- l.MaybeFlush() }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l.writer.Unlock()
+
+	mustAppend(t, l, buildBatch(t, batchSpec{records: 3}), 0)
+	set := cfg
+	set.FlushInterval = time.Second
+	if err := l.SetConfig(set); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := l.MaybeFlush(); err != nil || l.RecoveryPoint() != 3 {
+		t.Fatalf("flush.ms after SetConfig: %v, recovery point %d", err, l.RecoveryPoint())
+	}
+	if l.flushIdle.Load() {
+		t.Fatal("idle with flush.ms set")
+	}
+	if err := l.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	l.MaybeFlush()
+	if !l.flushIdle.Load() {
+		t.Fatal("not idle again without flush.ms")
+	}
+
+	// A deleted segment makes it due again, and is removed after
+	// file.delete.delay.
+	for range 20 {
+		mustAppend(t, l, buildBatch(t, batchSpec{records: 4}), 0)
+	}
+	if len(l.Segments()) < 2 {
+		t.Fatalf("no roll: %d segments", len(l.Segments()))
+	}
+	if n, err := l.DeleteSegmentsBefore(l.Segments()[1].BaseOffset); err != nil || n != 1 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	if l.flushIdle.Load() || l.PendingDeletes() != 1 {
+		t.Fatalf("after a deletion: idle %v, pending %d", l.flushIdle.Load(), l.PendingDeletes())
+	}
+	clock.Advance(cfg.FileDeleteDelay)
+	if err := l.MaybeFlush(); err != nil || l.PendingDeletes() != 0 || !l.flushIdle.Load() {
+		t.Fatalf("after file.delete.delay: %v, pending %d, idle %v", err, l.PendingDeletes(), l.flushIdle.Load())
+	}
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MaybeFlush(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed log: MaybeFlush %v", err)
 	}
 }
