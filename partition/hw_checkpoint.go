@@ -81,12 +81,22 @@ type HWCheckpoints struct {
 	// before it started reading high watermarks.
 	requests atomic.Uint64
 
+	// changes counts what may change an entry: a high watermark moved, a
+	// log reset under one, a replica registered or closed, an entry
+	// forgotten. MaybeWrite reads no replica when it has not moved since
+	// the last write read them all (wmu.changes), so an idle node's
+	// periodic pass costs nothing per partition.
+	changes atomic.Uint64
+	// reads counts the replicas' entries read by writes (tests).
+	reads atomic.Int64
+
 	wmu struct {
 		sync.Mutex
 		last    map[hwKey]hwEntry // the file's entries as last written (or read)
 		exists  bool              // the file is on disk
 		at      time.Time         // when it was last written
 		covered uint64            // requests covered by the last write
+		changes uint64            // changes as read before the last complete read of every entry; 0: none yet
 		err     error             // that write's result
 	}
 
@@ -172,6 +182,7 @@ func (c *HWCheckpoints) register(r *Replica, old bool) {
 	k := hwKey{r.topic, r.partition}
 	c.mu.reps[k] = r
 	delete(c.mu.kept, k)
+	c.changed()
 	if old {
 		c.mu.old[r] = struct{}{}
 	}
@@ -184,6 +195,7 @@ func (c *HWCheckpoints) closed(r *Replica, e hwEntry, keep bool) {
 	defer c.mu.Unlock()
 	k := hwKey{r.topic, r.partition}
 	if c.mu.reps[k] == r {
+		c.changed()
 		delete(c.mu.reps, k)
 		if keep {
 			c.mu.kept[k] = e
@@ -200,6 +212,7 @@ func (c *HWCheckpoints) Forget(topic string, p int32) {
 	defer c.mu.Unlock()
 	delete(c.mu.kept, hwKey{topic, p})
 	delete(c.mu.read, hwKey{topic, p})
+	c.changed()
 }
 
 // ForgetUnless forgets every entry of a partition that is not open and
@@ -211,6 +224,7 @@ func (c *HWCheckpoints) ForgetUnless(keep func(topic string, p int32) bool) {
 		if !keep(k.topic, k.partition) {
 			delete(c.mu.kept, k)
 			delete(c.mu.read, k)
+			c.changed()
 		}
 	}
 }
@@ -223,8 +237,15 @@ func (c *HWCheckpoints) MaybeWrite() error {
 	if c.now().Sub(c.wmu.at) < c.interval {
 		return nil
 	}
+	if ch := c.changes.Load(); ch != 0 && ch == c.wmu.changes {
+		c.wmu.at = c.now()
+		return nil // nothing moved since every entry was last read
+	}
 	return c.writeLocked()
 }
+
+// changed notes that an entry may differ from the last write.
+func (c *HWCheckpoints) changed() { c.changes.Add(1) }
 
 // WriteNow rewrites the file if a high watermark changed, with every high
 // watermark as of a moment after the call, and returns that write's
@@ -245,6 +266,7 @@ func (c *HWCheckpoints) WriteNow() error {
 // writeLocked reads every registered replica's high watermark and rewrites
 // the file if any entry differs from the last write. REQUIRES: wmu held.
 func (c *HWCheckpoints) writeLocked() error {
+	changes := c.changes.Add(1) // nonzero; what moves after this read is seen by the next write
 	c.mu.Lock()
 	reps := make([]*Replica, 0, len(c.mu.reps))
 	for _, r := range c.mu.reps {
@@ -255,22 +277,24 @@ func (c *HWCheckpoints) writeLocked() error {
 		entries[k] = e
 	}
 	c.mu.Unlock()
+	c.reads.Add(int64(len(reps)))
 	for _, r := range reps {
 		if e, ok := r.checkpointEntry(); ok {
 			entries[hwKey{r.topic, r.partition}] = e
 		}
 	}
 	if c.wmu.exists && mapsEqual(entries, c.wmu.last) {
-		c.wmu.at = c.now()
+		c.wmu.at, c.wmu.changes = c.now(), changes
 		return nil
 	}
 	if !c.wmu.exists && len(entries) == 0 {
+		c.wmu.changes = changes
 		return nil // no file says as much as an empty one
 	}
 	if err := segment.WriteFileAtomic(c.dir, HWCheckpointFile, encodeHWCheckpoint(entries)); err != nil {
 		return fmt.Errorf("writing the high watermark checkpoint: %w", err)
 	}
-	c.wmu.last, c.wmu.exists, c.wmu.at = entries, true, c.now()
+	c.wmu.last, c.wmu.exists, c.wmu.at, c.wmu.changes = entries, true, c.now(), changes
 	c.dropOlderFiles(entries)
 	return nil
 }

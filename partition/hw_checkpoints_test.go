@@ -2,10 +2,12 @@ package partition
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment/batch"
@@ -315,5 +317,85 @@ func TestSharedHWCheckpointForgetRewrites(t *testing.T) {
 	entries, err := decodeHWCheckpoint(mustRead(t, filepath.Join(logDir, HWCheckpointFile)))
 	if err != nil || len(entries) != 1 || entries[hwKey{"t", 1}].hw != 7 {
 		t.Fatalf("after forgetting t-0: %v %v, want only t-1 at 7", entries, err)
+	}
+}
+
+// TestSharedHWCheckpointIdleReadsNoReplica: once a periodic write has read
+// every entry, the next ones read none until something moves; a moved high
+// watermark, a registered or closed replica and a forgotten entry each make
+// the next write read them all again (and write what changed).
+func TestSharedHWCheckpointIdleReadsNoReplica(t *testing.T) {
+	logDir := t.TempDir()
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	ck := OpenHWCheckpoints(logDir, HWCheckpointOptions{Interval: time.Second, Now: clock})
+	var reps []*Replica
+	for p := range int32(4) {
+		reps = append(reps, leadShared(t, logDir, ck, "t", p, [16]byte{1}))
+	}
+	defer func() {
+		for _, r := range reps {
+			r.Close()
+		}
+	}()
+	if _, err := reps[0].AppendLeader(build(t, batch.NoProducer(), 3)); err != nil {
+		t.Fatal(err)
+	}
+	tick := func() int64 {
+		t.Helper()
+		now = now.Add(time.Second)
+		before := ck.reads.Load()
+		if err := ck.MaybeWrite(); err != nil {
+			t.Fatal(err)
+		}
+		return ck.reads.Load() - before
+	}
+	file := func() map[hwKey]int64 {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(logDir, HWCheckpointFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := decodeHWCheckpoint(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hws := map[hwKey]int64{}
+		for k, e := range entries {
+			hws[k] = e.hw
+		}
+		return hws
+	}
+	if n := tick(); n != 4 || !maps.Equal(file(), map[hwKey]int64{{"t", 0}: 3}) {
+		t.Fatalf("first write read %d replicas, file %v", n, file())
+	}
+	for range 3 {
+		if n := tick(); n != 0 {
+			t.Fatalf("idle write read %d replicas", n)
+		}
+	}
+	if _, err := reps[2].AppendLeader(build(t, batch.NoProducer(), 2)); err != nil {
+		t.Fatal(err)
+	}
+	if n := tick(); n != 4 || !maps.Equal(file(), map[hwKey]int64{{"t", 0}: 3, {"t", 2}: 2}) {
+		t.Fatalf("after a moved high watermark: read %d, file %v", n, file())
+	}
+	if n := tick(); n != 0 {
+		t.Fatalf("idle again: read %d", n)
+	}
+	if err := reps[3].Close(); err != nil {
+		t.Fatal(err)
+	}
+	reps = reps[:3]
+	if n := tick(); n != 3 {
+		t.Fatalf("after a close: read %d, want 3", n)
+	}
+	ck.Forget("t", 3)
+	if n := tick(); n != 3 {
+		t.Fatalf("after a forget: read %d, want 3", n)
+	}
+	reps = append(reps, leadShared(t, logDir, ck, "t", 3, [16]byte{1}))
+	if n := tick(); n != 4 {
+		t.Fatalf("after a register: read %d, want 4", n)
 	}
 }

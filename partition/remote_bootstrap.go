@@ -82,6 +82,7 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	if err := r.log.ResetToWithHistory(t.Offset, epochs); err != nil {
 		return err
 	}
+	r.ckpts.changed() // a new log start under the same high watermark may change the entry
 	r.producers = ps
 	for _, off := range listSnapshots(r.dir) {
 		if off < t.Offset {

@@ -422,6 +422,7 @@ func (r *Replica) setHW(hw int64) {
 		invariants.Check(hw <= leo, "%s-%d: high watermark %d past the log end %d", r.topic, r.partition, hw, leo)
 	}
 	r.mu.hw = hw
+	r.ckpts.changed()
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})
 	r.notifyWatchers()

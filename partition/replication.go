@@ -342,10 +342,8 @@ func (r *Replica) followerFetch(id int32, fetchOffset int64, lastFetchedEpoch in
 // epochStartLocked is where this leader's epoch starts in its log (0 when
 // its history does not have it). REQUIRES: r.mu held.
 func (r *Replica) epochStartLocked() int64 {
-	if es := r.log.Epochs(); len(es) > 0 {
-		if last := es[len(es)-1]; last.Epoch == r.mu.leaderEpoch {
-			return last.StartOffset
-		}
+	if last, ok := r.log.LatestEpochEntry(); ok && last.Epoch == r.mu.leaderEpoch {
+		return last.StartOffset
 	}
 	return 0
 }
@@ -483,7 +481,7 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 	if !r.mu.leader || r.mu.self < 0 || r.mu.pendingISR != nil {
 		return ch
 	}
-	epochStart := r.epochStartLocked()
+	epochStart := int64(-1) // read when a follower outside the ISR needs it
 	leo := r.log.LogEndOffset()
 	for _, id := range r.mu.replicas {
 		if id == r.mu.self {
@@ -496,8 +494,13 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 			ch.Shrink = append(ch.Shrink, id)
 		case in && !heard && now.Sub(r.mu.leaderAt) > lagMax:
 			ch.Shrink = append(ch.Shrink, id)
-		case !in && heard && !f.outUnfetched && f.leo >= r.mu.hw && f.leo >= epochStart && now.Sub(f.caughtUp(leo)) <= lagMax:
-			ch.Expand = append(ch.Expand, id)
+		case !in && heard && !f.outUnfetched && f.leo >= r.mu.hw && now.Sub(f.caughtUp(leo)) <= lagMax:
+			if epochStart < 0 {
+				epochStart = r.epochStartLocked()
+			}
+			if f.leo >= epochStart {
+				ch.Expand = append(ch.Expand, id)
+			}
 		}
 	}
 	return ch
@@ -536,6 +539,7 @@ func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
 	if err := r.log.ResetTo(h.BaseOffset, r.log.Epochs()); err != nil {
 		return err
 	}
+	r.ckpts.changed() // a new log start under the same high watermark may change the entry
 	r.logger.Info("empty follower log restarted at the leader's batch", "from", leo, "to", h.BaseOffset)
 	return nil
 }

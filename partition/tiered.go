@@ -54,6 +54,17 @@ func (r *Replica) LogStartOffset() int64 {
 	return local
 }
 
+// FetchPosition is what this replica's next follower Fetch asks: its log
+// end, its log start (LogStartOffset) and the newest epoch of its log.
+func (r *Replica) FetchPosition() (fetchOffset, logStart int64, lastFetchedEpoch int32) {
+	leo, local, epoch := r.log.Position()
+	logStart = local
+	if s, ok := r.RemoteState(); ok && s.LogStart >= 0 && s.LogStart < local {
+		logStart = s.LogStart
+	}
+	return leo, logStart, epoch
+}
+
 // LocalLogStartOffset is the first offset still on local disk.
 func (r *Replica) LocalLogStartOffset() int64 { return r.log.LogStartOffset() }
 
