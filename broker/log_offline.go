@@ -9,6 +9,7 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
 )
 
 // moveAwayFromOfflineLogs moves leadership away from every partition this
@@ -20,7 +21,7 @@ import (
 // it), and a partition without another live in-sync replica keeps its
 // leader. The flush loop calls it.
 func (n *Node) moveAwayFromOfflineLogs(ctx context.Context) {
-	if n.store == nil {
+	if n.store == nil || !segment.AnyFailed() {
 		return
 	}
 	for _, rep := range n.replicas.All() {

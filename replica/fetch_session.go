@@ -27,12 +27,16 @@ type followerSession struct {
 	// sent is what the leader's session holds for each partition (valid
 	// while epoch > 0).
 	sent map[replicaKey]partFetch
-	// inNext is the set of the last built Fetch's partitions, and
-	// forgotten the session's partitions it left out; both are kept for
-	// their storage, so that a round of an idle session allocates nothing
-	// in proportion to its partitions.
+	// inNext is the set of the last built Fetch's partitions (made only
+	// when the session holds a partition the Fetch left out), forgotten
+	// the session's partitions it left out, and changed the indexes in
+	// next of those the Fetch named; all are kept for their storage, so
+	// that a round of an idle session allocates nothing in proportion to
+	// its partitions. An idle round costs one lookup in sent per
+	// partition.
 	inNext    map[replicaKey]struct{}
 	forgotten []replicaKey
+	changed   []int
 }
 
 // partFetch is what one partition's Fetch asks.
@@ -78,19 +82,29 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 		fp.LastFetchedEpoch, fp.PartitionMaxBytes = w.lastFetchedEpoch, w.max
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 	}
+	s.forgotten, s.changed = s.forgotten[:0], s.changed[:0]
+	held := 0 // partitions of next the session holds
+	for i, w := range next {
+		prev, ok := s.sent[w.key]
+		if ok {
+			held++
+		}
+		if full || !ok || prev != w.partFetch {
+			add(w)
+			s.changed = append(s.changed, i)
+		}
+	}
+	if full || held == len(s.sent) {
+		// next holds every partition of the session (it names each key
+		// once): nothing to forget.
+		return full
+	}
 	if s.inNext == nil {
 		s.inNext = make(map[replicaKey]struct{}, len(next))
 	}
 	clear(s.inNext)
-	s.forgotten = s.forgotten[:0]
 	for _, w := range next {
 		s.inNext[w.key] = struct{}{}
-		if prev, ok := s.sent[w.key]; full || !ok || prev != w.partFetch {
-			add(w)
-		}
-	}
-	if full {
-		return true
 	}
 	forgotten := map[string]int{}
 	for k := range s.sent {
@@ -140,15 +154,18 @@ func (s *followerSession) answered(resp *kmsg.FetchResponse, next []wanted, full
 		// The leader's session holds exactly next. (After reset, sent
 		// is nil; the map is made once per full Fetch, not per round.)
 		s.sent = make(map[replicaKey]partFetch, len(next))
-	} else {
-		// It holds what it held, without the forgotten partitions, with
-		// next's requests.
-		for _, k := range s.forgotten {
-			delete(s.sent, k)
+		for _, w := range next {
+			s.sent[w.key] = w.partFetch
 		}
+		return true, nil
 	}
-	for _, w := range next {
-		s.sent[w.key] = w.partFetch
+	// It holds what it held, without the forgotten partitions, with the
+	// requests of those the Fetch named.
+	for _, k := range s.forgotten {
+		delete(s.sent, k)
+	}
+	for _, i := range s.changed {
+		s.sent[next[i].key] = next[i].partFetch
 	}
 	return true, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
 )
 
 // Replication, follower side: num.replica.fetchers fetchers per source node
@@ -47,6 +48,21 @@ type followed struct {
 
 // fetchPart is one partition a fetcher replicates: what it follows, and
 // its replication state (follow.go), owned by the fetcher goroutine.
+// keyedPart is one entry of fetcher.list.
+type keyedPart struct {
+	key replicaKey
+	*fetchPart
+}
+
+// listOf is parts as a slice, for fetcher.list.
+func listOf(parts map[replicaKey]*fetchPart) []keyedPart {
+	list := make([]keyedPart, 0, len(parts))
+	for k, p := range parts {
+		list = append(list, keyedPart{k, p})
+	}
+	return list
+}
+
 type fetchPart struct {
 	followed
 	st partState
@@ -300,6 +316,10 @@ type fetcher struct {
 	// parts is replaced, never changed in place (set), so that a round
 	// reads the map snapshot returned without copying it.
 	parts map[replicaKey]*fetchPart
+	// list is parts in a slice, replaced with it: a round walks it (a
+	// map walk of thousands of partitions twice a second was a visible
+	// part of an idle node's CPU).
+	list []keyedPart
 	// fullNext: a partition's role or replica changed (set): the next
 	// Fetch is full, so that the leader answers every partition once.
 	fullNext bool         // REQUIRES: mu held
@@ -389,7 +409,7 @@ func (ft *fetcher) set(ps map[replicaKey]followed) {
 		parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
 		ft.fullNext = ft.fullNext || ok
 	}
-	ft.parts = parts
+	ft.parts, ft.list = parts, listOf(parts)
 }
 
 // has reports whether the fetcher follows k.
@@ -435,7 +455,7 @@ func (ft *fetcher) patch(add map[replicaKey]followed, remove []replicaKey) int {
 		parts[k] = &fetchPart{followed: p, st: newPartState(ft.f.cfg.RetryBackoff)}
 		ft.fullNext = ft.fullNext || ok
 	}
-	ft.parts = parts
+	ft.parts, ft.list = parts, listOf(parts)
 	return len(parts)
 }
 
@@ -445,15 +465,15 @@ func (ft *fetcher) stop() {
 	ft.cl.Close()
 }
 
-// snapshot returns the partitions to fetch, which the caller must not
-// change, and whether the next Fetch must be full (fullNext, which it
-// clears).
-func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, bool) {
+// snapshot returns the partitions to fetch, as a map and a list, which
+// the caller must not change, and whether the next Fetch must be full
+// (fullNext, which it clears).
+func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, []keyedPart, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	full := ft.fullNext
 	ft.fullNext = false
-	return ft.parts, full
+	return ft.parts, ft.list, full
 }
 
 func (ft *fetcher) run(ctx context.Context) {
@@ -461,11 +481,11 @@ func (ft *fetcher) run(ctx context.Context) {
 	defer ft.conn.Close()
 	var pacer roundPacer
 	for ctx.Err() == nil {
-		parts, full := ft.snapshot()
+		parts, list, full := ft.snapshot()
 		if full {
 			ft.session.reset()
 		}
-		active, err := ft.round(ctx, parts)
+		active, err := ft.round(ctx, parts, list)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -492,7 +512,7 @@ func (ft *fetcher) broker() *kgo.Broker {
 // whether it bootstraps, checks divergence, or goes into the one Fetch of
 // the round; the answer is applied partition by partition. It returns how
 // many partitions the Fetch carried.
-func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (int, error) {
+func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, list []keyedPart) (int, error) {
 	b := ft.broker()
 	if b == nil {
 		return 0, errors.New("no connection to the leader")
@@ -506,8 +526,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 	round := ft.rounds
 	next := ft.next[:0]
 	defer func() { ft.next = next[:0] }()
-	for k, p := range parts {
-		if p.rep.LogErr() != nil {
+	anyFailed := segment.AnyFailed() // else no log needs asking
+	for _, kp := range list {
+		k, p := kp.key, kp.fetchPart
+		if anyFailed && p.rep.LogErr() != nil {
 			// The log went offline (an fsync failed): it takes no more
 			// batches, and the next Reconcile drops it from this fetcher.
 			continue
@@ -542,8 +564,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart) (
 		if a.kind != actFetch {
 			continue
 		}
-		w := wanted{key: k, partFetch: partFetch{fetchOffset: p.rep.Log().LogEndOffset(), logStartOffset: p.rep.LogStartOffset(),
-			leaderEpoch: p.epoch, lastFetchedEpoch: p.rep.Log().LatestEpoch(), max: ft.f.cfg.PartitionMaxBytes}}
+		leo, logStart, lastEpoch := p.rep.FetchPosition()
+		w := wanted{key: k, partFetch: partFetch{fetchOffset: leo, logStartOffset: logStart,
+			leaderEpoch: p.epoch, lastFetchedEpoch: lastEpoch, max: ft.f.cfg.PartitionMaxBytes}}
 		p.st.Step(now, event{kind: evSent, epoch: w.lastFetchedEpoch})
 		next = append(next, w)
 		p.round = round

@@ -19,6 +19,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/vfs"
 )
 
@@ -590,6 +591,9 @@ func (r *Manager) Offline() []OfflineReplica {
 		out = append(out, OfflineReplica{Topic: k.topic, Partition: k.partition, TopicID: f.topicID, Err: f.err})
 	}
 	for k, rep := range r.mu.replicas {
+		if !segment.AnyFailed() {
+			break // no log of this process failed: none to ask
+		}
 		if err := rep.LogErr(); err != nil {
 			out = append(out, OfflineReplica{Topic: k.topic, Partition: k.partition, TopicID: r.mu.topicIDs[k.topic], Err: err})
 		}
