@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // compactedValues reads the whole log back: the value of every data record
@@ -159,7 +160,7 @@ func TestCompactionWithTransactions(t *testing.T) {
 
 func removeSnapshots(t *testing.T, dir string) {
 	t.Helper()
-	for _, off := range listSnapshots(dir) {
+	for _, off := range listSnapshots(vfs.Default, dir) {
 		if err := removeFile(snapshotName(dir, off)); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // The high watermark checkpoint: Kafka's replication-offset-checkpoint,
@@ -72,6 +73,7 @@ type hwEntry struct {
 // (the registry). A replica calls WriteNow holding its appendMu and no
 // other of its locks.
 type HWCheckpoints struct {
+	fs       vfs.FS
 	dir      string
 	interval time.Duration
 	now      func() time.Time
@@ -118,6 +120,9 @@ type HWCheckpointOptions struct {
 	Interval time.Duration
 	Now      func() time.Time // default time.Now
 	Logger   *slog.Logger     // default slog.Default()
+	// FS is the log dir's filesystem (the one its replicas' logs use).
+	// Default vfs.Default.
+	FS vfs.FS
 }
 
 // OpenHWCheckpoints reads the checkpoint of log dir dir. A missing file is
@@ -134,11 +139,14 @@ func OpenHWCheckpoints(dir string, opts HWCheckpointOptions) *HWCheckpoints {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &HWCheckpoints{dir: dir, interval: opts.Interval, now: opts.Now, logger: opts.Logger}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	c := &HWCheckpoints{fs: opts.FS, dir: dir, interval: opts.Interval, now: opts.Now, logger: opts.Logger}
 	c.mu.reps = map[hwKey]*Replica{}
 	c.mu.kept = map[hwKey]hwEntry{}
 	c.mu.old = map[*Replica]struct{}{}
-	b, err := os.ReadFile(filepath.Join(dir, HWCheckpointFile))
+	b, err := c.fs.ReadFile(filepath.Join(dir, HWCheckpointFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -291,7 +299,7 @@ func (c *HWCheckpoints) writeLocked() error {
 		c.wmu.changes = changes
 		return nil // no file says as much as an empty one
 	}
-	if err := segment.WriteFileAtomic(c.dir, HWCheckpointFile, encodeHWCheckpoint(entries)); err != nil {
+	if err := segment.WriteFileAtomic(c.fs, c.dir, HWCheckpointFile, encodeHWCheckpoint(entries)); err != nil {
 		return fmt.Errorf("writing the high watermark checkpoint: %w", err)
 	}
 	c.wmu.last, c.wmu.exists, c.wmu.at, c.wmu.changes = entries, true, c.now(), changes
@@ -312,7 +320,7 @@ func (c *HWCheckpoints) dropOlderFiles(written map[hwKey]hwEntry) {
 	}
 	c.mu.Unlock()
 	for _, d := range dirs {
-		if err := os.Remove(filepath.Join(d, HWCheckpointFile)); err != nil && !os.IsNotExist(err) {
+		if err := c.fs.Remove(filepath.Join(d, HWCheckpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			c.logger.Warn("removing an older per-partition high watermark checkpoint failed", "dir", d, "err", err)
 		}
 	}
@@ -324,8 +332,8 @@ func (c *HWCheckpoints) dropOlderFiles(written map[hwKey]hwEntry) {
 func (c *HWCheckpoints) remove() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	err := os.Remove(filepath.Join(c.dir, HWCheckpointFile))
-	if err == nil || os.IsNotExist(err) {
+	err := c.fs.Remove(filepath.Join(c.dir, HWCheckpointFile))
+	if err == nil || errors.Is(err, os.ErrNotExist) {
 		c.wmu.exists, c.wmu.last = false, nil
 		return nil
 	}
@@ -453,7 +461,7 @@ func (r *Replica) openCheckpoint(opts Options) (hw int64, ok, old bool) {
 	if r.ckpts.dir == opts.Dir {
 		return 0, false, false
 	}
-	b, err := os.ReadFile(filepath.Join(opts.Dir, HWCheckpointFile))
+	b, err := r.fs.ReadFile(filepath.Join(opts.Dir, HWCheckpointFile))
 	if err != nil {
 		return 0, false, false
 	}

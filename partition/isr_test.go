@@ -12,6 +12,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // leader3 opens a leader at epoch 1 of replicas [1 2 3] with the given ISR
@@ -240,7 +241,7 @@ func TestTruncationRemovesSnapshotsAtOrAbove(t *testing.T) {
 	appendN(t, r, 5)
 	ps := NewProducerState()
 	for _, off := range []int64{3, 5, 8} {
-		if err := ps.WriteSnapshot(dir, off, 0); err != nil {
+		if err := ps.WriteSnapshot(vfs.Default, dir, off, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,7 +249,7 @@ func TestTruncationRemovesSnapshotsAtOrAbove(t *testing.T) {
 	if err := r.TruncateTo(5); err != nil {
 		t.Fatal(err)
 	}
-	if got := listSnapshots(dir); !slices.Equal(got, []int64{3}) {
+	if got := listSnapshots(vfs.Default, dir); !slices.Equal(got, []int64{3}) {
 		t.Fatalf("snapshots after cutting at 5: %v, want [3]", got)
 	}
 	if _, err := os.Stat(snapshotName(dir, 3)); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // fakeClock is a settable clock for Options.Now, safe for concurrent use.
@@ -96,7 +97,7 @@ func TestExpireProducers(t *testing.T) {
 	// Back from the segments alone (no snapshot), a day later: the replay
 	// brings producers 1 and 3 back, and the expiry after it removes them;
 	// producer 2's transaction is still open, whatever its age.
-	for _, off := range listSnapshots(dir) {
+	for _, off := range listSnapshots(vfs.Default, dir) {
 		os.Remove(snapshotName(dir, off))
 	}
 	clock.Add(24 * time.Hour)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // Idempotence errors; the produce path maps them to Kafka error codes.
@@ -407,26 +407,27 @@ func DecodeProducerState(b []byte) (*ProducerState, error) {
 	return ps, nil
 }
 
-// WriteSnapshot writes the state as of offset atomically (temp, fsync, rename)
-// and, when keep > 0, keeps only the newest `keep` snapshots.
-func (ps *ProducerState) WriteSnapshot(dir string, offset int64, keep int) error {
-	return ps.writeSnapshot(dir, offset, keep, segment.WriteFileAtomic)
+// WriteSnapshot writes the state as of offset to dir on fs atomically
+// (segment.WriteFileAtomic: temp, fsync, rename, directory fsync) and, when
+// keep > 0, keeps only the newest `keep` snapshots.
+func (ps *ProducerState) WriteSnapshot(fs vfs.FS, dir string, offset int64, keep int) error {
+	return ps.writeSnapshot(fs, dir, offset, keep, segment.WriteFileAtomic)
 }
 
 // writeSnapshotNoSync is WriteSnapshot without fsyncs (segment.WriteFileNoSync):
 // after a crash the file may be missing or torn, which its checksum tells;
 // loaders then fall back to an older snapshot and replay the log.
-func (ps *ProducerState) writeSnapshotNoSync(dir string, offset int64, keep int) error {
-	return ps.writeSnapshot(dir, offset, keep, segment.WriteFileNoSync)
+func (ps *ProducerState) writeSnapshotNoSync(fs vfs.FS, dir string, offset int64, keep int) error {
+	return ps.writeSnapshot(fs, dir, offset, keep, segment.WriteFileNoSync)
 }
 
-func (ps *ProducerState) writeSnapshot(dir string, offset int64, keep int, write func(dir, name string, data []byte) error) error {
-	if err := write(dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
+func (ps *ProducerState) writeSnapshot(fs vfs.FS, dir string, offset int64, keep int, write func(fs vfs.FS, dir, name string, data []byte) error) error {
+	if err := write(fs, dir, filepath.Base(snapshotName(dir, offset)), ps.Encode()); err != nil {
 		return err
 	}
-	offs := listSnapshots(dir)
+	offs := listSnapshots(fs, dir)
 	for keep > 0 && len(offs) > keep {
-		os.Remove(snapshotName(dir, offs[0]))
+		fs.Remove(snapshotName(dir, offs[0]))
 		offs = offs[1:]
 	}
 	return nil
@@ -435,16 +436,16 @@ func (ps *ProducerState) writeSnapshot(dir string, offset int64, keep int, write
 // PruneSnapshots removes the snapshots below offset (the log start: the
 // segments they were taken for are gone), except the newest of them, from
 // which recovery could still replay.
-func PruneSnapshots(dir string, offset int64) {
-	offs := listSnapshots(dir)
+func PruneSnapshots(fs vfs.FS, dir string, offset int64) {
+	offs := listSnapshots(fs, dir)
 	for i := 0; i+1 < len(offs) && offs[i+1] <= offset; i++ {
-		os.Remove(snapshotName(dir, offs[i]))
+		fs.Remove(snapshotName(dir, offs[i]))
 	}
 }
 
 // listSnapshots returns the offsets of the snapshot files in dir, ascending.
-func listSnapshots(dir string) []int64 {
-	ents, _ := os.ReadDir(dir)
+func listSnapshots(fs vfs.FS, dir string) []int64 {
+	ents, _ := fs.ReadDir(dir)
 	var offs []int64
 	for _, e := range ents {
 		name := e.Name()
@@ -462,20 +463,20 @@ func listSnapshots(dir string) []int64 {
 // LoadLatestSnapshot loads the newest valid snapshot at or below maxOffset,
 // removing snapshots above maxOffset (the log no longer reaches them) and
 // unreadable ones. It returns an empty state at offset 0 when there is none.
-func LoadLatestSnapshot(dir string, maxOffset int64) (*ProducerState, int64) {
-	offs := listSnapshots(dir)
+func LoadLatestSnapshot(fs vfs.FS, dir string, maxOffset int64) (*ProducerState, int64) {
+	offs := listSnapshots(fs, dir)
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] > maxOffset {
-			os.Remove(snapshotName(dir, offs[i]))
+			fs.Remove(snapshotName(dir, offs[i]))
 			continue
 		}
-		b, err := os.ReadFile(snapshotName(dir, offs[i]))
+		b, err := fs.ReadFile(snapshotName(dir, offs[i]))
 		if err == nil {
 			if ps, err := DecodeProducerState(b); err == nil {
 				return ps, offs[i]
 			}
 		}
-		os.Remove(snapshotName(dir, offs[i]))
+		fs.Remove(snapshotName(dir, offs[i]))
 	}
 	return NewProducerState(), 0
 }

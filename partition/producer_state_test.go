@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 func hdr(pid int64, epoch int16, seq int32, n int32, base int64) *batch.Header {
@@ -85,21 +86,21 @@ func TestProducerStateSnapshotRoundTrip(t *testing.T) {
 		}
 	}
 	for _, off := range []int64{10, 20, 30, 40} {
-		if err := ps.WriteSnapshot(dir, off, 3); err != nil {
+		if err := ps.WriteSnapshot(vfs.Default, dir, off, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := listSnapshots(dir); len(got) != 3 || got[0] != 20 {
+	if got := listSnapshots(vfs.Default, dir); len(got) != 3 || got[0] != 20 {
 		t.Fatalf("kept snapshots %v, want the newest three", got)
 	}
-	loaded, at := LoadLatestSnapshot(dir, 35)
+	loaded, at := LoadLatestSnapshot(vfs.Default, dir, 35)
 	if at != 30 {
 		t.Fatalf("loaded snapshot at %d, want 30 (40 is past the log end)", at)
 	}
 	if string(loaded.Encode()) != string(ps.Encode()) {
 		t.Fatal("snapshot did not round-trip")
 	}
-	if got := listSnapshots(dir); len(got) != 2 {
+	if got := listSnapshots(vfs.Default, dir); len(got) != 2 {
 		t.Fatalf("snapshot beyond the log end should be removed: %v", got)
 	}
 	// A corrupt snapshot is skipped, not trusted.

@@ -73,7 +73,7 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	r.removeExpired(ps)
 	// keep 0: the old log's snapshots stay until the reset has succeeded
 	// (a refused or interrupted reset leaves that log with all of them).
-	if err := ps.WriteSnapshot(r.dir, t.Offset, 0); err != nil {
+	if err := ps.WriteSnapshot(r.fs, r.dir, t.Offset, 0); err != nil {
 		return err
 	}
 	// The history of the remote data from the partition's log start (the
@@ -84,9 +84,9 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	}
 	r.ckpts.changed() // a new log start under the same high watermark may change the entry
 	r.producers = ps
-	for _, off := range listSnapshots(r.dir) {
+	for _, off := range listSnapshots(r.fs, r.dir) {
 		if off < t.Offset {
-			if err := os.Remove(snapshotName(r.dir, off)); err != nil && !os.IsNotExist(err) {
+			if err := r.fs.Remove(snapshotName(r.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.logger.Warn("removing a snapshot of the discarded log", "offset", off, "err", err)
 			}
 		}

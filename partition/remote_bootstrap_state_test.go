@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // TestResetFromRemoteStateAtOffset checks the state a reset follower holds
@@ -104,7 +105,7 @@ func TestResetFromRemoteFailedKeepsSnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := listSnapshots(dir)
+	before := listSnapshots(vfs.Default, dir)
 	if len(before) <= 3 {
 		t.Fatalf("the follower has %d snapshots, want more than 3", len(before))
 	}
@@ -117,7 +118,7 @@ func TestResetFromRemoteFailedKeepsSnapshots(t *testing.T) {
 	if follower.Log().LogEndOffset() != end {
 		t.Fatalf("a refused reset moved the log end to %d", follower.Log().LogEndOffset())
 	}
-	after := listSnapshots(dir)
+	after := listSnapshots(vfs.Default, dir)
 	for _, off := range before {
 		if !slices.Contains(after, off) {
 			t.Fatalf("snapshot at %d removed by a refused reset: %v, before %v", off, after, before)

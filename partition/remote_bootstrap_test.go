@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // tieredLeader is a leader whose idempotent producer 9 wrote 40 batches of
@@ -151,7 +152,7 @@ func TestResetFromRemoteSnapshotWithoutReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ps.WriteSnapshot(dir, tail.Offset, 3); err != nil {
+	if err := ps.WriteSnapshot(vfs.Default, dir, tail.Offset, 3); err != nil {
 		t.Fatal(err)
 	}
 	follower.Log().Flush()

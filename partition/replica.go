@@ -21,6 +21,7 @@ import (
 	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // Errors of the append path, beside those of batch and ProducerState.
@@ -82,6 +83,12 @@ type Options struct {
 	// forgotten at ExpireProducers and when producer state is rebuilt
 	// from a snapshot and the log (Open, truncation). 0 never expires.
 	ProducerIDExpiration time.Duration
+	// FS is the filesystem of the partition directory: the segment log
+	// (segment.Config.FS), the producer-state snapshots and a private high
+	// watermark checkpoint live on it. Default vfs.Default, the operating
+	// system's; tests use vfs.NewMem to crash it and vfs.WithErrors to fail
+	// its calls.
+	FS vfs.FS
 }
 
 // Replica is one partition's local replica. Appends are serialised by
@@ -109,6 +116,7 @@ type Replica struct {
 	topic     string
 	partition int32
 	dir       string
+	fs        vfs.FS // Options.FS
 	log       *segment.Log
 	logger    *slog.Logger
 	now       func() time.Time
@@ -233,8 +241,11 @@ func Open(opts Options) (*Replica, error) {
 	if opts.MaxDecompressed == 0 {
 		opts.MaxDecompressed = 64 << 20
 	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
 	r := &Replica{
-		topic: opts.Topic, partition: opts.Partition, dir: opts.Dir,
+		topic: opts.Topic, partition: opts.Partition, dir: opts.Dir, fs: opts.FS,
 		logger:        opts.Logger.With("topic", opts.Topic, "partition", opts.Partition),
 		now:           opts.Now,
 		maxDecomp:     opts.MaxDecompressed,
@@ -245,12 +256,13 @@ func Open(opts Options) (*Replica, error) {
 	segCfg := SegmentConfig(opts.Config, opts.Now, r.logger)
 	segCfg.WritebackBytes = r.writeback
 	segCfg.OnRoll = r.onRoll
+	segCfg.FS = opts.FS
 	l, err := segment.Open(opts.Dir, segCfg)
 	if err != nil {
 		return nil, err
 	}
 	r.log = l
-	ps, from := LoadLatestSnapshot(opts.Dir, l.LogEndOffset())
+	ps, from := LoadLatestSnapshot(opts.FS, opts.Dir, l.LogEndOffset())
 	// The transaction index is rebuilt by the replay for the markers at
 	// and after its start (written after a snapshot, they may have been
 	// lost or, past a crash's cut, be stale).
@@ -287,7 +299,7 @@ func Open(opts Options) (*Replica, error) {
 	// count as committed at the next open.
 	r.ckpts, r.topicID = opts.HWCheckpoints, opts.TopicID
 	if r.ckpts == nil {
-		r.ckpts = OpenHWCheckpoints(opts.Dir, HWCheckpointOptions{Interval: opts.HWCheckpointInterval, Now: opts.Now, Logger: r.logger})
+		r.ckpts = OpenHWCheckpoints(opts.Dir, HWCheckpointOptions{Interval: opts.HWCheckpointInterval, Now: opts.Now, Logger: r.logger, FS: opts.FS})
 		r.private = true
 	}
 	ckpt, ok, old := r.openCheckpoint(opts)
@@ -356,7 +368,7 @@ func (r *Replica) onRoll(newBase int64) {
 	}
 	// No fsync here, on the append path: SnapshotAt rebuilds a snapshot a
 	// crash lost, and recovery falls back to an older one.
-	if err := r.producers.writeSnapshotNoSync(r.dir, newBase, 0); err != nil {
+	if err := r.producers.writeSnapshotNoSync(r.fs, r.dir, newBase, 0); err != nil {
 		r.logger.Warn("producer state snapshot failed", "offset", newBase, "err", err)
 	}
 }
@@ -640,7 +652,7 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	PruneSnapshots(r.dir, r.log.LogStartOffset())
+	PruneSnapshots(r.fs, r.dir, r.log.LogStartOffset())
 	return r.log.LogStartOffset(), nil
 }
 
@@ -679,7 +691,7 @@ func (r *Replica) Close() error {
 	r.mu.Unlock()
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
-	if err := r.producers.WriteSnapshot(r.dir, r.log.LogEndOffset(), 0); err != nil {
+	if err := r.producers.WriteSnapshot(r.fs, r.dir, r.log.LogEndOffset(), 0); err != nil {
 		r.logger.Warn("producer state snapshot at close failed", "err", err)
 	}
 	if r.private {
@@ -757,7 +769,7 @@ func (r *Replica) ApplyRetention(now time.Time) error {
 	n, err := r.log.DeleteSegmentsBefore(start)
 	r.notifyWatchers() // the log start moved
 	if err == nil && n > 0 {
-		PruneSnapshots(r.dir, r.log.LogStartOffset())
+		PruneSnapshots(r.fs, r.dir, r.log.LogStartOffset())
 		r.logger.Info("retention deleted segments", "segments", n, "log_start_offset", r.log.LogStartOffset())
 	}
 	return err

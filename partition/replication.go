@@ -663,9 +663,9 @@ func (r *Replica) truncateLocked(offset int64) error {
 	// The producer snapshots at or above the cut were taken of the cut
 	// batches: a reopen after the log grows past them again would load
 	// the state of the divergent tail (Kafka's truncateAndReload).
-	for _, off := range listSnapshots(r.dir) {
+	for _, off := range listSnapshots(r.fs, r.dir) {
 		if off >= end {
-			if err := os.Remove(snapshotName(r.dir, off)); err != nil && !os.IsNotExist(err) {
+			if err := r.fs.Remove(snapshotName(r.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.logger.Error("a producer snapshot above a truncation could not be removed", "offset", off, "cut", end, "err", err)
 			}
 		}
@@ -691,7 +691,7 @@ func (r *Replica) truncateLocked(offset int64) error {
 // reloadProducersLocked rebuilds producer state from the newest snapshot at
 // or below the log end and the batches after it. REQUIRES: appendMu held.
 func (r *Replica) reloadProducersLocked() error {
-	ps, from := LoadLatestSnapshot(r.dir, r.log.LogEndOffset())
+	ps, from := LoadLatestSnapshot(r.fs, r.dir, r.log.LogEndOffset())
 	done, aborted := r.txnDone, r.abortedPending
 	r.txnDone, r.abortedPending = nil, nil
 	err := r.replayProducers(ps, max(from, r.log.LogStartOffset()))

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -15,18 +14,18 @@ import (
 // when it cannot be rebuilt: the batches between the snapshot and offset are
 // no longer local.
 func (r *Replica) SnapshotAt(offset int64) (data []byte, ok bool, err error) {
-	if b, err := os.ReadFile(snapshotName(r.dir, offset)); err == nil {
+	if b, err := r.fs.ReadFile(snapshotName(r.dir, offset)); err == nil {
 		if _, err := DecodeProducerState(b); err == nil {
 			return b, true, nil
 		}
 	}
 	ps, from := NewProducerState(), int64(0)
-	offs := listSnapshots(r.dir)
+	offs := listSnapshots(r.fs, r.dir)
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] >= offset {
 			continue
 		}
-		b, err := os.ReadFile(snapshotName(r.dir, offs[i]))
+		b, err := r.fs.ReadFile(snapshotName(r.dir, offs[i]))
 		if err != nil {
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // SnapshotAt gives the roll's snapshot, or rebuilds a lost or torn one
@@ -19,7 +21,7 @@ func TestSnapshotAtRebuildsALostRollSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snaps := listSnapshots(r.dir)
+	snaps := listSnapshots(vfs.Default, r.dir)
 	if len(snaps) < 4 {
 		t.Fatalf("snapshots at %v: the test needs several rolls", snaps)
 	}

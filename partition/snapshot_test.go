@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // snapshotProducers reads the snapshot at offset in dir: the producer ids
@@ -68,7 +69,7 @@ func TestSnapshotAtEveryRollHoldsTheBatchesBelowIt(t *testing.T) {
 	}
 	for _, r := range []*Replica{leader, follower} {
 		segs := r.Log().Segments()
-		snaps := listSnapshots(r.dir)
+		snaps := listSnapshots(vfs.Default, r.dir)
 		if len(segs) < 4 || len(snaps) != len(segs)-1 {
 			t.Fatalf("replica %d: %d segments, snapshots at %v: want one at each roll", r.mu.self, len(segs), snaps)
 		}
@@ -100,7 +101,7 @@ func TestSnapshotAtEveryRollHoldsTheBatchesBelowIt(t *testing.T) {
 	for _, s := range segs[3:] {
 		want = append(want, s.BaseOffset)
 	}
-	if got := listSnapshots(leader.dir); !slices.Equal(got, want) || start != segs[3].BaseOffset {
+	if got := listSnapshots(vfs.Default, leader.dir); !slices.Equal(got, want) || start != segs[3].BaseOffset {
 		t.Fatalf("after deleting below %d: snapshots %v, want %v", start, got, want)
 	}
 }

@@ -75,7 +75,7 @@ func (r *Replica) SetDiskFull(full bool) { r.diskFull.Store(full) }
 // snapshot file at or below offset; ok is false when there is none. The file
 // may be removed by a later roll: open it promptly and tolerate ENOENT.
 func (r *Replica) SnapshotAtOrBelow(offset int64) (path string, at int64, ok bool) {
-	offs := listSnapshots(r.dir)
+	offs := listSnapshots(r.fs, r.dir)
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] <= offset {
 			return snapshotName(r.dir, offs[i]), offs[i], true
@@ -141,7 +141,7 @@ func (r *Replica) applyTieredRetention(now time.Time, tc *config.TopicConfig) er
 			return err
 		}
 		if n > 0 {
-			PruneSnapshots(r.dir, r.log.LogStartOffset())
+			PruneSnapshots(r.fs, r.dir, r.log.LogStartOffset())
 			r.logger.Info("local retention deleted segments", "segments", n, "local_log_start_offset", r.log.LogStartOffset())
 		}
 	}

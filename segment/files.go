@@ -50,28 +50,25 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return v, true
 }
 
-// writeFileAtomic replaces dir/name with data: a temp file, fsync, rename,
-// fsync of the directory. A crash leaves the old or the new contents.
-// WriteFileAtomic writes data to dir/name whole or not at all: a temporary
-// file, fsynced, renamed over name, and the directory fsynced. A leftover
-// temporary file is removed when the log opens. Layers above (producer-state
-// snapshots) use it for their own files in a partition directory.
-func WriteFileAtomic(dir, name string, data []byte) error {
-	return writeFileAtomic(vfs.Default, dir, name, data)
+// WriteFileAtomic writes data to dir/name on fs whole or not at all: a
+// temporary file, fsynced, renamed over name, and the directory fsynced. A
+// crash leaves the old or the new contents. A leftover temporary file is
+// removed when the log opens. Layers above (the high watermark checkpoint,
+// producer-state snapshots) use it for their own files in a log dir or a
+// partition directory, on the FS their log uses.
+func WriteFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+	return writeFileAtomic(fs, dir, name, data)
 }
 
-// WriteFileNoSync writes data to dir/name through a temporary file and a
-// rename, without any fsync: name never holds a partial write while the
-// system runs, but after a crash it may be missing, empty or torn, so the
-// caller must be able to tell (a checksum) and do without it. Producer-state
-// snapshots taken at a roll use it: an fsync on the append path waits for
-// the journal commit of the background flush of the rolled segment.
-func WriteFileNoSync(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+tmpSuffix)
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
+// WriteFileNoSync writes data to dir/name on fs through a temporary file
+// and a rename, without any fsync: name never holds a partial write while
+// the system runs, but after a crash it may be missing, empty or torn (or
+// hold the old contents), so the caller must be able to tell (a checksum)
+// and do without it. Producer-state snapshots taken at a roll use it: an
+// fsync on the append path waits for the journal commit of the background
+// flush of the rolled segment.
+func WriteFileNoSync(fs vfs.FS, dir, name string, data []byte) error {
+	return replaceFileNoSync(fs, dir, name, data)
 }
 
 func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
