@@ -2,10 +2,9 @@ package broker_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +13,26 @@ import (
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/vfs"
 )
+
+// failingDisks gives each of n nodes a filesystem (the operating system's,
+// through vfs.WithErrors) whose fsyncs of files and directories of topic
+// fail with err once that node's switch is on.
+func failingDisks(n int, topic string, err error) ([]vfs.FS, []*atomic.Bool) {
+	fss, on := make([]vfs.FS, n), make([]*atomic.Bool, n)
+	for i := range fss {
+		fail := new(atomic.Bool)
+		on[i] = fail
+		fss[i] = vfs.WithErrors(vfs.Default, func(op vfs.Op) error {
+			if op.Kind == vfs.OpSync && fail.Load() && strings.Contains(op.Path, topic) {
+				return err
+			}
+			return nil
+		})
+	}
+	return fss, on
+}
 
 // TestFsyncFailureMovesLeadership: on a topic with flush.messages=1 (every
 // append fsyncs), the leader's disk starts failing fsync. Its log goes
@@ -25,8 +42,9 @@ import (
 // the partition exactly once.
 func TestFsyncFailureMovesLeadership(t *testing.T) {
 	const topic = "fsyncfail"
-	dir := t.TempDir()
-	nodes, _ := testnode.StartCluster(t, dir, 3, testnode.WithSession(30*time.Second))
+	injected := errors.New("injected EIO")
+	disks, failing := failingDisks(3, topic, injected)
+	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second))
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
 	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	ctx := ctxT(t, 120*time.Second)
@@ -54,15 +72,7 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	}
 
 	// The leader's disk fails every fsync of this partition from now on.
-	bad := filepath.Join(dir, "node", string(rune('a'+leader-1))) + string(filepath.Separator)
-	injected := errors.New("injected EIO")
-	segment.SetFsyncFault(func(f *os.File) error {
-		if strings.HasPrefix(f.Name(), bad) && strings.Contains(f.Name(), topic) {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(func() { segment.SetFsyncFault(nil) })
+	failing[leader-1].Store(true)
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
 		t.Fatalf("produce while the leader's fsync fails: %v (the client retries until another replica leads)", err)
 	}
@@ -96,8 +106,8 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 // until replica.lag.time.max ran out.
 func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 	const topic = "followerfsync"
-	dir := t.TempDir()
-	nodes, _ := testnode.StartCluster(t, dir, 3, testnode.WithSession(30*time.Second),
+	disks, failing := failingDisks(3, topic, errors.New("injected EIO"))
+	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 5 * time.Minute })
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
 	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
@@ -137,14 +147,7 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 	waitFor(t, 10*time.Second, "the follower's fetcher", fetching)
 
 	// The follower's disk fails every fsync of this partition from now on.
-	bad := filepath.Join(dir, "node", string(rune('a'+follower-1))) + string(filepath.Separator)
-	segment.SetFsyncFault(func(f *os.File) error {
-		if strings.HasPrefix(f.Name(), bad) && strings.Contains(f.Name(), topic) {
-			return errors.New("injected EIO")
-		}
-		return nil
-	})
-	t.Cleanup(func() { segment.SetFsyncFault(nil) })
+	failing[follower-1].Store(true)
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("during")}).FirstErr(); err != nil {
 		t.Fatalf("produce while a follower's fsync fails: %v", err)
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/shale-io/shale/lag"
 	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
+	"github.com/shale-io/shale/segment/vfs"
 	"github.com/shale-io/shale/share"
 	"github.com/shale-io/shale/telemetry"
 	"github.com/shale-io/shale/tiering"
@@ -102,12 +103,30 @@ type Node struct {
 	ready     chan struct{}
 }
 
+// StartOption sets what a node takes from its caller rather than its
+// config: parts a test swaps in.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	logFS vfs.FS
+}
+
+// WithLogFS runs the node's partition logs (segments, producer snapshots,
+// the high watermark checkpoint) on fs, a wrapper of the operating
+// system's filesystem: a test fails one node's fsyncs with vfs.WithErrors
+// while the others' succeed. Default vfs.Default.
+func WithLogFS(fs vfs.FS) StartOption { return func(o *startOptions) { o.logFS = fs } }
+
 // Start starts a node: the embedded NATS server (unless cfg.NATS names an
 // external one), the control-plane store, the local replicas, the Kafka
 // listener and the admin HTTP listener. cfg must have passed Validate.
-func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node, err error) {
+func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...StartOption) (_ *Node, err error) {
 	if logger == nil {
 		logger = slog.Default()
+	}
+	var so startOptions
+	for _, o := range opts {
+		o(&so)
 	}
 	n := &Node{cfg: cfg, logger: logger.With("node", cfg.NodeID), ready: make(chan struct{})}
 	n.natsMon = controlplane.NewConnMonitor(n.logger)
@@ -159,6 +178,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger) (_ *Node
 	rcfg := replica.ConfigFrom(cfg)
 	rcfg.Logger, rcfg.OnISRChange, rcfg.Dialer = n.logger, n.metrics.ISRChanged, n.interBroker
 	rcfg.Incarnation = n.store.OwnIncarnation()
+	rcfg.FS = so.logFS
 	rcfg.OnLeadership = func(topic string, p int32) {
 		if cs := n.leadershipTo.Load(); cs != nil {
 			cs.LeadershipChanged(topic, p)

@@ -2,14 +2,37 @@ package partition
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
+
+// failingFS is the operating system's filesystem with every fsync (of a
+// file or a directory) for which fail returns an error failing with it.
+func failingFS(fail func(path string) error) vfs.FS {
+	return vfs.WithErrors(vfs.Default, func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync {
+			return fail(op.Path)
+		}
+		return nil
+	})
+}
+
+// openOnFS is openTest with the replica's files on fsys.
+func openOnFS(t *testing.T, dir string, fsys vfs.FS, topicCfg map[string]string) *Replica {
+	t.Helper()
+	r, err := Open(Options{Dir: dir, Topic: "t", Partition: 0, Config: config.ResolveTopic(topicCfg, nil), FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetLeadership(true, 0)
+	return r
+}
 
 // TestFlushFailureAfterWrite: with flush.messages=1 every append fsyncs.
 // When that fsync fails after the batch was written, the append fails
@@ -23,7 +46,15 @@ import (
 func TestFlushFailureAfterWrite(t *testing.T) {
 	dir := t.TempDir()
 	cfg := map[string]string{"flush.messages": "1"}
-	r := openTest(t, dir, cfg, nil)
+	injected := errors.New("injected EIO")
+	var fail atomic.Bool
+	disk := failingFS(func(string) error {
+		if fail.Load() {
+			return injected
+		}
+		return nil
+	})
+	r := openOnFS(t, dir, disk, cfg)
 	defer func() { r.Close() }()
 	opts := batch.BuildOptions{ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}
 	first := build(t, opts, 3)
@@ -34,16 +65,7 @@ func TestFlushFailureAfterWrite(t *testing.T) {
 	b := build(t, opts, 2)
 	retry := append([]byte(nil), b...)
 
-	injected := errors.New("injected EIO")
-	var fail atomic.Bool
 	fail.Store(true)
-	segment.SetFsyncFault(func(*os.File) error {
-		if fail.Load() {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(func() { segment.SetFsyncFault(nil) })
 	leo := r.Log().LogEndOffset()
 	if _, err := r.AppendLeader(b); !errors.Is(err, segment.ErrSyncFailed) || !errors.Is(err, injected) {
 		t.Fatalf("append with a failing fsync: %v, want ErrSyncFailed wrapping the injected error", err)
@@ -98,7 +120,15 @@ func TestFlushFailureAfterWrite(t *testing.T) {
 // state.
 func TestFollowerFlushFailureAfterWrite(t *testing.T) {
 	cfg := map[string]string{"flush.messages": "1"}
-	leader, follower := openTest(t, t.TempDir(), nil, nil), openTest(t, t.TempDir(), cfg, nil)
+	injected := errors.New("injected EIO")
+	var fail atomic.Bool
+	disk := failingFS(func(path string) error {
+		if fail.Load() && strings.HasSuffix(path, ".log") { // the segment, not the epoch checkpoint written before it
+			return injected
+		}
+		return nil
+	})
+	leader, follower := openTest(t, t.TempDir(), nil, nil), openOnFS(t, t.TempDir(), disk, cfg)
 	defer func() { leader.Close(); follower.Close() }()
 	leader.SetLeadership(true, 1)
 	follower.SetLeadership(false, 1)
@@ -111,18 +141,11 @@ func TestFollowerFlushFailureAfterWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	injected := errors.New("injected EIO")
-	segment.SetFsyncFault(func(f *os.File) error {
-		if strings.HasSuffix(f.Name(), ".log") { // the segment, not the epoch checkpoint written before it
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(func() { segment.SetFsyncFault(nil) })
-	if err := follower.AppendFollower(data, 0); !errors.Is(err, segment.ErrSyncFailed) {
-		t.Fatalf("follower append with a failing fsync: %v, want ErrSyncFailed", err)
+	fail.Store(true)
+	if err := follower.AppendFollower(data, 0); !errors.Is(err, segment.ErrSyncFailed) || !errors.Is(err, injected) {
+		t.Fatalf("follower append with a failing fsync: %v, want ErrSyncFailed wrapping the injected error", err)
 	}
-	segment.SetFsyncFault(nil)
+	fail.Store(false)
 	if e := follower.Log().LogEndOffset(); e != 4 {
 		t.Fatalf("follower log end %d, want 4 (the batch landed)", e)
 	}

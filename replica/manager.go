@@ -77,6 +77,12 @@ type Config struct {
 	// nor call Reconcile. The coordinators load and unload their internal
 	// topics' partitions from it.
 	OnLeadership func(topic string, partition int32)
+	// FS is the filesystem of the replicas' logs, producer snapshots and
+	// high watermark checkpoint (partition.Options.FS). Default
+	// vfs.Default. The manager itself makes and removes the partition
+	// directories on the operating system's, so FS must be that one or a
+	// wrapper of it (tests fail a node's fsyncs with vfs.WithErrors).
+	FS vfs.FS
 	// Incarnation is this node's registration's
 	// (controlplane.Store.OwnIncarnation); "" skips the check it is for: a
 	// partition record that names this node leader but carries another
@@ -108,6 +114,7 @@ type Manager struct {
 	// incarnation is this process's registration's (Config.Incarnation).
 	incarnation string
 	logsDir     string
+	fs          vfs.FS // Config.FS
 	store       Metadata
 	defaults    map[string]string // broker-wide topic config defaults
 	topicCfgs   topicConfigs      // REQUIRES: reconcileMu held (topic_config.go)
@@ -189,8 +196,12 @@ func New(cfg Config, md Metadata) *Manager {
 	if m.openParallelism <= 0 {
 		m.openParallelism = defaultOpenParallelism
 	}
+	m.fs = cfg.FS
+	if m.fs == nil {
+		m.fs = vfs.Default
+	}
 	m.fetchers = newFetchers(cfg.NodeID, md, cfg.Fetch, cfg.Dialer, logger)
-	m.hwCkpts = partition.OpenHWCheckpoints(cfg.LogsDir, partition.HWCheckpointOptions{Logger: logger})
+	m.hwCkpts = partition.OpenHWCheckpoints(cfg.LogsDir, partition.HWCheckpointOptions{Logger: logger, FS: m.fs})
 	m.mu.replicas = map[replicaKey]*partition.Replica{}
 	m.mu.topicIDs = map[string]controlplane.TopicID{}
 	m.mu.failed = map[replicaKey]failedOpen{}
@@ -393,7 +404,7 @@ func (r *Manager) Reconcile() error {
 		// parent for all of them (Kafka flushes the parent directory of a
 		// log it creates). Each log makes its own files durable at its
 		// first flush.
-		if err := vfs.SyncDir(vfs.Default, r.logsDir); err != nil {
+		if err := vfs.SyncDir(r.fs, r.logsDir); err != nil {
 			errs = append(errs, fmt.Errorf("syncing %s: %w", r.logsDir, err))
 		}
 	}
@@ -488,7 +499,7 @@ func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) err
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),
 		LeaderEpoch: st.LeaderEpoch, Now: r.now, Logger: r.logger, WritebackBytes: r.writeback,
 		HWCheckpoints: r.hwCkpts, TopicID: t.ID,
-		OnISRExpandable: r.isrSoon, ProducerIDExpiration: r.pidExpiration,
+		OnISRExpandable: r.isrSoon, ProducerIDExpiration: r.pidExpiration, FS: r.fs,
 	})
 	if err != nil {
 		return fmt.Errorf("opening %s-%d: %w", t.Name, st.Partition, err)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/shale-io/shale/segment/vfs"
 )
@@ -152,34 +151,10 @@ func readOffsetFile(fs vfs.FS, dir, name string) (v int64, ok bool) {
 	return v, true
 }
 
-// fsync is f.Sync, after the fault SetFsyncFault installed (for files of
-// the operating system's FS); the fuzz target swaps it for a no-op, since
-// it tests parsing, not durability, and fsync on a shared disk dominates
-// its time.
-var fsync = func(f vfs.File) error {
-	if fault := fsyncFault.Load(); fault != nil {
-		if of, ok := f.(*os.File); ok {
-			if err := (*fault)(of); err != nil {
-				return err
-			}
-		}
-	}
-	return f.Sync()
-}
-
-// fsyncFault is the fault SetFsyncFault installed, or nil.
-var fsyncFault atomic.Pointer[func(*os.File) error]
-
-// SetFsyncFault makes every fsync of this package (segment files,
-// indexes, checkpoints, directories) call fault first and fail with its
-// error when it returns one; nil removes it. It is a fault-injection seam
-// for tests of a failing disk on the operating system's FS, process-wide
-// (Config.FS with vfs.WithErrors fails any call of one Log): a test that
-// sets it must not run in parallel with others, and removes it when done.
-func SetFsyncFault(fault func(f *os.File) error) {
-	if fault == nil {
-		fsyncFault.Store(nil)
-		return
-	}
-	fsyncFault.Store(&fault)
-}
+// fsync is f.Sync: the one place this package fsyncs a file or a
+// directory. The crash tests hook it to crash the filesystem before each
+// fsync; the fuzz target swaps it for a no-op, since it tests parsing, not
+// durability, and fsync on a shared disk dominates its time. A test of a
+// failing disk gives the Log a filesystem that fails the calls it chooses
+// (Config.FS with vfs.WithErrors), not a process-wide switch.
+var fsync = func(f vfs.File) error { return f.Sync() }

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // TestTornIndexRecovery damages the indexes of the golden log the ways a
@@ -305,6 +308,29 @@ func rebuiltLookups(t *testing.T, dir string, cfg Config) string {
 	return indexLookups(t, l)
 }
 
+// countingSyncs returns the operating system's filesystem, noting the base
+// name of each file or directory it fsyncs, and a function that returns
+// the names noted so far.
+func countingSyncs() (vfs.FS, func() []string) {
+	var (
+		mu     sync.Mutex
+		synced []string
+	)
+	fsys := vfs.WithErrors(vfs.Default, func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync {
+			mu.Lock()
+			defer mu.Unlock()
+			synced = append(synced, filepath.Base(op.Path))
+		}
+		return nil
+	})
+	return fsys, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(synced)
+	}
+}
+
 // TestCleanOpenFsyncsOnlyTheDirectory counts the fsyncs of opening a
 // cleanly closed log: only the directory's (the removed clean-shutdown
 // marker). Growing the active segment's indexes back to
@@ -323,22 +349,11 @@ func TestCleanOpenFsyncsOnlyTheDirectory(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu     sync.Mutex
-		synced []string
-	)
-	SetFsyncFault(func(f *os.File) error {
-		mu.Lock()
-		defer mu.Unlock()
-		synced = append(synced, filepath.Base(f.Name()))
-		return nil
-	})
-	defer SetFsyncFault(nil)
+	counted, syncs := countingSyncs()
+	cfg.FS = counted
 	l = openLog(t, dir, cfg)
 	defer l.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	if s, want := strings.Join(synced, " "), filepath.Base(dir); s != want {
+	if s, want := strings.Join(syncs(), " "), filepath.Base(dir); s != want {
 		t.Errorf("clean open fsynced %q, want %q", s, want)
 	}
 }
@@ -364,28 +379,17 @@ func TestUncleanOpenFsyncsWhatItRecovered(t *testing.T) {
 	}
 	leo, size := l.LogEndOffset(), l.Size()
 	l.closeForCrashTest()
-	var (
-		mu     sync.Mutex
-		synced []string
-	)
-	SetFsyncFault(func(f *os.File) error {
-		mu.Lock()
-		defer mu.Unlock()
-		synced = append(synced, filepath.Base(f.Name()))
-		return nil
-	})
-	defer SetFsyncFault(nil)
+	counted, syncs := countingSyncs()
+	cfg.FS = counted
 	l = openLog(t, dir, cfg)
 	defer l.Close()
 	if l.LogEndOffset() != leo || l.Size() != size || l.scanCount() != 1 {
 		t.Fatalf("reopened LEO %d size %d after %d scans, want %d %d after 1", l.LogEndOffset(), l.Size(), l.scanCount(), leo, size)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	active := fileName(120, "")
 	want := strings.Join([]string{active + logSuffix, active + indexSuffix, active + timeIndexSuffix,
 		recoveryPointFile + tmpSuffix, filepath.Base(dir)}, " ")
-	if s := strings.Join(synced, " "); s != want {
+	if s := strings.Join(syncs(), " "); s != want {
 		t.Errorf("unclean open fsynced %q, want %q", s, want)
 	}
 }

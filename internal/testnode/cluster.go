@@ -8,6 +8,7 @@ import (
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // WithNATS points the node at an external NATS server instead of starting
@@ -38,11 +39,29 @@ func StartNATS(t testing.TB, dir string) *natsembed.Server {
 // StartCluster starts n nodes (ids 1..n) on one standalone NATS server.
 func StartCluster(t testing.TB, dir string, n int, opts ...Option) ([]*broker.Node, *natsembed.Server) {
 	t.Helper()
+	return startCluster(t, dir, make([]vfs.FS, n), opts...)
+}
+
+// StartClusterOnFS is StartCluster with len(fss) nodes, node i+1's
+// partition logs on fss[i] (broker.WithLogFS; nil: the operating
+// system's): a test fails one node's disk with vfs.WithErrors while the
+// others' work.
+func StartClusterOnFS(t testing.TB, dir string, fss []vfs.FS, opts ...Option) ([]*broker.Node, *natsembed.Server) {
+	t.Helper()
+	return startCluster(t, dir, fss, opts...)
+}
+
+func startCluster(t testing.TB, dir string, fss []vfs.FS, opts ...Option) ([]*broker.Node, *natsembed.Server) {
+	t.Helper()
 	srv := StartNATS(t, dir)
-	nodes := make([]*broker.Node, n)
+	nodes := make([]*broker.Node, len(fss))
 	for i := range nodes {
 		o := append([]Option{WithNATS(srv.ClientURL()), WithNodeID(int32(i + 1))}, opts...)
-		nodes[i] = Start(t, filepath.Join(dir, "node", string(rune('a'+i))), o...)
+		var so []broker.StartOption
+		if fss[i] != nil {
+			so = append(so, broker.WithLogFS(fss[i]))
+		}
+		nodes[i] = start(t, filepath.Join(dir, "node", string(rune('a'+i))), so, o...)
 	}
 	return nodes, srv
 }

@@ -100,13 +100,18 @@ func Logger() *slog.Logger {
 // Start starts a node in dir and stops it when the test ends.
 func Start(t testing.TB, dir string, opts ...Option) *broker.Node {
 	t.Helper()
+	return start(t, dir, nil, opts...)
+}
+
+func start(t testing.TB, dir string, so []broker.StartOption, opts ...Option) *broker.Node {
+	t.Helper()
 	cfg := Config(dir, opts...)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := broker.Start(ctx, cfg, testLogger(t, "node "+dir))
+	n, err := broker.Start(ctx, cfg, testLogger(t, "node "+dir), so...)
 	if err != nil {
 		t.Fatal(err)
 	}
