@@ -30,6 +30,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/shale-io/shale/coordinator"
 )
 
 // Key versions of the consumer group records.
@@ -76,59 +78,18 @@ func decodeConsumerKey(version int16, b []byte) (decodedKey, error) {
 }
 
 // valueReader reads a flexible version 0 value.
-type valueReader struct{ kbin.Reader }
+type valueReader struct{ coordinator.RecordReader }
 
 func newValueReader(b []byte) (*valueReader, error) {
-	r := &valueReader{kbin.Reader{Src: b}}
+	r := &valueReader{coordinator.RecordReader{Reader: kbin.Reader{Src: b}, MaxArray: maxConsumerRecordArrayElements}}
 	if v := r.Int16(); !r.Ok() || v != 0 {
 		return nil, fmt.Errorf("%w: consumer group value version %d (%d bytes)", ErrCorruptRecord, v, len(b))
 	}
 	return r, nil
 }
 
-// arrayLen reads a compact array length, refusing one that cannot fit in
-// what is left (each element takes at least one byte) or is null.
-func (r *valueReader) arrayLen() int {
-	n := r.CompactArrayLen()
-	if n < 0 || int(n) > len(r.Src) || n > maxConsumerRecordArrayElements {
-		r.Src = nil // makes the reader fail
-		r.Span(1)
-		return 0
-	}
-	return int(n)
-}
-
-// skipTags skips a tagged-field section.
-func (r *valueReader) skipTags() {
-	n := r.Uvarint()
-	for i := uint32(0); i < n && r.Ok(); i++ {
-		r.Uvarint()
-		size := r.Uvarint()
-		r.Span(int(size))
-	}
-}
-
-func (r *valueReader) int32s() []int32 {
-	n := r.arrayLen()
-	out := make([]int32, 0, n)
-	for range n {
-		out = append(out, r.Int32())
-	}
-	return out
-}
-
-func (r *valueReader) strings() []string {
-	n := r.arrayLen()
-	out := make([]string, 0, n)
-	for range n {
-		out = append(out, r.CompactString())
-	}
-	return out
-}
-
 func (r *valueReader) done(what string) error {
-	r.skipTags()
-	if err := r.Complete(); err != nil {
+	if err := r.Done(); err != nil {
 		return fmt.Errorf("%w: %s value: %v", ErrCorruptRecord, what, err)
 	}
 	return nil
@@ -149,12 +110,12 @@ func appendTopicPartitions(b []byte, a assignment) []byte {
 }
 
 func (r *valueReader) topicPartitions() assignment {
-	n := r.arrayLen()
+	n := r.ArrayLen()
 	a := assignment{}
 	for range n {
 		id := r.Uuid()
-		ps := r.int32s()
-		r.skipTags()
+		ps := r.Int32s()
+		r.SkipTags()
 		if r.Ok() && len(ps) > 0 {
 			a.add(id, ps...)
 		}
@@ -204,16 +165,16 @@ func decodePartitionMetadataValue(b []byte) ([]subscribedTopic, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := r.arrayLen()
+	n := r.ArrayLen()
 	var out []subscribedTopic
 	for range n {
 		t := subscribedTopic{id: r.Uuid(), name: r.CompactString(), partitions: r.Int32()}
-		for range r.arrayLen() {
+		for range r.ArrayLen() {
 			r.Int32()
-			r.strings()
-			r.skipTags()
+			r.Strings()
+			r.SkipTags()
 		}
-		r.skipTags()
+		r.SkipTags()
 		out = append(out, t)
 	}
 	return out, r.done("consumer group partition metadata")
@@ -250,20 +211,20 @@ func appendClassicMetadata(b []byte, c *classicMetadata) []byte {
 }
 
 func decodeClassicMetadata(b []byte) (*classicMetadata, error) {
-	r := &valueReader{kbin.Reader{Src: b}}
+	r := &valueReader{coordinator.RecordReader{Reader: kbin.Reader{Src: b}, MaxArray: maxConsumerRecordArrayElements}}
 	if present := r.Int8(); present < 0 {
 		return nil, r.Complete()
 	}
 	c := &classicMetadata{sessionTimeoutMs: r.Int32()}
-	n := r.arrayLen()
+	n := r.ArrayLen()
 	if n > maxClassicProtocols {
 		return nil, fmt.Errorf("%w: %d classic protocols", ErrCorruptRecord, n)
 	}
 	for range n {
 		c.protocols = append(c.protocols, protocol{name: r.CompactString(), metadata: slices.Clone(r.CompactBytes())})
-		r.skipTags()
+		r.SkipTags()
 	}
-	r.skipTags()
+	r.SkipTags()
 	if err := r.Complete(); err != nil {
 		return nil, fmt.Errorf("%w: classic member metadata: %v", ErrCorruptRecord, err)
 	}
@@ -299,7 +260,7 @@ func decodeMemberMetadataValue(b []byte) (memberMetadata, error) {
 		return memberMetadata{}, err
 	}
 	m := memberMetadata{instanceID: r.CompactNullableString(), rackID: r.CompactNullableString(),
-		clientID: r.CompactString(), clientHost: r.CompactString(), subscribedTopics: r.strings(),
+		clientID: r.CompactString(), clientHost: r.CompactString(), subscribedTopics: r.Strings(),
 		subscribedRegex: r.CompactNullableString(), rebalanceTimeoutMs: r.Int32(), serverAssignor: r.CompactNullableString()}
 	n := r.Uvarint()
 	for i := uint32(0); i < n && r.Ok(); i++ {

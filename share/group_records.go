@@ -41,6 +41,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/shale-io/shale/coordinator"
 )
 
 // Share group record key versions.
@@ -86,52 +88,17 @@ func groupRecordKeyOf(b []byte) (version int16, group, member string, err error)
 	return version, group, member, nil
 }
 
-type valueReader struct{ kbin.Reader }
+type valueReader struct{ coordinator.RecordReader }
 
 func newValueReader(b []byte) *valueReader {
-	r := &valueReader{kbin.Reader{Src: b}}
-	if v := r.Int16(); v != 0 {
-		r.fail()
-	}
-	return r
-}
-
-func (r *valueReader) fail() { r.Src = nil; r.Span(1) }
-
-// arrayLen reads a compact array length, refusing null and one that
-// cannot fit in what is left (each element takes at least one byte).
-func (r *valueReader) arrayLen() int {
-	n := r.CompactArrayLen()
-	if n < 0 || int(n) > len(r.Src) {
-		r.fail()
-		return 0
-	}
-	return int(n)
-}
-
-func (r *valueReader) skipTags() {
-	n := r.Uvarint()
-	for i := uint32(0); i < n && r.Ok(); i++ {
-		r.Uvarint()
-		r.Span(int(r.Uvarint()))
-	}
+	return &valueReader{*coordinator.NewRecordReader(b)}
 }
 
 func (r *valueReader) done(what string) error {
-	r.skipTags()
-	if err := r.Complete(); err != nil {
+	if err := r.Done(); err != nil {
 		return fmt.Errorf("%w: %s value: %v", ErrCorruptGroupRecord, what, err)
 	}
 	return nil
-}
-
-func (r *valueReader) int32s() []int32 {
-	n := r.arrayLen()
-	out := make([]int32, 0, n)
-	for range n {
-		out = append(out, r.Int32())
-	}
-	return out
 }
 
 func epochValue(epoch int32) []byte {
@@ -196,10 +163,10 @@ func targetMemberValue(m *member) []byte {
 // assignment (topic id -> partition count).
 func (r *valueReader) readPartitions() map[[16]byte]int32 {
 	out := map[[16]byte]int32{}
-	for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+	for n := r.ArrayLen(); n > 0 && r.Ok(); n-- {
 		tid := r.Uuid()
-		ps := r.int32s()
-		r.skipTags()
+		ps := r.Int32s()
+		r.SkipTags()
 		if len(ps) > 0 {
 			out[tid] = int32(len(ps))
 		}
@@ -320,17 +287,17 @@ func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (
 			g.epoch, meta = r.Int32(), true
 			err = r.done("share group metadata")
 		case keyStatePartitions:
-			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+			for n := r.ArrayLen(); n > 0 && r.Ok(); n-- {
 				tid := r.Uuid()
 				name := r.CompactString()
-				ps := r.int32s()
-				r.skipTags()
+				ps := r.Int32s()
+				r.SkipTags()
 				g.topics[name] = TopicMeta{ID: tid, Partitions: int32(len(ps))}
 			}
-			for n := r.arrayLen(); n > 0 && r.Ok(); n-- { // deleting topics
+			for n := r.ArrayLen(); n > 0 && r.Ok(); n-- { // deleting topics
 				r.Uuid()
 				r.CompactString()
-				r.skipTags()
+				r.SkipTags()
 			}
 			err = r.done("share group state partition metadata")
 		case keyMemberMetadata:
@@ -339,7 +306,7 @@ func replayGroup(id string, recs []LogRecord, nowMs int64, topics func(string) (
 			m.clientID = r.CompactString()
 			m.host = r.CompactString()
 			m.topics = nil
-			for n := r.arrayLen(); n > 0 && r.Ok(); n-- {
+			for n := r.ArrayLen(); n > 0 && r.Ok(); n-- {
 				m.topics = append(m.topics, r.CompactString())
 			}
 			err = r.done("share group member metadata")
