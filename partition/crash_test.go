@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment"
@@ -147,13 +148,27 @@ func batchesBelow(t *testing.T, l *segment.Log, end int64) map[int64][]byte {
 // two batches.
 const crashCutBy = 6
 
-// partitionCrashScript runs a leader's idempotent appends with rolls,
-// flushes and checkpoints, then, as a follower of a new epoch, a
-// truncation below the checkpointed high watermark and another leader's
-// batches at the cut offsets (not committed until a later fetch says so),
-// then Close. step is called after each operation.
-func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func(what string)) {
+// partitionCrashScript opens a replica (open) and runs a leader's
+// idempotent appends with rolls, flushes and checkpoints; closes it (which
+// writes a snapshot at the log end) and opens it again (a restart); then,
+// as a follower of a new epoch, a truncation below the checkpointed high
+// watermark and another leader's batches at the cut offsets (not committed
+// until a later fetch says so); then Close. step is called after each
+// operation with the replica it ran on.
+func partitionCrashScript(t *testing.T, open func() (*Replica, *HWCheckpoints), step func(what string, r *Replica)) {
 	t.Helper()
+	r, ck := open()
+	closeReplica := func() {
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if ck != nil {
+			// The owner writes the closed replica's last value.
+			if err := ck.WriteNow(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	checkpoint := func() {
 		var err error
 		if ck != nil {
@@ -167,28 +182,43 @@ func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func
 	}
 	r.SetLeadership(true, 0)
 	seq := int32(0)
+	ts := time.Now().UnixMilli() // within segment.ms: the log rolls only where the script says
 	for round := range 3 {
-		for range 2 {
-			if _, err := r.AppendLeader(build(t, idem(7, seq, 1000), 3)); err != nil {
+		for i := range 2 {
+			if _, err := r.AppendLeader(build(t, idem(7, seq, ts), 3)); err != nil {
 				t.Fatal(err)
 			}
 			seq += 3
-			step("append")
+			step("append", r)
+			if round == 2 && i == 0 {
+				// A roll, with its snapshot, inside what the truncation
+				// will cut: that snapshot is of batches another leader
+				// replaces.
+				if err := r.Log().Roll(); err != nil {
+					t.Fatal(err)
+				}
+				step("roll", r)
+			}
 		}
 		checkpoint()
-		step("checkpoint")
+		step("checkpoint", r)
 		if err := r.Log().Flush(); err != nil {
 			t.Fatal(err)
 		}
-		step("flush")
+		step("flush", r)
 		if round < 2 {
 			// The roll writes its producer snapshot without an fsync.
 			if err := r.Log().Roll(); err != nil {
 				t.Fatal(err)
 			}
-			step("roll")
+			step("roll", r)
 		}
 	}
+	// A restart: Close writes a snapshot at the log end, with fsyncs.
+	closeReplica()
+	step("close", r)
+	r, ck = open()
+	step("reopen", r)
 	hw := r.HighWatermark()
 	if r.CheckpointedHW() != hw {
 		t.Fatalf("checkpointed %d, high watermark %d", r.CheckpointedHW(), hw)
@@ -213,7 +243,7 @@ func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func
 	}
 	src.SetLeadership(true, 1)
 	for i := range 2 {
-		if _, err := src.AppendLeader(build(t, idem(8, int32(3*i), 2000), 3)); err != nil {
+		if _, err := src.AppendLeader(build(t, idem(8, int32(3*i), ts), 3)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,11 +253,11 @@ func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func
 	}
 
 	r.SetLeadership(false, 1)
-	step("follower")
+	step("follower", r)
 	if err := r.TruncateTo(cut); err != nil {
 		t.Fatal(err)
 	}
-	step("truncate")
+	step("truncate", r)
 	for len(theirs) > 0 {
 		if err := r.AppendFollower(theirs, cut); err != nil {
 			t.Fatal(err)
@@ -239,25 +269,34 @@ func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func
 	if r.HighWatermark() != cut {
 		t.Fatalf("high watermark %d after the follower's append, want %d (the leader's)", r.HighWatermark(), cut)
 	}
-	step("append above the high watermark")
+	step("append above the high watermark", r)
+	// A roll hands the segment holding them to the log's background
+	// flusher, which fsyncs it, then the directory, then raises the
+	// recovery point.
+	end := r.Log().LogEndOffset()
+	if err := r.Log().Roll(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10000 && r.Log().RecoveryPoint() < end; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if rp := r.Log().RecoveryPoint(); rp < end {
+		t.Fatalf("the background flusher did not raise the recovery point to %d in 10 s: %d", end, rp)
+	}
+	step("roll", r)
 	if err := r.Log().Flush(); err != nil {
 		t.Fatal(err)
 	}
-	step("flush")
+	step("flush", r)
 	// The leader's high watermark reaches them: now they are committed.
 	if err := r.AppendFollower(nil, r.Log().LogEndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	step("high watermark")
+	step("high watermark", r)
 	checkpoint()
-	step("checkpoint")
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if ck != nil {
-		checkpoint() // the owner writes the closed replica's last value
-	}
-	step("close")
+	step("checkpoint", r)
+	closeReplica()
+	step("close", r)
 }
 
 // TestPartitionCrashAtEverySync crashes the filesystem just before each
@@ -273,7 +312,9 @@ func partitionCrashScript(t *testing.T, r *Replica, ck *HWCheckpoints, step func
 //     other leader's uncommitted batches);
 //   - the log holds every offset a returned Flush made durable;
 //   - the producer state is the one a replay of the whole recovered log
-//     gives, whatever snapshots the crash left;
+//     gives, whatever snapshots the crash left (a snapshot of the cut
+//     batches, written at the restart's Close, must not come back beside
+//     the other leader's batches that the background flusher fsynced);
 //   - after Close, the snapshot at the log end is durable (recovery replays
 //     nothing).
 func TestPartitionCrashAtEverySync(t *testing.T) {
@@ -315,12 +356,15 @@ func testPartitionCrashAtEverySync(t *testing.T, c crashCkpt) {
 		}
 		return nil
 	})
-	r, ck, err := c.open(t, fsys)
-	if err != nil {
-		t.Fatal(err)
+	open := func() (*Replica, *HWCheckpoints) {
+		r, ck, err := c.open(t, fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, ck
 	}
 	committed := map[int64][]commit{} // batches below the high watermark, by base offset
-	partitionCrashScript(t, r, ck, func(what string) {
+	partitionCrashScript(t, open, func(what string, r *Replica) {
 		mu.Lock()
 		defer mu.Unlock()
 		steps++
@@ -341,6 +385,8 @@ func testPartitionCrashAtEverySync(t *testing.T, c crashCkpt) {
 			durable = min(durable, r.Log().LogEndOffset())
 		case "close":
 			closed = true
+		case "reopen":
+			closed = false
 		}
 		stable = checkpointValue(mem, ckptPath)
 		phase = what
@@ -408,12 +454,15 @@ func TestPartitionCrashAfterTruncateCheckpoint(t *testing.T) {
 	for _, c := range []crashCkpt{{"shared checkpoint", true}, {"private checkpoint", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := newPartitionCrashFS(t)
-			r, ck, err := c.open(t, mem)
-			if err != nil {
-				t.Fatal(err)
+			open := func() (*Replica, *HWCheckpoints) {
+				r, ck, err := c.open(t, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r, ck
 			}
 			var cut int64 = -1
-			partitionCrashScript(t, r, ck, func(what string) {
+			partitionCrashScript(t, open, func(what string, r *Replica) {
 				switch what {
 				case "truncate":
 					cut = r.HighWatermark()

@@ -10,6 +10,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // ErrNotEnoughReplicasAfterAppend: an acks=all write was appended, but the
@@ -660,14 +661,26 @@ func (r *Replica) truncateLocked(offset int64) error {
 	// A cut inside a batch drops the whole batch: the log may now end
 	// below offset, and the high watermark must not be left past its end.
 	end := r.log.LogEndOffset()
+	removed := false
 	// The producer snapshots at or above the cut were taken of the cut
 	// batches: a reopen after the log grows past them again would load
-	// the state of the divergent tail (Kafka's truncateAndReload).
+	// the state of the divergent tail (Kafka's truncateAndReload). Their
+	// removal is made durable (a directory fsync) before any new batch at
+	// those offsets can be: the background flusher fsyncs a rolled
+	// segment's data before the directory, so a crash in between left a
+	// snapshot of the cut batches beside the new ones, and the reopened
+	// replica loaded it.
 	for _, off := range listSnapshots(r.fs, r.dir) {
 		if off >= end {
 			if err := r.fs.Remove(snapshotName(r.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.logger.Error("a producer snapshot above a truncation could not be removed", "offset", off, "cut", end, "err", err)
 			}
+			removed = true
+		}
+	}
+	if removed {
+		if err := vfs.SyncDir(r.fs, r.dir); err != nil {
+			r.logger.Error("the removal of the producer snapshots above a truncation was not synced", "cut", end, "err", err)
 		}
 	}
 	// Producer state is rebuilt from the newest snapshot below the cut and
