@@ -108,7 +108,7 @@ func groupConfigNames(t *testing.T, ctx context.Context, adm *kadm.Client) []str
 // group's session timeout and heartbeat interval; bad names and values
 // are refused with Kafka's INVALID_CONFIG (an unknown name, the broker's
 // "group." name, a value out of the broker-wide bounds, a session not
-// above the heartbeat, an APPEND, share.isolation.level=read_committed)
+// above the heartbeat, an APPEND, share.isolation.level in capitals)
 // and validate-only writes nothing; DescribeConfigs shows the group's
 // values (source GROUP_CONFIG) and the node's defaults;
 // ListConfigResources lists the group; the next ConsumerGroupHeartbeat
@@ -149,7 +149,7 @@ func TestGroupConfigs(t *testing.T) {
 		{setOp("consumer.session.timeout.ms", "60001"), "group.consumer.max.session.timeout.ms"},
 		{setOp("share.delivery.count.limit", "11"), "group.share.max.delivery.count.limit"},
 		{setOp("share.record.lock.duration.ms", "999"), "at least 1000"},
-		{setOp("share.isolation.level", "read_committed"), "not built"},
+		{setOp("share.isolation.level", "READ_COMMITTED"), "String must be one of: read_committed, read_uncommitted"},
 		{setOp("share.auto.offset.reset", "by_duration:PT1H"), "not built"},
 		// The node's session (3 s) is not above a group interval of 7 s.
 		{setOp("consumer.heartbeat.interval.ms", "7000"), "must be greater than consumer.heartbeat.interval.ms"},

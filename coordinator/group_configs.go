@@ -52,7 +52,7 @@ var GroupConfigKeys = []GroupConfigKey{
 	{GroupShareAutoOffsetReset, false, "The strategy to initialize the share-partition start offset: latest or earliest."},
 	{GroupShareDeliveryCountLimit, true, "The maximum number of delivery attempts for a record delivered to a share group."},
 	{GroupShareHeartbeatIntervalMs, true, "The heartbeat interval given to the members of this share group."},
-	{GroupShareIsolationLevel, false, "How the share group reads records written transactionally: read_uncommitted (read_committed is not built)."},
+	{GroupShareIsolationLevel, false, "How the share group reads records written transactionally: read_uncommitted (every record below the high watermark) or read_committed (below the last stable offset, aborted transactions' records archived)."},
 	{GroupShareRecordLockDurationMs, true, "The record acquisition lock duration in milliseconds for this share group."},
 	{GroupShareSessionTimeoutMs, true, "The timeout to detect client failures when using the share group protocol."},
 }
@@ -77,7 +77,7 @@ type GroupConfig struct {
 	ShareDeliveryCountLimit     int32
 	// ShareAutoOffsetReset is "latest" or "earliest".
 	ShareAutoOffsetReset string
-	// ShareIsolationLevel is "read_uncommitted" (the only one built).
+	// ShareIsolationLevel is "read_uncommitted" or "read_committed".
 	ShareIsolationLevel string
 }
 
@@ -194,10 +194,8 @@ func validateGroupString(name, v string) error {
 		return fmt.Errorf("%w: Invalid value %s for configuration %s: latest, earliest or by_duration:<duration>", ErrInvalidGroupConfig, v, name)
 	case GroupShareIsolationLevel:
 		switch strings.TrimSpace(v) {
-		case "read_uncommitted":
+		case "read_uncommitted", "read_committed":
 			return nil
-		case "read_committed":
-			return fmt.Errorf("%w: %s=read_committed is not built in Shale: share groups read uncommitted", ErrInvalidGroupConfig, name)
 		}
 		return fmt.Errorf("%w: Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", ErrInvalidGroupConfig, v, name)
 	}
@@ -247,7 +245,7 @@ func (r GroupConfigRules) apply(base GroupConfig, configs map[string]string) Gro
 					base.ShareAutoOffsetReset = s
 				}
 			case GroupShareIsolationLevel:
-				if s := strings.TrimSpace(v); s == "read_uncommitted" {
+				if s := strings.TrimSpace(v); s == "read_uncommitted" || s == "read_committed" {
 					base.ShareIsolationLevel = s
 				}
 			}

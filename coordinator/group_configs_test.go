@@ -48,7 +48,8 @@ func TestGroupConfigValidate(t *testing.T) {
 		{map[string]string{GroupShareSessionTimeoutMs: "45000", GroupShareHeartbeatIntervalMs: "15000"}, ""},
 		{map[string]string{GroupShareAutoOffsetReset: "by_duration:PT1H"}, "by_duration is not built"},
 		{map[string]string{GroupShareAutoOffsetReset: "none"}, "Invalid value none"},
-		{map[string]string{GroupShareIsolationLevel: "read_committed"}, "read_committed is not built"},
+		{map[string]string{GroupShareIsolationLevel: "read_committed"}, ""},
+		{map[string]string{GroupShareIsolationLevel: "READ_COMMITTED"}, "Invalid value READ_COMMITTED"},
 		{map[string]string{GroupShareIsolationLevel: "x"}, "Invalid value x"},
 	} {
 		err := r.Validate(tc.configs)
@@ -70,10 +71,12 @@ func TestGroupConfigResolve(t *testing.T) {
 		GroupConsumerSessionTimeoutMs: "50000", GroupConsumerHeartbeatIntervalMs: "7000",
 		GroupShareRecordLockDurationMs: "90000", // stored before the bound narrowed: capped
 		GroupShareDeliveryCountLimit:   "3", GroupShareAutoOffsetReset: "Earliest",
+		GroupShareIsolationLevel: "read_committed",
 	}, nil)
 	want := r.Defaults
 	want.ConsumerSessionTimeoutMs, want.ConsumerHeartbeatIntervalMs = 50000, 7000
 	want.ShareRecordLockDurationMs, want.ShareDeliveryCountLimit, want.ShareAutoOffsetReset = 60000, 3, "earliest"
+	want.ShareIsolationLevel = "read_committed"
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}

@@ -63,14 +63,20 @@ type groupSettings struct {
 	sessionTimeoutMs, heartbeatIntervalMs int32
 	limits                                Limits
 	autoOffsetReset                       string
+	// readCommitted is share.isolation.level=read_committed: fetches
+	// stop at the last stable offset and the records of aborted
+	// transactions are archived, never delivered.
+	readCommitted bool
 }
 
 // group returns group's settings. A group config applies to the next
 // heartbeat (interval), expiry check (session), acquisition and renewal
 // (lock duration, delivery limit) and share-partition initialization
-// (auto offset reset); records already acquired keep their deadlines.
+// (auto offset reset) and fetch (isolation level); records already
+// acquired keep their deadlines.
 func (c *Config) group(group string) groupSettings {
-	s := groupSettings{c.SessionTimeoutMs, c.HeartbeatIntervalMs, c.Limits, c.AutoOffsetReset}
+	s := groupSettings{sessionTimeoutMs: c.SessionTimeoutMs, heartbeatIntervalMs: c.HeartbeatIntervalMs,
+		limits: c.Limits, autoOffsetReset: c.AutoOffsetReset}
 	if c.GroupConfig == nil {
 		return s
 	}
@@ -90,5 +96,6 @@ func (c *Config) group(group string) groupSettings {
 	if gc.ShareAutoOffsetReset == "earliest" || gc.ShareAutoOffsetReset == "latest" {
 		s.autoOffsetReset = gc.ShareAutoOffsetReset
 	}
+	s.readCommitted = gc.ShareIsolationLevel == "read_committed"
 	return s
 }

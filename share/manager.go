@@ -10,6 +10,7 @@ import (
 
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
+	"github.com/shale-io/shale/segment/batch"
 )
 
 // RemoteReader reads a partition's remote (tiered) segments: the cold
@@ -19,6 +20,10 @@ type RemoteReader interface {
 	// at most maxBytes (at least one batch if minOne); nextOffset is the
 	// offset after the last returned batch. The caller owns batches.
 	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, minOne bool) (batches []byte, nextOffset int64, err error)
+	// AbortedTxns returns the aborted transactions overlapping [from,
+	// upTo) that the remote segments' transaction indexes know; complete
+	// is false when the markers of some may lie in local segments.
+	AbortedTxns(ctx context.Context, topic string, partition int32, from, upTo int64) (txns []segment.AbortedTxn, complete bool, err error)
 }
 
 // Persister keeps share-partition state durable (the share-state APIs of
@@ -263,43 +268,104 @@ func (m *Manager) persist(ctx context.Context, sp *sharePartition) error {
 	return nil
 }
 
-// readFrom reads whole batches of rep from offset from, below the high
-// watermark, at most maxBytes (one batch anyway): from the local log, or
-// from remote segments for an offset below the local log start. upTo is
-// the offset after the last batch returned (from when none).
-func (m *Manager) readFrom(ctx context.Context, rep *partition.Replica, topic string, p int32, from int64, maxBytes int) (batches []byte, upTo int64, err error) {
-	hw := rep.HighWatermark()
-	if from >= hw {
-		return nil, from, nil
+// readFrom reads whole batches of rep from offset from, below bound (the
+// high watermark, or the last stable offset for read_committed), at most
+// maxBytes (one batch anyway): from the local log, or from remote
+// segments for an offset below the local log start (cold reports which).
+// upTo is the offset after the last batch returned (from when none).
+// Batches at or past bound may follow; the caller drops them.
+func (m *Manager) readFrom(ctx context.Context, rep *partition.Replica, topic string, p int32, from, bound int64, maxBytes int) (batches []byte, upTo int64, cold bool, err error) {
+	if from >= bound {
+		return nil, from, false, nil
 	}
 	if from < rep.LocalLogStartOffset() {
 		if m.remote == nil {
-			return nil, from, fmt.Errorf("%w: offset %d is below the local log start and there is no cold tier", segment.ErrOffsetOutOfRange, from)
+			return nil, from, true, fmt.Errorf("%w: offset %d is below the local log start and there is no cold tier", segment.ErrOffsetOutOfRange, from)
 		}
 		b, next, err := m.remote.Read(ctx, topic, p, from, maxBytes, true)
 		if err != nil {
-			return nil, from, err
+			return nil, from, true, err
 		}
-		return b, next, nil
+		return b, next, true, nil
 	}
 	for off := from; ; {
 		rr, err := rep.Read(off, maxBytes, true)
 		if err != nil {
-			return nil, from, err
+			return nil, from, false, err
 		}
 		if rr.Size == 0 {
 			if rr.NextOffset <= off {
-				return nil, from, nil
+				return nil, from, false, nil
 			}
 			off = rr.NextOffset
 			continue
 		}
 		buf := make([]byte, rr.Size)
 		if _, err := rr.File.ReadAt(buf, rr.Position); err != nil {
-			return nil, from, fmt.Errorf("share: read %s-%d at %d: %w", topic, p, off, err)
+			return nil, from, false, fmt.Errorf("share: read %s-%d at %d: %w", topic, p, off, err)
 		}
-		return buf, rr.NextOffset, nil
+		return buf, rr.NextOffset, false, nil
 	}
+}
+
+// abortedTxns returns the aborted transactions of rep overlapping [from,
+// upTo), as a read_committed Fetch gets them: for a cold read from the
+// remote transaction indexes and then, unless those settle it, the local
+// ones (a marker written after the last uploaded segment), each marker
+// once; for a local read from the local ones.
+func (m *Manager) abortedTxns(ctx context.Context, rep *partition.Replica, topic string, p int32, from, upTo int64, cold bool) ([]segment.AbortedTxn, error) {
+	var out []segment.AbortedTxn
+	if cold && m.remote != nil {
+		txns, complete, err := m.remote.AbortedTxns(ctx, topic, p, from, upTo)
+		if err != nil {
+			return nil, err
+		}
+		if complete {
+			return txns, nil
+		}
+		out = txns
+	}
+	seen := make(map[int64]bool, len(out))
+	for _, a := range out {
+		seen[a.LastOffset] = true
+	}
+	for _, a := range rep.Log().AbortedTxns(from, upTo) {
+		if !seen[a.LastOffset] {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// abortedBatches returns the offset ranges of the data batches among bs
+// (spans of data) that belong to one of txns: transactional batches of a
+// producer with an aborted transaction whose range, up to its ABORT
+// marker, holds the batch (Kafka's
+// SharePartition.fetchAbortedTransactionRecordBatches). Control batches
+// are never in it: their offsets are acquired, and the consumer
+// acknowledges them as gaps.
+func abortedBatches(data []byte, bs []batchSpan, txns []segment.AbortedTxn) []batchSpan {
+	if len(txns) == 0 {
+		return nil
+	}
+	byProducer := map[int64][]segment.AbortedTxn{}
+	for _, a := range txns {
+		byProducer[a.ProducerID] = append(byProducer[a.ProducerID], a)
+	}
+	var out []batchSpan
+	for _, b := range bs {
+		h, err := batch.ParseHeader(data[b.start:b.end])
+		if err != nil || !h.Transactional() || h.Control() {
+			continue
+		}
+		for _, a := range byProducer[h.ProducerID] {
+			if h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // batchSpan is one record batch's offsets and bytes in a read.

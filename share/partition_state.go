@@ -247,6 +247,38 @@ func (p *Partition) Acquire(member string, nowMs, from, upTo int64, maxRecords i
 	return out
 }
 
+// Archive archives the Available offsets in [first, last] without
+// delivering them: the records of an aborted transaction that a
+// read_committed share group reads (Kafka's SharePartition archives them
+// as it acquires, and never names them in AcquiredRecords). Offsets
+// below Start are done already; offsets past End join the in-flight
+// window as Archived, up to MaxInFlight of it, as Acquire would take them;
+// an Acquired offset (taken before the group turned read_committed) is
+// left to its holder. It returns the offsets archived; the start offset
+// passes those at its head.
+func (p *Partition) Archive(first, last int64) int {
+	first = max(first, p.start)
+	n := 0
+	for o := first; o <= last; o++ {
+		i := o - p.start
+		for int64(len(p.recs)) <= i && len(p.recs) < p.limits.MaxInFlight {
+			p.recs = append(p.recs, inflight{}) // Available: those before first are acquired as usual
+		}
+		if i >= int64(len(p.recs)) {
+			break
+		}
+		if r := &p.recs[i]; r.state == Available {
+			r.state = Archived
+			n++
+		}
+	}
+	if n > 0 {
+		p.dirty = true
+		p.advance()
+	}
+	return n
+}
+
 // Acknowledge applies member's acknowledgement of type t to [first,
 // last]. Every offset in the range must be Acquired by member, or
 // nothing changes (ErrInvalidRecordState); Renew extends the locks to

@@ -212,3 +212,47 @@ func TestSetLimits(t *testing.T) {
 		t.Fatal("offset 1 not held for the new lock duration")
 	}
 }
+
+// TestArchiveAborted: the records of an aborted transaction, archived as
+// a read_committed fetch reads them, are never acquired and count no
+// delivery; at the head of the window the start offset passes them, in
+// the middle the records around them are acquired as usual; an acquired
+// record (taken while the group read uncommitted) stays its holder's; the
+// window grows no further than MaxInFlight.
+func TestArchiveAborted(t *testing.T) {
+	p := NewPartition(0, testLimits())
+	if n := p.Archive(0, 4); n != 5 || p.Start() != 5 || p.End() != 5 {
+		t.Fatalf("archive 0-4: %d archived, start %d end %d; want 5, 5, 5", n, p.Start(), p.End())
+	}
+	// A read of 5-19 whose 10-14 are aborted: 5-9 and 15-19 are acquired.
+	if n := p.Archive(10, 14); n != 5 {
+		t.Fatalf("archive 10-14: %d", n)
+	}
+	if st, c := p.State(10); st != Archived || c != 0 {
+		t.Fatalf("offset 10: %s %d, want Archived with no delivery", st, c)
+	}
+	got := p.Acquire("a", 0, 5, 20, 100)
+	if want := []AcquiredRange{{5, 9, 1}, {15, 19, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	if err := p.Acknowledge("a", 0, 5, 9, AckAccept); err != nil {
+		t.Fatal(err)
+	}
+	if p.Start() != 15 {
+		t.Fatalf("start %d after accepting 5-9 with 10-14 archived, want 15", p.Start())
+	}
+	// Acquired before: left alone.
+	if n := p.Archive(15, 19); n != 0 {
+		t.Fatalf("archive of acquired 15-19: %d archived", n)
+	}
+	if st, _ := p.State(17); st != Acquired {
+		t.Fatalf("offset 17: %s, want still Acquired", st)
+	}
+	// At most MaxInFlight (100) in the window: 15-114.
+	if n := p.Archive(20, 500); n != 95 || p.End() != 115 {
+		t.Fatalf("archive 20-500: %d archived, end %d; want 95, 115", n, p.End())
+	}
+	if !p.Dirty() {
+		t.Fatal("archiving left the state clean")
+	}
+}

@@ -25,6 +25,14 @@ package share
 //     AcquiredRecords naming the offsets acquired and their delivery
 //     counts; at most MaxRecords records, PartitionMaxBytes per partition.
 //     A record at group.share.delivery.count.limit is archived instead.
+//   - Isolation (the group's share.isolation.level, as it is at each
+//     fetch): read_uncommitted reads below the high watermark;
+//     read_committed below the last stable offset, and the data batches
+//     of aborted transactions (the local or remote transaction indexes,
+//     as a read_committed Fetch gets them) are archived as they are read,
+//     never acquired, so the start offset passes them. Control batches
+//     are acquired in either mode, as Kafka does: the consumer delivers
+//     no control record and acknowledges their offsets as gaps.
 //   - Nothing acquired: the request waits up to MaxWaitMillis for new
 //     records, released records or an expired lock.
 //   - v2 IsRenewAck: only the acknowledgements are applied, nothing is
@@ -341,6 +349,7 @@ func (m *Manager) acquireAll(ctx context.Context, drain <-chan struct{}, member 
 		wake := m.mu.released
 		m.mu.Unlock()
 		var waits []<-chan struct{}
+		progressed := false
 		total, budget := 0, int(r.MaxBytes)
 		if budget <= 0 {
 			budget = 1 << 30
@@ -350,9 +359,10 @@ func (m *Manager) acquireAll(ctx context.Context, drain <-chan struct{}, member 
 				continue
 			}
 			waits = append(waits, fp.rep.HWChanged())
-			n := m.acquireOne(ctx, member, fp, maxRecords-total, min(budget, int(max(fp.max, 1))))
+			n, skipped := m.acquireOne(ctx, member, fp, maxRecords-total, min(budget, int(max(fp.max, 1))))
 			total += n
 			budget -= len(fp.records)
+			progressed = progressed || skipped
 		}
 		if total > 0 || ctx.Err() != nil {
 			return
@@ -360,6 +370,11 @@ func (m *Manager) acquireAll(ctx context.Context, drain <-chan struct{}, member 
 		left := time.Until(deadline)
 		if left <= 0 {
 			return
+		}
+		if progressed {
+			// Only aborted records were read: read on from past them
+			// at once.
+			continue
 		}
 		if exp, ok := m.nextExpiry(); ok {
 			left = min(left, max(time.Until(exp), time.Millisecond))
@@ -403,34 +418,65 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, timeout <-chan time.T
 
 // acquireOne reads one partition from its first available offset and
 // acquires what it read, keeping the batches that hold acquired records.
-// It returns the records acquired.
-func (m *Manager) acquireOne(ctx context.Context, member string, fp *fetchPart, maxRecords, maxBytes int) int {
+// For a read_committed group (share.isolation.level, as the group's
+// configs are at this call) the read stops at the last stable offset and
+// the data batches of aborted transactions are archived, never acquired.
+// It returns the records acquired, and whether it archived any (the next
+// read starts past them).
+func (m *Manager) acquireOne(ctx context.Context, member string, fp *fetchPart, maxRecords, maxBytes int) (int, bool) {
+	readCommitted := m.cfg.group(fp.sp.key.Group).readCommitted
 	m.mu.Lock()
 	fp.sp.st.AdvanceLogStart(fp.rep.LogStartOffset())
 	from, ok := fp.sp.st.NextFetchOffset()
 	m.mu.Unlock()
 	if !ok {
-		return 0
+		return 0, false
 	}
-	data, upTo, err := m.readFrom(ctx, fp.rep, fp.topic, fp.p, from, maxBytes)
+	bound := fp.rep.HighWatermark()
+	if readCommitted {
+		bound = min(fp.rep.LastStableOffset(), bound)
+	}
+	data, upTo, cold, err := m.readFrom(ctx, fp.rep, fp.topic, fp.p, from, bound, maxBytes)
 	if err != nil {
 		m.cfg.Logger.Warn("share fetch read failed", "topic", fp.topic, "partition", fp.p, "offset", from, "err", err)
 		fp.errCode = shareErrCode(err)
-		return 0
+		return 0, false
 	}
 	if upTo <= from {
-		return 0
+		return 0, false
 	}
 	bs, err := spans(data)
 	if err != nil || len(bs) == 0 {
-		return 0
+		return 0, false
 	}
-	upTo = min(upTo, bs[len(bs)-1].last+1)
+	// A transaction's first batch starts at the last stable offset, so
+	// the bound falls between batches.
+	for len(bs) > 0 && bs[len(bs)-1].base >= bound {
+		bs = bs[:len(bs)-1]
+	}
+	if len(bs) == 0 {
+		return 0, false
+	}
+	upTo = min(upTo, bs[len(bs)-1].last+1, bound)
+	var abortedSpans []batchSpan
+	if readCommitted {
+		txns, err := m.abortedTxns(ctx, fp.rep, fp.topic, fp.p, from, upTo, cold)
+		if err != nil {
+			m.cfg.Logger.Warn("share fetch: aborted transactions not read", "topic", fp.topic, "partition", fp.p, "offset", from, "err", err)
+			fp.errCode = shareErrCode(err)
+			return 0, false
+		}
+		abortedSpans = abortedBatches(data, bs, txns)
+	}
 	m.mu.Lock()
+	archived := 0
+	for _, b := range abortedSpans {
+		archived += fp.sp.st.Archive(b.base, b.last)
+	}
 	ranges := fp.sp.st.Acquire(member, time.Now().UnixMilli(), from, upTo, maxRecords)
 	m.mu.Unlock()
 	if len(ranges) == 0 {
-		return 0
+		return 0, archived > 0
 	}
 	var out []byte
 	n := 0
@@ -447,5 +493,5 @@ func (m *Manager) acquireOne(ctx context.Context, member string, fp *fetchPart, 
 	}
 	fp.records = append(fp.records, out...)
 	fp.ranges = append(fp.ranges, ranges...)
-	return n
+	return n, archived > 0
 }

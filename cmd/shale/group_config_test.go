@@ -33,7 +33,7 @@ func TestGroupConfigVerb(t *testing.T) {
 	if e := m["consumer.session.timeout.ms"]; e.Value != "50000" || e.Source != "group" {
 		t.Fatalf("after --set: %+v", e)
 	}
-	out, errOut, code := cliRun(t, with("group", "config", "orders", "--set", "share.isolation.level=read_committed")...)
+	out, errOut, code := cliRun(t, with("group", "config", "orders", "--set", "share.auto.offset.reset=by_duration:PT1H")...)
 	if code == 0 || !strings.Contains(errOut, "INVALID_CONFIG") || !strings.Contains(errOut, "not built") {
 		t.Fatalf("a refused value: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
