@@ -148,7 +148,7 @@ func URL(node, path, topic string) string {
 
 // body is what an admin endpoint answers: a type with its shape check.
 type body interface {
-	TierStatus | ReplicationStatus | BalancePlan | DrainState | NodeHealth | ConsumerLag | Quarantine | RestoreReport | ForkReport
+	TierStatus | ReplicationStatus | BalancePlan | DrainState | NodeHealth | ConsumerLag | SharePartitions | Quarantine | RestoreReport | ForkReport
 	validate() error
 }
 

@@ -484,6 +484,7 @@ func (n *Node) adminMux() *http.ServeMux {
 	})
 	mux.Handle(TierStatusPath, n.tierStatusHandler())
 	mux.Handle(adminapi.ConsumerLagPath, n.consumerLagHandler())
+	mux.Handle(adminapi.SharePartitionsPath, n.sharePartitionsHandler())
 	n.mountBalancer(mux)                                 // balancer.go
 	n.mountQuarantine(mux)                               // quarantine.go
 	mux.HandleFunc(adminapi.RestorePath, n.serveRestore) // restore.go

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/kafka"
@@ -206,4 +209,30 @@ func (l shareMembershipLog) Ready(id string) error { return l.g.ShareReady(id) }
 
 func (l shareMembershipLog) PartitionFor(id string) int32 {
 	return group.PartitionFor(id, l.partitions)
+}
+
+// sharePartitionsHandler serves GET adminapi.SharePartitionsPath?group=G:
+// the share-partitions of share group G that this node leads, with their
+// in-flight counts (the CLI's `shale group describe` asks every node).
+func (n *Node) sharePartitionsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		g := r.URL.Query().Get("group")
+		if g == "" {
+			http.Error(w, "name the share group: ?group=G", http.StatusBadRequest)
+			return
+		}
+		out := adminapi.SharePartitions{NodeID: n.cfg.NodeID, Group: g, Partitions: []adminapi.SharePartition{}}
+		if n.share != nil {
+			for _, p := range n.share.parts.Lag(g) {
+				out.Partitions = append(out.Partitions, adminapi.SharePartition{Topic: p.Topic, Partition: p.Partition,
+					StartOffset: p.StartOffset, InFlight: p.InFlight, Acquired: p.Acquired, Available: p.Available, Lag: p.Lag})
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	})
 }

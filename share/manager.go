@@ -1,10 +1,12 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -396,9 +398,11 @@ func spans(b []byte) ([]batchSpan, error) {
 	return out, nil
 }
 
-// Lag returns, for each share-partition of group this node leads, its
-// start offset, in-flight counts and lag (records at or above the start
-// offset, below the high watermark, not yet acknowledged or archived).
+// Lag returns, for each share-partition of group this node leads now (in
+// the leader epoch it read the state in), its start offset, in-flight
+// counts and lag (records at or above the start offset, below the high
+// watermark, not yet acknowledged or archived). A share-partition kept
+// from an earlier leadership is left out: its state may be stale.
 func (m *Manager) Lag(group string) []PartitionLag {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -407,25 +411,35 @@ func (m *Manager) Lag(group string) []PartitionLag {
 		if k.group != group {
 			continue
 		}
+		rep, err := m.leaders.Leader(k.topic, k.partition)
+		if err != nil || rep.LeaderEpoch() != sp.leaderEpoch {
+			continue
+		}
 		pl := PartitionLag{Topic: k.topic, Partition: k.partition, StartOffset: sp.st.Start()}
 		var done int
 		pl.Acquired, pl.Available, done = sp.st.Counts()
-		if rep, err := m.leaders.Leader(k.topic, k.partition); err == nil {
-			pl.Lag = max(rep.HighWatermark()-sp.st.Start()-int64(done), 0)
-		}
+		pl.InFlight = pl.Acquired + pl.Available + done
+		pl.Lag = max(rep.HighWatermark()-sp.st.Start()-int64(done), 0)
 		out = append(out, pl)
 	}
+	slices.SortFunc(out, func(a, b PartitionLag) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	return out
 }
 
 // PartitionLag is one share-partition's position for the CLI and
-// DescribeShareGroupOffsets.
+// DescribeShareGroupOffsets. InFlight counts the records the
+// share-partition tracks from its start offset on (Kafka's
+// InFlightMessageCount): Acquired (held by a member now), Available
+// (released, or their lock expired) and those acknowledged or archived
+// that the start offset has not passed yet.
 type PartitionLag struct {
-	Topic               string
-	Partition           int32
-	StartOffset         int64
-	Acquired, Available int
-	Lag                 int64
+	Topic                         string
+	Partition                     int32
+	StartOffset                   int64
+	InFlight, Acquired, Available int
+	Lag                           int64
 }
 
 // expireAll expires locks of every share-partition at nowMs.

@@ -83,6 +83,9 @@ type groupDescription struct {
 	TotalLag        int64          `json:"total_lag"`
 	Partitions      []partitionLag `json:"partitions"`
 	Error           string         `json:"error,omitempty"`
+	// InFlightError says why a share group's in-flight counts are not
+	// known: no node behind --admin answered.
+	InFlightError string `json:"in_flight_error,omitempty"`
 }
 
 type groupMember struct {
@@ -108,23 +111,38 @@ type partitionLag struct {
 	Lag           int64  `json:"lag"`
 	MemberID      string `json:"member_id,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// InFlight, Acquired and Available are a share-partition's records in
+	// flight on its leader (adminapi.SharePartition), absent when no node
+	// behind --admin leads it.
+	InFlight  *int `json:"in_flight,omitempty"`
+	Acquired  *int `json:"acquired,omitempty"`
+	Available *int `json:"available,omitempty"`
 }
 
 func newGroupDescribeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe GROUP...",
 		Short: "a group's state, members, committed offsets and lag",
-		Args:  minArgs(1, "name a group"),
+		Long: `A group's state, members, committed offsets and lag. For a KIP-932 share
+group, CURRENT-OFFSET is each share-partition's start offset and LAG its
+records not yet acknowledged or archived (DescribeShareGroupOffsets), and
+IN-FLIGHT, ACQUIRED and AVAILABLE its records in flight, which no Kafka API
+reports: they come from the admin HTTP API of the partitions' leaders, so
+give --admin every node's admin address (a partition whose leader is not
+among them shows "-").`,
+		Example: "  shale group describe orders\n  shale group describe jobs --admin 127.0.0.1:9644,127.0.0.1:9645,127.0.0.1:9646",
+		Args:    minArgs(1, "name a group"),
 	}
 	g := addGlobals(cmd)
+	admin := addAdmin(cmd, "admin HTTP addresses of the nodes, for a share group's in-flight counts")
 	cmd.ValidArgsFunction = completeGroups(g)
 	cmd.RunE = func(cmd *cobra.Command, groups []string) error {
-		return groupDescribe(cmd.Context(), g, cmd.OutOrStdout(), groups)
+		return groupDescribe(cmd.Context(), g, admin, cmd.OutOrStdout(), groups)
 	}
 	return cmd
 }
 
-func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups []string) error {
+func groupDescribe(ctx context.Context, g *cliGlobals, admin *adminAddrs, stdout io.Writer, groups []string) error {
 	a, ctx, done, err := g.admin(ctx)
 	if err != nil {
 		return err
@@ -142,6 +160,9 @@ func groupDescribe(ctx context.Context, g *cliGlobals, stdout io.Writer, groups 
 			case serr != nil:
 				return serr
 			case ok:
+				if err := addInFlight(ctx, admin, g.timeout, &d); err != nil {
+					return err
+				}
 				out = append(out, d)
 			default:
 				missing = append(missing, name)
@@ -219,6 +240,9 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 	if d.Error != "" {
 		t.row("ERROR", d.Error)
 	}
+	if d.InFlightError != "" {
+		t.row("IN-FLIGHT", "unknown: "+d.InFlightError)
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -246,11 +270,26 @@ func printGroupDescription(w io.Writer, d groupDescription) error {
 		}
 	}
 	fmt.Fprintln(w)
+	if d.GroupProtocol == "share" {
+		t = newTable(w, "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "IN-FLIGHT", "ACQUIRED", "AVAILABLE", "ERROR")
+		for _, p := range d.Partitions {
+			t.row(p.Topic, p.Partition, offsetText(p.CurrentOffset), p.LogEndOffset, p.Lag, countText(p.InFlight), countText(p.Acquired), countText(p.Available), p.Error)
+		}
+		return t.flush()
+	}
 	t = newTable(w, "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID", "ERROR")
 	for _, p := range d.Partitions {
 		t.row(p.Topic, p.Partition, offsetText(p.CurrentOffset), p.LogEndOffset, p.Lag, p.MemberID, p.Error)
 	}
 	return t.flush()
+}
+
+// countText prints an unknown count as "-".
+func countText(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
 }
 
 // offsetText prints -1 (nothing committed) as "-".

@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/shale-io/shale/adminapi"
 )
 
 // describeShareGroup describes a KIP-932 share group for `shale group
 // describe`: members with their epochs and assignments
 // (ShareGroupDescribe) and, per share-partition, the share-partition
 // start offset as CURRENT-OFFSET and the records not yet acknowledged or
-// archived as LAG (DescribeShareGroupOffsets). ok is false when name is
-// no share group.
+// archived as LAG (DescribeShareGroupOffsets); addInFlight adds the
+// in-flight counts. ok is false when name is no share group.
 func describeShareGroup(ctx context.Context, adm *kadm.Client, name string) (d groupDescription, ok bool, err error) {
 	dgs, err := adm.DescribeShareGroups(ctx, name)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
@@ -86,4 +90,49 @@ func describeShareGroup(ctx context.Context, adm *kadm.Client, name string) (d g
 		}
 	}
 	return d, true, nil
+}
+
+// addInFlight fills in a share group's in-flight counts per partition
+// from the admin HTTP API of the nodes behind --admin, each answering for
+// the share-partitions it leads and holds in memory
+// (adminapi.SharePartitionsPath). A node that does not answer is skipped;
+// when none does, d.InFlightError says why and the counts stay unknown.
+// Only bad --admin-* flags are an error.
+func addInFlight(ctx context.Context, admin *adminAddrs, timeout time.Duration, d *groupDescription) error {
+	if len(d.Partitions) == 0 {
+		return nil
+	}
+	client, addrs, err := admin.client(min(timeout, 5*time.Second))
+	if err != nil {
+		return err
+	}
+	type tp struct {
+		topic string
+		p     int32
+	}
+	got := map[tp]adminapi.SharePartition{}
+	var errs []string
+	answered := 0
+	for _, addr := range addrs {
+		sp, err := client.SharePartitions(ctx, addr, d.Group)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		answered++
+		for _, p := range sp.Partitions {
+			got[tp{p.Topic, p.Partition}] = p
+		}
+	}
+	if answered == 0 {
+		d.InFlightError = strings.Join(errs, "; ")
+		return nil
+	}
+	for i := range d.Partitions {
+		pl := &d.Partitions[i]
+		if p, ok := got[tp{pl.Topic, pl.Partition}]; ok {
+			pl.InFlight, pl.Acquired, pl.Available = &p.InFlight, &p.Acquired, &p.Available
+		}
+	}
+	return nil
 }
