@@ -3,8 +3,10 @@ package clustertest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/adminapi"
+	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/procstat"
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -29,7 +34,9 @@ const manyIdle = 10 * time.Second
 // topic (min.insync.replicas=2) of 8, 1,000, then 10,000 partitions, a
 // new cluster for each. Reported: the time from CreateTopics until every
 // partition has a leader and a full ISR in the Metadata of node 1
-// (ready-ms); then, with no client traffic for manyIdle, the CPU of the
+// (listed-ms) and until, besides, each leader has had a fetch from each of
+// its followers in its term (ready-ms, from the nodes' replication
+// status); then, with no client traffic for manyIdle, the CPU of the
 // busiest node in percent of one core (node-idle-cpu-%) and of this
 // process (the NATS server, nats-idle-cpu-%), the largest resident memory
 // of a node (rss-mb, anonymous plus file-backed), the goroutines of the
@@ -42,7 +49,13 @@ const manyIdle = 10 * time.Second
 // counts; SHALE_BENCH_MANY_TOPICS=T spreads them over T topics. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
 // goroutines and a CPU profile of the idle window are written there
 // (many-<partitions>-node-<id>.pprof, -goroutines.txt), and the first
-// 20 s of the creation's (-create.pprof). One iteration is the whole workload: run it with -benchtime 1x.
+// 20 s of the creation's (-create.pprof), and this process's idle profile
+// (the NATS server: many-<partitions>-nats.pprof).
+// SHALE_BENCH_MANY_TIMEOUTS=defaults runs the nodes at the product's own
+// broker session, controller lease and replica.lag.time.max (config.Defaults)
+// instead of the tests' short ones (proctest.DefaultNodeFlags): the idle
+// cost an operator pays, where the short ones quicken the liveness and ISR
+// passes. One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkManyPartitions(b *testing.B) {
 	counts := partitionCounts(b, "SHALE_BENCH_MANY_PARTITIONS", 8, 1000, 10000)
 	for _, parts := range counts {
@@ -75,6 +88,15 @@ func manyPartitions(b *testing.B, parts int32) {
 	}
 	profDir := os.Getenv("SHALE_BENCH_PROFILE_DIR")
 	opts := []proctest.ClusterOption{proctest.ClusterName(fmt.Sprintf("many %d", parts))}
+	switch v := os.Getenv("SHALE_BENCH_MANY_TIMEOUTS"); v {
+	case "":
+	case "defaults":
+		d := config.Defaults()
+		opts = append(opts, proctest.NodeFlags("--broker-session-timeout", d.BrokerSessionTimeout.String(),
+			"--controller-lease", d.ControllerLease.String(), "--replica-lag-time-max", d.ReplicaLagTimeMax.String()))
+	default:
+		b.Fatalf("SHALE_BENCH_MANY_TIMEOUTS=%q: want defaults or nothing", v)
+	}
 	if profDir != "" {
 		opts = append(opts, proctest.NodeEnv("SHALE_ADMIN_PPROF_ENABLE=true"))
 	}
@@ -184,6 +206,33 @@ func manyPartitions(b *testing.B, parts int32) {
 	}); err != nil {
 		b.Fatalf("%d partitions led with full ISRs: %v (%s)", parts, err, last)
 	}
+	listed := time.Since(start)
+	// A new partition's ISR is its whole replica set from the start (as in
+	// Kafka), so the metadata alone does not show the followers running:
+	// with replica.lag.time.max.ms at 30 s a follower still opening its
+	// log stays in the ISR. Ready is when every leader has heard a fetch
+	// from each of its followers in its term.
+	if err := proctest.Poll(10*time.Minute, 500*time.Millisecond, func() bool {
+		fetched := 0
+		for _, id := range c.IDs() {
+			st, err := adminapi.Client{Timeout: time.Minute}.ReplicationStatus(ctx, c.Node(id).Admin(), "")
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			for _, p := range st.Partitions {
+				for _, f := range p.Followers {
+					if f.InISR && f.LogEndOffset >= 0 {
+						fetched++
+					}
+				}
+			}
+		}
+		last = fmt.Sprintf("%d of %d followers fetched from their leader", fetched, 2*parts)
+		return fetched == 2*int(parts)
+	}); err != nil {
+		b.Fatalf("%d partitions: followers fetching: %v (%s)", parts, err, last)
+	}
 	ready := time.Since(start)
 	cl.Close() // no client traffic while idle
 	createProfs.Wait()
@@ -201,10 +250,19 @@ func manyPartitions(b *testing.B, parts int32) {
 			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", admin), base+"-goroutines.txt")
 		}
 	}
+	stopSelf, stopTally := func() {}, func() {}
+	if profDir != "" {
+		// This process is the NATS server: its idle profile too, and
+		// what the messages of the idle window were.
+		stopSelf = startSelfProfile(b, filepath.Join(profDir, fmt.Sprintf("many-%d-nats.pprof", parts)))
+		stopTally = tallySubjects(b, c.NATSURL(), filepath.Join(profDir, fmt.Sprintf("many-%d-nats-subjects.txt", parts)))
+	}
 	cpu0, self0 := nodeCPUs(b, c), selfCPU(b)
 	from := time.Now()
 	time.Sleep(manyIdle)
 	profs.Wait()
+	stopSelf()
+	stopTally()
 	cpu1, self1, took := nodeCPUs(b, c), selfCPU(b), time.Since(from)
 	busiest := time.Duration(0)
 	for i := range cpu0 {
@@ -217,6 +275,7 @@ func manyPartitions(b *testing.B, parts int32) {
 		fds = max(fds, nodeOpenFiles(b, c.Node(id)))
 	}
 	b.ReportMetric(float64(ready.Milliseconds()), "ready-ms")
+	b.ReportMetric(float64(listed.Milliseconds()), "listed-ms")
 	b.ReportMetric(float64(created.Milliseconds()), "create-ms")
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
@@ -285,4 +344,76 @@ func partitionCounts(b *testing.B, env string, def ...int32) []int32 {
 		counts = append(counts, int32(n))
 	}
 	return counts
+}
+
+// tallySubjects counts the messages NATS carries on url's account from now
+// until the returned func, by subject shape (subjectShape), and writes the
+// counts to path, most first. Its own subscription to every subject makes
+// NATS deliver each message once more: the idle figures of a run with it
+// are a little high.
+func tallySubjects(b *testing.B, url, path string) func() {
+	nc, err := nats.Connect(url, nats.Name("bench subject tally"))
+	if err != nil {
+		b.Logf("subject tally: %v", err)
+		return func() {}
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	from := time.Now()
+	_, err = nc.Subscribe(">", func(m *nats.Msg) {
+		mu.Lock()
+		counts[subjectShape(m.Subject)]++
+		mu.Unlock()
+	})
+	if err == nil {
+		err = nc.Flush()
+	}
+	if err != nil {
+		b.Logf("subject tally: %v", err)
+		nc.Close()
+		return func() {}
+	}
+	return func() {
+		took := time.Since(from)
+		nc.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		shapes := slices.Collect(maps.Keys(counts))
+		slices.SortFunc(shapes, func(a, c string) int { return counts[c] - counts[a] })
+		var sb strings.Builder
+		total := 0
+		for _, k := range shapes {
+			total += counts[k]
+		}
+		fmt.Fprintf(&sb, "%d messages in %v (%.1f/s)\n", total, took.Round(time.Millisecond), float64(total)/took.Seconds())
+		for _, k := range shapes {
+			fmt.Fprintf(&sb, "%8d %6.1f/s  %s\n", counts[k], float64(counts[k])/took.Seconds(), k)
+		}
+		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+			b.Logf("subject tally: %v", err)
+		}
+	}
+}
+
+// subjectShape is a subject with its variable parts (inboxes, ids, keys)
+// cut: the first tokens that name what it is for.
+func subjectShape(subject string) string {
+	t := strings.Split(subject, ".")
+	keep := 2
+	switch {
+	case t[0] == "_INBOX":
+		keep = 1
+	case t[0] == "$JS" && len(t) > 2 && t[1] == "API":
+		keep = 5 // the API and the stream
+	case t[0] == "$JS" && len(t) > 2 && t[1] == "ACK":
+		keep = 3
+	case t[0] == "$JS" && len(t) > 2 && t[1] == "EVENT":
+		keep = 5
+	case t[0] == "$KV":
+		keep = 3 // the bucket and the key's first token
+	}
+	if len(t) > keep {
+		t = append(t[:keep], "*")
+	}
+	return strings.Join(t, ".")
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,5 +314,28 @@ func saveProfile(b *testing.B, url, path string) {
 	defer f.Close()
 	if _, err := io.Copy(f, r.Body); err != nil {
 		b.Logf("profile %s: %v", path, err)
+	}
+}
+
+// startSelfProfile starts a CPU profile of this process (the NATS server's
+// side of a benchmark) written to path; the returned func stops it. A
+// failure is logged, not fatal (another profile may be running: go test
+// -cpuprofile).
+func startSelfProfile(b *testing.B, path string) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Logf("profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Logf("profile %s: %v", path, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Logf("profile %s: %v", path, err)
+		}
 	}
 }
