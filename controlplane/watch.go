@@ -23,6 +23,33 @@ const watchHeartbeat = time.Second
 // checkInterval).
 const defaultWatchCheck = 5 * time.Second
 
+// settingsPace is how much slower the watches of the settings buckets
+// (settingsBuckets) beat and are checked: watchHeartbeat and the check
+// interval times this. Each watch costs NATS a heartbeat message per beat
+// and a stream-info request (with its API advisory) per check; at idle the
+// cluster's watches were about half of NATS's messages, and these buckets
+// change only when an operator acts, and miss nothing while the client
+// recreates a consumer (they are re-read whole).
+const settingsPace = 5
+
+// settingsBuckets are the buckets whose watches run at settingsPace: client
+// metrics subscriptions, client quotas, feature levels, group configs. The
+// buckets a failover or an authorization decision reads (brokers,
+// registrations, the controller, topics, partitions, ACLs, remote
+// segments, the cluster record) keep the fast pace.
+var settingsBuckets = map[string]bool{
+	BucketClientMetrics: true, BucketClientQuotas: true, BucketFeatures: true, BucketGroupConfigs: true,
+}
+
+// watchPace returns bucket's watch heartbeat and the interval of its
+// supervisor's checks, given the monitor's check interval.
+func watchPace(bucket string, check time.Duration) (heartbeat, every time.Duration) {
+	if settingsBuckets[bucket] {
+		return settingsPace * watchHeartbeat, settingsPace * check
+	}
+	return watchHeartbeat, check
+}
+
 // watchRequestTimeout bounds each JetStream request of a supervisor.
 const watchRequestTimeout = 5 * time.Second
 
@@ -51,10 +78,12 @@ type bucketWatch struct {
 	js     nats.JetStreamContext
 	bucket string
 	prefix string // "$KV.<bucket>."
-	apply  func(change)
-	log    *slog.Logger
-	mon    *ConnMonitor
-	ready  chan struct{} // closed once a subscription's initial values are applied
+	// heartbeat and check are the watch's pace (watchPace).
+	heartbeat, check time.Duration
+	apply            func(change)
+	log              *slog.Logger
+	mon              *ConnMonitor
+	ready            chan struct{} // closed once a subscription's initial values are applied
 
 	ctx    context.Context // canceled by stop
 	cancel context.CancelFunc
@@ -92,7 +121,8 @@ func startWatch(nc *nats.Conn, bucket string, mon *ConnMonitor, apply func(chang
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: watch %s: %w", bucket, err)
 	}
-	w := &bucketWatch{nc: nc, js: js, bucket: bucket, prefix: "$KV." + bucket + ".", apply: apply,
+	heartbeat, check := watchPace(bucket, mon.checkInterval)
+	w := &bucketWatch{nc: nc, js: js, bucket: bucket, prefix: "$KV." + bucket + ".", apply: apply, heartbeat: heartbeat, check: check,
 		log: mon.log.With("component", "controlplane", "bucket", bucket), mon: mon,
 		ready: make(chan struct{}), done: make(chan struct{})}
 	w.mu.live = map[string]uint64{}
@@ -101,7 +131,7 @@ func startWatch(nc *nats.Conn, bucket string, mon *ConnMonitor, apply func(chang
 		w.cancel()
 		return nil, fmt.Errorf("controlplane: watch %s: %w", bucket, err)
 	}
-	go w.supervise(mon.checkInterval)
+	go w.supervise(w.check)
 	return w, nil
 }
 
@@ -131,7 +161,7 @@ func (w *bucketWatch) subscribe() error {
 	}
 	sub, err := w.js.Subscribe(w.prefix+">", func(m *nats.Msg) { w.deliver(gen, m) },
 		nats.BindStream("KV_"+w.bucket), nats.OrderedConsumer(), nats.DeliverLastPerSubject(),
-		nats.IdleHeartbeat(watchHeartbeat)) // no nats.Context: the client would unsubscribe when it ends
+		nats.IdleHeartbeat(w.heartbeat)) // no nats.Context: the client would unsubscribe when it ends
 	if err != nil {
 		return err
 	}
