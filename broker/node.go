@@ -42,6 +42,7 @@ import (
 	"github.com/shale-io/shale/lag"
 	"github.com/shale-io/shale/quota"
 	"github.com/shale-io/shale/replica"
+	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/vfs"
 	"github.com/shale-io/shale/share"
 	"github.com/shale-io/shale/telemetry"
@@ -437,9 +438,14 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 
 func (n *Node) flushLoop(ctx context.Context) {
 	every(ctx, n.cfg.FlushCheckInterval, func() {
-		for _, rep := range n.replicas.All() {
-			if err := rep.MaybeFlush(); err != nil && rep.LogErr() == nil {
-				n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+		// While no log has flush.ms or a deleted segment waiting, a pass
+		// would visit every partition for nothing (the node's replicas
+		// share the log dir's checkpoint, written below).
+		if segment.AnyFlushDue() {
+			for _, rep := range n.replicas.All() {
+				if err := rep.MaybeFlush(); err != nil && rep.LogErr() == nil {
+					n.logger.Error("flush failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+				}
 			}
 		}
 		if err := n.replicas.CheckpointHighWatermarks(false); err != nil {

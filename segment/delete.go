@@ -112,7 +112,7 @@ func (l *Log) scheduleDelete(gone []*segment) error {
 		}
 		l.logger.Info("scheduled segment for deletion", "file", fileName(s.base, logSuffix), "delay", l.cfg.FileDeleteDelay)
 		l.w.pendingDeletes = append(l.w.pendingDeletes, pendingDelete{seg: s, due: due})
-		l.flushIdle.Store(false)
+		l.setFlushIdleLocked(false)
 	}
 	if l.cfg.FileDeleteDelay == 0 {
 		if err := l.removeDueLocked(due); err != nil && first == nil {

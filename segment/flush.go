@@ -1,6 +1,9 @@
 package segment
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Flush fsyncs every segment up to the log end offset and records the
 // recovery point (the recovery-point file), so that a crash afterwards
@@ -34,7 +37,7 @@ func (l *Log) MaybeFlush() error {
 			err = e
 		}
 	}
-	l.flushIdle.Store(l.cfg.FlushInterval <= 0 && len(l.w.pendingDeletes) == 0)
+	l.setFlushIdleLocked(l.cfg.FlushInterval <= 0 && len(l.w.pendingDeletes) == 0)
 	return err
 }
 
@@ -96,3 +99,37 @@ func (l *Log) failSync(what string, err error) error {
 // Once set, appends fail with it until the log is reopened: the owner
 // should take the log offline (stop leading it).
 func (l *Log) Err() error { return l.flushErr() }
+
+// busyLogs counts the open logs of this process whose MaybeFlush may have
+// work (flushIdle false): while it is 0, AnyFlushDue lets the owner's
+// once-a-second pass skip visiting every log.
+var busyLogs atomic.Int64
+
+// AnyFlushDue reports whether some open log of this process may have work
+// for MaybeFlush (a flush.ms, a deleted segment waiting, or no MaybeFlush
+// since it opened or its settings changed). While it is false, a pass that
+// calls MaybeFlush on every log would do nothing.
+func AnyFlushDue() bool { return busyLogs.Load() != 0 }
+
+// setFlushIdleLocked sets flushIdle, keeping busyLogs. REQUIRES: writer
+// lock held.
+func (l *Log) setFlushIdleLocked(idle bool) {
+	if l.flushIdle.Swap(idle) == idle || !l.flushCounted {
+		return
+	}
+	if idle {
+		busyLogs.Add(-1)
+	} else {
+		busyLogs.Add(1)
+	}
+}
+
+// uncountFlushLocked takes a log that is closing (or closed by a failure)
+// out of busyLogs, and clears flushIdle so that MaybeFlush answers
+// ErrClosed. REQUIRES: writer lock held.
+func (l *Log) uncountFlushLocked() {
+	if !l.flushIdle.Swap(false) && l.flushCounted {
+		busyLogs.Add(-1)
+	}
+	l.flushCounted = false
+}

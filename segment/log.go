@@ -69,7 +69,10 @@ type Log struct {
 	// for deletion or the settings change (no flush.ms, no deleted segment
 	// waiting for file.delete.delay). Set by MaybeFlush under the writer
 	// lock; cleared, under it, by scheduleDelete, SetConfig and Close.
-	flushIdle atomic.Bool
+	// flushCounted (writer lock): the log is open and counted in busyLogs
+	// while flushIdle is false.
+	flushIdle    atomic.Bool
+	flushCounted bool
 
 	mu struct {
 		sync.RWMutex
@@ -228,7 +231,7 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 func (l *Log) Close() error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
-	l.flushIdle.Store(false) // MaybeFlush answers ErrClosed from now on
+	l.uncountFlushLocked() // MaybeFlush answers ErrClosed from now on
 	l.stopFlusher()
 	if l.mu.closed {
 		return nil

@@ -59,6 +59,8 @@ func Open(dir string, cfg Config) (*Log, error) {
 		}
 	}
 	l.startFlusher()
+	l.flushCounted = true // busy until its first MaybeFlush
+	busyLogs.Add(1)
 	return l, nil
 }
 

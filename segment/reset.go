@@ -130,7 +130,7 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 		l.mu.Lock()
 		l.mu.closed = true
 		l.mu.Unlock()
-		l.flushIdle.Store(false)
+		l.uncountFlushLocked()
 		return fmt.Errorf("segment: reset to %d: %w", offset, err)
 	}
 	l.mu.Lock()

@@ -235,7 +235,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.mu.Lock()
 		l.mu.closed = true
 		l.mu.Unlock()
-		l.flushIdle.Store(false)
+		l.uncountFlushLocked()
 		return err
 	}
 	l.mu.Lock()

@@ -24,7 +24,7 @@ func (l *Log) SetConfig(cfg Config) error {
 		return err
 	}
 	l.cfg = cfg
-	l.flushIdle.Store(false) // flush.ms may be set now
+	l.setFlushIdleLocked(false) // flush.ms may be set now
 	return nil
 }
 

@@ -278,3 +278,72 @@ func TestMaybeFlushIdleFastPath(t *testing.T) {
 		t.Fatalf("closed log: MaybeFlush %v", err)
 	}
 }
+
+// TestAnyFlushDueCountsBusyLogs: the process-wide count behind AnyFlushDue
+// follows each log from open (busy until its first MaybeFlush) through
+// flush.ms, a deleted segment waiting, and Close (counted out once, busy
+// or idle).
+func TestAnyFlushDueCountsBusyLogs(t *testing.T) {
+	clock := newFakeClock()
+	cfg := testConfig(clock)
+	cfg.FlushInterval = 0
+	cfg.SegmentBytes = 1 << 10
+	base := busyLogs.Load()
+	want := func(what string, n int64) {
+		t.Helper()
+		if got := busyLogs.Load() - base; got != n {
+			t.Fatalf("%s: %d busy logs, want %d", what, got, n)
+		}
+		if n > 0 && !AnyFlushDue() {
+			t.Fatalf("%s: AnyFlushDue false with %d busy", what, n)
+		}
+	}
+	a := openLog(t, t.TempDir(), cfg)
+	b := openLog(t, t.TempDir(), cfg)
+	want("two new logs", 2)
+	a.MaybeFlush()
+	b.MaybeFlush()
+	want("after their first pass", 0)
+
+	set := cfg
+	set.FlushInterval = time.Second
+	if err := a.SetConfig(set); err != nil {
+		t.Fatal(err)
+	}
+	want("flush.ms set", 1)
+	a.MaybeFlush()
+	want("flush.ms set, after a pass", 1)
+	if err := a.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	a.MaybeFlush()
+	want("flush.ms unset, after a pass", 0)
+
+	for range 20 {
+		mustAppend(t, b, buildBatch(t, batchSpec{records: 4}), 0)
+	}
+	if n, err := b.DeleteSegmentsBefore(b.Segments()[1].BaseOffset); err != nil || n != 1 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	want("a deleted segment waiting", 1)
+	clock.Advance(cfg.FileDeleteDelay)
+	b.MaybeFlush()
+	want("after file.delete.delay", 0)
+
+	if err := a.SetConfig(set); err != nil {
+		t.Fatal(err)
+	}
+	want("busy again", 1)
+	for range 2 {
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want("a busy log closed", 0)
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want("an idle log closed", 0)
+	}
+	a.SetConfig(cfg)
+	want("settings of a closed log", 0)
+}
