@@ -153,6 +153,9 @@ type Replica struct {
 		sync.Mutex
 		state RemoteState
 		known bool
+		// gen changes (under the lock, before the state) whenever state
+		// or known does: FetchPositionSince's check.
+		gen atomic.Uint64
 	}
 	diskFull atomic.Bool // refuse appends with ErrDiskFull
 

@@ -31,6 +31,9 @@ type RemoteState struct {
 // calls it after each pass). Safe for concurrent use.
 func (r *Replica) SetRemoteState(s RemoteState) {
 	r.remote.Lock()
+	if !r.remote.known || r.remote.state != s {
+		r.remote.gen.Add(1)
+	}
 	r.remote.state = s
 	r.remote.known = true
 	r.remote.Unlock()
@@ -57,12 +60,35 @@ func (r *Replica) LogStartOffset() int64 {
 // FetchPosition is what this replica's next follower Fetch asks: its log
 // end, its log start (LogStartOffset) and the newest epoch of its log.
 func (r *Replica) FetchPosition() (fetchOffset, logStart int64, lastFetchedEpoch int32) {
-	leo, local, epoch := r.log.Position()
-	logStart = local
+	p := r.FetchPositionSince(FetchPos{})
+	return p.FetchOffset, p.LogStart, p.LastFetchedEpoch
+}
+
+// FetchPos is a FetchPosition with the generations it was read at
+// (FetchPositionSince).
+type FetchPos struct {
+	FetchOffset, LogStart int64
+	LastFetchedEpoch      int32
+
+	valid             bool
+	logGen, remoteGen uint64
+}
+
+// FetchPositionSince returns prev while neither the log's state nor the
+// remote state changed since prev was read (two atomic loads, no lock: a
+// follower's round over thousands of idle partitions), else reads the
+// position again. The zero FetchPos always reads.
+func (r *Replica) FetchPositionSince(prev FetchPos) FetchPos {
+	if prev.valid && r.log.StateGen() == prev.logGen && r.remote.gen.Load() == prev.remoteGen {
+		return prev
+	}
+	rg := r.remote.gen.Load() // before the state it covers
+	leo, local, epoch, lg := r.log.PositionGen()
+	logStart := local
 	if s, ok := r.RemoteState(); ok && s.LogStart >= 0 && s.LogStart < local {
 		logStart = s.LogStart
 	}
-	return leo, logStart, epoch
+	return FetchPos{FetchOffset: leo, LogStart: logStart, LastFetchedEpoch: epoch, valid: true, logGen: lg, remoteGen: rg}
 }
 
 // LocalLogStartOffset is the first offset still on local disk.

@@ -69,6 +69,9 @@ type fetchPart struct {
 	// round is the number of the last round whose Fetch carried this
 	// partition (fetcher.rounds). REQUIRES: owned by the fetcher goroutine.
 	round uint64
+	// pos is the replica's fetch position as last read
+	// (Replica.FetchPositionSince). REQUIRES: owned by the fetcher goroutine.
+	pos partition.FetchPos
 }
 
 // fetchers owns the follower fetchers; Update is called after each
@@ -564,9 +567,9 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, l
 		if a.kind != actFetch {
 			continue
 		}
-		leo, logStart, lastEpoch := p.rep.FetchPosition()
-		w := wanted{key: k, partFetch: partFetch{fetchOffset: leo, logStartOffset: logStart,
-			leaderEpoch: p.epoch, lastFetchedEpoch: lastEpoch, max: ft.f.cfg.PartitionMaxBytes}}
+		p.pos = p.rep.FetchPositionSince(p.pos)
+		w := wanted{key: k, partFetch: partFetch{fetchOffset: p.pos.FetchOffset, logStartOffset: p.pos.LogStart,
+			leaderEpoch: p.epoch, lastFetchedEpoch: p.pos.LastFetchedEpoch, max: ft.f.cfg.PartitionMaxBytes}}
 		p.st.Step(now, event{kind: evSent, epoch: w.lastFetchedEpoch})
 		next = append(next, w)
 		p.round = round

@@ -139,7 +139,7 @@ func (l *Log) write(b []byte, n int) (AppendInfo, error) {
 		if _, err := s.log.WriteAt(b[:size], pos); err != nil {
 			return info, err
 		}
-		l.mu.Lock()
+		l.lockState()
 		s.applyBatch(&h, pos, int64(l.cfg.IndexIntervalBytes))
 		if s.tail == nil {
 			s.tail = new(tailRing)

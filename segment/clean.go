@@ -168,7 +168,7 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		return err
 	}
 	l.dropFlushes(func(x *segment) bool { return x == old })
-	l.mu.Lock()
+	l.lockState()
 	l.mu.segments[idx] = s
 	l.mu.Unlock()
 	l.logger.Info("segment cleaned", "base", base, "bytes_before", old.size, "bytes_after", s.size)

@@ -92,7 +92,7 @@ func (l *Log) deleteSegmentsBefore(newLogStart int64, cutEpochs bool) (deleted i
 	if deleted > 0 {
 		l.dropFlushes(func(x *segment) bool { return x.base < segs[deleted].base })
 	}
-	l.mu.Lock()
+	l.lockState()
 	l.mu.segments = append(segs[:0:0], segs[deleted:]...)
 	l.mu.logStart = start
 	l.mu.epochs = epochs

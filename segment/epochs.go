@@ -164,7 +164,7 @@ func (l *Log) installEpochs(epochs epochCache) error {
 	if err := epochs.write(l.fs, l.dir); err != nil {
 		return err
 	}
-	l.mu.Lock()
+	l.lockState()
 	l.mu.epochs = epochs
 	l.mu.Unlock()
 	return nil
@@ -204,7 +204,7 @@ func (l *Log) installEpochsDeferred(epochs epochCache) error {
 		return err
 	}
 	l.w.epochsDirty = true
-	l.mu.Lock()
+	l.lockState()
 	l.mu.epochs = epochs
 	l.mu.Unlock()
 	return nil

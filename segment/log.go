@@ -74,6 +74,11 @@ type Log struct {
 	flushIdle    atomic.Bool
 	flushCounted bool
 
+	// stateGen changes whenever l.mu is write-locked (lockState), before
+	// the change it guards is visible: a reader that finds it where it was
+	// may keep what it read under l.mu (the log end, log start, epochs).
+	stateGen atomic.Uint64
+
 	mu struct {
 		sync.RWMutex
 		segments []*segment // sorted by base offset; the last is active
@@ -193,6 +198,31 @@ func (l *Log) Position() (leo, logStart int64, latestEpoch int32) {
 	return l.mu.leo, l.mu.logStart, latestEpoch
 }
 
+// lockState write-locks l.mu and changes the state generation
+// (StateGen). Every writer of l.mu's fields takes it this way.
+func (l *Log) lockState() {
+	l.mu.Lock()
+	l.stateGen.Add(1)
+}
+
+// StateGen returns the log's state generation, without a lock: it changes
+// whenever the log end, the log start, the leader-epoch history or any
+// other state under the log's lock may have changed. A caller that read
+// PositionGen at generation g may keep what it read while StateGen is
+// still g.
+func (l *Log) StateGen() uint64 { return l.stateGen.Load() }
+
+// PositionGen is Position with the state generation it was read at.
+func (l *Log) PositionGen() (leo, logStart int64, latestEpoch int32, gen uint64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	latestEpoch = UndefinedEpoch
+	if e, ok := l.mu.epochs.latest(); ok {
+		latestEpoch = e.Epoch
+	}
+	return l.mu.leo, l.mu.logStart, latestEpoch, l.stateGen.Load()
+}
+
 // LatestEpochEntry returns the newest entry of the leader-epoch history
 // (its epoch and start offset), and false when the history is empty. Unlike
 // Epochs it copies nothing.
@@ -237,7 +267,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	err := l.flushLocked()
-	l.mu.Lock()
+	l.lockState()
 	defer l.mu.Unlock()
 	l.mu.closed = true
 	for _, s := range l.mu.segments {

@@ -36,7 +36,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 	l := &Log{dir: dir, fs: cfg.FS, cfg: cfg, logger: cfg.Logger.With("dir", dir)}
 	l.writer.Lock()
 	defer l.writer.Unlock()
-	l.mu.Lock()
+	l.lockState()
 	defer l.mu.Unlock()
 	marker := filepath.Join(dir, cleanShutdownFile)
 	_, err := l.fs.Stat(marker)

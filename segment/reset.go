@@ -127,13 +127,13 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 		// place: the log refuses further use until reopened, which
 		// recovers one of the states above. Readers that got in before
 		// keep the old open files.
-		l.mu.Lock()
+		l.lockState()
 		l.mu.closed = true
 		l.mu.Unlock()
 		l.uncountFlushLocked()
 		return fmt.Errorf("segment: reset to %d: %w", offset, err)
 	}
-	l.mu.Lock()
+	l.lockState()
 	l.mu.segments = []*segment{s}
 	l.mu.logStart, l.mu.leo, l.mu.epochs = offset, offset, cache
 	l.mu.Unlock()

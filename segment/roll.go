@@ -50,7 +50,7 @@ func (l *Log) rollLocked() error {
 		return err
 	}
 	l.bg.dirDirty.Store(true)
-	l.mu.Lock()
+	l.lockState()
 	old.tail = nil // only the active segment keeps its tail
 	old.sealTimeIndex()
 	err = old.idx.trimNoSync()
@@ -122,7 +122,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := l.setRecoveryPoint(min(l.RecoveryPoint(), newEnd)); err != nil {
 		return err
 	}
-	l.mu.Lock()
+	l.lockState()
 	err = s.log.Truncate(pos)
 	if err == nil {
 		err = l.truncateSegmentLocked(s, pos, newEnd)
@@ -213,7 +213,7 @@ func (l *Log) truncateSegmentLocked(s *segment, pos, newEnd int64) error {
 // REQUIRES: writer lock held.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	l.dropFlushes(nil)
-	l.mu.Lock()
+	l.lockState()
 	old := l.mu.segments
 	l.mu.segments = nil
 	var err error
@@ -232,13 +232,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	s, err := l.startEmptyLocked(offset)
 	if err != nil {
 		// No segment is left to append to: the log is unusable until reopened.
-		l.mu.Lock()
+		l.lockState()
 		l.mu.closed = true
 		l.mu.Unlock()
 		l.uncountFlushLocked()
 		return err
 	}
-	l.mu.Lock()
+	l.lockState()
 	l.mu.segments = []*segment{s}
 	l.mu.logStart, l.mu.leo, l.mu.epochs = offset, offset, nil
 	l.mu.Unlock()

@@ -170,7 +170,7 @@ func (s *segment) dropStrayTxns() error {
 // REQUIRES: writer lock held, l.mu not held.
 func (l *Log) truncateTxns(s *segment, offset int64) error {
 	n, err := s.truncateTxnFile(offset)
-	l.mu.Lock()
+	l.lockState()
 	s.txns = s.txns[:n]
 	l.mu.Unlock()
 	return err
@@ -220,7 +220,7 @@ func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	if err := s.appendTxnFile(a, true); err != nil {
 		return err
 	}
-	l.mu.Lock()
+	l.lockState()
 	s.txns = append(s.txns, a)
 	l.mu.Unlock()
 	return nil
