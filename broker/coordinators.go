@@ -51,17 +51,19 @@ func (n *Node) buildCoordinators(reg *kafka.Registry) *coordinators {
 	cs := &coordinators{}
 	cluster := coordinatorCluster{n: n, cs: cs}
 	cs.groups = group.New(group.Config{
-		Partitions:                n.cfg.OffsetsTopicNumPartitions,
-		ReplicationFactor:         n.cfg.OffsetsTopicReplicationFactor,
-		MinSessionTimeout:         groupMinSessionTimeout,
-		ConsumerSessionTimeout:    n.cfg.GroupConsumerSessionTimeout,
-		ConsumerHeartbeatInterval: n.cfg.GroupConsumerHeartbeatInterval,
-		ConsumerMigrationPolicy:   n.cfg.GroupConsumerMigrationPolicy,
-		GroupConfig:               n.groupConfig,
-		DeleteGroupConfigs:        n.deleteGroupConfigs,
-		NodeID:                    n.cfg.NodeID,
-		Logger:                    n.logger,
-		Authorizer:                n.authz,
+		Partitions:                    n.cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor:             n.cfg.OffsetsTopicReplicationFactor,
+		MinSessionTimeout:             groupMinSessionTimeout,
+		ConsumerSessionTimeout:        n.cfg.GroupConsumerSessionTimeout,
+		OffsetsRetention:              n.cfg.OffsetsRetention,
+		OffsetsRetentionCheckInterval: n.cfg.OffsetsRetentionCheckInterval,
+		ConsumerHeartbeatInterval:     n.cfg.GroupConsumerHeartbeatInterval,
+		ConsumerMigrationPolicy:       n.cfg.GroupConsumerMigrationPolicy,
+		GroupConfig:                   n.groupConfig,
+		DeleteGroupConfigs:            n.deleteGroupConfigs,
+		NodeID:                        n.cfg.NodeID,
+		Logger:                        n.logger,
+		Authorizer:                    n.authz,
 	}, n.replicas, cluster)
 	cs.groups.Register(reg)
 	// A deleted topic's committed offsets are deleted with it, as Kafka's

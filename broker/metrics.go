@@ -241,7 +241,8 @@ func topicTiering(parts []TierPartitionStatus) []metrics.TopicTiering {
 func (n *Node) groupFigures() *metrics.GroupFigures {
 	f := n.coords.groups.Figures()
 	g := &metrics.GroupFigures{Classic: f.Classic, Consumer: f.Consumer, Share: map[string]int{}, Offsets: f.Offsets,
-		ClassicRebalances: f.ClassicRebalances, ConsumerRebalances: f.ConsumerRebalances, OffsetCommits: f.OffsetCommits}
+		ClassicRebalances: f.ClassicRebalances, ConsumerRebalances: f.ConsumerRebalances, OffsetCommits: f.OffsetCommits,
+		OffsetsExpired: f.OffsetsExpired}
 	if n.share != nil {
 		sf := n.share.coord.Figures()
 		g.Share, g.ShareRebalances = sf.Groups, sf.Rebalances

@@ -40,6 +40,14 @@ type Config struct {
 	// after this many records were appended to it (default 20000; see
 	// compact.go).
 	CompactAfterRecords int64
+	// OffsetsRetention is offsets.retention.minutes: how long committed
+	// offsets outlive their group's last member or their commit (default
+	// 7 days; offset_expiry.go).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is
+	// offsets.retention.check.interval.ms: how often the coordinator
+	// expires offsets and deletes empty groups (default 10 min).
+	OffsetsRetentionCheckInterval time.Duration
 	// ConsumerSessionTimeout is group.consumer.session.timeout.ms, the
 	// session of a KIP-848 consumer group member (default 45 s).
 	ConsumerSessionTimeout time.Duration
@@ -96,6 +104,12 @@ func (c *Config) setDefaults() {
 	if c.CompactAfterRecords <= 0 {
 		c.CompactAfterRecords = 20000
 	}
+	if c.OffsetsRetention <= 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
+	}
 	if c.ConsumerSessionTimeout <= 0 {
 		c.ConsumerSessionTimeout = 45 * time.Second
 	}
@@ -151,6 +165,7 @@ func New(cfg Config, leaders partition.Leaders, cluster coordinator.Cluster) *Co
 			return sh
 		},
 	})
+	c.rt.Go(c.expireLoop)
 	return c
 }
 

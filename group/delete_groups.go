@@ -106,10 +106,7 @@ func (g *group) deleteGroup() (int16, int64) {
 	case g.consumer != nil && len(g.consumer.members) > 0:
 		return kerr.NonEmptyGroup.Code, -1
 	}
-	recs := []record{{key: groupKey(g.id)}}
-	if g.consumer != nil {
-		recs = append(recs, g.consumer.tombstones(g.id)...)
-	}
+	recs := g.groupTombstones()
 	for tp := range g.latestOffsets() {
 		recs = append(recs, record{key: offsetKey(g.id, tp)})
 	}
@@ -123,4 +120,14 @@ func (g *group) deleteGroup() (int16, int64) {
 	g.consumer = nil
 	g.setState(StateDead)
 	return 0, hw
+}
+
+// groupTombstones are the tombstones of g's metadata: the classic group
+// metadata and, for a consumer group, its records (not its offsets).
+func (g *group) groupTombstones() []record {
+	recs := []record{{key: groupKey(g.id)}}
+	if g.consumer != nil {
+		recs = append(recs, g.consumer.tombstones(g.id)...)
+	}
+	return recs
 }

@@ -240,9 +240,15 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.setState(StateEmpty)
-		return
+	} else {
+		g.setState(StateStable)
 	}
-	g.setState(StateStable)
+	if v.CurrentStateTimestamp > 0 {
+		// When the group entered its state, as Kafka's ClassicGroup
+		// .fromRecord keeps it: an Empty group's offsets expire counted
+		// from then (offset_expiry.go), not from this load.
+		g.stateSince = time.UnixMilli(v.CurrentStateTimestamp)
+	}
 }
 
 // Load reads sh's partition (coordinator.Shard).

@@ -27,11 +27,15 @@ type Figures struct {
 	// OffsetCommits the offsets committed (offset-commit-count); all since
 	// the node started.
 	ClassicRebalances, ConsumerRebalances, OffsetCommits int64
+	// OffsetsExpired counts the offsets expired by offsets.retention
+	// (Kafka's offset-expiration-count) since the node started.
+	OffsetsExpired int64
 }
 
 // counters are the coordinator's totals since it started.
 type counters struct {
 	classicRebalances, consumerRebalances, offsetCommits atomic.Int64
+	offsetsExpired                                       atomic.Int64
 }
 
 // The increments are nil-safe: a group a test runs without a coordinator
@@ -89,7 +93,8 @@ func (c *Coordinator) Figures() Figures {
 	f := Figures{Classic: map[string]int{}, Consumer: map[string]int{},
 		ClassicRebalances:  c.counters.classicRebalances.Load(),
 		ConsumerRebalances: c.counters.consumerRebalances.Load(),
-		OffsetCommits:      c.counters.offsetCommits.Load()}
+		OffsetCommits:      c.counters.offsetCommits.Load(),
+		OffsetsExpired:     c.counters.offsetsExpired.Load()}
 	for _, s := range []State{StateEmpty, StatePreparingRebalance, StateCompletingRebalance, StateStable} {
 		f.Classic[s.String()] = 0
 	}

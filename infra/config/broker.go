@@ -109,6 +109,8 @@ type Broker struct {
 	DefaultReplicationFactor          int16         `yaml:"default_replication_factor" doc:"default.replication.factor."`
 	OffsetsTopicNumPartitions         int32         `yaml:"offsets_topic_num_partitions" doc:"offsets.topic.num.partitions: partitions of __consumer_offsets (a group maps to hash % this); every node of a cluster must agree, and it cannot change once the topic exists."`
 	OffsetsTopicReplicationFactor     int16         `yaml:"offsets_topic_replication_factor" doc:"offsets.topic.replication.factor: replicas of __consumer_offsets when it is created, capped at the brokers live at that moment (start every broker before the first consumer group)."`
+	OffsetsRetention                  time.Duration `yaml:"offsets_retention" doc:"offsets.retention.minutes: how long a group's committed offsets are kept once the group is empty (a classic group, from when it became empty), or after their commit (a standalone commit; an offset of a topic no live member of a consumer group subscribes to); an empty group left with no offsets is deleted. Kafka counts it in minutes (at least 1); Shale takes any duration."`
+	OffsetsRetentionCheckInterval     time.Duration `yaml:"offsets_retention_check_interval" doc:"offsets.retention.check.interval.ms: how often each group coordinator looks for expired offsets and empty groups to delete."`
 	GroupConsumerSessionTimeout       time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
 	GroupConsumerHeartbeatInterval    time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
 	GroupConsumerMigrationPolicy      string        `yaml:"group_consumer_migration_policy" doc:"group.consumer.migration.policy: the online conversions between classic and KIP-848 consumer groups: bidirectional (a consumer-protocol member joining a classic group upgrades it, the last one leaving downgrades it), upgrade, downgrade or disabled."`
@@ -238,6 +240,8 @@ func Defaults() Broker {
 		DefaultReplicationFactor:            1,
 		OffsetsTopicNumPartitions:           50,
 		OffsetsTopicReplicationFactor:       3,
+		OffsetsRetention:                    7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval:       10 * time.Minute,
 		GroupConsumerSessionTimeout:         45 * time.Second,
 		GroupConsumerHeartbeatInterval:      5 * time.Second,
 		GroupShareRecordLockDuration:        30 * time.Second,
@@ -371,6 +375,10 @@ func (b *Broker) Validate() error {
 	}
 	if b.OffsetsTopicNumPartitions < 1 {
 		return fmt.Errorf("%w: offsets_topic_num_partitions %d", ErrInvalidConfig, b.OffsetsTopicNumPartitions)
+	}
+	if b.OffsetsRetention < time.Millisecond || b.OffsetsRetentionCheckInterval < time.Millisecond {
+		return fmt.Errorf("%w: offsets_retention %v and offsets_retention_check_interval %v must be at least 1ms",
+			ErrInvalidConfig, b.OffsetsRetention, b.OffsetsRetentionCheckInterval)
 	}
 	if b.GroupConsumerHeartbeatInterval < time.Millisecond || b.GroupConsumerSessionTimeout <= b.GroupConsumerHeartbeatInterval {
 		return fmt.Errorf("%w: group_consumer_heartbeat_interval %v must be at least 1ms and below group_consumer_session_timeout %v",

@@ -22,6 +22,7 @@ type GroupFigures struct {
 	Offsets int
 	// Totals since the node started.
 	ClassicRebalances, ConsumerRebalances, ShareRebalances, OffsetCommits int64
+	OffsetsExpired                                                        int64
 	// SharePartitions are the share-partitions this node leads.
 	SharePartitions []SharePartitionFigures
 }
@@ -51,6 +52,8 @@ var (
 		"New group epochs (assignments) of share groups with members on this node since it started: Kafka's rebalance-count with protocol=share.")
 	descOffsetCommits = desc(gcm+"offset_commit_total",
 		"Offsets committed (OffsetCommit) to groups on this node since it started: Kafka's offset-commit-count.")
+	descOffsetsExpired = desc(gcm+"offset_expiration_total",
+		"Committed offsets expired by offsets.retention on this node since it started: Kafka's offset-expiration-count.")
 
 	gmm                    = "kafka_coordinator_group_groupmetadatamanager_"
 	descNumGroups          = desc(gmm+"num_groups", "Classic groups this node coordinates: Kafka's NumGroups.")
@@ -74,7 +77,7 @@ var (
 
 var groupDescs = []*prometheus.Desc{
 	descGroupCount, descConsumerGroupCount, descShareGroupCount,
-	descClassicRebalances, descConsumerRebalances, descShareRebalances, descOffsetCommits,
+	descClassicRebalances, descConsumerRebalances, descShareRebalances, descOffsetCommits, descOffsetsExpired,
 	descNumGroups, descNumGroupsEmpty, descNumGroupsPreparing, descNumGroupsCompleting, descNumGroupsStable, descNumOffsets,
 	descShareInFlight, descShareAcquired, descShareLag,
 }
@@ -106,6 +109,7 @@ func collectGroups(ch chan<- prometheus.Metric, g *GroupFigures) {
 	counter(descConsumerRebalances, g.ConsumerRebalances)
 	counter(descShareRebalances, g.ShareRebalances)
 	counter(descOffsetCommits, g.OffsetCommits)
+	counter(descOffsetsExpired, g.OffsetsExpired)
 	gauge(descNumGroups, float64(sum(g.Classic)))
 	gauge(descNumGroupsEmpty, float64(g.Classic["Empty"]))
 	gauge(descNumGroupsPreparing, float64(g.Classic["PreparingRebalance"]))
