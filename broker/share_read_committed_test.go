@@ -314,3 +314,103 @@ func TestShareGroupReadCommittedTiered(t *testing.T) {
 	t.Logf("offsets 0-%d only in the bucket, %d of %d aborted transactions there; read_committed got %d records, read_uncommitted %d",
 		localStart-1, inBucket, len(lastAborted), len(want)*per, len(all)*per)
 }
+
+// TestShareGroupReadCommittedLag: a read_committed share group's lag
+// (DescribeShareGroupOffsets v1) counts to the last stable offset, not
+// the high watermark: with a transaction open, the group that accepted
+// every record below it has lag 0, and once the transaction commits its
+// records and those after it are the lag. A read_committed group that
+// starts at "latest" starts at the high watermark, as Kafka's
+// SharePartition does (its offsetForLatestTimestamp reads
+// READ_UNCOMMITTED whatever the group's isolation level). Before, the
+// lag counted the open transaction's records and those after it (8 here).
+func TestShareGroupReadCommittedLag(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), fastShareGroups)
+	addr := n.KafkaAddr()
+	ctx := ctxT(t, 120*time.Second)
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	const topic = "share-lag"
+	createTopic(t, adm, topic, 1)
+	for _, g := range []string{"lag-rc", "lag-rc-latest"} {
+		ops := []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("share.isolation.level", "read_committed")}
+		if g == "lag-rc-latest" {
+			ops = append(ops, setOp("share.auto.offset.reset", "latest"))
+		}
+		if code, msg := alterGroupConfigs(t, ctx, cl, g, false, ops...); code != 0 {
+			t.Fatalf("group configs of %s: %v %q", g, kerr.ErrorForCode(code), msg)
+		}
+	}
+	endOffset := func() int64 {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := ends.Lookup(topic, 0)
+		return e.Offset
+	}
+
+	plain := newClient(t, addr)
+	produceTagged(t, ctx, plain, topic, "p", 5, 0)
+	open := newClient(t, addr, kgo.TransactionalID("share-lag-open"), kgo.TransactionTimeout(100*time.Second))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	lso := produceTagged(t, ctx, open, topic, "o", 5, 0)[0]
+	produceTagged(t, ctx, plain, topic, "q", 3, 0)
+	hw := endOffset()
+
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("ListTopics: %v %v", err, td[topic].Err)
+	}
+	join := func(group, member string) *shareFetcher {
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = group, member, 0, []string{topic}
+		if r, err := hb.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("ShareGroupHeartbeat of %s: %v %+v", group, err, r)
+		}
+		return &shareFetcher{t: t, cl: cl, group: group, member: member, topicID: td[topic].ID}
+	}
+	// lag-rc accepts everything it gets: the records below the open
+	// transaction.
+	raw := join("lag-rc", "lag-member-1")
+	acquired := 0
+	if err := proctest.Poll(30*time.Second, 10*time.Millisecond, func() bool {
+		_, recs := raw.fetch(ctx)
+		for _, r := range recs {
+			if r.LastOffset >= lso {
+				t.Fatalf("read_committed ShareFetch acquired %d-%d, at or past the last stable offset %d", r.FirstOffset, r.LastOffset, lso)
+			}
+			acquired += int(r.LastOffset - r.FirstOffset + 1)
+			raw.acknowledge(ctx, r.FirstOffset, r.LastOffset, 1)
+		}
+		return acquired == int(lso)
+	}); err != nil {
+		t.Fatalf("acquired %d of the %d records below the open transaction", acquired, lso)
+	}
+	if p := shareOffsets(t, cl, "lag-rc", topic, 1); len(p) != 1 || p[0].StartOffset != lso || p[0].Lag != 0 {
+		t.Fatalf("lag-rc with the transaction open: %+v, want start offset %d (the LSO) and lag 0 (high watermark %d)", p, lso, hw)
+	}
+
+	raw2 := join("lag-rc-latest", "lag-member-2")
+	if _, recs := raw2.fetch(ctx); len(recs) != 0 {
+		t.Fatalf("lag-rc-latest acquired %+v at its start", recs)
+	}
+	if p := shareOffsets(t, cl, "lag-rc-latest", topic, 1); len(p) != 1 || p[0].StartOffset != hw || p[0].Lag != 0 {
+		t.Fatalf("lag-rc-latest: %+v, want start offset %d (the high watermark, as Kafka) and lag 0", p, hw)
+	}
+
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	var p []kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition
+	if err := proctest.Poll(30*time.Second, 10*time.Millisecond, func() bool {
+		hw = endOffset()
+		p = shareOffsets(t, cl, "lag-rc", topic, 1)
+		return len(p) == 1 && p[0].Lag == hw-lso
+	}); err != nil {
+		t.Fatalf("lag-rc after the commit: %+v, want lag %d (offsets %d up to the high watermark %d)", p, hw-lso, lso, hw)
+	}
+}

@@ -3,8 +3,9 @@ package share
 // DescribeShareGroupOffsets (key 90), versions 0-1: each share-partition's
 // start offset (the share-partition start offset, from the persisted
 // state; -1 when it has none) and, v1, its lag: records at or above the
-// start offset, below the high watermark, neither acknowledged nor
-// archived, known when this node leads the partition (-1 otherwise).
+// start offset, below the high watermark (the last stable offset for a
+// read_committed group), neither acknowledged nor archived, known when
+// this node leads the partition (-1 otherwise).
 // Null topics: every topic the group's members subscribed to. With an
 // authorizer it needs Describe on the group and on each topic.
 
@@ -74,8 +75,8 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, req *ka
 						}
 						if pl, ok := lags[rt.Topic][p]; ok {
 							rp.Lag = pl.Lag
-						} else if hw, ok := c.parts.highWatermark(rt.Topic, p); ok && s != nil && s.StartOffset >= 0 {
-							rp.Lag = max(hw-s.StartOffset-doneCount(s), 0)
+						} else if end, ok := c.parts.lagEndOf(rg.GroupID, rt.Topic, p); ok && s != nil && s.StartOffset >= 0 {
+							rp.Lag = max(end-s.StartOffset-doneCount(s, end), 0)
 						}
 					}
 					t.Partitions = append(t.Partitions, rp)

@@ -401,7 +401,8 @@ func spans(b []byte) ([]batchSpan, error) {
 // Lag returns, for each share-partition of group this node leads now (in
 // the leader epoch it read the state in), its start offset, in-flight
 // counts and lag (records at or above the start offset, below the high
-// watermark, not yet acknowledged or archived). A share-partition kept
+// watermark or, for a read_committed group, the last stable offset, not
+// yet acknowledged or archived). A share-partition kept
 // from an earlier leadership is left out: its state may be stale.
 func (m *Manager) Lag(group string) []PartitionLag {
 	m.mu.Lock()
@@ -419,7 +420,7 @@ func (m *Manager) Lag(group string) []PartitionLag {
 		var done int
 		pl.Acquired, pl.Available, done = sp.st.Counts()
 		pl.InFlight = pl.Acquired + pl.Available + done
-		pl.Lag = max(rep.HighWatermark()-sp.st.Start()-int64(done), 0)
+		pl.Lag = m.lag(k.group, rep, sp.st)
 		out = append(out, pl)
 	}
 	slices.SortFunc(out, func(a, b PartitionLag) int {
@@ -471,22 +472,43 @@ func (m *Manager) nextExpiry() (time.Time, bool) {
 	return time.UnixMilli(best), found
 }
 
-// highWatermark is the high watermark of topic-p when this node leads it.
-func (m *Manager) highWatermark(topic string, p int32) (int64, bool) {
+// lagEnd is where group's lag on rep's partition counts to: the high
+// watermark, or for a read_committed group (share.isolation.level) the
+// last stable offset, the end of what its fetches may deliver now (a
+// record of an open transaction is no lag until it commits).
+func (m *Manager) lagEnd(group string, rep *partition.Replica) int64 {
+	end := rep.HighWatermark()
+	if m.cfg.group(group).readCommitted {
+		end = min(rep.LastStableOffset(), end)
+	}
+	return end
+}
+
+// lag counts st's records at or above its start offset, below lagEnd,
+// neither acknowledged nor archived. REQUIRES: m.mu held.
+func (m *Manager) lag(group string, rep *partition.Replica, st *Partition) int64 {
+	end := m.lagEnd(group, rep)
+	return max(end-st.Start()-int64(st.DoneBelow(end)), 0)
+}
+
+// lagEndOf is lagEnd of topic-p when this node leads it.
+func (m *Manager) lagEndOf(group, topic string, p int32) (int64, bool) {
 	rep, err := m.leaders.Leader(topic, p)
 	if err != nil {
 		return 0, false
 	}
-	return rep.HighWatermark(), true
+	return m.lagEnd(group, rep), true
 }
 
-// doneCount is the records of s at or above its start offset that are
-// acknowledged or archived.
-func doneCount(s *Snapshot) int64 {
+// doneCount is the records of s at or above its start offset and below
+// end that are acknowledged or archived.
+func doneCount(s *Snapshot, end int64) int64 {
 	var n int64
 	for _, b := range s.Batches {
 		if b.State == Acknowledged || b.State == Archived {
-			n += b.Last - max(b.First, s.StartOffset) + 1
+			if last := min(b.Last, end-1); last >= max(b.First, s.StartOffset) {
+				n += last - max(b.First, s.StartOffset) + 1
+			}
 		}
 	}
 	return n

@@ -42,7 +42,8 @@ type PartitionFigures struct {
 	// passed yet. Acquired is those held by a member now.
 	InFlight, Acquired int
 	// Lag counts the records at or above the start offset, below the
-	// high watermark, not acknowledged or archived.
+	// high watermark (the last stable offset for a read_committed
+	// group), not acknowledged or archived.
 	Lag int64
 }
 
@@ -57,7 +58,7 @@ func (m *Manager) Figures() []PartitionFigures {
 		acquired, available, done := sp.st.Counts()
 		f.InFlight, f.Acquired = acquired+available+done, acquired
 		if rep, err := m.leaders.Leader(k.topic, k.partition); err == nil {
-			f.Lag = max(rep.HighWatermark()-sp.st.Start()-int64(done), 0)
+			f.Lag = m.lag(k.group, rep, sp.st)
 		}
 		out = append(out, f)
 	}

@@ -181,6 +181,21 @@ func (p *Partition) Counts() (acquired, available, done int) {
 	return
 }
 
+// DoneBelow counts the records below end that are Acknowledged or
+// Archived and that the start offset has not passed yet.
+func (p *Partition) DoneBelow(end int64) int {
+	n := 0
+	for i, r := range p.recs {
+		if p.start+int64(i) >= end {
+			break
+		}
+		if r.state != Acquired && r.state != Available {
+			n++
+		}
+	}
+	return n
+}
+
 // State returns the state and delivery count of offset o (Acknowledged
 // for an offset below Start, Available with count 0 at or past End).
 func (p *Partition) State(o int64) (DeliveryState, int16) {

@@ -256,3 +256,28 @@ func TestArchiveAborted(t *testing.T) {
 		t.Fatal("archiving left the state clean")
 	}
 }
+
+// TestDoneBelow: the records done (acknowledged or archived) below an end
+// offset, in memory (DoneBelow) and in a persisted snapshot (doneCount):
+// what a read_committed group's lag leaves out below the last stable
+// offset.
+func TestDoneBelow(t *testing.T) {
+	s := Snapshot{StartOffset: 10, Batches: []StateBatch{
+		{First: 10, Last: 10, State: Available, DeliveryCount: 1},
+		{First: 11, Last: 12, State: Acknowledged, DeliveryCount: 1},
+		{First: 13, Last: 16, State: Archived, DeliveryCount: 1},
+		{First: 17, Last: 19, State: Acknowledged, DeliveryCount: 1},
+	}}
+	p := Restore(s, testLimits())
+	for _, c := range []struct {
+		end  int64
+		want int
+	}{{5, 0}, {10, 0}, {11, 0}, {12, 1}, {13, 2}, {15, 4}, {17, 6}, {18, 7}, {20, 9}, {100, 9}} {
+		if got := p.DoneBelow(c.end); got != c.want {
+			t.Errorf("DoneBelow(%d) = %d, want %d", c.end, got, c.want)
+		}
+		if got := doneCount(&s, c.end); got != int64(c.want) {
+			t.Errorf("doneCount(snapshot, %d) = %d, want %d", c.end, got, c.want)
+		}
+	}
+}
