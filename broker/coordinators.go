@@ -59,6 +59,7 @@ func (n *Node) buildCoordinators(reg *kafka.Registry) *coordinators {
 		OffsetsRetentionCheckInterval: n.cfg.OffsetsRetentionCheckInterval,
 		ConsumerHeartbeatInterval:     n.cfg.GroupConsumerHeartbeatInterval,
 		ConsumerMigrationPolicy:       n.cfg.GroupConsumerMigrationPolicy,
+		ConsumerMaxSize:               n.cfg.GroupConsumerMaxSize,
 		GroupConfig:                   n.groupConfig,
 		DeleteGroupConfigs:            n.deleteGroupConfigs,
 		NodeID:                        n.cfg.NodeID,

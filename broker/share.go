@@ -37,6 +37,7 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 		SessionTimeoutMs:    int32(n.cfg.GroupShareSessionTimeout.Milliseconds()),
 		HeartbeatIntervalMs: int32(n.cfg.GroupShareHeartbeatInterval.Milliseconds()),
 		AutoOffsetReset:     n.cfg.ShareAutoOffsetReset,
+		MaxSize:             n.cfg.GroupShareMaxSize,
 		GroupConfig:         n.groupConfig,
 		Authorizer:          n.authz,
 		Logger:              n.logger,

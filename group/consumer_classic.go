@@ -305,6 +305,10 @@ func (g *group) classicJoinConsumer(j joinRequest, w *waiter) {
 		resp.ErrorCode = code
 		w.send(resp, -1)
 	}
+	if len(cg.members) >= g.limits.consumerMaxSize() && (j.memberID == "" || cg.members[j.memberID] == nil) {
+		fail(kerr.GroupMaxSizeReached.Code) // group.consumer.max.size, as Kafka's throwIfConsumerGroupIsFull
+		return
+	}
 	if j.protocolType != "consumer" || len(j.protocols) == 0 { // whatever the policy, as in Kafka
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return

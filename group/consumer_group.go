@@ -15,6 +15,7 @@ package group
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -251,6 +252,21 @@ func (h *consumerHeartbeat) full() bool {
 	return h.memberEpoch == 0 || (h.rebalanceTimeoutMs != -1 && (h.subscribedTopics != nil || h.regex != nil) && h.owned != nil)
 }
 
+// consumerMaxSize is ConsumerMaxSize, or no bound for a Config without
+// its defaults set (a group a test builds by hand).
+func (c *Config) consumerMaxSize() int {
+	if c.ConsumerMaxSize <= 0 {
+		return math.MaxInt32
+	}
+	return c.ConsumerMaxSize
+}
+
+// groupFull is GROUP_MAX_SIZE_REACHED for a member the consumer group
+// has no room for (group.consumer.max.size), with Kafka's message.
+func (g *group) groupFull() *heartbeatError {
+	return hbErr(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", g.limits.consumerMaxSize())
+}
+
 // heartbeatError is a heartbeat's error code and message.
 type heartbeatError struct {
 	code int16
@@ -313,6 +329,14 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 			return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
 		case h.memberEpoch != 0:
 			return nil, hbErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", h.memberID, g.id)
+		case len(g.members) > g.limits.consumerMaxSize():
+			// Too large to become a consumer group (Kafka's
+			// validateOnlineUpgrade).
+			return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
+		case len(g.members) > 0 && len(g.members) >= g.limits.consumerMaxSize():
+			// Upgraded, the group would have no room for the joining
+			// member: refused before any conversion, as Kafka's.
+			return nil, g.groupFull()
 		case len(g.members) > 0:
 			// A member of the consumer protocol joins a classic group
 			// with members: the online upgrade (consumer_classic.go).
@@ -324,6 +348,10 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 		case len(g.pending) > 0:
 			return nil, hbErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", g.id)
 		}
+	}
+	if cg := g.consumer; cg != nil && len(cg.members) >= g.limits.consumerMaxSize() && cg.members[h.memberID] == nil {
+		// Kafka's throwIfConsumerGroupIsFull, whatever the epoch.
+		return recs, g.groupFull()
 	}
 	if h.memberEpoch == leaveEpoch || h.memberEpoch == staticLeaveEpoch {
 		return g.consumerLeave(h, resp)

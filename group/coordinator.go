@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -63,6 +64,9 @@ type Config struct {
 	// DeleteGroupConfigs deletes the configs of a group DeleteGroups
 	// deleted, as Kafka does; nil: none are kept.
 	DeleteGroupConfigs func(ctx context.Context, group string) error
+	// ConsumerMaxSize is group.consumer.max.size: members of one KIP-848
+	// consumer group at most (default, as Kafka's, math.MaxInt32).
+	ConsumerMaxSize int
 	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
 	// online conversions between classic and consumer groups are allowed
 	// (bidirectional, upgrade, downgrade, disabled; "" is bidirectional,
@@ -103,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CompactAfterRecords <= 0 {
 		c.CompactAfterRecords = 20000
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = math.MaxInt32
 	}
 	if c.OffsetsRetention <= 0 {
 		c.OffsetsRetention = 7 * 24 * time.Hour

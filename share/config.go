@@ -18,6 +18,10 @@ type Config struct {
 	SessionTimeoutMs int32
 	// HeartbeatIntervalMs is group.share.heartbeat.interval.ms (5000).
 	HeartbeatIntervalMs int32
+	// MaxSize is group.share.max.size: members of one share group at most
+	// (Kafka's default 200); a member that would join past it gets
+	// GROUP_MAX_SIZE_REACHED.
+	MaxSize int
 	// AutoOffsetReset is share.auto.offset.reset, where a share-partition
 	// without state starts: "latest" (Kafka's default: the high
 	// watermark) or "earliest" (the log start, remote included).
@@ -48,6 +52,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HeartbeatIntervalMs <= 0 {
 		c.HeartbeatIntervalMs = 5000
+	}
+	if c.MaxSize <= 0 {
+		c.MaxSize = 200
 	}
 	if c.AutoOffsetReset != "earliest" {
 		c.AutoOffsetReset = "latest"

@@ -12,6 +12,10 @@ package share
 //   - The assignment is sent when it changed: every partition of every
 //     subscribed topic (groups.go). A null subscription keeps the last
 //     one; a joining member must send one (INVALID_REQUEST).
+//   - A member the group does not have, in a group of
+//     group.share.max.size members, is GROUP_MAX_SIZE_REACHED ("The share
+//     group has reached its maximum capacity of N members."), whatever
+//     its epoch, as Kafka's throwIfShareGroupIsFull.
 //   - GROUP_ID_NOT_FOUND ("Group g is not a share group.") for a classic
 //     or consumer group's id, as Kafka's (no conversion between types).
 //   - NOT_COORDINATOR unless this node leads the group's
@@ -27,6 +31,7 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -91,6 +96,10 @@ func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, req *kafka.
 			g = &shareGroup{id: r.GroupID, members: map[string]*member{}, topics: map[string]TopicMeta{}}
 		}
 		m := g.members[r.MemberID]
+		if m == nil && len(g.members) >= c.cfg.MaxSize {
+			code = kerr.GroupMaxSizeReached.Code
+			return g, nil
+		}
 		if r.MemberEpoch == -1 {
 			if m != nil {
 				delete(g.members, r.MemberID)
@@ -141,6 +150,9 @@ func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, req *kafka.
 		}
 		resp.ErrorCode = logErrCode(err)
 		return kafka.Reply{Response: resp}, nil
+	}
+	if code == kerr.GroupMaxSizeReached.Code {
+		return fail(kerr.GroupMaxSizeReached, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", c.cfg.MaxSize))
 	}
 	if code != 0 {
 		return fail(kerr.ErrorForCode(code).(*kerr.Error), "")

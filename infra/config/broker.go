@@ -114,6 +114,8 @@ type Broker struct {
 	GroupConsumerSessionTimeout       time.Duration `yaml:"group_consumer_session_timeout" doc:"group.consumer.session.timeout.ms: how long a KIP-848 consumer group member may go without a heartbeat before it is fenced and its partitions reassigned."`
 	GroupConsumerHeartbeatInterval    time.Duration `yaml:"group_consumer_heartbeat_interval" doc:"group.consumer.heartbeat.interval.ms: the heartbeat interval KIP-848 consumer group members are told to use; below group_consumer_session_timeout."`
 	GroupConsumerMigrationPolicy      string        `yaml:"group_consumer_migration_policy" doc:"group.consumer.migration.policy: the online conversions between classic and KIP-848 consumer groups: bidirectional (a consumer-protocol member joining a classic group upgrades it, the last one leaving downgrades it), upgrade, downgrade or disabled."`
+	GroupConsumerMaxSize              int           `yaml:"group_consumer_max_size" doc:"group.consumer.max.size: members of one KIP-848 consumer group at most; a member that would join past it gets GROUP_MAX_SIZE_REACHED, and a classic group larger than it is not upgraded (at least 1)."`
+	GroupShareMaxSize                 int           `yaml:"group_share_max_size" doc:"group.share.max.size: members of one share group at most; a member that would join past it gets GROUP_MAX_SIZE_REACHED (1..1000)."`
 	GroupShareRecordLockDuration      time.Duration `yaml:"group_share_record_lock_duration" doc:"group.share.record.lock.duration.ms: how long a share group member holds a record it fetched before the record is released to the group again (KIP-932)."`
 	GroupShareDeliveryCountLimit      int16         `yaml:"group_share_delivery_count_limit" doc:"group.share.delivery.count.limit: deliveries of a record to share group members before it is archived instead of delivered again."`
 	GroupSharePartitionMaxRecordLocks int           `yaml:"group_share_partition_max_record_locks" doc:"group.share.partition.max.record.locks: records of one share-partition in flight (acquired or waiting for redelivery) at most."`
@@ -244,6 +246,8 @@ func Defaults() Broker {
 		OffsetsRetentionCheckInterval:       10 * time.Minute,
 		GroupConsumerSessionTimeout:         45 * time.Second,
 		GroupConsumerHeartbeatInterval:      5 * time.Second,
+		GroupConsumerMaxSize:                math.MaxInt32,
+		GroupShareMaxSize:                   200,
 		GroupShareRecordLockDuration:        30 * time.Second,
 		GroupShareDeliveryCountLimit:        5,
 		GroupSharePartitionMaxRecordLocks:   2000,
@@ -375,6 +379,10 @@ func (b *Broker) Validate() error {
 	}
 	if b.OffsetsTopicNumPartitions < 1 {
 		return fmt.Errorf("%w: offsets_topic_num_partitions %d", ErrInvalidConfig, b.OffsetsTopicNumPartitions)
+	}
+	if b.GroupConsumerMaxSize < 1 || b.GroupShareMaxSize < 1 || b.GroupShareMaxSize > 1000 {
+		return fmt.Errorf("%w: group_consumer_max_size %d must be at least 1 and group_share_max_size %d within 1..1000",
+			ErrInvalidConfig, b.GroupConsumerMaxSize, b.GroupShareMaxSize)
 	}
 	if b.OffsetsRetention < time.Millisecond || b.OffsetsRetentionCheckInterval < time.Millisecond {
 		return fmt.Errorf("%w: offsets_retention %v and offsets_retention_check_interval %v must be at least 1ms",

@@ -1,0 +1,98 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/testnode"
+)
+
+// group.consumer.max.size and group.share.max.size on a real node: with
+// room for two members, a third member of a KIP-848 consumer group and of
+// a share group gets GROUP_MAX_SIZE_REACHED with Kafka's message, and
+// joins once a member left. Before, nothing bounded a group.
+func TestGroupMaxSize(t *testing.T) {
+	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
+		c.GroupConsumerMaxSize = 2
+		c.GroupShareMaxSize = 2
+	})
+	cl := newClient(t, n.KafkaAddr())
+	ctx := ctxT(t, 60*time.Second)
+	createTopic(t, kadm.NewClient(cl), "sized", 1)
+
+	consumer := func(member string, epoch int32) (int16, string) {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch = "sized-848", member, epoch
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 5000, []string{"sized"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		for {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.NotCoordinator.Code || resp.ErrorCode == kerr.CoordinatorNotAvailable.Code {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			msg := ""
+			if resp.ErrorMessage != nil {
+				msg = *resp.ErrorMessage
+			}
+			return resp.ErrorCode, msg
+		}
+	}
+	share := func(member string, epoch int32) (int16, string) {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = "sized-share", member, epoch
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{"sized"}
+		}
+		for {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.NotCoordinator.Code || resp.ErrorCode == kerr.CoordinatorNotAvailable.Code {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			msg := ""
+			if resp.ErrorMessage != nil {
+				msg = *resp.ErrorMessage
+			}
+			return resp.ErrorCode, msg
+		}
+	}
+	for _, c := range []struct {
+		kind string
+		hb   func(string, int32) (int16, string)
+		msg  string
+	}{
+		{"consumer", consumer, "The consumer group has reached its maximum capacity of 2 members."},
+		{"share", share, "The share group has reached its maximum capacity of 2 members."},
+	} {
+		for _, m := range []string{"member-1", "member-2"} {
+			if code, msg := c.hb(m, 0); code != 0 {
+				t.Fatalf("%s group: %s joins: %v %q", c.kind, m, kerr.ErrorForCode(code), msg)
+			}
+		}
+		if code, msg := c.hb("member-3", 0); code != kerr.GroupMaxSizeReached.Code || msg != c.msg {
+			t.Fatalf("%s group: a third member: %v %q, want GROUP_MAX_SIZE_REACHED %q", c.kind, kerr.ErrorForCode(code), msg, c.msg)
+		}
+		if code, msg := c.hb("member-1", -1); code != 0 {
+			t.Fatalf("%s group: member-1 leaves: %v %q", c.kind, kerr.ErrorForCode(code), msg)
+		}
+		if code, msg := c.hb("member-3", 0); code != 0 {
+			t.Fatalf("%s group: member-3 joins once member-1 left: %v %q", c.kind, kerr.ErrorForCode(code), msg)
+		}
+	}
+}
