@@ -243,10 +243,12 @@ func restore(g *group, lg *loadedGroup, now time.Time) {
 	} else {
 		g.setState(StateStable)
 	}
+	// When the group entered its state, as Kafka's ClassicGroup
+	// .fromRecord keeps it: an Empty group's offsets expire counted from
+	// then (offset_expiry.go), not from this load; a record without one
+	// (-1, an older writer) leaves them to count from their commits.
+	g.stateSince = time.Time{}
 	if v.CurrentStateTimestamp > 0 {
-		// When the group entered its state, as Kafka's ClassicGroup
-		// .fromRecord keeps it: an Empty group's offsets expire counted
-		// from then (offset_expiry.go), not from this load.
 		g.stateSince = time.UnixMilli(v.CurrentStateTimestamp)
 	}
 }

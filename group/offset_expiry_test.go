@@ -204,4 +204,19 @@ func TestOffsetExpiryAfterLoad(t *testing.T) {
 	}
 	gone, deleted := h.expireAt(h.g.now)
 	expectExpired(t, gone, deleted, []string{"a-0"}, true)
+
+	// A record without a state timestamp (-1): each offset counts from
+	// its commit.
+	h = newHarness(t)
+	v.CurrentStateTimestamp = -1
+	commit := h.g.now.Add(-testRetention / 2)
+	lg.offsets = map[topicPartition]offsetEntry{{"a", 0}: {offset: 1, commitTimestamp: commit.UnixMilli()}}
+	restore(h.g, lg, h.g.now)
+	if !h.g.stateSince.IsZero() || h.g.metadataValue().CurrentStateTimestamp != -1 {
+		t.Fatalf("no state timestamp: state since %v, written %d", h.g.stateSince, h.g.metadataValue().CurrentStateTimestamp)
+	}
+	gone, deleted = h.expireAt(commit.Add(testRetention - time.Millisecond))
+	expectExpired(t, gone, deleted, nil, false)
+	gone, deleted = h.expireAt(commit.Add(testRetention))
+	expectExpired(t, gone, deleted, []string{"a-0"}, true)
 }

@@ -478,7 +478,10 @@ func (g *group) metadataValue() *kmsg.GroupMetadataValue {
 	if g.leader != "" {
 		v.Leader = kmsg.StringPtr(g.leader)
 	}
-	v.CurrentStateTimestamp = g.stateSince.UnixMilli()
+	v.CurrentStateTimestamp = -1 // unknown, as Kafka writes it
+	if !g.stateSince.IsZero() {
+		v.CurrentStateTimestamp = g.stateSince.UnixMilli()
+	}
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		vm := kmsg.NewGroupMetadataValueMember()
