@@ -19,6 +19,7 @@ import (
 
 	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest/child"
 )
 
 // S3 credentials the suite gives versitygw and the nodes.
@@ -79,9 +80,9 @@ func runNATSChild() int {
 type Cluster struct {
 	cfg   *Config
 	dir   string
-	nats  []*Proc
+	nats  []*child.Process
 	natsP []int // client ports
-	s3    *Proc
+	s3    *child.Process
 	s3Dir string
 	s3URL string // versitygw
 	proxy *S3Proxy
@@ -90,14 +91,18 @@ type Cluster struct {
 	log   *slog.Logger
 }
 
-// Node is one shale serve process.
+// Node is one shale serve process. Its Process is made by startNode, once
+// its ports are chosen; every run appends its output to Log.
 type Node struct {
-	*Proc
+	*child.Process
+	Name  string
+	Log   string // the log file of every run
 	ID    int32
 	Kafka string
 	Admin string
 	Dir   string
 	Gid   uint32
+	env   []string
 }
 
 // startCluster starts everything and waits until every node is ready and
@@ -123,11 +128,9 @@ func startCluster(ctx context.Context, cfg *Config, log *slog.Logger) (*Cluster,
 		id := int32(i + 1)
 		dir := filepath.Join(c.dir, fmt.Sprintf("node-%d", id))
 		env := []string{"AWS_ACCESS_KEY_ID=" + s3Access, "AWS_SECRET_ACCESS_KEY=" + s3Secret, "AWS_REGION=" + s3Region}
-		n := &Node{Proc: NewProc(fmt.Sprintf("node-%d", id), cfg.Shale, nil, env, filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id))),
-			ID: id, Dir: dir}
+		n := &Node{Name: fmt.Sprintf("node-%d", id), Log: filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id)), ID: id, Dir: dir, env: env}
 		if c.net.ok {
 			n.Gid = 40000 + uint32(os.Getpid()%1000)*10 + uint32(id)
-			n.Proc.gid = n.Gid
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -159,7 +162,7 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) err
 			return err
 		}
 		n.Kafka, n.Admin = kafka, admin
-		n.args = []string{"serve", "--node-id", fmt.Sprint(n.ID), "--data-dir", n.Dir, "--listen", kafka, "--admin-listen", admin,
+		args := []string{"serve", "--node-id", fmt.Sprint(n.ID), "--data-dir", n.Dir, "--listen", kafka, "--admin-listen", admin,
 			"--nats", strings.Join(natsURLs, ","), "--nats-replicas", fmt.Sprint(len(c.nats)),
 			"--broker-session-timeout", c.cfg.Session.String(), "--controller-lease", c.cfg.Session.String(),
 			"--replica-lag-time-max", "3s",
@@ -177,9 +180,10 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) err
 		if c.cfg.ShareGroups {
 			// The share group reads the plain topic from its start; a
 			// record whose acceptance was lost comes back after 10 s.
-			n.args = append(n.args, "--share-auto-offset-reset", "earliest", "--group-share-record-lock-duration", "10s",
+			args = append(args, "--share-auto-offset-reset", "earliest", "--group-share-record-lock-duration", "10s",
 				"--group-share-delivery-count-limit", "10")
 		}
+		n.Process = child.New(child.Config{Name: n.Name, Bin: c.cfg.Shale, Args: args, Env: n.env, Gid: n.Gid, LogPath: n.Log})
 		if err := n.Start(); err != nil {
 			return err
 		}
@@ -189,9 +193,9 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, natsURLs []string) err
 		if !exited {
 			return nil
 		}
-		n.stop(syscall.SIGKILL, 5*time.Second)
-		lastErr = fmt.Errorf("%s exited at start (see %s)", n.Name, n.log)
-		b, _ := os.ReadFile(n.log)
+		n.Stop(syscall.SIGKILL, 5*time.Second)
+		lastErr = fmt.Errorf("%s exited at start (see %s)", n.Name, n.Log)
+		b, _ := os.ReadFile(n.Log)
 		if !strings.Contains(string(b), "address already in use") {
 			return lastErr
 		}
@@ -224,15 +228,16 @@ func (c *Cluster) startNATS() error {
 		if count > 1 {
 			env = append(env, "CHAOS_NATS_ROUTE_PORT="+fmt.Sprint(routePorts[i]), "CHAOS_NATS_ROUTES="+strings.Join(routes, ","))
 		}
-		p := NewProc(fmt.Sprintf("nats-%d", i+1), c.cfg.Self, nil, env, filepath.Join(c.dir, fmt.Sprintf("nats-%d.log", i+1)))
+		p := child.New(child.Config{Name: fmt.Sprintf("nats-%d", i+1), Bin: c.cfg.Self, Env: env,
+			LogPath: filepath.Join(c.dir, fmt.Sprintf("nats-%d.log", i+1))})
 		if err := p.Start(); err != nil {
 			return err
 		}
 		c.nats = append(c.nats, p)
 	}
-	for i, p := range c.nats {
+	for i := range c.nats {
 		if !poll(30*time.Second, 50*time.Millisecond, func() bool { return dialOK(fmt.Sprintf("127.0.0.1:%d", c.natsP[i])) }) {
-			return fmt.Errorf("nats-%d not listening after 30 s (see %s)", i+1, p.log)
+			return fmt.Errorf("nats-%d not listening after 30 s (see %s)", i+1, filepath.Join(c.dir, fmt.Sprintf("nats-%d.log", i+1)))
 		}
 	}
 	return c.waitJetStream(60 * time.Second)
@@ -277,8 +282,8 @@ func (c *Cluster) startS3() error {
 		return err
 	}
 	c.s3URL = "http://" + addr
-	c.s3 = NewProc("versitygw", c.cfg.VersityGW, []string{"--access", s3Access, "--secret", s3Secret, "--region", s3Region,
-		"--port", addr, "--quiet", "posix", c.s3Dir}, nil, filepath.Join(c.dir, "versitygw.log"))
+	c.s3 = child.New(child.Config{Name: "versitygw", Bin: c.cfg.VersityGW, Args: []string{"--access", s3Access, "--secret", s3Secret, "--region", s3Region,
+		"--port", addr, "--quiet", "posix", c.s3Dir}, LogPath: filepath.Join(c.dir, "versitygw.log")})
 	if err := c.s3.Start(); err != nil {
 		return err
 	}
@@ -307,7 +312,7 @@ func (c *Cluster) waitReady(ctx context.Context, n *Node, d time.Duration) error
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case !n.Alive():
-		return fmt.Errorf("%s exited before it was ready (see %s)", n.Name, n.log)
+		return fmt.Errorf("%s exited before it was ready (see %s)", n.Name, n.Log)
 	case !ok:
 		return fmt.Errorf("%s not ready after %v", n.Name, d)
 	}
@@ -327,7 +332,7 @@ func (c *Cluster) seeds() []string {
 func (c *Cluster) Close() {
 	var errs []error
 	for _, n := range c.Nodes {
-		if n.Alive() {
+		if n.Process != nil && n.Alive() { // nil: never started
 			errs = append(errs, n.Kill())
 		}
 	}
@@ -348,4 +353,16 @@ func (c *Cluster) Close() {
 	if err := errors.Join(errs...); err != nil {
 		c.log.Warn("cluster close", "err", err)
 	}
+}
+
+// poll calls cond every interval until it returns true or d passes.
+func poll(d, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
 }

@@ -304,9 +304,9 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 	case NATSKill:
 		p := c.nats[e.Pick%len(c.nats)]
 		if err := p.Kill(); err != nil {
-			return nil, p.Name, err
+			return nil, p.Name(), err
 		}
-		return p.Start, p.Name, nil
+		return p.Start, p.Name(), nil
 	case NATSPause:
 		for _, p := range c.nats {
 			if err := p.Pause(); err != nil {

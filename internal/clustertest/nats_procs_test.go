@@ -12,19 +12,19 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/shale-io/shale/chaos"
 	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/proctest/child"
 )
 
 // natsProcs is a 3-server NATS cluster run as child processes of this test
-// binary (the chaos suite's NATS child and its chaos.Proc: TestMain calls
+// binary (the chaos suite's NATS child, supervised by child.Process: TestMain calls
 // chaos.MaybeRunChild), so that a test can kill -9, restart and pause
 // (SIGSTOP) each server, which the in-process servers of
 // natsembed.StartCluster cannot be.
 type natsProcs struct {
 	t     *testing.T
-	procs []*chaos.Proc
+	procs []*child.Process
 	ports []int
 }
 
@@ -58,7 +58,8 @@ func startNATSProcs(t *testing.T, dir string) *natsProcs {
 		env := []string{"SHALE_CHAOS_CHILD=nats", fmt.Sprintf("CHAOS_NATS_PORT=%d", n.ports[i]),
 			"CHAOS_NATS_DIR=" + filepath.Join(dir, fmt.Sprintf("nats-%d", i+1)), fmt.Sprintf("CHAOS_NATS_NAME=blip-nats-%d", i+1),
 			fmt.Sprintf("CHAOS_NATS_ROUTE_PORT=%d", routePorts[i]), "CHAOS_NATS_ROUTES=" + strings.Join(routes, ",")}
-		p := chaos.NewProc(fmt.Sprintf("nats-%d", i+1), self, nil, env, filepath.Join(dir, fmt.Sprintf("nats-%d.log", i+1)))
+		p := child.New(child.Config{Name: fmt.Sprintf("nats-%d", i+1), Bin: self, Env: env,
+			LogPath: filepath.Join(dir, fmt.Sprintf("nats-%d.log", i+1))})
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,8 @@ var ranks = map[string]int{
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
 	"internal/testjwt": 0, "internal/benchpair": 0,
+	// the process supervisor under the harnesses (on internal/procstat).
+	"internal/proctest/child": 1,
 	// the console's embedded single-page app: files only.
 	"console": 0,
 	// 1: on the leaves: the disk log, the transport's SASL, the authorizer,

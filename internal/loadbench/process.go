@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -17,20 +15,20 @@ import (
 
 	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/internal/procstat"
+	"github.com/shale-io/shale/internal/proctest/child"
 )
 
 // ErrNotReady is returned when a child server did not accept the topic
 // before the start deadline.
 var ErrNotReady = errors.New("loadbench: server not ready")
 
-// Process is a server running as a child process. Close stops it; it is
-// safe to call more than once.
+// Process is a server running as a child process (a child.Process, the
+// harnesses' one supervisor). Close stops it; it is safe to call more than
+// once.
 type Process struct {
-	cmd   *exec.Cmd
+	proc  *child.Process
 	addr  string
-	stdin io.WriteCloser
-	done  chan struct{}
-	err   error // set before done is closed
+	stdin io.Closer // the write end of the child's stdin, if it has one
 	// SASLSSL is the node's SASL_SSL listener, when started WithSASLSSL.
 	SASLSSL *SASLSSL
 	// AdminAddr is a Shale node's admin HTTP address (metrics, pprof).
@@ -40,57 +38,43 @@ type Process struct {
 // Addr is the Kafka address of the child.
 func (p *Process) Addr() string { return p.addr }
 
-// Pid is the child's process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// Pid is the child's process id (0 once it has stopped).
+func (p *Process) Pid() int { return p.proc.Pid() }
 
 // CPUTime reads utime+stime of the child from /proc/<pid>/stat. Threads are
 // included; children of the child are not (neither server starts any).
 func (p *Process) CPUTime() (time.Duration, error) {
-	return procCPU(p.cmd.Process.Pid)
+	return procCPU(p.proc.Pid())
 }
 
 // Close stops the child (SIGTERM, then SIGKILL after 15 s) and waits for it.
 func (p *Process) Close() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
 	if p.stdin != nil {
 		p.stdin.Close()
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if err := p.proc.Terminate(15 * time.Second); err != nil && !errors.Is(err, child.ErrNotRunning) {
+		return err
 	}
 	return nil
+}
+
+// exited reports whether the child has exited, and how.
+func (p *Process) exited() (string, bool) {
+	cmd := p.proc.Cmd()
+	if cmd == nil {
+		return "stopped", true
+	}
+	select {
+	case <-p.proc.Exited():
+		return cmd.ProcessState.String(), true
+	default:
+		return "", false
+	}
 }
 
 func procCPU(pid int) (time.Duration, error) {
 	st, err := procstat.Read(pid)
 	return st.CPU, err
-}
-
-func start(cmd *exec.Cmd, stdin bool) (*Process, error) {
-	p := &Process{cmd: cmd, done: make(chan struct{})}
-	if stdin {
-		w, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, err
-		}
-		p.stdin = w
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
 }
 
 // StartShale runs `bin serve` on loopback ports with its data under dir and
@@ -109,33 +93,28 @@ func StartShale(ctx context.Context, bin, dir string, cfg Config, opts ...ShaleO
 		}
 		ports[i] = p
 	}
-	logf, err := os.Create(dir + "/shale.log")
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	cmd := exec.Command(bin, "serve",
-		"--data-dir", dir+"/data",
+	args := []string{"serve",
+		"--data-dir", dir + "/data",
 		"--listen", addr,
 		"--admin-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"--log-level", "warn",
-	)
-	cmd.Args = append(cmd.Args, so.args...)
+	}
+	args = append(args, so.args...)
 	var sec *SASLSSL
 	if so.saslSSL {
+		var err error
 		if sec, err = newSASLSSL(dir, fmt.Sprintf("127.0.0.1:%d", ports[3])); err != nil {
 			return nil, err
 		}
-		cmd.Args = append(cmd.Args, sec.serveArgs(addr)...)
+		args = append(args, sec.serveArgs(addr)...)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	p, err := start(cmd, false)
-	if err != nil {
+	p := &Process{proc: child.New(child.Config{Name: "shale", Bin: bin, Args: args, LogPath: dir + "/shale.log"}),
+		addr: addr, AdminAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	if err := p.proc.Start(); err != nil {
 		return nil, err
 	}
-	p.addr, p.AdminAddr = addr, fmt.Sprintf("127.0.0.1:%d", ports[1])
 	if err := createTopic(ctx, p, cfg); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%w; last lines of the server log:\n%s", err, logTail(dir+"/shale.log", 2048))
@@ -183,10 +162,8 @@ func createTopic(ctx context.Context, p *Process, cfg Config) error {
 	adm := kadm.NewClient(cl)
 	var last error
 	for ctx.Err() == nil {
-		select {
-		case <-p.done:
-			return fmt.Errorf("%w: server exited: %v", ErrNotReady, p.err)
-		default:
+		if how, ok := p.exited(); ok {
+			return fmt.Errorf("%w: server exited: %s", ErrNotReady, how)
 		}
 		last = tryCreate(ctx, adm, cfg)
 		if last == nil {
@@ -227,31 +204,46 @@ func tryCreate(ctx context.Context, adm *kadm.Client, cfg Config) error {
 }
 
 // StartSelf runs the current executable with args, expecting it to call
-// ServeKfake: it reads the address the child prints on its first stdout line.
+// ServeKfake: it reads the address the child prints on its first stdout line
+// (after the supervisor's run marker).
 // The child stops when its stdin is closed (by Close) or on SIGTERM.
 func StartSelf(ctx context.Context, args ...string) (*Process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	in, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	p, err := start(cmd, true)
-	if err != nil {
-		return nil, err
-	}
+	// The reader runs from the start: the supervisor writes its run marker
+	// to stdout before the child starts. It ends at the child's exit.
+	out, stdout := io.Pipe()
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
+		for sc.Scan() {
+			if line := sc.Text(); !strings.HasPrefix(line, "=== ") { // not the run marker
+				lines <- line
+				break
+			}
 		}
 		close(lines)
 		_, _ = io.Copy(io.Discard, out)
+	}()
+	p := &Process{stdin: stdin, proc: child.New(child.Config{Name: "kfake", Bin: exe, Args: args,
+		Output: stdout, Stderr: os.Stderr, Stdin: in})}
+	err = p.proc.Start()
+	in.Close() // the child has its own copy
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
+		return nil, err
+	}
+	exited := p.proc.Exited()
+	go func() { // ends when the child has exited and its stdout is copied
+		<-exited
+		stdout.Close()
 	}()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -30,7 +30,7 @@ func TestClientMetadata(t *testing.T) {
 	if n.Client() != cl {
 		t.Fatal("Client made a second client during one run")
 	}
-	n.end() // what Kill, Stop and WaitExit do once the run has exited
+	n.closeClient() // what Kill, Stop and WaitExit do once the run has exited
 	if n.Client() == cl {
 		t.Fatal("Client kept the ended run's client")
 	}

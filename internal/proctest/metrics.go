@@ -35,7 +35,7 @@ func (n *Node) Metrics() map[string]float64 {
 // RSSFile is the live run's file-backed resident memory in bytes
 // (RssFile in /proc/<pid>/status: mapped file pages it touched), or -1.
 func (n *Node) RSSFile() int64 {
-	cmd, _ := n.current()
+	cmd := n.proc.Cmd()
 	if cmd == nil || cmd.Process == nil {
 		return -1
 	}

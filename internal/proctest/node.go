@@ -2,11 +2,10 @@ package proctest
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/internal/procstat"
+	"github.com/shale-io/shale/internal/proctest/child"
 )
 
 // ReadyTimeout bounds WaitReady. A node restarted after SIGKILL first waits
@@ -34,7 +33,9 @@ const tailBytes = 8 << 10
 // by a test: every Start is a new run with the same binary, arguments and
 // environment, so the same data dir and ports. Its stdout and stderr across
 // every run are kept in one buffer, each run headed by the line
-// "=== <name>: run <n>: shale <args>".
+// "=== <name>: run <n>: shale <args> (at <time>)". It is a child.Process
+// (internal/proctest/child, the supervisor the chaos suite and loadbench
+// use too) that fails the test instead of returning errors.
 //
 // The child gets the test's environment without SHALE_* variables, plus
 // the Env option's; the kernel kills it if the test binary dies. A run
@@ -46,8 +47,7 @@ const tailBytes = 8 << 10
 // (the test's): they fail the test through testing.TB.
 type Node struct {
 	t     testing.TB
-	bin   string
-	args  []string // after bin
+	proc  *child.Process
 	env   []string // added to the filtered environment
 	name  string   // in the run markers and failure messages
 	admin string   // admin HTTP address; "" if the node has none
@@ -58,11 +58,7 @@ type Node struct {
 
 	mu struct {
 		sync.Mutex
-		runs   int
-		cmd    *exec.Cmd
-		done   chan struct{} // closed when the current run has exited
-		paused bool          // between Pause and Resume of the current run
-		cl     *kgo.Client   // seeded with this node only; nil until Client
+		cl *kgo.Client // seeded with this node only; nil until Client
 	}
 }
 
@@ -84,10 +80,11 @@ func AdminAddr(addr string) Option { return func(n *Node) { n.admin = addr } }
 // NewNode prepares bin with args; nothing runs until Start. Cleanup is
 // registered on t.
 func NewNode(t testing.TB, bin string, args []string, opts ...Option) *Node {
-	n := &Node{t: t, bin: bin, args: args, name: "shale"}
+	n := &Node{t: t, name: "shale"}
 	for _, o := range opts {
 		o(n)
 	}
+	n.proc = child.New(child.Config{Name: n.name, Bin: bin, Args: args, Label: "shale", Env: n.env, Output: &n.out})
 	t.Cleanup(n.cleanup)
 	return n
 }
@@ -114,61 +111,31 @@ func (n *Node) Admin() string { return n.admin }
 func (n *Node) DataDir() string { return n.dir }
 
 // Args returns a copy of the arguments after the binary.
-func (n *Node) Args() []string { return append([]string(nil), n.args...) }
+func (n *Node) Args() []string { return n.proc.Args() }
 
 // Start launches a run; it does not wait for readiness. Starting while a
-// run is live fails the test.
+// run is live, or before the last one was ended (Kill, Stop, WaitExit),
+// fails the test.
 func (n *Node) Start() {
 	n.t.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.mu.cmd != nil {
+	if n.proc.Cmd() != nil {
 		n.t.Fatalf("%s: start while a run is live", n.name)
 	}
-	n.mu.runs++
-	fmt.Fprintf(&n.out, "=== %s: run %d: shale %s\n", n.name, n.mu.runs, strings.Join(n.args, " "))
-	cmd := exec.Command(n.bin, n.args...)
-	cmd.Env = ChildEnv(n.env...)
-	cmd.Stdout, cmd.Stderr = &n.out, &n.out
-	// If the test binary dies, the kernel kills the node too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		n.t.Fatalf("%s: starting %s: %v", n.name, n.bin, err)
+	if err := n.proc.Start(); err != nil {
+		n.t.Fatal(err)
 	}
-	done := make(chan struct{})
-	n.mu.cmd, n.mu.done, n.mu.paused = cmd, done, false
-	go func() { // owned by this run; ends when the process exits
-		cmd.Wait()
-		close(done)
-	}()
 }
 
 // ChildEnv is the test's environment without SHALE_* variables (so that a
 // developer's own settings do not reach a child), plus extra: what Node
 // gives its runs, for other commands a test runs.
-func ChildEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHALE_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
+func ChildEnv(extra ...string) []string { return child.ChildEnv(extra...) }
 
-// current returns the live run's command and exit channel (nil, nil
-// between runs).
-func (n *Node) current() (*exec.Cmd, chan struct{}) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.cmd, n.mu.done
-}
-
-// end forgets the current run once it has exited, and closes its client.
-func (n *Node) end() {
+// closeClient closes the node's client of the run that ended.
+func (n *Node) closeClient() {
 	n.mu.Lock()
 	cl := n.mu.cl
-	n.mu.cmd, n.mu.done, n.mu.paused, n.mu.cl = nil, nil, false, nil
+	n.mu.cl = nil
 	n.mu.Unlock()
 	if cl != nil {
 		cl.Close()
@@ -178,38 +145,16 @@ func (n *Node) end() {
 // Cmd returns the live run's command, or nil between runs (after Kill,
 // Stop or WaitExit). The caller may read it (Process.Pid) and signal its
 // Process from any goroutine, but must not Start or Wait it.
-func (n *Node) Cmd() *exec.Cmd {
-	cmd, _ := n.current()
-	return cmd
-}
+func (n *Node) Cmd() *exec.Cmd { return n.proc.Cmd() }
 
 // Runs is how many times Start has launched the node.
-func (n *Node) Runs() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.runs
-}
+func (n *Node) Runs() int { return n.proc.Runs() }
 
 // Alive reports whether a run is live (started, not yet exited).
-func (n *Node) Alive() bool {
-	_, done := n.current()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
+func (n *Node) Alive() bool { return n.proc.Alive() }
 
 // Paused reports whether the live run is stopped by Pause.
-func (n *Node) Paused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.paused
-}
+func (n *Node) Paused() bool { return n.proc.Paused() }
 
 // WaitReady polls GET /readyz on the admin address until it answers 200,
 // failing the test if the run exits first or ReadyTimeout passes. It
@@ -219,7 +164,7 @@ func (n *Node) WaitReady() time.Duration {
 	if n.admin == "" {
 		n.t.Fatalf("%s: WaitReady without an admin address", n.name)
 	}
-	_, done := n.current()
+	done := n.proc.Exited()
 	if done == nil {
 		n.t.Fatalf("%s: WaitReady without a live run", n.name)
 	}
@@ -259,26 +204,21 @@ func (n *Node) Kill() {
 func (n *Node) Stop(limit time.Duration) (code int, took time.Duration) {
 	n.t.Helper()
 	begin := time.Now()
-	cmd := n.stop(syscall.SIGTERM, limit)
-	return cmd.ProcessState.ExitCode(), time.Since(begin)
+	st := n.stop(syscall.SIGTERM, limit)
+	return st.ExitCode(), time.Since(begin)
 }
 
-func (n *Node) stop(sig syscall.Signal, limit time.Duration) *exec.Cmd {
+func (n *Node) stop(sig syscall.Signal, limit time.Duration) *os.ProcessState {
 	n.t.Helper()
-	cmd, done := n.current()
-	if cmd == nil {
+	st, err := n.proc.Stop(sig, limit)
+	if errors.Is(err, child.ErrNotRunning) {
 		n.t.Fatalf("%s: %v without a live run", n.name, sig)
 	}
-	cmd.Process.Signal(sig)
-	tm := time.NewTimer(limit)
-	defer tm.Stop()
-	select {
-	case <-done:
-	case <-tm.C:
-		n.t.Fatalf("%s did not exit within %v of %v:\n%s", n.name, limit, sig, n.Tail())
+	if err != nil {
+		n.t.Fatalf("%v:\n%s", err, n.Tail())
 	}
-	n.end()
-	return cmd
+	n.closeClient()
+	return st
 }
 
 // WaitExit waits up to d for the live run to exit on its own (or by a
@@ -287,19 +227,15 @@ func (n *Node) stop(sig syscall.Signal, limit time.Duration) *exec.Cmd {
 // outlives d.
 func (n *Node) WaitExit(d time.Duration) int {
 	n.t.Helper()
-	cmd, done := n.current()
-	if cmd == nil {
+	st, err := n.proc.WaitExit(d)
+	if errors.Is(err, child.ErrNotRunning) {
 		n.t.Fatalf("%s: WaitExit without a live run", n.name)
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-done:
-	case <-tm.C:
+	if err != nil {
 		n.t.Fatalf("%s still running after %v", n.name, d)
 	}
-	n.end()
-	return cmd.ProcessState.ExitCode()
+	n.closeClient()
+	return st.ExitCode()
 }
 
 // Pause sends SIGSTOP: the process keeps its sockets but runs nothing. It
@@ -309,43 +245,23 @@ func (n *Node) WaitExit(d time.Duration) int {
 // and replicated before the node stopped).
 func (n *Node) Pause() {
 	n.t.Helper()
-	n.signal(syscall.SIGSTOP, true)
-	cmd, _ := n.current()
-	if cmd == nil {
-		return
-	}
-	if err := WaitFor(10*time.Second, func() bool { return procstat.AllThreadsStopped(cmd.Process.Pid) }); err != nil {
-		n.t.Fatalf("%s: not stopped 10 s after SIGSTOP", n.name)
+	if err := n.proc.Pause(); err != nil {
+		n.t.Fatalf("%s: pause: %v", n.name, err)
 	}
 }
 
 // Resume sends SIGCONT to a paused run.
-func (n *Node) Resume() { n.t.Helper(); n.signal(syscall.SIGCONT, false) }
-
-func (n *Node) signal(sig syscall.Signal, paused bool) {
+func (n *Node) Resume() {
 	n.t.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.mu.cmd == nil {
-		n.t.Fatalf("%s: %v without a live run", n.name, sig)
+	if err := n.proc.Resume(); err != nil {
+		n.t.Fatalf("%s: resume: %v", n.name, err)
 	}
-	if err := n.mu.cmd.Process.Signal(sig); err != nil {
-		n.t.Fatalf("%s: %v: %v", n.name, sig, err)
-	}
-	n.mu.paused = paused
 }
 
 // cleanup kills a run left live and logs the output's tail on failure.
 func (n *Node) cleanup() {
-	if cmd, done := n.current(); cmd != nil {
-		cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies on SIGKILL too, but be explicit
-		cmd.Process.Signal(syscall.SIGKILL)
-		select {
-		case <-done:
-		case <-time.After(exitTimeout):
-		}
-	}
-	n.end()
+	n.proc.Stop(syscall.SIGKILL, exitTimeout) // ErrNotRunning when none is left
+	n.closeClient()
 	if n.t.Failed() {
 		n.t.Logf("%s output (tail):\n%s", n.name, n.Tail())
 	}

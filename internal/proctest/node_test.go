@@ -55,8 +55,8 @@ func childMain(mode string) {
 	os.Exit(0)
 }
 
-// child prepares this test binary as a child in mode.
-func child(t *testing.T, mode string, opts ...Option) *Node {
+// testChild prepares this test binary as a child in mode.
+func testChild(t *testing.T, mode string, opts ...Option) *Node {
 	admin := FreeAddr(t)
 	args := []string{"-test.run=^$"}
 	opts = append([]Option{Env("PROCTEST_CHILD="+mode, "PROCTEST_ADMIN="+admin), AdminAddr(admin)}, opts...)
@@ -74,7 +74,7 @@ func procState(pid int) string {
 
 func TestNodeLifecycle(t *testing.T) {
 	t.Setenv("SHALE_SECRET", "x") // must not reach the child
-	n := child(t, "serve", Name("kid"), Env("PROCTEST_ECHO=hello"))
+	n := testChild(t, "serve", Name("kid"), Env("PROCTEST_ECHO=hello"))
 	if n.Alive() || n.Cmd() != nil {
 		t.Fatal("alive before Start")
 	}
@@ -137,7 +137,7 @@ func TestNodeLifecycle(t *testing.T) {
 }
 
 func TestNodeWaitExit(t *testing.T) {
-	n := child(t, "exit3")
+	n := testChild(t, "exit3")
 	n.Start()
 	if code := n.WaitExit(20 * time.Second); code != 3 {
 		t.Fatalf("exit code %d, want 3", code)
@@ -146,7 +146,7 @@ func TestNodeWaitExit(t *testing.T) {
 		t.Fatal("run still live after WaitExit")
 	}
 
-	p := child(t, "panic")
+	p := testChild(t, "panic")
 	p.Start()
 	if code := p.WaitExit(20 * time.Second); code != 2 {
 		t.Fatalf("panicking child's exit code %d, want 2", code)
