@@ -291,8 +291,8 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 		}
 		return nil, "all", nil
 	case S3Errors:
-		c.proxy.SetErrors(300)
-		return func() error { c.proxy.SetErrors(0); return nil }, "s3", nil
+		c.proxy.SetErrorRate(300)
+		return func() error { c.proxy.SetErrorRate(0); return nil }, "s3", nil
 	case S3Latency:
 		c.proxy.SetDelay(300 * time.Millisecond)
 		return func() error { c.proxy.SetDelay(0); return nil }, "s3", nil
@@ -581,7 +581,7 @@ func (f *faulter) decommission(ctx context.Context, pick int) (func() error, str
 // server resumed.
 func (f *faulter) healAll() error {
 	c := f.c
-	c.proxy.SetErrors(0)
+	c.proxy.SetErrorRate(0)
 	c.proxy.SetDelay(0)
 	if c.s3.Paused() {
 		c.s3.Resume()

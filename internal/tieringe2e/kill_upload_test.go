@@ -28,16 +28,16 @@ import (
 type killPoint struct {
 	what        string
 	suffix      string
-	mode        catchMode
+	mode        objstoretest.Catch
 	killCleanup bool
 }
 
 var killPoints = []killPoint{
-	{"during the .log PUT", ".log", catchBefore, false},
-	{"after the .log landed, before the other objects", ".log", catchAfter, false},
-	{"during the .timeindex PUT, .log and .index landed", ".timeindex", catchBefore, false},
-	{"after manifest.json landed, before CopyFinished", ".manifest.json", catchAfter, true},
-	{"during a .log PUT that lands only after the restart reconciled its record away", ".log", catchLate, false},
+	{"during the .log PUT", ".log", objstoretest.CatchBefore, false},
+	{"after the .log landed, before the other objects", ".log", objstoretest.CatchAfter, false},
+	{"during the .timeindex PUT, .log and .index landed", ".timeindex", objstoretest.CatchBefore, false},
+	{"after manifest.json landed, before CopyFinished", ".manifest.json", objstoretest.CatchAfter, true},
+	{"during a .log PUT that lands only after the restart reconciled its record away", ".log", objstoretest.CatchLate, false},
 }
 
 // TestKillMidUploadS3 SIGKILLs a `shale serve` child process in the middle
@@ -57,7 +57,7 @@ func TestKillMidUploadS3(t *testing.T) {
 		sessionTTL = 2 * time.Second
 	)
 	env := startS3(t)
-	proxy := startKillProxy(t, env.srv.Endpoint, env.bucket)
+	proxy := objstoretest.StartFaultProxy(t, env.srv.Endpoint)
 	mc := minioClient(t, env.srv.Endpoint)
 	n := newChildNode(t, t.TempDir(), "--s3-endpoint", proxy.URL, "--s3-bucket", env.bucket,
 		"--s3-region", objstoretest.Region, "--s3-path-style=true", "--tiering-interval", "100ms",
@@ -82,23 +82,23 @@ func TestKillMidUploadS3(t *testing.T) {
 	total := 0
 	var lateKey string
 	for i, kp := range killPoints {
-		proxy.arm(http.MethodPut, kp.suffix, kp.mode)
+		proxy.Catch(http.MethodPut, kp.suffix, kp.mode)
 		for range perRound {
 			cl.Produce(ctx, recordAt(topic, total), acks.promise(total))
 			total++
 		}
-		key := waitCaught(t, proxy, fmt.Sprintf("kill %d (%s)", i+1, kp.what))
+		key := waitCaught(t, proxy, env.bucket, fmt.Sprintf("kill %d (%s)", i+1, kp.what))
 		n.Kill()
 		checkCutOff(t, listBucket(t, mc, env.bucket), key, kp)
 		if kp.killCleanup {
-			proxy.arm(http.MethodDelete, key, catchBefore)
+			proxy.Catch(http.MethodDelete, key, objstoretest.CatchBefore)
 		}
 		n.Start()
 		took := n.WaitReady()
 		t.Logf("kill %d %s: caught %s; %d of %d records acked; restarted in %v",
 			i+1, kp.what, key, acks.count(), total, took.Round(time.Millisecond))
 		if kp.killCleanup {
-			waitCaught(t, proxy, fmt.Sprintf("kill %d (the clean-up of %s)", i+1, key))
+			waitCaught(t, proxy, env.bucket, fmt.Sprintf("kill %d (the clean-up of %s)", i+1, key))
 			n.Kill()
 			keys := listBucket(t, mc, env.bucket)
 			base, _ := strings.CutSuffix(key, ".manifest.json")
@@ -109,7 +109,7 @@ func TestKillMidUploadS3(t *testing.T) {
 			took := n.WaitReady()
 			t.Logf("kill %d again during the reconciler's DELETE of %s; restarted in %v", i+1, key, took.Round(time.Millisecond))
 		}
-		if kp.mode == catchLate {
+		if kp.mode == objstoretest.CatchLate {
 			landLate(t, n, proxy, mc, env.bucket, key, sessionTTL)
 			lateKey = key
 		}
@@ -165,15 +165,15 @@ func TestKillMidUploadS3(t *testing.T) {
 	t.Logf("replayed %d records from offset 0 at %v", total, time.Since(begin).Round(time.Millisecond))
 }
 
-// waitCaught returns the key of the request the proxy caught, failing the
-// test after 30s.
-func waitCaught(t *testing.T, proxy *killProxy, what string) string {
+// waitCaught returns the key in bucket of the request the proxy caught,
+// failing the test after 30s.
+func waitCaught(t *testing.T, proxy *objstoretest.FaultProxy, bucket, what string) string {
 	t.Helper()
 	tm := time.NewTimer(30 * time.Second)
 	defer tm.Stop()
 	select {
-	case key := <-proxy.caught:
-		return key
+	case path := <-proxy.Held():
+		return strings.TrimPrefix(path, "/"+bucket+"/")
 	case <-tm.C:
 		t.Fatalf("%s: no request reached the proxy in 30s", what)
 		return ""
@@ -182,11 +182,11 @@ func waitCaught(t *testing.T, proxy *killProxy, what string) string {
 
 // checkCutOff checks that the bucket, listed right after the kill, shows the
 // upload cut off at kp: the caught key is stored only when the PUT went
-// through (catchAfter), and the objects PUT before it are there.
+// through (objstoretest.CatchAfter), and the objects PUT before it are there.
 func checkCutOff(t *testing.T, keys []string, key string, kp killPoint) {
 	t.Helper()
 	has := func(k string) bool { _, ok := slices.BinarySearch(keys, k); return ok }
-	if want := kp.mode == catchAfter; has(key) != want {
+	if want := kp.mode == objstoretest.CatchAfter; has(key) != want {
 		t.Fatalf("kill %s: %s in the bucket = %v, want %v", kp.what, key, has(key), want)
 	}
 	if base, ok := strings.CutSuffix(key, ".timeindex"); ok {
@@ -202,7 +202,7 @@ func checkCutOff(t *testing.T, keys []string, key string, kp killPoint) {
 // (its reconciler retired the killed upload's CopyStarted record), then
 // lets the caught PUT of key reach the S3 server, leaving an object that
 // no record references: only the reconciler's bucket sweep can remove it.
-func landLate(t *testing.T, n *childNode, proxy *killProxy, mc *minio.Client, bucket, key string, sessionTTL time.Duration) {
+func landLate(t *testing.T, n *childNode, proxy *objstoretest.FaultProxy, mc *minio.Client, bucket, key string, sessionTTL time.Duration) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "the reconciler to retire the record of "+key, func() bool {
 		rl := readRemoteLog(t, n.nats, sessionTTL)
@@ -217,7 +217,7 @@ func landLate(t *testing.T, n *childNode, proxy *killProxy, mc *minio.Client, bu
 		}
 		return true
 	})
-	if err := proxy.releaseLate(ctxT(t, 30*time.Second)); err != nil {
+	if err := proxy.ReleaseLate(ctxT(t, 30*time.Second)); err != nil {
 		t.Fatalf("landing the late PUT: %v", err)
 	}
 	if !slices.Contains(listBucket(t, mc, bucket), key) {
