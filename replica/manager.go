@@ -77,11 +77,11 @@ type Config struct {
 	// nor call Reconcile. The coordinators load and unload their internal
 	// topics' partitions from it.
 	OnLeadership func(topic string, partition int32)
-	// FS is the filesystem of the replicas' logs, producer snapshots and
-	// high watermark checkpoint (partition.Options.FS). Default
-	// vfs.Default. The manager itself makes and removes the partition
-	// directories on the operating system's, so FS must be that one or a
-	// wrapper of it (tests fail a node's fsyncs with vfs.WithErrors).
+	// FS is the filesystem of the log dir: the partition directories the
+	// manager makes and removes, their partition.metadata, and the
+	// replicas' logs, producer snapshots and high watermark checkpoint
+	// (partition.Options.FS). Default vfs.Default; tests fail a node's
+	// fsyncs with vfs.WithErrors, or crash it on vfs.NewMem.
 	FS vfs.FS
 	// Incarnation is this node's registration's
 	// (controlplane.Store.OwnIncarnation); "" skips the check it is for: a
@@ -294,8 +294,8 @@ func (r *Manager) dirFor(topic string, p int32) string {
 // does, so that a topic re-created under the same name never sees old data.
 const partitionMetadataFile = "partition.metadata"
 
-func readTopicID(dir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+func readTopicID(fsys vfs.FS, dir string) (string, bool) {
+	b, err := fsys.ReadFile(filepath.Join(dir, partitionMetadataFile))
 	if err != nil {
 		return "", false
 	}
@@ -307,12 +307,14 @@ func readTopicID(dir string) (string, bool) {
 	return "", false
 }
 
-func writeTopicID(dir, id string) error {
-	tmp := filepath.Join(dir, partitionMetadataFile+".tmp")
-	if err := os.WriteFile(tmp, []byte("version: 0\ntopic_id: "+id+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, partitionMetadataFile))
+// writeTopicID writes partition.metadata as Kafka's PartitionMetadataFile
+// does: a temporary file, fsynced, renamed over it, and the directory
+// fsynced, so that after a power loss it names the topic id or is absent
+// with the directory's other new entries, never empty or torn beside data
+// that survived (which a re-created topic of the same name would then
+// take for its own).
+func writeTopicID(fsys vfs.FS, dir, id string) error {
+	return segment.WriteFileAtomic(fsys, dir, partitionMetadataFile, []byte("version: 0\ntopic_id: "+id+"\n"))
 }
 
 // Reconcile makes the open replicas match the control plane: it opens the
@@ -360,7 +362,7 @@ func (r *Manager) Reconcile() error {
 			errs = append(errs, err)
 		}
 		r.hwCkpts.Forget(rep.Topic(), rep.Partition())
-		if err := os.RemoveAll(dropDirs[i]); err != nil {
+		if err := vfs.RemoveAll(r.fs, dropDirs[i]); err != nil {
 			errs = append(errs, err)
 		}
 		r.logger.Info("replica removed", "topic", rep.Topic(), "partition", rep.Partition())
@@ -474,26 +476,29 @@ func forEachBounded[T any](items []T, limit int, fn func(T)) {
 func (r *Manager) open(t controlplane.Topic, st controlplane.PartitionState) error {
 	dir := r.dirFor(t.Name, st.Partition)
 	id := t.ID.String()
-	if old, ok := readTopicID(dir); ok && old != id {
+	old, hasID := readTopicID(r.fs, dir)
+	if hasID && old != id {
 		r.logger.Info("removing data of an older topic with the same name", "dir", dir, "old_topic_id", old, "topic_id", id)
-		if err := os.RemoveAll(dir); err != nil {
+		if err := vfs.RemoveAll(r.fs, dir); err != nil {
 			return err
 		}
 	}
-	_, statErr := os.Stat(dir)
+	_, statErr := r.fs.Stat(dir)
 	newDir := errors.Is(statErr, fs.ErrNotExist)
 	if newDir {
 		// A checkpoint entry of a directory since lost is no bound on this one.
 		r.hwCkpts.Forget(t.Name, st.Partition)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := r.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if newDir {
 		r.dirsCreated.Store(true)
 	}
-	if err := writeTopicID(dir, id); err != nil {
-		return err
+	if !hasID || old != id { // written once per directory: no fsyncs per open
+		if err := writeTopicID(r.fs, dir, id); err != nil {
+			return err
+		}
 	}
 	rep, err := partition.Open(partition.Options{
 		Dir: dir, Topic: t.Name, Partition: st.Partition, Config: r.TopicConfig(t),

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/segment/vfs"
 )
 
 // sweepStray removes partition directories that belong to no assignment of
@@ -26,7 +27,7 @@ func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[repl
 		_, assigned := want[replicaKey{topic, p}]
 		return assigned
 	})
-	entries, err := os.ReadDir(r.logsDir)
+	entries, err := r.fs.ReadDir(r.logsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -43,7 +44,7 @@ func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[repl
 			continue
 		}
 		dir := filepath.Join(r.logsDir, e.Name())
-		id, ok := readTopicID(dir)
+		id, ok := readTopicID(r.fs, dir)
 		if !ok {
 			continue // not made by this node's replicas: leave it
 		}
@@ -68,7 +69,7 @@ func (r *Manager) sweepStray(topics map[string]controlplane.Topic, want map[repl
 		}
 		r.logger.Info("removing a stray partition directory", "dir", dir, "topic_id", id, "reason", why)
 		r.hwCkpts.Forget(k.topic, k.partition)
-		if err := os.RemoveAll(dir); err != nil {
+		if err := vfs.RemoveAll(r.fs, dir); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -9,8 +9,10 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // File is an open file or directory. *os.File is one. A directory is
@@ -81,4 +83,33 @@ func SyncDir(fs FS, dir string) error {
 		err = e
 	}
 	return err
+}
+
+// RemoveAll is os.RemoveAll on fs: name and everything below it are
+// removed, children first; a missing name is no error. Nothing is synced.
+// Symbolic links are followed (FS has no Lstat): it is for directories
+// Shale made.
+func RemoveAll(fs FS, name string) error {
+	fi, err := fs.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		entries, err := fs.ReadDir(name)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := RemoveAll(fs, filepath.Join(name, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
