@@ -3,16 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -42,37 +37,8 @@ func TestCheckerFlagsAdversaryAndStuckLSO(t *testing.T) {
 // the made-up producer's batch without a transactional id was acknowledged
 // and held the last stable offset of its partition.
 func TestAdversaryIsRefused(t *testing.T) {
-	bin := proctest.Binary(t)
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	node := proctest.Serve(t, bin, filepath.Join(dir, "node-1"), []string{"--node-id", "1", "--nats", srv.ClientURL()},
-		proctest.Name("adversary node"))
-	node.Start()
-	node.WaitReady()
-	seeds := []string{node.Kafka()}
-	ctx := proctest.Context(t, 4*time.Minute)
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	in := topicSpec{name: "chaos", parts: 2}
-	for _, topic := range []string{in.name, etlOutput} {
-		resp, err := adm.CreateTopic(ctx, in.parts, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("creating %s: %v", topic, err)
-		}
-	}
+	one := startOneNode(t, "adversary node", topicSpec{name: "chaos", parts: 2})
+	seeds, ctx, cl, adm, in := one.seeds, one.ctx, one.cl, one.adm, one.in
 	const total = 40
 	var rs []*kgo.Record
 	for i := range total {

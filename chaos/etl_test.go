@@ -31,37 +31,8 @@ import (
 // caller) and copy the inputs again: checkETL then finds each input's
 // output once.
 func TestETLAbortsWhenAnOutputFails(t *testing.T) {
-	bin := proctest.Binary(t)
-	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // after the node's cleanup, registered later
-	node := proctest.Serve(t, bin, filepath.Join(dir, "node-1"), []string{"--node-id", "1", "--nats", srv.ClientURL()},
-		proctest.Name("etl node"))
-	node.Start()
-	node.WaitReady()
-	seeds := []string{node.Kafka()}
-	ctx := proctest.Context(t, 4*time.Minute)
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	in := topicSpec{name: "chaos", parts: 1}
-	for _, topic := range []string{in.name, etlOutput} {
-		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("creating %s: %v", topic, err)
-		}
-	}
+	one := startOneNode(t, "etl node", topicSpec{name: "chaos", parts: 1})
+	seeds, ctx, cl, adm, in := one.seeds, one.ctx, one.cl, one.adm, one.in
 	const first, total = 5, 20
 	produce := func(from, to int) {
 		t.Helper()
@@ -163,4 +134,48 @@ func TestETLAbortsWhenAnOutputFails(t *testing.T) {
 	for _, v := range r.Violations {
 		t.Error(v)
 	}
+}
+
+// oneNode is one `shale serve` process on an in-process NATS server, for
+// the workload tests that need no cluster: a client of it, and the input
+// topic in and etlOutput created with in.parts partitions each.
+type oneNode struct {
+	seeds []string
+	ctx   context.Context // ends after 4 minutes or with the test
+	cl    *kgo.Client     // manual partitioner; closed when the test ends
+	adm   *kadm.Client
+	in    topicSpec
+}
+
+func startOneNode(t *testing.T, name string, in topicSpec) oneNode {
+	t.Helper()
+	bin := proctest.Binary(t)
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // after the node's cleanup, registered later
+	node := proctest.Serve(t, bin, filepath.Join(dir, "node-1"), []string{"--node-id", "1", "--nats", srv.ClientURL()},
+		proctest.Name(name))
+	node.Start()
+	node.WaitReady()
+	one := oneNode{seeds: []string{node.Kafka()}, ctx: proctest.Context(t, 4*time.Minute), in: in}
+	one.cl, err = kgo.NewClient(kgo.SeedBrokers(one.seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.cl.Close)
+	one.adm = kadm.NewClient(one.cl)
+	for _, topic := range []string{in.name, etlOutput} {
+		resp, err := one.adm.CreateTopic(one.ctx, in.parts, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("creating %s: %v", topic, err)
+		}
+	}
+	return one
 }

@@ -17,18 +17,7 @@ func TestFaultProxy(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
 	t.Cleanup(backend.Close)
 	p := StartFaultProxy(t, backend.URL)
-	do := func(ctx context.Context, method, path string) (int, error) {
-		req, err := http.NewRequestWithContext(ctx, method, p.URL+path, strings.NewReader("body"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	do := func(ctx context.Context, method, path string) (int, error) { return request(t, ctx, p, method, path) }
 
 	p.SetPlan(InternalError, Pass)
 	for _, want := range []int{500, 200, 200} {
@@ -100,18 +89,7 @@ func TestFaultProxyErrorRateAndCatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	do := func(ctx context.Context, method, path string) (int, error) {
-		req, err := http.NewRequestWithContext(ctx, method, p.URL+path, strings.NewReader("body of "+path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	do := func(ctx context.Context, method, path string) (int, error) { return request(t, ctx, p, method, path) }
 	has := func(path string) bool { mu.Lock(); defer mu.Unlock(); _, ok := stored[path]; return ok }
 
 	p.SetErrorRate(500)
@@ -174,4 +152,19 @@ func TestFaultProxyErrorRateAndCatch(t *testing.T) {
 	if err := p.ReleaseLate(context.Background()); err == nil {
 		t.Fatal("a second ReleaseLate sent something")
 	}
+}
+
+// request sends method path with a small body through p and returns the
+// status code, or the client's error.
+func request(t *testing.T, ctx context.Context, p *FaultProxy, method, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, strings.NewReader("body of "+path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
