@@ -128,6 +128,42 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if _, ok := listed["simple"]; ok {
 		t.Fatalf("deleted group listed: %+v", listed)
 	}
+
+	// A KIP-848 group: its subscribed topic's offsets are refused while a
+	// member subscribes to it, and can be deleted once its last member has
+	// left (Kafka's isSubscribedToTopic reads the members' subscriptions).
+	c848 := newClient(t, addr, kgo.ConsumerGroup("active848"), kgo.ConsumeTopics("adm-a"), kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	for range 3 {
+		c848.PollFetches(ctxT(t, 2*time.Second))
+	}
+	wait848Stable(t, c848, "active848", 1)
+	if err := c848.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := committed(t, adm, "active848").Lookup("adm-a", 0); !ok {
+		t.Fatal("active848 committed nothing on adm-a-0")
+	}
+	dres, err = adm.DeleteOffsets(ctx, "active848", del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pe := dres["adm-a"][0]; !errors.Is(pe, kerr.GroupSubscribedToTopic) {
+		t.Fatalf("DeleteOffsets on a KIP-848 group's subscribed topic: %v", dres)
+	}
+	c848.Close()
+	desc848 := newClient(t, addr)
+	waitFor(t, 30*time.Second, "group active848 empty", func() bool {
+		g, err := describe848(ctx, desc848, "active848")
+		return err == nil && g.State == "Empty"
+	})
+	dres, err = adm.DeleteOffsets(ctx, "active848", del)
+	if err != nil || dres.Error() != nil {
+		t.Fatalf("DeleteOffsets on the emptied KIP-848 group: %v %v", err, dres)
+	}
+	if _, ok := committed(t, adm, "active848").Lookup("adm-a", 0); ok {
+		t.Fatal("adm-a-0 still committed in the emptied group")
+	}
 }
 
 func TestGroupOffsetsSurviveRestart(t *testing.T) {

@@ -119,9 +119,13 @@ func (g *group) deleteOffsets(tps []topicPartition) (int16, []int16, int64) {
 	subscribed := map[string]bool{}
 	if g.consumer != nil {
 		// A consumer group refuses only the topics its members subscribe
-		// to, as Kafka's.
-		for _, t := range g.consumer.subscription {
-			subscribed[t.name] = true
+		// to, as Kafka's: none once the last member has left (the
+		// group's subscription metadata is recomputed only at a member's
+		// heartbeat, and an empty group has none to send).
+		if len(g.consumer.members) > 0 {
+			for _, t := range g.consumer.subscription {
+				subscribed[t.name] = true
+			}
 		}
 		for _, m := range g.consumer.members {
 			for _, t := range m.subscribedTopics {
