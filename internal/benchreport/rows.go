@@ -58,6 +58,12 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "MB/s", peerDesc: "8 partitions (same run)", goal: ">= 0.70"},
 	{label: "produce acks=all 1000p, CPU/GB", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
 		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "node-cpu-s/GB", peerDesc: "8 partitions (same run)", goal: "<= 2.0"},
+	// Issue 23: a franz-go consumer of all those partitions, reading back
+	// what the producer wrote.
+	{label: "consume 1000p, RF=3", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
+		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "consume-MB/s", peerDesc: "8 partitions (same run)", goal: ">= 0.70"},
+	{label: "consume 1000p, CPU/GB", pkg: "internal/clustertest", names: []string{"BenchmarkSpreadProduce/partitions-1000"},
+		peers: []string{"BenchmarkSpreadProduce/partitions-8"}, unit: "consume-node-cpu-s/GB", peerDesc: "8 partitions (same run)"},
 	// Issue 23: one RF=3 topic of 1,000 and 10,000 partitions on three
 	// nodes beside 8: until led with full ISRs, then idle.
 	{label: "partitions led, full ISRs", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},

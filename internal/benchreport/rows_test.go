@@ -18,8 +18,8 @@ BenchmarkProduceChecks-2 100 3300 ns/op 3000 bypassed-ns/op 1.100 ratio
 pkg: github.com/shale-io/shale/internal/clustertest
 BenchmarkUncleanRestart/partitions-8-2 1 420 ns/op 6000 opened-ms 11000 ready-ms
 BenchmarkUncleanRestart/partitions-1000-2 1 900 ns/op 7200 opened-ms 33000 ready-ms
-BenchmarkSpreadProduce/partitions-8-2 1 500 ns/op 100.0 MB/s 10.0 node-cpu-s/GB
-BenchmarkSpreadProduce/partitions-1000-2 1 500 ns/op 80.0 MB/s 25.0 node-cpu-s/GB
+BenchmarkSpreadProduce/partitions-8-2 1 500 ns/op 100.0 MB/s 10.0 node-cpu-s/GB 900 consume-MB/s 0.5 consume-node-cpu-s/GB
+BenchmarkSpreadProduce/partitions-1000-2 1 500 ns/op 80.0 MB/s 25.0 node-cpu-s/GB 450 consume-MB/s 0.6 consume-node-cpu-s/GB
 BenchmarkManyPartitions/partitions-8-2 1 500 ns/op 100 ready-ms 0.5 node-idle-cpu-% 40 rss-mb
 BenchmarkManyPartitions/partitions-10000-2 1 500 ns/op 30000 ready-ms 2.0 node-idle-cpu-% 400 rss-mb
 `
@@ -42,6 +42,8 @@ BenchmarkManyPartitions/partitions-10000-2 1 500 ns/op 30000 ready-ms 2.0 node-i
 		"ratio 3.000 (lower is better)  goal <= 2.5 NOT MET",
 		"ratio 0.800 (higher is better)  goal >= 0.70 met",
 		"ratio 2.500 (lower is better)  goal <= 2.0 NOT MET",
+		"ratio 0.500 (higher is better)  goal >= 0.70 NOT MET",
+		"ratio 1.200 (lower is better)\n",
 		"partitions led, full ISRs partitions-10000     30000 ms  vs 8 partitions (same run)        100 ms  ratio 300.000 (lower is better)",
 		"ratio 4.000 (lower is better)\n",
 		"ratio 10.000 (lower is better)\n",

@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -203,7 +204,46 @@ func spreadProduce(b *testing.B, parts int32) {
 		b.ReportMetric(float64(n)/float64(nb), "records/batch")
 	}
 	b.ReportMetric(float64(isrChanges(c)-isr0), "isr-changes")
+	spreadConsume(b, c, topic, acked.Load())
 	c.CheckNoPanic()
+}
+
+// spreadConsume is the consumer's side of issue 23's figure: one franz-go
+// consumer (no group, every partition of topic from its start, the client's
+// default fetch sizes) reads what the producer wrote for spreadRun or until
+// it has all total records, and the consumed MB/s (record values) and the
+// nodes' CPU seconds per GB consumed are reported (consume-MB/s,
+// consume-node-cpu-s/GB; the 8-partition run is the peer). The records were
+// just written, so both sizes read from the page cache.
+func spreadConsume(b *testing.B, c *proctest.Cluster, topic string, total int64) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka(), c.Node(2).Kafka(), c.Node(3).Kafka()),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), spreadRun)
+	defer cancel()
+	var n, bytes int64
+	cpu0, from := nodesCPU(b, c), time.Now()
+	for n < total && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				b.Fatalf("consuming %s-%d: %v", t, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			bytes += int64(len(r.Value))
+		})
+	}
+	cpu1, took := nodesCPU(b, c), time.Since(from)
+	if n == 0 {
+		b.Fatal("consumed nothing")
+	}
+	b.ReportMetric(float64(bytes)/1e6/took.Seconds(), "consume-MB/s")
+	b.ReportMetric((cpu1-cpu0).Seconds()/(float64(bytes)/1e9), "consume-node-cpu-s/GB")
 }
 
 // requestTimes sums the nodes' Produce request metrics: requests, seconds
