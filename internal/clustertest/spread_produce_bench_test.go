@@ -54,7 +54,9 @@ const (
 // requests a second and their mean time in the leader (produce-ms) and
 // waiting for the followers (produce-remote-ms, and produce-response-queue-ms
 // for the part of that wait spent behind earlier replies), and the ISR
-// changes the nodes logged meanwhile. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof and a
+// changes the nodes logged meanwhile; then a consumer reads the records
+// back (spreadConsume: consume-MB/s, consume-node-cpu-s/GB). With
+// SHALE_BENCH_PROFILE_DIR set, each node serves pprof and a
 // CPU profile of each node over the measured part is written there
 // (spread-<partitions>-node-<id>.pprof). Asserts nothing about time.
 //
