@@ -237,22 +237,37 @@ func (c *Controller) step(ctx context.Context) bool {
 		}
 	}
 	if !c.leading.Load() {
-		createStart := time.Now()
-		if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
-			c.leaseRv, c.epoch, c.renewedAt, reached = rev, rev, createStart, true
-			c.balancedAt = createStart
-			c.fullAt = time.Time{} // a new tenure begins with a pass over every partition
-			c.bal.quiet = false
-			c.leading.Store(true)
-			c.log.Info("became controller", "lease_revision", rev)
-		} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
+		// A candidate reads the lease first and tries to take it only
+		// when nobody holds it: a held lease answers the read, where a
+		// create would be refused and need the read anyway (two requests
+		// a step for each candidate, most of an idle cluster's lease
+		// traffic on NATS).
+		entry, gerr := c.kv.Get(rctx, ControllerLeaseKey)
+		switch {
+		case gerr == nil:
 			reached = true
 			if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
 				c.holder.Store(int32(id))
 			}
-		} else if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
 			reached = true
 			c.holder.Store(-1)
+			createStart := time.Now()
+			if rev, err := c.kv.Create(rctx, ControllerLeaseKey, me); err == nil {
+				c.leaseRv, c.epoch, c.renewedAt = rev, rev, createStart
+				c.balancedAt = createStart
+				c.fullAt = time.Time{} // a new tenure begins with a pass over every partition
+				c.bal.quiet = false
+				c.leading.Store(true)
+				c.log.Info("became controller", "lease_revision", rev)
+			} else if entry, gerr := c.kv.Get(rctx, ControllerLeaseKey); gerr == nil {
+				// Another candidate took it first.
+				if id, perr := strconv.ParseInt(string(entry.Value()), 10, 32); perr == nil {
+					c.holder.Store(int32(id))
+				}
+			} else {
+				c.log.Debug("taking the controller lease", "err", err)
+			}
 		}
 	}
 	c.observeRoundTrip(start, reached && !c.store.keepaliveImpaired(time.Now()))
