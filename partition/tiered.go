@@ -57,15 +57,9 @@ func (r *Replica) LogStartOffset() int64 {
 	return local
 }
 
-// FetchPosition is what this replica's next follower Fetch asks: its log
-// end, its log start (LogStartOffset) and the newest epoch of its log.
-func (r *Replica) FetchPosition() (fetchOffset, logStart int64, lastFetchedEpoch int32) {
-	p := r.FetchPositionSince(FetchPos{})
-	return p.FetchOffset, p.LogStart, p.LastFetchedEpoch
-}
-
-// FetchPos is a FetchPosition with the generations it was read at
-// (FetchPositionSince).
+// FetchPos is what this replica's next follower Fetch asks: its log end,
+// its log start (LogStartOffset) and the newest epoch of its log, with the
+// generations they were read at (FetchPositionSince).
 type FetchPos struct {
 	FetchOffset, LogStart int64
 	LastFetchedEpoch      int32

@@ -185,19 +185,6 @@ func (l *Log) Epochs() []EpochEntry {
 	return append([]EpochEntry(nil), l.mu.epochs...)
 }
 
-// Position returns the log end offset, the log start offset and the
-// newest leader epoch (UndefinedEpoch for none) as of one moment, under one
-// read lock: what a follower's Fetch of the log asks.
-func (l *Log) Position() (leo, logStart int64, latestEpoch int32) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	latestEpoch = UndefinedEpoch
-	if e, ok := l.mu.epochs.latest(); ok {
-		latestEpoch = e.Epoch
-	}
-	return l.mu.leo, l.mu.logStart, latestEpoch
-}
-
 // lockState write-locks l.mu and changes the state generation
 // (StateGen). Every writer of l.mu's fields takes it this way.
 func (l *Log) lockState() {
@@ -212,7 +199,10 @@ func (l *Log) lockState() {
 // still g.
 func (l *Log) StateGen() uint64 { return l.stateGen.Load() }
 
-// PositionGen is Position with the state generation it was read at.
+// PositionGen returns the log end offset, the log start offset and the
+// newest leader epoch (UndefinedEpoch for none) as of one moment, under one
+// read lock (what a follower's Fetch of the log asks), with the state
+// generation they were read at (StateGen).
 func (l *Log) PositionGen() (leo, logStart int64, latestEpoch int32, gen uint64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
