@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/segment"
 )
 
 // TestFlushMsThroughTheNode: a topic's flush.ms is carried out by the
@@ -49,10 +50,10 @@ func TestFlushMsThroughTheNode(t *testing.T) {
 			}
 		}
 	}
-	// "later" has records and no flush.ms; every log of the node goes
-	// idle (two flush passes).
+	// "later" has records and no flush.ms; every log of the process goes
+	// idle once the flush pass has visited it.
 	produce("later", 7)
-	time.Sleep(2 * time.Second)
+	waitFor(t, 30*time.Second, "every log idle", func() bool { return !segment.AnyFlushDue() })
 	if rp := recoveryPoint("later"); rp >= 7 {
 		t.Fatalf("recovery point of a topic without flush.ms is %d before any flush.ms", rp)
 	}

@@ -33,21 +33,13 @@ func TestGroupMaxSize(t *testing.T) {
 		if epoch == 0 {
 			req.RebalanceTimeoutMillis, req.SubscribedTopicNames, req.Topics = 5000, []string{"sized"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 		}
-		for {
+		return coordinated(t, func() (int16, *string, error) {
 			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {
-				t.Fatal(err)
+				return 0, nil, err
 			}
-			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.NotCoordinator.Code || resp.ErrorCode == kerr.CoordinatorNotAvailable.Code {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			msg := ""
-			if resp.ErrorMessage != nil {
-				msg = *resp.ErrorMessage
-			}
-			return resp.ErrorCode, msg
-		}
+			return resp.ErrorCode, resp.ErrorMessage, nil
+		})
 	}
 	share := func(member string, epoch int32) (int16, string) {
 		t.Helper()
@@ -56,21 +48,13 @@ func TestGroupMaxSize(t *testing.T) {
 		if epoch == 0 {
 			req.SubscribedTopicNames = []string{"sized"}
 		}
-		for {
+		return coordinated(t, func() (int16, *string, error) {
 			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {
-				t.Fatal(err)
+				return 0, nil, err
 			}
-			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code || resp.ErrorCode == kerr.NotCoordinator.Code || resp.ErrorCode == kerr.CoordinatorNotAvailable.Code {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			msg := ""
-			if resp.ErrorMessage != nil {
-				msg = *resp.ErrorMessage
-			}
-			return resp.ErrorCode, msg
-		}
+			return resp.ErrorCode, resp.ErrorMessage, nil
+		})
 	}
 	for _, c := range []struct {
 		kind string
@@ -95,4 +79,26 @@ func TestGroupMaxSize(t *testing.T) {
 			t.Fatalf("%s group: member-3 joins once member-1 left: %v %q", c.kind, kerr.ErrorForCode(code), msg)
 		}
 	}
+}
+
+// coordinated sends a group request until its coordinator answers it (not
+// loading, not moved or unavailable), and returns that answer's error code
+// and message.
+func coordinated(t *testing.T, send func() (code int16, msg *string, err error)) (int16, string) {
+	t.Helper()
+	var code int16
+	var msg *string
+	var sendErr error
+	waitFor(t, 30*time.Second, "the group coordinator", func() bool {
+		code, msg, sendErr = send()
+		return sendErr != nil || (code != kerr.CoordinatorLoadInProgress.Code && code != kerr.NotCoordinator.Code &&
+			code != kerr.CoordinatorNotAvailable.Code)
+	})
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	if msg == nil {
+		return code, ""
+	}
+	return code, *msg
 }

@@ -33,16 +33,10 @@ func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
 func waitGroupGone(t *testing.T, adm *kadm.Client, grp string) {
 	t.Helper()
 	ctx := ctxT(t, 30*time.Second)
-	for {
+	waitFor(t, 30*time.Second, "group "+grp+" gone: its offsets expired", func() bool {
 		ls, err := adm.ListGroups(ctx)
-		if err == nil && !slices.Contains(ls.Groups(), grp) {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("group %s still listed (%v): its offsets did not expire", grp, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && !slices.Contains(ls.Groups(), grp)
+	})
 }
 
 // offsets.retention: on a real node with a 2 s retention checked every
