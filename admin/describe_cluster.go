@@ -33,11 +33,11 @@ func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request
 	r := req.Msg.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = h.store.ClusterID()
-	resp.ControllerID = h.controllerID()
 	resp.EndpointType = 1
 	if r.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = h.clusterAuthorizedOperations(req)
 	}
+	listed := map[int32]bool{}
 	for _, reg := range h.store.Registrations() {
 		if reg.Fenced && !r.IncludeFencedBrokers {
 			continue
@@ -54,6 +54,30 @@ func (h *Handlers) handleDescribeCluster(ctx context.Context, req *kafka.Request
 			mb.Rack = &rack
 		}
 		resp.Brokers = append(resp.Brokers, mb)
+		listed[b.NodeID] = true
 	}
+	resp.ControllerID = h.reportedController(listed)
 	return kafka.Reply{Response: resp}, nil
+}
+
+// reportedController is the controller id a Metadata or DescribeCluster
+// answer names: the holder of the controller lease when the answer lists
+// it, else this node when it does (any node serves the requests a client
+// sends to its controller, as any KRaft broker does), else -1. A client
+// refuses a controller id missing from the broker list of the same answer
+// (franz-go: "broker replied that the controller broker is 4, but did not
+// reply with that broker in the broker list"), which a node answered while
+// its cache had the new holder's lease but not yet its registration.
+func (h *Handlers) reportedController(listed map[int32]bool) int32 {
+	return reportedController(h.controllerID(), h.cfg.NodeID, listed)
+}
+
+func reportedController(holder, self int32, listed map[int32]bool) int32 {
+	switch {
+	case holder >= 0 && listed[holder]:
+		return holder
+	case listed[self]:
+		return self
+	}
+	return -1
 }

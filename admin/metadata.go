@@ -59,7 +59,7 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 	}
 	cid := h.store.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = h.controllerID()
+	resp.ControllerID = h.reportedController(listed)
 	if req.Version >= 8 && req.Version <= 10 && r.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = h.clusterAuthorizedOperations(req)
 	}

@@ -46,3 +46,28 @@ func TestPartitionMetadataHidesUnreachableLeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestReportedControllerIsListed: the controller id of a Metadata or
+// DescribeCluster answer is always a broker the same answer lists (or -1):
+// the lease's holder when listed, else the answering node, as a KRaft
+// broker names any live broker. Before, a node whose cache had a new
+// holder's lease but not yet its registration named it anyway, and
+// franz-go failed the admin request (seen in TestUnregisterBroker on a
+// busy machine).
+func TestReportedControllerIsListed(t *testing.T) {
+	for _, c := range []struct {
+		holder, self int32
+		listed       map[int32]bool
+		want         int32
+	}{
+		{4, 1, map[int32]bool{1: true, 2: true, 4: true}, 4},
+		{4, 1, map[int32]bool{1: true, 2: true, 3: true}, 1},
+		{-1, 2, map[int32]bool{1: true, 2: true}, 2},
+		{4, 1, map[int32]bool{2: true}, -1},
+		{-1, 1, map[int32]bool{}, -1},
+	} {
+		if got := reportedController(c.holder, c.self, c.listed); got != c.want {
+			t.Errorf("holder %d, self %d, listed %v: %d, want %d", c.holder, c.self, c.listed, got, c.want)
+		}
+	}
+}
