@@ -6,10 +6,13 @@ import (
 	"path"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/batch"
 	"github.com/shale-io/shale/segment/vfs"
 )
@@ -364,5 +367,48 @@ func TestNewLogOpensWithoutFsync(t *testing.T) {
 	defer r.Close()
 	if r.LogEndOffset() != l.LogEndOffset() {
 		t.Fatalf("after a crash following the first flush: log end %d, want %d", r.LogEndOffset(), l.LogEndOffset())
+	}
+}
+
+// TestErrorFSFailedRecoveryPointSyncStopsAppends: when the background
+// flusher has already synced a rolled segment and the directory, a flush's
+// only directory fsync is the recovery point's; its failure is an fsync
+// failure like any other (ErrSyncFailed, sticky, appends refused). Before,
+// it came back bare and the log went on taking appends: the race behind a
+// failure of TestErrorFSFailedSyncStopsAppends in a clean-clone make test.
+func TestErrorFSFailedRecoveryPointSyncStopsAppends(t *testing.T) {
+	mem := newCrashFS(t)
+	var failing atomic.Bool
+	errDisk := errors.New("injected EIO")
+	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
+		if failing.Load() && op.Kind == vfs.OpSync && op.Path == crashDir {
+			return errDisk
+		}
+		return nil
+	})
+	l := openLog(t, crashDir, crashConfig(fs))
+	defer l.Close()
+	b := buildBatch(t, batchSpec{records: 2})
+	mustAppend(t, l, b, 0)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, b, 0)
+	if err := proctest.WaitFor(10*time.Second, func() bool {
+		l.bg.mu.Lock()
+		defer l.bg.mu.Unlock()
+		return len(l.bg.pending) == 0 && !l.bg.dirDirty.Load()
+	}); err != nil {
+		t.Fatal("the background flusher did not sync the rolled segment")
+	}
+	failing.Store(true)
+	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDisk) {
+		t.Fatalf("Flush with a failing recovery-point directory fsync: %v", err)
+	}
+	if _, err := l.Append(b, 0); !errors.Is(err, ErrSyncFailed) {
+		t.Fatalf("Append after a failed fsync: %v", err)
 	}
 }

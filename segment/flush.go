@@ -78,7 +78,13 @@ func (l *Log) flushLocked() error {
 	if l.RecoveryPoint() == l.mu.leo {
 		return nil
 	}
-	return l.setRecoveryPoint(l.mu.leo)
+	if err := l.setRecoveryPoint(l.mu.leo); err != nil {
+		// Its fsyncs (the file's, the directory's) are the flush's
+		// last: the directory's may be the only one left to fail when
+		// the background flusher synced the rolled segments first.
+		return l.failSync(recoveryPointFile, err)
+	}
+	return nil
 }
 
 // failSync records an fsync failure as the log's sticky error and returns
