@@ -65,7 +65,7 @@ const (
 
 // Kinds lists every Kind in the order verdicts print them.
 var Kinds = []Kind{Lost, Duplicate, Inconsistent, Reorder, Gap, Undeleted, OffsetRegression, Stuck, ReplicaDivergence, Orphans, AbortedRead,
-	LSOStuck, AdversaryAccepted, ShareUnaccepted, ShareRedelivered}
+	LSOStuck, AdversaryAccepted, ShareUnaccepted, ShareRedelivered, RestoreLost, QuarantineLost, ForkMismatch, ForkCopied}
 
 // Violation is one finding of the checker.
 type Violation struct {
@@ -134,6 +134,7 @@ func Check(h *History) Result {
 	checkOrphans(&r, h)
 	checkETL(&r, h, finals)
 	checkShare(&r, h, finals)
+	checkTierOps(&r, h, finals)
 	return r
 }
 

@@ -41,6 +41,8 @@ type faulter struct {
 	// suspendGroup, if set, takes the group's member out for a coordinator
 	// fault; the returned func lets it rejoin.
 	suspendGroup func() (resume func())
+	// bucket runs the bucket ops (nil: the schedule has none).
+	bucket *bucketOps
 
 	mu      sync.Mutex
 	windows []FaultWindow
@@ -153,7 +155,7 @@ func (f *faulter) runTrack(ctx context.Context, phase time.Time, evs []Event) {
 		if ctx.Err() != nil {
 			return
 		}
-		if e.Kind.track() == "node" || e.Kind == Reassign || e.Kind == Decommission {
+		if e.Kind.track() == "node" || e.Kind == Reassign || e.Kind == Decommission || e.Kind.bucket() {
 			if _, err := f.waitSettled(ctx, 60*time.Second); err != nil {
 				f.rec.logf("skipping %s: %v", e.Kind, err)
 				continue
@@ -331,6 +333,12 @@ func (f *faulter) apply(ctx context.Context, e Event) (heal func() error, target
 		return f.reassign(ctx, e.Pick)
 	case Decommission:
 		return f.decommission(ctx, e.Pick)
+	case Restore, Fork, QuarantineRestore, QuarantinePurge:
+		if f.bucket == nil {
+			return nil, "", fmt.Errorf("%s: the run has no bucket ops' topics (Schedule.TierOps)", e.Kind)
+		}
+		target, err := f.bucket.run(ctx, e)
+		return nil, target, err
 	}
 	return nil, "", fmt.Errorf("unknown fault %q", e.Kind)
 }

@@ -40,6 +40,8 @@ type Rec struct {
 	Offset int64  `json:"offset"`
 	Key    string `json:"key,omitempty"`
 	Value  string `json:"value"`
+	// TS is the record's timestamp (ms), set by the final reads.
+	TS int64 `json:"ts,omitempty"`
 }
 
 // Read is a record a consumer saw during the run.
@@ -158,6 +160,8 @@ type History struct {
 	ETL *ETLHistory `json:"etl,omitempty"`
 	// Share is the share group workload's record (nil: it did not run).
 	Share *ShareHistory `json:"share,omitempty"`
+	// TierOps is the bucket ops' record (nil: none ran).
+	TierOps *TierOpsHistory `json:"tier_ops,omitempty"`
 }
 
 // Value is the value a producer writes for seq: "producer:seq:" and a

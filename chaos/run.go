@@ -165,6 +165,12 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	if _, err := f.waitSettled(ctx, 60*time.Second); err != nil {
 		return nil, fmt.Errorf("cluster before the run: %w", err)
 	}
+	if sched.TierOps {
+		f.bucket = newBucketOps(f)
+		if err := f.bucket.setup(ctx); err != nil {
+			return nil, fmt.Errorf("the bucket ops' topics: %w", err)
+		}
+	}
 	rec.logf("cluster up: %d nodes, NATS servers %d, network faults %v", len(c.Nodes), len(c.nats), c.net.ok)
 
 	// Workload.
@@ -426,6 +432,10 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		h.ETL = etlHist
 	}
 	h.Share = shareHist
+	if f.bucket != nil {
+		h.TierOps = f.bucket.final(ctx)
+		rec.logf("bucket ops: %s", h.TierOps.Summary())
+	}
 	h.Bucket, h.Referenced, err = bucketAndMetadata(ctx, c)
 	if err != nil {
 		rec.logf("bucket check skipped: %v", err)
@@ -543,7 +553,7 @@ func readPartition(ctx context.Context, seeds []string, tp TP, from, end int64) 
 			if r.Offset >= end || r.Offset < next {
 				return
 			}
-			recs = append(recs, Rec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+			recs = append(recs, Rec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), TS: r.Timestamp.UnixMilli()})
 			next = r.Offset + 1
 		})
 		if len(recs) > 0 && recs[len(recs)-1].Offset == end-1 {

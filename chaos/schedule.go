@@ -40,16 +40,31 @@ const (
 	// balancer moves its leaderships, then its replicas, away), and
 	// recommission at the window's end (the balancer moves its share back).
 	Decommission FaultKind = "decommission"
+	// The bucket ops (issue 29; bucket.go), each killing the node that
+	// serves its request every other time: Restore deletes the
+	// restore topic and restores it from the bucket; Fork forks the tiered
+	// topic at an offset or a time; QuarantineRestore has retention delete
+	// a topic's segments into the quarantine and restores them;
+	// QuarantinePurge purges them instead.
+	Restore           FaultKind = "restore"
+	Fork              FaultKind = "fork"
+	QuarantineRestore FaultKind = "quarantine-restore"
+	QuarantinePurge   FaultKind = "quarantine-purge"
 )
 
 func (k FaultKind) track() string {
 	switch k {
 	case Kill, KillCoordinator, WipeCoordinator, KillTxnCoordinator, Pause, Wipe, WipeLastISR, Rolling, PartNode, PartNATS, PartS3:
 		return "node"
-	case Reassign, Elect, Decommission:
+	case Reassign, Elect, Decommission, Restore, Fork, QuarantineRestore, QuarantinePurge:
 		return "ops"
 	}
 	return "infra"
+}
+
+// bucket reports a bucket op (bucket.go).
+func (k FaultKind) bucket() bool {
+	return k == Restore || k == Fork || k == QuarantineRestore || k == QuarantinePurge
 }
 
 // Schedule is a named mix of faults.
@@ -66,6 +81,9 @@ type Schedule struct {
 	Transactions bool
 	// ShareGroups runs the share group workload (Config.ShareGroups).
 	ShareGroups bool
+	// TierOps sets up the bucket ops' topics (bucket.go); the schedules
+	// with a bucket op set it.
+	TierOps bool
 	// NoLoss: the schedule promises no acknowledged record lost (RF=3,
 	// min.insync.replicas=2, at most one node down at a time).
 	NoLoss bool
@@ -89,6 +107,8 @@ var Schedules = []Schedule{
 		Kinds: []FaultKind{KillTxnCoordinator, KillCoordinator, Kill, Elect}, Nodes: 3, NoLoss: true, Transactions: true},
 	{Name: "elastic", About: "an elastic cluster: a node drained (decommission) and taken back (recommission), so the balancer moves replicas away and back; reassignments, preferred elections; kills, node replacement (an empty disk joining) and rolling restarts",
 		Kinds: []FaultKind{Decommission, Reassign, Elect, Kill, Wipe, Rolling}, Nodes: 4, NoLoss: true, MinWindow: 5 * time.Second, MaxWindow: 15 * time.Second},
+	{Name: "bucket", About: "the bucket as the backup: a topic deleted and restored from the bucket, point-in-time forks, retention deletes restored from the quarantine or purged, every other op of each kind killing the node serving it, beside kills of any node",
+		Kinds: []FaultKind{Restore, Fork, QuarantineRestore, QuarantinePurge, Kill}, Nodes: 3, NoLoss: true, TierOps: true, MinWindow: 2 * time.Second, MaxWindow: 5 * time.Second},
 	{Name: "mixed", About: "everything at once, within the limits: one node fault, one infra fault and one admin op at a time", Kinds: []FaultKind{Kill, Pause, Wipe, Rolling, PartNode, PartNATS, S3Errors, S3Latency, S3Pause, NATSKill, Reassign, Elect, KillCoordinator}, Nodes: 3, NoLoss: true},
 }
 
