@@ -116,6 +116,9 @@ type RestoreOp struct {
 	// Killed is the node killed while it served the restore ("" none).
 	Killed   string `json:"killed,omitempty"`
 	Attempts int    `json:"attempts"`
+	// Purged counts the deleted topic's quarantine entries purged after
+	// the restore.
+	Purged int `json:"purged,omitempty"`
 	// Report is the last answer (status restored or exists).
 	Report *adminapi.RestoredTopic `json:"report,omitempty"`
 	Err    string                  `json:"err,omitempty"`
@@ -498,6 +501,22 @@ func (b *bucketOps) restore(ctx context.Context, pick int, kill bool) RestoreOp 
 	}
 	if last != nil {
 		op.Err = fmt.Sprintf("restore of %s after %d attempts: %v", restoreTopic, op.Attempts, last)
+		return op
+	}
+	// The delete left the topic's objects in the quarantine (reason
+	// topic_deleted); the restore lists them again. Purging those entries
+	// now, as their grace ending would, must delete no object the
+	// restored topic lists (the final read judges it).
+	if c, err := b.entries(ctx, pick, restoreTopic); err == nil && c > 0 {
+		if n, err := b.server(pick, ""); err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			q, err := b.api.QuarantinePurge(pctx, n.Admin, adminapi.QuarantineRequest{Topic: restoreTopic})
+			cancel()
+			op.Purged = len(q.Entries)
+			if err != nil {
+				b.f.rec.logf("bucket: purging %s's quarantine after its restore: %v", restoreTopic, err)
+			}
+		}
 	}
 	return op
 }
