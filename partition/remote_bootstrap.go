@@ -93,6 +93,7 @@ func (r *Replica) ResetFromRemote(t RemoteTail) error {
 	}
 	r.remote.Lock()
 	r.remote.gen.Add(1)
+	remoteChanges.Add(1)
 	r.remote.state = RemoteState{LogStart: min(t.LogStart, t.Offset), CopiedNext: t.Offset}
 	r.remote.known = true
 	r.remote.Unlock()

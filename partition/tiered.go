@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/shale-io/shale/infra/config"
@@ -33,6 +34,7 @@ func (r *Replica) SetRemoteState(s RemoteState) {
 	r.remote.Lock()
 	if !r.remote.known || r.remote.state != s {
 		r.remote.gen.Add(1)
+		remoteChanges.Add(1)
 	}
 	r.remote.state = s
 	r.remote.known = true
@@ -67,6 +69,16 @@ type FetchPos struct {
 	valid             bool
 	logGen, remoteGen uint64
 }
+
+// remoteChanges counts the remote state changes of every replica of the
+// process (each replica's remote generation).
+var remoteChanges atomic.Uint64
+
+// PositionChanges returns a count that changes whenever the fetch position
+// (FetchPositionSince) of any replica of the process may have changed: its
+// log's state or its remote state. While it stays the same, every
+// FetchPos read before it is current.
+func PositionChanges() uint64 { return segment.StateChanges() + remoteChanges.Load() }
 
 // FetchPositionSince returns prev while neither the log's state nor the
 // remote state changed since prev was read (two atomic loads, no lock: a

@@ -67,21 +67,6 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 		req.SessionEpoch = 0
 	}
 	topics := map[string]int{}
-	add := func(w wanted) {
-		i, ok := topics[w.key.topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = w.key.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			topics[w.key.topic] = i
-		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.CurrentLeaderEpoch = w.key.partition, w.leaderEpoch
-		fp.FetchOffset, fp.LogStartOffset = w.fetchOffset, w.logStartOffset
-		fp.LastFetchedEpoch, fp.PartitionMaxBytes = w.lastFetchedEpoch, w.max
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
-	}
 	s.forgotten, s.changed = s.forgotten[:0], s.changed[:0]
 	held := 0 // partitions of next the session holds
 	for i, w := range next {
@@ -90,7 +75,7 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 			held++
 		}
 		if full || !ok || prev != w.partFetch {
-			add(w)
+			addPartition(req, topics, w)
 			s.changed = append(s.changed, i)
 		}
 	}
@@ -111,18 +96,82 @@ func (s *followerSession) build(req *kmsg.FetchRequest, next []wanted) (full boo
 		if _, ok := s.inNext[k]; ok {
 			continue
 		}
-		s.forgotten = append(s.forgotten, k)
-		i, ok := forgotten[k.topic]
-		if !ok {
-			ft := kmsg.NewFetchRequestForgottenTopic()
-			ft.Topic = k.topic
-			req.ForgottenTopics = append(req.ForgottenTopics, ft)
-			i = len(req.ForgottenTopics) - 1
-			forgotten[k.topic] = i
-		}
-		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+		s.forget(req, forgotten, k)
 	}
 	return false
+}
+
+// buildPartial fills req for an incremental Fetch of a round that visited
+// only some partitions: next are those of them that fetch, skipped those
+// that do not (forgotten if the session holds them); every other partition
+// the session holds stays in it as it is, unnamed. It returns how many
+// those are. REQUIRES: an established session (epoch > 0).
+func (s *followerSession) buildPartial(req *kmsg.FetchRequest, next []wanted, skipped []replicaKey) (held int) {
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	topics := map[string]int{}
+	s.forgotten, s.changed = s.forgotten[:0], s.changed[:0]
+	named := 0 // of next, partitions the session holds
+	for i, w := range next {
+		prev, ok := s.sent[w.key]
+		if ok {
+			named++
+		}
+		if !ok || prev != w.partFetch {
+			addPartition(req, topics, w)
+			s.changed = append(s.changed, i)
+		}
+	}
+	forgotten := map[string]int{}
+	for _, k := range skipped {
+		if _, ok := s.sent[k]; ok {
+			s.forget(req, forgotten, k)
+		}
+	}
+	return len(s.sent) - named - len(s.forgotten)
+}
+
+// holds reports whether the session holds w's request as it is.
+func (s *followerSession) holds(w wanted) bool {
+	prev, ok := s.sent[w.key]
+	return s.epoch > 0 && ok && prev == w.partFetch
+}
+
+// holdsKey reports whether the session holds partition k.
+func (s *followerSession) holdsKey(k replicaKey) bool {
+	_, ok := s.sent[k]
+	return s.epoch > 0 && ok
+}
+
+// addPartition names w in req (topics indexes req.Topics by name).
+func addPartition(req *kmsg.FetchRequest, topics map[string]int, w wanted) {
+	i, ok := topics[w.key.topic]
+	if !ok {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = w.key.topic
+		req.Topics = append(req.Topics, t)
+		i = len(req.Topics) - 1
+		topics[w.key.topic] = i
+	}
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.CurrentLeaderEpoch = w.key.partition, w.leaderEpoch
+	fp.FetchOffset, fp.LogStartOffset = w.fetchOffset, w.logStartOffset
+	fp.LastFetchedEpoch, fp.PartitionMaxBytes = w.lastFetchedEpoch, w.max
+	req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+}
+
+// forget puts k in req's ForgottenTopics (forgotten indexes them by topic)
+// and in s.forgotten.
+func (s *followerSession) forget(req *kmsg.FetchRequest, forgotten map[string]int, k replicaKey) {
+	s.forgotten = append(s.forgotten, k)
+	i, ok := forgotten[k.topic]
+	if !ok {
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic = k.topic
+		req.ForgottenTopics = append(req.ForgottenTopics, ft)
+		i = len(req.ForgottenTopics) - 1
+		forgotten[k.topic] = i
+	}
+	req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
 }
 
 // answered records the leader's answer to a Fetch of next built with

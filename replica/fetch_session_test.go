@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
 )
 
@@ -106,4 +107,114 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestIdleFollowerRoundsVisitNothing: once every follower fetcher of a
+// two-node cluster (one RF=2 topic of 40 partitions) fetches through its
+// session and nothing is written, its rounds visit no partition: the
+// leader's session holds every request as it is. A change of a follower's
+// fetch position that no Fetch answer made (its remote log start, as the
+// tiering loop sets it) still reaches the leader: the next round visits
+// every partition again because the process counts such changes
+// (partition.PositionChanges), not because of the periodic sweep, which
+// this test puts an hour away. Before, every round visited all 40.
+func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
+	replica.SetSweepEvery(t, time.Hour)
+	const topic, parts = "quiet", 40
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
+	ctx := ctxT(t, 120*time.Second)
+	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
+	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 2
+	})
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, makeRecords(topic, 400, "a")...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type mark struct{ fetches, visited uint64 }
+	// quiet waits until every fetcher has sent three Fetches in a row
+	// without visiting a partition.
+	quiet := func(what string) {
+		seen := map[string]mark{}
+		var last string
+		waitFor(t, 60*time.Second, what, func() bool {
+			idle, total := 0, 0
+			for i, n := range nodes {
+				for _, st := range n.ReplicaFetchers() {
+					total++
+					k := fmt.Sprintf("%d/%d/%d", i, st.Leader, st.Index)
+					m, ok := seen[k]
+					if !ok || st.Visited != m.visited {
+						seen[k] = mark{st.Fetches, st.Visited}
+						last = fmt.Sprintf("node %d fetcher %s: %d fetches, %d partitions visited", i+1, k, st.Fetches, st.Visited)
+						continue
+					}
+					if st.Fetches >= m.fetches+3 {
+						idle++
+					}
+				}
+			}
+			return total > 0 && idle == total
+		})
+		t.Logf("%s: %s", what, last)
+	}
+	quiet("idle rounds visit no partition")
+
+	// A follower replica, and its leader on the other node.
+	var follower, leader *partition.Replica
+	for _, rs := range nodes[1].Replicas().All() {
+		if rs.Topic() == topic && !rs.IsLeader() && rs.HighWatermark() >= 6 {
+			follower = rs
+			break
+		}
+	}
+	if follower == nil {
+		t.Fatal("node 2 follows no partition of the topic with 6 records")
+	}
+	for _, rs := range nodes[0].Replicas().All() {
+		if rs.Topic() == topic && rs.Partition() == follower.Partition() {
+			leader = rs
+		}
+	}
+	alive := func(int32) bool { return true }
+	low := func() int64 {
+		lw, err := leader.LowWatermark(alive)
+		if err != nil {
+			t.Fatalf("low watermark of %s-%d on node 1: %v", topic, leader.Partition(), err)
+		}
+		return lw
+	}
+	if lw := low(); lw != 0 {
+		t.Fatalf("low watermark %d before the change, want 0", lw)
+	}
+	var before uint64
+	for _, st := range nodes[1].ReplicaFetchers() {
+		before += st.Visited
+	}
+	// The tiering loop's kind of change: a remote log start below the
+	// local one, set outside any Fetch answer.
+	follower.SetRemoteState(partition.RemoteState{LogStart: -1, CopiedNext: 0})
+	if lw := low(); lw != 0 {
+		t.Fatalf("low watermark %d, want 0", lw)
+	}
+	resp, err := adm.DeleteRecords(ctx, kadm.Offsets{topic: {follower.Partition(): kadm.Offset{At: 5}}})
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("DeleteRecords: %v %v", err, resp.Error())
+	}
+	waitFor(t, 30*time.Second, "the follower's log start at 5", func() bool { return low() == 5 })
+	quiet("idle again after DeleteRecords")
+	follower.SetRemoteState(partition.RemoteState{LogStart: 2, CopiedNext: 0})
+	waitFor(t, 30*time.Second, "the leader to learn the follower's log start 2", func() bool { return low() == 2 })
+	var after uint64
+	for _, st := range nodes[1].ReplicaFetchers() {
+		after += st.Visited
+	}
+	if after < before+parts/2 {
+		t.Errorf("node 2's fetchers visited %d partitions in all, %d before: no sweep", after, before)
+	}
 }

@@ -72,6 +72,9 @@ type fetchPart struct {
 	// pos is the replica's fetch position as last read
 	// (Replica.FetchPositionSince). REQUIRES: owned by the fetcher goroutine.
 	pos partition.FetchPos
+	// hot: the next partial round visits it (fetcher.hot). REQUIRES: owned
+	// by the fetcher goroutine.
+	hot bool
 }
 
 // fetchers owns the follower fetchers; Update is called after each
@@ -314,6 +317,23 @@ type fetcher struct {
 	// idle partitions allocates nothing in proportion to them.
 	rounds uint64
 	next   []wanted
+	// A round visits every partition (a sweep) only when some fetch
+	// position of the process may have moved since the last sweep
+	// (partition.PositionChanges: swept), the partitions changed
+	// (sweptList), the session is not established, or sweepEvery has
+	// passed; otherwise it visits only hot: the partitions that could not
+	// fetch (a pause, a divergence check, a bootstrap), that got an answer,
+	// or whose request the session does not hold yet. The leader's session
+	// holds every other partition's request as it was, so the Fetch names
+	// none of them: an idle follower's round costs nothing per partition.
+	// Owned by run.
+	swept     uint64
+	sweptList uint64
+	sweptAt   time.Time
+	hot       []keyedPart
+	hotNext   []keyedPart // storage for the next round's hot
+	skipped   []replicaKey
+	visited   atomic.Uint64 // partitions visited by rounds, for tests
 
 	mu sync.Mutex
 	// parts is replaced, never changed in place (set), so that a round
@@ -325,9 +345,11 @@ type fetcher struct {
 	list []keyedPart
 	// fullNext: a partition's role or replica changed (set): the next
 	// Fetch is full, so that the leader answers every partition once.
-	fullNext bool         // REQUIRES: mu held
-	sent     sentFetch    // REQUIRES: mu held
-	fail     fetchFailure // REQUIRES: mu held
+	fullNext bool // REQUIRES: mu held
+	// listGen counts the replacements of list. REQUIRES: mu held.
+	listGen uint64
+	sent    sentFetch    // REQUIRES: mu held
+	fail    fetchFailure // REQUIRES: mu held
 }
 
 // fetchFailure is a fetcher's run of failed rounds, shown in FetcherStatus
@@ -413,6 +435,7 @@ func (ft *fetcher) set(ps map[replicaKey]followed) {
 		ft.fullNext = ft.fullNext || ok
 	}
 	ft.parts, ft.list = parts, listOf(parts)
+	ft.listGen++
 }
 
 // has reports whether the fetcher follows k.
@@ -459,6 +482,7 @@ func (ft *fetcher) patch(add map[replicaKey]followed, remove []replicaKey) int {
 		ft.fullNext = ft.fullNext || ok
 	}
 	ft.parts, ft.list = parts, listOf(parts)
+	ft.listGen++
 	return len(parts)
 }
 
@@ -469,14 +493,14 @@ func (ft *fetcher) stop() {
 }
 
 // snapshot returns the partitions to fetch, as a map and a list, which
-// the caller must not change, and whether the next Fetch must be full
-// (fullNext, which it clears).
-func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, []keyedPart, bool) {
+// the caller must not change, the list's generation, and whether the next
+// Fetch must be full (fullNext, which it clears).
+func (ft *fetcher) snapshot() (map[replicaKey]*fetchPart, []keyedPart, uint64, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	full := ft.fullNext
 	ft.fullNext = false
-	return ft.parts, ft.list, full
+	return ft.parts, ft.list, ft.listGen, full
 }
 
 func (ft *fetcher) run(ctx context.Context) {
@@ -484,11 +508,11 @@ func (ft *fetcher) run(ctx context.Context) {
 	defer ft.conn.Close()
 	var pacer roundPacer
 	for ctx.Err() == nil {
-		parts, list, full := ft.snapshot()
+		parts, list, listGen, full := ft.snapshot()
 		if full {
 			ft.session.reset()
 		}
-		active, err := ft.round(ctx, parts, list)
+		active, err := ft.round(ctx, parts, list, listGen)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -511,16 +535,33 @@ func (ft *fetcher) broker() *kgo.Broker {
 	return nil
 }
 
+// sweepEvery bounds how long partial rounds go on without a sweep, in
+// nanoseconds: a guard, since every change of a fetch position is counted
+// (partition.PositionChanges). A variable for tests (SetSweepEvery).
+var sweepEvery atomic.Int64
+
+func init() { sweepEvery.Store(int64(10 * time.Second)) }
+
 // round runs one round: each partition's state machine (follow.go) says
 // whether it bootstraps, checks divergence, or goes into the one Fetch of
-// the round; the answer is applied partition by partition. It returns how
-// many partitions the Fetch carried.
-func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, list []keyedPart) (int, error) {
+// the round; the answer is applied partition by partition. A round visits
+// every partition, or only the hot ones (see fetcher.swept). It returns
+// how many partitions the Fetch carried, those the session holds without
+// naming them included.
+func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, list []keyedPart, listGen uint64) (int, error) {
 	b := ft.broker()
 	if b == nil {
 		return 0, errors.New("no connection to the leader")
 	}
 	now := time.Now()
+	changes := partition.PositionChanges() // before any position is read
+	sweep := ft.session.epoch <= 0 || changes != ft.swept || listGen != ft.sweptList || now.Sub(ft.sweptAt) >= time.Duration(sweepEvery.Load())
+	visit := ft.hot
+	if sweep {
+		visit = list
+		ft.swept, ft.sweptList, ft.sweptAt = changes, listGen, now
+	}
+	ft.visited.Add(uint64(len(visit)))
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = ft.f.self
 	req.MaxWaitMillis = int32(ft.f.cfg.MaxWait.Milliseconds())
@@ -529,12 +570,16 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, l
 	round := ft.rounds
 	next := ft.next[:0]
 	defer func() { ft.next = next[:0] }()
+	hot := ft.hotNext[:0]
+	ft.skipped = ft.skipped[:0]
 	anyFailed := segment.AnyFailed() // else no log needs asking
-	for _, kp := range list {
+	for _, kp := range visit {
 		k, p := kp.key, kp.fetchPart
+		p.hot = false
 		if anyFailed && p.rep.LogErr() != nil {
 			// The log went offline (an fsync failed): it takes no more
 			// batches, and the next Reconcile drops it from this fetcher.
+			ft.skipped = append(ft.skipped, k)
 			continue
 		}
 		a := p.st.Step(now, event{kind: evRound})
@@ -565,6 +610,10 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, l
 			}
 		}
 		if a.kind != actFetch {
+			// Paused: out of the session until it fetches again.
+			p.hot = true
+			hot = append(hot, kp)
+			ft.skipped = append(ft.skipped, k)
 			continue
 		}
 		p.pos = p.rep.FetchPositionSince(p.pos)
@@ -573,11 +622,24 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, l
 		p.st.Step(now, event{kind: evSent, epoch: w.lastFetchedEpoch})
 		next = append(next, w)
 		p.round = round
+		if !ft.session.holds(w) {
+			// The session learns this request from this round's Fetch:
+			// visit it again until it holds it.
+			p.hot = true
+			hot = append(hot, kp)
+		}
 	}
-	if len(next) == 0 {
+	ft.hotNext, ft.hot = ft.hot[:0], hot
+	held := 0 // of the session's partitions, those the Fetch leaves as they are
+	var full bool
+	if sweep {
+		full = ft.session.build(req, next)
+	} else {
+		held = ft.session.buildPartial(req, next, ft.skipped)
+	}
+	if len(next)+held == 0 {
 		return 0, nil
 	}
-	full := ft.session.build(req, next)
 	ft.mu.Lock()
 	ft.sent = sentFetch{count: ft.sent.count + 1, full: ft.sent.full, maxWaitMillis: req.MaxWaitMillis, minBytes: req.MinBytes,
 		maxBytes: req.MaxBytes, partitionMaxBytes: ft.f.cfg.PartitionMaxBytes, partitions: countParts(req)}
@@ -591,22 +653,28 @@ func (ft *fetcher) round(ctx context.Context, parts map[replicaKey]*fetchPart, l
 	}
 	if err != nil {
 		ft.session.reset() // the leader's session may have moved on without this node seeing it
-		return len(next), err
+		return len(next) + held, err
 	}
 	if ok, err := ft.session.answered(resp, next, full); !ok || err != nil {
 		// A session error (err nil) carries no partitions: the next round,
 		// at once, is a full Fetch.
-		return len(next), err
+		return len(next) + held, err
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			k := replicaKey{t.Topic, rp.Partition}
-			if p, ok := parts[k]; ok && p.round == round {
+			// A partition named in this Fetch, or one the session holds
+			// from an earlier round (a partial round's).
+			if p, ok := parts[k]; ok && (p.round == round || ft.session.holdsKey(k)) {
 				ft.apply(k, p, &rp)
+				if !p.hot {
+					p.hot = true
+					ft.hot = append(ft.hot, keyedPart{k, p})
+				}
 			}
 		}
 	}
-	return len(next), nil
+	return len(next) + held, nil
 }
 
 // apply applies one partition's Fetch answer as its state machine says.
@@ -725,6 +793,9 @@ type FetcherStatus struct {
 	// LastNamed is how many partitions the last Fetch named (an
 	// incremental Fetch names only those whose request changed).
 	LastNamed int
+	// Visited counts the partitions its rounds have visited: an idle
+	// fetcher's rounds visit none (fetcher.swept).
+	Visited uint64
 	// The settings of the last Fetch request sent, as on the wire.
 	MaxWaitMillis, MinBytes, MaxBytes, PartitionMaxBytes int32
 	// Failures counts the consecutive failed Fetch requests (and logins
@@ -747,6 +818,7 @@ func (r *Manager) Fetchers() []FetcherStatus {
 	for _, ft := range fts {
 		ft.mu.Lock()
 		st := FetcherStatus{Leader: ft.leader, Index: ft.index, Fetches: ft.sent.count, FullFetches: ft.sent.full, LastNamed: ft.sent.partitions,
+			Visited:       ft.visited.Load(),
 			MaxWaitMillis: ft.sent.maxWaitMillis, MinBytes: ft.sent.minBytes, MaxBytes: ft.sent.maxBytes,
 			PartitionMaxBytes: ft.sent.partitionMaxBytes, Failures: ft.fail.count, Error: ft.fail.err}
 		for k := range ft.parts {

@@ -186,11 +186,23 @@ func (l *Log) Epochs() []EpochEntry {
 }
 
 // lockState write-locks l.mu and changes the state generation
-// (StateGen). Every writer of l.mu's fields takes it this way.
+// (StateGen) and the process-wide count of such changes (StateChanges).
+// Every writer of l.mu's fields takes it this way.
 func (l *Log) lockState() {
 	l.mu.Lock()
 	l.stateGen.Add(1)
+	stateChanges.Add(1)
 }
+
+// stateChanges counts the state changes of every log of the process.
+var stateChanges atomic.Uint64
+
+// StateChanges returns the number of times any log of the process has
+// changed its state (log end, log start, epochs, segments: StateGen of
+// each log). While it stays the same, no log's StateGen has changed: a
+// follower fetcher over thousands of idle partitions reads it once a
+// round instead of each partition's generation.
+func StateChanges() uint64 { return stateChanges.Load() }
 
 // StateGen returns the log's state generation, without a lock: it changes
 // whenever the log end, the log start, the leader-epoch history or any
