@@ -13,13 +13,16 @@ import (
 
 // resetPlan is `shale group reset-offsets`'s output: one row per partition.
 type resetPlan struct {
-	Group      string        `json:"group"`
+	Group string `json:"group"`
+	// Type is "share" for a KIP-932 share group (OldOffset and NewOffset
+	// are share-partition start offsets), else "consumer".
+	Type       string        `json:"type"`
 	DryRun     bool          `json:"dry_run"`
 	Partitions []resetOffset `json:"partitions"`
 }
 
 // resetOffset is one partition's move; OldOffset -1 means nothing was
-// committed.
+// committed (a share-partition without a state).
 type resetOffset struct {
 	Topic        string `json:"topic"`
 	Partition    int32  `json:"partition"`
@@ -32,7 +35,7 @@ type resetOffset struct {
 func newGroupResetOffsetsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reset-offsets GROUP --topic T [--partition 0,1] --to earliest|latest|N|-N|@TIME [--dry-run]",
-		Short: "commit new offsets for a group that has no live members",
+		Short: "commit new offsets for a group that has no live members (a share group: new start offsets)",
 		Example: `  shale group reset-offsets billing --topic events --to earliest --dry-run
   shale group reset-offsets billing -t events --partition 0 --to -100`,
 		Args: exactArgs(1, "name one group"),
@@ -71,7 +74,15 @@ func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, gro
 		return err
 	}
 	defer done()
-	moves, err := a.PlanOffsetReset(ctx, group, pos, topics, partitions...)
+	// A KIP-932 share group's start offsets move by AlterShareGroupOffsets,
+	// any other group's committed offsets by OffsetCommit.
+	plan, commit, typ := a.PlanShareOffsetReset, a.CommitShareOffsetReset, "share"
+	if _, err := a.DescribeShareGroup(ctx, group); errors.Is(err, sdk.ErrGroupNotFound) {
+		plan, commit, typ = a.PlanOffsetReset, a.CommitOffsetReset, "consumer"
+	} else if err != nil {
+		return err
+	}
+	moves, err := plan(ctx, group, pos, topics, partitions...)
 	if err != nil {
 		if len(topics) == 1 {
 			err = topicNotFound(topics[0], err)
@@ -79,7 +90,7 @@ func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, gro
 		return err
 	}
 	if !dryRun {
-		err := a.CommitOffsetReset(ctx, group, moves)
+		err := commit(ctx, group, moves)
 		if errors.Is(err, sdk.ErrGroupNotEmpty) {
 			return fmt.Errorf("%w: stop them first: %w", errGroupActive, err)
 		}
@@ -87,22 +98,26 @@ func groupResetOffsets(ctx context.Context, g *cliGlobals, stdout io.Writer, gro
 			return err
 		}
 	}
-	plan := resetPlan{Group: group, DryRun: dryRun, Partitions: []resetOffset{}}
+	out := resetPlan{Group: group, Type: typ, DryRun: dryRun, Partitions: []resetOffset{}}
 	for _, m := range moves {
-		plan.Partitions = append(plan.Partitions, resetOffset{Topic: m.Topic, Partition: m.Partition, OldOffset: m.Old,
+		out.Partitions = append(out.Partitions, resetOffset{Topic: m.Topic, Partition: m.Partition, OldOffset: m.Old,
 			NewOffset: m.New, LogEndOffset: m.End, Lag: m.Lag})
 	}
 	if g.json() {
-		return writeJSON(stdout, plan)
+		return writeJSON(stdout, out)
 	}
-	return printResetPlan(stdout, plan)
+	return printResetPlan(stdout, out)
 }
 
 func printResetPlan(w io.Writer, plan resetPlan) error {
+	what := "offsets"
+	if plan.Type == "share" {
+		what = "share group start offsets"
+	}
 	if plan.DryRun {
 		fmt.Fprintf(w, "group %s: dry run, nothing committed\n", plan.Group)
 	} else {
-		fmt.Fprintf(w, "group %s: offsets reset\n", plan.Group)
+		fmt.Fprintf(w, "group %s: %s reset\n", plan.Group, what)
 	}
 	t := newTable(w, "TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "LOG-END-OFFSET", "LAG")
 	for _, r := range plan.Partitions {
