@@ -79,7 +79,8 @@ type ConsoleRebalanceResult struct {
 	Submitted []ConsoleReassignment `json:"submitted"`
 }
 
-// ConsoleResetRequest resets Group's committed offsets on Topic's
+// ConsoleResetRequest resets Group's committed offsets (a share group's
+// share-partition start offsets) on Topic's
 // Partitions (all of them when empty) to To: "earliest", "latest",
 // "offset" (Offset, clamped to the partition's range) or "timestamp" (the
 // first offset at or after Timestamp, Unix milliseconds). DryRun plans
@@ -96,13 +97,17 @@ type ConsoleResetRequest struct {
 
 // ConsoleResetResult is the plan, committed unless DryRun.
 type ConsoleResetResult struct {
-	Group      string               `json:"group"`
+	Group string `json:"group"`
+	// Type is "share" for a KIP-932 share group (its share-partition
+	// start offsets, moved by AlterShareGroupOffsets), else "consumer"
+	// (committed offsets, OffsetCommit).
+	Type       string               `json:"type"`
 	DryRun     bool                 `json:"dry_run"`
 	Partitions []ConsoleOffsetReset `json:"partitions"`
 }
 
 // ConsoleOffsetReset is one partition's move: OldOffset -1 when nothing
-// was committed.
+// was committed (a share-partition without a state).
 type ConsoleOffsetReset struct {
 	Topic        string `json:"topic"`
 	Partition    int32  `json:"partition"`

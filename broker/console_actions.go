@@ -97,14 +97,9 @@ func consoleAction[Req any](n *Node, run func(context.Context, *sdk.Admin, Req) 
 			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		addr, ok := n.selfKafkaAddr()
-		if !ok {
-			http.Error(w, "the node is not registered", http.StatusServiceUnavailable)
-			return
-		}
-		a, err := sdk.NewAdmin(sdk.WithSeeds(addr), sdk.WithClientID("shale-console"), sdk.WithKgoOptions(n.interBroker.KgoOpts()...))
+		a, err := n.consoleAdmin()
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		defer a.Close()
@@ -122,6 +117,19 @@ func consoleAction[Req any](n *Node, run func(context.Context, *sdk.Admin, Req) 
 			http.Error(w, err.Error(), http.StatusBadGateway)
 		}
 	}
+}
+
+// consoleAdmin is a Kafka admin client of the node's own inter-broker
+// listener, with its inter-broker identity; the caller closes it.
+func (n *Node) consoleAdmin() (*sdk.Admin, error) {
+	if n.interBroker == nil {
+		return nil, errors.New("the node has not joined the cluster yet")
+	}
+	addr, ok := n.selfKafkaAddr()
+	if !ok {
+		return nil, errors.New("the node is not registered")
+	}
+	return sdk.NewAdmin(sdk.WithSeeds(addr), sdk.WithClientID("shale-console"), sdk.WithKgoOptions(n.interBroker.KgoOpts()...))
 }
 
 // selfKafkaAddr is the host:port this node registered, the address the
@@ -251,8 +259,11 @@ func (n *Node) consoleRebalance(ctx context.Context, a *sdk.Admin, req adminapi.
 	return out, nil
 }
 
-// consoleResetOffsets plans the reset (PlanOffsetReset) and, unless a dry
-// run, commits it (CommitOffsetReset: refused while the group has members).
+// consoleResetOffsets plans the reset (PlanOffsetReset, or
+// PlanShareOffsetReset for a share group) and, unless a dry run, commits
+// it (CommitOffsetReset or CommitShareOffsetReset: refused while the group
+// has members). The admin client finds the group's coordinator, so the
+// reset works from any node's console.
 func (n *Node) consoleResetOffsets(ctx context.Context, a *sdk.Admin, req adminapi.ConsoleResetRequest) (any, error) {
 	if req.Group == "" || req.Topic == "" {
 		return nil, actionErr(http.StatusBadRequest, "name a group and a topic")
@@ -276,7 +287,19 @@ func (n *Node) consoleResetOffsets(ctx context.Context, a *sdk.Admin, req admina
 	default:
 		return nil, actionErr(http.StatusBadRequest, "to %q: want earliest, latest, offset or timestamp", req.To)
 	}
-	moves, err := a.PlanOffsetReset(ctx, req.Group, pos, []string{req.Topic}, req.Partitions...)
+	// A share group's start offsets move by AlterShareGroupOffsets; any
+	// other group's committed offsets by OffsetCommit.
+	isShare := true
+	if _, err := a.DescribeShareGroup(ctx, req.Group); errors.Is(err, sdk.ErrGroupNotFound) {
+		isShare = false
+	} else if err != nil {
+		return nil, err
+	}
+	plan, commit, typ := a.PlanOffsetReset, a.CommitOffsetReset, "consumer"
+	if isShare {
+		plan, commit, typ = a.PlanShareOffsetReset, a.CommitShareOffsetReset, "share"
+	}
+	moves, err := plan(ctx, req.Group, pos, []string{req.Topic}, req.Partitions...)
 	if errors.Is(err, sdk.ErrTopicNotFound) {
 		return nil, actionErr(http.StatusNotFound, "%v", err)
 	}
@@ -284,7 +307,7 @@ func (n *Node) consoleResetOffsets(ctx context.Context, a *sdk.Admin, req admina
 		return nil, err
 	}
 	if !req.DryRun {
-		err := a.CommitOffsetReset(ctx, req.Group, moves)
+		err := commit(ctx, req.Group, moves)
 		if errors.Is(err, sdk.ErrGroupNotEmpty) {
 			return nil, actionErr(http.StatusConflict, "%v: stop its consumers first", err)
 		}
@@ -292,7 +315,7 @@ func (n *Node) consoleResetOffsets(ctx context.Context, a *sdk.Admin, req admina
 			return nil, err
 		}
 	}
-	out := adminapi.ConsoleResetResult{Group: req.Group, DryRun: req.DryRun, Partitions: []adminapi.ConsoleOffsetReset{}}
+	out := adminapi.ConsoleResetResult{Group: req.Group, Type: typ, DryRun: req.DryRun, Partitions: []adminapi.ConsoleOffsetReset{}}
 	for _, m := range moves {
 		out.Partitions = append(out.Partitions, adminapi.ConsoleOffsetReset{Topic: m.Topic, Partition: m.Partition, OldOffset: m.Old,
 			NewOffset: m.New, LogEndOffset: m.End, Lag: m.Lag})
