@@ -32,6 +32,7 @@ func (n *Node) mountConsole(mux *http.ServeMux) {
 	mux.HandleFunc(adminapi.ConsoleTopicPath, n.consoleGET(n.consoleTopic))
 	mux.HandleFunc(adminapi.ConsoleTierMapPath, n.consoleGET(n.consoleTierMap))
 	mux.HandleFunc(adminapi.ConsoleTransactionsPath, n.consoleGET(n.consoleTransactions)) // console_transactions.go
+	n.mountConsoleGroups(mux)                                                             // console_groups.go
 	n.mountConsoleActions(mux)                                                            // console_actions.go
 }
 

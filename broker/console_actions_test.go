@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/adminapi"
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
@@ -177,5 +179,233 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 	code, body = do(http.MethodPost, adminapi.ConsoleResetOffsetsPath, adminTok, adminapi.ConsoleResetRequest{Group: "live", Topic: topic, To: "latest"})
 	if code != http.StatusConflict || !strings.Contains(body, "Stable") || !strings.Contains(body, "1 members") {
 		t.Fatalf("reset of a group with a member: %d %q; want 409 naming its state", code, body)
+	}
+}
+
+// consoleDo sends method path with body (JSON) to the admin listener at
+// addr, without a token, and returns the status and the body.
+func consoleDo(t *testing.T, ctx context.Context, addr, method, path string, body any) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// consoleGet GETs path from the admin listener at addr and decodes it.
+func consoleGet[T any](t *testing.T, ctx context.Context, addr, path string) T {
+	t.Helper()
+	code, body := consoleDo(t, ctx, addr, http.MethodGet, path, nil)
+	var v T
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
+	return v
+}
+
+// TestConsoleGroupsClusterWideAndShareReset runs three nodes and asks each
+// console's JSON by real HTTP: the groups page of a node lists the whole
+// cluster's groups, a KIP-932 share group (type share, its start offsets)
+// and a consumer group coordinated by other nodes, in pages; a share
+// group's reset from a node that does not coordinate it is planned (the
+// dry run moves nothing) and done by AlterShareGroupOffsets (checked with
+// DescribeShareGroupOffsets), and refused with 409 naming its state while
+// it has a member; a consumer group's reset from a node that does not
+// coordinate it commits (checked with OffsetFetch).
+func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, func(c *config.Broker) { c.ShareAutoOffsetReset = "earliest" })
+	ctx := ctxT(t, 2*time.Minute)
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.KafkaAddr()
+	}
+	cl := newClient(t, addrs[0])
+	adm := kadm.NewClient(cl)
+	const topic, shareGroup, idle = "jobs", "workers", "idle"
+	if r, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	produceN(t, addrs[0], topic, 30, "j") // 10 per partition
+
+	// The share group consumes everything, accepting each record, then
+	// its member leaves: every start offset is 10.
+	startOffsets := func() map[int32]int64 {
+		t.Helper()
+		out := map[int32]int64{}
+		o, err := adm.DescribeShareGroupOffsets(ctx, shareGroup)
+		if err != nil {
+			return out
+		}
+		for p, so := range o[shareGroup].Offsets[topic] {
+			if so.Err == nil {
+				out[p] = so.StartOffset
+			}
+		}
+		return out
+	}
+	member := func() (*kgo.Client, func()) {
+		m := newClient(t, addrs[1], kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for mctx.Err() == nil {
+				fs := m.PollRecords(mctx, 100)
+				if fs.IsClientClosed() {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
+			}
+		}()
+		return m, func() { cancel(); <-done; m.Close() }
+	}
+	_, stop := member()
+	if err := proctest.Poll(60*time.Second, 100*time.Millisecond, func() bool {
+		s := startOffsets()
+		return len(s) == 3 && s[0] == 10 && s[1] == 10 && s[2] == 10
+	}); err != nil {
+		stop()
+		t.Fatalf("the share group never consumed the 30 records: %v", startOffsets())
+	}
+	stop()
+	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+		d, err := adm.DescribeShareGroups(ctx, shareGroup)
+		return err == nil && d[shareGroup].GroupState == "Empty"
+	}); err != nil {
+		t.Fatalf("the share group's member never left: %v", err)
+	}
+	offs := kadm.Offsets{}
+	for p := range int32(3) {
+		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: 4, LeaderEpoch: -1})
+	}
+	if r, err := adm.CommitOffsets(ctx, idle, offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+
+	coords := adm.FindGroupCoordinators(ctx, shareGroup, idle)
+	type node struct {
+		*broker.Node
+		id int32
+	}
+	other := func(group string) node { // a node that does not coordinate group (ids 1..3)
+		c, ok := coords[group]
+		if !ok || c.Err != nil {
+			t.Fatalf("coordinator of %s: %+v", group, c)
+		}
+		i := int(c.NodeID) % len(nodes) // the next node's index
+		return node{nodes[i], int32(i + 1)}
+	}
+	sn := other(shareGroup)
+
+	// The groups page of a node that does not coordinate the share group.
+	gs := consoleGet[adminapi.ConsoleGroups](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupsPath)
+	byName := map[string]adminapi.ConsoleGroup{}
+	for _, g := range gs.Groups {
+		byName[g.Group] = g
+	}
+	sg, ig := byName[shareGroup], byName[idle]
+	if gs.Total != 2 || len(gs.Groups) != 2 || sg.Type != "share" || sg.State != "Empty" || sg.Coordinator != coords[shareGroup].NodeID ||
+		sg.Partitions != 3 || sg.Members != 0 {
+		t.Fatalf("node %d's groups page: %+v; want %s (share, Empty, coordinated by %d, 3 partitions) and %s", sn.id, gs, shareGroup,
+			coords[shareGroup].NodeID, idle)
+	}
+	if ig.Coordinator != coords[idle].NodeID || ig.Lag != 3*(10-4) || ig.LagUnknown != 0 || ig.Partitions != 3 {
+		t.Fatalf("node %d's groups page: %s is %+v; want coordinated by %d with lag 18", sn.id, idle, ig, coords[idle].NodeID)
+	}
+	// Paged: one group a page, the cursor goes on.
+	p1 := consoleGet[adminapi.ConsoleGroups](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupsPath+"?limit=1")
+	p2 := consoleGet[adminapi.ConsoleGroups](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupsPath+"?limit=1&cursor="+p1.Next)
+	if len(p1.Groups) != 1 || p1.Groups[0].Group != idle || p1.Next != idle || len(p2.Groups) != 1 || p2.Groups[0].Group != shareGroup || p2.Next != "" {
+		t.Fatalf("group pages of 1: %+v then %+v", p1, p2)
+	}
+	// The share group's page: each partition's start offset.
+	gd := consoleGet[adminapi.ConsoleGroupDetail](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupPath+"?group="+shareGroup)
+	if gd.Group.Type != "share" || len(gd.Partitions) != 3 || len(gd.Topics) != 1 || gd.Topics[0] != topic {
+		t.Fatalf("share group page: %+v", gd)
+	}
+	for _, p := range gd.Partitions {
+		if p.Offset != 10 || p.End != 10 || (p.Lag != 0 && p.Lag != -1) {
+			t.Fatalf("share group page: %s-%d at %d, end %d, lag %d; want 10, 10 and lag 0 (or unknown)", p.Topic, p.Partition, p.Offset, p.End, p.Lag)
+		}
+	}
+	gd2 := consoleGet[adminapi.ConsoleGroupDetail](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupPath+"?group="+shareGroup+"&limit=2&cursor="+topic+"/0")
+	if len(gd2.Partitions) != 2 || gd2.Partitions[0].Partition != 1 || gd2.Next != "" {
+		t.Fatalf("share group page after %s/0: %+v", topic, gd2)
+	}
+	if code, body := consoleDo(t, ctx, sn.AdminAddr(), http.MethodGet, adminapi.ConsoleGroupPath+"?group=nope", nil); code != http.StatusNotFound {
+		t.Fatalf("a missing group's page: %d %s", code, body)
+	}
+
+	// The share group's reset from that node: the dry run moves nothing.
+	reset := adminapi.ConsoleResetRequest{Group: shareGroup, Topic: topic, To: "offset", Offset: 3, DryRun: true}
+	code, body := consoleDo(t, ctx, sn.AdminAddr(), http.MethodPost, adminapi.ConsoleResetOffsetsPath, reset)
+	var rr adminapi.ConsoleResetResult
+	if err := json.Unmarshal([]byte(body), &rr); code != http.StatusOK || err != nil || rr.Type != "share" || !rr.DryRun || len(rr.Partitions) != 3 ||
+		rr.Partitions[0].OldOffset != 10 || rr.Partitions[0].NewOffset != 3 || rr.Partitions[0].Lag != 7 {
+		t.Fatalf("share reset dry run: %d %s", code, body)
+	}
+	if s := startOffsets(); s[0] != 10 || s[1] != 10 || s[2] != 10 {
+		t.Fatalf("after the share reset's dry run: start offsets %v, want 10 still", s)
+	}
+	reset.DryRun = false
+	if code, body = consoleDo(t, ctx, sn.AdminAddr(), http.MethodPost, adminapi.ConsoleResetOffsetsPath, reset); code != http.StatusOK {
+		t.Fatalf("share reset: %d %s", code, body)
+	}
+	if s := startOffsets(); s[0] != 3 || s[1] != 3 || s[2] != 3 {
+		t.Fatalf("after the share reset: start offsets %v, want 3", s)
+	}
+	gd = consoleGet[adminapi.ConsoleGroupDetail](t, ctx, sn.AdminAddr(), adminapi.ConsoleGroupPath+"?group="+shareGroup)
+	if len(gd.Partitions) != 3 || gd.Partitions[0].Offset != 3 {
+		t.Fatalf("share group page after the reset: %+v", gd)
+	}
+
+	// With a member: refused, naming its state.
+	_, stop = member()
+	defer stop()
+	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+		d, err := adm.DescribeShareGroups(ctx, shareGroup)
+		return err == nil && d[shareGroup].GroupState == "Stable" && len(d[shareGroup].Members) == 1
+	}); err != nil {
+		t.Fatalf("the share group's member never joined: %v", err)
+	}
+	code, body = consoleDo(t, ctx, sn.AdminAddr(), http.MethodPost, adminapi.ConsoleResetOffsetsPath,
+		adminapi.ConsoleResetRequest{Group: shareGroup, Topic: topic, To: "earliest"})
+	if code != http.StatusConflict || !strings.Contains(body, "Stable with 1 members") {
+		t.Fatalf("share reset with a member: %d %q; want 409 naming its state", code, body)
+	}
+
+	// The consumer group's reset from a node that does not coordinate it.
+	in := other(idle)
+	code, body = consoleDo(t, ctx, in.AdminAddr(), http.MethodPost, adminapi.ConsoleResetOffsetsPath,
+		adminapi.ConsoleResetRequest{Group: idle, Topic: topic, To: "latest"})
+	if err := json.Unmarshal([]byte(body), &rr); code != http.StatusOK || err != nil || rr.Type != "consumer" {
+		t.Fatalf("reset of %s from node %d (coordinator %d): %d %s", idle, in.id, coords[idle].NodeID, code, body)
+	}
+	fetched, err := adm.FetchOffsets(ctx, idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if o, _ := fetched.Lookup(topic, p); o.At != 10 {
+			t.Fatalf("after the reset from node %d: %s-%d at %d, want 10", in.id, topic, p, o.At)
+		}
 	}
 }
