@@ -317,3 +317,117 @@ func checkReadOnly(t *testing.T, parent context.Context, base, cbase string) {
 		t.Fatalf("read-only browser: a POST of an election: %q %v; want 403 saying read-only", got, err)
 	}
 }
+
+// The share group of the test: it consumes shareTopic, then leaves.
+const (
+	shareTopic = "tasks"
+	shareGroup = "workers"
+	// sharePer is the records of each of shareTopic's three partitions.
+	sharePer = 10
+)
+
+// shareStartOffsets is the share group's start offset of each partition
+// of shareTopic (DescribeShareGroupOffsets).
+func shareStartOffsets(ctx context.Context, adm *kadm.Client) map[int32]int64 {
+	out := map[int32]int64{}
+	o, err := adm.DescribeShareGroupOffsets(ctx, shareGroup)
+	if err != nil {
+		return out
+	}
+	for p, so := range o[shareGroup].Offsets[shareTopic] {
+		if so.Err == nil {
+			out[p] = so.StartOffset
+		}
+	}
+	return out
+}
+
+// startShared has a franz-go share consumer of shareGroup accept every
+// record of shareTopic (three partitions of sharePer records, the nodes
+// starting share groups at earliest); the function it returns waits for
+// that, has the member leave and returns the group's coordinator.
+func startShared(t *testing.T, ctx context.Context, n1 *broker.Node, cl *kgo.Client, adm *kadm.Client) func() int32 {
+	t.Helper()
+	if r, err := adm.CreateTopic(ctx, 3, 3, nil, shareTopic); err != nil || r.Err != nil {
+		t.Fatalf("create %s: %v %v", shareTopic, err, r.Err)
+	}
+	var recs []*kgo.Record
+	for i := range 3 * sharePer {
+		recs = append(recs, &kgo.Record{Topic: shareTopic, Partition: int32(i % 3), Value: fmt.Appendf(nil, "task-%d", i)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce %s: %v", shareTopic, err)
+	}
+	m, err := kgo.NewClient(kgo.SeedBrokers(n1.KafkaAddr()), kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(shareTopic), kgo.FetchMaxWait(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for mctx.Err() == nil {
+			fs := m.PollRecords(mctx, 100)
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
+		}
+	}()
+	stop := func() {
+		cancel()
+		<-done
+		m.Close()
+	}
+	t.Cleanup(stop) // idempotent
+	return func() int32 {
+		t.Helper()
+		err := proctest.Poll(60*time.Second, 100*time.Millisecond, func() bool {
+			s := shareStartOffsets(ctx, adm)
+			return len(s) == 3 && s[0] == sharePer && s[1] == sharePer && s[2] == sharePer
+		})
+		stop()
+		if err != nil {
+			t.Fatalf("the share group never accepted %s's records: %v", shareTopic, shareStartOffsets(ctx, adm))
+		}
+		if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
+			d, err := adm.DescribeShareGroups(ctx, shareGroup)
+			return err == nil && d[shareGroup].GroupState == "Empty"
+		}); err != nil {
+			t.Fatalf("the share group's member never left: %v", err)
+		}
+		c := adm.FindGroupCoordinators(ctx, shareGroup)[shareGroup]
+		if c.Err != nil {
+			t.Fatalf("the share group's coordinator: %v", c.Err)
+		}
+		return c.NodeID
+	}
+}
+
+// checkShareReset resets the share group to earliest on the console of
+// node snode, which does not coordinate it: the dry run shows each
+// partition's start offset and its new one and moves nothing, the
+// confirmation moves them (DescribeShareGroupOffsets).
+func checkShareReset(t *testing.T, ctx context.Context, adm *kadm.Client, snode *broker.Node, b browser) {
+	sbase := "http://" + snode.AdminAddr()
+	b.show(sbase, "", "cluster")
+	b.show(sbase, "#/group/"+shareGroup, "group")
+	b.click(t, "#reset-preview")
+	b.wait(t, "#reset-apply")
+	b.snap(t, "share-reset")
+	row := fmt.Sprintf("#reset-plan tr[data-partition='%s-0'] td", shareTopic)
+	if old, nw := b.text(row+":nth-child(3)"), b.text(row+".new"); old != fmt.Sprint(sharePer) || nw != "0" {
+		t.Fatalf("share reset dry run: partition 0 from %s to %s; want from %d to 0", old, nw, sharePer)
+	}
+	if s := shareStartOffsets(ctx, adm); s[0] != sharePer {
+		t.Fatalf("after the share reset's dry run: start offsets %v, want %d still", s, sharePer)
+	}
+	b.click(t, "#reset-apply")
+	b.wait(t, "#action-result.ok")
+	if got := b.text("#action-result"); !strings.HasPrefix(got, "Start offsets of "+shareGroup+" reset") {
+		t.Fatalf("share reset: the page shows %q", got)
+	}
+	if s := shareStartOffsets(ctx, adm); len(s) != 3 || s[0] != 0 || s[1] != 0 || s[2] != 0 {
+		t.Fatalf("after the console's share reset: start offsets %v, want 0", s)
+	}
+}

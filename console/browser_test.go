@@ -90,6 +90,10 @@ func startCluster(t *testing.T) cluster {
 				cfg.AdminAuthTokensFile = tokens
 				cfg.Rack = "rack-" + string(rune('a'+i))
 				cfg.ConsumerLagSampleInterval = 200 * time.Millisecond
+				cfg.ShareAutoOffsetReset = "earliest"
+				// A record whose acknowledgement is lost is delivered
+				// again when its lock expires: 2 s, not 30.
+				cfg.GroupShareMinRecordLockDuration, cfg.GroupShareRecordLockDuration = time.Second, 2*time.Second
 				// Leaders and replicas move only by the console's actions.
 				cfg.BalancerEnable = false
 				cfg.AutoLeaderRebalanceEnable = false
@@ -127,7 +131,10 @@ func getJSON[T any](t *testing.T, ctx context.Context, node *broker.Node, path s
 // JSON), the browser asked for it (HTTP Basic) shows every page, and each
 // shows the numbers the admin API reports: the node count and controller,
 // a partition's ISR, the tier map's segments in the bucket, a group's lag
-// after producing records. SHALE_CONSOLE_SCREENSHOTS=DIR writes a PNG of
+// after producing records; the groups page of a node that does not
+// coordinate a share group lists it (type share, its coordinator) beside
+// the consumer group, and its page shows its start offsets; the share
+// group's reset is previewed and confirmed there (checkShareReset). SHALE_CONSOLE_SCREENSHOTS=DIR writes a PNG of
 // each page there (docs/images holds the ones docs/console.md shows).
 func TestConsoleInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
@@ -185,6 +192,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if r, err := adm.CommitOffsets(ctx, group, offs); err != nil || r.Error() != nil {
 		t.Fatalf("commit %s: %v %v", group, err, r.Error())
 	}
+
+	// A share group consumes a topic of its own meanwhile.
+	sharedDone := startShared(t, ctx, n1, cl, adm)
 
 	// A transaction left open on a topic of its own (the group's lag
 	// counts all of orders).
@@ -395,11 +405,38 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("tier map: local log start %q, the API %s", got, want)
 	}
 
-	// Groups, on the console of the node that coordinates the group.
+	// Groups: every node lists the cluster's groups. A share group,
+	// consumed and left, on the console of a node that does not
+	// coordinate it (node ids are 1..3).
+	shareCoord := sharedDone()
+	snode := c.nodes[int(shareCoord)%len(c.nodes)]
+	t.Logf("%v: share group consumed (coordinator %d)", time.Since(start), shareCoord)
+	sbase := "http://" + snode.AdminAddr()
+	show(sbase, "", "cluster")
+	show(sbase, "#/groups", "groups")
+	want := strconv.Itoa(records - committed + 200)
+	srow := fmt.Sprintf("#groups tr[data-group=%q] ", shareGroup)
+	if typ, co, st := text(srow+"td.type"), text(srow+"td.coordinator"), text(srow+"td.state"); typ != "share" || co != fmt.Sprint(shareCoord) || st != "Empty" {
+		t.Fatalf("groups page of node %d: %s is %q, coordinated by %q, %q; want share, %d, Empty", shareCoord%3+1, shareGroup, typ, co, st, shareCoord)
+	}
+	if got := strings.ReplaceAll(text(fmt.Sprintf("#groups tr[data-group=%q] td.lag", group)), ",", ""); got != want {
+		t.Fatalf("groups page of node %d: %s's lag %s, want %s", shareCoord%3+1, group, got, want)
+	}
+	show(sbase, "#/group/"+shareGroup, "group")
+	if got := text("#group-type"); got != "share" {
+		t.Fatalf("share group page: type %q", got)
+	}
+	for p := range 3 {
+		if got := text(fmt.Sprintf("#group-partitions tr[data-partition='%s-%d'] td.offset", shareTopic, p)); got != fmt.Sprint(sharePer) {
+			t.Fatalf("share group page: %s-%d's start offset %q, want %d", shareTopic, p, got, sharePer)
+		}
+	}
+
+	// A consumer group on the console of the node that coordinates it:
+	// its lag over time too.
 	cbase := "http://" + coord.AdminAddr()
 	show(cbase, "", "cluster")
 	show(cbase, "#/groups", "groups")
-	want := strconv.Itoa(records - committed + 200)
 	if got := strings.ReplaceAll(text(fmt.Sprintf("#groups tr[data-group=%q] td.lag", group)), ",", ""); got != want {
 		t.Fatalf("groups page: %s's lag %s, want %s", group, got, want)
 	}
@@ -450,7 +487,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	t.Logf("%v: pages checked", time.Since(start))
-	checkActions(t, ctx, c, cl, adm, coord, browser{ctx: bctx, show: show, text: text, count: count, shots: shots})
+	b := browser{ctx: bctx, show: show, text: text, count: count, shots: shots}
+	checkActions(t, ctx, c, cl, adm, coord, b)
+	checkShareReset(t, ctx, adm, snode, b)
+	if shots != "" { // the group page's screenshot: a consumer group, its lag over time
+		show(cbase, "#/group/"+group, "group")
+	}
 	t.Logf("%v: actions checked", time.Since(start))
 	// A browser whose operator has no token (cancels the prompt), in a
 	// browser context of its own (no credentials kept), is shown the

@@ -258,17 +258,21 @@ function tierSVG(m) {
 
 // ---- Groups ----
 
-async function groupsPage() {
-  const l = await api("/v1/groups/lag");
+async function groupsPage(q) {
+  const cursor = q.get("cursor") || "";
+  const l = await api(`/v1/console/groups?limit=${PAGE}${cursor ? "&cursor=" + enc(cursor) : ""}`);
   const rows = l.groups.map(g => `<tr data-group="${esc(g.group)}"><td><a href="#/group/${enc(g.group)}">${esc(g.group)}</a></td>
-    <td>${esc(g.state)}</td><td class="type">${esc(g.type || "–")}</td><td>${esc(g.protocol_type || "–")}</td><td>${g.members}</td><td>${g.partitions.length}</td>
-    <td class="lag">${num(total(g))}</td><td>${spark(g.history || [])}</td></tr>`);
-  main.innerHTML = `<h1>Consumer groups <small>coordinated by node ${l.node_id}</small></h1>
-    ${table(["group", "state", "type", "protocol", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
-    <p class="note">Sampled ${l.at && !l.at.startsWith("0001") ? esc(new Date(l.at).toISOString()) : "not yet"}. Each node samples the groups it coordinates: open another node's console for its groups.</p>`;
+    <td class="state">${esc(g.state)}</td><td class="type">${esc(g.type || "–")}</td><td>${esc(g.protocol_type || "–")}</td>
+    <td class="coordinator">${g.coordinator}</td><td class="members">${g.members}</td><td>${num(g.partitions)}</td>
+    <td class="lag">${num(g.lag)}${g.lag_unknown ? ` <small class="unknown">+ ${g.lag_unknown} unknown</small>` : ""}</td>
+    <td>${g.history ? spark(g.history) : g.history_node >= 0 ? `<small>on node ${g.history_node}</small>` : ""}</td></tr>
+    ${g.error ? `<tr><td></td><td colspan="8" class="error">${esc(g.error)}</td></tr>` : ""}`);
+  main.innerHTML = `<h1>Groups <small id="group-total">${num(l.total)}</small></h1>
+    ${l.list_errors && l.list_errors.length ? `<p class="error" id="list-errors">Some brokers did not list their groups: ${l.list_errors.map(esc).join("; ")}</p>` : ""}
+    ${table(["group", "state", "type", "protocol", "coordinator", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
+    ${pager(l.next, n => `#/groups?cursor=${enc(n)}`)}
+    <p class="note">Every group of the cluster, consumer and share groups, whichever node coordinates it (ListGroups of every broker); members and lag read now over Kafka. A share group's lag counts its records not yet acknowledged or archived, known where the coordinator or node ${l.node_id} leads the partition. The recent lag is sampled by each consumer group's coordinator: its console draws it.</p>`;
 }
-
-function total(g) { return g.partitions.reduce((a, p) => a + Math.max(p.lag, 0), 0); }
 
 function spark(h) {
   if (h.length < 2) return "";
@@ -277,35 +281,44 @@ function spark(h) {
   return `<svg class="spark" width="100" height="20"><polyline points="${pts}"/></svg>`;
 }
 
-async function groupPage(name) {
-  const l = await api(`/v1/groups/lag?group=${enc(name)}`);
-  const g = l.groups[0];
-  if (!g) {
-    main.innerHTML = `<h1>Group ${esc(name)}</h1><p class="note" id="group-missing">Node ${l.node_id} does not coordinate this group, or has not sampled it yet.</p>`;
-    return;
-  }
-  const rows = g.partitions.map(p => `<tr data-partition="${esc(p.topic)}-${p.partition}"><td><a href="#/topic/${enc(p.topic)}">${esc(p.topic)}</a></td>
-    <td>${p.partition}</td><td>${num(p.committed_offset)}</td><td>${num(p.end_offset)}</td><td class="lag">${num(p.lag)}</td>
-    <td>${p.time_lag_seconds < 0 ? "–" : p.time_lag_seconds.toFixed(1) + " s"}</td></tr>`);
+async function groupPage(name, q) {
+  const cursor = q.get("cursor") || "";
+  const d = await api(`/v1/console/group?group=${enc(name)}&limit=${PAGE}${cursor ? "&cursor=" + enc(cursor) : ""}`);
+  const g = d.group, share = g.type === "share";
+  const cnt = v => v === undefined || v === null ? "–" : num(v);
+  const rows = d.partitions.map(p => `<tr data-partition="${esc(p.topic)}-${p.partition}"><td><a href="#/topic/${enc(p.topic)}">${esc(p.topic)}</a></td>
+    <td>${p.partition}</td><td class="offset">${num(p.offset)}</td><td>${num(p.end_offset)}</td><td class="lag">${num(p.lag)}</td>
+    ${share ? `<td class="in-flight">${cnt(p.in_flight)}</td><td>${cnt(p.acquired)}</td><td>${cnt(p.available)}</td>`
+      : `<td>${p.time_lag_seconds < 0 ? "–" : p.time_lag_seconds.toFixed(1) + " s"}</td>`}</tr>`);
+  const cols = share ? ["topic", "partition", "start offset", "end", "lag", "in flight", "acquired", "available"]
+    : ["topic", "partition", "committed", "end", "lag", "time lag"];
+  const history = g.history ? lagChart(g.history)
+    : g.history_node >= 0 ? `<p class="note" id="history-elsewhere">Sampled by node ${g.history_node}, the group's coordinator: open its console for the lag over time.</p>`
+    : `<p class="note" id="history-none">${share ? "Share groups are not sampled over time: their lag is read now." : "Not sampled."}</p>`;
   main.innerHTML = `<h1>Group <span id="group-name">${esc(g.group)}</span></h1>
-    <div class="cards"><div class="card"><b id="group-lag">${num(total(g))}</b> records behind</div><div class="card"><b>${esc(g.state)}</b> state</div>
-    <div class="card"><b>${g.members}</b> members</div><div class="card"><b>${esc(g.type || "–")}</b> group type</div></div>
-    <h2>Lag over time</h2>${lagChart(g.history || [])}
-    ${table(["topic", "partition", "committed", "end", "lag", "time lag"], rows, 'id="group-partitions"')}
-    ${canWrite() ? resetForm(g) : ""}`;
+    <div class="cards"><div class="card"><b id="group-lag">${num(g.lag)}</b> records behind${g.lag_unknown ? ` (+ ${g.lag_unknown} partitions unknown)` : ""}</div>
+    <div class="card"><b id="group-state">${esc(g.state)}</b> state</div><div class="card"><b id="group-members">${g.members}</b> members</div>
+    <div class="card"><b id="group-type">${esc(g.type || "–")}</b> group type</div><div class="card"><b id="group-coordinator">${g.coordinator}</b> coordinator</div></div>
+    ${g.error ? `<p class="error">${esc(g.error)}</p>` : ""}
+    <h2>Lag over time</h2>${history}
+    ${table(cols, rows, 'id="group-partitions"')}
+    ${pager(d.next, n => `#/group/${enc(name)}?cursor=${enc(n)}`)}
+    ${share ? `<p class="note">Start offset: every record below it is acknowledged or archived. Lag and the records in flight are known to the partition's leader: – where neither the coordinator (node ${g.coordinator}) nor node ${d.node_id} leads it.</p>` : ""}
+    ${canWrite() ? resetForm(g, d.topics) : ""}`;
 }
 
-// resetForm is the offset reset of an inactive group: a dry run first,
-// its plan shown, committed on confirm.
-function resetForm(g) {
-  const topics = [...new Set(g.partitions.map(p => p.topic))].sort();
-  return `<h2>Reset offsets</h2>
+// resetForm is the offset reset of an inactive group (a share group: its
+// start offsets): a dry run first, its plan shown, committed on confirm.
+function resetForm(g, topics) {
+  const share = g.type === "share";
+  return `<h2>Reset ${share ? "start offsets" : "offsets"}</h2>
     <form id="reset-form" data-group="${esc(g.group)}">
     <label>topic <select id="reset-topic">${topics.map(t => `<option>${esc(t)}</option>`).join("")}</select></label>
     <label>to <select id="reset-to"><option value="earliest">earliest</option><option value="latest">latest</option>
       <option value="offset">offset</option><option value="timestamp">timestamp (ms or ISO 8601)</option></select></label>
     <label>value <input id="reset-value" size="24" placeholder="offset or time"></label>
     <button id="reset-preview">Preview (dry run)</button></form>
+    ${share ? `<p class="note">A share group's reset moves each share-partition's start offset (AlterShareGroupOffsets); the records in flight are dropped.</p>` : ""}
     ${g.members ? `<p class="note">The group has ${g.members} members: the broker refuses a reset until they stop.</p>` : ""}
     <div id="reset-plan"></div>
     <p id="action-result" hidden></p>`;
@@ -321,7 +334,7 @@ function resetRequest() {
 }
 
 function resetTable(r) {
-  return table(["topic", "partition", "committed", "new offset", "log end", "lag after"], r.partitions.map(p =>
+  return table(["topic", "partition", r.type === "share" ? "start offset" : "committed", "new offset", "log end", "lag after"], r.partitions.map(p =>
     `<tr data-partition="${esc(p.topic)}-${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td><td>${num(p.old_offset)}</td>
     <td class="new">${num(p.new_offset)}</td><td>${num(p.log_end_offset)}</td><td>${num(p.lag)}</td></tr>`), 'id="reset-rows"');
 }
@@ -334,7 +347,7 @@ on("#reset-preview", async () => {
   const plan = document.getElementById("reset-plan");
   if (!r.ok) { pendingReset = null; plan.innerHTML = ""; result(false, `${r.status} ${esc(r.body)}`); return; }
   pendingReset = req;
-  plan.innerHTML = `<p>Dry run, nothing committed: group <b>${esc(req.group)}</b> would move to</p>${resetTable(r.body)}
+  plan.innerHTML = `<p>Dry run, nothing committed: ${r.body.type === "share" ? "share group" : "group"} <b>${esc(req.group)}</b> would move to</p>${resetTable(r.body)}
     <p><button id="reset-apply" class="danger">Confirm: commit these offsets</button> <button id="reset-cancel">Cancel</button></p>`;
   document.getElementById("action-result").hidden = true;
   plan.scrollIntoView({block: "end"});
@@ -347,7 +360,7 @@ on("#reset-apply", async b => {
   pendingReset = null;
   document.getElementById("reset-plan").innerHTML = "";
   if (!r.ok) { result(false, `${r.status} ${esc(r.body)}`); return; }
-  result(true, `Offsets of ${esc(r.body.group)} reset.${resetTable(r.body)}`);
+  result(true, `${r.body.type === "share" ? "Start offsets" : "Offsets"} of ${esc(r.body.group)} reset.${resetTable(r.body)}`);
 });
 
 function lagChart(h) {
@@ -455,8 +468,8 @@ async function route() {
     case "topics": await topicsPage(q); break;
     case "topic": await topicPage(parts[1], q); break;
     case "tier": await tierPage(parts[1], parts[2]); break;
-    case "groups": await groupsPage(); break;
-    case "group": await groupPage(parts[1]); break;
+    case "groups": await groupsPage(q); break;
+    case "group": await groupPage(parts[1], q); break;
     case "transactions": await transactionsPage(q); break;
     case "balance": await balancePage(); break;
     default: await clusterPage();
