@@ -350,8 +350,15 @@ func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
 	if len(gd2.Partitions) != 2 || gd2.Partitions[0].Partition != 1 || gd2.Next != "" {
 		t.Fatalf("share group page after %s/0: %+v", topic, gd2)
 	}
-	if code, body := consoleDo(t, ctx, sn.AdminAddr(), http.MethodGet, adminapi.ConsoleGroupPath+"?group=nope", nil); code != http.StatusNotFound {
-		t.Fatalf("a missing group's page: %d %s", code, body)
+	for path, want := range map[string]int{
+		adminapi.ConsoleGroupPath + "?group=nope":                        http.StatusNotFound,
+		adminapi.ConsoleGroupPath:                                        http.StatusBadRequest,
+		adminapi.ConsoleGroupPath + "?group=" + shareGroup + "&cursor=x": http.StatusBadRequest,
+		adminapi.ConsoleGroupsPath + "?limit=0":                          http.StatusBadRequest,
+	} {
+		if code, body := consoleDo(t, ctx, sn.AdminAddr(), http.MethodGet, path, nil); code != want {
+			t.Fatalf("GET %s: %d %s, want %d", path, code, body, want)
+		}
 	}
 
 	// The share group's reset from that node: the dry run moves nothing.
