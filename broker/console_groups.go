@@ -27,6 +27,7 @@ import (
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/sdk"
+	"github.com/shale-io/shale/share"
 )
 
 // mountConsoleGroups mounts the groups' endpoints.
@@ -151,6 +152,12 @@ func groupCursor(s string) (string, int32, error) {
 	return s[:i], int32(p), nil
 }
 
+// topicPartition names a partition.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
 // describedGroup is one group's line and its partitions, sorted.
 type describedGroup struct {
 	line       adminapi.ConsoleGroup
@@ -239,19 +246,22 @@ func (n *Node) describeConsumerGroups(ctx context.Context, a *sdk.Admin, names [
 		if err := l.Error(); err != nil {
 			d.line.Error = err.Error()
 		}
-		if n.lag != nil && d.line.Coordinator == n.cfg.NodeID {
+		here := d.line.Coordinator == n.cfg.NodeID
+		// The coordinator's sampler takes the groups of the consumer
+		// protocol; this node knows whether its own samples.
+		if (d.line.ProtocolType == "" || d.line.ProtocolType == "consumer") && (!here || n.lag != nil) {
+			d.line.HistoryNode = d.line.Coordinator
+		}
+		if here && n.lag != nil {
 			d.line.History = n.lag.History(name)
 		}
-		if d.line.ProtocolType == "" || d.line.ProtocolType == "consumer" {
-			d.line.HistoryNode = d.line.Coordinator // the groups the coordinator's sampler takes
-		}
-		sampled := map[[2]string]float64{}
+		sampled := map[topicPartition]float64{}
 		for _, g := range sample.Groups {
-			if g.Group != name || d.line.Coordinator != n.cfg.NodeID {
+			if g.Group != name || !here {
 				continue
 			}
 			for _, p := range g.Partitions {
-				sampled[[2]string{p.Topic, strconv.Itoa(int(p.Partition))}] = p.TimeLagSeconds
+				sampled[topicPartition{p.Topic, p.Partition}] = p.TimeLagSeconds
 			}
 		}
 		for _, ml := range l.Lag.Sorted() {
@@ -265,7 +275,7 @@ func (n *Node) describeConsumerGroups(ctx context.Context, a *sdk.Admin, names [
 			if p.Offset < 0 {
 				p.Offset = -1
 			}
-			if s, ok := sampled[[2]string{ml.Topic, strconv.Itoa(int(ml.Partition))}]; ok {
+			if s, ok := sampled[topicPartition{ml.Topic, ml.Partition}]; ok {
 				p.TimeLagSeconds = s
 			}
 			d.partitions = append(d.partitions, p)
@@ -320,13 +330,10 @@ func (n *Node) describeShareGroups(ctx context.Context, a *sdk.Admin, names []st
 			d.line.Error = cmp.Or(d.line.Error, o.Err.Error())
 			continue
 		}
-		here := map[[2]string]int{}
-		var local []adminapi.SharePartition
+		local := map[topicPartition]share.PartitionLag{} // the share-partitions this node leads
 		if n.share != nil {
 			for _, pl := range n.share.parts.Lag(name) {
-				here[[2]string{pl.Topic, strconv.Itoa(int(pl.Partition))}] = len(local)
-				local = append(local, adminapi.SharePartition{Topic: pl.Topic, Partition: pl.Partition, StartOffset: pl.StartOffset,
-					InFlight: pl.InFlight, Acquired: pl.Acquired, Available: pl.Available, Lag: pl.Lag})
+				local[topicPartition{pl.Topic, pl.Partition}] = pl
 			}
 		}
 		for t, ps := range o.Offsets {
@@ -341,8 +348,7 @@ func (n *Node) describeShareGroups(ctx context.Context, a *sdk.Admin, names []st
 				if e, ok := ends.Lookup(t, p); ok && e.Err == nil {
 					gp.End = e.Offset
 				}
-				if k, ok := here[[2]string{t, strconv.Itoa(int(p))}]; ok {
-					sp := local[k]
+				if sp, ok := local[topicPartition{t, p}]; ok {
 					if gp.Lag < 0 {
 						gp.Lag = sp.Lag
 					}

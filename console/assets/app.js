@@ -265,7 +265,7 @@ async function groupsPage(q) {
     <td class="state">${esc(g.state)}</td><td class="type">${esc(g.type || "–")}</td><td>${esc(g.protocol_type || "–")}</td>
     <td class="coordinator">${g.coordinator}</td><td class="members">${g.members}</td><td>${num(g.partitions)}</td>
     <td class="lag">${num(g.lag)}${g.lag_unknown ? ` <small class="unknown">+ ${g.lag_unknown} unknown</small>` : ""}</td>
-    <td>${g.history ? spark(g.history) : g.history_node >= 0 ? `<small>on node ${g.history_node}</small>` : ""}</td></tr>
+    <td>${g.history_node === l.node_id ? spark(g.history || []) : g.history_node >= 0 ? `<small>on node ${g.history_node}</small>` : ""}</td></tr>
     ${g.error ? `<tr><td></td><td colspan="8" class="error">${esc(g.error)}</td></tr>` : ""}`);
   main.innerHTML = `<h1>Groups <small id="group-total">${num(l.total)}</small></h1>
     ${l.list_errors && l.list_errors.length ? `<p class="error" id="list-errors">Some brokers did not list their groups: ${l.list_errors.map(esc).join("; ")}</p>` : ""}
@@ -292,7 +292,7 @@ async function groupPage(name, q) {
       : `<td>${p.time_lag_seconds < 0 ? "–" : p.time_lag_seconds.toFixed(1) + " s"}</td>`}</tr>`);
   const cols = share ? ["topic", "partition", "start offset", "end", "lag", "in flight", "acquired", "available"]
     : ["topic", "partition", "committed", "end", "lag", "time lag"];
-  const history = g.history ? lagChart(g.history)
+  const history = g.history_node === d.node_id ? lagChart(g.history || [])
     : g.history_node >= 0 ? `<p class="note" id="history-elsewhere">Sampled by node ${g.history_node}, the group's coordinator: open its console for the lag over time.</p>`
     : `<p class="note" id="history-none">${share ? "Share groups are not sampled over time: their lag is read now." : "Not sampled."}</p>`;
   main.innerHTML = `<h1>Group <span id="group-name">${esc(g.group)}</span></h1>
