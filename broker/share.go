@@ -49,6 +49,7 @@ func (n *Node) registerShareAPIs(reg *kafka.Registry) {
 	state := share.NewStateCoordinator(n.authz, n.replicas, share.DefaultStatePartitions, 0)
 	persister := share.NewKafkaPersister(func() []string { return []string{n.cfg.Advertise} }, share.DefaultStatePartitions,
 		n.shareStateLeader, n.ensureShareStateTopic, n.interBroker.KgoOpts()...)
+	cfg.EndOffsets = persister.EndOffsets // the lag of partitions led elsewhere
 	parts := share.NewManager(cfg, n.replicas, directory{n.store}, remote, persister)
 	n.share = &shareGroups{parts: parts, coord: share.NewCoordinator(cfg, shareCluster{n}, parts), state: state, persister: persister}
 	n.share.coord.Register(reg)

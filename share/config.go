@@ -1,6 +1,7 @@
 package share
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/shale-io/shale/authz"
@@ -34,6 +35,12 @@ type Config struct {
 	GroupConfig func(group string) coordinator.GroupConfig
 	Authorizer  *authz.Authorizer // nil allows everything
 	Logger      *slog.Logger
+	// EndOffsets returns the ends of topic's partitions that their leaders
+	// report (ListOffsets latest: the high watermark, or with
+	// readCommitted the last stable offset), for DescribeShareGroupOffsets'
+	// lag of partitions this node does not lead; a partition left out is
+	// unknown. Nil: their lag is unknown (-1).
+	EndOffsets func(ctx context.Context, topic string, partitions []int32, readCommitted bool) (map[int32]int64, error)
 }
 
 func (c *Config) setDefaults() {

@@ -4,8 +4,10 @@ package share
 // start offset (the share-partition start offset, from the persisted
 // state; -1 when it has none) and, v1, its lag: records at or above the
 // start offset, below the high watermark (the last stable offset for a
-// read_committed group), neither acknowledged nor archived, known when
-// this node leads the partition (-1 otherwise).
+// read_committed group), neither acknowledged nor archived: the end from
+// the partition's replica when this node leads it, else from its leader
+// (Config.EndOffsets, one ListOffsets per topic, as Kafka's group
+// coordinator asks the partition leaders), -1 when neither answers.
 // Null topics: every topic the group's members subscribed to. With an
 // authorizer it needs Describe on the group and on each topic.
 
@@ -58,6 +60,10 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, req *ka
 				t.Topic = rt.Topic
 				meta, ok := c.cluster.Topic(rt.Topic)
 				t.TopicID = meta.ID
+				// Partitions whose lag needs the leader's end, and their
+				// persisted state.
+				var ask []int32
+				states := map[int32]*Snapshot{}
 				for _, p := range rt.Partitions {
 					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 					rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
@@ -75,11 +81,28 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, req *ka
 						}
 						if pl, ok := lags[rt.Topic][p]; ok {
 							rp.Lag = pl.Lag
-						} else if end, ok := c.parts.lagEndOf(rg.GroupID, rt.Topic, p); ok && s != nil && s.StartOffset >= 0 {
-							rp.Lag = max(end-s.StartOffset-doneCount(s, end), 0)
+						} else if s != nil && s.StartOffset >= 0 {
+							if end, ok := c.parts.lagEndOf(rg.GroupID, rt.Topic, p); ok {
+								rp.Lag = max(end-s.StartOffset-doneCount(s, end), 0)
+							} else {
+								ask, states[p] = append(ask, p), s
+							}
 						}
 					}
 					t.Partitions = append(t.Partitions, rp)
+				}
+				if len(ask) > 0 && c.cfg.EndOffsets != nil {
+					ends, err := c.cfg.EndOffsets(ctx, rt.Topic, ask, c.cfg.group(rg.GroupID).readCommitted)
+					if err != nil {
+						c.cfg.Logger.Debug("share group lag: end offsets from the leaders", "group", rg.GroupID, "topic", rt.Topic, "err", err)
+					}
+					for i := range t.Partitions {
+						rp := &t.Partitions[i]
+						s, asked := states[rp.Partition]
+						if end, ok := ends[rp.Partition]; asked && ok {
+							rp.Lag = max(end-s.StartOffset-doneCount(s, end), 0)
+						}
+					}
 				}
 				g.Topics = append(g.Topics, t)
 			}

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,50 @@ func (k *KafkaPersister) client(ctx context.Context) (*kgo.Client, error) {
 		k.cl = cl
 	}
 	return k.cl, nil
+}
+
+// EndOffsets asks the leaders of topic's partitions for their ends
+// (ListOffsets latest, read_committed when readCommitted): what
+// Config.EndOffsets needs. A partition whose leader answers an error is
+// left out.
+func (k *KafkaPersister) EndOffsets(ctx context.Context, topic string, partitions []int32, readCommitted bool) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cl, err := k.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	if readCommitted {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range partitions {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	out := map[int32]int64{}
+	var first error
+	for _, sh := range cl.RequestSharded(ctx, req) {
+		if sh.Err != nil {
+			first = cmp.Or(first, sh.Err)
+			continue
+		}
+		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 && t.Topic == topic {
+					out[p.Partition] = p.Offset
+				} else if p.ErrorCode != 0 {
+					first = cmp.Or(first, error(kerr.ErrorForCode(p.ErrorCode)))
+				}
+			}
+		}
+	}
+	return out, first
 }
 
 // request sends req to the coordinator of key, retrying while the
