@@ -319,6 +319,13 @@ func (n *Node) describeShareGroups(ctx context.Context, a *sdk.Admin, names []st
 		} else {
 			d.line.State, d.line.Members, d.line.Coordinator = dg.GroupState, len(dg.Members), dg.Coordinator.NodeID
 		}
+		// The coordinator's sampler takes share groups too.
+		if here := d.line.Coordinator == n.cfg.NodeID; d.line.Coordinator >= 0 && (!here || n.lag != nil) {
+			d.line.HistoryNode = d.line.Coordinator
+			if here {
+				d.line.History = n.lag.History(name)
+			}
+		}
 		o, ok := offsets[name]
 		switch {
 		case !ok && oerr != nil:

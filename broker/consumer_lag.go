@@ -34,6 +34,9 @@ func (n *Node) consumerLagState() *metrics.ConsumerLagSample {
 	}
 	out := &metrics.ConsumerLagSample{At: float64(smp.At.UnixNano()) / 1e9, Groups: make([]metrics.ConsumerGroupLag, 0, len(smp.Groups))}
 	for _, g := range smp.Groups {
+		if g.Type == "share" {
+			continue // kafka_consumergroup_* are consumer groups'; share groups have shale_share_partition_lag
+		}
 		mg := metrics.ConsumerGroupLag{Group: g.Group, Members: g.Members, Partitions: make([]metrics.ConsumerPartitionLag, 0, len(g.Partitions))}
 		for _, p := range g.Partitions {
 			mg.Partitions = append(mg.Partitions, metrics.ConsumerPartitionLag{Topic: p.Topic, Partition: p.Partition,

@@ -1,7 +1,9 @@
 // Package lag samples the consumer lag of the groups a node coordinates:
 // per partition, how many records a group has not consumed (the high
-// watermark less its committed offset) and how old the oldest of them is.
-// The node exports the latest sample as kafka_exporter's
+// watermark less its committed offset) and how old the oldest of them is;
+// for a share group, its records not yet acknowledged or archived
+// (DescribeShareGroupOffsets) and how old the one at its start offset is.
+// The node exports the latest sample's consumer groups as kafka_exporter's
 // kafka_consumergroup_* series and keeps a short history per group.
 //
 // A sample goes through the Kafka protocol only, with the node's
@@ -171,11 +173,14 @@ func (s *Sampler) Sample(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	groups, types, err := s.ownGroups(ctx, cl)
+	groups, shares, types, err := s.ownGroups(ctx, cl)
 	if err != nil {
 		return Sample{}, err
 	}
 	smp := Sample{NodeID: s.cfg.NodeID, At: s.cfg.Now()}
+	if len(shares) > 0 {
+		smp.Groups = append(smp.Groups, s.shareGroups(ctx, cl, shares)...)
+	}
 	if len(groups) > 0 {
 		lags, err := kadm.NewClient(cl).Lag(ctx, groups...)
 		if err != nil {
@@ -198,10 +203,60 @@ func (s *Sampler) Sample(ctx context.Context) (Sample, error) {
 			}
 			smp.Groups = append(smp.Groups, gl)
 		}
+	}
+	slices.SortFunc(smp.Groups, func(a, b GroupLag) int { return strings.Compare(a.Group, b.Group) })
+	if len(smp.Groups) > 0 {
 		s.timeLags(ctx, cl, &smp)
 	}
 	s.keep(smp)
 	return smp, nil
+}
+
+// shareGroups samples the share groups names (KIP-932), which this node
+// coordinates: each partition's start offset (every record below it is
+// acknowledged or archived) as its Committed, and its lag as
+// DescribeShareGroupOffsets v1 answers it (records at or above the start
+// offset, below the high watermark, neither acknowledged nor archived).
+// A partition whose lag is unknown (-1) is left out; End is not asked.
+func (s *Sampler) shareGroups(ctx context.Context, cl *kgo.Client, names []string) []GroupLag {
+	adm := kadm.NewClient(cl)
+	described, err := adm.DescribeShareGroups(ctx, names...)
+	if err != nil && len(described) == 0 {
+		s.cfg.Logger.Debug("share group lag sample", "err", err)
+		return nil
+	}
+	offsets, err := adm.DescribeShareGroupOffsets(ctx, names...)
+	if err != nil && len(offsets) == 0 {
+		s.cfg.Logger.Debug("share group lag sample", "err", err)
+		return nil
+	}
+	var out []GroupLag
+	for _, name := range names {
+		d, ok1 := described[name]
+		o, ok2 := offsets[name]
+		if !ok1 || !ok2 || d.Err != nil || o.Err != nil {
+			continue // moved away or gone between the list and the describe
+		}
+		gl := GroupLag{Group: name, State: d.GroupState, ProtocolType: "share", Type: "share", Members: len(d.Members),
+			Partitions: []PartitionLag{}}
+		for t, ps := range o.Offsets {
+			for p, so := range ps {
+				if so.Err != nil || so.Lag < 0 || so.StartOffset < 0 {
+					continue
+				}
+				gl.Partitions = append(gl.Partitions, PartitionLag{Topic: t, Partition: p, Committed: so.StartOffset, End: -1,
+					Lag: so.Lag, TimeLagSeconds: -1})
+			}
+		}
+		slices.SortFunc(gl.Partitions, func(a, b PartitionLag) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition - b.Partition)
+		})
+		out = append(out, gl)
+	}
+	return out
 }
 
 func (s *Sampler) keep(smp Sample) {
@@ -224,26 +279,31 @@ func (s *Sampler) keep(smp Sample) {
 	}
 }
 
-// ownGroups lists the groups this node coordinates, and each one's type
-// (ListGroups v5: classic or consumer).
-func (s *Sampler) ownGroups(ctx context.Context, cl *kgo.Client) ([]string, map[string]string, error) {
+// ownGroups lists the groups this node coordinates: those of the consumer
+// protocol with each one's type (ListGroups v5: classic or consumer), and
+// the share groups.
+func (s *Sampler) ownGroups(ctx context.Context, cl *kgo.Client) (groups, shares []string, types map[string]string, err error) {
 	req := kmsg.NewPtrListGroupsRequest()
 	resp, err := req.RequestWith(ctx, cl.Broker(int(s.cfg.NodeID)))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	out, types := make([]string, 0, len(resp.Groups)), make(map[string]string, len(resp.Groups))
+	types = make(map[string]string, len(resp.Groups))
 	for _, g := range resp.Groups {
-		if g.ProtocolType == "" || g.ProtocolType == "consumer" {
-			out = append(out, g.Group)
+		switch {
+		case strings.EqualFold(g.GroupType, "share"):
+			shares = append(shares, g.Group)
+		case g.ProtocolType == "" || g.ProtocolType == "consumer":
+			groups = append(groups, g.Group)
 			types[g.Group] = strings.ToLower(g.GroupType)
 		}
 	}
-	slices.Sort(out)
-	return out, types, nil
+	slices.Sort(groups)
+	slices.Sort(shares)
+	return groups, shares, types, nil
 }
 
 type tp struct {

@@ -271,7 +271,7 @@ async function groupsPage(q) {
     ${l.list_errors && l.list_errors.length ? `<p class="error" id="list-errors">Some brokers did not list their groups: ${l.list_errors.map(esc).join("; ")}</p>` : ""}
     ${table(["group", "state", "type", "protocol", "coordinator", "members", "partitions", "lag", "recent lag"], rows, 'id="groups"')}
     ${pager(l.next, n => `#/groups?cursor=${enc(n)}`)}
-    <p class="note">Every group of the cluster, consumer and share groups, whichever node coordinates it (ListGroups of every broker); members and lag read now over Kafka. A share group's lag counts its records not yet acknowledged or archived, known where the coordinator or node ${l.node_id} leads the partition. The recent lag is sampled by each consumer group's coordinator: its console draws it.</p>`;
+    <p class="note">Every group of the cluster, consumer and share groups, whichever node coordinates it (ListGroups of every broker); members and lag read now over Kafka. A share group's lag counts its records not yet acknowledged or archived, known where the coordinator or node ${l.node_id} leads the partition. The recent lag is sampled by each group's coordinator: its console draws it.</p>`;
 }
 
 function spark(h) {
@@ -294,7 +294,7 @@ async function groupPage(name, q) {
     : ["topic", "partition", "committed", "end", "lag", "time lag"];
   const history = g.history_node === d.node_id ? lagChart(g.history || [])
     : g.history_node >= 0 ? `<p class="note" id="history-elsewhere">Sampled by node ${g.history_node}, the group's coordinator: open its console for the lag over time.</p>`
-    : `<p class="note" id="history-none">${share ? "Share groups are not sampled over time: their lag is read now." : "Not sampled."}</p>`;
+    : `<p class="note" id="history-none">Not sampled.</p>`;
   main.innerHTML = `<h1>Group <span id="group-name">${esc(g.group)}</span></h1>
     <div class="cards"><div class="card"><b id="group-lag">${num(g.lag)}</b> records behind${g.lag_unknown ? ` (+ ${g.lag_unknown} partitions unknown)` : ""}</div>
     <div class="card"><b id="group-state">${esc(g.state)}</b> state</div><div class="card"><b id="group-members">${g.members}</b> members</div>
