@@ -174,6 +174,12 @@ type Replica struct {
 		hw int64 // the value last given to a write (or read at Open); -1 when none
 	}
 
+	// cfg is mu.cfg, for Config without the lock: the node's periodic
+	// passes (tiering, retention) read every replica's config, and an idle
+	// node of 10,000 partitions spent more in the locks than in the rest.
+	// Stored under mu with mu.cfg.
+	cfg atomic.Pointer[config.TopicConfig]
+
 	mu struct {
 		sync.Mutex
 		cfg         *config.TopicConfig
@@ -285,6 +291,7 @@ func Open(opts Options) (*Replica, error) {
 	r.removeExpired(ps)
 	r.producers = ps
 	r.mu.cfg = opts.Config
+	r.cfg.Store(opts.Config)
 	r.publishTxnStateLocked()
 	r.mu.leaderEpoch = opts.LeaderEpoch
 	r.mu.leader = false
@@ -385,9 +392,7 @@ func (r *Replica) Partition() int32 { return r.partition }
 
 // Config returns the effective topic config.
 func (r *Replica) Config() *config.TopicConfig {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mu.cfg
+	return r.cfg.Load()
 }
 
 // SetConfig installs a new effective topic config (AlterConfigs). Segment
@@ -395,6 +400,7 @@ func (r *Replica) Config() *config.TopicConfig {
 func (r *Replica) SetConfig(tc *config.TopicConfig) {
 	r.mu.Lock()
 	r.mu.cfg = tc
+	r.cfg.Store(tc)
 	r.wakeLocked() // acks=all waiters check min.insync.replicas again
 	r.mu.Unlock()
 	segCfg := SegmentConfig(tc, r.now, r.logger)

@@ -540,7 +540,7 @@ func (ft *fetcher) broker() *kgo.Broker {
 // (partition.PositionChanges). A variable for tests (SetSweepEvery).
 var sweepEvery atomic.Int64
 
-func init() { sweepEvery.Store(int64(10 * time.Second)) }
+func init() { sweepEvery.Store(int64(30 * time.Second)) }
 
 // round runs one round: each partition's state machine (follow.go) says
 // whether it bootstraps, checks divergence, or goes into the one Fetch of
