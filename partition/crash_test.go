@@ -439,7 +439,10 @@ func checkPartitionRecovery(t *testing.T, c crashCkpt, img partitionCrashImage, 
 		t.Fatalf("%s: producer state from the snapshots %v differs from a replay of the log", img.at, snapshots)
 	}
 	if img.closed {
-		_, at := LoadLatestSnapshot(img.fs, crashDir, l.LogEndOffset())
+		_, at, err := LoadLatestSnapshot(img.fs, crashDir, l.LogEndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
 		if at != l.LogEndOffset() {
 			t.Fatalf("%s: after Close the newest snapshot is at %d, the log ends at %d", img.at, at, l.LogEndOffset())
 		}

@@ -463,22 +463,41 @@ func listSnapshots(fs vfs.FS, dir string) []int64 {
 // LoadLatestSnapshot loads the newest valid snapshot at or below maxOffset,
 // removing snapshots above maxOffset (the log no longer reaches them) and
 // unreadable ones. It returns an empty state at offset 0 when there is none.
-func LoadLatestSnapshot(fs vfs.FS, dir string, maxOffset int64) (*ProducerState, int64) {
+//
+// A removal is made durable (a directory fsync) before it returns: a
+// snapshot above the log end that came back after a crash, once the log
+// has grown past it again, would be loaded as the state of batches the
+// log no longer holds. The error is that fsync's; the state is then not
+// returned.
+func LoadLatestSnapshot(fs vfs.FS, dir string, maxOffset int64) (*ProducerState, int64, error) {
 	offs := listSnapshots(fs, dir)
+	removed := false
+	remove := func(off int64) {
+		if err := fs.Remove(snapshotName(dir, off)); err == nil {
+			removed = true
+		}
+	}
+	ps, from := NewProducerState(), int64(0)
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] > maxOffset {
-			fs.Remove(snapshotName(dir, offs[i]))
+			remove(offs[i])
 			continue
 		}
 		b, err := fs.ReadFile(snapshotName(dir, offs[i]))
 		if err == nil {
-			if ps, err := DecodeProducerState(b); err == nil {
-				return ps, offs[i]
+			if s, err := DecodeProducerState(b); err == nil {
+				ps, from = s, offs[i]
+				break
 			}
 		}
-		fs.Remove(snapshotName(dir, offs[i]))
+		remove(offs[i])
 	}
-	return NewProducerState(), 0
+	if removed {
+		if err := vfs.SyncDir(fs, dir); err != nil {
+			return nil, 0, fmt.Errorf("syncing the removal of producer snapshots in %s: %w", dir, err)
+		}
+	}
+	return ps, from, nil
 }
 
 // MaxProducerID returns the largest producer id the state holds, or -1

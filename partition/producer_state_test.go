@@ -93,7 +93,10 @@ func TestProducerStateSnapshotRoundTrip(t *testing.T) {
 	if got := listSnapshots(vfs.Default, dir); len(got) != 3 || got[0] != 20 {
 		t.Fatalf("kept snapshots %v, want the newest three", got)
 	}
-	loaded, at := LoadLatestSnapshot(vfs.Default, dir, 35)
+	loaded, at, err := LoadLatestSnapshot(vfs.Default, dir, 35)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if at != 30 {
 		t.Fatalf("loaded snapshot at %d, want 30 (40 is past the log end)", at)
 	}

@@ -271,7 +271,11 @@ func Open(opts Options) (*Replica, error) {
 		return nil, err
 	}
 	r.log = l
-	ps, from := LoadLatestSnapshot(opts.FS, opts.Dir, l.LogEndOffset())
+	ps, from, err := LoadLatestSnapshot(opts.FS, opts.Dir, l.LogEndOffset())
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
 	// The transaction index is rebuilt by the replay for the markers at
 	// and after its start (written after a snapshot, they may have been
 	// lost or, past a crash's cut, be stale).

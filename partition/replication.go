@@ -704,10 +704,13 @@ func (r *Replica) truncateLocked(offset int64) error {
 // reloadProducersLocked rebuilds producer state from the newest snapshot at
 // or below the log end and the batches after it. REQUIRES: appendMu held.
 func (r *Replica) reloadProducersLocked() error {
-	ps, from := LoadLatestSnapshot(r.fs, r.dir, r.log.LogEndOffset())
+	ps, from, err := LoadLatestSnapshot(r.fs, r.dir, r.log.LogEndOffset())
+	if err != nil {
+		return err
+	}
 	done, aborted := r.txnDone, r.abortedPending
 	r.txnDone, r.abortedPending = nil, nil
-	err := r.replayProducers(ps, max(from, r.log.LogStartOffset()))
+	err = r.replayProducers(ps, max(from, r.log.LogStartOffset()))
 	// The completed transactions replayed are those below the cut, already
 	// known and in the transaction index; only those noted before are kept.
 	r.txnDone, r.abortedPending = done, aborted
