@@ -900,7 +900,7 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := authzCases(t, topicIDOf(t, a.super, fxTopic))
+	cases := authzCases(t, testnode.TopicID(t, a.super, fxTopic))
 	served := map[kmsg.Key]bool{}
 	for _, k := range versions.ApiKeys {
 		key := kmsg.Key(k.ApiKey)
@@ -933,8 +933,8 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 		t.Errorf("bob's refused requests changed the node:\nbefore %+v\nafter  %+v", before, after)
 	}
 	// Each denial was audited: the metric counted them.
-	fams := scrapeMetrics(t, a.n)
-	if v := mustMetric(t, fams, "kafka_security_authorizer_authorization_denied_total", "request", "Produce", "operation", "WRITE", "resource_type", "TOPIC"); v < 1 {
+	fams := testnode.Scrape(t, a.n)
+	if v := testnode.MustMetric(t, fams, "kafka_security_authorizer_authorization_denied_total", "request", "Produce", "operation", "WRITE", "resource_type", "TOPIC"); v < 1 {
 		t.Errorf("denied Produce counted %v times", v)
 	}
 }

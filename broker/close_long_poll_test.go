@@ -22,9 +22,9 @@ import (
 // of time and forced the connection closed, and the fetch got no answer.
 func TestCloseAnswersLongPolls(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	const topic = "long-poll"
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestCloseAnswersLongPolls(t *testing.T) {
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 60_000, 1, 1<<20
 	req.SessionID, req.SessionEpoch = 0, 0 // a full fetch that opens a session
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicIDOf(t, cl, topic) // franz-go sends v13+: topics by id
+	rt.Topic, rt.TopicID = topic, testnode.TopicID(t, cl, topic) // franz-go sends v13+: topics by id
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)

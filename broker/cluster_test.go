@@ -14,24 +14,15 @@ import (
 	"github.com/shale-io/shale/internal/testnode"
 )
 
-// waitFor polls cond (proctest.WaitFor) until it holds, failing the test
-// once d has passed.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if err := proctest.WaitFor(d, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // TestClusterRolesAndElections: three nodes on one NATS agree on metadata,
 // refuse produce where they do not lead, move leadership on a controlled
 // shutdown, and serve ElectLeaders and reassignments.
 func TestClusterRolesAndElections(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	cl := newClient(t, nodes[0].KafkaAddr())
+	cl := testnode.Client(t, nodes[0].KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 60*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	ctx := proctest.Context(t, 60*time.Second)
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
 	})
@@ -41,7 +32,7 @@ func TestClusterRolesAndElections(t *testing.T) {
 	// Every node tells the same truth.
 	var first kadm.Metadata
 	for i, n := range nodes {
-		m, err := kadm.NewClient(newClient(t, n.KafkaAddr())).Metadata(ctx, "ha")
+		m, err := kadm.NewClient(testnode.Client(t, n.KafkaAddr())).Metadata(ctx, "ha")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,11 +55,11 @@ func TestClusterRolesAndElections(t *testing.T) {
 			break
 		}
 	}
-	direct := newClient(t, other.KafkaAddr())
+	direct := testnode.Client(t, other.KafkaAddr())
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = 1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "ha", topicIDOf(t, cl, "ha")
+	rt.Topic, rt.TopicID = "ha", testnode.TopicID(t, cl, "ha")
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = mustBatch(t)
 	rt.Partitions = append(rt.Partitions, rp)
@@ -81,8 +72,8 @@ func TestClusterRolesAndElections(t *testing.T) {
 		t.Fatalf("produce to a follower: code %d", code)
 	}
 	// Produce through the client works (it routes to leaders).
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("ha"))
-	if err := prod.ProduceSync(ctx, makeRecords("ha", 60, "c")...).FirstErr(); err != nil {
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("ha"))
+	if err := prod.ProduceSync(ctx, testnode.Records("ha", 60, "c")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	// Reassign partition 0 to a single replica elsewhere, then elect preferred leaders.
@@ -110,7 +101,7 @@ func TestClusterRolesAndElections(t *testing.T) {
 	if err != nil || raResp.Topics[0].Partitions[0].ErrorCode != 0 || !raResp.AllowReplicationFactorChange {
 		t.Fatalf("reassign: %v %+v", err, raResp)
 	}
-	waitFor(t, 10*time.Second, "partition 0 led by its only replica", func() bool {
+	proctest.Eventually(t, 10*time.Second, "partition 0 led by its only replica", func() bool {
 		m, err := adm.Metadata(ctx, "ha")
 		p := m.Topics["ha"].Partitions[0]
 		return err == nil && p.Leader == target[0] && len(p.Replicas) == 1 && p.LeaderEpoch == pd.LeaderEpoch+1
@@ -129,7 +120,7 @@ func TestClusterRolesAndElections(t *testing.T) {
 	if err := nodes[victim-1].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "no partition led by the stopped node", func() bool {
+	proctest.Eventually(t, 20*time.Second, "no partition led by the stopped node", func() bool {
 		m, err := adm.Metadata(ctx, "ha")
 		if err != nil || len(m.Brokers) != 2 {
 			return false

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -17,12 +18,12 @@ import (
 // (offset gaps, emptied batches) from the start.
 func TestCompactedTopic(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	cfg := map[string]*string{"cleanup.policy": new("compact"), "segment.bytes": new("1024"), "delete.retention.ms": new("0")}
-	if _, err := kadm.NewClient(newClient(t, n.KafkaAddr())).CreateTopic(ctx, 1, 1, cfg, "compacted"); err != nil {
+	if _, err := kadm.NewClient(testnode.Client(t, n.KafkaAddr())).CreateTopic(ctx, 1, 1, cfg, "compacted"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic("compacted"), kgo.ProducerLinger(0))
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic("compacted"), kgo.ProducerLinger(0))
 	last := map[string]string{}
 	for round := 0; round < 40; round++ {
 		for k := 0; k < 5; k++ {
@@ -48,7 +49,7 @@ func TestCompactedTopic(t *testing.T) {
 	// Poll (the retention loop compacts every 200 ms) until a consumer from
 	// the start sees exactly the latest value of every live key.
 	var got map[string]string
-	waitFor(t, 60*time.Second, "compaction to leave one record per live key", func() bool {
+	proctest.Eventually(t, 60*time.Second, "compaction to leave one record per live key", func() bool {
 		var records int
 		got, records = readCompacted(t, n.KafkaAddr())
 		return records == len(last)
@@ -66,10 +67,10 @@ func TestCompactedTopic(t *testing.T) {
 // readCompacted consumes the whole topic from the start with franz-go.
 func readCompacted(t *testing.T, addr string) (map[string]string, int) {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics("compacted"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := testnode.Client(t, addr, kgo.ConsumeTopics("compacted"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := proctest.Context(t, 20*time.Second)
 	ends, err := adm.ListEndOffsets(ctx, "compacted")
 	if err != nil {
 		t.Fatal(err)

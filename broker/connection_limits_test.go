@@ -84,19 +84,19 @@ func TestNodeConnectionSettings(t *testing.T) {
 	}
 	var refused float64
 	if err := proctest.Poll(20*time.Second, 10*time.Millisecond, func() bool {
-		refused, _ = metricValue(scrapeMetrics(t, n), "shale_network_connections_rejected_total", "listener", "PLAINTEXT", "reason", "max_connections_per_ip")
+		refused, _ = testnode.MetricValue(testnode.Scrape(t, n), "shale_network_connections_rejected_total", "listener", "PLAINTEXT", "reason", "max_connections_per_ip")
 		return refused >= 1
 	}); err != nil {
 		t.Fatalf("no refusal counted with 3 connections allowed from 127.0.0.1 (%d held)", len(held))
 	}
-	fams := scrapeMetrics(t, n)
-	if v, ok := metricValue(fams, "kafka_server_socketservermetrics_connection_creation_total", "listener", "SASL_PLAINTEXT"); !ok || v < 1 {
+	fams := testnode.Scrape(t, n)
+	if v, ok := testnode.MetricValue(fams, "kafka_server_socketservermetrics_connection_creation_total", "listener", "SASL_PLAINTEXT"); !ok || v < 1 {
 		t.Fatalf("connection_creation_total{listener=SASL_PLAINTEXT} = %v, %v", v, ok)
 	}
-	if v, ok := metricValue(fams, "kafka_server_socketservermetrics_failed_authentication_total", "listener", "SASL_PLAINTEXT"); !ok || v != 1 {
+	if v, ok := testnode.MetricValue(fams, "kafka_server_socketservermetrics_failed_authentication_total", "listener", "SASL_PLAINTEXT"); !ok || v != 1 {
 		t.Fatalf("failed_authentication_total{listener=SASL_PLAINTEXT} = %v, %v; want the oversized request counted", v, ok)
 	}
-	if v, ok := metricValue(fams, "kafka_server_socketservermetrics_connection_count", "listener", "PLAINTEXT"); !ok || v < 1 || v > 3 {
+	if v, ok := testnode.MetricValue(fams, "kafka_server_socketservermetrics_connection_count", "listener", "PLAINTEXT"); !ok || v < 1 || v > 3 {
 		t.Fatalf("connection_count{listener=PLAINTEXT} = %v, %v; want 1 to 3", v, ok)
 	}
 }

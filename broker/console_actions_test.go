@@ -36,7 +36,7 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 	tokens := filepath.Join(dir, "tokens")
 	writeRenamed(t, tokens, "# ops\n"+adminTok+"\n"+readTok+" read\n")
 	n := testnode.Start(t, filepath.Join(dir, "node"), func(c *config.Broker) { c.AdminAuthTokensFile = tokens })
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	base := "http://" + n.AdminAddr()
 	do := func(method, path, token string, body any) (int, string) {
 		t.Helper()

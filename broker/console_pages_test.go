@@ -32,7 +32,7 @@ func TestConsolePagesBoundedAt10000Partitions(t *testing.T) {
 	parts := proctest.Rounds(1000, 10000)
 	start := time.Now()
 	n := testnode.Start(t, filepath.Join(t.TempDir(), "node"))
-	ctx := ctxT(t, time.Duration(proctest.Rounds(3, 8))*time.Minute)
+	ctx := proctest.Context(t, time.Duration(proctest.Rounds(3, 8))*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
 		t.Fatal(err)

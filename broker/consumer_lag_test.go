@@ -11,6 +11,7 @@ import (
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -21,8 +22,8 @@ import (
 // the time lag of a lagging partition is at least that.
 func TestConsumerLagSeries(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.ConsumerLagSampleInterval = 200 * time.Millisecond })
-	ctx := ctxT(t, 90*time.Second)
-	cl := newClient(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := proctest.Context(t, 90*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	const topic = "lagged"
 	if r, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || r.Err != nil {
@@ -57,11 +58,11 @@ func TestConsumerLagSeries(t *testing.T) {
 	commitAs("behind", 0, 0)
 
 	group := []string{"consumergroup", "lagging", "topic", topic}
-	waitFor(t, 30*time.Second, "kafka_consumergroup_lag of the group", func() bool {
-		v, ok := metricValue(scrapeMetrics(t, n), "kafka_consumergroup_lag_sum", group...)
+	proctest.Eventually(t, 30*time.Second, "kafka_consumergroup_lag of the group", func() bool {
+		v, ok := testnode.MetricValue(testnode.Scrape(t, n), "kafka_consumergroup_lag_sum", group...)
 		return ok && v == 15
 	})
-	f := scrapeMetrics(t, n)
+	f := testnode.Scrape(t, n)
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -74,7 +75,7 @@ func TestConsumerLagSeries(t *testing.T) {
 		{"kafka_consumergroup_members", []string{"consumergroup", "lagging"}, 0},
 		{"shale_consumergroup_lag_seconds", append(group, "partition", "1"), 0},
 	} {
-		if got := mustMetric(t, f, c.name, c.labels...); got != c.want {
+		if got := testnode.MustMetric(t, f, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -82,31 +83,31 @@ func TestConsumerLagSeries(t *testing.T) {
 	// before the produce; it was sampled after the produce and before now.
 	stamp := old.Add(5 * time.Second)
 	lo, hi := produced.Sub(stamp).Seconds(), time.Since(stamp).Seconds()
-	if got := mustMetric(t, f, "shale_consumergroup_lag_seconds", append(group, "partition", "0")...); got < lo || got > hi {
+	if got := testnode.MustMetric(t, f, "shale_consumergroup_lag_seconds", append(group, "partition", "0")...); got < lo || got > hi {
 		t.Errorf("time lag of partition 0 = %.1f s, want between %.1f and %.1f", got, lo, hi)
 	}
-	if got := mustMetric(t, f, "shale_consumergroup_max_lag_seconds", "consumergroup", "lagging"); got < lo {
+	if got := testnode.MustMetric(t, f, "shale_consumergroup_max_lag_seconds", "consumergroup", "lagging"); got < lo {
 		t.Errorf("max time lag %.1f s", got)
 	}
 	behind := []string{"consumergroup", "behind", "topic", topic}
-	if got := mustMetric(t, f, "kafka_consumergroup_lag_sum", behind...); got != 30 {
+	if got := testnode.MustMetric(t, f, "kafka_consumergroup_lag_sum", behind...); got != 30 {
 		t.Errorf("lag of the second group = %v, want 30", got)
 	}
 	for p, rec := range map[string]int{"0": 0, "1": 20} {
 		stamp := old.Add(time.Duration(rec) * time.Second)
 		lo, hi := produced.Sub(stamp).Seconds(), time.Since(stamp).Seconds()
-		if got := mustMetric(t, f, "shale_consumergroup_lag_seconds", append(behind, "partition", p)...); got < lo || got > hi {
+		if got := testnode.MustMetric(t, f, "shale_consumergroup_lag_seconds", append(behind, "partition", p)...); got < lo || got > hi {
 			t.Errorf("second group's time lag of partition %s = %.1f s, want between %.1f and %.1f (record %d's)", p, got, lo, hi, rec)
 		}
 	}
 
 	commit(20, 10) // caught up
-	waitFor(t, 30*time.Second, "the lag to fall to 0", func() bool {
-		v, ok := metricValue(scrapeMetrics(t, n), "kafka_consumergroup_lag_sum", group...)
+	proctest.Eventually(t, 30*time.Second, "the lag to fall to 0", func() bool {
+		v, ok := testnode.MetricValue(testnode.Scrape(t, n), "kafka_consumergroup_lag_sum", group...)
 		return ok && v == 0
 	})
 	var lag adminapi.ConsumerLag
-	if err := json.Unmarshal([]byte(adminGet(t, n, adminapi.ConsumerLagPath+"?group=lagging")), &lag); err != nil {
+	if err := json.Unmarshal([]byte(testnode.AdminGet(t, n, adminapi.ConsumerLagPath+"?group=lagging")), &lag); err != nil {
 		t.Fatal(err)
 	}
 	if lag.NodeID != 0 || len(lag.Groups) != 1 || lag.Groups[0].Group != "lagging" || lag.Groups[0].Total() != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/sdk"
 )
@@ -22,24 +23,11 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS on a warm node, and ListGroups after a
 // restart lists every group without any group being described first.
 
-// onlyBroker returns the single node's broker handle: raw requests sent
-// to it are answered by it, with no client-side retry of their error
-// codes.
-func onlyBroker(t *testing.T, cl *kgo.Client) *kgo.Broker {
-	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
-	if err != nil || len(resp.Brokers) != 1 {
-		t.Fatalf("metadata: %v %+v", err, resp)
-	}
-	return cl.Broker(int(resp.Brokers[0].NodeID))
-}
-
 // findCoordinator asks for key's coordinator until the node names itself
 // (the first FindCoordinator creates the coordinator's topic).
 func findCoordinator(t *testing.T, b *kgo.Broker, key string, keyType int8) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for {
 		// kgo sends the newest version both sides support (v4: keys in
 		// a batch); the fields of the older ones are set too.
@@ -59,42 +47,7 @@ func findCoordinator(t *testing.T, b *kgo.Broker, key string, keyType int8) {
 		if ctx.Err() != nil {
 			t.Fatalf("find coordinator of %q: %v %+v", key, err, resp)
 		}
-		waitTick(ctx)
-	}
-}
-
-// listGroupsLoaded polls ListGroups until it answers without error and
-// returns the groups listed. COORDINATOR_LOAD_IN_PROGRESS is the only
-// error that may come first.
-func listGroupsLoaded(t *testing.T, b *kgo.Broker) []string {
-	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
-	for {
-		req := kmsg.NewPtrListGroupsRequest()
-		r, err := b.Request(ctx, req)
-		if err != nil {
-			t.Fatalf("list groups: %v", err)
-		}
-		resp := r.(*kmsg.ListGroupsResponse)
-		switch resp.ErrorCode {
-		case 0:
-			var ids []string
-			for _, g := range resp.Groups {
-				ids = append(ids, g.Group)
-			}
-			slices.Sort(ids)
-			return ids
-		case kerr.CoordinatorLoadInProgress.Code:
-			if len(resp.Groups) > 0 {
-				t.Fatalf("a partial list while loading: %+v", resp.Groups)
-			}
-		default:
-			t.Fatalf("list groups: %v", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		if ctx.Err() != nil {
-			t.Fatal("list groups: still loading")
-		}
-		waitTick(ctx)
+		testnode.PollTick(ctx)
 	}
 }
 
@@ -103,7 +56,7 @@ func listGroupsLoaded(t *testing.T, b *kgo.Broker) []string {
 // now load each partition on its first request).
 func waitLeading(t *testing.T, cl *kgo.Client, topic string) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
@@ -119,15 +72,7 @@ func waitLeading(t *testing.T, cl *kgo.Client, topic string) {
 		if ctx.Err() != nil {
 			t.Fatalf("%s never led: %v %+v", topic, err, resp)
 		}
-		waitTick(ctx)
-	}
-}
-
-// waitTick paces a poll loop (a poll interval, not a timed assertion).
-func waitTick(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(20 * time.Millisecond):
+		testnode.PollTick(ctx)
 	}
 }
 
@@ -137,15 +82,15 @@ func waitTick(ctx context.Context) {
 // its first request, and most of these answered it.
 func TestFirstGroupRequestOnWarmNodeIsNotLoading(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	b := onlyBroker(t, cl)
+	cl := testnode.Client(t, n.KafkaAddr())
+	b := testnode.OnlyBroker(t, cl)
 	findCoordinator(t, b, "warm-up", 0)
 	waitLeading(t, cl, "__consumer_offsets")
 	// Warm: ListGroups answers (it answers COORDINATOR_LOAD_IN_PROGRESS
 	// while any partition this node leads is loading).
-	listGroupsLoaded(t, b)
+	testnode.ListGroupsLoaded(t, b)
 
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	loading := 0
 	for i := range 30 {
 		// kgo sends the newest version (v8: groups in a batch); the
@@ -202,14 +147,14 @@ func TestFirstGroupRequestOnWarmNodeIsNotLoading(t *testing.T) {
 func TestListGroupsAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	createTopic(t, adm, "lg", 1)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	testnode.CreateTopic(t, adm, "lg", 1)
 	var want []string
 	for i := range 12 {
 		grp := fmt.Sprintf("listed-%02d", i)
 		os := kadm.Offsets{}
 		os.Add(kadm.Offset{Topic: "lg", Partition: 0, At: int64(i), LeaderEpoch: -1})
-		commitSimple(t, adm, grp, os)
+		testnode.CommitSimple(t, adm, grp, os)
 		want = append(want, grp)
 	}
 	adm.Close()
@@ -220,7 +165,7 @@ func TestListGroupsAfterRestart(t *testing.T) {
 	}
 
 	n2 := testnode.Start(t, dir)
-	got := listGroupsLoaded(t, onlyBroker(t, newClient(t, n2.KafkaAddr())))
+	got := testnode.ListGroupsLoaded(t, testnode.OnlyBroker(t, testnode.Client(t, n2.KafkaAddr())))
 	if !slices.Equal(got, want) {
 		t.Fatalf("ListGroups after restart: %v, want %v", got, want)
 	}
@@ -237,7 +182,7 @@ func TestListGroupsAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sa.Close()
-	got, err = sa.ListGroups(ctxT(t, 30*time.Second))
+	got, err = sa.ListGroups(proctest.Context(t, 30*time.Second))
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("the SDK's ListGroups after restart: %v %v, want %v", got, err, want)
 	}
@@ -249,13 +194,13 @@ func TestListGroupsAfterRestart(t *testing.T) {
 // loaded on its first request.
 func TestFirstInitProducerIDOnWarmNodeIsNotLoading(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	b := onlyBroker(t, cl)
+	cl := testnode.Client(t, n.KafkaAddr())
+	b := testnode.OnlyBroker(t, cl)
 	findCoordinator(t, b, "warm-up", 1)
 	waitLeading(t, cl, "__transaction_state")
 	// Warm: ListTransactions answers (COORDINATOR_LOAD_IN_PROGRESS while
 	// a state partition this node leads loads, as Kafka's).
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for {
 		req := kmsg.NewPtrListTransactionsRequest()
 		r, err := b.Request(ctx, req)
@@ -269,7 +214,7 @@ func TestFirstInitProducerIDOnWarmNodeIsNotLoading(t *testing.T) {
 		if code != kerr.CoordinatorLoadInProgress.Code || ctx.Err() != nil {
 			t.Fatalf("list transactions: %v", kerr.ErrorForCode(code))
 		}
-		waitTick(ctx)
+		testnode.PollTick(ctx)
 	}
 	loading := 0
 	for i := range 30 {

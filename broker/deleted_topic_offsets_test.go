@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -17,7 +18,7 @@ import (
 // (a new topic id), retrying while the deletion is still settling.
 func recreateTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	if resp, err := adm.DeleteTopic(ctx, topic); err != nil || resp.Err != nil {
 		t.Fatalf("delete %s: %v %v", topic, err, resp.Err)
 	}
@@ -29,7 +30,7 @@ func recreateTopic(t *testing.T, adm *kadm.Client, topic string, partitions int3
 		if ctx.Err() != nil {
 			t.Fatalf("create %s again: %v %v", topic, err, resp.Err)
 		}
-		waitTick(ctx)
+		testnode.PollTick(ctx)
 	}
 }
 
@@ -43,15 +44,15 @@ func recreateTopic(t *testing.T, adm *kadm.Client, topic string, partitions int3
 func TestDeletedTopicOffsetsAreDeleted(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	kcl := newClient(t, addr)
+	kcl := testnode.Client(t, addr)
 	adm := kadm.NewClient(kcl)
 	const topic, grp = "reborn", "reborn-g"
-	createTopic(t, adm, topic, 1)
-	produceN(t, addr, topic, 3, "old")
+	testnode.CreateTopic(t, adm, topic, 1)
+	testnode.ProduceN(t, addr, topic, 3, "old")
 
-	old := newClient(t, addr, kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
+	old := testnode.Client(t, addr, kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for got := 0; got < 3; {
 		fs := old.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -63,26 +64,26 @@ func TestDeletedTopicOffsetsAreDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Close() // leaves the group: it is empty, its offsets stay
-	if o, ok := committed(t, adm, grp).Lookup(topic, 0); !ok || o.At != 3 {
+	if o, ok := testnode.Committed(t, adm, grp).Lookup(topic, 0); !ok || o.At != 3 {
 		t.Fatalf("commit of the old topic: %+v", o)
 	}
 
 	recreateTopic(t, adm, topic, 1)
-	produceN(t, addr, topic, 10, "new")
+	testnode.ProduceN(t, addr, topic, 10, "new")
 
 	// By id (kadm sends OffsetFetch v10 to a node that has it) and by
 	// name (a client capped at v9): no offset for the new topic.
-	if o, ok := committed(t, adm, grp).Lookup(topic, 0); ok {
+	if o, ok := testnode.Committed(t, adm, grp).Lookup(topic, 0); ok {
 		t.Fatalf("v10 fetch after the topic was created again: %+v, want no offset", o)
 	}
 	v9 := kversion.V4_4_0()
 	v9.SetMaxKeyVersion(int16(kmsg.OffsetFetch), 9)
-	adm9 := kadm.NewClient(newClient(t, addr, kgo.MaxVersions(v9)))
-	if o, ok := committed(t, adm9, grp).Lookup(topic, 0); ok {
+	adm9 := kadm.NewClient(testnode.Client(t, addr, kgo.MaxVersions(v9)))
+	if o, ok := testnode.Committed(t, adm9, grp).Lookup(topic, 0); ok {
 		t.Fatalf("v9 fetch after the topic was created again: %+v, want no offset", o)
 	}
 	// A raw v10 fetch by the new id: offset -1, no error.
-	id := topicIDOf(t, newClient(t, addr), topic) // a new client: kcl knew the old topic's id
+	id := testnode.TopicID(t, testnode.Client(t, addr), topic) // a new client: kcl knew the old topic's id
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = 10
 	rg := kmsg.NewOffsetFetchRequestGroup()
@@ -91,7 +92,7 @@ func TestDeletedTopicOffsetsAreDeleted(t *testing.T) {
 	rt.TopicID, rt.Partitions = id, []int32{0}
 	rg.Topics = append(rg.Topics, rt)
 	req.Groups = append(req.Groups, rg)
-	raw, err := onlyBroker(t, kcl).Request(ctxT(t, 20*time.Second), req)
+	raw, err := testnode.OnlyBroker(t, kcl).Request(proctest.Context(t, 20*time.Second), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,9 +107,9 @@ func TestDeletedTopicOffsetsAreDeleted(t *testing.T) {
 
 	// A new member of the group starts at its reset policy: every record
 	// of the new topic, from offset 0.
-	cl := newClient(t, addr, kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
+	cl := testnode.Client(t, addr, kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
-	ctx = ctxT(t, 30*time.Second)
+	ctx = proctest.Context(t, 30*time.Second)
 	var offsets []int64
 	for len(offsets) < 10 {
 		fs := cl.PollFetches(ctx)

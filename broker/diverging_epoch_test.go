@@ -13,6 +13,7 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
@@ -54,9 +55,9 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 		return testnode.Start(t, filepath.Join(dir, "node", string(rune('a'+id-1))),
 			testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(id), session, lag)
 	}
-	ctx := ctxT(t, 240*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	ctx := proctest.Context(t, 240*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -65,7 +66,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	var lid, fid int32
-	waitFor(t, 20*time.Second, "a leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -81,19 +82,19 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	})
 	l, f := nodes[lid-1], nodes[fid-1]
 	// The admin client talks to the node that holds no replica.
-	adm = kadm.NewClient(newClient(t, nodes[6-lid-fid-1].KafkaAddr()))
+	adm = kadm.NewClient(testnode.Client(t, nodes[6-lid-fid-1].KafkaAddr()))
 	offline := func(what string) {
 		t.Helper()
-		waitFor(t, 30*time.Second, what, func() bool {
+		proctest.Eventually(t, 30*time.Second, what, func() bool {
 			m, err := adm.Metadata(ctx, topic)
 			return err == nil && len(m.Topics[topic].Partitions) == 1 && m.Topics[topic].Partitions[0].Leader < 0
 		})
 	}
 	produce := func(n *broker.Node, count int, tag string, acks kgo.Acks) {
 		t.Helper()
-		cl := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(acks),
+		cl := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(acks),
 			kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(30*time.Second))
-		if err := cl.ProduceSync(ctx, makeRecords(topic, count, tag)...).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, testnode.Records(topic, count, tag)...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 		cl.Close()
@@ -101,9 +102,9 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 
 	// Both replicas hold the first records, in epoch e0.
 	produce(l, 20, "a", kgo.AllISRAcks())
-	lrep := replicaOn(l, topic, 0)
-	waitFor(t, 20*time.Second, "the follower caught up", func() bool {
-		frep := replicaOn(f, topic, 0)
+	lrep := testnode.Replica(l, topic, 0)
+	proctest.Eventually(t, 20*time.Second, "the follower caught up", func() bool {
+		frep := testnode.Replica(f, topic, 0)
 		return frep != nil && frep.HighWatermark() == lrep.Log().LogEndOffset()
 	})
 	shared := lrep.Log().LogEndOffset()
@@ -113,7 +114,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the ISR shrunk to the leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the ISR shrunk to the leader", func() bool {
 		return slices.Equal(lrep.ISR(), []int32{lid})
 	})
 	if err := l.Close(ctx); err != nil {
@@ -121,11 +122,11 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	}
 	offline("the partition offline with both replicas down")
 	l = start(lid)
-	waitFor(t, restartWait, "the restarted leader leads in a new epoch", func() bool {
-		r := replicaOn(l, topic, 0)
+	proctest.Eventually(t, restartWait, "the restarted leader leads in a new epoch", func() bool {
+		r := testnode.Replica(l, topic, 0)
 		return r != nil && r.IsLeader() && r.LeaderEpoch() > e0
 	})
-	lrep = replicaOn(l, topic, 0)
+	lrep = testnode.Replica(l, topic, 0)
 	e1 := lrep.LeaderEpoch()
 	produce(l, 10, "zombie", kgo.LeaderAck())
 	if es := lrep.Log().Epochs(); len(es) < 2 || es[len(es)-1] != (segment.EpochEntry{Epoch: e1, StartOffset: shared}) {
@@ -140,8 +141,8 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	// F comes back and leads by an unclean election, with no e1 data.
 	f = start(fid)
 	var frep *partition.Replica
-	waitFor(t, restartWait, "the follower leads by an unclean election", func() bool {
-		frep = replicaOn(f, topic, 0)
+	proctest.Eventually(t, restartWait, "the follower leads by an unclean election", func() bool {
+		frep = testnode.Replica(f, topic, 0)
 		return frep != nil && frep.IsLeader() && frep.LeaderEpoch() > e1
 	})
 	e2 := frep.LeaderEpoch()
@@ -155,15 +156,15 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	// at L's log end both place e1 in F's epoch e0, ending at F's log end.
 	// The node counts a request once its answer is written: poll for it.
 	offsetForEpochs := func() float64 {
-		v, _ := metricValue(scrapeMetrics(t, f), "kafka_network_requestmetrics_requests_total", "request", "OffsetForLeaderEpoch")
+		v, _ := testnode.MetricValue(testnode.Scrape(t, f), "kafka_network_requestmetrics_requests_total", "request", "OffsetForLeaderEpoch")
 		return v
 	}
 	counted := func(n float64) {
 		t.Helper()
-		waitFor(t, 10*time.Second, "OffsetForLeaderEpoch requests counted", func() bool { return offsetForEpochs() >= n })
+		proctest.Eventually(t, 10*time.Second, "OffsetForLeaderEpoch requests counted", func() bool { return offsetForEpochs() >= n })
 	}
 	before := offsetForEpochs()
-	raw := newClient(t, f.KafkaAddr())
+	raw := testnode.Client(t, f.KafkaAddr())
 	oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	oe.ReplicaID = lid
 	oet := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -182,7 +183,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	fr := kmsg.NewPtrFetchRequest()
 	fr.ReplicaID, fr.ReplicaState.ID, fr.MaxWaitMillis, fr.MaxBytes = lid, lid, 0, 1<<20 // ReplicaState from v15 (KIP-903)
 	frt := kmsg.NewFetchRequestTopic()
-	frt.Topic, frt.TopicID = topic, topicIDOf(t, raw, topic)
+	frt.Topic, frt.TopicID = topic, testnode.TopicID(t, raw, topic)
 	frp := kmsg.NewFetchRequestTopicPartition()
 	frp.CurrentLeaderEpoch, frp.FetchOffset, frp.LastFetchedEpoch, frp.PartitionMaxBytes = e2, tailEnd, e1, 1<<20
 	frt.Partitions = append(frt.Partitions, frp)
@@ -201,11 +202,11 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 
 	// L returns as F's follower and cuts its e1 tail.
 	l = start(lid)
-	waitFor(t, restartWait, "the old leader's divergent tail cut", func() bool {
-		r := replicaOn(l, topic, 0)
+	proctest.Eventually(t, restartWait, "the old leader's divergent tail cut", func() bool {
+		r := testnode.Replica(l, topic, 0)
 		return r != nil && !r.IsLeader() && r.Log().LogEndOffset() <= shared && r.Log().LatestEpoch() == e0
 	})
-	lrep = replicaOn(l, topic, 0)
+	lrep = testnode.Replica(l, topic, 0)
 	if got := lrep.Log().LogEndOffset(); got != shared {
 		t.Fatalf("old leader cut to %d, want %d (the end of the shared log)", got, shared)
 	}
@@ -220,7 +221,7 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	// Both take new writes and agree up to the high watermark.
 	produce(f, 15, "b", kgo.AllISRAcks())
 	end := frep.Log().LogEndOffset()
-	waitFor(t, 20*time.Second, "both replicas at the high watermark", func() bool {
+	proctest.Eventually(t, 20*time.Second, "both replicas at the high watermark", func() bool {
 		return lrep.Log().LogEndOffset() == end && lrep.HighWatermark() == end && frep.HighWatermark() == end
 	})
 	if got, want := readLogRange(t, lrep.Log(), 0, end), readLogRange(t, frep.Log(), 0, end); !bytes.Equal(got, want) {

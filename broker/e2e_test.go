@@ -1,9 +1,6 @@
 package broker_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,86 +14,9 @@ import (
 	"github.com/shale-io/shale/segment/batch"
 )
 
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// topicIDOf asks cl's cluster for topic's id: a raw Produce (v13) or Fetch
-// (v13+) names its topics by id (KIP-516), and kgo fills in no id.
-func topicIDOf(t *testing.T, cl *kgo.Client, topic string) [16]byte {
-	t.Helper()
-	m, err := kadm.NewClient(cl).Metadata(ctxT(t, 30*time.Second), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td, ok := m.Topics[topic]
-	if !ok || td.Err != nil || td.ID == (kadm.TopicID{}) {
-		t.Fatalf("topic %s: no id (%v)", topic, td.Err)
-	}
-	return td.ID
-}
-
-// ctxT is proctest.Context, by the name the broker tests use.
-func ctxT(t *testing.T, d time.Duration) context.Context { return proctest.Context(t, d) }
-
-func makeRecords(topic string, n int, tag string) []*kgo.Record {
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = &kgo.Record{
-			Topic:   topic,
-			Key:     []byte(fmt.Sprintf("key-%d", i%17)),
-			Value:   bytes.Repeat([]byte(fmt.Sprintf("%s-%06d|", tag, i)), 1+i%9),
-			Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}},
-		}
-	}
-	return recs
-}
-
-// consumeAll reads n records of topic from the start, keyed by the "i" header.
-func consumeAll(t *testing.T, addr, topic string, n int) map[string]*kgo.Record {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx := ctxT(t, 60*time.Second)
-	got := map[string]*kgo.Record{}
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records before the deadline", len(got), n)
-		}
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			id := string(r.Headers[0].Value)
-			if _, dup := got[id]; dup {
-				t.Fatalf("record %s consumed twice", id)
-			}
-			got[id] = r
-		})
-	}
-	return got
-}
-
-func checkSame(t *testing.T, sent []*kgo.Record, got map[string]*kgo.Record) {
-	t.Helper()
-	if len(got) != len(sent) {
-		t.Fatalf("got %d records, sent %d", len(got), len(sent))
-	}
-	for i, s := range sent {
-		g := got[fmt.Sprint(i)]
-		if g == nil || !bytes.Equal(g.Key, s.Key) || !bytes.Equal(g.Value, s.Value) || g.Offset != s.Offset || g.Partition != s.Partition {
-			t.Fatalf("record %d differs: sent %+v, got %+v", i, s, g)
-		}
-	}
-}
-
 func TestProduceConsumeEveryCodec(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
 	codecs := map[string]kgo.CompressionCodec{
 		"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
 		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
@@ -104,15 +24,15 @@ func TestProduceConsumeEveryCodec(t *testing.T) {
 	for name, codec := range codecs {
 		t.Run(name, func(t *testing.T) {
 			topic := "codec-" + name
-			if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), 3, 1, nil, topic); err != nil {
+			if _, err := adm.CreateTopic(proctest.Context(t, 10*time.Second), 3, 1, nil, topic); err != nil {
 				t.Fatal(err)
 			}
-			prod := newClient(t, n.KafkaAddr(), kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(kgo.AllISRAcks()))
-			sent := makeRecords(topic, 500, name)
-			if err := prod.ProduceSync(ctxT(t, 30*time.Second), sent...).FirstErr(); err != nil {
+			prod := testnode.Client(t, n.KafkaAddr(), kgo.ProducerBatchCompression(codec), kgo.RequiredAcks(kgo.AllISRAcks()))
+			sent := testnode.Records(topic, 500, name)
+			if err := prod.ProduceSync(proctest.Context(t, 30*time.Second), sent...).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
-			checkSame(t, sent, consumeAll(t, n.KafkaAddr(), topic, len(sent)))
+			testnode.CheckSame(t, sent, testnode.ConsumeAll(t, n.KafkaAddr(), topic, len(sent)))
 		})
 	}
 }
@@ -121,21 +41,21 @@ func TestRestartKeepsAcknowledgedRecords(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
 	topic := "durable"
-	prod := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	sent := makeRecords(topic, 300, "before")
-	if err := prod.ProduceSync(ctxT(t, 30*time.Second), sent...).FirstErr(); err != nil {
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	sent := testnode.Records(topic, 300, "before")
+	if err := prod.ProduceSync(proctest.Context(t, 30*time.Second), sent...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	prod.Close()
-	if err := n.Close(ctxT(t, 10*time.Second)); err != nil {
+	if err := n.Close(proctest.Context(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	n2 := testnode.Start(t, dir)
-	checkSame(t, sent, consumeAll(t, n2.KafkaAddr(), topic, len(sent)))
+	testnode.CheckSame(t, sent, testnode.ConsumeAll(t, n2.KafkaAddr(), topic, len(sent)))
 	// The idempotent producer state came back too: a new producer appends after the old records.
-	prod2 := newClient(t, n2.KafkaAddr())
-	more := makeRecords(topic, 10, "after")
-	if err := prod2.ProduceSync(ctxT(t, 30*time.Second), more...).FirstErr(); err != nil {
+	prod2 := testnode.Client(t, n2.KafkaAddr())
+	more := testnode.Records(topic, 10, "after")
+	if err := prod2.ProduceSync(proctest.Context(t, 30*time.Second), more...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range more {
@@ -147,9 +67,9 @@ func TestRestartKeepsAcknowledgedRecords(t *testing.T) {
 
 func TestAdminLifecycle(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	ret := "3600000"
 	resp, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": &ret}, "admin")
 	if err != nil || resp.Err != nil {
@@ -196,8 +116,8 @@ func TestAdminLifecycle(t *testing.T) {
 		t.Fatalf("partitions after create-partitions: %v %v", td, err)
 	}
 	// Produce, then delete records below offset 5 of partition 0.
-	prod := newClient(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	recs := makeRecords("admin", 10, "x")
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	recs := testnode.Records("admin", 10, "x")
 	for _, r := range recs {
 		r.Partition = 0
 	}
@@ -255,8 +175,8 @@ func TestAdminLifecycle(t *testing.T) {
 // for one partition and a good one for another.
 func TestBadBatchFailsOnlyItsPartition(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	ctx := ctxT(t, 30*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 30*time.Second)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "mixed"); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +189,7 @@ func TestBadBatchFailsOnlyItsPartition(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "mixed", topicIDOf(t, cl, "mixed")
+	rt.Topic, rt.TopicID = "mixed", testnode.TopicID(t, cl, "mixed")
 	for p, recs := range [][]byte{bad, good} {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = int32(p), recs
@@ -298,13 +218,13 @@ func TestBadBatchFailsOnlyItsPartition(t *testing.T) {
 func TestLongPollWokenByAppend(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	topic := "poll"
-	cons := newClient(t, n.KafkaAddr(), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Minute),
+	cons := testnode.Client(t, n.KafkaAddr(), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Minute),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
-	prod := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err := prod.ProduceSync(ctxT(t, 20*time.Second), &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	if err := prod.ProduceSync(proctest.Context(t, 20*time.Second), &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	if fs := cons.PollFetches(ctx); fs.NumRecords() != 1 {
 		t.Fatalf("first poll: %d records, errs %v", fs.NumRecords(), fs.Errors())
 	}

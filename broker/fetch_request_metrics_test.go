@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -26,7 +27,7 @@ var requestSeriesNames = append([]string{
 func noFetchSeries(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()
 	for _, name := range requestSeriesNames {
-		if v, ok := metricValue(fams, name, "request", "Fetch"); ok {
+		if v, ok := testnode.MetricValue(fams, name, "request", "Fetch"); ok {
 			t.Errorf("%s{request=\"Fetch\"} = %v on /metrics; Fetch is FetchConsumer or FetchFollower", name, v)
 		}
 	}
@@ -43,13 +44,13 @@ func longPoll(t *testing.T, cl *kgo.Client, topic string, maxWait time.Duration)
 	req.MinBytes = 1
 	req.MaxBytes = 1 << 20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicIDOf(t, cl, topic)
+	rt.Topic, rt.TopicID = topic, testnode.TopicID(t, cl, topic)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, 0, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	start := time.Now()
-	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
+	resp, err := req.RequestWith(proctest.Context(t, 30*time.Second), cl)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("fetch: %v", err)
@@ -73,18 +74,18 @@ func TestFetchConsumerLongPollIsRemote(t *testing.T) {
 	const maxWait = 300 * time.Millisecond
 	const polls = 3
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 60*time.Second)
-	cl := newClient(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "poll"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
 	// The partition may take a moment to have a leader: poll until a fetch
 	// is answered without error, then long-poll polls more times.
-	waitFor(t, 20*time.Second, "a fetch answered without error", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a fetch answered without error", func() bool {
 		_, code := longPoll(t, cl, "poll", 0)
 		return code == 0
 	})
-	before := histogramOf(scrapeMetrics(t, n), "kafka_network_requestmetrics_total_time_seconds", "FetchConsumer").GetSampleCount()
+	before := histogramOf(testnode.Scrape(t, n), "kafka_network_requestmetrics_total_time_seconds", "FetchConsumer").GetSampleCount()
 	for range polls {
 		took, code := longPoll(t, cl, "poll", maxWait)
 		if code != 0 {
@@ -95,14 +96,14 @@ func TestFetchConsumerLongPollIsRemote(t *testing.T) {
 		}
 	}
 	var f map[string]*dto.MetricFamily
-	waitFor(t, 20*time.Second, "the long polls in FetchConsumer's total time", func() bool {
-		f = scrapeMetrics(t, n)
+	proctest.Eventually(t, 20*time.Second, "the long polls in FetchConsumer's total time", func() bool {
+		f = testnode.Scrape(t, n)
 		h := histogramOf(f, "kafka_network_requestmetrics_total_time_seconds", "FetchConsumer")
 		return h.GetSampleCount() >= before+polls
 	})
 	noFetchSeries(t, f)
 	total := histogramOf(f, "kafka_network_requestmetrics_total_time_seconds", "FetchConsumer")
-	if v := mustMetric(t, f, "kafka_network_requestmetrics_requests_total", "request", "FetchConsumer"); v != float64(total.GetSampleCount()) {
+	if v := testnode.MustMetric(t, f, "kafka_network_requestmetrics_requests_total", "request", "FetchConsumer"); v != float64(total.GetSampleCount()) {
 		t.Errorf("FetchConsumer requests_total %v, total time has %d samples", v, total.GetSampleCount())
 	}
 	sums := map[string]float64{}
@@ -141,23 +142,23 @@ func TestFetchConsumerLongPollIsRemote(t *testing.T) {
 // and nothing as Fetch.
 func TestFetchFollowerSeries(t *testing.T) {
 	leader, follower := startRF2Produced(t, 20)
-	if got := consumeAll(t, leader.KafkaAddr(), "rep", 20); len(got) != 20 {
+	if got := testnode.ConsumeAll(t, leader.KafkaAddr(), "rep", 20); len(got) != 20 {
 		t.Fatalf("consumed %d", len(got))
 	}
 	// acks=all: the follower's fetches were answered before the acks; the
 	// consumer's are observed just after their answers are written: poll.
 	var f map[string]*dto.MetricFamily
-	waitFor(t, 20*time.Second, "FetchFollower and FetchConsumer requests on the leader", func() bool {
-		f = scrapeMetrics(t, leader)
-		fl, _ := metricValue(f, "kafka_network_requestmetrics_requests_total", "request", "FetchFollower")
-		co, _ := metricValue(f, "kafka_network_requestmetrics_requests_total", "request", "FetchConsumer")
+	proctest.Eventually(t, 20*time.Second, "FetchFollower and FetchConsumer requests on the leader", func() bool {
+		f = testnode.Scrape(t, leader)
+		fl, _ := testnode.MetricValue(f, "kafka_network_requestmetrics_requests_total", "request", "FetchFollower")
+		co, _ := testnode.MetricValue(f, "kafka_network_requestmetrics_requests_total", "request", "FetchConsumer")
 		return fl >= 1 && co >= 1
 	})
 	noFetchSeries(t, f)
 	for _, name := range append([]string{"kafka_network_requestmetrics_total_time_seconds"}, requestStageSeries...) {
-		if v := mustMetric(t, f, name, "request", "FetchFollower"); v < 1 {
+		if v := testnode.MustMetric(t, f, name, "request", "FetchFollower"); v < 1 {
 			t.Errorf("%s{request=\"FetchFollower\"}: %v samples", name, v)
 		}
 	}
-	noFetchSeries(t, scrapeMetrics(t, follower))
+	noFetchSeries(t, testnode.Scrape(t, follower))
 }

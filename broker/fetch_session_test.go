@@ -71,8 +71,8 @@ func testConsumerFetchSession(t *testing.T, slots int, sessions bool) {
 	// bytes plus its records.
 	const small = 1 << 10
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.MaxIncrementalFetchSessionCacheSlots = slots })
-	ctx := ctxT(t, 120*time.Second)
-	prod := newClient(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := proctest.Context(t, 120*time.Second)
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if r, err := kadm.NewClient(prod).CreateTopic(ctx, parts, 1, nil, "sess"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
@@ -85,7 +85,7 @@ func testConsumerFetchSession(t *testing.T, slots int, sessions bool) {
 	}
 
 	reads := &fetchReads{}
-	cons := newClient(t, n.KafkaAddr(), kgo.ConsumeTopics("sess"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cons := testnode.Client(t, n.KafkaAddr(), kgo.ConsumeTopics("sess"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.WithHooks(reads))
 	consume := func(want int) map[int32]int {
 		got := map[int32]int{}
@@ -130,11 +130,11 @@ func testConsumerFetchSession(t *testing.T, slots int, sessions bool) {
 				t.Fatalf("a Fetch answer of %d bytes after one record on one partition; want under %d", sz, small)
 			}
 		}
-		fams := scrapeMetrics(t, n)
-		if v, _ := metricValue(fams, "kafka_server_fetchsessioncache_num_incremental_fetch_sessions"); v < 1 {
+		fams := testnode.Scrape(t, n)
+		if v, _ := testnode.MetricValue(fams, "kafka_server_fetchsessioncache_num_incremental_fetch_sessions"); v < 1 {
 			t.Errorf("num_incremental_fetch_sessions %v, want >= 1", v)
 		}
-		if v, _ := metricValue(fams, "kafka_server_fetchsessioncache_num_incremental_fetch_partitions_cached"); v < parts {
+		if v, _ := testnode.MetricValue(fams, "kafka_server_fetchsessioncache_num_incremental_fetch_partitions_cached"); v < parts {
 			t.Errorf("num_incremental_fetch_partitions_cached %v, want >= %d", v, parts)
 		}
 	}

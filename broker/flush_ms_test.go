@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment"
 )
@@ -24,9 +25,9 @@ import (
 func TestFlushMsThroughTheNode(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
-	cl := newClient(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	flushMs := "200"
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "later"); err != nil {
 		t.Fatal(err)
@@ -53,18 +54,18 @@ func TestFlushMsThroughTheNode(t *testing.T) {
 	// "later" has records and no flush.ms; every log of the process goes
 	// idle once the flush pass has visited it.
 	produce("later", 7)
-	waitFor(t, 30*time.Second, "every log idle", func() bool { return !segment.AnyFlushDue() })
+	proctest.Eventually(t, 30*time.Second, "every log idle", func() bool { return !segment.AnyFlushDue() })
 	if rp := recoveryPoint("later"); rp >= 7 {
 		t.Fatalf("recovery point of a topic without flush.ms is %d before any flush.ms", rp)
 	}
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.ms", Value: &flushMs}}, "later"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "flush.ms set later flushes the topic", func() bool { return recoveryPoint("later") >= 7 })
+	proctest.Eventually(t, 30*time.Second, "flush.ms set later flushes the topic", func() bool { return recoveryPoint("later") >= 7 })
 
 	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"flush.ms": &flushMs}, "flushed"); err != nil {
 		t.Fatal(err)
 	}
 	produce("flushed", 5)
-	waitFor(t, 30*time.Second, "flush.ms flushes a topic created with it", func() bool { return recoveryPoint("flushed") >= 5 })
+	proctest.Eventually(t, 30*time.Second, "flush.ms flushes a topic created with it", func() bool { return recoveryPoint("flushed") >= 5 })
 }

@@ -123,10 +123,10 @@ func TestGroupConfigs(t *testing.T) {
 		c.GroupConsumerSessionTimeout = 3 * time.Second
 	}
 	n := testnode.Start(t, dir, nodeCfg)
-	ctx := ctxT(t, 120*time.Second)
-	cl := newClient(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 120*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	createTopic(t, adm, "cfg-topic", 2)
+	testnode.CreateTopic(t, adm, "cfg-topic", 2)
 	const group = "cfg-848"
 
 	if vals, srcs, code := describeGroupConfigs(t, ctx, cl, group); code != 0 ||
@@ -225,7 +225,7 @@ func TestGroupConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = testnode.Start(t, dir, nodeCfg)
-	cl = newClient(t, n.KafkaAddr())
+	cl = testnode.Client(t, n.KafkaAddr())
 	adm = kadm.NewClient(cl)
 	vals, _, _ = describeGroupConfigs(t, ctx, cl, group)
 	if vals["consumer.heartbeat.interval.ms"] != "8000" || vals["consumer.session.timeout.ms"] != "55000" {
@@ -346,11 +346,11 @@ func TestShareGroupConfigs(t *testing.T) {
 		c.GroupShareMinRecordLockDuration = time.Second
 		c.ShareAutoOffsetReset = "latest"
 	})
-	ctx := ctxT(t, 120*time.Second)
-	cl := newClient(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 120*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	createTopic(t, adm, "share-cfg", 1)
-	produceN(t, n.KafkaAddr(), "share-cfg", 5, "r")
+	testnode.CreateTopic(t, adm, "share-cfg", 1)
+	testnode.ProduceN(t, n.KafkaAddr(), "share-cfg", 5, "r")
 	td, err := adm.ListTopics(ctx, "share-cfg")
 	if err != nil || td["share-cfg"].Err != nil {
 		t.Fatalf("ListTopics: %v %v", err, td["share-cfg"].Err)
@@ -438,7 +438,7 @@ func TestShareGroupConfigs(t *testing.T) {
 // Describe on the group alone does not let her describe its configs.
 func TestGroupConfigACLs(t *testing.T) {
 	a := startACLNode(t)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("app-cfg").
 		Operations(kadm.OpAlterConfigs, kadm.OpDescribeConfigs))
 	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("other-cfg").Operations(kadm.OpDescribe))
@@ -467,20 +467,20 @@ func TestGroupConfigACLs(t *testing.T) {
 func TestGroupConfigsAcrossNodes(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, testnode.WithSession(2*time.Second))
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr()}
-	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...))
+	cl := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...))
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 90*time.Second)
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
-	createTopic(t, adm, "cfg-across", 1)
+	testnode.CreateTopic(t, adm, "cfg-across", 1)
 	const group = "cfg-across-g"
 	if hb := consumerHeartbeat(t, ctx, cl, group, "member-x", 0, "cfg-across"); hb.HeartbeatIntervalMillis != 5000 {
 		t.Fatalf("interval before any group config: %d", hb.HeartbeatIntervalMillis)
 	}
 	var coord int32 = -1
-	waitFor(t, 20*time.Second, "the group's coordinator", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the group's coordinator", func() bool {
 		r := adm.FindGroupCoordinators(ctx, group)
 		c, ok := r[group]
 		coord = c.NodeID
@@ -502,7 +502,7 @@ func TestGroupConfigsAcrossNodes(t *testing.T) {
 	if r := raw.(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
 		t.Fatalf("alter on node %d: %v", other, kerr.ErrorForCode(r.Resources[0].ErrorCode))
 	}
-	waitFor(t, 20*time.Second, "the coordinator answering the group's interval", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the coordinator answering the group's interval", func() bool {
 		return consumerHeartbeat(t, ctx, cl, group, "member-x", 0, "cfg-across").HeartbeatIntervalMillis == 7000
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -21,9 +22,9 @@ func TestGroupMaxSize(t *testing.T) {
 		c.GroupConsumerMaxSize = 2
 		c.GroupShareMaxSize = 2
 	})
-	cl := newClient(t, n.KafkaAddr())
-	ctx := ctxT(t, 60*time.Second)
-	createTopic(t, kadm.NewClient(cl), "sized", 1)
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
+	testnode.CreateTopic(t, kadm.NewClient(cl), "sized", 1)
 
 	consumer := func(member string, epoch int32) (int16, string) {
 		t.Helper()
@@ -89,7 +90,7 @@ func coordinated(t *testing.T, send func() (code int16, msg *string, err error))
 	var code int16
 	var msg *string
 	var sendErr error
-	waitFor(t, 30*time.Second, "the group coordinator", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the group coordinator", func() bool {
 		code, msg, sendErr = send()
 		return sendErr != nil || (code != kerr.CoordinatorLoadInProgress.Code && code != kerr.NotCoordinator.Code &&
 			code != kerr.CoordinatorNotAvailable.Code)

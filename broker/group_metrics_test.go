@@ -16,7 +16,7 @@ import (
 // pollRecords polls cl until it has n records.
 func pollRecords(t *testing.T, cl *kgo.Client, n int) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for got := 0; got < n; {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -34,33 +34,33 @@ func pollRecords(t *testing.T, cl *kgo.Client, n int) {
 func TestGroupCoordinatorMetrics(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.ShareAutoOffsetReset = "earliest" })
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic = "gm"
-	createTopic(t, adm, topic, 2)
-	produceN(t, addr, topic, 20, "r")
+	testnode.CreateTopic(t, adm, topic, 2)
+	testnode.ProduceN(t, addr, topic, 20, "r")
 
-	classic := newClient(t, addr, kgo.ConsumerGroup("gm-classic"), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
+	classic := testnode.Client(t, addr, kgo.ConsumerGroup("gm-classic"), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	pollRecords(t, classic, 20)
-	if err := classic.CommitUncommittedOffsets(ctxT(t, 30*time.Second)); err != nil {
+	if err := classic.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	kip848 := newClient(t, addr, kgo.ConsumerGroup("gm-848"), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+	kip848 := testnode.Client(t, addr, kgo.ConsumerGroup("gm-848"), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	pollRecords(t, kip848, 20)
-	if err := kip848.CommitUncommittedOffsets(ctxT(t, 30*time.Second)); err != nil {
+	if err := kip848.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1, LeaderEpoch: -1})
 	os.Add(kadm.Offset{Topic: topic, Partition: 1, At: 1, LeaderEpoch: -1})
-	commitSimple(t, adm, "gm-simple", os)
+	testnode.CommitSimple(t, adm, "gm-simple", os)
 
 	// A share member takes records and acknowledges none: they stay
 	// Acquired under its locks (30 s) while the test reads the metrics.
-	sh := newClient(t, addr, kgo.ShareGroup("gm-share"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
+	sh := testnode.Client(t, addr, kgo.ShareGroup("gm-share"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
 	held := 0
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for held == 0 {
 		fs := sh.PollRecords(ctx, 50)
 		if ctx.Err() != nil {
@@ -73,7 +73,7 @@ func TestGroupCoordinatorMetrics(t *testing.T) {
 	// assignment; the classic member is Stable since its sync.
 	var fams map[string]*dto.MetricFamily
 	value := func(name string, labels ...string) float64 {
-		v, ok := metricValue(fams, name, labels...)
+		v, ok := testnode.MetricValue(fams, name, labels...)
 		if !ok {
 			return -1
 		}
@@ -103,7 +103,7 @@ func TestGroupCoordinatorMetrics(t *testing.T) {
 	}
 	got := make([]float64, len(want))
 	err := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
-		fams = scrapeMetrics(t, n)
+		fams = testnode.Scrape(t, n)
 		same := true
 		for i, s := range want {
 			got[i] = value(s.name, s.labels...)

@@ -29,34 +29,22 @@ func fastConsumerGroups(c *config.Broker) {
 // and only then lets a revocation proceed: each record is processed once
 // as long as the coordinator never gives a partition to two members and
 // keeps every acknowledged commit.
-func start848Member(t *testing.T, addr, grp, topic string, seen *seenSet, extra ...kgo.Opt) *member {
+func start848Member(t *testing.T, addr, grp, topic string, seen *testnode.SeenSet, extra ...kgo.Opt) *testnode.Member {
 	t.Helper()
-	d := &crashDialer{}
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(addr), kgo.Dialer(d.dial), kgo.RetryTimeout(10 * time.Second),
+		kgo.SeedBrokers(addr), kgo.RetryTimeout(10 * time.Second),
 		kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic), kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(), kgo.FetchMaxWait(200 * time.Millisecond),
 	}, extra...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{cl: cl, dialer: d, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachRecord(seen.add)
-			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
-				t.Logf("commit: %v", err)
-			}
-			cl.AllowRebalance()
+	return testnode.RunMember(t, opts, func(ctx context.Context, cl *kgo.Client) {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(seen.Add)
+		if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
+			t.Logf("commit: %v", err)
 		}
-	}()
-	t.Cleanup(m.stop)
-	return m
+		cl.AllowRebalance()
+	})
 }
 
 // describe848 asks ConsumerGroupDescribe for one group.
@@ -81,7 +69,7 @@ func wait848Stable(t *testing.T, cl *kgo.Client, grp string, n int) kmsg.Consume
 	last := ""
 	var stable kmsg.ConsumerGroupDescribeResponseGroup
 	if err := proctest.Poll(60*time.Second, 50*time.Millisecond, func() bool {
-		g, err := describe848(ctxT(t, 10*time.Second), cl, grp)
+		g, err := describe848(proctest.Context(t, 10*time.Second), cl, grp)
 		if err != nil {
 			last = err.Error()
 			return false
@@ -104,15 +92,15 @@ func wait848Stable(t *testing.T, cl *kgo.Client, grp string, n int) kmsg.Consume
 // waitConsumedOnce waits until every record of tags was seen and the
 // commits reached the partitions' ends, then checks that no record was
 // seen twice.
-func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *seenSet, grp, topic string, tags []string, per int, ends map[int32]int64) {
+func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *testnode.SeenSet, grp, topic string, tags []string, per int, ends map[int32]int64) {
 	t.Helper()
 	var miss, behind int
 	if err := proctest.Poll(90*time.Second, 100*time.Millisecond, func() bool {
-		miss, behind = seen.missing(tags, per), 0
+		miss, behind = seen.Missing(tags, per), 0
 		if miss > 0 {
 			return false
 		}
-		got := committed(t, adm, grp)
+		got := testnode.Committed(t, adm, grp)
 		for p, end := range ends {
 			if o, ok := got.Lookup(topic, p); !ok || o.At != end {
 				behind++
@@ -122,10 +110,8 @@ func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *seenSet, grp, topic 
 	}); err != nil {
 		t.Fatalf("%d records never consumed, %d partitions' commits behind the end", miss, behind)
 	}
-	seen.mu.Lock()
-	defer seen.mu.Unlock()
 	twice := 0
-	for v, n := range seen.m {
+	for v, n := range seen.Counts() {
 		if n > 1 {
 			if twice < 5 {
 				t.Errorf("%s consumed %d times", v, n)
@@ -145,17 +131,17 @@ func waitConsumedOnce(t *testing.T, adm *kadm.Client, seen *seenSet, grp, topic 
 func TestConsumerGroup848ChurnExactlyOnce(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic, grp, per = "churn848", "churn848-group", 300
-	createTopic(t, adm, topic, 6)
-	seen := &seenSet{m: map[string]int{}}
+	testnode.CreateTopic(t, adm, topic, 6)
+	seen := testnode.NewSeenSet()
 	ends := map[int32]int64{}
 	produce := func(tag string) {
-		for p, e := range produceN(t, addr, topic, per, tag) {
+		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
 			ends[p] = max(ends[p], e)
 		}
 	}
-	desc := newClient(t, addr)
+	desc := testnode.Client(t, addr)
 	m1 := start848Member(t, addr, grp, topic, seen)
 	m2 := start848Member(t, addr, grp, topic, seen)
 	produce("a")
@@ -179,10 +165,10 @@ func TestConsumerGroup848ChurnExactlyOnce(t *testing.T) {
 	if !slices.Equal(counts, []int{2, 2, 2}) {
 		t.Errorf("partitions per member %v, want 2 each (uniform over 6)", counts)
 	}
-	m1.stop()
+	m1.Stop()
 	produce("c")
 	start848Member(t, addr, grp, topic, seen)
-	m2.stop()
+	m2.Stop()
 	produce("d")
 	wait848Stable(t, desc, grp, 2)
 	waitConsumedOnce(t, adm, seen, grp, topic, []string{"a", "b", "c", "d"}, per, ends)
@@ -194,11 +180,11 @@ func TestConsumerGroup848ChurnExactlyOnce(t *testing.T) {
 func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic, grp = "static848", "static848-group"
-	createTopic(t, adm, topic, 4)
-	seen := &seenSet{m: map[string]int{}}
-	desc := newClient(t, addr)
+	testnode.CreateTopic(t, adm, topic, 4)
+	seen := testnode.NewSeenSet()
+	desc := testnode.Client(t, addr)
 	s1 := start848Member(t, addr, grp, topic, seen, kgo.InstanceID("s1"))
 	start848Member(t, addr, grp, topic, seen)
 	before := wait848Stable(t, desc, grp, 2)
@@ -212,8 +198,8 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 		return kmsg.ConsumerGroupDescribeResponseGroupMember{}
 	}
 	old := staticOf(before)
-	s1.stop() // leaves with epoch -2: the assignment stays
-	g, err := describe848(ctxT(t, 10*time.Second), desc, grp)
+	s1.Stop() // leaves with epoch -2: the assignment stays
+	g, err := describe848(proctest.Context(t, 10*time.Second), desc, grp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +209,7 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	start848Member(t, addr, grp, topic, seen, kgo.InstanceID("s1"))
 	var back kmsg.ConsumerGroupDescribeResponseGroupMember
 	if perr := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
-		g, err = describe848(ctxT(t, 10*time.Second), desc, grp)
+		g, err = describe848(proctest.Context(t, 10*time.Second), desc, grp)
 		if err != nil {
 			return false
 		}
@@ -247,7 +233,7 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	list := func(types ...string) map[string]kmsg.ListGroupsResponseGroup {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.TypesFilter = types
-		resp, err := req.RequestWith(ctxT(t, 10*time.Second), desc)
+		resp, err := req.RequestWith(proctest.Context(t, 10*time.Second), desc)
 		if err != nil || resp.ErrorCode != 0 {
 			t.Fatalf("ListGroups %v: %v %v", types, err, resp)
 		}
@@ -263,7 +249,7 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 	if _, ok := list("classic")[grp]; ok {
 		t.Errorf("ListGroups with types [classic] lists the consumer group")
 	}
-	described, err := adm.DescribeGroups(ctxT(t, 10*time.Second), grp)
+	described, err := adm.DescribeGroups(proctest.Context(t, 10*time.Second), grp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +270,13 @@ func TestConsumerGroup848StaticRejoin(t *testing.T) {
 func TestConsumerGroup848Regex(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const grp = "regex848-group"
-	createTopic(t, adm, "rx-a", 2)
-	createTopic(t, adm, "rx-b", 1)
-	createTopic(t, adm, "other", 2)
-	seen := &seenSet{m: map[string]int{}}
-	desc := newClient(t, addr)
+	testnode.CreateTopic(t, adm, "rx-a", 2)
+	testnode.CreateTopic(t, adm, "rx-b", 1)
+	testnode.CreateTopic(t, adm, "other", 2)
+	seen := testnode.NewSeenSet()
+	desc := testnode.Client(t, addr)
 	start848Member(t, addr, grp, "rx-.*", seen, kgo.ConsumeRegex())
 	assigned := func(want map[string]int) {
 		t.Helper()
@@ -298,7 +284,7 @@ func TestConsumerGroup848Regex(t *testing.T) {
 		var err error
 		var g kmsg.ConsumerGroupDescribeResponseGroup
 		if perr := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
-			g, err = describe848(ctxT(t, 10*time.Second), desc, grp)
+			g, err = describe848(proctest.Context(t, 10*time.Second), desc, grp)
 			if err != nil || len(g.Members) != 1 || g.Members[0].MemberEpoch != g.AssignmentEpoch {
 				return false
 			}
@@ -315,10 +301,10 @@ func TestConsumerGroup848Regex(t *testing.T) {
 		}
 	}
 	assigned(map[string]int{"rx-a": 2, "rx-b": 1})
-	createTopic(t, adm, "rx-c", 3)
+	testnode.CreateTopic(t, adm, "rx-c", 3)
 	assigned(map[string]int{"rx-a": 2, "rx-b": 1, "rx-c": 3})
-	produceN(t, addr, "rx-c", 30, "c")
-	if err := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool { return seen.missing([]string{"c"}, 30) == 0 }); err != nil {
-		t.Fatalf("%d records of rx-c never consumed", seen.missing([]string{"c"}, 30))
+	testnode.ProduceN(t, addr, "rx-c", 30, "c")
+	if err := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool { return seen.Missing([]string{"c"}, 30) == 0 }); err != nil {
+		t.Fatalf("%d records of rx-c never consumed", seen.Missing([]string{"c"}, 30))
 	}
 }

@@ -10,44 +10,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
-
-// commitSimple commits offsets for a group without members (kadm's
-// CommitOffsets: generation -1), retrying while the coordinator loads.
-func commitSimple(t *testing.T, adm *kadm.Client, grp string, os kadm.Offsets) {
-	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
-	for {
-		resp, err := adm.CommitOffsets(ctx, grp, os)
-		if err == nil && resp.Error() == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("commit %s: %v / %v", grp, err, resp.Error())
-		}
-	}
-}
 
 func TestGroupAdminAPIs(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "adm-a", 2)
-	createTopic(t, adm, "adm-b", 1)
-	produceN(t, addr, "adm-a", 20, "x")
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "adm-a", 2)
+	testnode.CreateTopic(t, adm, "adm-b", 1)
+	testnode.ProduceN(t, addr, "adm-a", 20, "x")
 
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: "adm-a", Partition: 0, At: 3, LeaderEpoch: -1, Metadata: "m0"})
 	os.Add(kadm.Offset{Topic: "adm-a", Partition: 1, At: 4, LeaderEpoch: -1})
 	os.Add(kadm.Offset{Topic: "adm-b", Partition: 0, At: 5, LeaderEpoch: -1})
-	commitSimple(t, adm, "simple", os)
-	got := committed(t, adm, "simple")
+	testnode.CommitSimple(t, adm, "simple", os)
+	got := testnode.Committed(t, adm, "simple")
 	if o, _ := got.Lookup("adm-a", 0); o.At != 3 || o.Metadata != "m0" {
 		t.Fatalf("fetched %+v", o)
 	}
 
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +48,7 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if err != nil || dres.Error() != nil {
 		t.Fatalf("DeleteOffsets: %v %v", err, dres.Error())
 	}
-	got = committed(t, adm, "simple")
+	got = testnode.Committed(t, adm, "simple")
 	if _, ok := got.Lookup("adm-b", 0); ok {
 		t.Fatalf("adm-b still committed: %+v", got)
 	}
@@ -73,12 +58,12 @@ func TestGroupAdminAPIs(t *testing.T) {
 
 	// An active consumer group: not deletable, its subscribed topics'
 	// offsets neither.
-	cl := newClient(t, addr, kgo.ConsumerGroup("active"), kgo.ConsumeTopics("adm-a"),
+	cl := testnode.Client(t, addr, kgo.ConsumerGroup("active"), kgo.ConsumeTopics("adm-a"),
 		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	for range 3 {
-		cl.PollFetches(ctxT(t, 2*time.Second))
+		cl.PollFetches(proctest.Context(t, 2*time.Second))
 	}
-	waitStable(t, adm, "active", 1)
+	testnode.WaitStable(t, adm, "active", 1)
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +99,7 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if err != nil || dg.Err != nil {
 		t.Fatalf("DeleteGroup(simple): %v %+v", err, dg)
 	}
-	if got := committed(t, adm, "simple"); len(got) != 0 {
+	if got := testnode.Committed(t, adm, "simple"); len(got) != 0 {
 		t.Fatalf("offsets after delete: %+v", got)
 	}
 	dg, _ = adm.DeleteGroup(ctx, "simple")
@@ -132,16 +117,16 @@ func TestGroupAdminAPIs(t *testing.T) {
 	// A KIP-848 group: its subscribed topic's offsets are refused while a
 	// member subscribes to it, and can be deleted once its last member has
 	// left (Kafka's isSubscribedToTopic reads the members' subscriptions).
-	c848 := newClient(t, addr, kgo.ConsumerGroup("active848"), kgo.ConsumeTopics("adm-a"), kgo.ServerSideBalancer(),
+	c848 := testnode.Client(t, addr, kgo.ConsumerGroup("active848"), kgo.ConsumeTopics("adm-a"), kgo.ServerSideBalancer(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	for range 3 {
-		c848.PollFetches(ctxT(t, 2*time.Second))
+		c848.PollFetches(proctest.Context(t, 2*time.Second))
 	}
 	wait848Stable(t, c848, "active848", 1)
 	if err := c848.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := committed(t, adm, "active848").Lookup("adm-a", 0); !ok {
+	if _, ok := testnode.Committed(t, adm, "active848").Lookup("adm-a", 0); !ok {
 		t.Fatal("active848 committed nothing on adm-a-0")
 	}
 	dres, err = adm.DeleteOffsets(ctx, "active848", del)
@@ -152,8 +137,8 @@ func TestGroupAdminAPIs(t *testing.T) {
 		t.Fatalf("DeleteOffsets on a KIP-848 group's subscribed topic: %v", dres)
 	}
 	c848.Close()
-	desc848 := newClient(t, addr)
-	waitFor(t, 30*time.Second, "group active848 empty", func() bool {
+	desc848 := testnode.Client(t, addr)
+	proctest.Eventually(t, 30*time.Second, "group active848 empty", func() bool {
 		g, err := describe848(ctx, desc848, "active848")
 		return err == nil && g.State == "Empty"
 	})
@@ -161,7 +146,7 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if err != nil || dres.Error() != nil {
 		t.Fatalf("DeleteOffsets on the emptied KIP-848 group: %v %v", err, dres)
 	}
-	if _, ok := committed(t, adm, "active848").Lookup("adm-a", 0); ok {
+	if _, ok := testnode.Committed(t, adm, "active848").Lookup("adm-a", 0); ok {
 		t.Fatal("adm-a-0 still committed in the emptied group")
 	}
 }
@@ -170,14 +155,14 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "rs", 3)
-	ends := produceN(t, addr, "rs", 90, "v")
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "rs", 3)
+	ends := testnode.ProduceN(t, addr, "rs", 90, "v")
 
 	// A consumer group commits everything, then closes (leaves).
-	cl := newClient(t, addr, kgo.ConsumerGroup("rg"), kgo.ConsumeTopics("rs"), kgo.DisableAutoCommit(),
+	cl := testnode.Client(t, addr, kgo.ConsumerGroup("rg"), kgo.ConsumeTopics("rs"), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	seen := 0
 	for seen < 90 {
 		fs := cl.PollFetches(ctx)
@@ -194,9 +179,9 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	for i := range 20 {
 		os := kadm.Offsets{}
 		os.Add(kadm.Offset{Topic: "rs", Partition: 0, At: int64(i), LeaderEpoch: -1})
-		commitSimple(t, adm, "overwritten", os)
+		testnode.CommitSimple(t, adm, "overwritten", os)
 	}
-	before := committed(t, adm, "rg")
+	before := testnode.Committed(t, adm, "rg")
 	for p, end := range ends {
 		if o, _ := before.Lookup("rs", p); o.At != end {
 			t.Fatalf("before restart: partition %d at %d, want %d", p, o.At, end)
@@ -210,17 +195,17 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2 := testnode.Start(t, dir)
-	adm2 := kadm.NewClient(newClient(t, n2.KafkaAddr()))
-	after := committed(t, adm2, "rg")
+	adm2 := kadm.NewClient(testnode.Client(t, n2.KafkaAddr()))
+	after := testnode.Committed(t, adm2, "rg")
 	for p, end := range ends {
 		if o, ok := after.Lookup("rs", p); !ok || o.At != end {
 			t.Errorf("after restart: partition %d at %+v, want %d", p, o, end)
 		}
 	}
-	if o, _ := committed(t, adm2, "overwritten").Lookup("rs", 0); o.At != 19 {
+	if o, _ := testnode.Committed(t, adm2, "overwritten").Lookup("rs", 0); o.At != 19 {
 		t.Errorf("overwritten offset after restart: %d, want 19", o.At)
 	}
-	described, err := adm2.DescribeGroups(ctxT(t, 10*time.Second), "rg")
+	described, err := adm2.DescribeGroups(proctest.Context(t, 10*time.Second), "rg")
 	if err != nil {
 		t.Fatal(err)
 	}

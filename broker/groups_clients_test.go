@@ -12,13 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
 // describeOne describes grp once (waitStable has made sure it is stable).
 func describeOne(t *testing.T, adm *kadm.Client, grp string) kadm.DescribedGroup {
 	t.Helper()
-	described, err := adm.DescribeGroups(ctxT(t, 10*time.Second), grp)
+	described, err := adm.DescribeGroups(proctest.Context(t, 10*time.Second), grp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +31,16 @@ func describeOne(t *testing.T, adm *kadm.Client, grp string) kadm.DescribedGroup
 func TestGroupStaticMemberRestart(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "static", 4)
-	seen := &seenSet{m: map[string]int{}}
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "static", 4)
+	seen := testnode.NewSeenSet()
 	static := func(id string) kgo.Opt { return kgo.InstanceID(id) }
 
 	var bAssigned atomic.Int32 // rebalances member b took part in
-	a := startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
-	startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("b"),
+	a := testnode.StartMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
+	testnode.StartMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("b"),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { bAssigned.Add(1) }))
-	waitStable(t, adm, "sg", 2)
+	testnode.WaitStable(t, adm, "sg", 2)
 	rebalancesBefore := bAssigned.Load()
 	before := describeOne(t, adm, "sg")
 	var aID string
@@ -57,9 +58,9 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 
 	// "a" restarts: a static member's Close sends no LeaveGroup, and the
 	// new process rejoins under the same instance id within the session.
-	a.stop()
-	startMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
-	ends := produceN(t, addr, "static", 200, "s")
+	a.Stop()
+	testnode.StartMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
+	ends := testnode.ProduceN(t, addr, "static", 200, "s")
 	// Until the new process joins, the old member of instance a (its
 	// Close sent no LeaveGroup) still counts as one of the two in a
 	// stable group: wait for the rejoin to replace it.
@@ -81,8 +82,8 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if seen.missing([]string{"s"}, 200) == 0 {
-			got := committed(t, adm, "sg")
+		if seen.Missing([]string{"s"}, 200) == 0 {
+			got := testnode.Committed(t, adm, "sg")
 			done := true
 			for p, end := range ends {
 				if o, _ := got.Lookup("static", p); o.At != end {
@@ -94,7 +95,7 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("static group did not consume everything: %d missing", seen.missing([]string{"s"}, 200))
+			t.Fatalf("static group did not consume everything: %d missing", seen.Missing([]string{"s"}, 200))
 		}
 		<-tick.C
 	}
@@ -110,7 +111,7 @@ func waitRejoined(t *testing.T, adm *kadm.Client, grp, instance, oldID string) k
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		waitStable(t, adm, grp, 2)
+		testnode.WaitStable(t, adm, grp, 2)
 		d := describeOne(t, adm, grp)
 		rejoined := d.State == "Stable"
 		for _, m := range d.Members {
@@ -130,19 +131,19 @@ func waitRejoined(t *testing.T, adm *kadm.Client, grp, instance, oldID string) k
 
 // saramaHandler records every message and marks it after "processing";
 // sarama commits marked offsets (auto-commit) and on leaving.
-type saramaHandler struct{ seen *seenSet }
+type saramaHandler struct{ seen *testnode.SeenSet }
 
 func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
 func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (h saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
-		h.seen.add(&kgo.Record{Value: msg.Value})
+		h.seen.Add(&kgo.Record{Value: msg.Value})
 		sess.MarkMessage(msg, "")
 	}
 	return nil
 }
 
-func startSarama(t *testing.T, addr, grp, topic string, seen *seenSet) (stop func()) {
+func startSarama(t *testing.T, addr, grp, topic string, seen *testnode.SeenSet) (stop func()) {
 	t.Helper()
 	c := sarama.NewConfig()
 	c.Version = sarama.V3_6_0_0
@@ -182,19 +183,19 @@ func startSarama(t *testing.T, addr, grp, topic string, seen *seenSet) (stop fun
 func TestGroupSaramaConsumerGroup(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "sar", 4)
-	seen := &seenSet{m: map[string]int{}}
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "sar", 4)
+	seen := testnode.NewSeenSet()
 	ends := map[int32]int64{}
 	produce := func(tag string) {
-		for p, e := range produceN(t, addr, "sar", 200, tag) {
+		for p, e := range testnode.ProduceN(t, addr, "sar", 200, tag) {
 			ends[p] = max(ends[p], e)
 		}
 	}
 	stop1 := startSarama(t, addr, "sarama-group", "sar", seen)
 	produce("a")
 	startSarama(t, addr, "sarama-group", "sar", seen)
-	waitStable(t, adm, "sarama-group", 2)
+	testnode.WaitStable(t, adm, "sarama-group", 2)
 	produce("b")
 	stop1() // leaves
 	produce("c")
@@ -206,9 +207,9 @@ func TestGroupSaramaConsumerGroup(t *testing.T) {
 	defer tick.Stop()
 	tags := []string{"a", "b", "c", "d"}
 	for {
-		miss, behind := seen.missing(tags, 200), 0
+		miss, behind := seen.Missing(tags, 200), 0
 		if miss == 0 {
-			got := committed(t, adm, "sarama-group")
+			got := testnode.Committed(t, adm, "sarama-group")
 			for p, end := range ends {
 				if o, _ := got.Lookup("sar", p); o.At != end {
 					behind++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -25,17 +26,17 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
 		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := ctxT(t, 120*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := proctest.Context(t, 120*time.Second)
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
 	createTopicRF(t, adm, topic, 3, 3)
-	ends := produceN(t, seeds[0], topic, 150, "v")
+	ends := testnode.ProduceN(t, seeds[0], topic, 150, "v")
 
 	// Consume everything, committing as we go, then leave.
-	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
+	cons := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	first := map[string]bool{}
 	for len(first) < 150 {
@@ -49,7 +50,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		}
 	}
 	cons.Close()
-	before := committed(t, adm, grp)
+	before := testnode.Committed(t, adm, grp)
 	for p, end := range ends {
 		if o, _ := before.Lookup(topic, p); o.At != end {
 			t.Fatalf("partition %d committed at %d, want %d", p, o.At, end)
@@ -65,7 +66,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		t.Fatal(coord.Err)
 	}
 	victim := coord.NodeID
-	waitFor(t, 20*time.Second, "__consumer_offsets replicated to 3 in-sync replicas", func() bool {
+	proctest.Eventually(t, 20*time.Second, "__consumer_offsets replicated to 3 in-sync replicas", func() bool {
 		m, err := adm.Metadata(ctx, group.OffsetsTopic)
 		if err != nil {
 			return false
@@ -84,9 +85,9 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 			survivors = append(survivors, s)
 		}
 	}
-	adm2 := kadm.NewClient(newClient(t, survivors[0], kgo.SeedBrokers(survivors...)))
+	adm2 := kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
 	var newCoord int32
-	waitFor(t, 60*time.Second, "a new coordinator that leads the offsets partition", func() bool {
+	proctest.Eventually(t, 60*time.Second, "a new coordinator that leads the offsets partition", func() bool {
 		c := adm2.FindGroupCoordinators(ctx, grp)[grp]
 		if c.Err != nil || c.NodeID == victim {
 			return false
@@ -99,7 +100,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		return m.Topics[group.OffsetsTopic].Partitions[offsetsPart].Leader == c.NodeID
 	})
 	t.Logf("new coordinator: node %d", newCoord)
-	after := committed(t, adm2, grp)
+	after := testnode.Committed(t, adm2, grp)
 	for p, end := range ends {
 		if o, ok := after.Lookup(topic, p); !ok || o.At != end {
 			t.Fatalf("after failover partition %d committed at %+v, want %d", p, o, end)
@@ -109,8 +110,8 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// A consumer of the group resumes at the committed offsets: it sees
 	// every record produced after them, and none before.
 	const more = 60
-	produceN(t, survivors[0], topic, more, "w")
-	cons2 := newClient(t, survivors[0], kgo.SeedBrokers(survivors...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
+	testnode.ProduceN(t, survivors[0], topic, more, "w")
+	cons2 := testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...), kgo.ConsumerGroup(grp), kgo.ConsumeTopics(topic),
 		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	second := map[string]bool{}
 	for len(second) < more {
@@ -134,7 +135,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	if err := cons2.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
-	final := committed(t, adm2, grp)
+	final := testnode.Committed(t, adm2, grp)
 	var total int64
 	for p, end := range ends {
 		o, _ := final.Lookup(topic, p)
@@ -147,7 +148,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 
 func createTopicRF(t *testing.T, adm *kadm.Client, topic string, partitions int32, rf int16) {
 	t.Helper()
-	resp, err := adm.CreateTopic(ctxT(t, 20*time.Second), partitions, rf, nil, topic)
+	resp, err := adm.CreateTopic(proctest.Context(t, 20*time.Second), partitions, rf, nil, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
 	}
@@ -162,24 +163,24 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
 		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := ctxT(t, 120*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := proctest.Context(t, 120*time.Second)
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
 	createTopicRF(t, adm, topic, 4, 3)
-	seen := &seenSet{m: map[string]int{}}
+	seen := testnode.NewSeenSet()
 	ends := map[int32]int64{}
 	produce := func(addr, tag string) {
-		for p, e := range produceN(t, addr, topic, per, tag) {
+		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
 			ends[p] = max(ends[p], e)
 		}
 	}
 	// caughtUp reports whether every record of tags was consumed and every
 	// partition's commit reached its end.
 	caughtUp := func(adm *kadm.Client, tags ...string) bool {
-		if seen.missing(tags, per) > 0 {
+		if seen.Missing(tags, per) > 0 {
 			return false
 		}
 		resp, err := adm.FetchOffsets(ctx, grp)
@@ -194,11 +195,11 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 		return true
 	}
 	for range 2 {
-		startMember(t, seeds[0], grp, topic, kgo.CooperativeStickyBalancer(), seen, kgo.SeedBrokers(seeds...))
+		testnode.StartMember(t, seeds[0], grp, topic, kgo.CooperativeStickyBalancer(), seen, kgo.SeedBrokers(seeds...))
 	}
 	produce(seeds[0], "a")
-	waitStable(t, adm, grp, 2)
-	waitFor(t, 60*time.Second, "a consumed and committed", func() bool { return caughtUp(adm, "a") })
+	testnode.WaitStable(t, adm, grp, 2)
+	proctest.Eventually(t, 60*time.Second, "a consumed and committed", func() bool { return caughtUp(adm, "a") })
 
 	coord := adm.FindGroupCoordinators(ctx, grp)[grp]
 	if coord.Err != nil {
@@ -215,13 +216,13 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 			survivors = append(survivors, s)
 		}
 	}
-	adm2 := kadm.NewClient(newClient(t, survivors[0], kgo.SeedBrokers(survivors...)))
+	adm2 := kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
 	produce(survivors[0], "b")
-	waitFor(t, 90*time.Second, "a and b consumed and committed through the new coordinator", func() bool {
+	proctest.Eventually(t, 90*time.Second, "a and b consumed and committed through the new coordinator", func() bool {
 		return caughtUp(adm2, "a", "b")
 	})
 	if c := adm2.FindGroupCoordinators(ctx, grp)[grp]; c.Err != nil || c.NodeID == victim {
 		t.Fatalf("coordinator after failover: node %d, %v", c.NodeID, c.Err)
 	}
-	waitStable(t, adm2, grp, 2)
+	testnode.WaitStable(t, adm2, grp, 2)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -17,9 +18,9 @@ import (
 func TestGroupKafkaGoReader(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "kg", 2)
-	ends := produceN(t, addr, "kg", 100, "k")
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "kg", 2)
+	ends := testnode.ProduceN(t, addr, "kg", 100, "k")
 
 	newReader := func() *kafka.Reader {
 		return kafka.NewReader(kafka.ReaderConfig{
@@ -29,7 +30,7 @@ func TestGroupKafkaGoReader(t *testing.T) {
 			RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 200 * time.Millisecond,
 		})
 	}
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	consume := func(r *kafka.Reader, want int) map[string]bool {
 		t.Helper()
 		seen := map[string]bool{}
@@ -58,7 +59,7 @@ func TestGroupKafkaGoReader(t *testing.T) {
 			t.Fatalf("%s consumed again after its commit", v)
 		}
 	}
-	got := committed(t, adm, "kafkago-group")
+	got := testnode.Committed(t, adm, "kafkago-group")
 	for p, end := range ends {
 		if o, _ := got.Lookup("kg", p); o.At != end {
 			t.Errorf("partition %d committed at %d, want %d", p, o.At, end)

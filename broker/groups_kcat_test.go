@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/kcattest"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -37,7 +38,7 @@ type kcatMember struct {
 // librdkafka auto-commits what it has handed to kcat (every 200 ms, on a
 // revocation and on close), so a member that leaves or is killed loses
 // nothing that was not printed. extra are more kcat arguments (-e).
-func startKcat(t *testing.T, kcat, addr, grp, topic string, seen *seenSet, extra ...string) *kcatMember {
+func startKcat(t *testing.T, kcat, addr, grp, topic string, seen *testnode.SeenSet, extra ...string) *kcatMember {
 	t.Helper()
 	args := append([]string{
 		"-b", addr, "-G", grp, "-f", "%s\n", "-u", // -u: unbuffered, a line per record as it comes
@@ -65,9 +66,7 @@ func startKcat(t *testing.T, kcat, addr, grp, topic string, seen *seenSet, extra
 			k.mu.Lock()
 			k.values = append(k.values, v)
 			k.mu.Unlock()
-			seen.mu.Lock()
-			seen.m[v]++
-			seen.mu.Unlock()
+			seen.AddValue(v)
 		}
 		err := k.cmd.Wait()
 		k.mu.Lock()
@@ -126,49 +125,49 @@ func TestGroupKcatAtLeastOnce(t *testing.T) {
 	const topic, grp, per = "kc", "kcg", 200
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, topic, 4)
-	seen := &seenSet{m: map[string]int{}}
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, topic, 4)
+	seen := testnode.NewSeenSet()
 	ends := map[int32]int64{}
 	produce := func(tag string) {
-		for p, e := range produceN(t, addr, topic, per, tag) {
+		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
 			ends[p] = max(ends[p], e)
 		}
 	}
 	atLeast := func(k *kcatMember, what string) {
-		waitFor(t, 30*time.Second, what, func() bool { return k.consumed() > 0 })
+		proctest.Eventually(t, 30*time.Second, what, func() bool { return k.consumed() > 0 })
 	}
 
-	m1 := startMember(t, addr, grp, topic, kgo.RangeBalancer(), seen)
+	m1 := testnode.StartMember(t, addr, grp, topic, kgo.RangeBalancer(), seen)
 	produce("a")
 	k1 := startKcat(t, kcat, addr, grp, topic, seen)
-	waitStable(t, adm, grp, 2)
+	testnode.WaitStable(t, adm, grp, 2)
 	produce("b")
 	atLeast(k1, "kcat 1 to consume")
-	m2 := startMember(t, addr, grp, topic, kgo.RangeBalancer(), seen)
-	waitStable(t, adm, grp, 3)
+	m2 := testnode.StartMember(t, addr, grp, topic, kgo.RangeBalancer(), seen)
+	testnode.WaitStable(t, adm, grp, 3)
 	produce("c")
 	k1.signal(t, syscall.SIGKILL) // a crash: the session timeout removes it
 	produce("d")
-	waitStable(t, adm, grp, 2)
+	testnode.WaitStable(t, adm, grp, 2)
 	k2 := startKcat(t, kcat, addr, grp, topic, seen)
-	waitStable(t, adm, grp, 3)
+	testnode.WaitStable(t, adm, grp, 3)
 	produce("e")
 	atLeast(k2, "kcat 2 to consume")
-	m1.stop() // leaves
-	waitStable(t, adm, grp, 2)
+	m1.Stop() // leaves
+	testnode.WaitStable(t, adm, grp, 2)
 	if err := k2.signal(t, syscall.SIGTERM); err != nil { // leaves, after a final commit
 		t.Fatalf("kcat 2 on SIGTERM: %v", err)
 	}
-	waitStable(t, adm, grp, 1)
+	testnode.WaitStable(t, adm, grp, 1)
 
 	tags := []string{"a", "b", "c", "d", "e"}
 	allCommitted := func() (miss, behind int) {
-		miss = seen.missing(tags, per)
+		miss = seen.Missing(tags, per)
 		if miss > 0 {
 			return miss, -1
 		}
-		got := committed(t, adm, grp)
+		got := testnode.Committed(t, adm, grp)
 		for p, end := range ends {
 			if o, ok := got.Lookup(topic, p); !ok || o.At != end {
 				behind++
@@ -177,11 +176,11 @@ func TestGroupKcatAtLeastOnce(t *testing.T) {
 		return 0, behind
 	}
 	var miss, behind int
-	waitFor(t, 60*time.Second, "every record consumed and committed", func() bool {
+	proctest.Eventually(t, 60*time.Second, "every record consumed and committed", func() bool {
 		miss, behind = allCommitted()
 		return miss == 0 && behind == 0
 	})
-	m2.stop()
+	m2.Stop()
 
 	// A lone kcat -G -e resumes at the committed offsets, reads to the end
 	// of every partition, exits and commits on the way out.
@@ -206,7 +205,7 @@ func TestGroupKcatAtLeastOnce(t *testing.T) {
 			t.Fatalf("kcat -e skipped %s (printed %d records)", v, len(got))
 		}
 	}
-	final := committed(t, adm, grp)
+	final := testnode.Committed(t, adm, grp)
 	for p, end := range ends {
 		if o, ok := final.Lookup(topic, p); !ok || o.At != end {
 			t.Fatalf("after kcat -e, partition %d committed at %+v, want %d", p, o, end)

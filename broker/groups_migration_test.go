@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -30,24 +31,24 @@ func TestClassicGroupMigratesOnline(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
 			addr := n.KafkaAddr()
-			adm := kadm.NewClient(newClient(t, addr))
+			adm := kadm.NewClient(testnode.Client(t, addr))
 			topic, grp := "migrate-"+c.name, "migrate-"+c.name+"-group"
 			const per = 200
-			createTopic(t, adm, topic, 6)
-			seen := &seenSet{m: map[string]int{}}
+			testnode.CreateTopic(t, adm, topic, 6)
+			seen := testnode.NewSeenSet()
 			ends := map[int32]int64{}
 			produce := func(tag string) {
-				for p, e := range produceN(t, addr, topic, per, tag) {
+				for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
 					ends[p] = max(ends[p], e)
 				}
 			}
-			var classic []*member
+			var classic []*testnode.Member
 			for range 3 {
-				classic = append(classic, startMember(t, addr, grp, topic, c.balancer, seen))
+				classic = append(classic, testnode.StartMember(t, addr, grp, topic, c.balancer, seen))
 			}
 			produce("a")
-			waitStable(t, adm, grp, 3)
-			desc := newClient(t, addr)
+			testnode.WaitStable(t, adm, grp, 3)
+			desc := testnode.Client(t, addr)
 			tags := []string{"a"}
 			for i, cm := range classic {
 				start848Member(t, addr, grp, topic, seen)
@@ -64,7 +65,7 @@ func TestClassicGroupMigratesOnline(t *testing.T) {
 				if classicLeft != 3-i {
 					t.Fatalf("after %d replacements: %d classic members in the consumer group, want %d", i, classicLeft, 3-i)
 				}
-				cm.stop()
+				cm.Stop()
 				wait848Stable(t, desc, grp, 3)
 			}
 			produce("z")
@@ -86,32 +87,32 @@ func TestClassicGroupMigratesOnline(t *testing.T) {
 func TestConsumerGroupDowngradesOnline(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastConsumerGroups)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic, grp, per = "downgrade", "downgrade-group", 200
-	createTopic(t, adm, topic, 6)
-	seen := &seenSet{m: map[string]int{}}
+	testnode.CreateTopic(t, adm, topic, 6)
+	seen := testnode.NewSeenSet()
 	ends := map[int32]int64{}
 	produce := func(tag string) {
-		for p, e := range produceN(t, addr, topic, per, tag) {
+		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
 			ends[p] = max(ends[p], e)
 		}
 	}
-	desc := newClient(t, addr)
+	desc := testnode.Client(t, addr)
 	k1 := start848Member(t, addr, grp, topic, seen)
 	k2 := start848Member(t, addr, grp, topic, seen)
 	produce("a")
 	wait848Stable(t, desc, grp, 2)
-	startMember(t, addr, grp, topic, kgo.CooperativeStickyBalancer(), seen)
-	startMember(t, addr, grp, topic, kgo.CooperativeStickyBalancer(), seen)
+	testnode.StartMember(t, addr, grp, topic, kgo.CooperativeStickyBalancer(), seen)
+	testnode.StartMember(t, addr, grp, topic, kgo.CooperativeStickyBalancer(), seen)
 	produce("b")
 	wait848Stable(t, desc, grp, 4)
-	k1.stop()
+	k1.Stop()
 	produce("c")
 	wait848Stable(t, desc, grp, 3)
-	k2.stop()
+	k2.Stop()
 	produce("d")
-	waitStable(t, adm, grp, 2)
-	if d, err := adm.DescribeGroups(ctxT(t, 10e9), grp); err != nil || d[grp].Protocol != "cooperative-sticky" {
+	testnode.WaitStable(t, adm, grp, 2)
+	if d, err := adm.DescribeGroups(proctest.Context(t, 10e9), grp); err != nil || d[grp].Protocol != "cooperative-sticky" {
 		t.Fatalf("after the downgrade: %+v %v", d[grp], err)
 	}
 	waitConsumedOnce(t, adm, seen, grp, topic, []string{"a", "b", "c", "d"}, per, ends)

@@ -40,7 +40,7 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestSSLInterBrokerWithClientCertificates(t *testing.T) {
 	ca := testcerts.NewCA(t, "cluster-ca")
 	nodes, _ := testnode.StartCluster(t, dir, 2, testnode.WithSession(2*time.Second),
 		testnode.WithListeners("SSL"), testnode.WithTLS(ca.NodeFiles(t, "node"), "required"))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].KafkaAddr(), nodes[1].KafkaAddr()),
 		kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.ClientTLS(t, "test", "")}}))
 	if err != nil {

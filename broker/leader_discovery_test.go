@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -122,10 +123,10 @@ func fetchHint(t *testing.T, what string, resp *kmsg.FetchResponse, code int16, 
 func TestLeaderDiscovery(t *testing.T) {
 	const topic = "kip951"
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	ctx := ctxT(t, 120*time.Second)
-	cl := newClient(t, nodes[0].KafkaAddr())
+	ctx := proctest.Context(t, 120*time.Second)
+	cl := testnode.Client(t, nodes[0].KafkaAddr())
 	adm := kadm.NewClient(cl)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -134,14 +135,14 @@ func TestLeaderDiscovery(t *testing.T) {
 	}
 	var leader, epoch int32
 	var topicID [16]byte
-	waitFor(t, 20*time.Second, "a leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil || len(m.Topics[topic].Partitions) != 1 {
 			return false
 		}
 		p := m.Topics[topic].Partitions[0]
 		leader, epoch, topicID = p.Leader, p.LeaderEpoch, m.Topics[topic].ID
-		return leader > 0 && replicaOn(nodes[leader-1], topic, 0) != nil && replicaOn(nodes[leader-1], topic, 0).IsLeader()
+		return leader > 0 && testnode.Replica(nodes[leader-1], topic, 0) != nil && testnode.Replica(nodes[leader-1], topic, 0).IsLeader()
 	})
 	other := leader%3 + 1 // a node that does not lead it
 
@@ -158,10 +159,10 @@ func TestLeaderDiscovery(t *testing.T) {
 
 	// A producer and a consumer that know the leader.
 	var logs syncBuffer
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic),
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic),
 		kgo.WithLogger(kgo.BasicLogger(&logs, kgo.LogLevelDebug, nil)))
-	cons := newClient(t, nodes[0].KafkaAddr(), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 10, "before")...).FirstErr(); err != nil {
+	cons := testnode.Client(t, nodes[0].KafkaAddr(), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 10, "before")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
@@ -190,17 +191,17 @@ func TestLeaderDiscovery(t *testing.T) {
 		t.Fatalf("reassign: %v %+v", err, resp)
 	}
 	var newEpoch int32
-	waitFor(t, 30*time.Second, "the partition led by its new replica", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the partition led by its new replica", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
 		}
 		p := m.Topics[topic].Partitions[0]
 		newEpoch = p.LeaderEpoch
-		rep := replicaOn(nodes[target-1], topic, 0)
+		rep := testnode.Replica(nodes[target-1], topic, 0)
 		return p.Leader == target && len(p.Replicas) == 1 && p.LeaderEpoch > epoch && rep != nil && rep.IsLeader()
 	})
-	waitFor(t, 30*time.Second, "the old leader to know", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the old leader to know", func() bool {
 		st, ok := nodes[leader-1].Store().Partition(topic, 0)
 		return ok && st.Leader == target && st.LeaderEpoch == newEpoch
 	})
@@ -212,7 +213,7 @@ func TestLeaderDiscovery(t *testing.T) {
 	fetchHint(t, "fetch at the old epoch", rawFetch(t, ctx, cl, target, topic, topicID, epoch), kerr.FencedLeaderEpoch.Code, target, newEpoch, nodes[target-1])
 
 	// The clients go on; the producer moved on the hint.
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 10, "after")...).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 10, "after")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	if move := fmt.Sprintf("move:%d:%d@", target, newEpoch); !bytes.Contains([]byte(logs.String()), []byte(move)) {

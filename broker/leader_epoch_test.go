@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment"
 )
@@ -21,9 +22,9 @@ import (
 func TestNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 	const topic = "epochs"
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	ctx := ctxT(t, 90*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -32,7 +33,7 @@ func TestNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	var lid int32
-	waitFor(t, 20*time.Second, "a leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil || len(m.Topics[topic].Partitions) != 1 {
 			return false
@@ -40,16 +41,16 @@ func TestNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 		lid = m.Topics[topic].Partitions[0].Leader
 		return lid > 0
 	})
-	cl := newClient(t, nodes[lid-1].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := cl.ProduceSync(ctx, makeRecords(topic, 25, "a")...).FirstErr(); err != nil {
+	cl := testnode.Client(t, nodes[lid-1].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := cl.ProduceSync(ctx, testnode.Records(topic, 25, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	cl.Close()
-	old := replicaOn(nodes[lid-1], topic, 0)
+	old := testnode.Replica(nodes[lid-1], topic, 0)
 	e0, end := old.LeaderEpoch(), old.Log().LogEndOffset()
-	waitFor(t, 20*time.Second, "every replica caught up", func() bool {
+	proctest.Eventually(t, 20*time.Second, "every replica caught up", func() bool {
 		for _, n := range nodes {
-			if r := replicaOn(n, topic, 0); r == nil || r.Log().LogEndOffset() != end || r.HighWatermark() != end {
+			if r := testnode.Replica(n, topic, 0); r == nil || r.Log().LogEndOffset() != end || r.HighWatermark() != end {
 				return false
 			}
 		}
@@ -60,19 +61,19 @@ func TestNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nid int32
-	waitFor(t, 30*time.Second, "a new leader", func() bool {
+	proctest.Eventually(t, 30*time.Second, "a new leader", func() bool {
 		for i, n := range nodes {
 			if int32(i+1) == lid {
 				continue
 			}
-			if r := replicaOn(n, topic, 0); r != nil && r.IsLeader() && r.LeaderEpoch() > e0 {
+			if r := testnode.Replica(n, topic, 0); r != nil && r.IsLeader() && r.LeaderEpoch() > e0 {
 				nid = int32(i + 1)
 				return true
 			}
 		}
 		return false
 	})
-	rep := replicaOn(nodes[nid-1], topic, 0)
+	rep := testnode.Replica(nodes[nid-1], topic, 0)
 	e1 := rep.LeaderEpoch()
 	if got := rep.Log().LogEndOffset(); got != end {
 		t.Fatalf("new leader's log end %d, want %d (no write since the failover)", got, end)
@@ -81,7 +82,7 @@ func TestNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 		t.Fatalf("new leader's history %v, want a last entry of epoch %d at %d", es, e1, end)
 	}
 
-	raw := newClient(t, nodes[nid-1].KafkaAddr())
+	raw := testnode.Client(t, nodes[nid-1].KafkaAddr())
 	ask := func(epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 		t.Helper()
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -96,7 +97,7 @@ func TestAnonymousSuperUserWarns(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := broker.Start(ctxT(t, 60*time.Second), cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	n, err := broker.Start(proctest.Context(t, 60*time.Second), cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

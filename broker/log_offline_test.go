@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/vfs"
 )
@@ -46,9 +47,9 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	disks, failing := failingDisks(3, topic, injected)
 	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second))
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := ctxT(t, 120*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := proctest.Context(t, 120*time.Second)
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -57,7 +58,7 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	var leader int32
-	waitFor(t, 30*time.Second, "3 in-sync replicas", func() bool {
+	proctest.Eventually(t, 30*time.Second, "3 in-sync replicas", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -66,7 +67,7 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 		leader = p.Leader
 		return p.Leader > 0 && len(p.ISR) == 3
 	})
-	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 	if p := m.Topics[topic].Partitions[0]; p.Leader == leader || p.Leader < 1 {
 		t.Fatalf("leader %d after node %d's fsync failed", p.Leader, leader)
 	}
-	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]int{}
 	for seen["during"] == 0 {
 		fs := cons.PollFetches(ctx)
@@ -110,9 +111,9 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 5 * time.Minute })
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := ctxT(t, 120*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	ctx := proctest.Context(t, 120*time.Second)
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -121,7 +122,7 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	var leader int32
-	waitFor(t, 30*time.Second, "3 in-sync replicas", func() bool {
+	proctest.Eventually(t, 30*time.Second, "3 in-sync replicas", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -140,11 +141,11 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 		}
 		return false
 	}
-	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the follower's fetcher", fetching)
+	proctest.Eventually(t, 10*time.Second, "the follower's fetcher", fetching)
 
 	// The follower's disk fails every fsync of this partition from now on.
 	failing[follower-1].Store(true)
@@ -155,9 +156,9 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 	if !ok {
 		t.Fatalf("node %d has no replica of %s-0", follower, topic)
 	}
-	waitFor(t, 10*time.Second, "the follower's log to go offline", func() bool { return rep.LogErr() != nil })
-	waitFor(t, 10*time.Second, "the follower to stop fetching its offline log", func() bool { return !fetching() })
-	waitFor(t, 10*time.Second, "the follower out of the ISR", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the follower's log to go offline", func() bool { return rep.LogErr() != nil })
+	proctest.Eventually(t, 10*time.Second, "the follower to stop fetching its offline log", func() bool { return !fetching() })
+	proctest.Eventually(t, 10*time.Second, "the follower out of the ISR", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false

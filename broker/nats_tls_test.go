@@ -12,6 +12,7 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -56,7 +57,7 @@ func TestNodeOnNATSOverMutualTLS(t *testing.T) {
 		}
 		return c
 	}
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	if n, err := broker.Start(sctx, cfgOf("nocert", false), testnode.Logger()); err == nil {
@@ -75,7 +76,7 @@ func TestNodeOnNATSOverMutualTLS(t *testing.T) {
 		defer cancel()
 		n.Close(cctx)
 	})
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "over-tls"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -46,25 +47,25 @@ func TestOffsetsByTopicIDWithKgo(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
 	log := &wroteVersions{seen: map[string]bool{}}
-	adm := kadm.NewClient(newClient(t, addr, kgo.WithLogger(log)))
-	createTopic(t, adm, "byid-a", 2)
-	createTopic(t, adm, "byid-b", 1)
-	ends := produceN(t, addr, "byid-a", 10, "x")
+	adm := kadm.NewClient(testnode.Client(t, addr, kgo.WithLogger(log)))
+	testnode.CreateTopic(t, adm, "byid-a", 2)
+	testnode.CreateTopic(t, adm, "byid-b", 1)
+	ends := testnode.ProduceN(t, addr, "byid-a", 10, "x")
 
 	// A member's commit of what it consumed.
-	cl := newClient(t, addr, kgo.WithLogger(log), kgo.ConsumerGroup("byid-member"), kgo.ConsumeTopics("byid-a"),
+	cl := testnode.Client(t, addr, kgo.WithLogger(log), kgo.ConsumerGroup("byid-member"), kgo.ConsumeTopics("byid-a"),
 		kgo.SessionTimeout(6*time.Second), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	got := 0
 	for deadline := time.Now().Add(30 * time.Second); got < 10 && time.Now().Before(deadline); {
-		got += cl.PollFetches(ctxT(t, 2*time.Second)).NumRecords()
+		got += cl.PollFetches(proctest.Context(t, 2*time.Second)).NumRecords()
 	}
 	if got < 10 {
 		t.Fatalf("consumed %d of 10 records", got)
 	}
-	if err := cl.CommitUncommittedOffsets(ctxT(t, 30*time.Second)); err != nil {
+	if err := cl.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	member := committed(t, adm, "byid-member")
+	member := testnode.Committed(t, adm, "byid-member")
 	for p, end := range ends {
 		if o, ok := member.Lookup("byid-a", p); !ok || o.At != end || o.Err != nil {
 			t.Fatalf("member's commit of byid-a-%d: %+v, want %d", p, o, end)
@@ -75,8 +76,8 @@ func TestOffsetsByTopicIDWithKgo(t *testing.T) {
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: "byid-a", Partition: 1, At: 4, LeaderEpoch: -1, Metadata: "m1"})
 	os.Add(kadm.Offset{Topic: "byid-b", Partition: 0, At: 5, LeaderEpoch: -1})
-	commitSimple(t, adm, "byid-simple", os)
-	simple := committed(t, adm, "byid-simple")
+	testnode.CommitSimple(t, adm, "byid-simple", os)
+	simple := testnode.Committed(t, adm, "byid-simple")
 	if o, _ := simple.Lookup("byid-a", 1); o.At != 4 || o.Metadata != "m1" {
 		t.Fatalf("kadm fetch of byid-a-1: %+v", o)
 	}
@@ -94,14 +95,14 @@ func TestOffsetsByTopicIDWithKgo(t *testing.T) {
 	v9.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
 	v9.SetMaxKeyVersion(int16(kmsg.OffsetFetch), 9)
 	log9 := &wroteVersions{seen: map[string]bool{}}
-	adm9 := kadm.NewClient(newClient(t, addr, kgo.MaxVersions(v9), kgo.WithLogger(log9)))
-	if o, _ := committed(t, adm9, "byid-simple").Lookup("byid-a", 1); o.At != 4 || o.Metadata != "m1" {
+	adm9 := kadm.NewClient(testnode.Client(t, addr, kgo.MaxVersions(v9), kgo.WithLogger(log9)))
+	if o, _ := testnode.Committed(t, adm9, "byid-simple").Lookup("byid-a", 1); o.At != 4 || o.Metadata != "m1" {
 		t.Fatalf("v9 fetch of byid-a-1: %+v", o)
 	}
 	os9 := kadm.Offsets{}
 	os9.Add(kadm.Offset{Topic: "byid-b", Partition: 0, At: 8, LeaderEpoch: -1})
-	commitSimple(t, adm9, "byid-simple", os9)
-	if o, _ := committed(t, adm, "byid-simple").Lookup("byid-b", 0); o.At != 8 {
+	testnode.CommitSimple(t, adm9, "byid-simple", os9)
+	if o, _ := testnode.Committed(t, adm, "byid-simple").Lookup("byid-b", 0); o.At != 8 {
 		t.Fatalf("v10 fetch of the v9 commit: %+v", o)
 	}
 	for _, req := range []string{"OffsetCommit v9", "OffsetFetch v9"} {

@@ -10,13 +10,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
 // consumeAndCommit polls cl until it consumed n records and commits them.
 func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := proctest.Context(t, 30*time.Second)
 	for got := 0; got < n; {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -32,8 +33,8 @@ func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
 // waitGroupGone polls ListGroups until grp is not listed.
 func waitGroupGone(t *testing.T, adm *kadm.Client, grp string) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
-	waitFor(t, 30*time.Second, "group "+grp+" gone: its offsets expired", func() bool {
+	ctx := proctest.Context(t, 30*time.Second)
+	proctest.Eventually(t, 30*time.Second, "group "+grp+" gone: its offsets expired", func() bool {
 		ls, err := adm.ListGroups(ctx)
 		return err == nil && !slices.Contains(ls.Groups(), grp)
 	})
@@ -54,27 +55,27 @@ func TestOffsetsRetention(t *testing.T) {
 		c.OffsetsRetentionCheckInterval = 100 * time.Millisecond
 	})
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic = "ret"
-	createTopic(t, adm, topic, 1)
-	produceN(t, addr, topic, 5, "r")
+	testnode.CreateTopic(t, adm, topic, 1)
+	testnode.ProduceN(t, addr, topic, 5, "r")
 	start := kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())
 
-	live := newClient(t, addr, kgo.ConsumerGroup("ret-live"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
+	live := testnode.Client(t, addr, kgo.ConsumerGroup("ret-live"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(6*time.Second))
 	consumeAndCommit(t, live, 5)
-	live848 := newClient(t, addr, kgo.ConsumerGroup("ret-live848"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
+	live848 := testnode.Client(t, addr, kgo.ConsumerGroup("ret-live848"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
 		kgo.ServerSideBalancer())
 	consumeAndCommit(t, live848, 5)
-	gone := newClient(t, addr, kgo.ConsumerGroup("ret-gone"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
+	gone := testnode.Client(t, addr, kgo.ConsumerGroup("ret-gone"), kgo.ConsumeTopics(topic), start, kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(6*time.Second))
 	consumeAndCommit(t, gone, 5)
 	gone.Close() // leaves: the group is Empty from now
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 3, LeaderEpoch: -1})
-	commitSimple(t, adm, "ret-simple", os)
+	testnode.CommitSimple(t, adm, "ret-simple", os)
 	for _, grp := range []string{"ret-live", "ret-live848", "ret-gone", "ret-simple"} {
-		if o, ok := committed(t, adm, grp).Lookup(topic, 0); !ok || o.At < 3 {
+		if o, ok := testnode.Committed(t, adm, grp).Lookup(topic, 0); !ok || o.At < 3 {
 			t.Fatalf("%s committed %+v before any expiry", grp, o)
 		}
 	}
@@ -82,17 +83,17 @@ func TestOffsetsRetention(t *testing.T) {
 	waitGroupGone(t, adm, "ret-gone")
 	waitGroupGone(t, adm, "ret-simple")
 	for _, grp := range []string{"ret-gone", "ret-simple"} {
-		if o, ok := committed(t, adm, grp).Lookup(topic, 0); ok {
+		if o, ok := testnode.Committed(t, adm, grp).Lookup(topic, 0); ok {
 			t.Fatalf("%s still has offset %+v after it expired", grp, o)
 		}
 	}
 	// A standalone commit made now expires a whole retention later: the
 	// live groups' commits, older, have then been past retention for as
 	// long, through many checks.
-	commitSimple(t, adm, "ret-marker", os)
+	testnode.CommitSimple(t, adm, "ret-marker", os)
 	waitGroupGone(t, adm, "ret-marker")
 	for _, grp := range []string{"ret-live", "ret-live848"} {
-		if o, ok := committed(t, adm, grp).Lookup(topic, 0); !ok || o.At != 5 {
+		if o, ok := testnode.Committed(t, adm, grp).Lookup(topic, 0); !ok || o.At != 5 {
 			t.Fatalf("%s with a live member subscribed to %s: offset %+v, want 5 kept", grp, topic, o)
 		}
 	}
@@ -103,17 +104,17 @@ func TestOffsetsRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2 := testnode.Start(t, dir) // the default retention: nothing expires now
-	adm2 := kadm.NewClient(newClient(t, n2.KafkaAddr()))
-	got := listGroupsLoaded(t, onlyBroker(t, newClient(t, n2.KafkaAddr())))
+	adm2 := kadm.NewClient(testnode.Client(t, n2.KafkaAddr()))
+	got := testnode.ListGroupsLoaded(t, testnode.OnlyBroker(t, testnode.Client(t, n2.KafkaAddr())))
 	if want := []string{"ret-live", "ret-live848"}; !slices.Equal(got, want) {
 		t.Fatalf("groups after the restart: %v, want %v", got, want)
 	}
 	for _, grp := range []string{"ret-gone", "ret-simple", "ret-marker"} {
-		if o, ok := committed(t, adm2, grp).Lookup(topic, 0); ok {
+		if o, ok := testnode.Committed(t, adm2, grp).Lookup(topic, 0); ok {
 			t.Fatalf("%s has offset %+v again after the restart", grp, o)
 		}
 	}
-	if o, ok := committed(t, adm2, "ret-live").Lookup(topic, 0); !ok || o.At != 5 {
+	if o, ok := testnode.Committed(t, adm2, "ret-live").Lookup(topic, 0); !ok || o.At != 5 {
 		t.Fatalf("ret-live after the restart: %+v, want 5", o)
 	}
 }

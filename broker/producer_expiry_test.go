@@ -51,13 +51,13 @@ func TestProducerIDExpiry(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
 		c.ProducerIDExpiration, c.ProducerIDExpirationCheckInterval = expiry, 100*time.Millisecond
 	})
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	const topic = "pid-expiry"
-	admin := newClient(t, n.KafkaAddr())
+	admin := testnode.Client(t, n.KafkaAddr())
 	if _, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	idem := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	idem := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	produce := func(cl *kgo.Client, vals ...string) {
 		t.Helper()
 		for _, v := range vals {
@@ -74,7 +74,7 @@ func TestProducerIDExpiry(t *testing.T) {
 	if got := describedProducers(t, ctx, admin, topic); !slices.Equal(got, []int64{idemID}) {
 		t.Fatalf("producers %v, want [%d]", got, idemID)
 	}
-	txn := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.TransactionalID("pid-expiry-txn"),
+	txn := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.TransactionalID("pid-expiry-txn"),
 		kgo.TransactionTimeout(time.Minute))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestProducerIDExpiry(t *testing.T) {
 	}
 
 	want := []string{"i-0", "i-1", "i-2", "i-3", "i-4", "t-0"}
-	cons := newClient(t, n.KafkaAddr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cons := testnode.Client(t, n.KafkaAddr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
 	var read []string
 	poll := func(d time.Duration) {

@@ -16,14 +16,10 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/quota"
 )
-
-// Quota tests measure rates over 100 ms windows (11 of them, so a rate is
-// taken over at least 1 s): the burst a fresh client may send before it is
-// throttled is then one second of its quota, not ten.
-func quotaWindows(c *config.Broker) { c.QuotaWindowSize = 100 * time.Millisecond }
 
 // throttleHook counts the throttles a client was told of (kgo's
 // OnBrokerThrottle).
@@ -69,7 +65,7 @@ func setQuota(t *testing.T, n *broker.Node, adm *kadm.Client, e quota.Entity, ke
 	}
 	typ, _ := quota.TypeForKey(key)
 	user, client := e.User.Name, e.ClientID.Name
-	waitFor(t, 10*time.Second, "the node enforces "+e.String(), func() bool {
+	proctest.Eventually(t, 10*time.Second, "the node enforces "+e.String(), func() bool {
 		limit, from, ok := n.Quotas().Resolve(typ, user, client)
 		return ok && from == e && limit == v
 	})
@@ -79,7 +75,7 @@ func setQuota(t *testing.T, n *broker.Node, adm *kadm.Client, e quota.Entity, ke
 // one request at a time, and returns the rate it got in bytes per second.
 func produceFor(t *testing.T, cl *kgo.Client, topic string, size, total int) float64 {
 	t.Helper()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	value := make([]byte, size)
 	start := time.Now()
 	for sent := 0; sent < total; sent += size * 16 {
@@ -105,12 +101,12 @@ func TestProduceQuotasPerUser(t *testing.T) {
 	if err := os.WriteFile(users, []byte("alice:alice-pw\nbob:bob-pw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := testnodeStart(t, quotaWindows, func(c *config.Broker) {
+	n := testnodeStart(t, testnode.WithQuotaWindow(100*time.Millisecond), func(c *config.Broker) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
 	})
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 30*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 30*time.Second)
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "quota-produce"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
@@ -127,7 +123,7 @@ func TestProduceQuotasPerUser(t *testing.T) {
 	runs := []*run{{user: "alice", pass: "alice-pw", quota: aliceQuota}, {user: "bob", pass: "bob-pw", quota: bobQuota}}
 	var wg sync.WaitGroup
 	for _, r := range runs {
-		cl := newClient(t, n.ListenerAddr("SASL_PLAINTEXT"), kgo.SASL(plain.Auth{User: r.user, Pass: r.pass}.AsMechanism()),
+		cl := testnode.Client(t, n.ListenerAddr("SASL_PLAINTEXT"), kgo.SASL(plain.Auth{User: r.user, Pass: r.pass}.AsMechanism()),
 			kgo.WithHooks(&r.hook), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.DefaultProduceTopic("quota-produce"))
 		wg.Add(1)
@@ -157,19 +153,19 @@ func TestProduceQuotasPerUser(t *testing.T) {
 // consumer_byte_rate reads a topic near that rate, while a consumer with
 // no quota reads the same records at once.
 func TestFetchQuotaPerClientID(t *testing.T) {
-	n := testnodeStart(t, quotaWindows)
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 60*time.Second)
+	n := testnodeStart(t, testnode.WithQuotaWindow(100*time.Millisecond))
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 60*time.Second)
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "quota-fetch"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	const q, size, total = 50_000, 1000, 200_000
-	prod := newClient(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	produceFor(t, prod, "quota-fetch", size, total)
 	setQuota(t, n, adm, quota.Entity{ClientID: quota.Named("slow-reader")}, quota.KeyConsumerByteRate, q)
 
 	consume := func(clientID string, hook *throttleHook) float64 {
-		cl := newClient(t, n.KafkaAddr(), kgo.ClientID(clientID), kgo.ConsumeTopics("quota-fetch"),
+		cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID(clientID), kgo.ConsumeTopics("quota-fetch"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(hook))
 		start := time.Now()
 		got := 0
@@ -204,19 +200,19 @@ func TestFetchQuotaPerClientID(t *testing.T) {
 // the remote segments near that rate, while the other, with no quota,
 // reads all of it meanwhile.
 func TestColdReadQuota(t *testing.T) {
-	n := testnodeStart(t, quotaWindows, testnode.WithTiering(100*time.Millisecond))
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 120*time.Second)
+	n := testnodeStart(t, testnode.WithQuotaWindow(100*time.Millisecond), testnode.WithTiering(100*time.Millisecond))
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 120*time.Second)
 	cfg := map[string]*string{"segment.bytes": new("16384"), "local.retention.bytes": new("32768"), "remote.storage.enable": new("true")}
 	if r, err := adm.CreateTopic(ctx, 1, 1, cfg, "quota-cold"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	const size, total = 200, 240_000
-	prod := newClient(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
 	produceFor(t, prod, "quota-cold", size, total)
 	var localStart int64
-	waitFor(t, 90*time.Second, "most of the topic tiered and deleted locally", func() bool {
-		rep := replicaOn(n, "quota-cold", 0)
+	proctest.Eventually(t, 90*time.Second, "most of the topic tiered and deleted locally", func() bool {
+		rep := testnode.Replica(n, "quota-cold", 0)
 		if rep == nil {
 			return false
 		}
@@ -233,7 +229,7 @@ func TestColdReadQuota(t *testing.T) {
 		done      time.Time
 	}
 	read := func(clientID string, r *replay) {
-		cl := newClient(t, n.KafkaAddr(), kgo.ClientID(clientID), kgo.ConsumeTopics("quota-cold"),
+		cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID(clientID), kgo.ConsumeTopics("quota-cold"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(&r.hook))
 		start := time.Now()
 		for got := 0; got < total; {
@@ -280,16 +276,16 @@ func TestColdReadQuota(t *testing.T) {
 // DescribeClientQuotas requests, each throttle at most one window (Kafka bounds
 // request-time throttles so), while another client is not.
 func TestRequestPercentageQuota(t *testing.T) {
-	n := testnodeStart(t, quotaWindows)
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
+	n := testnodeStart(t, testnode.WithQuotaWindow(100*time.Millisecond))
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
 	setQuota(t, n, adm, quota.Entity{ClientID: quota.Named("busy")}, quota.KeyRequestPercentage, 0.1)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	var busy, calm throttleHook
 	for _, c := range []struct {
 		id   string
 		hook *throttleHook
 	}{{"busy", &busy}, {"calm", &calm}} {
-		cl := newClient(t, n.KafkaAddr(), kgo.ClientID(c.id), kgo.WithHooks(c.hook))
+		cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID(c.id), kgo.WithHooks(c.hook))
 		for i := 0; i < 300 && c.hook.n.Load() < 3; i++ {
 			if _, err := cl.Request(ctx, kmsg.NewPtrDescribeClientQuotasRequest()); err != nil {
 				t.Fatal(err)
@@ -309,11 +305,11 @@ func TestRequestPercentageQuota(t *testing.T) {
 	if l := time.Duration(busy.longest.Load()); l > 100*time.Millisecond {
 		t.Fatalf("a request-time throttle of %v, beyond one window", l)
 	}
-	f := scrapeMetrics(t, n)
-	if v := mustMetric(t, f, "kafka_server_quota_throttled_requests_total", "quota_type", "Request"); v < float64(busy.n.Load()) {
+	f := testnode.Scrape(t, n)
+	if v := testnode.MustMetric(t, f, "kafka_server_quota_throttled_requests_total", "quota_type", "Request"); v < float64(busy.n.Load()) {
 		t.Errorf("%v Request throttles in the metrics, the client was told of %d", v, busy.n.Load())
 	}
-	if v := mustMetric(t, f, "kafka_server_quota_throttle_time_seconds_total", "quota_type", "Request"); v <= 0 || v > float64(busy.n.Load())*0.1+0.1 {
+	if v := testnode.MustMetric(t, f, "kafka_server_quota_throttle_time_seconds_total", "quota_type", "Request"); v <= 0 || v > float64(busy.n.Load())*0.1+0.1 {
 		t.Errorf("%vs of Request throttle time in the metrics for %d throttles of at most 100ms", v, busy.n.Load())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
@@ -19,8 +20,8 @@ import (
 // latest, OffsetForLeaderEpoch, and a fetch outside the log.
 func TestListOffsetsAndEpochs(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithTopicDefault("segment.bytes", "4096"))
-	cl := newClient(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	ctx := ctxT(t, 30*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	ctx := proctest.Context(t, 30*time.Second)
 	adm := kadm.NewClient(cl)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "ts"); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestListOffsetsAndEpochs(t *testing.T) {
 	freq := kmsg.NewPtrFetchRequest()
 	freq.MaxBytes, freq.ReplicaID = 1<<20, -1
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = "ts", topicIDOf(t, cl, "ts")
+	ft.Topic, ft.TopicID = "ts", testnode.TopicID(t, cl, "ts")
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.FetchOffset, fp.PartitionMaxBytes = 500, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
@@ -122,8 +123,8 @@ func TestListOffsetsAndEpochs(t *testing.T) {
 // partition byte limit but always returns at least one whole batch.
 func TestAcksZeroAndFetchLimits(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 30*time.Second)
-	prod := newClient(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
+	ctx := proctest.Context(t, 30*time.Second)
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
 		kgo.DefaultProduceTopic("fire"), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0))
 	for i := 0; i < 50; i++ {
 		if err := prod.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 1000)}).FirstErr(); err != nil {
@@ -132,11 +133,11 @@ func TestAcksZeroAndFetchLimits(t *testing.T) {
 	}
 	rep := mustLeaderWait(t, n, "fire", 50)
 	// A fetch whose partition limit is smaller than one batch still gets one batch (KIP-74).
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	freq := kmsg.NewPtrFetchRequest()
 	freq.MaxBytes, freq.ReplicaID = 1<<20, -1
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = "fire", topicIDOf(t, cl, "fire")
+	ft.Topic, ft.TopicID = "fire", testnode.TopicID(t, cl, "fire")
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.PartitionMaxBytes = 10
 	ft.Partitions = append(ft.Partitions, fp)
@@ -170,7 +171,7 @@ func mustLeaderWait(t *testing.T, n interface {
 }, topic string, want int64) *partition.Replica {
 	t.Helper()
 	var rep *partition.Replica
-	waitFor(t, 20*time.Second, fmt.Sprintf("partition %s-0 to reach %d records", topic, want), func() bool {
+	proctest.Eventually(t, 20*time.Second, fmt.Sprintf("partition %s-0 to reach %d records", topic, want), func() bool {
 		r, err := n.Replicas().Leader(topic, 0)
 		rep = r
 		return err == nil && r.HighWatermark() >= want

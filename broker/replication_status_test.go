@@ -15,6 +15,7 @@ import (
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -58,21 +59,21 @@ func partitionStatus(st adminapi.ReplicationStatus, topic string, p int32) (admi
 func TestReplicationStatusEndpoint(t *testing.T) {
 	lag := func(c *config.Broker) { c.ReplicaLagTimeMax = 2 * time.Second }
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second), lag)
-	ctx := ctxT(t, 90*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
 	if r, err := adm.CreateTopic(ctx, 1, 3, nil, "rs"); err != nil || r.Err != nil {
 		t.Fatalf("create rs: %v %v", err, r.Err)
 	}
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("rs"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords("rs", 50, "a")...).FirstErr(); err != nil {
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("rs"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, testnode.Records("rs", 50, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	var m kadm.Metadata
-	waitFor(t, 20*time.Second, "a leader and a controller", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader and a controller", func() bool {
 		var err error
 		m, err = adm.Metadata(ctx, "rs")
 		return err == nil && m.Controller > 0 && m.Topics["rs"].Partitions[0].Leader > 0
@@ -82,7 +83,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 
 	// The leader: both followers at its log end, HW == LEO == 50.
 	var ls adminapi.PartitionReplicationStatus
-	waitFor(t, 20*time.Second, "followers caught up on the leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "followers caught up on the leader", func() bool {
 		st, err := getReplicationStatus(leader, "")
 		if err != nil || st.NodeID != leaderID {
 			return false
@@ -117,7 +118,7 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 		}
 		var fs adminapi.PartitionReplicationStatus
 		var st adminapi.ReplicationStatus
-		waitFor(t, 20*time.Second, fmt.Sprintf("node %d's view as a follower", i+1), func() bool {
+		proctest.Eventually(t, 20*time.Second, fmt.Sprintf("node %d's view as a follower", i+1), func() bool {
 			var err error
 			st, err = getReplicationStatus(n, "?topic=rs")
 			if err != nil {
@@ -165,12 +166,12 @@ func TestReplicationStatusEndpoint(t *testing.T) {
 	if err := nodes[victim-1].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	prod2 := newClient(t, leader.KafkaAddr(), kgo.DefaultProduceTopic("rs"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	if err := prod2.ProduceSync(ctx, makeRecords("rs", 30, "b")...).FirstErr(); err != nil {
+	prod2 := testnode.Client(t, leader.KafkaAddr(), kgo.DefaultProduceTopic("rs"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err := prod2.ProduceSync(ctx, testnode.Records("rs", 30, "b")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	var last adminapi.PartitionReplicationStatus
-	waitFor(t, 30*time.Second, "the stopped follower lagging and out of the ISR", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the stopped follower lagging and out of the ISR", func() bool {
 		st, err := getReplicationStatus(leader, "")
 		if err != nil {
 			return false

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/partition"
 )
 
 // TestReplicationRF3 produces acks=all to an RF=3, min.insync.replicas=2
@@ -20,9 +20,9 @@ import (
 // and nothing is duplicated across the failover.
 func TestReplicationRF3(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	ctx := ctxT(t, 90*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -30,17 +30,17 @@ func TestReplicationRF3(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": &two}, "rep"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	first := makeRecords("rep", 400, "a")
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	first := testnode.Records("rep", 400, "a")
 	if err := prod.ProduceSync(ctx, first...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	// Every replica converges to the same bytes below the high watermark.
 	for p := int32(0); p < 2; p++ {
-		waitFor(t, 20*time.Second, "replicas identical", func() bool {
+		proctest.Eventually(t, 20*time.Second, "replicas identical", func() bool {
 			var ref []byte
 			for i, n := range nodes {
-				rep := replicaOn(n, "rep", p)
+				rep := testnode.Replica(n, "rep", p)
 				if rep == nil {
 					return false
 				}
@@ -69,24 +69,16 @@ func TestReplicationRF3(t *testing.T) {
 	if err := nodes[leader-1].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	prod2 := newClient(t, survivor.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
-	second := makeRecords("rep", 200, "b")
+	prod2 := testnode.Client(t, survivor.KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	second := testnode.Records("rep", 200, "b")
 	for i, r := range second {
 		r.Headers[0].Value = []byte(fmtInt(400 + i))
 	}
 	if err := prod2.ProduceSync(ctx, second...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	got := consumeAll(t, survivor.KafkaAddr(), "rep", 600)
-	checkSame(t, append(first, second...), got)
-}
-
-func replicaOn(n *broker.Node, topic string, p int32) *partition.Replica {
-	rep, ok := n.Replicas().Local(topic, p)
-	if !ok {
-		return nil
-	}
-	return rep
+	got := testnode.ConsumeAll(t, survivor.KafkaAddr(), "rep", 600)
+	testnode.CheckSame(t, append(first, second...), got)
 }
 
 func fmtInt(i int) string { return strconv.Itoa(i) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -47,8 +48,8 @@ func histogramOf(fams map[string]*dto.MetricFamily, name, api string) *dto.Histo
 // and the stages' sums add up to the total's.
 func TestRequestStageMetrics(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 60*time.Second)
-	cl := newClient(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "stages"); err != nil || r.Err != nil {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
@@ -59,8 +60,8 @@ func TestRequestStageMetrics(t *testing.T) {
 	}
 	// A request is observed just after its response is written: poll.
 	var f map[string]*dto.MetricFamily
-	waitFor(t, 20*time.Second, "five Produce requests in the total-time histogram", func() bool {
-		f = scrapeMetrics(t, n)
+	proctest.Eventually(t, 20*time.Second, "five Produce requests in the total-time histogram", func() bool {
+		f = testnode.Scrape(t, n)
 		h := histogramOf(f, "kafka_network_requestmetrics_total_time_seconds", "Produce")
 		return h != nil && h.GetSampleCount() >= 5
 	})
@@ -84,7 +85,7 @@ func TestRequestStageMetrics(t *testing.T) {
 	}
 	for _, api := range []string{"Metadata", "ApiVersions", "CreateTopics"} {
 		for _, name := range requestStageSeries {
-			if v := mustMetric(t, f, name, "request", api); v < 1 {
+			if v := testnode.MustMetric(t, f, name, "request", api); v < 1 {
 				t.Errorf("%s{request=%q}: %v samples", name, api, v)
 			}
 		}
@@ -118,7 +119,7 @@ func TestSlowRequestLogOnNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestSlowRequestLogOnNode(t *testing.T) {
 		defer cancel()
 		n.Close(cctx)
 	})
-	cl := newClient(t, n.KafkaAddr(), kgo.ClientID("slow-test"), kgo.AllowAutoTopicCreation())
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID("slow-test"), kgo.AllowAutoTopicCreation())
 	// The client's first requests may use up the second's lines (at most
 	// five per second): produce again each round until a Produce line shows.
 	defer func() {
@@ -136,7 +137,7 @@ func TestSlowRequestLogOnNode(t *testing.T) {
 			t.Log(logs.String())
 		}
 	}()
-	waitFor(t, 20*time.Second, "a slow-request line for Produce", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a slow-request line for Produce", func() bool {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "slow", Value: []byte("x")}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}

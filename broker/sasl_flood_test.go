@@ -108,7 +108,7 @@ func TestFailedLoginFloodDoesNotStopOthers(t *testing.T) {
 	if badDuring.Load() < 20 {
 		t.Fatalf("only %d bad logins ended while the good client produced (%v): no flood to speak of", badDuring.Load(), took)
 	}
-	if v := mustMetric(t, scrapeMetrics(t, n), "kafka_server_socketservermetrics_failed_authentication_total",
+	if v := testnode.MustMetric(t, testnode.Scrape(t, n), "kafka_server_socketservermetrics_failed_authentication_total",
 		"listener", "SASL_PLAINTEXT", "mechanism", "SCRAM-SHA-256"); v != float64(bad.Load()) {
 		t.Fatalf("failed_authentication_total %v, want the %d bad logins", v, bad.Load())
 	}

@@ -70,7 +70,7 @@ func TestOAuthBearerListener(t *testing.T) {
 		t.Fatalf("CreateTopic over OAUTHBEARER: %v", err)
 	}
 	reauths := func() float64 {
-		v, _ := metricValue(scrapeMetrics(t, n), "kafka_server_socketservermetrics_successful_reauthentication_total",
+		v, _ := testnode.MetricValue(testnode.Scrape(t, n), "kafka_server_socketservermetrics_successful_reauthentication_total",
 			"listener", "SASL_PLAINTEXT", "mechanism", "OAUTHBEARER")
 		return v
 	}
@@ -102,8 +102,8 @@ func TestOAuthBearerListener(t *testing.T) {
 	if got != produced {
 		t.Fatalf("consumed %d of %d", got, produced)
 	}
-	fams := scrapeMetrics(t, n)
-	if v, _ := metricValue(fams, "kafka_server_socketservermetrics_expired_connections_killed_total"); v != 0 {
+	fams := testnode.Scrape(t, n)
+	if v, _ := testnode.MetricValue(fams, "kafka_server_socketservermetrics_expired_connections_killed_total"); v != 0 {
 		t.Fatalf("%v connections of a re-authenticating client were killed", v)
 	}
 	if tokens.Load() < 4 {
@@ -133,7 +133,7 @@ func TestOAuthBearerListener(t *testing.T) {
 			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", name, err)
 		}
 	}
-	if v := mustMetric(t, scrapeMetrics(t, n), "kafka_server_socketservermetrics_failed_authentication_total",
+	if v := testnode.MustMetric(t, testnode.Scrape(t, n), "kafka_server_socketservermetrics_failed_authentication_total",
 		"listener", "SASL_PLAINTEXT", "mechanism", "OAUTHBEARER"); v != float64(len(bad)) {
 		t.Errorf("failed_authentication_total %v, want %d", v, len(bad))
 	}
@@ -203,7 +203,7 @@ func TestOAuthBearerListener(t *testing.T) {
 		t.Fatalf("closed %v after the login, before its 1.5 s session ended", d)
 	}
 	// Counted before the connection closed.
-	if v := mustMetric(t, scrapeMetrics(t, n), "kafka_server_socketservermetrics_expired_connections_killed_total", "listener", "SASL_PLAINTEXT"); v != 1 {
+	if v := testnode.MustMetric(t, testnode.Scrape(t, n), "kafka_server_socketservermetrics_expired_connections_killed_total", "listener", "SASL_PLAINTEXT"); v != 1 {
 		t.Fatalf("expired_connections_killed_total %v, want 1", v)
 	}
 }

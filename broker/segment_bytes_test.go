@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -29,8 +30,8 @@ import (
 func TestBatchLargerThanSegmentBytes(t *testing.T) {
 	const segmentBytes = 65536
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	ctx := ctxT(t, 60*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": new(fmt.Sprint(segmentBytes))}, "small-segments")
 	if err == nil {
 		err = resp.Err
@@ -52,7 +53,7 @@ func TestBatchLargerThanSegmentBytes(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 5000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "small-segments", topicIDOf(t, cl, "small-segments")
+		rt.Topic, rt.TopicID = "small-segments", testnode.TopicID(t, cl, "small-segments")
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = 0, recs
 		rt.Partitions = append(rt.Partitions, rp)
@@ -86,7 +87,7 @@ func TestBatchLargerThanSegmentBytes(t *testing.T) {
 	// 20,000 records (about 300 KiB) go in batches as large as the client
 	// makes them: every record it cannot write fails with
 	// RECORD_LIST_TOO_LARGE.
-	pr := newClient(t, n.KafkaAddr(), kgo.DefaultProduceTopic("small-segments"), kgo.ProducerBatchMaxBytes(1<<20),
+	pr := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic("small-segments"), kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ManualFlushing(), kgo.MaxBufferedRecords(30_000))
 	var mu sync.Mutex
 	var errs []error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -37,11 +38,11 @@ func TestLosingNATS(t *testing.T) {
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	const session = 2 * time.Second
 	n := testnode.Start(t, filepath.Join(dir, "node"), testnode.WithNATS(url), testnode.WithSession(session))
-	ctx := ctxT(t, 60*time.Second)
-	if _, err := kadm.NewClient(newClient(t, n.KafkaAddr())).CreateTopic(ctx, 1, 1, nil, "held"); err != nil {
+	ctx := proctest.Context(t, 60*time.Second)
+	if _, err := kadm.NewClient(testnode.Client(t, n.KafkaAddr())).CreateTopic(ctx, 1, 1, nil, "held"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "leader of held-0", func() bool {
+	proctest.Eventually(t, 10*time.Second, "leader of held-0", func() bool {
 		_, err := n.Replicas().Leader("held", 0)
 		return err == nil
 	})
@@ -62,7 +63,7 @@ func TestLosingNATS(t *testing.T) {
 	}
 	srv = start()
 	defer srv.Shutdown()
-	waitFor(t, 30*time.Second, "the registration renewed after NATS returned", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the registration renewed after NATS returned", func() bool {
 		renewed, _ := n.Store().RegistrationRenewed()
 		return time.Since(renewed) < session
 	})

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/share"
 )
 
 // fastShareGroups: locks of 2 s, 3 deliveries at most, heartbeats every
@@ -74,7 +76,7 @@ func (d *deliveries) missing(tag string, n int) int {
 type shareMember struct {
 	name   string
 	cl     *kgo.Client
-	dialer *crashDialer
+	dialer *testnode.CrashDialer
 	cancel context.CancelFunc
 	done   chan struct{}
 	got    chan struct{} // closed once a holding member has records
@@ -83,8 +85,8 @@ type shareMember struct {
 
 func startShareMember(t *testing.T, addrs []string, name, grp, topic string, seen *deliveries, holding bool) *shareMember {
 	t.Helper()
-	d := &crashDialer{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.Dialer(d.dial), kgo.RetryTimeout(10*time.Second),
+	d := &testnode.CrashDialer{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.Dialer(d.Dial), kgo.RetryTimeout(10*time.Second),
 		kgo.ShareGroup(grp), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func startShareMember(t *testing.T, addrs []string, name, grp, topic string, see
 			if holding && fs.NumRecords() > 0 {
 				// Die holding the locks: no acknowledgement, no session
 				// close, no leave.
-				d.crash()
+				d.Crash()
 				m.once.Do(func() { close(m.got) })
 				<-ctx.Done()
 				return
@@ -135,7 +137,7 @@ func (m *shareMember) stop() {
 func (m *shareMember) kill() {
 	m.cancel()
 	<-m.done
-	m.dialer.crash()
+	m.dialer.Crash()
 	m.cl.Close()
 }
 
@@ -171,18 +173,18 @@ func runShareScenario(t *testing.T, addrs []string, topic, grp string, between f
 	seen := newDeliveries()
 	m1 := startShareMember(t, addrs, "m1", grp, topic, seen, false)
 	m2 := startShareMember(t, addrs, "m2", grp, topic, seen, false)
-	produceN(t, addrs[0], topic, per, "a")
-	produceN(t, addrs[0], topic, 2, "rel")
-	produceN(t, addrs[0], topic, 2, "rej")
-	desc := newClient(t, addrs[0])
+	testnode.ProduceN(t, addrs[0], topic, per, "a")
+	testnode.ProduceN(t, addrs[0], topic, 2, "rel")
+	testnode.ProduceN(t, addrs[0], topic, 2, "rej")
+	desc := testnode.Client(t, addrs[0])
 	waitShared(t, 60*time.Second, func() bool {
-		g, err := describeShare(ctxT(t, 10*time.Second), desc, grp)
+		g, err := describeShare(proctest.Context(t, 10*time.Second), desc, grp)
 		return err == nil && g.GroupState == "Stable" && len(g.Members) == 2
 	}, func() string { return "share group not Stable with 2 members" })
 	if between != nil {
 		between()
 	}
-	produceN(t, addrs[0], topic, per, "b")
+	testnode.ProduceN(t, addrs[0], topic, per, "b")
 	waitShared(t, 90*time.Second, func() bool {
 		c0, _ := seen.get("rel-0")
 		c1, _ := seen.get("rel-1")
@@ -194,7 +196,7 @@ func runShareScenario(t *testing.T, addrs []string, topic, grp string, between f
 	})
 	// Past the limit a released record is archived: give the members a
 	// lock duration and more to (not) see it again.
-	produceN(t, addrs[0], topic, 3, "after")
+	testnode.ProduceN(t, addrs[0], topic, 3, "after")
 	waitShared(t, 30*time.Second, func() bool { return seen.missing("after", 3) == 0 },
 		func() string { return "records produced after the releases never delivered" })
 	for _, v := range []string{"rel-0", "rel-1"} {
@@ -214,7 +216,7 @@ func runShareScenario(t *testing.T, addrs []string, topic, grp string, between f
 	m1.stop()
 	m2.stop()
 	dying := startShareMember(t, addrs, "dying", grp, topic, seen, true)
-	produceN(t, addrs[0], topic, 50, "c")
+	testnode.ProduceN(t, addrs[0], topic, 50, "c")
 	select {
 	case <-dying.got:
 	case <-time.After(60 * time.Second):
@@ -255,8 +257,8 @@ func runShareScenario(t *testing.T, addrs []string, topic, grp string, between f
 // TestShareGroup: a KIP-932 share group of franz-go consumers on one node.
 func TestShareGroup(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups)
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	createTopic(t, adm, "shareq", 3)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	testnode.CreateTopic(t, adm, "shareq", 3)
 	runShareScenario(t, []string{n.KafkaAddr()}, "shareq", "shareq-group", nil)
 }
 
@@ -268,11 +270,11 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir, fastShareGroups)
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	createTopic(t, adm, "shared-restart", 2)
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	testnode.CreateTopic(t, adm, "shared-restart", 2)
 	seen := newDeliveries()
 	m := startShareMember(t, []string{addr}, "m1", "restart-group", "shared-restart", seen, false)
-	produceN(t, addr, "shared-restart", 100, "a")
+	testnode.ProduceN(t, addr, "shared-restart", 100, "a")
 	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 100) == 0 },
 		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 100)) })
 	m.stop() // sends the last acknowledgements and closes the share session
@@ -287,7 +289,7 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	addr = n2.KafkaAddr()
 	after := newDeliveries()
 	startShareMember(t, []string{addr}, "m2", "restart-group", "shared-restart", after, false)
-	produceN(t, addr, "shared-restart", 20, "z")
+	testnode.ProduceN(t, addr, "shared-restart", 20, "z")
 	waitShared(t, 60*time.Second, func() bool { return after.missing("z", 20) == 0 },
 		func() string { return fmt.Sprintf("%d of z never delivered after the restart", after.missing("z", 20)) })
 	if again := 100 - after.missing("a", 100); again > 0 {
@@ -301,15 +303,15 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 func TestShareGroupTieredTopic(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups, testnode.WithTiering(100*time.Millisecond))
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
-	ctx := ctxT(t, 120*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, addr))
+	ctx := proctest.Context(t, 120*time.Second)
 	cfg := map[string]*string{"segment.bytes": kmsg.StringPtr("16384"), "local.retention.bytes": kmsg.StringPtr("32768"),
 		"remote.storage.enable": kmsg.StringPtr("true")}
 	if r, err := adm.CreateTopic(ctx, 1, 1, cfg, "share-tiered"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	const total = 2000
-	prod := newClient(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	prod := testnode.Client(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
 	recs := make([]*kgo.Record, total)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "share-tiered", Value: []byte(fmt.Sprintf("t-%d|%s", i, strings.Repeat("x", 150)))}
@@ -318,8 +320,8 @@ func TestShareGroupTieredTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var localStart int64
-	waitFor(t, 90*time.Second, "most of the topic tiered and deleted locally", func() bool {
-		rep := replicaOn(n, "share-tiered", 0)
+	proctest.Eventually(t, 90*time.Second, "most of the topic tiered and deleted locally", func() bool {
+		rep := testnode.Replica(n, "share-tiered", 0)
 		if rep == nil {
 			return false
 		}
@@ -354,7 +356,7 @@ func shareOffsets(t *testing.T, cl *kgo.Client, grp, topic string, parts int32) 
 	}
 	rg.Topics = append(rg.Topics, rt)
 	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+	resp, err := req.RequestWith(proctest.Context(t, 20*time.Second), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,11 +373,11 @@ func shareOffsets(t *testing.T, cl *kgo.Client, grp, topic string, parts int32) 
 func TestShareGroupOffsetsAdmin(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups)
 	addr := n.KafkaAddr()
-	cl := newClient(t, addr)
+	cl := testnode.Client(t, addr)
 	adm := kadm.NewClient(cl)
 	const topic, grp = "share-admin", "share-admin-group"
-	createTopic(t, adm, topic, 1)
-	produceN(t, addr, topic, 50, "a")
+	testnode.CreateTopic(t, adm, topic, 1)
+	testnode.ProduceN(t, addr, topic, 50, "a")
 	seen := newDeliveries()
 	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
 	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 50) == 0 }, func() string { return "a not delivered" })
@@ -389,7 +391,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		rp.Partition, rp.StartOffset = 0, start
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+		resp, err := req.RequestWith(proctest.Context(t, 20*time.Second), cl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +431,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
 	req.GroupID = grp
 	req.Topics = append(req.Topics, kmsg.DeleteShareGroupOffsetsRequestTopic{Topic: topic})
-	resp, err := req.RequestWith(ctxT(t, 20*time.Second), cl)
+	resp, err := req.RequestWith(proctest.Context(t, 20*time.Second), cl)
 	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("DeleteShareGroupOffsets: %v %+v", err, resp)
 	}
@@ -440,18 +442,18 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	// ListGroups v5 types it "share"; DeleteGroups deletes it.
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.TypesFilter = []string{"share"}
-	lresp, err := lreq.RequestWith(ctxT(t, 20*time.Second), cl)
+	lresp, err := lreq.RequestWith(proctest.Context(t, 20*time.Second), cl)
 	if err != nil || lresp.ErrorCode != 0 {
 		t.Fatalf("ListGroups: %v %+v", err, lresp)
 	}
 	if len(lresp.Groups) != 1 || lresp.Groups[0].Group != grp || lresp.Groups[0].GroupType != "share" || lresp.Groups[0].GroupState != "Empty" {
 		t.Fatalf("ListGroups type share: %+v", lresp.Groups)
 	}
-	dresp, err := adm.DeleteGroups(ctxT(t, 20*time.Second), grp)
+	dresp, err := adm.DeleteGroups(proctest.Context(t, 20*time.Second), grp)
 	if err != nil || dresp[grp].Err != nil {
 		t.Fatalf("DeleteGroups: %v %v", err, dresp[grp].Err)
 	}
-	if lresp, err = lreq.RequestWith(ctxT(t, 20*time.Second), cl); err != nil || len(lresp.Groups) != 0 {
+	if lresp, err = lreq.RequestWith(proctest.Context(t, 20*time.Second), cl); err != nil || len(lresp.Groups) != 0 {
 		t.Fatalf("ListGroups after DeleteGroups: %v %+v", err, lresp.Groups)
 	}
 }
@@ -471,12 +473,12 @@ func TestShareGroupReleasesOnDisconnect(t *testing.T) {
 		c.GroupShareSessionTimeout = 45 * time.Second
 	})
 	addr := n.KafkaAddr()
-	adm := kadm.NewClient(newClient(t, addr))
+	adm := kadm.NewClient(testnode.Client(t, addr))
 	const topic, grp = "share-disconnect", "share-disconnect-group"
-	createTopic(t, adm, topic, 1)
+	testnode.CreateTopic(t, adm, topic, 1)
 	seen := newDeliveries()
 	dying := startShareMember(t, []string{addr}, "dying", grp, topic, seen, true)
-	produceN(t, addr, topic, 30, "c")
+	testnode.ProduceN(t, addr, topic, 30, "c")
 	select {
 	case <-dying.got: // it has records, and its connections are cut
 	case <-time.After(60 * time.Second):
@@ -510,13 +512,13 @@ func TestShareGroupReleasesOnDisconnect(t *testing.T) {
 // only; ListGroups lists it once.
 func TestShareGroupHeartbeatOnClassicGroup(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups)
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	createTopic(t, adm, "typed", 1)
+	testnode.CreateTopic(t, adm, "typed", 1)
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: "typed", Partition: 0, At: 1, LeaderEpoch: -1})
-	commitSimple(t, adm, "typed-classic", os)
-	ctx := ctxT(t, 30*time.Second)
+	testnode.CommitSimple(t, adm, "typed-classic", os)
+	ctx := proctest.Context(t, 30*time.Second)
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "typed-classic", "m-1", 0, []string{"typed"}
 	resp, err := req.RequestWith(ctx, cl)
@@ -532,5 +534,95 @@ func TestShareGroupHeartbeatOnClassicGroup(t *testing.T) {
 	}
 	if g, ok := lg["typed-classic"]; len(lg) != 1 || !ok || g.GroupType != "classic" {
 		t.Fatalf("ListGroups: %+v", lg)
+	}
+}
+
+// TestShareGroupStateTopicIsInternal: __share_group_state is protected as
+// the other coordinators' topics are (issue 25): Metadata reports it
+// internal, with its coordinator's shape; a Produce from an ordinary
+// client is INVALID_TOPIC_EXCEPTION, DeleteRecords is
+// INVALID_TOPIC_EXCEPTION, CreatePartitions and a change to delete
+// retention are POLICY_VIOLATION; and the share group's state, written by
+// its coordinator, is untouched. Before the fix the produce was
+// acknowledged (a tombstone erases a share-partition's state) and
+// Metadata said it was not internal.
+func TestShareGroupStateTopicIsInternal(t *testing.T) {
+	const topic, grp = "ssg-data", "ssg-group"
+	n := testnode.Start(t, t.TempDir(), fastShareGroups)
+	addr := n.KafkaAddr()
+	cl := testnode.Client(t, addr)
+	adm := kadm.NewClient(cl)
+	ctx := proctest.Context(t, 90*time.Second)
+	testnode.CreateTopic(t, adm, topic, 1)
+	testnode.ProduceN(t, addr, topic, 20, "a")
+	seen := newDeliveries()
+	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
+	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 20) == 0 },
+		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 20)) })
+	m.stop() // its acceptances are written to __share_group_state
+
+	meta := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(share.StateTopic)
+	meta.Topics = append(meta.Topics, rt)
+	mr, err := meta.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 || !mr.Topics[0].IsInternal {
+		t.Fatalf("metadata of %s: %d topics, first %v internal %v; want it internal", share.StateTopic,
+			len(mr.Topics), kerr.ErrorForCode(mr.Topics[0].ErrorCode), mr.Topics[0].IsInternal)
+	}
+	testnode.InternalShape(ctx, t, adm, share.StateTopic, 50, "")
+
+	pc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("console-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(2),
+		kgo.RecordRetries(20), kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if err := pc.ProduceSync(ctx, &kgo.Record{Topic: share.StateTopic, Partition: 0, Key: []byte("k")}).FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", share.StateTopic, err)
+	}
+
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.TimeoutMillis = 10000
+	drt := kmsg.NewDeleteRecordsRequestTopic()
+	drt.Topic = share.StateTopic
+	for p := range int32(50) {
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = p, -1
+		drt.Partitions = append(drt.Partitions, rp)
+	}
+	dr.Topics = append(dr.Topics, drt)
+	drr, err := dr.RequestWith(ctx, cl.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range drr.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != kerr.InvalidTopicException.Code {
+				t.Fatalf("DeleteRecords %s-%d: %v, want INVALID_TOPIC_EXCEPTION", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+
+	if cr, err := adm.CreatePartitions(ctx, 1, share.StateTopic); err != nil || !errors.Is(cr[share.StateTopic].Err, kerr.PolicyViolation) {
+		t.Fatalf("CreatePartitions of %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, cr[share.StateTopic].Err)
+	}
+	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}, share.StateTopic)
+	if err != nil || !errors.Is(ar[0].Err, kerr.PolicyViolation) {
+		t.Fatalf("cleanup.policy=delete on %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, ar[0].Err)
+	}
+
+	// The group's acceptances stand: a new member gets only new records.
+	after := newDeliveries()
+	startShareMember(t, []string{addr}, "m2", grp, topic, after, false)
+	testnode.ProduceN(t, addr, topic, 5, "z")
+	waitShared(t, 60*time.Second, func() bool { return after.missing("z", 5) == 0 },
+		func() string { return fmt.Sprintf("%d of z never delivered", after.missing("z", 5)) })
+	if again := 20 - after.missing("a", 20); again > 0 {
+		t.Fatalf("%d accepted records delivered again", again)
 	}
 }

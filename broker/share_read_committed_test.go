@@ -94,11 +94,11 @@ func deliveredTags(d *deliveries) map[string]int {
 func TestShareGroupReadCommitted(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups)
 	addr := n.KafkaAddr()
-	ctx := ctxT(t, 240*time.Second)
-	cl := newClient(t, addr)
+	ctx := proctest.Context(t, 240*time.Second)
+	cl := testnode.Client(t, addr)
 	adm := kadm.NewClient(cl)
 	const topic = "share-txn"
-	createTopic(t, adm, topic, 1)
+	testnode.CreateTopic(t, adm, topic, 1)
 	for _, g := range []string{"rc-group", "rc-raw"} {
 		if code, msg := alterGroupConfigs(t, ctx, cl, g, false, setOp("share.isolation.level", "read_committed")); code != 0 {
 			t.Fatalf("share.isolation.level=read_committed on %s: %v %q", g, kerr.ErrorForCode(code), msg)
@@ -108,8 +108,8 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		t.Fatalf("rc-group configs: %v", vals)
 	}
 
-	tp := newClient(t, addr, kgo.TransactionalID("share-txn-a"), kgo.TransactionTimeout(100*time.Second))
-	plain := newClient(t, addr)
+	tp := testnode.Client(t, addr, kgo.TransactionalID("share-txn-a"), kgo.TransactionTimeout(100*time.Second))
+	plain := testnode.Client(t, addr)
 	aborted := map[int64]bool{}
 	var committed []int64 // data offsets below the open transaction
 	committed = append(committed, txnProduce(t, ctx, tp, topic, "c1", 10, true)...)
@@ -122,7 +122,7 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		aborted[o] = true
 	}
 	// A transaction left open, then plain records past it.
-	open := newClient(t, addr, kgo.TransactionalID("share-txn-open"), kgo.TransactionTimeout(100*time.Second))
+	open := testnode.Client(t, addr, kgo.TransactionalID("share-txn-open"), kgo.TransactionTimeout(100*time.Second))
 	if err := open.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +242,8 @@ func TestShareGroupReadCommitted(t *testing.T) {
 func TestShareGroupReadCommittedTiered(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups, testnode.WithTiering(100*time.Millisecond))
 	addr := n.KafkaAddr()
-	ctx := ctxT(t, 240*time.Second)
-	cl := newClient(t, addr)
+	ctx := proctest.Context(t, 240*time.Second)
+	cl := testnode.Client(t, addr)
 	adm := kadm.NewClient(cl)
 	const topic = "share-txn-tiered"
 	cfg := map[string]*string{"segment.bytes": kmsg.StringPtr("16384"), "local.retention.bytes": kmsg.StringPtr("32768"),
@@ -254,7 +254,7 @@ func TestShareGroupReadCommittedTiered(t *testing.T) {
 	if code, msg := alterGroupConfigs(t, ctx, cl, "rc-tiered", false, setOp("share.isolation.level", "read_committed")); code != 0 {
 		t.Fatalf("share.isolation.level=read_committed: %v %q", kerr.ErrorForCode(code), msg)
 	}
-	tp := newClient(t, addr, kgo.TransactionalID("share-txn-tiered"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	tp := testnode.Client(t, addr, kgo.TransactionalID("share-txn-tiered"), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	const txns, per = 40, 20
 	var lastAborted []int64 // the last offset of each aborted transaction's records
 	for i := range txns {
@@ -279,8 +279,8 @@ func TestShareGroupReadCommittedTiered(t *testing.T) {
 		}
 	}
 	var localStart int64
-	waitFor(t, 90*time.Second, "aborted transactions tiered and deleted locally", func() bool {
-		rep := replicaOn(n, topic, 0)
+	proctest.Eventually(t, 90*time.Second, "aborted transactions tiered and deleted locally", func() bool {
+		rep := testnode.Replica(n, topic, 0)
 		if rep == nil {
 			return false
 		}
@@ -327,11 +327,11 @@ func TestShareGroupReadCommittedTiered(t *testing.T) {
 func TestShareGroupReadCommittedLag(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups)
 	addr := n.KafkaAddr()
-	ctx := ctxT(t, 120*time.Second)
-	cl := newClient(t, addr)
+	ctx := proctest.Context(t, 120*time.Second)
+	cl := testnode.Client(t, addr)
 	adm := kadm.NewClient(cl)
 	const topic = "share-lag"
-	createTopic(t, adm, topic, 1)
+	testnode.CreateTopic(t, adm, topic, 1)
 	for _, g := range []string{"lag-rc", "lag-rc-latest"} {
 		ops := []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("share.isolation.level", "read_committed")}
 		if g == "lag-rc-latest" {
@@ -351,9 +351,9 @@ func TestShareGroupReadCommittedLag(t *testing.T) {
 		return e.Offset
 	}
 
-	plain := newClient(t, addr)
+	plain := testnode.Client(t, addr)
 	produceTagged(t, ctx, plain, topic, "p", 5, 0)
-	open := newClient(t, addr, kgo.TransactionalID("share-lag-open"), kgo.TransactionTimeout(100*time.Second))
+	open := testnode.Client(t, addr, kgo.TransactionalID("share-lag-open"), kgo.TransactionTimeout(100*time.Second))
 	if err := open.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

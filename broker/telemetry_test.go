@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -58,8 +59,8 @@ func deleteOp(name string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 // the CLIENT_METRICS resources) were served.
 func TestClientTelemetry(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.TelemetryMaxBytes = 4096 })
-	ctx := ctxT(t, 60*time.Second)
-	cl := newClient(t, n.KafkaAddr(), kgo.ClientID("tele-1"))
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID("tele-1"))
 	adm := kadm.NewClient(cl)
 
 	for _, bad := range []struct {
@@ -112,14 +113,14 @@ func TestClientTelemetry(t *testing.T) {
 		t.Errorf("ListConfigResources v1: %v", l.Resources)
 	}
 	// Kafka 4.0's client sends v0 (ListClientMetricsResources): the subscriptions only.
-	cl40 := newClient(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V4_0_0()))
+	cl40 := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V4_0_0()))
 	if r, err := kmsg.NewPtrListConfigResourcesRequest().RequestWith(ctx, cl40); err != nil || r.Version != 0 || len(r.ConfigResources) != 1 || r.ConfigResources[0].Name != "producers" {
 		t.Errorf("ListConfigResources v0: %v %+v", err, r)
 	}
 
 	// The node learns the subscription from the control plane's watch.
 	var subs *kmsg.GetTelemetrySubscriptionsResponse
-	waitFor(t, 10*time.Second, "the subscription", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the subscription", func() bool {
 		subs, err = kmsg.NewPtrGetTelemetrySubscriptionsRequest().RequestWith(ctx, cl)
 		return err == nil && subs.ErrorCode == 0 && len(subs.RequestedMetrics) == 1
 	})
@@ -151,11 +152,11 @@ func TestClientTelemetry(t *testing.T) {
 	if r, err := big.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.TelemetryTooLarge.Code {
 		t.Errorf("4097 bytes over telemetry_max_bytes 4096: %v %v", err, r)
 	}
-	fams := scrapeMetrics(t, n)
-	if v := mustMetric(t, fams, "org_apache_kafka_producer_record_send_total", "client_id", "tele-1"); v != 42 {
+	fams := testnode.Scrape(t, n)
+	if v := testnode.MustMetric(t, fams, "org_apache_kafka_producer_record_send_total", "client_id", "tele-1"); v != 42 {
 		t.Errorf("pushed counter on /metrics: %v, want 42", v)
 	}
-	if v := mustMetric(t, fams, "shale_client_telemetry_pushes_total", "error", "NONE"); v != 1 {
+	if v := testnode.MustMetric(t, fams, "shale_client_telemetry_pushes_total", "error", "NONE"); v != 1 {
 		t.Errorf("accepted pushes: %v", v)
 	}
 
@@ -174,9 +175,9 @@ func TestClientTelemetry(t *testing.T) {
 // UNKNOWN_SUBSCRIPTION_ID, and its metrics are on that node's /metrics.
 func TestClientTelemetryAcrossNodes(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := ctxT(t, 60*time.Second)
-	cl := newClient(t, nodes[0].KafkaAddr(), kgo.ClientID("mover"))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, nodes[0].KafkaAddr(), kgo.ClientID("mover"))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := kadm.NewClient(cl).Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -187,7 +188,7 @@ func TestClientTelemetryAcrossNodes(t *testing.T) {
 	var first *kmsg.GetTelemetrySubscriptionsResponse
 	for i, id := range ids {
 		var got *kmsg.GetTelemetrySubscriptionsResponse
-		waitFor(t, 10*time.Second, "the subscription on every node", func() bool {
+		proctest.Eventually(t, 10*time.Second, "the subscription on every node", func() bool {
 			req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
 			if first != nil {
 				req.ClientInstanceID = first.ClientInstanceID
@@ -223,10 +224,10 @@ func TestClientTelemetryAcrossNodes(t *testing.T) {
 	if err != nil || resp.(*kmsg.PushTelemetryResponse).ErrorCode != 0 {
 		t.Fatalf("push to node %d: %v %v", ids[1], err, resp)
 	}
-	if v := mustMetric(t, scrapeMetrics(t, nodes[1]), "org_apache_kafka_consumer_fetch_manager_fetch_total", "client_id", "mover"); v != 7 {
+	if v := testnode.MustMetric(t, testnode.Scrape(t, nodes[1]), "org_apache_kafka_consumer_fetch_manager_fetch_total", "client_id", "mover"); v != 7 {
 		t.Errorf("node %d exports %v, want 7", ids[1], v)
 	}
-	if _, ok := metricValue(scrapeMetrics(t, nodes[0]), "org_apache_kafka_consumer_fetch_manager_fetch_total"); ok {
+	if _, ok := testnode.MetricValue(testnode.Scrape(t, nodes[0]), "org_apache_kafka_consumer_fetch_manager_fetch_total"); ok {
 		t.Errorf("node %d exports a series pushed to node %d", ids[0], ids[1])
 	}
 }

@@ -52,3 +52,12 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Eventually is WaitFor that fails the test, naming what it waited for,
+// when cond did not hold within d.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := WaitFor(d, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}

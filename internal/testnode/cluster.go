@@ -75,3 +75,10 @@ func WithRack(rack string) Option { return func(c *config.Broker) { c.Rack = rac
 func WithRackAwareSelector() Option {
 	return func(c *config.Broker) { c.ReplicaSelectorClass = config.RackAwareReplicaSelector }
 }
+
+// WithQuotaWindow sets the client quotas' sample window
+// (quota_window_size), so that quota tests see
+// throttling within a second.
+func WithQuotaWindow(d time.Duration) Option {
+	return func(c *config.Broker) { c.QuotaWindowSize = d }
+}

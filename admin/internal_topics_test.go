@@ -1,7 +1,6 @@
-package broker_test
+package admin_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,47 +14,10 @@ import (
 
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/share"
 	"github.com/shale-io/shale/txn"
 )
-
-// internalShape fails the test unless topic has partitions partitions,
-// cleanup.policy=compact and, when minISR is not empty, that
-// min.insync.replicas.
-func internalShape(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partitions int, minISR string) {
-	t.Helper()
-	td, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := len(td[topic].Partitions); got != partitions {
-		t.Fatalf("%s has %d partitions, want %d", topic, got, partitions)
-	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("describe configs of %s: %v %v", topic, err, rc.Err)
-	}
-	want := map[string]string{"cleanup.policy": "compact"}
-	if minISR != "" {
-		want["min.insync.replicas"] = minISR
-	}
-	for _, c := range rc.Configs {
-		if w, ok := want[c.Key]; ok {
-			if c.MaybeValue() != w {
-				t.Fatalf("%s: %s=%s, want %s", topic, c.Key, c.MaybeValue(), w)
-			}
-			delete(want, c.Key)
-		}
-	}
-	if len(want) > 0 {
-		t.Fatalf("%s: configs %v not described", topic, want)
-	}
-}
 
 // TestMetadataAutoCreatesInternalTopicsWithTheirShape is issue 22 item 3's
 // trigger: a client that names __consumer_offsets and __transaction_state
@@ -68,9 +30,9 @@ func internalShape(ctx context.Context, t *testing.T, adm *kadm.Client, topic st
 // their coordinators' shape and every key finds its coordinator.
 func TestMetadataAutoCreatesInternalTopicsWithTheirShape(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 
 	req := kmsg.NewPtrMetadataRequest()
 	req.AllowAutoTopicCreation = true
@@ -88,8 +50,8 @@ func TestMetadataAutoCreatesInternalTopicsWithTheirShape(t *testing.T) {
 			t.Fatalf("metadata of %s: error %d internal %v", *mt.Topic, mt.ErrorCode, mt.IsInternal)
 		}
 	}
-	internalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
-	internalShape(ctx, t, adm, txn.StateTopic, 50, "1") // min(transaction.state.log.min.isr 2, replication factor 1)
+	testnode.InternalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
+	testnode.InternalShape(ctx, t, adm, txn.StateTopic, 50, "1") // min(transaction.state.log.min.isr 2, replication factor 1)
 
 	// Every key finds its coordinator at once: one FindCoordinator per
 	// type, straight to the node (no client retry), for keys on 20
@@ -125,8 +87,8 @@ func TestMetadataAutoCreatesInternalTopicsWithTheirShape(t *testing.T) {
 // (the test failed on the 1-partition __consumer_offsets being created).
 func TestCreateTopicsOfInternalTopics(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 60*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 60*time.Second)
 
 	policy := func(what string, err error) {
 		t.Helper()
@@ -151,8 +113,8 @@ func TestCreateTopicsOfInternalTopics(t *testing.T) {
 			t.Fatalf("create %s answered %d partitions, want 50", name, cr.NumPartitions)
 		}
 	}
-	internalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
-	internalShape(ctx, t, adm, txn.StateTopic, 50, "1")
+	testnode.InternalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
+	testnode.InternalShape(ctx, t, adm, txn.StateTopic, 50, "1")
 
 	// AlterConfigs: an incremental change of cleanup.policy, and a whole
 	// set that leaves it out (the broker default, delete), are refused;
@@ -171,8 +133,8 @@ func TestCreateTopicsOfInternalTopics(t *testing.T) {
 	if err != nil || ar[0].Err != nil {
 		t.Fatalf("incremental segment.bytes: %v %v", err, ar[0].Err)
 	}
-	internalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
-	internalShape(ctx, t, adm, txn.StateTopic, 50, "1")
+	testnode.InternalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
+	testnode.InternalShape(ctx, t, adm, txn.StateTopic, 50, "1")
 }
 
 // TestDeleteRecordsRefusedOnInternalTopics: DeleteRecords on
@@ -184,11 +146,11 @@ func TestCreateTopicsOfInternalTopics(t *testing.T) {
 func TestDeleteRecordsRefusedOnInternalTopics(t *testing.T) {
 	const grp = "dr-internal"
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 60*time.Second)
-	createTopic(t, adm, "dr-data", 1)
-	produceN(t, n.KafkaAddr(), "dr-data", 10, "v")
+	ctx := proctest.Context(t, 60*time.Second)
+	testnode.CreateTopic(t, adm, "dr-data", 1)
+	testnode.ProduceN(t, n.KafkaAddr(), "dr-data", 10, "v")
 
 	var os kadm.Offsets
 	os.AddOffset("dr-data", 0, 7, -1)
@@ -224,7 +186,7 @@ func TestDeleteRecordsRefusedOnInternalTopics(t *testing.T) {
 			}
 		}
 	}
-	if o, _ := committed(t, adm, grp).Lookup("dr-data", 0); o.At != 7 {
+	if o, _ := testnode.Committed(t, adm, grp).Lookup("dr-data", 0); o.At != 7 {
 		t.Fatalf("committed offset %d after DeleteRecords, want 7", o.At)
 	}
 }
@@ -239,9 +201,9 @@ func TestDeleteRecordsRefusedOnInternalTopics(t *testing.T) {
 // it again with its own shape.
 func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	if _, err := n.Store().CreateTopic(ctx, group.OffsetsTopic, 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +226,7 @@ func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
 		t.Fatalf("FindCoordinator: %v %q, want COORDINATOR_NOT_AVAILABLE naming %q", kerr.ErrorForCode(fr.ErrorCode), msg, want)
 	}
 
-	if v := mustMetric(t, scrapeMetrics(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 1 {
+	if v := testnode.MustMetric(t, testnode.Scrape(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 1 {
 		t.Fatalf("shale_internal_topic_wrong_shape{topic=%s} = %v, want 1", group.OffsetsTopic, v)
 	}
 
@@ -272,82 +234,14 @@ func TestMisshapenOffsetsTopicIsNamed(t *testing.T) {
 		t.Fatalf("DeleteTopics %s: %v", group.OffsetsTopic, err)
 	}
 	var os kadm.Offsets
-	createTopic(t, adm, "misshapen-data", 1)
+	testnode.CreateTopic(t, adm, "misshapen-data", 1)
 	os.AddOffset("misshapen-data", 0, 0, -1)
 	if cr, err := adm.CommitOffsets(ctx, grp, os); err != nil || cr.Error() != nil {
 		t.Fatalf("commit after the topic was deleted: %v %v", err, cr.Error())
 	}
-	internalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
-	if v := mustMetric(t, scrapeMetrics(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 0 {
+	testnode.InternalShape(ctx, t, adm, group.OffsetsTopic, 50, "")
+	if v := testnode.MustMetric(t, testnode.Scrape(t, n), "shale_internal_topic_wrong_shape", "topic", group.OffsetsTopic); v != 0 {
 		t.Fatalf("shale_internal_topic_wrong_shape{topic=%s} = %v after the topic was made again, want 0", group.OffsetsTopic, v)
-	}
-}
-
-// TestTxnVerificationUsesTheCoordinatorsPartitionCount: a partition
-// leader's KIP-890 check of a transaction goes to the leader of the id's
-// __transaction_state partition as the transaction coordinator maps it
-// (transaction.state.log.num.partitions), whatever partition count the
-// topic has. Here the topic has 60 partitions (CreatePartitions accepted
-// it before issue 22; it is POLICY_VIOLATION now) while the coordinators
-// map ids to 50. Before the fix the leader mapped the id with the topic's
-// 60 and asked a broker that is not its coordinator, which answered
-// NOT_COORDINATOR on every retry: the transactional produce failed at its
-// delivery timeout (the test failed on ProduceSync).
-func TestTxnVerificationUsesTheCoordinatorsPartitionCount(t *testing.T) {
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := ctxT(t, 120*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
-	if _, err := adm.CreateTopic(ctx, -1, -1, nil, txn.StateTopic); err != nil {
-		t.Fatal(err)
-	}
-	if cr, err := adm.CreatePartitions(ctx, 10, txn.StateTopic); err == nil && cr[txn.StateTopic].Err == nil {
-		t.Fatalf("CreatePartitions of %s accepted", txn.StateTopic)
-	} else if err == nil && !errors.Is(cr[txn.StateTopic].Err, kerr.PolicyViolation) {
-		t.Fatalf("CreatePartitions of %s: %v, want POLICY_VIOLATION", txn.StateTopic, cr[txn.StateTopic].Err)
-	}
-	store := nodes[0].Store()
-	if err := store.CreatePartitions(ctx, txn.StateTopic, 60); err != nil { // as an older Shale let a client do
-		t.Fatal(err)
-	}
-	createTopicRF(t, adm, "shape-out", 1, 1)
-	leader := func(topic string, p int32) int32 {
-		st, ok := store.Partition(topic, p)
-		if !ok {
-			return -1
-		}
-		return st.Leader
-	}
-	waitFor(t, 20*time.Second, "leaders of the 60 state partitions and shape-out", func() bool {
-		for p := range int32(60) {
-			if leader(txn.StateTopic, p) < 0 {
-				return false
-			}
-		}
-		return leader("shape-out", 0) >= 0
-	})
-	id := ""
-	for i := 0; id == ""; i++ {
-		c := fmt.Sprintf("shape-%d", i)
-		if leader(txn.StateTopic, txn.PartitionFor(c, 50)) != leader(txn.StateTopic, txn.PartitionFor(c, 60)) {
-			id = c
-		}
-	}
-	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.TransactionalID(id),
-		kgo.RecordDeliveryTimeout(15*time.Second), kgo.TransactionTimeout(60*time.Second))
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "shape-out", Value: []byte("v")}).FirstErr(); err != nil {
-		t.Fatalf("transactional produce with %s (coordinator partition %d, %d by the topic's count): %v",
-			id, txn.PartitionFor(id, 50), txn.PartitionFor(id, 60), err)
-	}
-	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("commit: %v", err)
 	}
 }
 
@@ -360,13 +254,13 @@ func TestInternalTopicsFollowTheirPartitionSettings(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) {
 		c.OffsetsTopicNumPartitions, c.TransactionStateLogNumPartitions = 7, 5
 	})
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 60*time.Second)
-	createTopic(t, adm, "settings-data", 1)
+	ctx := proctest.Context(t, 60*time.Second)
+	testnode.CreateTopic(t, adm, "settings-data", 1)
 
 	// A transaction sends offsets first, before any group was used.
-	tcl := newClient(t, n.KafkaAddr(), kgo.TransactionalID("settings-txn"), kgo.TransactionTimeout(60*time.Second))
+	tcl := testnode.Client(t, n.KafkaAddr(), kgo.TransactionalID("settings-txn"), kgo.TransactionTimeout(60*time.Second))
 	if err := tcl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -386,15 +280,15 @@ func TestInternalTopicsFollowTheirPartitionSettings(t *testing.T) {
 	if err := tcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	internalShape(ctx, t, adm, group.OffsetsTopic, 7, "")
-	internalShape(ctx, t, adm, txn.StateTopic, 5, "1")
+	testnode.InternalShape(ctx, t, adm, group.OffsetsTopic, 7, "")
+	testnode.InternalShape(ctx, t, adm, txn.StateTopic, 5, "1")
 
 	var os kadm.Offsets
 	os.AddOffset("settings-data", 0, 1, -1)
 	if cr, err := adm.CommitOffsets(ctx, "settings-g2", os); err != nil || cr.Error() != nil {
 		t.Fatalf("commit: %v %v", err, cr.Error())
 	}
-	if o, _ := committed(t, adm, "settings-g2").Lookup("settings-data", 0); o.At != 1 {
+	if o, _ := testnode.Committed(t, adm, "settings-g2").Lookup("settings-data", 0); o.At != 1 {
 		t.Fatalf("committed %d, want 1", o.At)
 	}
 }
@@ -408,9 +302,9 @@ func TestInternalTopicsFollowTheirPartitionSettings(t *testing.T) {
 // Before the fix the plain produce was acknowledged.
 func TestProduceToInternalTopicsRefused(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	// Make both topics exist, with their coordinators' shape.
-	cl := newClient(t, n.KafkaAddr())
+	cl := testnode.Client(t, n.KafkaAddr())
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.AllowAutoTopicCreation = true
 	for _, name := range []string{group.OffsetsTopic, txn.StateTopic} {
@@ -440,95 +334,5 @@ func TestProduceToInternalTopicsRefused(t *testing.T) {
 	// Kafka's admin client id may still write (its tools repair with it).
 	if err := produce("__admin_client", group.OffsetsTopic); err != nil {
 		t.Fatalf("produce to %s as __admin_client: %v", group.OffsetsTopic, err)
-	}
-}
-
-// TestShareGroupStateTopicIsInternal: __share_group_state is protected as
-// the other coordinators' topics are (issue 25): Metadata reports it
-// internal, with its coordinator's shape; a Produce from an ordinary
-// client is INVALID_TOPIC_EXCEPTION, DeleteRecords is
-// INVALID_TOPIC_EXCEPTION, CreatePartitions and a change to delete
-// retention are POLICY_VIOLATION; and the share group's state, written by
-// its coordinator, is untouched. Before the fix the produce was
-// acknowledged (a tombstone erases a share-partition's state) and
-// Metadata said it was not internal.
-func TestShareGroupStateTopicIsInternal(t *testing.T) {
-	const topic, grp = "ssg-data", "ssg-group"
-	n := testnode.Start(t, t.TempDir(), fastShareGroups)
-	addr := n.KafkaAddr()
-	cl := newClient(t, addr)
-	adm := kadm.NewClient(cl)
-	ctx := ctxT(t, 90*time.Second)
-	createTopic(t, adm, topic, 1)
-	produceN(t, addr, topic, 20, "a")
-	seen := newDeliveries()
-	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
-	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 20) == 0 },
-		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 20)) })
-	m.stop() // its acceptances are written to __share_group_state
-
-	meta := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(share.StateTopic)
-	meta.Topics = append(meta.Topics, rt)
-	mr, err := meta.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 || !mr.Topics[0].IsInternal {
-		t.Fatalf("metadata of %s: %d topics, first %v internal %v; want it internal", share.StateTopic,
-			len(mr.Topics), kerr.ErrorForCode(mr.Topics[0].ErrorCode), mr.Topics[0].IsInternal)
-	}
-	internalShape(ctx, t, adm, share.StateTopic, 50, "")
-
-	pc, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("console-producer"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(2),
-		kgo.RecordRetries(20), kgo.RecordDeliveryTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	if err := pc.ProduceSync(ctx, &kgo.Record{Topic: share.StateTopic, Partition: 0, Key: []byte("k")}).FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
-		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", share.StateTopic, err)
-	}
-
-	dr := kmsg.NewPtrDeleteRecordsRequest()
-	dr.TimeoutMillis = 10000
-	drt := kmsg.NewDeleteRecordsRequestTopic()
-	drt.Topic = share.StateTopic
-	for p := range int32(50) {
-		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-		rp.Partition, rp.Offset = p, -1
-		drt.Partitions = append(drt.Partitions, rp)
-	}
-	dr.Topics = append(dr.Topics, drt)
-	drr, err := dr.RequestWith(ctx, cl.Broker(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rt := range drr.Topics {
-		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != kerr.InvalidTopicException.Code {
-				t.Fatalf("DeleteRecords %s-%d: %v, want INVALID_TOPIC_EXCEPTION", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
-			}
-		}
-	}
-
-	if cr, err := adm.CreatePartitions(ctx, 1, share.StateTopic); err != nil || !errors.Is(cr[share.StateTopic].Err, kerr.PolicyViolation) {
-		t.Fatalf("CreatePartitions of %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, cr[share.StateTopic].Err)
-	}
-	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}, share.StateTopic)
-	if err != nil || !errors.Is(ar[0].Err, kerr.PolicyViolation) {
-		t.Fatalf("cleanup.policy=delete on %s: %v %v, want POLICY_VIOLATION", share.StateTopic, err, ar[0].Err)
-	}
-
-	// The group's acceptances stand: a new member gets only new records.
-	after := newDeliveries()
-	startShareMember(t, []string{addr}, "m2", grp, topic, after, false)
-	produceN(t, addr, topic, 5, "z")
-	waitShared(t, 60*time.Second, func() bool { return after.missing("z", 5) == 0 },
-		func() string { return fmt.Sprintf("%d of z never delivered", after.missing("z", 5)) })
-	if again := 20 - after.missing("a", 20); again > 0 {
-		t.Fatalf("%d accepted records delivered again", again)
 	}
 }

@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"fmt"
@@ -44,9 +44,9 @@ func logFileBytes(t *testing.T, dir string) int64 {
 func TestDescribeLogDirs(t *testing.T) {
 	dataDir := t.TempDir()
 	n := testnode.Start(t, dataDir)
-	cl := newClient(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()),
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 	adm := kadm.NewClient(cl)
 	for _, topic := range []string{"dirs-a", "dirs-b"} {
 		resp, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"segment.bytes": new("8192")}, topic)
@@ -134,8 +134,8 @@ func TestDescribeLogDirs(t *testing.T) {
 // LOG_DIR_NOT_FOUND; a partition it does not hold REPLICA_NOT_AVAILABLE.
 func TestAlterReplicaLogDirs(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	ctx := ctxT(t, 60*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
 	adm := kadm.NewClient(cl)
 	if resp, err := adm.CreateTopic(ctx, 2, 1, nil, "move-me"); err != nil || resp.Err != nil {
 		t.Fatal(err, resp.Err)

@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/quota"
 )
@@ -20,8 +21,8 @@ import (
 // control plane.
 func TestClientQuotaAPIs(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 30*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 30*time.Second)
 	str := func(s string) *string { return &s }
 	user := func(name *string) kadm.ClientQuotaEntityComponent {
 		return kadm.ClientQuotaEntityComponent{Type: "user", Name: name}
@@ -113,7 +114,7 @@ func TestClientQuotaAPIs(t *testing.T) {
 	}
 
 	// The node's manager follows: precedence as Kafka's.
-	waitFor(t, 10*time.Second, "the quota manager sees the quotas", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the quota manager sees the quotas", func() bool {
 		limit, from, ok := n.Quotas().Resolve(quota.Fetch, "alice", "app")
 		return ok && limit == 4000 && from == quota.Entity{User: quota.Named("alice"), ClientID: quota.Named("app")}
 	})
@@ -135,7 +136,7 @@ func TestClientQuotaAPIs(t *testing.T) {
 		Ops: []kadm.AlterClientQuotaOp{{Key: quota.KeyProducerByteRate, Remove: true}}}}); err != nil || res[0].Err != nil {
 		t.Fatalf("remove: %v %v", res, err)
 	}
-	waitFor(t, 10*time.Second, "the default user's quota is gone", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the default user's quota is gone", func() bool {
 		_, _, ok := n.Quotas().Resolve(quota.Produce, "bob", "app")
 		return !ok
 	})
@@ -145,9 +146,9 @@ func TestClientQuotaAPIs(t *testing.T) {
 // cluster is enforced by the others (each watches the control plane), and
 // a producer to a partition another node leads is throttled there.
 func TestClientQuotasOnEveryNode(t *testing.T) {
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, quotaWindows)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	ctx := ctxT(t, 60*time.Second)
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, testnode.WithQuotaWindow(100*time.Millisecond))
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	ctx := proctest.Context(t, 60*time.Second)
 	name := "throttled"
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
@@ -157,7 +158,7 @@ func TestClientQuotasOnEveryNode(t *testing.T) {
 		t.Fatalf("alter: %v %v", res, err)
 	}
 	for _, n := range nodes {
-		waitFor(t, 10*time.Second, "every node enforces the quota", func() bool {
+		proctest.Eventually(t, 10*time.Second, "every node enforces the quota", func() bool {
 			limit, _, ok := n.Quotas().Resolve(quota.Produce, "ANONYMOUS", name)
 			return ok && limit == 10_000
 		})
@@ -167,7 +168,7 @@ func TestClientQuotasOnEveryNode(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	leaders := map[int32]bool{}
-	waitFor(t, 20*time.Second, "a leader for each partition, on both nodes", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader for each partition, on both nodes", func() bool {
 		md, err := adm.Metadata(ctx, "quota-cluster")
 		if err != nil {
 			return false
@@ -187,7 +188,7 @@ func TestClientQuotasOnEveryNode(t *testing.T) {
 		throttledBy[b.NodeID] = true
 		mu.Unlock()
 	})
-	cl := newClient(t, nodes[0].KafkaAddr(), kgo.ClientID(name), kgo.WithHooks(hook), kgo.ProducerLinger(0),
+	cl := testnode.Client(t, nodes[0].KafkaAddr(), kgo.ClientID(name), kgo.WithHooks(hook), kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	value := make([]byte, 1000)
 	for i := 0; i < 200; i++ {
@@ -213,8 +214,8 @@ func (f brokerThrottleFunc) OnBrokerThrottle(b kgo.BrokerMetadata, _ time.Durati
 // CLUSTER_AUTHORIZATION_FAILED from both APIs, and nothing is stored.
 func TestClientQuotaAPIsAuthorized(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.Authorizer, c.SuperUsers = "standard", "User:admin" })
-	adm := kadm.NewClient(newClient(t, n.KafkaAddr()))
-	ctx := ctxT(t, 30*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, n.KafkaAddr()))
+	ctx := proctest.Context(t, 30*time.Second)
 	name := "app"
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},

@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -65,8 +66,8 @@ func dtpPage(resp *kmsg.DescribeTopicPartitionsResponse) (topics []string, curso
 // advertise key 75).
 func TestDescribeTopicPartitions(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl := newClient(t, n.KafkaAddr())
-	ctx := ctxT(t, 90*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 90*time.Second)
 	adm := kadm.NewClient(cl)
 	for name, parts := range map[string]int32{"dtp-a": 5, "dtp-b": 3, "dtp-c": 1} {
 		resp, err := adm.CreateTopic(ctx, parts, 1, nil, name)

@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -43,10 +44,10 @@ func finalizedOn(t *testing.T, ctx context.Context, cl *kgo.Client, id int32) (m
 // served.
 func TestUpdateFeatures(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := ctxT(t, 60*time.Second)
-	cl := newClient(t, nodes[0].KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, nodes[0].KafkaAddr())
 	adm := kadm.NewClient(cl)
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -93,7 +94,7 @@ func TestUpdateFeatures(t *testing.T) {
 	}
 	want := map[string]int16{"transaction.version": 1}
 	for _, id := range []int32{1, 2} {
-		waitFor(t, 10*time.Second, "the downgrade on every node", func() bool {
+		proctest.Eventually(t, 10*time.Second, "the downgrade on every node", func() bool {
 			got, epoch := finalizedOn(t, ctx, cl, id)
 			return equalLevels(got, want) && epoch > 1
 		})
@@ -103,7 +104,7 @@ func TestUpdateFeatures(t *testing.T) {
 	if err != nil || res.Error() != nil {
 		t.Fatalf("removing transaction.version: %v %v", err, res.Error())
 	}
-	waitFor(t, 10*time.Second, "no finalized feature", func() bool {
+	proctest.Eventually(t, 10*time.Second, "no finalized feature", func() bool {
 		got, _ := finalizedOn(t, ctx, cl, 1)
 		return len(got) == 0
 	})
@@ -115,7 +116,7 @@ func TestUpdateFeatures(t *testing.T) {
 		t.Fatalf("upgrade: %v %v", err, res.Error())
 	}
 	for _, id := range []int32{1, 2} {
-		waitFor(t, 10*time.Second, "the upgrade on every node", func() bool {
+		proctest.Eventually(t, 10*time.Second, "the upgrade on every node", func() bool {
 			got, _ := finalizedOn(t, ctx, cl, id)
 			return equalLevels(got, initial)
 		})
