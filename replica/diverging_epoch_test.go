@@ -1,4 +1,4 @@
-package broker_test
+package replica_test
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
-	"github.com/shale-io/shale/segment/batch"
 )
 
 // TestFollowerTruncatesOnDivergingEpoch builds a real divergence with an
@@ -37,7 +36,7 @@ import (
 // write), and a fetch at L's log end with LastFetchedEpoch e1 is answered
 // DivergingEpoch with the same. L restarts as F's follower and cuts its e1
 // tail there, with the one OffsetForLeaderEpoch of becoming follower
-// (broker's TestFetcherCutsOnDivergingEpoch covers the follower's
+// (TestFetcherCutsOnDivergingEpoch covers the follower's
 // DivergingEpoch handling, which that answer leaves nothing to do). Then
 // both logs take new writes and must be identical up to the high watermark.
 func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
@@ -230,24 +229,4 @@ func TestFollowerTruncatesOnDivergingEpoch(t *testing.T) {
 	if got, want := lrep.Log().Epochs(), frep.Log().Epochs(); !slices.Equal(got, want) {
 		t.Fatalf("epoch histories differ: %v and %v", got, want)
 	}
-}
-
-// readLogRange reads the batches of l from from to end, across segments.
-func readLogRange(t *testing.T, l *segment.Log, from, end int64) []byte {
-	t.Helper()
-	var out []byte
-	for off := from; off < end; {
-		b, err := l.ReadBytes(off, 1<<20, end, true)
-		if err != nil || len(b) == 0 {
-			t.Fatalf("read at %d: %d bytes, %v", off, len(b), err)
-		}
-		out = append(out, b...)
-		if err := batch.Split(b, func(h *batch.Header, _ []byte) error {
-			off = h.NextOffset()
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
 }
