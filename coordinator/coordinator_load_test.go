@@ -1,4 +1,4 @@
-package broker_test
+package coordinator_test
 
 import (
 	"context"
