@@ -13,19 +13,6 @@ import (
 	"github.com/shale-io/shale/internal/testnode"
 )
 
-// pollRecords polls cl until it has n records.
-func pollRecords(t *testing.T, cl *kgo.Client, n int) {
-	t.Helper()
-	ctx := proctest.Context(t, 30*time.Second)
-	for got := 0; got < n; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records", got, n)
-		}
-		got += fs.NumRecords()
-	}
-}
-
 // TestGroupCoordinatorMetrics: after real clients formed a classic group,
 // a KIP-848 consumer group, a simple-commit group and a share group, the
 // node's /metrics counts them by protocol and state, their committed
@@ -41,13 +28,13 @@ func TestGroupCoordinatorMetrics(t *testing.T) {
 
 	classic := testnode.Client(t, addr, kgo.ConsumerGroup("gm-classic"), kgo.ConsumeTopics(topic), kgo.SessionTimeout(6*time.Second),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
-	pollRecords(t, classic, 20)
+	testnode.PollRecords(t, classic, 20)
 	if err := classic.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	kip848 := testnode.Client(t, addr, kgo.ConsumerGroup("gm-848"), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
-	pollRecords(t, kip848, 20)
+	testnode.PollRecords(t, kip848, 20)
 	if err := kip848.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,8 @@ import (
 // consumeAndCommit polls cl until it consumed n records and commits them.
 func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
 	t.Helper()
-	ctx := proctest.Context(t, 30*time.Second)
-	for got := 0; got < n; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records", got, n)
-		}
-		got += fs.NumRecords()
-	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+	testnode.PollRecords(t, cl, n)
+	if err := cl.CommitUncommittedOffsets(proctest.Context(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
@@ -36,9 +37,9 @@ func testFollowerRestartsAtLeaderLogStart(t *testing.T, remote string) {
 	session := testnode.WithSession(2 * time.Second)
 	lag := func(c *config.Broker) { c.ReplicaLagTimeMax = 2 * time.Second }
 	nodes, srv := testnode.StartCluster(t, dir, 2, session, lag)
-	ctx := ctxT(t, 90*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -48,7 +49,7 @@ func testFollowerRestartsAtLeaderLogStart(t *testing.T, remote string) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	var leaderID int32
-	waitFor(t, 20*time.Second, "a leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a leader", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			return false
@@ -58,17 +59,17 @@ func testFollowerRestartsAtLeaderLogStart(t *testing.T, remote string) {
 	})
 	followerID := 3 - leaderID
 	leader, follower := nodes[leaderID-1], nodes[followerID-1]
-	prod := newClient(t, leader.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()),
+	prod := testnode.Client(t, leader.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()),
 		kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(30*time.Second))
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 20, "a")...).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 20, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	lrep := replicaOn(leader, topic, 0)
-	waitFor(t, 20*time.Second, "the follower caught up", func() bool {
-		f := replicaOn(follower, topic, 0)
+	lrep := testnode.Replica(leader, topic, 0)
+	proctest.Eventually(t, 20*time.Second, "the follower caught up", func() bool {
+		f := testnode.Replica(follower, topic, 0)
 		return f != nil && lrep != nil && f.Log().LogEndOffset() == lrep.Log().LogEndOffset()
 	})
-	oldEnd := replicaOn(follower, topic, 0).Log().LogEndOffset()
+	oldEnd := testnode.Replica(follower, topic, 0).Log().LogEndOffset()
 	if err := follower.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +78,13 @@ func testFollowerRestartsAtLeaderLogStart(t *testing.T, remote string) {
 	// once the ISR has shrunk to it (so that its high watermark moves). One
 	// record per batch, so that the new log start is a batch boundary (see
 	// the report on DeleteRecords inside a batch).
-	for _, r := range makeRecords(topic, 60, "b") {
+	for _, r := range testnode.Records(topic, 60, "b") {
 		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	end := lrep.Log().LogEndOffset()
-	waitFor(t, 20*time.Second, "the leader's high watermark at its log end", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the leader's high watermark at its log end", func() bool {
 		return lrep.HighWatermark() == end
 	})
 	newStart := end - 10
@@ -101,11 +102,11 @@ func testFollowerRestartsAtLeaderLogStart(t *testing.T, remote string) {
 
 	follower = testnode.Start(t, filepath.Join(dir, "node", string(rune('a'+followerID-1))),
 		testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(followerID), session, lag)
-	waitFor(t, 30*time.Second, "the restarted follower at the leader's log end", func() bool {
-		f := replicaOn(follower, topic, 0)
+	proctest.Eventually(t, 30*time.Second, "the restarted follower at the leader's log end", func() bool {
+		f := testnode.Replica(follower, topic, 0)
 		return f != nil && f.Log().LogEndOffset() == end
 	})
-	frep := replicaOn(follower, topic, 0)
+	frep := testnode.Replica(follower, topic, 0)
 	fl := frep.Log()
 	if fl.LogStartOffset() != newStart {
 		t.Fatalf("follower log [%d, %d), want it to start at the leader's log start %d", fl.LogStartOffset(), fl.LogEndOffset(), newStart)

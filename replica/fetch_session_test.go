@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
@@ -24,9 +25,9 @@ import (
 func TestFollowerFetchSessionIdle(t *testing.T) {
 	const topic, parts = "sessions", 40
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := ctxT(t, 120*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 120*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -34,8 +35,8 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 400, "a")...).FirstErr(); err != nil {
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	// Idle: each fetcher's last Fetch named nothing, and it has sent
@@ -46,7 +47,7 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 		return fmt.Sprintf("%d/%d/%d", node, st.Leader, st.Index)
 	}
 	var last string
-	waitFor(t, 60*time.Second, "idle incremental follower fetches", func() bool {
+	proctest.Eventually(t, 60*time.Second, "idle incremental follower fetches", func() bool {
 		idle := 0
 		total := 0
 		for i, n := range nodes {
@@ -70,11 +71,11 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 	})
 	t.Logf("idle: %s", last)
 
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 400, "b")...).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "b")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	ends := func(i int) map[int32]int64 {
-		cl := newClient(t, nodes[i].KafkaAddr())
+		cl := testnode.Client(t, nodes[i].KafkaAddr())
 		lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +93,7 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 		t.Fatalf("end offsets add up to %d, want 800", total)
 	}
 	// Every follower replica holds what its leader holds.
-	waitFor(t, 30*time.Second, "followers at their leaders' log end", func() bool {
+	proctest.Eventually(t, 30*time.Second, "followers at their leaders' log end", func() bool {
 		for _, n := range nodes {
 			for _, rs := range n.Replicas().All() {
 				if rs.Topic() != topic || rs.IsLeader() {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
@@ -46,9 +47,9 @@ func TestReplicaFetcherSettings(t *testing.T) {
 		c.ReplicaFetchResponseMaxBytes = 2345678
 	}
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, settings)
-	ctx := ctxT(t, 90*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 90*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -58,8 +59,8 @@ func TestReplicaFetcherSettings(t *testing.T) {
 	}
 	// acks=all with min.insync.replicas=2: every partition's follower
 	// fetches it.
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 200, "a")...).FirstErr(); err != nil {
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 200, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	m, err := adm.Metadata(ctx, topic)
@@ -81,7 +82,7 @@ func TestReplicaFetcherSettings(t *testing.T) {
 			want[idx][p.Leader] = append(want[idx][p.Leader], fmt.Sprintf("%s-%d", topic, p.Partition))
 		}
 		var last []replica.FetcherStatus
-		waitFor(t, 20*time.Second, fmt.Sprintf("node %d's fetchers", self), func() bool {
+		proctest.Eventually(t, 20*time.Second, fmt.Sprintf("node %d's fetchers", self), func() bool {
 			last = n.ReplicaFetchers()
 			count := 0
 			for _, st := range last {

@@ -1,88 +1,17 @@
 package replica_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/shale-io/shale/broker"
-	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/internal/proctest"
-	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/partition"
-
 	"github.com/nats-io/nats.go"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/replica"
 )
-
-// waitFor polls cond until it holds, failing the test at the deadline.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if err := proctest.WaitFor(d, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context { return proctest.Context(t, d) }
-
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// makeRecords builds n records of varied sizes, each with an "i" header.
-func makeRecords(topic string, n int, tag string) []*kgo.Record {
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = &kgo.Record{
-			Topic:   topic,
-			Key:     []byte(fmt.Sprintf("key-%d", i%17)),
-			Value:   bytes.Repeat([]byte(fmt.Sprintf("%s-%06d|", tag, i)), 1+i%9),
-			Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}},
-		}
-	}
-	return recs
-}
-
-// consumeAll reads n records of topic from the start, keyed by the "i" header.
-func consumeAll(t *testing.T, addr, topic string, n int) map[string]*kgo.Record {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx := ctxT(t, 60*time.Second)
-	got := map[string]*kgo.Record{}
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records before the deadline", len(got), n)
-		}
-		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			id := string(r.Headers[0].Value)
-			if _, dup := got[id]; dup {
-				t.Fatalf("record %s consumed twice", id)
-			}
-			got[id] = r
-		})
-	}
-	return got
-}
-
-// replicaOn is n's local replica of topic-p, or nil.
-func replicaOn(n *broker.Node, topic string, p int32) *partition.Replica {
-	rep, ok := n.Replicas().Local(topic, p)
-	if !ok {
-		return nil
-	}
-	return rep
-}
 
 // natsStore starts a NATS server with its store under dir and opens a
 // control-plane store on it, registering broker id (at a port nothing
@@ -120,4 +49,33 @@ func storeOn(t *testing.T, ctx context.Context, connect func() (*nats.Conn, erro
 		t.Fatal(err)
 	}
 	return st
+}
+
+// managerConfig is a test replica.Manager's config: node id (of process
+// incarnation, "" for none) with its logs in logsDir, one fetcher polling
+// for at most 100 ms.
+func managerConfig(id int32, incarnation, logsDir string) replica.Config {
+	return replica.Config{NodeID: id, Incarnation: incarnation, LogsDir: logsDir,
+		TopicDefaults: map[string]string{}, ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
+		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
+	}
+}
+
+// runManager reconciles m once, then runs it until the test ends and
+// closes it (an error from Close fails the test).
+func runManager(t *testing.T, m *replica.Manager) {
+	t.Helper()
+	if err := m.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(runCtx) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 }

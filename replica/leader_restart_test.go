@@ -1,18 +1,17 @@
 package replica_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
@@ -32,23 +31,11 @@ import (
 func TestLeaderRestartOnNewAddress(t *testing.T) {
 	dir := t.TempDir()
 	srv := testnode.StartNATS(t, dir)
-	ctx := ctxT(t, 120*time.Second)
+	ctx := proctest.Context(t, 120*time.Second)
 
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st2, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st2.Close)
 	// CreateTopic places replicas on live brokers: node 2 registers for
 	// that only.
-	if err := st2.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
-		t.Fatal(err)
-	}
+	st2 := storeOn(t, ctx, func() (*nats.Conn, error) { return srv.Connect() }, 2)
 	if _, err := st2.CreateTopic(ctx, "moved", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -64,23 +51,8 @@ func TestLeaderRestartOnNewAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "n2", "logs"), TopicDefaults: map[string]string{},
-		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
-		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
-	}, st2)
-	if err := m.Reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := replica.New(managerConfig(2, "", filepath.Join(dir, "n2", "logs")), st2)
+	runManager(t, m)
 	follower, ok := m.Local("moved", 0)
 	if !ok || follower.IsLeader() {
 		t.Fatalf("node 2 replica of moved-0: open %v; want an open follower", ok)
@@ -99,18 +71,18 @@ func TestLeaderRestartOnNewAddress(t *testing.T) {
 	n1 := testnode.Start(t, n1dir, opts...)
 	produce := func(n *broker.Node, tag string) int64 {
 		t.Helper()
-		cl := newClient(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-		if err := cl.ProduceSync(ctx, makeRecords("moved", 50, tag)...).FirstErr(); err != nil {
+		cl := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		if err := cl.ProduceSync(ctx, testnode.Records("moved", 50, tag)...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		leader := replicaOn(n, "moved", 0)
+		leader := testnode.Replica(n, "moved", 0)
 		if leader == nil || !leader.IsLeader() {
 			t.Fatal("node 1 does not lead moved-0")
 		}
 		return leader.Log().LogEndOffset()
 	}
 	end := produce(n1, "first")
-	waitFor(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
 		return follower.Log().LogEndOffset() == end
 	})
 	before, _ := st2.Partition("moved", 0)
@@ -126,12 +98,12 @@ func TestLeaderRestartOnNewAddress(t *testing.T) {
 	if n1.KafkaAddr() == oldAddr {
 		t.Fatalf("node 1 restarted at its old address %s", oldAddr)
 	}
-	waitFor(t, 20*time.Second, "a new leader epoch for the re-registered leader", func() bool {
+	proctest.Eventually(t, 20*time.Second, "a new leader epoch for the re-registered leader", func() bool {
 		ps, _ := st2.Partition("moved", 0)
 		return ps.Leader == 1 && ps.LeaderEpoch > before.LeaderEpoch
 	})
 	end = produce(n1, "second")
-	waitFor(t, 20*time.Second, "the follower to fetch from the leader's new address", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the follower to fetch from the leader's new address", func() bool {
 		return follower.Log().LogEndOffset() == end
 	})
 }

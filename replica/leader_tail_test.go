@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
@@ -54,7 +55,7 @@ func (s *stalledRemoteLog) FreshRemoteSegments(ctx context.Context, _ controlpla
 // the read had.
 func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	dir := t.TempDir()
-	ctx := ctxT(t, 120*time.Second)
+	ctx := proctest.Context(t, 120*time.Second)
 	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "tailwait", 1, 1, map[string]string{"remote.storage.enable": "true"}); err != nil {
 		t.Fatal(err)
@@ -81,16 +82,13 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	}
 	set("tailwait", 2)
 	set("local", 1)
-	waitFor(t, 10*time.Second, "the store to see both partitions", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the store to see both partitions", func() bool {
 		p0, _ := st.Partition("tailwait", 0)
 		p1, _ := st.Partition("local", 0)
 		return p0.Leader == 2 && p0.LeaderEpoch == 1 && p1.Leader == 1 && p1.LeaderEpoch == 1
 	})
 
-	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "logs"), TopicDefaults: map[string]string{},
-		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
-		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
-	}, st)
+	m := replica.New(managerConfig(2, "", filepath.Join(dir, "logs")), st)
 	meta := &stalledRemoteLog{release: make(chan struct{})}
 	m.SetRemoteTier(meta, nil, nil)
 	released := false
@@ -105,7 +103,7 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	if err := m.Reconcile(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the empty leader of tailwait-0 to read its remote tail", func() bool {
+	proctest.Eventually(t, 10*time.Second, "the empty leader of tailwait-0 to read its remote tail", func() bool {
 		return meta.entered.Load() > 0
 	})
 	if meta.waiting.Load() == 0 {
@@ -132,7 +130,7 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	})
 	// Another partition's role change is applied while the read waits.
 	set("local", 2)
-	waitFor(t, 30*time.Second, "local-0's new role while tailwait-0's tail read waits", func() bool {
+	proctest.Eventually(t, 30*time.Second, "local-0's new role while tailwait-0's tail read waits", func() bool {
 		p1, ok := m.Local("local", 0)
 		return ok && p1.IsLeader() && p1.LeaderEpoch() == 2
 	})
@@ -141,7 +139,7 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 	}
 	// Answered (no finished remote segment): the replica leads from 0.
 	release()
-	waitFor(t, 30*time.Second, "tailwait-0 to lead once its remote tail is read", func() bool {
+	proctest.Eventually(t, 30*time.Second, "tailwait-0 to lead once its remote tail is read", func() bool {
 		return p0.IsLeader() && p0.LeaderEpoch() == 1
 	})
 	if n := meta.entered.Load(); n != 1 {
@@ -160,7 +158,7 @@ func TestEmptyLeaderTailReadHoldsNoOtherRole(t *testing.T) {
 // tries (BenchmarkISRRejoin at 10,000 partitions).
 func TestLeaderNotOpenYetIsNotLeader(t *testing.T) {
 	dir := t.TempDir()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "notyet", 1, 1, nil); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,17 @@
 package replica_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
@@ -30,22 +29,10 @@ import (
 func TestFollowerStartsWhenLeaderRegistersLater(t *testing.T) {
 	dir := t.TempDir()
 	srv := testnode.StartNATS(t, dir)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := proctest.Context(t, 90*time.Second)
 
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st2, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: testnode.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st2.Close)
 	// Node 2 is registered (the leader never dials its followers: any port).
-	if err := st2.RegisterBroker(ctx, controlplane.Broker{NodeID: 2, Host: "127.0.0.1", Port: 1}); err != nil {
-		t.Fatal(err)
-	}
+	st2 := storeOn(t, ctx, func() (*nats.Conn, error) { return srv.Connect() }, 2)
 	if _, err := st2.CreateTopic(ctx, "late", 1, 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -59,23 +46,8 @@ func TestFollowerStartsWhenLeaderRegistersLater(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := replica.New(replica.Config{NodeID: 2, LogsDir: filepath.Join(dir, "n2", "logs"), TopicDefaults: map[string]string{},
-		ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
-		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
-	}, st2)
-	if err := m.Reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := replica.New(managerConfig(2, "", filepath.Join(dir, "n2", "logs")), st2)
+	runManager(t, m)
 	follower, ok := m.Local("late", 0)
 	if !ok || follower.IsLeader() {
 		t.Fatalf("node 2 replica of late-0: open %v; want an open follower", ok)
@@ -100,17 +72,17 @@ func TestFollowerStartsWhenLeaderRegistersLater(t *testing.T) {
 	// start the fetcher by another path: keep them out of the test's time.
 	n1 := testnode.Start(t, n1dir, testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 10 * time.Minute })
-	cl := newClient(t, n1.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	recs := makeRecords("late", 50, "late")
+	cl := testnode.Client(t, n1.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	recs := testnode.Records("late", 50, "late")
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	leader := replicaOn(n1, "late", 0)
+	leader := testnode.Replica(n1, "late", 0)
 	if leader == nil || !leader.IsLeader() {
 		t.Fatal("node 1 does not lead late-0")
 	}
 	end := leader.Log().LogEndOffset()
-	waitFor(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
+	proctest.Eventually(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
 		return follower.Log().LogEndOffset() == end
 	})
 	if ps, _ := st2.Partition("late", 0); ps.Leader != 1 || ps.LeaderEpoch != 0 {

@@ -1,14 +1,11 @@
 package replica_test
 
 import (
-	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shale-io/shale/internal/proctest"
-	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
 
@@ -22,7 +19,7 @@ import (
 // wiped node's epoch-18 end. Before the check the replica led at once.
 func TestNoLeadingFromThePreviousProcessRecord(t *testing.T) {
 	dir := t.TempDir()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	st := natsStore(t, ctx, dir, 2)
 	if _, err := st.CreateTopic(ctx, "wiped", 1, 1, nil); err != nil {
 		t.Fatal(err)
@@ -38,23 +35,8 @@ func TestNoLeadingFromThePreviousProcessRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := replica.New(replica.Config{NodeID: 2, Incarnation: st.OwnIncarnation(), LogsDir: filepath.Join(dir, "n2", "logs"),
-		TopicDefaults: map[string]string{}, ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
-		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
-	}, st)
-	if err := m.Reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := replica.New(managerConfig(2, st.OwnIncarnation(), filepath.Join(dir, "n2", "logs")), st)
+	runManager(t, m)
 	rep, ok := m.Local("wiped", 0)
 	if !ok {
 		t.Fatal("wiped-0 not open")

@@ -1,16 +1,13 @@
 package replica_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shale-io/shale/internal/proctest"
-	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
 
@@ -24,7 +21,7 @@ import (
 func TestRunReconcilesOnlyChangedPartitions(t *testing.T) {
 	const parts = 200
 	dir := t.TempDir()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := proctest.Context(t, 60*time.Second)
 	// Node 2 is registered (its own store), so that a fetcher from it can
 	// start; it runs no replicas.
 	st := natsStores(t, ctx, dir, 1, 2)[0]
@@ -34,23 +31,8 @@ func TestRunReconcilesOnlyChangedPartitions(t *testing.T) {
 	if _, err := st.CreateTopic(ctx, "wide", parts, 2, nil); err != nil { // every partition on node 1
 		t.Fatal(err)
 	}
-	m := replica.New(replica.Config{NodeID: 1, Incarnation: st.OwnIncarnation(), LogsDir: filepath.Join(dir, "n1", "logs"),
-		TopicDefaults: map[string]string{}, ReplicaLagTimeMax: 30 * time.Second, Logger: testnode.Logger(),
-		Fetch: replica.FetchConfig{Fetchers: 1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, PartitionMaxBytes: 1 << 20},
-	}, st)
-	if err := m.Reconcile(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { m.Run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := replica.New(managerConfig(1, st.OwnIncarnation(), filepath.Join(dir, "n1", "logs")), st)
+	runManager(t, m)
 	// Run's first pass is a full one (a change may have landed before it
 	// subscribed).
 	if err := proctest.WaitFor(10*time.Second, func() bool { return replica.Visits(m) >= parts }); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -24,9 +25,9 @@ func TestStrayPartitionDirsRemovedAtStart(t *testing.T) {
 	dir1 := filepath.Join(root, "node1")
 	n1 := testnode.Start(t, dir1, opts(1)...)
 	n2 := testnode.Start(t, filepath.Join(root, "node2"), opts(2)...)
-	ctx := ctxT(t, 60*time.Second)
-	adm := kadm.NewClient(newClient(t, n2.KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 60*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, n2.KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -34,13 +35,13 @@ func TestStrayPartitionDirsRemovedAtStart(t *testing.T) {
 		if _, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil {
 			t.Fatal(err)
 		}
-		prod := newClient(t, n2.KafkaAddr(), kgo.DefaultProduceTopic(topic))
-		if err := prod.ProduceSync(ctx, makeRecords(topic, 20, topic)...).FirstErr(); err != nil {
+		prod := testnode.Client(t, n2.KafkaAddr(), kgo.DefaultProduceTopic(topic))
+		if err := prod.ProduceSync(ctx, testnode.Records(topic, 20, topic)...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gone, kept := filepath.Join(dir1, "logs", "gone-0"), filepath.Join(dir1, "logs", "kept-0")
-	waitFor(t, 20*time.Second, "both partitions on node 1", func() bool {
+	proctest.Eventually(t, 20*time.Second, "both partitions on node 1", func() bool {
 		_, e1 := os.Stat(gone)
 		_, e2 := os.Stat(kept)
 		return e1 == nil && e2 == nil
@@ -62,7 +63,7 @@ func TestStrayPartitionDirsRemovedAtStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(kept, "partition.metadata")); err != nil {
 		t.Fatalf("the kept topic's directory: %v", err)
 	}
-	got := consumeAll(t, n1.KafkaAddr(), "kept", 20)
+	got := testnode.ConsumeAll(t, n1.KafkaAddr(), "kept", 20)
 	if len(got) != 20 {
 		t.Fatalf("kept topic: %d records", len(got))
 	}

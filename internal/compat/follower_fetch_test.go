@@ -2,11 +2,7 @@ package compat
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -45,7 +41,7 @@ func TestFollowerFetching(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	waitUntil(t, 30*time.Second, "3 brokers", func() bool {
+	proctest.Eventually(t, 30*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
 	})
@@ -53,7 +49,7 @@ func TestFollowerFetching(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	var leader int32
-	waitUntil(t, 30*time.Second, "a leader with 3 in-sync replicas", func() bool {
+	proctest.Eventually(t, 30*time.Second, "a leader with 3 in-sync replicas", func() bool {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil || len(m.Topics[topic].Partitions) != 1 {
 			return false
@@ -72,7 +68,7 @@ func TestFollowerFetching(t *testing.T) {
 	// The leader must know the follower holds everything (its fetches in
 	// this term), and the follower must have the high watermark, before a
 	// consumer comes.
-	waitUntil(t, 30*time.Second, "the follower caught up, as both sides see it", func() bool {
+	proctest.Eventually(t, 30*time.Second, "the follower caught up, as both sides see it", func() bool {
 		lrep, err := nodes[leader-1].Replicas().Leader(topic, 0)
 		if err != nil {
 			return false
@@ -92,7 +88,10 @@ func TestFollowerFetching(t *testing.T) {
 		}
 		return false
 	})
-	out := func(id int32) float64 { return bytesOut(t, nodes[id-1], topic) }
+	out := func(id int32) float64 {
+		v, _ := testnode.MetricValue(testnode.Scrape(t, nodes[id-1]), "kafka_server_brokertopicmetrics_bytes_out_total", "topic", topic)
+		return v
+	}
 
 	// franz-go with Rack.
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.Rack(racks[follower-1]), kgo.ConsumeTopics(topic),
@@ -154,38 +153,4 @@ func TestFollowerFetching(t *testing.T) {
 	if o := out(third); o != 0 {
 		t.Fatalf("node %d, in neither consumer's rack, returned %v bytes", third, o)
 	}
-}
-
-// waitUntil polls cond (proctest.WaitFor) until it holds, failing the
-// test once d has passed.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if err := proctest.WaitFor(d, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// bytesOut reads the node's kafka_server_brokertopicmetrics_bytes_out_total
-// for topic: the record bytes its fetches returned to consumers.
-func bytesOut(t *testing.T, n *broker.Node, topic string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr() + broker.MetricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := regexp.MustCompile(`(?m)^kafka_server_brokertopicmetrics_bytes_out_total\{topic="` + regexp.QuoteMeta(topic) + `"\} (\S+)$`)
-	m := re.FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }

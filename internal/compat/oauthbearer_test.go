@@ -2,12 +2,8 @@ package compat
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -119,27 +115,10 @@ func TestConfluentOAuthBearer(t *testing.T) {
 	}
 }
 
-var reauthLine = regexp.MustCompile(`(?m)^kafka_server_socketservermetrics_successful_reauthentication_total\{listener="SASL_PLAINTEXT",mechanism="OAUTHBEARER"\} (\S+)$`)
-
 // reauths reads the node's count of OAUTHBEARER re-authentications.
 func reauths(t *testing.T, n *broker.Node) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr() + broker.MetricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := reauthLine.FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, _ := testnode.MetricValue(testnode.Scrape(t, n), "kafka_server_socketservermetrics_successful_reauthentication_total",
+		"listener", "SASL_PLAINTEXT", "mechanism", "OAUTHBEARER")
 	return v
 }

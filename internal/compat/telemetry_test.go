@@ -1,8 +1,6 @@
 package compat
 
 import (
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -77,7 +75,7 @@ func TestLibrdkafkaPushesTelemetry(t *testing.T) {
 	var page string
 	for i := 0; i < 60 && !series.MatchString(page); i++ { // bounded: 60 rounds of a produce and a scrape
 		produceOne()
-		page = scrape(t, n)
+		page = testnode.AdminGet(t, n, broker.MetricsPath)
 		if !series.MatchString(page) {
 			select {
 			case <-ctx.Done():
@@ -93,20 +91,6 @@ func TestLibrdkafkaPushesTelemetry(t *testing.T) {
 	if regexp.MustCompile(`client_id="tele-franz"`).MatchString(page) {
 		t.Errorf("a series of the franz-go client, which does not push:\n%s", grepLines(page, "tele-franz"))
 	}
-}
-
-func scrape(t *testing.T, n *broker.Node) string {
-	t.Helper()
-	resp, err := http.Get("http://" + n.AdminAddr() + broker.MetricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // grepLines is page's lines that match pattern.

@@ -265,3 +265,17 @@ func PollTick(ctx context.Context) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// PollRecords polls cl until it has n records, failing the test after
+// 30 s.
+func PollRecords(t testing.TB, cl *kgo.Client, n int) {
+	t.Helper()
+	ctx := proctest.Context(t, 30*time.Second)
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", got, n)
+		}
+		got += fs.NumRecords()
+	}
+}
