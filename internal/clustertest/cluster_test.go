@@ -6,11 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -61,59 +58,15 @@ func liveIDs(nodes []*node) map[int32]bool {
 	return out
 }
 
-// view is what one node's Metadata says about the cluster and one topic.
-type view struct {
-	controller int32
-	brokers    []int32 // sorted
-	parts      map[int32]kmsg.MetadataResponseTopicPartition
-}
-
-// viewFrom asks n for the cluster and topic. A topic-level error, or a
-// topic that does not have exactly want partitions, is an error.
-func viewFrom(ctx context.Context, n *node, topic string, want int) (view, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := n.Metadata(rctx, topic)
-	if err != nil {
-		return view{}, err
+// viewFrom asks n, and only n, for the cluster and topic
+// (proctest.Node.Partitions); a topic without exactly want partitions is
+// an error.
+func viewFrom(ctx context.Context, n *node, topic string, want int) (proctest.View, error) {
+	v, err := n.Partitions(ctx, topic)
+	if err == nil && len(v.Partitions) != want {
+		err = fmt.Errorf("topic %s: %d partitions, want %d", topic, len(v.Partitions), want)
 	}
-	v := view{controller: resp.ControllerID, parts: map[int32]kmsg.MetadataResponseTopicPartition{}}
-	for _, b := range resp.Brokers {
-		v.brokers = append(v.brokers, b.NodeID)
-	}
-	slices.Sort(v.brokers)
-	for _, rt := range resp.Topics {
-		if rt.Topic == nil || *rt.Topic != topic {
-			continue
-		}
-		if rt.ErrorCode != 0 {
-			return view{}, fmt.Errorf("topic %s: error code %d", topic, rt.ErrorCode)
-		}
-		for _, p := range rt.Partitions {
-			v.parts[p.Partition] = p
-		}
-	}
-	if len(v.parts) != want {
-		return view{}, fmt.Errorf("topic %s: %d partitions, want %d", topic, len(v.parts), want)
-	}
-	return v, nil
-}
-
-// healedFor returns "" when v shows a live controller and a live leader for
-// every partition, else what is still missing. live is the set of running
-// nodes.
-func (v view) healedFor(live map[int32]bool) string {
-	var missing []string
-	if !live[v.controller] {
-		missing = append(missing, fmt.Sprintf("controller %d not live", v.controller))
-	}
-	for p, pd := range v.parts {
-		if pd.ErrorCode != 0 || !live[pd.Leader] {
-			missing = append(missing, fmt.Sprintf("partition %d leader %d (error %d)", p, pd.Leader, pd.ErrorCode))
-		}
-	}
-	slices.Sort(missing)
-	return strings.Join(missing, "; ")
+	return v, err
 }
 
 // leaderClaimed reports whether node n's stderr says it became leader of
@@ -126,38 +79,17 @@ func leaderClaimed(n *node, topic string, partition, epoch int32) bool {
 	return slices.Contains(cs, proctest.LeadClaim{Node: n.id, Topic: topic, Partition: partition, Epoch: epoch})
 }
 
-// checkEpochs fails the test if two nodes ever became leader of one
-// partition in the same leader epoch, or two controllers elected different
-// leaders for one partition and epoch, reading every run's stderr of every
-// node. It returns how many leader claims it read.
+// checkEpochs is proctest.CheckEpochs over nodes: no two nodes led one
+// partition in the same epoch, no two controllers elected different
+// leaders for one partition and epoch. It returns how many leader claims
+// it read.
 func checkEpochs(t *testing.T, nodes []*node) int {
 	t.Helper()
-	var became, elected []proctest.LeadClaim
+	byID := map[int32]*proctest.Node{}
 	for _, n := range nodes {
-		log := n.Output()
-		cs, err := proctest.LeadClaims(log, "became leader", "node")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
-			if c.Node != n.id {
-				t.Fatalf("node %d logged a leader claim as node %d", n.id, c.Node)
-			}
-		}
-		became = append(became, cs...)
-		es, err := proctest.LeadClaims(log, "elected leader", "leader")
-		if err != nil {
-			t.Fatal(err)
-		}
-		elected = append(elected, es...)
+		byID[n.id] = n.Node
 	}
-	if bad := proctest.EpochConflicts(became); len(bad) > 0 {
-		t.Fatalf("two nodes led one partition in the same epoch:\n%s", strings.Join(bad, "\n"))
-	}
-	if bad := proctest.EpochConflicts(elected); len(bad) > 0 {
-		t.Fatalf("controllers elected different leaders for one partition and epoch:\n%s", strings.Join(bad, "\n"))
-	}
-	return len(became)
+	return proctest.CheckEpochs(t, byID)
 }
 
 // waitInStep waits until every live node's Metadata lists exactly the live
@@ -190,16 +122,16 @@ func waitHealed(ctx context.Context, t *testing.T, nodes []*node, topic string, 
 				last = fmt.Sprintf("node %d: %v", n.id, err)
 				return false
 			}
-			if ctrl >= 0 && v.controller != ctrl {
-				last = fmt.Sprintf("node %d: controller %d, another node says %d", n.id, v.controller, ctrl)
+			if ctrl >= 0 && v.Controller != ctrl {
+				last = fmt.Sprintf("node %d: controller %d, another node says %d", n.id, v.Controller, ctrl)
 				return false
 			}
-			ctrl = v.controller
-			if brokers && !slices.Equal(v.brokers, want) {
-				last = fmt.Sprintf("node %d: brokers %v, want %v", n.id, v.brokers, want)
+			ctrl = v.Controller
+			if brokers && !slices.Equal(v.Brokers, want) {
+				last = fmt.Sprintf("node %d: brokers %v, want %v", n.id, v.Brokers, want)
 				return false
 			}
-			if why := v.healedFor(live); why != "" {
+			if why := v.Healed(func(id int32) bool { return live[id] }); why != "" {
 				last = fmt.Sprintf("node %d: %s", n.id, why)
 				return false
 			}

@@ -64,7 +64,7 @@ func TestNATSClusterHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkStatus(t, nodes[0].Kafka(), []int32{1, 2, 3}, before.controller, topic, parts)
+	checkStatus(t, nodes[0].Kafka(), []int32{1, 2, 3}, before.Controller, topic, parts)
 
 	var natsVictim *natsembed.Server
 	for _, s := range servers {
@@ -75,7 +75,7 @@ func TestNATSClusterHeal(t *testing.T) {
 	if natsVictim == nil {
 		t.Fatal("no JetStream meta leader among the NATS servers")
 	}
-	victim := nodes[before.controller-1]
+	victim := nodes[before.Controller-1]
 	var survivors []*node
 	becameBefore := map[int32]int{}
 	for _, n := range nodes {
@@ -98,20 +98,20 @@ func TestNATSClusterHeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCtrl := nodes[after.controller-1]
+	newCtrl := nodes[after.Controller-1]
 	if newCtrl == victim || newCtrl.CountLines("became controller") <= becameBefore[newCtrl.id] {
-		t.Fatalf("controller %d after the kill did not log becoming controller", after.controller)
+		t.Fatalf("controller %d after the kill did not log becoming controller", after.Controller)
 	}
-	for p, pd := range before.parts {
-		if pd.Leader == victim.id && after.parts[p].LeaderEpoch <= pd.LeaderEpoch {
-			t.Fatalf("partition %d left node %d without a new epoch: %d -> %d", p, victim.id, pd.LeaderEpoch, after.parts[p].LeaderEpoch)
+	for p, pd := range before.Partitions {
+		if pd.Leader == victim.id && after.Partitions[p].Epoch <= pd.Epoch {
+			t.Fatalf("partition %d left node %d without a new epoch: %d -> %d", p, victim.id, pd.Epoch, after.Partitions[p].Epoch)
 		}
 	}
-	t.Logf("healed in %v: controller %d", took.Round(time.Millisecond), after.controller)
+	t.Logf("healed in %v: controller %d", took.Round(time.Millisecond), after.Controller)
 	// Ask the new controller: it re-elected the dead node's partitions, so
 	// its cache has seen that node expire.
 	want := []int32{survivors[0].id, survivors[1].id}
-	checkStatus(t, newCtrl.Kafka(), want, after.controller, topic, parts)
+	checkStatus(t, newCtrl.Kafka(), want, after.Controller, topic, parts)
 
 	// Produce and consume through the survivors.
 	seeds := kgo.SeedBrokers(survivors[0].Kafka(), survivors[1].Kafka())

@@ -75,10 +75,10 @@ func (c *blipCluster) leadership(ctx context.Context) (leadership, error) {
 			return nil, fmt.Errorf("node %d: %w", n.id, err)
 		}
 		l := leadership{}
-		for p, pd := range v.parts {
+		for p, pd := range v.Partitions {
 			isr := slices.Clone(pd.ISR)
 			slices.Sort(isr)
-			l[p] = fmt.Sprintf("leader %d epoch %d isr %v", pd.Leader, pd.LeaderEpoch, isr)
+			l[p] = fmt.Sprintf("leader %d epoch %d isr %v", pd.Leader, pd.Epoch, isr)
 		}
 		if first == nil {
 			first = l

@@ -79,7 +79,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := nodes[before.parts[0].Leader-1]
+	victim := nodes[before.Partitions[0].Leader-1]
 	member := int(victim.id - 1)
 	var others []*node
 	for _, n := range nodes {
@@ -108,7 +108,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	live := map[int32]bool{others[0].id: true, others[1].id: true}
 	if err := proctest.WaitFor(45*time.Second, func() bool {
 		v, err := viewFrom(ctx, others[0], topic, parts)
-		return err == nil && live[v.parts[0].Leader] && v.parts[0].LeaderEpoch > before.parts[0].LeaderEpoch
+		return err == nil && live[v.Partitions[0].Leader] && v.Partitions[0].Epoch > before.Partitions[0].Epoch
 	}); err != nil {
 		t.Fatalf("no new leader of %s-0 among nodes %d and %d%s", topic, others[0].id, others[1].id, tails(nodes))
 	}
@@ -160,8 +160,8 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 			last = err.Error()
 			return false
 		}
-		last = fmt.Sprintf("brokers %v, %s-0 %+v", v.brokers, topic, v.parts[0])
-		return slices.Equal(v.brokers, []int32{1, 2, 3}) && v.parts[0].Leader != victim.id && len(v.parts[0].ISR) == 3
+		last = fmt.Sprintf("brokers %v, %s-0 %+v", v.Brokers, topic, v.Partitions[0])
+		return slices.Equal(v.Brokers, []int32{1, 2, 3}) && v.Partitions[0].Leader != victim.id && len(v.Partitions[0].ISR) == 3
 	}); err != nil {
 		t.Fatalf("node %d did not rejoin after the routes came back: %s", victim.id, last)
 	}

@@ -83,64 +83,18 @@ func (c *cluster) coordinator(ctx context.Context, group string) (int32, error) 
 	return -1, last
 }
 
-// partitionState is one partition as a node's Metadata shows it.
-type partitionState struct {
-	leader, epoch int32
-	replicas, isr []int32
-}
-
-// partition asks node id for topic's partition p.
-func (c *cluster) partition(ctx context.Context, id int32, topic string, p int32) (partitionState, error) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if !c.node(id).Alive() || c.node(id).Paused() {
-		return partitionState{}, fmt.Errorf("node %d is not running", id)
+// partition asks node id, when it runs, for topic's partition p.
+func (c *cluster) partition(ctx context.Context, id int32, topic string, p int32) (proctest.Partition, error) {
+	if n := c.node(id); !n.Alive() || n.Paused() {
+		return proctest.Partition{}, fmt.Errorf("node %d is not running", id)
 	}
-	m, err := c.node(id).Metadata(rctx, topic)
-	if err != nil {
-		return partitionState{}, err
-	}
-	for _, mt := range m.Topics {
-		if mt.Topic == nil || *mt.Topic != topic {
-			continue
-		}
-		if mt.ErrorCode != 0 {
-			return partitionState{}, kerr.ErrorForCode(mt.ErrorCode)
-		}
-		for _, mp := range mt.Partitions {
-			if mp.Partition == p {
-				return partitionState{leader: mp.Leader, epoch: mp.LeaderEpoch, replicas: mp.Replicas, isr: mp.ISR}, nil
-			}
-		}
-	}
-	return partitionState{}, fmt.Errorf("%s-%d not in metadata", topic, p)
+	return c.node(id).Partition(ctx, topic, p)
 }
 
 // waitInSync waits until every running node sees topic-p with a running
-// leader and want in-sync replicas, and returns the leader.
+// leader that has taken the role and want in-sync replicas, and returns
+// the leader.
 func (c *cluster) waitInSync(topic string, p int32, want int, d time.Duration) int32 {
 	c.t.Helper()
-	ctx := proctest.Context(c.t, d+10*time.Second)
-	var leader int32
-	var last string
-	err := proctest.WaitFor(d, func() bool {
-		leader = -1
-		for _, id := range c.LiveIDs() {
-			st, err := c.partition(ctx, id, topic, p)
-			if err != nil {
-				last = err.Error()
-				return false
-			}
-			if len(st.isr) != want || st.leader < 1 || (leader >= 0 && st.leader != leader) {
-				last = fmt.Sprintf("node %d sees %s-%d leader %d isr %v", id, topic, p, st.leader, st.isr)
-				return false
-			}
-			leader = st.leader
-		}
-		return leader >= 1 && c.node(leader).Alive() && !c.node(leader).Paused()
-	})
-	if err != nil {
-		c.t.Fatalf("%s-%d: not %d in sync after %v: %s", topic, p, want, d, last)
-	}
-	return leader
+	return c.WaitPartition(topic, p, d, func(pv proctest.Partition) bool { return len(pv.ISR) == want && pv.Leader >= 1 }).Leader
 }

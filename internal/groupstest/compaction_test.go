@@ -159,11 +159,11 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.replicas[0] != leader {
-		t.Fatalf("leader %d is not the preferred replica of %v", leader, st.replicas)
+	if st.Order[0] != leader {
+		t.Fatalf("leader %d is not the preferred replica of %v", leader, st.Order)
 	}
 	var followers []*proctest.Node
-	for _, id := range st.replicas[1:] {
+	for _, id := range st.Order[1:] {
 		followers = append(followers, c.node(id))
 	}
 
@@ -224,9 +224,9 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 	var next int32
 	if err := proctest.WaitFor(60*time.Second, func() bool {
 		next = -1
-		for _, id := range st.replicas[1:] {
-			if s, err := c.partition(ctx, id, topic, 0); err == nil && s.leader != leader && s.leader > 0 {
-				next = s.leader
+		for _, id := range st.Order[1:] {
+			if s, err := c.partition(ctx, id, topic, 0); err == nil && s.Leader != leader && s.Leader > 0 {
+				next = s.Leader
 				return true
 			}
 		}
@@ -241,9 +241,9 @@ func TestCompactionKeepsCommittedValueAcrossFailover(t *testing.T) {
 		if _, last = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}}); last != nil {
 			return false
 		}
-		var s partitionState
+		var s proctest.Partition
 		s, last = c.partition(ctx, leader, topic, 0)
-		return last == nil && s.leader == leader
+		return last == nil && s.Leader == leader
 	}); err != nil {
 		t.Fatalf("node %d never led %s-0 again (last error %v)", leader, topic, last)
 	}

@@ -168,7 +168,7 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 	if err := proctest.WaitFor(30*time.Second, func() bool { _, err := c.coordinator(ctx, grp); return err == nil }); err != nil {
 		t.Fatal("no coordinator for the group: ", err)
 	}
-	var st partitionState
+	var st proctest.Partition
 	var last error
 	if err := proctest.WaitFor(30*time.Second, func() bool {
 		st, last = c.partition(ctx, 1, group.OffsetsTopic, p)
@@ -176,8 +176,8 @@ func TestCommittedOffsetsSurviveCoordinatorKill(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%s-%d not in node 1's metadata: %v (%v)", group.OffsetsTopic, p, err, last)
 	}
-	if len(st.replicas) != 3 {
-		t.Fatalf("%s-%d has replicas %v, want 3 (offsets.topic.replication.factor)", group.OffsetsTopic, p, st.replicas)
+	if len(st.Order) != 3 {
+		t.Fatalf("%s-%d has replicas %v, want 3 (offsets.topic.replication.factor)", group.OffsetsTopic, p, st.Order)
 	}
 	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
 

@@ -1,17 +1,14 @@
 package membershiptest
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -104,96 +101,10 @@ func (c *cluster) createTopic(topic string, parts int32, rf int16, configs map[s
 		c.t.Fatalf("create topic %s: %v", topic, err)
 	}
 	for p := range parts {
-		c.waitPartition(topic, p, 30*time.Second, func(pv partitionView) bool {
-			return pv.leader >= 0 && len(pv.isr) == int(rf)
+		c.WaitPartition(topic, p, 30*time.Second, func(pv proctest.Partition) bool {
+			return pv.Leader >= 0 && len(pv.ISR) == int(rf)
 		})
 	}
-}
-
-// partitionView is one partition as a node's Metadata shows it (ISR and
-// replicas sorted).
-type partitionView struct {
-	leader, epoch int32
-	replicas, isr []int32
-	order         []int32 // the replicas in the order given, preferred leader first
-}
-
-func (pv partitionView) String() string {
-	return fmt.Sprintf("leader %d epoch %d replicas %v isr %v", pv.leader, pv.epoch, pv.replicas, pv.isr)
-}
-
-// view asks node n for partition p of topic.
-func (c *cluster) view(n *node, topic string, p int32) (partitionView, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := n.Metadata(ctx, topic)
-	if err != nil {
-		return partitionView{}, err
-	}
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if t.ErrorCode != 0 {
-			return partitionView{}, fmt.Errorf("topic %s: error %d", topic, t.ErrorCode)
-		}
-		for _, tp := range t.Partitions {
-			if tp.Partition == p {
-				return viewOf(tp), nil
-			}
-		}
-	}
-	return partitionView{}, fmt.Errorf("%s-%d not in node %d's metadata", topic, p, n.id)
-}
-
-func viewOf(tp kmsg.MetadataResponseTopicPartition) partitionView {
-	pv := partitionView{leader: tp.Leader, epoch: tp.LeaderEpoch,
-		replicas: slices.Clone(tp.Replicas), isr: slices.Clone(tp.ISR), order: slices.Clone(tp.Replicas)}
-	slices.Sort(pv.replicas)
-	slices.Sort(pv.isr)
-	return pv
-}
-
-// waitPartition waits until every live node shows partition p of topic in
-// one state that satisfies ok, with a live leader that has logged taking
-// the role in that epoch, and returns that state.
-func (c *cluster) waitPartition(topic string, p int32, d time.Duration, ok func(partitionView) bool) partitionView {
-	c.t.Helper()
-	var got partitionView
-	var last string
-	err := proctest.WaitFor(d, func() bool {
-		first := true
-		for _, id := range c.LiveIDs() {
-			pv, err := c.view(c.nodes[id], topic, p)
-			if err != nil {
-				last = err.Error()
-				return false
-			}
-			if !first && (pv.leader != got.leader || pv.epoch != got.epoch || !slices.Equal(pv.isr, got.isr) || !slices.Equal(pv.replicas, got.replicas)) {
-				last = fmt.Sprintf("nodes disagree: %v and %v", got, pv)
-				return false
-			}
-			got, first = pv, false
-		}
-		last = got.String()
-		if !ok(got) {
-			return false
-		}
-		ln, live := c.nodes[got.leader]
-		if !live || !ln.Alive() || ln.Paused() {
-			last += ": leader not live"
-			return false
-		}
-		if !ln.TookRole("became leader", topic, p, got.epoch) {
-			last += ": leader has not taken the role yet"
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		c.t.Fatalf("%s-%d: not in the awaited state after %v: %s", topic, p, d, last)
-	}
-	return got
 }
 
 // produce writes records "0".."n-1" to partition p of topic with acks=all,

@@ -1,6 +1,7 @@
 package membershiptest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -41,8 +42,8 @@ func TestReassignOntoFencedBroker(t *testing.T) {
 	if !inProgress || !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{old[0]}) {
 		t.Fatalf("while node 4 is down: in progress %v, %+v; want adding [4] removing [%d]", inProgress, r, old[0])
 	}
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool { return true })
-	if slices.Contains(pv.isr, 4) || pv.leader != old[0] {
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool { return true })
+	if slices.Contains(pv.ISR, 4) || pv.Leader != old[0] {
 		t.Fatalf("while node 4 is down: %v; want leader %d and 4 outside the ISR", pv, old[0])
 	}
 
@@ -59,8 +60,8 @@ func TestReassignOntoFencedBroker(t *testing.T) {
 		c.nodes[id].Stop(30 * time.Second)
 	}
 	if err := proctest.WaitFor(30*time.Second, func() bool {
-		pv, err := c.view(n4, topic, 0)
-		return err == nil && pv.leader == 4
+		pv, err := n4.Partition(context.Background(), topic, 0)
+		return err == nil && pv.Leader == 4
 	}); err != nil {
 		t.Fatalf("node 4 does not lead once the others stopped: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestPreferredLeaderRebalance is issue 24's "leadership stays skewed after
@@ -26,8 +28,8 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	}
 	offsets := make([][]int64, len(assign))
 	for p := range assign {
-		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool {
-			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
+			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
 		})
 		offsets[p] = c.produce("skew", int32(p), 100)
 	}
@@ -36,7 +38,7 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	n1.Stop(30 * time.Second)
 	c.waitBrokers(2, 3)
 	for p := range assign {
-		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool { return pv.leader != 1 })
+		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool { return pv.Leader != 1 })
 		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 100, 100)...)
 	}
 	n1.Start()
@@ -44,8 +46,8 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	c.waitBrokers(1, 2, 3)
 
 	for p := range assign {
-		c.waitPartition("skew", int32(p), 60*time.Second, func(pv partitionView) bool {
-			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		c.WaitPartition("skew", int32(p), 60*time.Second, func(pv proctest.Partition) bool {
+			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
 		})
 		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 200, 100)...)
 	}
@@ -77,8 +79,8 @@ func TestPreferredElectionVerb(t *testing.T) {
 	}
 	offsets := make([][]int64, len(assign))
 	for p := range assign {
-		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool {
-			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
+			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
 		})
 		offsets[p] = c.produce("skew", int32(p), 100)
 	}
@@ -89,8 +91,8 @@ func TestPreferredElectionVerb(t *testing.T) {
 	n1.WaitReady()
 	c.waitBrokers(1, 2, 3)
 	for p := range assign {
-		pv := c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 })
-		if pv.leader == 1 {
+		pv := c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool { return len(pv.ISR) == 3 })
+		if pv.Leader == 1 {
 			t.Fatalf("skew-%d: node 1 leads again with auto_leader_rebalance_enable off: %v", p, pv)
 		}
 		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 100, 100)...)
@@ -105,8 +107,8 @@ func TestPreferredElectionVerb(t *testing.T) {
 		t.Fatalf("elect-preferred moved %d partitions, want 2:\n%s", got, out)
 	}
 	for p := range assign {
-		c.waitPartition("skew", int32(p), 30*time.Second, func(pv partitionView) bool {
-			return pv.leader == assign[p][0] && len(pv.isr) == 3
+		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
+			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
 		})
 		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 200, 100)...)
 		c.checkRecords("skew", int32(p), offsets[p])

@@ -105,10 +105,10 @@ func TestManualReplicaAssignment(t *testing.T) {
 	}
 	want = append(want, []int32{3, 4, 1})
 	for p, replicas := range want {
-		pv := c.waitPartition(topic, int32(p), 30*time.Second, func(pv partitionView) bool {
-			return slices.Equal(pv.order, replicas) && len(pv.isr) == 3
+		pv := c.WaitPartition(topic, int32(p), 30*time.Second, func(pv proctest.Partition) bool {
+			return slices.Equal(pv.Order, replicas) && len(pv.ISR) == 3
 		})
-		if pv.leader != replicas[0] {
+		if pv.Leader != replicas[0] {
 			t.Fatalf("%s-%d: %v, want led by %d", topic, p, pv, replicas[0])
 		}
 		offsets := c.produce(topic, int32(p), 100)

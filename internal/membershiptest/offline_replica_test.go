@@ -41,10 +41,10 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	if err := c.createAssigned("healthy", [][]int32{{1, 2, 3}}, -1, -1); err != nil {
 		t.Fatalf("create healthy: %v", err)
 	}
-	movedOff := func(pv partitionView) bool {
-		return pv.leader != 1 && pv.leader > 0 && slices.Equal(pv.isr, []int32{2, 3})
+	movedOff := func(pv proctest.Partition) bool {
+		return pv.Leader != 1 && pv.Leader > 0 && slices.Equal(pv.ISR, []int32{2, 3})
 	}
-	pv := c.waitPartition("offline", 0, 30*time.Second, movedOff)
+	pv := c.WaitPartition("offline", 0, 30*time.Second, movedOff)
 	t.Logf("offline-0 after node 1 failed to open it: %v", pv)
 	offsets := c.produce("offline", 0, 200)
 	c.checkRecords("offline", 0, offsets)
@@ -54,8 +54,8 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	// partitions and the balancer may move healthy-0's preference to node 2
 	// (seen in make test: "balancer: move kind=preferred topic=healthy
 	// from=1 to=2", 80 ms before offline-0's election).
-	c.waitPartition("healthy", 0, 30*time.Second, func(pv partitionView) bool {
-		return pv.leader > 0 && len(pv.isr) == 3 && slices.Contains(pv.isr, 1)
+	c.WaitPartition("healthy", 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return pv.Leader > 0 && len(pv.ISR) == 3 && slices.Contains(pv.ISR, 1)
 	})
 	checkNotFollowing(t, n1, "offline-0")
 
@@ -64,8 +64,8 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	n1.Start()
 	n1.WaitReady()
 	c.waitBrokers(1, 2, 3)
-	c.waitPartition("healthy", 0, 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 })
-	c.waitPartition("offline", 0, 10*time.Second, movedOff)
+	c.WaitPartition("healthy", 0, 30*time.Second, func(pv proctest.Partition) bool { return len(pv.ISR) == 3 })
+	c.WaitPartition("offline", 0, 10*time.Second, movedOff)
 	checkNotFollowing(t, n1, "offline-0")
 	if n := n1.CountLines("replica failed to open; offline until restart"); n < 2 {
 		t.Fatalf("node 1 logged %d failed opens over two runs, want one per run", n)
@@ -78,7 +78,7 @@ func TestReplicaFailingToOpen(t *testing.T) {
 	}
 	n1.Start()
 	n1.WaitReady()
-	c.waitPartition("offline", 0, 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 })
+	c.WaitPartition("offline", 0, 30*time.Second, func(pv proctest.Partition) bool { return len(pv.ISR) == 3 })
 	c.checkRecords("offline", 0, offsets)
 	c.CheckNoPanic()
 }

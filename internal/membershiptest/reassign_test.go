@@ -1,6 +1,7 @@
 package membershiptest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,11 +27,11 @@ const reassignRecords = 1000
 func startMoveCluster(t *testing.T, topic string) (*cluster, []int32, []int64) {
 	c := startCluster(t, 1, 2, 3)
 	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return len(pv.order) == 3 && pv.leader == pv.order[0]
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return len(pv.Order) == 3 && pv.Leader == pv.Order[0]
 	})
 	c.addNode(4)
-	return c, pv.order, c.produce(topic, 0, reassignRecords)
+	return c, pv.Order, c.produce(topic, 0, reassignRecords)
 }
 
 // reassign asks for partition 0 of topic to move to target (nil cancels).
@@ -63,7 +64,7 @@ func (c *cluster) reassignment(topic string) (kadm.ListPartitionReassignmentsRes
 // waitMoved waits until partition 0 of topic has exactly the target
 // replicas, all in the ISR, a leader among them, and no reassignment in
 // progress; then until the removed replicas' directories are gone.
-func (c *cluster) waitMoved(topic string, old, target []int32) partitionView {
+func (c *cluster) waitMoved(topic string, old, target []int32) proctest.Partition {
 	c.t.Helper()
 	sorted := slices.Sorted(slices.Values(target))
 	var last string
@@ -73,15 +74,15 @@ func (c *cluster) waitMoved(topic string, old, target []int32) partitionView {
 			last = fmt.Sprintf("reassignment in progress: %+v (%v)", r, err)
 			return false
 		}
-		pv, err := c.view(c.anyLive(), topic, 0)
+		pv, err := c.anyLive().Partition(context.Background(), topic, 0)
 		last = fmt.Sprintf("%v (%v)", pv, err)
-		return err == nil && slices.Equal(pv.replicas, sorted) && slices.Equal(pv.isr, sorted)
+		return err == nil && slices.Equal(pv.Replicas, sorted) && slices.Equal(pv.ISR, sorted)
 	})
 	if err != nil {
 		c.t.Fatalf("%s-0 not moved to %v: %s", topic, target, last)
 	}
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return slices.Equal(pv.replicas, sorted) && slices.Contains(target, pv.leader)
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return slices.Equal(pv.Replicas, sorted) && slices.Contains(target, pv.Leader)
 	})
 	for _, id := range old {
 		if slices.Contains(target, id) {
@@ -147,7 +148,7 @@ func TestReassignThenPreferredElection(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("ElectLeaders PREFERRED after the move: %v", c.electPreferred(topic))
 	}
-	c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool { return pv.leader == 4 })
+	c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool { return pv.Leader == 4 })
 	c.checkRecords(topic, 0, offsets)
 	if !errors.Is(early, kerr.PreferredLeaderNotAvailable) {
 		t.Fatalf("ElectLeaders PREFERRED while node 4 was catching up: %v, want PREFERRED_LEADER_NOT_AVAILABLE", early)
@@ -201,8 +202,8 @@ func TestReassignmentInProgressAndCancelled(t *testing.T) {
 		t.Fatalf("ListPartitionReassignments: in progress %v, %+v; want replicas %v adding [4] removing [%d]",
 			inProgress, r, union, old[0])
 	}
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool { return true })
-	if pv.leader != old[0] || !slices.Equal(pv.replicas, union) || slices.Contains(pv.isr, 4) {
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool { return true })
+	if pv.Leader != old[0] || !slices.Equal(pv.Replicas, union) || slices.Contains(pv.ISR, 4) {
 		t.Fatalf("during the move: %v; want leader %d, replicas %v, 4 outside the ISR", pv, old[0], union)
 	}
 	if _, err := os.Stat(c.nodes[old[0]].partitionDir(topic, 0)); err != nil {

@@ -29,11 +29,11 @@ func TestUncleanElectionRequestSkipsANewDisk(t *testing.T) {
 	h := c.hooks()
 	const topic = "unclean-request"
 	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "1"})
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return len(pv.order) == 3 && pv.leader == pv.order[0] && len(pv.isr) == 3
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
 	})
 	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, followers := c.nodes[pv.order[0]], []*node{c.nodes[pv.order[1]], c.nodes[pv.order[2]]}
+	leader, followers := c.nodes[pv.Order[0]], []*node{c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]}
 	for _, f := range followers {
 		f.Kill()
 	}
@@ -72,8 +72,8 @@ func TestUncleanElectionRequestSkipsANewDisk(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ElectLeaders UNCLEAN: %v", err)
 	}
-	got := c.waitPartition(topic, 0, 60*time.Second, func(pv partitionView) bool { return pv.leader >= 0 })
-	if got.leader == leader.id {
+	got := c.WaitPartition(topic, 0, 60*time.Second, func(pv proctest.Partition) bool { return pv.Leader >= 0 })
+	if got.Leader == leader.id {
 		t.Errorf("ElectLeaders UNCLEAN elected node %d, back with an empty disk, over replicas that hold the data", leader.id)
 	}
 	c.checkRecords(topic, 0, offsets)

@@ -85,11 +85,11 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	c := startClusterFlags(t, []string{"--broker-session-timeout", "120s"}, 1, 2, 3)
 	h := c.hooks()
 	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return len(pv.order) == 3 && pv.leader == pv.order[0] && len(pv.isr) == 3
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
 	})
 	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, followers := c.nodes[pv.order[0]], []*node{c.nodes[pv.order[1]], c.nodes[pv.order[2]]}
+	leader, followers := c.nodes[pv.Order[0]], []*node{c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]}
 	for _, f := range followers {
 		f.Kill()
 	}
@@ -118,7 +118,7 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	}
 	leader.Start()
 	leader.WaitReady()
-	c.waitPartition(topic, 0, 60*time.Second, func(pv partitionView) bool { return pv.leader >= 0 })
+	c.WaitPartition(topic, 0, 60*time.Second, func(pv proctest.Partition) bool { return pv.Leader >= 0 })
 	c.checkRecords(topic, 0, offsets)
 	c.CheckNoPanic()
 }
@@ -139,11 +139,11 @@ func TestCleanlyStoppedLeaderStaysEligible(t *testing.T) {
 	c := startCluster(t, 1, 2, 3)
 	h := c.hooks()
 	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
-	pv := c.waitPartition(topic, 0, 30*time.Second, func(pv partitionView) bool {
-		return len(pv.order) == 3 && pv.leader == pv.order[0] && len(pv.isr) == 3
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
 	})
 	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, next, other := c.nodes[pv.order[0]], c.nodes[pv.order[1]], c.nodes[pv.order[2]]
+	leader, next, other := c.nodes[pv.Order[0]], c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]
 	other.Stop(30 * time.Second)
 	h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
 		return st.Leader == leader.id && len(st.ISR) == 2 && !slices.Contains(st.ISR, other.id)
@@ -159,7 +159,7 @@ func TestCleanlyStoppedLeaderStaysEligible(t *testing.T) {
 	}
 	leader.Start()
 	leader.WaitReady()
-	c.waitPartition(topic, 0, 60*time.Second, func(pv partitionView) bool { return pv.leader == leader.id })
+	c.WaitPartition(topic, 0, 60*time.Second, func(pv proctest.Partition) bool { return pv.Leader == leader.id })
 	for _, n := range []*node{next, other} {
 		n.Start()
 		n.WaitReady()

@@ -28,7 +28,7 @@ import (
 func TestUnregisterBroker(t *testing.T) {
 	c := startCluster(t, 1, 2, 3, 4)
 	c.createTopic("stay", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	old := c.waitPartition("stay", 0, 30*time.Second, func(pv partitionView) bool { return len(pv.isr) == 3 }).order
+	old := c.WaitPartition("stay", 0, 30*time.Second, func(pv proctest.Partition) bool { return len(pv.ISR) == 3 }).Order
 	if slices.Contains(old, 4) {
 		// The placement is random: make the topic's replicas 1,2,3.
 		old = []int32{1, 2, 3}
@@ -63,8 +63,8 @@ func TestUnregisterBroker(t *testing.T) {
 	if err := c.createAssigned("beside-fenced", [][]int32{{4, 1}}, -1, -1); err != nil {
 		t.Fatalf("a partition on fenced 4 and live 1: %v", err)
 	}
-	pv := c.waitPartition("beside-fenced", 0, 30*time.Second, func(pv partitionView) bool { return pv.leader == 1 })
-	if !slices.Equal(pv.isr, []int32{1}) {
+	pv := c.WaitPartition("beside-fenced", 0, 30*time.Second, func(pv proctest.Partition) bool { return pv.Leader == 1 })
+	if !slices.Equal(pv.ISR, []int32{1}) {
 		t.Fatalf("beside-fenced-0: %v; want node 1 alone in the ISR", pv)
 	}
 

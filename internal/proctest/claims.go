@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"testing"
 )
 
 // LeadClaim says that Node led Topic-Partition in leader epoch Epoch.
@@ -58,4 +60,40 @@ func EpochConflicts(cs []LeadClaim) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CheckEpochs fails the test if two nodes ever logged becoming leader of
+// one partition in the same leader epoch, if a node logged a claim as
+// another node, or if two controllers elected different leaders for one
+// partition and epoch, reading every run's output of nodes (by id). It
+// returns how many "became leader" lines it read; a claim it cannot parse
+// is a failure.
+func CheckEpochs(t testing.TB, nodes map[int32]*Node) int {
+	t.Helper()
+	var became, elected []LeadClaim
+	for id, n := range nodes {
+		log := n.Output()
+		cs, err := LeadClaims(log, "became leader", "node")
+		if err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+		for _, c := range cs {
+			if c.Node != id {
+				t.Fatalf("node %d logged a leader claim as node %d", id, c.Node)
+			}
+		}
+		became = append(became, cs...)
+		es, err := LeadClaims(log, "elected leader", "leader")
+		if err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+		elected = append(elected, es...)
+	}
+	if bad := EpochConflicts(became); len(bad) > 0 {
+		t.Fatalf("two nodes led one partition in the same epoch:\n%s", strings.Join(bad, "\n"))
+	}
+	if bad := EpochConflicts(elected); len(bad) > 0 {
+		t.Fatalf("controllers elected different leaders for one partition and epoch:\n%s", strings.Join(bad, "\n"))
+	}
+	return len(became)
 }

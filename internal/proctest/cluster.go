@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -339,3 +340,6 @@ func (c *Cluster) Destroy() {
 		c.t.Fatalf("removing %s: %v", c.dir, err)
 	}
 }
+
+// Nodes returns every prepared node by id (a new map).
+func (c *Cluster) Nodes() map[int32]*Node { return maps.Clone(c.nodes) }

@@ -1,8 +1,6 @@
 package replicationtest
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -65,80 +63,15 @@ func (c *cluster) live() []*node {
 	return out
 }
 
-// partitionView is one partition as a node's Metadata shows it.
-type partitionView struct {
-	leader, epoch int32
-	isr           []int32
-}
-
-// viewFrom asks n (and only n) for the topic's partitions.
-func (c *cluster) viewFrom(ctx context.Context, n *node) (map[int32]partitionView, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := n.Metadata(rctx, c.topic)
-	if err != nil {
-		return nil, err
-	}
-	out := map[int32]partitionView{}
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != c.topic {
-			continue
-		}
-		if t.ErrorCode != 0 {
-			return nil, fmt.Errorf("topic %s: error %d", c.topic, t.ErrorCode)
-		}
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return nil, fmt.Errorf("partition %d: error %d", p.Partition, p.ErrorCode)
-			}
-			isr := slices.Clone(p.ISR)
-			slices.Sort(isr)
-			out[p.Partition] = partitionView{leader: p.Leader, epoch: p.LeaderEpoch, isr: isr}
-		}
-	}
-	if int32(len(out)) != c.parts {
-		return nil, fmt.Errorf("topic %s: %d partitions, want %d", c.topic, len(out), c.parts)
-	}
-	return out, nil
-}
-
 // leaderOf returns the leader of partition p that the live nodes agree on,
 // and its epoch, once it is live and has logged taking the role, failing
 // the test after d. A leader other than the excluded ids is required.
 func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, int32) {
 	c.t.Helper()
-	ctx := proctest.Context(c.t, d+5*time.Second)
-	var leader, epoch int32
-	var last string
-	err := proctest.WaitFor(d, func() bool {
-		leader, epoch = -1, -1
-		for _, n := range c.live() {
-			v, err := c.viewFrom(ctx, n)
-			if err != nil {
-				last = fmt.Sprintf("node %d: %v", n.id, err)
-				return false
-			}
-			pv := v[p]
-			if leader >= 0 && (pv.leader != leader || pv.epoch != epoch) {
-				last = fmt.Sprintf("nodes disagree on partition %d: %d@%d and %d@%d", p, leader, epoch, pv.leader, pv.epoch)
-				return false
-			}
-			leader, epoch = pv.leader, pv.epoch
-		}
-		if leader < 1 || int(leader) > len(c.nodes) || !c.Live(leader) || slices.Contains(exclude, leader) {
-			last = fmt.Sprintf("partition %d leader %d", p, leader)
-			return false
-		}
-		if !c.node(leader).TookRole("became leader", c.topic, p, epoch) {
-			last = fmt.Sprintf("node %d has not logged becoming leader of %d in epoch %d", leader, p, epoch)
-			return false
-		}
-		return true
+	pv := c.WaitPartition(c.topic, p, d, func(pv proctest.Partition) bool {
+		return pv.Leader >= 1 && !slices.Contains(exclude, pv.Leader)
 	})
-	if err != nil {
-		c.t.Fatalf("partition %d: no agreed live leader after %v: %s", p, d, last)
-	}
-	return leader, epoch
+	return pv.Leader, pv.Epoch
 }
 
 // waitSettled waits until every node is live, every partition has a live
@@ -146,33 +79,7 @@ func (c *cluster) leaderOf(p int32, d time.Duration, exclude ...int32) (int32, i
 // single node may be lost without losing acks=all writes.
 func (c *cluster) waitSettled(d time.Duration) {
 	c.t.Helper()
-	ctx := proctest.Context(c.t, d+5*time.Second)
-	var last string
-	err := proctest.WaitFor(d, func() bool {
-		for _, n := range c.nodes {
-			if !n.Alive() {
-				last = fmt.Sprintf("node %d not live", n.id)
-				return false
-			}
-			v, err := c.viewFrom(ctx, n)
-			if err != nil {
-				last = fmt.Sprintf("node %d: %v", n.id, err)
-				return false
-			}
-			for p, pv := range v {
-				if !slices.Equal(pv.isr, []int32{1, 2, 3}) || pv.leader < 1 {
-					last = fmt.Sprintf("node %d: partition %d leader %d isr %v", n.id, p, pv.leader, pv.isr)
-					return false
-				}
-				if !c.node(pv.leader).TookRole("became leader", c.topic, p, pv.epoch) {
-					last = fmt.Sprintf("partition %d: node %d not yet leader in epoch %d", p, pv.leader, pv.epoch)
-					return false
-				}
-			}
-		}
-		return true
+	c.WaitTopic(c.topic, int(c.parts), []int32{1, 2, 3}, d, func(pv proctest.Partition) bool {
+		return slices.Equal(pv.ISR, []int32{1, 2, 3})
 	})
-	if err != nil {
-		c.t.Fatalf("cluster not settled after %v: %s", d, last)
-	}
 }

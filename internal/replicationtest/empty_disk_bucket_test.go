@@ -179,8 +179,8 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 	other.Start()
 	other.WaitReady()
 	if err := proctest.WaitFor(60*time.Second, func() bool {
-		v, err := c.viewFrom(ctx, wiped)
-		return err == nil && v[0].leader == wiped.id && slices.Contains(v[0].isr, other.id)
+		pv, err := wiped.Partition(ctx, c.topic, 0)
+		return err == nil && pv.Leader == wiped.id && slices.Contains(pv.ISR, other.id)
 	}); err != nil {
 		t.Fatalf("node %d did not rejoin the ISR of the rebuilt leader", other.id)
 	}
@@ -201,7 +201,7 @@ func TestEmptyDiskRejoinFromBucket(t *testing.T) {
 		t.Fatalf("records written by the test: %v", extras)
 	}
 	t.Logf("read back %d records from offset 0 through node %d; %s; total %v", n, wiped.id, lp.summary(), time.Since(begin).Round(time.Second))
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
 

@@ -35,7 +35,7 @@ func TestRapidDoubleFailover(t *testing.T) {
 	n, _ := lp.checkAcked(t)
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %s", n, lp.summary())
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
 
@@ -91,7 +91,7 @@ func TestLastReplicaStanding(t *testing.T) {
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records (%d acknowledged when both followers died); x-alone records kept: %d; %s",
 		n, stalled, len(extras), lp.summary())
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
 

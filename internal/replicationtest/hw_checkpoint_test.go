@@ -70,8 +70,8 @@ func TestRestartedLeaderKeepsUncommittedHidden(t *testing.T) {
 		}
 	}
 	if err := proctest.WaitFor(30*time.Second, func() bool {
-		v, err := c.viewFrom(ctx, leader)
-		return err == nil && slices.Equal(v[0].isr, []int32{leaderID})
+		pv, err := leader.Partition(ctx, c.topic, 0)
+		return err == nil && slices.Equal(pv.ISR, []int32{leaderID})
 	}); err != nil {
 		t.Fatalf("the ISR did not shrink to node %d", leaderID)
 	}
@@ -172,7 +172,7 @@ func TestRestartedLeaderKeepsUncommittedHidden(t *testing.T) {
 		}
 	}
 	c.checkReplicasIdentical(30 * time.Second)
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
 

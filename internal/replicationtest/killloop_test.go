@@ -46,6 +46,6 @@ func TestLeaderKillLoop(t *testing.T) {
 	t.Logf("producer: %s", lp.summary())
 	n, _ := lp.checkAcked(t)
 	c.checkReplicasIdentical(30 * time.Second)
-	t.Logf("read back %d records; %d became-leader lines, no epoch led twice", n, checkEpochs(t, c.nodes))
+	t.Logf("read back %d records; %d became-leader lines, no epoch led twice", n, proctest.CheckEpochs(t, c.Nodes()))
 	c.CheckNoPanic()
 }

@@ -59,6 +59,6 @@ func TestKIP101UnflushedTailOnLeaderRestart(t *testing.T) {
 	n, _ := lp.checkAcked(t)
 	c.checkReplicasIdentical(30 * time.Second)
 	t.Logf("read back %d records; %s", n, lp.summary())
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }

@@ -55,8 +55,8 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 	without := []int32{leaderID, other.id}
 	slices.Sort(without)
 	if err := proctest.WaitFor(30*time.Second, func() bool {
-		v, err := c.viewFrom(ctx, leader)
-		return err == nil && slices.Equal(v[0].isr, without)
+		pv, err := leader.Partition(ctx, c.topic, 0)
+		return err == nil && slices.Equal(pv.ISR, without)
 	}); err != nil {
 		t.Fatalf("the ISR did not shrink to %v", without)
 	}
@@ -65,8 +65,8 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 	// Stop the follower the moment the leader's control plane shows it
 	// back in the ISR.
 	if err := proctest.Poll(60*time.Second, 5*time.Millisecond, func() bool {
-		v, err := c.viewFrom(ctx, leader)
-		return err == nil && slices.Contains(v[0].isr, f.id)
+		pv, err := leader.Partition(ctx, c.topic, 0)
+		return err == nil && slices.Contains(pv.ISR, f.id)
 	}); err != nil {
 		t.Fatalf("node %d did not rejoin the ISR", f.id)
 	}
@@ -115,8 +115,8 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 	other.WaitReady()
 	var hw int64
 	if err := proctest.WaitFor(60*time.Second, func() bool {
-		v, err := c.viewFrom(ctx, f)
-		if err != nil || !slices.Contains(v[0].isr, other.id) {
+		pv, err := f.Partition(ctx, c.topic, 0)
+		if err != nil || !slices.Contains(pv.ISR, other.id) {
 			return false
 		}
 		hw, err = listOffsetOn(ctx, f, c.topic, 0, -1)
@@ -138,6 +138,6 @@ func TestISRExpansionCountsAtOnce(t *testing.T) {
 			t.Errorf("acknowledged %q at offset %d is lost: the new leader has %q there (high watermark %d)", v, off, vals[off], hw)
 		}
 	}
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }

@@ -45,7 +45,7 @@ func TestLeaderPauseLoop(t *testing.T) {
 		truncs += nd.CountLines("truncated divergent tail")
 	}
 	t.Logf("read back %d records; %d divergent-tail truncations; %d became-leader lines, no epoch led twice",
-		n, truncs, checkEpochs(t, c.nodes))
+		n, truncs, proctest.CheckEpochs(t, c.Nodes()))
 	c.CheckNoPanic()
 }
 

@@ -91,7 +91,7 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 		t.Fatalf("x-zombie, refused with code %d, is in the log at offset %d", r.code, off)
 	}
 	t.Logf("read back %d records; %s", n, lp.summary())
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
 
@@ -167,6 +167,6 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	}
 	t.Logf("zombie %d answered %d acks=all writes, codes %v; node %d led in epoch %d; read back %d records; %s",
 		zid, len(zacks), codes, newLeader, newEpoch, n, lp.summary())
-	checkEpochs(t, c.nodes)
+	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
 }
