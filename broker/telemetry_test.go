@@ -36,12 +36,6 @@ func alterClientMetrics(t *testing.T, ctx context.Context, cl *kgo.Client, name 
 	return resp.Resources[0].ErrorCode
 }
 
-func setOp(name, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = name, kmsg.StringPtr(value)
-	return c
-}
-
 func deleteOp(name string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	c.Name, c.Op = name, kmsg.IncrementalAlterConfigOpDelete
@@ -67,17 +61,17 @@ func TestClientTelemetry(t *testing.T) {
 		op   kmsg.IncrementalAlterConfigsRequestResourceConfig
 		want *kerr.Error
 	}{
-		{setOp("interval.ms", "50"), kerr.InvalidRequest},
-		{setOp("color", "blue"), kerr.InvalidRequest},
-		{setOp("match", "principal=bob"), kerr.InvalidConfig},
-		{setOp("match", "client_id=("), kerr.InvalidConfig},
+		{testnode.SetConfigOp("interval.ms", "50"), kerr.InvalidRequest},
+		{testnode.SetConfigOp("color", "blue"), kerr.InvalidRequest},
+		{testnode.SetConfigOp("match", "principal=bob"), kerr.InvalidConfig},
+		{testnode.SetConfigOp("match", "client_id=("), kerr.InvalidConfig},
 	} {
 		if c := alterClientMetrics(t, ctx, cl, "producers", false, bad.op); c != bad.want.Code {
 			t.Errorf("%s=%s: %v, want %v", bad.op.Name, *bad.op.Value, kerr.ErrorForCode(c), bad.want)
 		}
 	}
-	sub := []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("metrics", "org.apache.kafka.producer."),
-		setOp("interval.ms", "500"), setOp("match", "client_id=tele-.*")}
+	sub := []kmsg.IncrementalAlterConfigsRequestResourceConfig{testnode.SetConfigOp("metrics", "org.apache.kafka.producer."),
+		testnode.SetConfigOp("interval.ms", "500"), testnode.SetConfigOp("match", "client_id=tele-.*")}
 	if c := alterClientMetrics(t, ctx, cl, "producers", true, sub...); c != 0 {
 		t.Fatalf("validate only: %v", kerr.ErrorForCode(c))
 	}
@@ -181,7 +175,7 @@ func TestClientTelemetryAcrossNodes(t *testing.T) {
 		m, err := kadm.NewClient(cl).Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
-	if c := alterClientMetrics(t, ctx, cl, "all", false, setOp("metrics", "*"), setOp("interval.ms", "100")); c != 0 {
+	if c := alterClientMetrics(t, ctx, cl, "all", false, testnode.SetConfigOp("metrics", "*"), testnode.SetConfigOp("interval.ms", "100")); c != 0 {
 		t.Fatalf("subscription: %v", kerr.ErrorForCode(c))
 	}
 	ids := []int32{1, 2} // StartCluster numbers the nodes from 1

@@ -1,4 +1,4 @@
-package broker_test
+package share_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package broker_test
+package share_test
 
 import (
 	"context"
@@ -100,11 +100,11 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	const topic = "share-txn"
 	testnode.CreateTopic(t, adm, topic, 1)
 	for _, g := range []string{"rc-group", "rc-raw"} {
-		if code, msg := alterGroupConfigs(t, ctx, cl, g, false, setOp("share.isolation.level", "read_committed")); code != 0 {
+		if code, msg := testnode.AlterGroupConfigs(t, ctx, cl, g, false, testnode.SetConfigOp("share.isolation.level", "read_committed")); code != 0 {
 			t.Fatalf("share.isolation.level=read_committed on %s: %v %q", g, kerr.ErrorForCode(code), msg)
 		}
 	}
-	if vals, _, _ := describeGroupConfigs(t, ctx, cl, "rc-group"); vals["share.isolation.level"] != "read_committed" {
+	if vals, _, _ := testnode.DescribeGroupConfigs(t, ctx, cl, "rc-group"); vals["share.isolation.level"] != "read_committed" {
 		t.Fatalf("rc-group configs: %v", vals)
 	}
 
@@ -251,7 +251,7 @@ func TestShareGroupReadCommittedTiered(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
-	if code, msg := alterGroupConfigs(t, ctx, cl, "rc-tiered", false, setOp("share.isolation.level", "read_committed")); code != 0 {
+	if code, msg := testnode.AlterGroupConfigs(t, ctx, cl, "rc-tiered", false, testnode.SetConfigOp("share.isolation.level", "read_committed")); code != 0 {
 		t.Fatalf("share.isolation.level=read_committed: %v %q", kerr.ErrorForCode(code), msg)
 	}
 	tp := testnode.Client(t, addr, kgo.TransactionalID("share-txn-tiered"), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -333,11 +333,11 @@ func TestShareGroupReadCommittedLag(t *testing.T) {
 	const topic = "share-lag"
 	testnode.CreateTopic(t, adm, topic, 1)
 	for _, g := range []string{"lag-rc", "lag-rc-latest"} {
-		ops := []kmsg.IncrementalAlterConfigsRequestResourceConfig{setOp("share.isolation.level", "read_committed")}
+		ops := []kmsg.IncrementalAlterConfigsRequestResourceConfig{testnode.SetConfigOp("share.isolation.level", "read_committed")}
 		if g == "lag-rc-latest" {
-			ops = append(ops, setOp("share.auto.offset.reset", "latest"))
+			ops = append(ops, testnode.SetConfigOp("share.auto.offset.reset", "latest"))
 		}
-		if code, msg := alterGroupConfigs(t, ctx, cl, g, false, ops...); code != 0 {
+		if code, msg := testnode.AlterGroupConfigs(t, ctx, cl, g, false, ops...); code != 0 {
 			t.Fatalf("group configs of %s: %v %q", g, kerr.ErrorForCode(code), msg)
 		}
 	}
