@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -97,4 +99,20 @@ func (c *cluster) partition(ctx context.Context, id int32, topic string, p int32
 func (c *cluster) waitInSync(topic string, p int32, want int, d time.Duration) int32 {
 	c.t.Helper()
 	return c.WaitPartition(topic, p, d, func(pv proctest.Partition) bool { return len(pv.ISR) == want && pv.Leader >= 1 }).Leader
+}
+
+// createWithCoordinator creates topic (6 partitions, replication factor
+// 3), waits until grp has a coordinator and its __consumer_offsets
+// partition three in-sync replicas, and returns that partition.
+func (c *cluster) createWithCoordinator(t *testing.T, ctx context.Context, adm *kadm.Client, grp, topic string) int32 {
+	t.Helper()
+	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+	}
+	p := group.PartitionFor(grp, 50)
+	if err := proctest.WaitFor(30*time.Second, func() bool { _, err := c.coordinator(ctx, grp); return err == nil }); err != nil {
+		t.Fatal("no coordinator for the group: ", err)
+	}
+	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
+	return p
 }

@@ -25,6 +25,45 @@ type seen848 struct {
 
 func (s *seen848) add(r *kgo.Record) { s.mu.Lock(); s.m[string(r.Value)]++; s.mu.Unlock() }
 
+// checkCommittedOnce waits until grp's commits reach topic's end offsets,
+// then fails the test for each value seen consumed more than once.
+func checkCommittedOnce(t *testing.T, ctx context.Context, adm *kadm.Client, seen *seen848, grp, topic string) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proctest.WaitFor(60*time.Second, func() bool {
+		got, err := adm.FetchOffsets(ctx, grp)
+		if err != nil {
+			return false
+		}
+		ok := true
+		ends.Each(func(e kadm.ListedOffset) {
+			if o, found := got.Lookup(topic, e.Partition); !found || o.At != e.Offset {
+				ok = false
+			}
+		})
+		return ok
+	}); err != nil {
+		t.Fatalf("commits never reached the end offsets: %v", err)
+	}
+	seen.mu.Lock()
+	twice := 0
+	for v, n := range seen.m {
+		if n > 1 {
+			if twice < 5 {
+				t.Errorf("%s consumed %d times", v, n)
+			}
+			twice++
+		}
+	}
+	seen.mu.Unlock()
+	if twice > 0 {
+		t.Fatalf("%d records consumed more than once", twice)
+	}
+}
+
 // member848 is a franz-go KIP-848 member (ServerSideBalancer) that polls
 // with rebalances blocked, records what it saw, commits it synchronously
 // and only then lets a rebalance go on.
@@ -130,14 +169,7 @@ func TestConsumerGroup848CoordinatorKilled(t *testing.T) {
 	ctx := proctest.Context(t, 5*time.Minute)
 	cl := c.Client()
 	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
-	}
-	p := group.PartitionFor(grp, 50)
-	if err := proctest.WaitFor(30*time.Second, func() bool { _, err := c.coordinator(ctx, grp); return err == nil }); err != nil {
-		t.Fatal("no coordinator for the group: ", err)
-	}
-	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
+	p := c.createWithCoordinator(t, ctx, adm, grp, topic)
 
 	// The producer writes total records, acks=all, a batch at a time.
 	var acked sync.Map
@@ -201,39 +233,7 @@ func TestConsumerGroup848CoordinatorKilled(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("acknowledged records never consumed: %v", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proctest.WaitFor(60*time.Second, func() bool {
-		got, err := adm.FetchOffsets(ctx, grp)
-		if err != nil {
-			return false
-		}
-		ok := true
-		ends.Each(func(e kadm.ListedOffset) {
-			if o, found := got.Lookup(topic, e.Partition); !found || o.At != e.Offset {
-				ok = false
-			}
-		})
-		return ok
-	}); err != nil {
-		t.Fatalf("commits never reached the end offsets: %v", err)
-	}
-	seen.mu.Lock()
-	twice := 0
-	for v, n := range seen.m {
-		if n > 1 {
-			if twice < 5 {
-				t.Errorf("%s consumed %d times", v, n)
-			}
-			twice++
-		}
-	}
-	seen.mu.Unlock()
-	if twice > 0 {
-		t.Fatalf("%d records consumed more than once", twice)
-	}
+	checkCommittedOnce(t, ctx, adm, seen, grp, topic)
 	t.Logf("%d records acknowledged, each consumed once", len(want))
 	c.CheckNoPanic()
 }

@@ -70,14 +70,7 @@ func TestClassicGroupMigrationCoordinatorKilled(t *testing.T) {
 	c := startCluster(t, "--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "20s")
 	ctx := proctest.Context(t, 5*time.Minute)
 	adm := kadm.NewClient(c.Client())
-	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
-	}
-	p := group.PartitionFor(grp, 50)
-	if err := proctest.WaitFor(30*time.Second, func() bool { _, err := c.coordinator(ctx, grp); return err == nil }); err != nil {
-		t.Fatal("no coordinator for the group: ", err)
-	}
-	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
+	p := c.createWithCoordinator(t, ctx, adm, grp, topic)
 
 	pcl := c.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(60*time.Second))
 	var want []string
@@ -159,39 +152,7 @@ func TestClassicGroupMigrationCoordinatorKilled(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("records never consumed: %v", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proctest.WaitFor(60*time.Second, func() bool {
-		got, err := adm.FetchOffsets(ctx, grp)
-		if err != nil {
-			return false
-		}
-		ok := true
-		ends.Each(func(e kadm.ListedOffset) {
-			if o, found := got.Lookup(topic, e.Partition); !found || o.At != e.Offset {
-				ok = false
-			}
-		})
-		return ok
-	}); err != nil {
-		t.Fatalf("commits never reached the end offsets: %v", err)
-	}
-	seen.mu.Lock()
-	twice := 0
-	for v, n := range seen.m {
-		if n > 1 {
-			if twice < 5 {
-				t.Errorf("%s consumed %d times", v, n)
-			}
-			twice++
-		}
-	}
-	seen.mu.Unlock()
-	if twice > 0 {
-		t.Fatalf("%d records consumed more than once", twice)
-	}
+	checkCommittedOnce(t, ctx, adm, seen, grp, topic)
 	t.Logf("%d records, each consumed once", len(want))
 	c.CheckNoPanic()
 }

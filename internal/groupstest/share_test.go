@@ -164,14 +164,7 @@ func TestShareGroupCoordinatorKilled(t *testing.T) {
 	ctx := proctest.Context(t, 5*time.Minute)
 	cl := c.Client()
 	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
-	}
-	p := group.PartitionFor(grp, 50)
-	if err := proctest.WaitFor(30*time.Second, func() bool { _, err := c.coordinator(ctx, grp); return err == nil }); err != nil {
-		t.Fatal("no coordinator for the group: ", err)
-	}
-	c.waitInSync(group.OffsetsTopic, p, 3, 30*time.Second)
+	p := c.createWithCoordinator(t, ctx, adm, grp, topic)
 
 	var acked sync.Map
 	prodCtx, stopProd := context.WithCancel(ctx)
