@@ -232,18 +232,18 @@ func consoleGet[T any](t *testing.T, ctx context.Context, addr, path string) T {
 // coordinate it commits (checked with OffsetFetch).
 func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, func(c *config.Broker) { c.ShareAutoOffsetReset = "earliest" })
-	ctx := ctxT(t, 2*time.Minute)
+	ctx := proctest.Context(t, 2*time.Minute)
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
 		addrs[i] = n.KafkaAddr()
 	}
-	cl := newClient(t, addrs[0])
+	cl := testnode.Client(t, addrs[0])
 	adm := kadm.NewClient(cl)
 	const topic, shareGroup, idle = "jobs", "workers", "idle"
 	if r, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
-	produceN(t, addrs[0], topic, 30, "j") // 10 per partition
+	testnode.ProduceN(t, addrs[0], topic, 30, "j") // 10 per partition
 
 	// The share group consumes everything, accepting each record, then
 	// its member leaves: every start offset is 10.
@@ -262,7 +262,7 @@ func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
 		return out
 	}
 	member := func() (*kgo.Client, func()) {
-		m := newClient(t, addrs[1], kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
+		m := testnode.Client(t, addrs[1], kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
 		mctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {

@@ -123,9 +123,9 @@ func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
 	replica.SetSweepEvery(t, time.Hour)
 	const topic, parts = "quiet", 40
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := ctxT(t, 120*time.Second)
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
-	waitFor(t, 20*time.Second, "2 brokers", func() bool {
+	ctx := proctest.Context(t, 120*time.Second)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 2
 	})
@@ -133,8 +133,8 @@ func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, makeRecords(topic, 400, "a")...).FirstErr(); err != nil {
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	type mark struct{ fetches, visited uint64 }
@@ -143,7 +143,7 @@ func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
 	quiet := func(what string) {
 		seen := map[string]mark{}
 		var last string
-		waitFor(t, 60*time.Second, what, func() bool {
+		proctest.Eventually(t, 60*time.Second, what, func() bool {
 			idle, total := 0, 0
 			for i, n := range nodes {
 				for _, st := range n.ReplicaFetchers() {
@@ -207,10 +207,10 @@ func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
 	if err != nil || resp.Error() != nil {
 		t.Fatalf("DeleteRecords: %v %v", err, resp.Error())
 	}
-	waitFor(t, 30*time.Second, "the follower's log start at 5", func() bool { return low() == 5 })
+	proctest.Eventually(t, 30*time.Second, "the follower's log start at 5", func() bool { return low() == 5 })
 	quiet("idle again after DeleteRecords")
 	follower.SetRemoteState(partition.RemoteState{LogStart: 2, CopiedNext: 0})
-	waitFor(t, 30*time.Second, "the leader to learn the follower's log start 2", func() bool { return low() == 2 })
+	proctest.Eventually(t, 30*time.Second, "the leader to learn the follower's log start 2", func() bool { return low() == 2 })
 	var after uint64
 	for _, st := range nodes[1].ReplicaFetchers() {
 		after += st.Visited

@@ -1,4 +1,4 @@
-package broker_test
+package share_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -25,11 +26,11 @@ import (
 // for them.
 func TestShareGroupLagSampled(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), fastShareGroups, func(c *config.Broker) { c.ConsumerLagSampleInterval = 200 * time.Millisecond })
-	ctx := ctxT(t, 90*time.Second)
-	cl := newClient(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := proctest.Context(t, 90*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	const topic, grp = "share-sampled", "share-sampled-group"
-	createTopic(t, adm, topic, 1)
+	testnode.CreateTopic(t, adm, topic, 1)
 	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	var recs []*kgo.Record
 	for i := range 10 {
@@ -63,8 +64,8 @@ func TestShareGroupLagSampled(t *testing.T) {
 
 	var lag adminapi.ConsumerLag
 	var last string
-	waitFor(t, 30*time.Second, "the share group's lag sampled twice", func() bool {
-		last = adminGet(t, n, adminapi.ConsumerLagPath+"?group="+grp)
+	proctest.Eventually(t, 30*time.Second, "the share group's lag sampled twice", func() bool {
+		last = testnode.AdminGet(t, n, adminapi.ConsumerLagPath+"?group="+grp)
 		if err := json.Unmarshal([]byte(last), &lag); err != nil {
 			t.Fatal(err)
 		}
@@ -79,13 +80,13 @@ func TestShareGroupLagSampled(t *testing.T) {
 		t.Errorf("time lag %.1f s, want record 3's age (%.1f s)", tl, produced.Sub(stamp).Seconds())
 	}
 	var page adminapi.ConsoleGroupDetail
-	if err := json.Unmarshal([]byte(adminGet(t, n, adminapi.ConsoleGroupPath+"?group="+grp)), &page); err != nil {
+	if err := json.Unmarshal([]byte(testnode.AdminGet(t, n, adminapi.ConsoleGroupPath+"?group="+grp)), &page); err != nil {
 		t.Fatal(err)
 	}
 	if page.Group.Type != "share" || page.Group.HistoryNode != page.NodeID || len(page.Group.History) == 0 || page.Group.History[len(page.Group.History)-1].Lag != 7 {
 		t.Fatalf("console group page: %+v", page.Group)
 	}
-	if _, ok := metricValue(scrapeMetrics(t, n), "kafka_consumergroup_lag_sum", "consumergroup", grp, "topic", topic); ok {
+	if _, ok := testnode.MetricValue(testnode.Scrape(t, n), "kafka_consumergroup_lag_sum", "consumergroup", grp, "topic", topic); ok {
 		t.Errorf("the share group is a kafka_consumergroup_lag_sum series")
 	}
 }

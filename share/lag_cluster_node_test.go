@@ -1,4 +1,4 @@
-package broker_test
+package share_test
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func TestShareGroupLagOfPartitionsLedElsewhere(t *testing.T) {
 	for _, n := range nodes {
 		seeds = append(seeds, n.KafkaAddr())
 	}
-	ctx := ctxT(t, 120*time.Second)
+	ctx := proctest.Context(t, 120*time.Second)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestShareGroupLagOfPartitionsLedElsewhere(t *testing.T) {
 		t.Fatal("3 brokers:", err)
 	}
 	const topic, grp = "share-lag-3", "share-lag-3-group"
-	createTopic(t, adm, topic, 3)
+	testnode.CreateTopic(t, adm, topic, 3)
 	leaders := map[int32]int32{}
 	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 		td, err := adm.ListTopics(ctx, topic)
