@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -382,6 +383,50 @@ func (b *bucketOps) killDuring(n *Node, pick int, kill bool, call func(node stri
 	return killed, err
 }
 
+// retry asks call of a live node until after says the op is done, for at
+// most 120 s: after gets call's error and returns whether the op is done
+// and, when it is not, the error to remember. The first attempt kills -9
+// the node serving it when kill is set (killDuring), and no later attempt
+// goes to that node; it is started again before retry returns. It returns
+// the node killed ("" none), the attempts made, and the last error (nil
+// once done).
+func (b *bucketOps) retry(ctx context.Context, pick int, kill bool, what string, call func(node string) error,
+	after func(err error) (bool, error)) (killedName string, attempts int, last error) {
+	var killed *Node
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		skip := ""
+		if killed != nil {
+			skip = killed.Name
+		}
+		n, err := b.server(pick+attempts, skip)
+		if err != nil {
+			last = err
+			time.Sleep(time.Second)
+			continue
+		}
+		attempts++
+		k, err := b.killDuring(n, pick, kill && killed == nil, call)
+		if k {
+			killed, killedName = n, n.Name
+			b.f.rec.logf("bucket: killed %s while it served %s", n.Name, what)
+		}
+		done, lerr := after(err)
+		if done {
+			last = nil
+			break
+		}
+		last = lerr
+		time.Sleep(500 * time.Millisecond)
+	}
+	if killed != nil {
+		if err := b.restartKilled(killed); err != nil && last == nil {
+			last = err
+		}
+	}
+	return killedName, attempts, last
+}
+
 // restartKilled starts a node killDuring killed.
 func (b *bucketOps) restartKilled(n *Node) error {
 	if n.Alive() {
@@ -457,48 +502,20 @@ func (b *bucketOps) restore(ctx context.Context, pick int, kill bool) RestoreOp 
 		op.Err = fmt.Sprintf("deleting %s: not gone in 30 s (%v)", restoreTopic, delErr)
 		return op
 	}
-	var killedNode *Node
-	deadline := time.Now().Add(120 * time.Second)
 	var last error
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		skip := ""
-		if killedNode != nil {
-			skip = killedNode.Name
-		}
-		n, err := b.server(pick+op.Attempts, skip)
-		if err != nil {
-			last = err
-			time.Sleep(time.Second)
-			continue
-		}
-		op.Attempts++
-		var rep adminapi.RestoreReport
-		killed, err := b.killDuring(n, pick, kill && killedNode == nil, func(node string) error {
-			var err error
-			rep, err = b.api.Restore(ctx, node, adminapi.RestoreRequest{Topics: []string{restoreTopic}})
-			return err
-		})
-		if killed {
-			op.Killed, killedNode = n.Name, n
-			b.f.rec.logf("bucket: killed %s while it restored %s", n.Name, restoreTopic)
-		}
+	op.Killed, op.Attempts, last = b.retry(ctx, pick, kill, "a restore of "+restoreTopic, func(node string) error {
+		rep, err := b.api.Restore(ctx, node, adminapi.RestoreRequest{Topics: []string{restoreTopic}})
 		if err == nil && len(rep.Topics) == 1 {
 			rt := rep.Topics[0]
 			op.Report = &rt
-			if rt.Status == "restored" || rt.Status == "exists" {
-				last = nil
-				break
+			if rt.Status != "restored" && rt.Status != "exists" {
+				err = fmt.Errorf("status %s: %s", rt.Status, rt.Error)
 			}
-			err = fmt.Errorf("status %s: %s", rt.Status, rt.Error)
+		} else if err == nil {
+			err = fmt.Errorf("%d topics in the answer", len(rep.Topics))
 		}
-		last = err
-		time.Sleep(500 * time.Millisecond)
-	}
-	if killedNode != nil {
-		if err := b.restartKilled(killedNode); err != nil && last == nil {
-			last = err
-		}
-	}
+		return err
+	}, func(err error) (bool, error) { return err == nil, err })
 	if last != nil {
 		op.Err = fmt.Sprintf("restore of %s after %d attempts: %v", restoreTopic, op.Attempts, last)
 		return op
@@ -565,52 +582,27 @@ func (b *bucketOps) fork(ctx context.Context, pick int, kill, atTime bool) ForkO
 		req.AtTimestamp = &ts
 	}
 	op.AtOffset, op.AtTimestamp = req.AtOffset, req.AtTimestamp
-	var killedNode *Node
-	deadline := time.Now().Add(120 * time.Second)
-	var last error
-	attempts := 0
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		skip := ""
-		if killedNode != nil {
-			skip = killedNode.Name
-		}
-		n, err := b.server(pick+attempts, skip)
-		if err != nil {
-			last = err
-			time.Sleep(time.Second)
-			continue
-		}
-		attempts++
-		var rep adminapi.ForkReport
-		killed, err := b.killDuring(n, pick, kill && killedNode == nil, func(node string) error {
-			var err error
-			rep, err = b.api.Fork(ctx, node, req)
-			return err
-		})
-		if killed {
-			op.Killed, killedNode = n.Name, n
-			b.f.rec.logf("bucket: killed %s while it forked %s", n.Name, op.Name)
-		}
+	killed, attempts, last := b.retry(ctx, pick, kill, "the fork "+op.Name, func(node string) error {
+		rep, err := b.api.Fork(ctx, node, req)
 		if err == nil {
-			op.Report, last = &rep, nil
-			break
+			op.Report = &rep
 		}
-		last = err
+		return err
+	}, func(err error) (bool, error) {
+		if err == nil {
+			return true, nil
+		}
 		if msg := err.Error(); errors.Is(err, adminapi.ErrHTTPStatus) && strings.Contains(msg, " 409 ") &&
 			!strings.Contains(msg, "exists") && !strings.Contains(msg, "created") {
-			op.Refused, last = msg, nil // refused as the API says: nothing was made
-			break
+			op.Refused = msg // refused as the API says: nothing was made
+			return true, nil
 		}
 		// A fork interrupted after its topic was made: the operator's
 		// procedure is to delete it and fork again (restore/fork.go).
 		b.deleteTopic(ctx, op.Name)
-		time.Sleep(500 * time.Millisecond)
-	}
-	if killedNode != nil {
-		if err := b.restartKilled(killedNode); err != nil && last == nil {
-			last = err
-		}
-	}
+		return false, err
+	})
+	op.Killed = killed
 	if last != nil {
 		op.Err = fmt.Sprintf("fork %s after %d attempts: %v", op.Name, attempts, last)
 		return op
@@ -729,10 +721,6 @@ func (b *bucketOps) quarantine(ctx context.Context, pick int, kill, purge bool) 
 		op.Err = fmt.Sprintf("listing the quarantine: %v", err)
 		return op
 	}
-	var killedNode *Node
-	deadline := time.Now().Add(120 * time.Second)
-	var last error
-	attempts := 0
 	done := func() bool {
 		if purge {
 			n, err := entries()
@@ -741,50 +729,27 @@ func (b *bucketOps) quarantine(ctx context.Context, pick int, kill, purge bool) 
 		s, err := b.logStart(ctx, tp)
 		return err == nil && s <= op.Before
 	}
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		skip := ""
-		if killedNode != nil {
-			skip = killedNode.Name
+	verb := map[bool]string{true: "purge", false: "restore"}[purge]
+	req := adminapi.QuarantineRequest{Topic: quarantineTopic}
+	killed, attempts, last := b.retry(ctx, pick, kill, "a quarantine "+verb, func(node string) error {
+		var err error
+		if purge {
+			_, err = b.api.QuarantinePurge(ctx, node, req)
+		} else {
+			_, err = b.api.QuarantineRestore(ctx, node, req)
 		}
-		n, err := b.server(pick+attempts, skip)
-		if err != nil {
-			last = err
-			time.Sleep(time.Second)
-			continue
-		}
-		attempts++
-		req := adminapi.QuarantineRequest{Topic: quarantineTopic}
-		killed, err := b.killDuring(n, pick, kill && killedNode == nil, func(node string) error {
-			var err error
-			if purge {
-				_, err = b.api.QuarantinePurge(ctx, node, req)
-			} else {
-				_, err = b.api.QuarantineRestore(ctx, node, req)
-			}
-			return err
-		})
-		if killed {
-			op.Killed, killedNode = n.Name, n
-			b.f.rec.logf("bucket: killed %s while it served a quarantine %s", n.Name, map[bool]string{true: "purge", false: "restore"}[purge])
-		}
-		last = err
+		return err
+	}, func(err error) (bool, error) {
 		// The leader restores on its next pass; a purge interrupted by a
 		// kill is finished a minute later (docs/tiering.md).
 		if poll(15*time.Second, 250*time.Millisecond, done) {
-			last = nil
-			break
+			return true, nil
 		}
-		if last == nil {
-			last = errors.New("not done within 15 s of the request")
-		}
-	}
-	if killedNode != nil {
-		if err := b.restartKilled(killedNode); err != nil && last == nil {
-			last = err
-		}
-	}
+		return false, cmp.Or(err, errors.New("not done within 15 s of the request"))
+	})
+	op.Killed = killed
 	if last != nil {
-		op.Err = fmt.Sprintf("quarantine %s after %d attempts: %v", map[bool]string{true: "purge", false: "restore"}[purge], attempts, last)
+		op.Err = fmt.Sprintf("quarantine %s after %d attempts: %v", verb, attempts, last)
 	}
 	op.After, _ = b.logStart(ctx, tp)
 	if purge && last == nil {

@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,22 +9,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
 )
 
-// TestFollowerFetchSessionIdle: two nodes, one RF=2 topic of 40 partitions
-// with min.insync.replicas=2. Once the records produced with acks=all are
-// replicated, every follower fetcher fetches incrementally (KIP-227): its
-// Fetch requests name no partition, and it is not sending full ones. A
-// second acks=all produce still completes (the followers fetch what is new
-// through their sessions and the high watermark moves), and every
-// partition's follower ends at its leader's log end. Before the follower
-// used sessions, each Fetch named every partition it followed.
-func TestFollowerFetchSessionIdle(t *testing.T) {
-	const topic, parts = "sessions", 40
+// sessionsCluster starts two nodes with a topic of parts partitions
+// (RF=2, min.insync.replicas=2) and 400 records written to it with
+// acks=all by the producer it returns.
+func sessionsCluster(t *testing.T, topic string, parts int32) ([]*broker.Node, context.Context, *kgo.Client) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
 	ctx := proctest.Context(t, 120*time.Second)
 	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
@@ -39,6 +35,20 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	return nodes, ctx, prod
+}
+
+// TestFollowerFetchSessionIdle: two nodes, one RF=2 topic of 40 partitions
+// with min.insync.replicas=2. Once the records produced with acks=all are
+// replicated, every follower fetcher fetches incrementally (KIP-227): its
+// Fetch requests name no partition, and it is not sending full ones. A
+// second acks=all produce still completes (the followers fetch what is new
+// through their sessions and the high watermark moves), and every
+// partition's follower ends at its leader's log end. Before the follower
+// used sessions, each Fetch named every partition it followed.
+func TestFollowerFetchSessionIdle(t *testing.T) {
+	const topic, parts = "sessions", 40
+	nodes, ctx, prod := sessionsCluster(t, topic, parts)
 	// Idle: each fetcher's last Fetch named nothing, and it has sent
 	// incremental Fetches since its last full one.
 	type mark struct{ fetches, full uint64 }
@@ -122,21 +132,8 @@ func TestFollowerFetchSessionIdle(t *testing.T) {
 func TestIdleFollowerRoundsVisitNothing(t *testing.T) {
 	replica.SetSweepEvery(t, time.Hour)
 	const topic, parts = "quiet", 40
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := proctest.Context(t, 120*time.Second)
+	nodes, ctx, _ := sessionsCluster(t, topic, parts)
 	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
-	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	two := "2"
-	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
-		t.Fatal(err)
-	}
-	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
-	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "a")...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
 	type mark struct{ fetches, visited uint64 }
 	// quiet waits until every fetcher has sent three Fetches in a row
 	// without visiting a partition.

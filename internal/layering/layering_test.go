@@ -57,10 +57,12 @@ var ranks = map[string]int{
 	// 8: the composition root.
 	"broker": 8,
 	// 9: the binary, and the harness that drives whole nodes.
-	"cmd/shale": 9, "chaos": 9, "internal/loadbench": 9, "internal/proctest": 9, "internal/testnode": 9,
+	"cmd/shale": 9, "chaos": 9, "internal/loadbench": 9, "internal/proctest": 9,
 	// 10: the binaries and reports over the harness, and the process-level
 	// suites.
-	"cmd/shale-chaos": 10, "internal/benchreport": 10, "internal/clustertest": 10, "internal/compat": 10, "internal/e2e": 10,
+	// internal/testnode (in-process nodes and the Kafka helpers the
+	// behaviour tests share) is here: it uses proctest's contexts.
+	"cmd/shale-chaos": 10, "internal/testnode": 10, "internal/benchreport": 10, "internal/clustertest": 10, "internal/compat": 10, "internal/e2e": 10,
 	"internal/groupstest": 10, "internal/kcattest": 10, "internal/layering": 10,
 	"internal/membershiptest": 10, "internal/replicationtest": 10, "internal/tieringe2e": 10, "internal/txntest": 10,
 	"internal/restoretest": 10,
