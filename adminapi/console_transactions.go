@@ -1,15 +1,16 @@
 package adminapi
 
-// ConsoleTransactionsPath: the transactional ids the answering node
-// coordinates (a page: ?limit=N&cursor=ID) and the transactions open in
-// the partitions it leads, hanging ones marked.
+// ConsoleTransactionsPath: the cluster's transactional ids, whichever node
+// coordinates them (a page: ?limit=N&cursor=ID), and the transactions open
+// in the partitions the answering node leads, hanging ones marked.
 const ConsoleTransactionsPath = "/v1/console/transactions"
 
 // ConsoleTransactions is the body of GET ConsoleTransactionsPath.
 type ConsoleTransactions struct {
 	NodeID int32 `json:"node_id"`
-	// Total counts the ids this node coordinates (all pages); Ongoing
-	// those with a transaction open.
+	// Total counts the cluster's transactional ids (all pages), as
+	// ListTransactions of every broker answers; Ongoing those with a
+	// transaction open.
 	Total        int                  `json:"total"`
 	Ongoing      int                  `json:"ongoing"`
 	Transactions []ConsoleTransaction `json:"transactions"`
@@ -23,12 +24,18 @@ type ConsoleTransactions struct {
 	// oldest first, at most ConsoleMaxLimit; OpenTotal counts them all.
 	Open      []ConsoleOpenTransaction `json:"open"`
 	OpenTotal int                      `json:"open_total"`
+	// ListErrors names the brokers whose ListTransactions failed: their
+	// ids are missing from the list.
+	ListErrors []string `json:"list_errors,omitempty"`
 }
 
-// ConsoleTransaction is one transactional id's state at its coordinator.
-// StartMs is the open transaction's start (unix ms), -1 when none.
+// ConsoleTransaction is one transactional id's state at its coordinator
+// (DescribeTransactions). StartMs is the open transaction's start (unix
+// ms), -1 when none; LastUpdateMs is known on the coordinator's own
+// console only (-1 elsewhere).
 type ConsoleTransaction struct {
 	ID            string   `json:"transactional_id"`
+	Coordinator   int32    `json:"coordinator"`
 	ProducerID    int64    `json:"producer_id"`
 	ProducerEpoch int16    `json:"producer_epoch"`
 	State         string   `json:"state"`

@@ -1,19 +1,24 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/txn"
 )
 
 // consoleTransactions answers adminapi.ConsoleTransactionsPath: a page of
-// the transactional ids this node coordinates and the transactions open in
-// the partitions it leads. A coordinator partition still loading is 503.
+// the cluster's transactional ids, listed by every broker
+// (ListTransactions) and the page's described by their coordinators
+// (DescribeTransactions) through the node's inter-broker client, and the
+// transactions open in the partitions this node leads.
 func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	limit, err := consoleLimit(r)
 	if err != nil {
@@ -21,27 +26,73 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	}
 	out := adminapi.ConsoleTransactions{NodeID: n.cfg.NodeID, Transactions: []adminapi.ConsoleTransaction{},
 		MaxTimeoutMs: n.cfg.TransactionMaxTimeout.Milliseconds(), Open: []adminapi.ConsoleOpenTransaction{}}
-	if n.coords == nil || n.coords.txns == nil {
-		return nil, errors.New("the transaction coordinator is not running")
-	}
-	all, err := n.coords.txns.Transactions()
+	a, err := n.consoleAdmin()
 	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
+	defer cancel()
+	listed, err := a.Kadm().ListTransactions(ctx, nil, nil)
+	if se := (*kadm.ShardErrors)(nil); errors.As(err, &se) && !se.AllFailed {
+		for _, e := range se.Errs {
+			out.ListErrors = append(out.ListErrors, fmt.Sprintf("node %d: %v", e.Broker.NodeID, e.Err))
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("transactions: %w", err)
 	}
 	cursor := r.URL.Query().Get("cursor")
-	for _, s := range all { // sorted by id
+	var page []kadm.ListedTransaction
+	for _, l := range listed.Sorted() { // by id
 		out.Total++
-		if s.State == "Ongoing" {
+		if l.State == "Ongoing" {
 			out.Ongoing++
 		}
-		if cursor != "" && s.ID <= cursor {
+		if cursor != "" && l.TxnID <= cursor {
 			continue
 		}
-		if len(out.Transactions) == limit {
-			out.Next = out.Transactions[limit-1].ID
+		if len(page) == limit {
+			out.Next = page[limit-1].TxnID
 			continue
 		}
-		out.Transactions = append(out.Transactions, consoleTransaction(s))
+		page = append(page, l)
+	}
+	if len(page) > 0 {
+		ids := make([]string, len(page))
+		for i, l := range page {
+			ids[i] = l.TxnID
+		}
+		described, err := a.Kadm().DescribeTransactions(ctx, ids...)
+		if err != nil && len(described) == 0 {
+			return nil, fmt.Errorf("describing transactions: %w", err)
+		}
+		local := map[string]txn.Summary{} // the ids coordinated here, with their last update
+		if n.coords != nil && n.coords.txns != nil {
+			if all, err := n.coords.txns.Transactions(); err == nil {
+				for _, s := range all {
+					local[s.ID] = s
+				}
+			}
+		}
+		for _, l := range page {
+			t := adminapi.ConsoleTransaction{ID: l.TxnID, Coordinator: l.Coordinator, ProducerID: l.ProducerID, ProducerEpoch: -1,
+				State: l.State, StartMs: -1, LastUpdateMs: -1, Partitions: []string{}}
+			if d, ok := described[l.TxnID]; ok && d.Err == nil {
+				t.ProducerID, t.ProducerEpoch, t.State, t.TimeoutMs = d.ProducerID, d.ProducerEpoch, d.State, d.TimeoutMillis
+				if d.StartTimestamp > 0 {
+					t.StartMs = d.StartTimestamp
+				}
+				for _, tps := range d.Topics.Sorted() {
+					for _, p := range tps.Partitions {
+						t.Partitions = append(t.Partitions, fmt.Sprintf("%s-%d", tps.Topic, p))
+					}
+				}
+			}
+			if s, ok := local[l.TxnID]; ok {
+				t.LastUpdateMs = s.LastUpdateMs
+			}
+			out.Transactions = append(out.Transactions, t)
+		}
 	}
 	now := time.Now().UnixMilli()
 	for _, rep := range n.replicas.All() {
@@ -65,13 +116,4 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 		out.Open = out.Open[:adminapi.ConsoleMaxLimit]
 	}
 	return out, nil
-}
-
-func consoleTransaction(s txn.Summary) adminapi.ConsoleTransaction {
-	t := adminapi.ConsoleTransaction{ID: s.ID, ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch, State: s.State, TimeoutMs: s.TimeoutMs,
-		StartMs: s.StartMs, LastUpdateMs: s.LastUpdateMs, Partitions: make([]string, 0, len(s.Partitions))}
-	for _, tp := range s.Partitions {
-		t.Partitions = append(t.Partitions, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
-	}
-	return t
 }

@@ -451,24 +451,29 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal("group page: no lag-over-time points")
 	}
 
-	// Transactions, on the console of the id's coordinator.
-	var tcoord *broker.Node
+	// Transactions: every node lists the cluster's ids with their
+	// coordinator; the page is shown on a node that does not coordinate
+	// the id.
+	var tother *broker.Node
+	var tcoord int32
 	var txs []adminapi.ConsoleTransactions
 	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
-		txs = txs[:0]
+		txs, tother = txs[:0], nil
 		for _, n := range c.nodes {
 			x := getJSON[adminapi.ConsoleTransactions](t, ctx, n, adminapi.ConsoleTransactionsPath)
 			txs = append(txs, x)
-			if len(x.Transactions) == 1 && x.Transactions[0].ID == txnID && x.Transactions[0].State == "Ongoing" {
-				tcoord = n
-				return true
+			if len(x.Transactions) != 1 || x.Transactions[0].ID != txnID || x.Transactions[0].State != "Ongoing" {
+				return false
+			}
+			if tcoord = x.Transactions[0].Coordinator; tcoord != x.NodeID {
+				tother = n
 			}
 		}
-		return false
+		return tother != nil
 	}); err != nil {
-		t.Fatalf("the transaction not listed: %v\n%+v", err, txs)
+		t.Fatalf("the transaction not listed by every node: %v\n%+v", err, txs)
 	}
-	tbase := "http://" + tcoord.AdminAddr()
+	tbase := "http://" + tother.AdminAddr()
 	show(tbase, "", "cluster")
 	show(tbase, "#/transactions", "transactions")
 	if got := text(fmt.Sprintf("#transactions tr[data-txn=%q] td.state", txnID)); got != "Ongoing" {
@@ -476,6 +481,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	if got := text("#txn-ongoing"); got != "1" {
 		t.Fatalf("transactions page: %s ongoing, want 1", got)
+	}
+	if got := text(fmt.Sprintf("#transactions tr[data-txn=%q] td.coordinator", txnID)); got != fmt.Sprint(tcoord) {
+		t.Fatalf("transactions page on node %s: coordinator %q, want %d", tother.AdminAddr(), got, tcoord)
 	}
 
 	// The balancer's plan.

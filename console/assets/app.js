@@ -386,20 +386,22 @@ async function transactionsPage(q) {
   const x = await api(`/v1/console/transactions?limit=${PAGE}${cursor ? "&cursor=" + enc(cursor) : ""}`);
   const now = Date.now();
   const rows = x.transactions.map(t => `<tr data-txn="${esc(t.transactional_id)}"><td>${esc(t.transactional_id)}</td>
+    <td class="coordinator">${t.coordinator}</td>
     <td class="state ${t.state === "Ongoing" ? "warn" : ""}">${esc(t.state)}</td><td>${t.producer_id}</td><td>${t.producer_epoch}</td>
     <td>${num(t.timeout_ms)} ms</td><td>${t.start_ms > 0 ? ((now - t.start_ms) / 1000).toFixed(1) + " s" : "–"}</td>
     <td>${t.partitions.map(esc).join(", ") || "–"}</td></tr>`);
   const open = x.open.map(o => `<tr data-open="${esc(o.topic)}-${o.partition}" class="${o.hanging ? "bad" : ""}"><td><a href="#/topic/${enc(o.topic)}">${esc(o.topic)}</a>-${o.partition}</td>
     <td>${o.producer_id}</td><td>${o.producer_epoch}</td><td>${num(o.start_offset)}</td><td>${ms(o.last_timestamp)}</td><td>${o.hanging ? "hanging" : "open"}</td></tr>`);
-  main.innerHTML = `<h1>Transactions <small>coordinated by node ${x.node_id}</small></h1>
+  main.innerHTML = `<h1>Transactions</h1>
+    ${x.list_errors && x.list_errors.length ? `<p class="error" id="txn-list-errors">Some brokers did not list their transactional ids: ${x.list_errors.map(esc).join("; ")}</p>` : ""}
     <div class="cards"><div class="card"><b id="txn-total">${num(x.total)}</b> transactional ids</div>
     <div class="card ${x.ongoing ? "warn" : ""}"><b id="txn-ongoing">${num(x.ongoing)}</b> ongoing</div>
     <div class="card ${x.open.some(o => o.hanging) ? "bad" : ""}"><b id="txn-hanging">${x.open.filter(o => o.hanging).length}</b> hanging in partitions led here</div></div>
-    ${table(["transactional id", "state", "producer id", "epoch", "timeout", "open for", "partitions"], rows, 'id="transactions"')}
+    ${table(["transactional id", "coordinator", "state", "producer id", "epoch", "timeout", "open for", "partitions"], rows, 'id="transactions"')}
     ${pager(x.next, n => `#/transactions?cursor=${enc(n)}`)}
     <h2>Open in the partitions node ${x.node_id} leads <small>${num(x.open_total)}</small></h2>
     ${open.length ? table(["partition", "producer id", "epoch", "first offset", "last write", ""], open, 'id="open-transactions"') : "<p>None.</p>"}
-    <p class="note">A transaction is hanging when its producer wrote nothing to the partition for longer than transaction_max_timeout (${num(x.max_timeout_ms)} ms): it holds the last stable offset back. Each node lists the ids it coordinates: open another node's console for its own.</p>`;
+    <p class="note">A transaction is hanging when its producer wrote nothing to the partition for longer than transaction_max_timeout (${num(x.max_timeout_ms)} ms): it holds the last stable offset back. The ids are the whole cluster's (ListTransactions of every broker, each described by its coordinator); the open transactions are those in the partitions this node leads: open another node's console for its partitions.</p>`;
 }
 
 // ---- Balance ----
