@@ -437,7 +437,12 @@ func (b *bucketOps) restartKilled(n *Node) error {
 
 // run applies one bucket op and records it; the op's own failures are
 // recorded in its history, not returned, so that the checker judges them.
-func (b *bucketOps) run(ctx context.Context, e Event) (string, error) {
+func (b *bucketOps) run(_ context.Context, e Event) (string, error) {
+	// An op runs to its end (each bounds itself) even when the fault
+	// phase ends under it: an op cut short would leave the fixed topics
+	// in a state the checker cannot know.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	b.mu.Lock()
 	b.runs[e.Kind]++
 	nth := b.runs[e.Kind]

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -60,9 +61,10 @@ func checkTierOps(r *Result, h *History, finals map[TP]*finalIndex) {
 		}
 		checkFixed(r, RestoreLost, tp, s, final[tp], 0, t.Uploaded[tp.String()]+1)
 	}
-	// The quarantine topic: its log start where the last op left it, and
+	// The quarantine topic: its log start where the last op left it (any
+	// of the places an op that did not finish may have left it), and
 	// every record from there.
-	start := int64(0)
+	starts := []int64{0}
 	for _, op := range t.Quarantines {
 		what := "restore"
 		if op.Purge {
@@ -74,26 +76,36 @@ func checkTierOps(r *Result, h *History, finals map[TP]*finalIndex) {
 		if op.Deleted > op.Before && op.Entries == 0 {
 			r.add(QuarantineLost, "%s: retention deleted offsets %d..%d at %v and the quarantine lists nothing", quarantineTopic, op.Before, op.Deleted-1, op.At)
 		}
-		if op.Skipped != "" {
-			continue
-		}
-		if op.Err != "" {
-			start = max(start, op.After) // judged from wherever it stands
-			continue
-		}
-		if !op.Purge && op.After != op.Before {
+		switch {
+		case op.Skipped != "":
+		case op.Err != "" && op.Deleted <= op.Before:
+			// Stopped before retention moved anything, or moved it from
+			// where it stood: Before, or anything retention reached.
+			starts = append(starts, op.Before)
+		case op.Err != "" && op.Purge:
+			starts = []int64{op.Deleted} // a purge moves no log start
+		case op.Err != "":
+			starts = []int64{op.Before, op.Deleted} // restored or not
+		case !op.Purge && op.After != op.Before:
 			r.add(QuarantineLost, "%s: log start %d after the quarantine restore at %v, was %d before retention", quarantineTopic, op.After, op.At, op.Before)
-		}
-		if op.Purge && op.After != op.Deleted {
+			starts = []int64{op.After}
+		case op.Purge && op.After != op.Deleted:
 			r.add(QuarantineLost, "%s: log start %d after the purge at %v, retention had left it at %d", quarantineTopic, op.After, op.At, op.Deleted)
+			starts = []int64{op.After}
+		default:
+			starts = []int64{op.After}
 		}
-		start = op.After
 	}
 	for tp, s := range setup {
 		if tp.Topic != quarantineTopic {
 			continue
 		}
-		checkFixed(r, QuarantineLost, tp, s, final[tp], start, s.f.HW)
+		f := final[tp]
+		from := starts[len(starts)-1]
+		if f != nil && slices.Contains(starts, f.LogStart) {
+			from = f.LogStart
+		}
+		checkFixed(r, QuarantineLost, tp, s, f, from, s.f.HW)
 	}
 	for _, op := range t.Forks {
 		checkFork(r, h, op, final, finals)

@@ -138,3 +138,44 @@ func TestCheckTierOpsFindsEachKind(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTierOpsOpCutShort: a quarantine purge that did not finish
+// leaves the log start where retention put it; a restore that did not
+// finish, where it was or where retention put it. Each is STUCK, and the
+// quarantine topic is judged from either place, not QUARANTINE-LOST.
+func TestCheckTierOpsOpCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    QuarantineOp
+		start int64
+	}{
+		{"purge", QuarantineOp{Purge: true, Before: 0, Deleted: 6, After: -1, Entries: 2, Err: "cut"}, 6},
+		{"restore not done", QuarantineOp{Before: 0, Deleted: 6, After: -1, Entries: 2, Err: "cut"}, 6},
+		{"restore done", QuarantineOp{Before: 0, Deleted: 6, After: -1, Entries: 2, Err: "cut"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tierOpsHistory()
+			h.TierOps.Quarantines = []QuarantineOp{tc.op}
+			for i := range h.TierOps.Final {
+				if f := &h.TierOps.Final[i]; f.Topic == quarantineTopic {
+					f.LogStart, f.Records = tc.start, slices.Clone(h.TierOps.Setup[1].Records[tc.start:])
+				}
+			}
+			r := Check(h)
+			if r.Counts[Stuck] != 1 || r.Total() != 1 {
+				t.Fatalf("want the one STUCK, got %v", r.Violations)
+			}
+		})
+	}
+	// From elsewhere it is lost.
+	h := tierOpsHistory()
+	h.TierOps.Quarantines = []QuarantineOp{{Purge: true, Before: 0, Deleted: 6, After: -1, Entries: 2, Err: "cut"}}
+	for i := range h.TierOps.Final {
+		if f := &h.TierOps.Final[i]; f.Topic == quarantineTopic {
+			f.LogStart, f.Records = 7, slices.Clone(h.TierOps.Setup[1].Records[7:])
+		}
+	}
+	if r := Check(h); r.Counts[QuarantineLost] == 0 {
+		t.Fatalf("log start 7 after a purge that retention left at 6: want QUARANTINE-LOST, got %v", r.Violations)
+	}
+}
