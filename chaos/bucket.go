@@ -807,18 +807,32 @@ func (b *bucketOps) entries(ctx context.Context, pick int, topic string) (int, e
 	return len(q.Entries), err
 }
 
+// logStart returns tp's log start, asking again for up to 30 s while a
+// node is down (kadm answers a shard error rather than retry).
 func (b *bucketOps) logStart(ctx context.Context, tp TP) (int64, error) {
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	so, err := b.f.adm.ListStartOffsets(lctx, tp.Topic)
-	if err != nil {
-		return -1, err
-	}
-	o, ok := so.Lookup(tp.Topic, tp.Partition)
-	if !ok {
-		return -1, fmt.Errorf("%s: no start offset", tp)
-	}
-	return o.Offset, o.Err
+	var off int64 = -1
+	var last error
+	poll(30*time.Second, 250*time.Millisecond, func() bool {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		so, err := b.f.adm.ListStartOffsets(lctx, tp.Topic)
+		if err != nil {
+			last = err
+			return ctx.Err() != nil
+		}
+		o, ok := so.Lookup(tp.Topic, tp.Partition)
+		switch {
+		case !ok:
+			last = fmt.Errorf("%s: no start offset", tp)
+		case o.Err != nil:
+			last = o.Err
+		default:
+			off, last = o.Offset, nil
+			return true
+		}
+		return ctx.Err() != nil
+	})
+	return off, last
 }
 
 // retention sets the quarantine topic's retention.bytes (v "" removes it).

@@ -73,7 +73,7 @@ func checkTierOps(r *Result, h *History, finals map[TP]*finalIndex) {
 		if op.Err != "" {
 			r.add(Stuck, "bucket quarantine %s at %v: %s", what, op.At, op.Err)
 		}
-		if op.Deleted > op.Before && op.Entries == 0 {
+		if op.Err == "" && op.Deleted > op.Before && op.Entries == 0 {
 			r.add(QuarantineLost, "%s: retention deleted offsets %d..%d at %v and the quarantine lists nothing", quarantineTopic, op.Before, op.Deleted-1, op.At)
 		}
 		switch {
