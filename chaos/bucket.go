@@ -795,16 +795,25 @@ func (b *bucketOps) remote(ctx context.Context, tp TP) (segs int, bytes int64) {
 	return segs, bytes
 }
 
-// entries counts topic's quarantine entries, as a live node lists them.
+// entries counts topic's quarantine entries, as a live node lists them,
+// asking again (another node) for up to 30 s.
 func (b *bucketOps) entries(ctx context.Context, pick int, topic string) (int, error) {
-	n, err := b.server(pick, "")
-	if err != nil {
-		return 0, err
-	}
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	q, err := b.api.QuarantineList(lctx, n.Admin, topic)
-	return len(q.Entries), err
+	count, attempt := 0, 0
+	var last error
+	poll(30*time.Second, 250*time.Millisecond, func() bool {
+		attempt++
+		n, err := b.server(pick+attempt, "")
+		if err != nil {
+			last = err
+			return ctx.Err() != nil
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		q, err := b.api.QuarantineList(lctx, n.Admin, topic)
+		count, last = len(q.Entries), err
+		return err == nil || ctx.Err() != nil
+	})
+	return count, last
 }
 
 // logStart returns tp's log start, asking again for up to 30 s while a
