@@ -19,7 +19,7 @@ import (
 
 	"github.com/shale-io/shale/infra/freeport"
 	"github.com/shale-io/shale/infra/natsembed"
-	"github.com/shale-io/shale/infra/objstore/objstoretest"
+	"github.com/shale-io/shale/infra/objstore/faultproxy"
 	"github.com/shale-io/shale/internal/proctest/child"
 )
 
@@ -86,7 +86,7 @@ type Cluster struct {
 	s3    *child.Process
 	s3Dir string
 	s3URL string // versitygw
-	proxy *objstoretest.FaultProxy
+	proxy *faultproxy.FaultProxy
 	Nodes []*Node
 	net   *netFaults
 	log   *slog.Logger
@@ -291,7 +291,7 @@ func (c *Cluster) startS3() error {
 	if !poll(30*time.Second, 50*time.Millisecond, func() bool { return dialOK(addr) }) {
 		return fmt.Errorf("versitygw not listening after 30 s")
 	}
-	c.proxy, err = objstoretest.NewFaultProxy(c.s3URL)
+	c.proxy, err = faultproxy.NewFaultProxy(c.s3URL)
 	return err
 }
 

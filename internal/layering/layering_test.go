@@ -24,7 +24,7 @@ const module = "github.com/shale-io/shale"
 var ranks = map[string]int{
 	// 0: leaves, standard library and outside modules only.
 	"segment/batch": 0, "segment/vfs": 0, "segment/leaderepoch": 0, "authz/acl": 0, "quota": 0, "clientmetrics": 0, "kafka": 0, "adminapi": 0,
-	"infra/objstore": 0, "infra/config": 0, "infra/buildinfo": 0, "infra/freeport": 0,
+	"infra/objstore": 0, "infra/objstore/faultproxy": 0, "infra/config": 0, "infra/buildinfo": 0, "infra/freeport": 0,
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
 	"internal/testjwt": 0, "internal/benchpair": 0,
@@ -159,6 +159,63 @@ func TestLayering(t *testing.T) {
 	}
 	for _, b := range violations(graph) {
 		t.Error(b)
+	}
+}
+
+// TestBinariesDoNotLinkTesting: no package the shale and shale-chaos
+// binaries are built from imports package testing outside its tests (it
+// registers test flags and pulls the test runner into the binary). chaos
+// did through objstoretest until the fault proxy left it for
+// infra/objstore/faultproxy.
+func TestBinariesDoNotLinkTesting(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := imports(t, root)
+	users := map[string]bool{}
+	fset := token.NewFileSet()
+	for dir := range graph {
+		files, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range af.Imports {
+				if s.Path.Value == `"testing"` {
+					users[dir] = true
+				}
+			}
+		}
+	}
+	if len(users) == 0 {
+		t.Fatal("no package imports testing: the check finds nothing (internal/proctest does)")
+	}
+	for _, bin := range []string{"cmd/shale", "cmd/shale-chaos"} {
+		seen := map[string]string{bin: ""}
+		queue := []string{bin}
+		for len(queue) > 0 {
+			dir := queue[0]
+			queue = queue[1:]
+			if users[dir] {
+				path := []string{dir}
+				for at := seen[dir]; at != ""; at = seen[at] {
+					path = append([]string{at}, path...)
+				}
+				t.Errorf("%s links package testing: %s imports it", bin, strings.Join(path, " -> "))
+				break
+			}
+			for _, imp := range graph[dir] {
+				if _, ok := seen[imp]; !ok && !outside(imp) {
+					seen[imp] = dir
+					queue = append(queue, imp)
+				}
+			}
+		}
 	}
 }
 

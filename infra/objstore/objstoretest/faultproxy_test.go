@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/infra/objstore/faultproxy"
 )
 
 func TestFaultProxy(t *testing.T) {
@@ -84,7 +86,7 @@ func TestFaultProxyErrorRateAndCatch(t *testing.T) {
 		}
 	}))
 	t.Cleanup(backend.Close)
-	p, err := NewFaultProxy(backend.URL)
+	p, err := faultproxy.NewFaultProxy(backend.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
