@@ -189,6 +189,15 @@ func (c *Controller) balanceReplicas(ctx context.Context) bool {
 			uctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
 			_, err = c.store.UpdatePartition(uctx, next)
 			cancel()
+			if err != nil && !errors.Is(err, ErrConflict) {
+				// No answer is not no write: a move that landed is
+				// started, and reported as such.
+				lctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/2)
+				if _, ok := c.store.Landed(lctx, next); ok {
+					err = nil
+				}
+				cancel()
+			}
 		}
 		switch {
 		case err == nil:

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -98,6 +99,23 @@ func (s *Store) UpdatePartition(ctx context.Context, st PartitionState) (Partiti
 	st.Revision = rev
 	s.apply((*cache).applyPartition, change{key: key, rev: rev, value: data})
 	return st, nil
+}
+
+// Landed reports whether st's partition record now holds what
+// UpdatePartition(st) writes: a write whose answer was lost (a timeout, a
+// connection cut after the server stored it) may have landed. When it
+// has, the cache takes the record and Landed returns it as written.
+func (s *Store) Landed(ctx context.Context, st PartitionState) (PartitionState, bool) {
+	want := st.clone()
+	want.PartitionEpoch++
+	key := partitionKey(want.TopicID, want.Partition)
+	e, err := s.partsKV.Get(ctx, key)
+	if err != nil || !bytes.Equal(e.Value(), encodePartition(want)) {
+		return PartitionState{}, false
+	}
+	want.Revision = e.Revision()
+	s.apply((*cache).applyPartition, change{key: key, rev: want.Revision, value: e.Value()})
+	return want, true
 }
 
 func validatePartitionState(st PartitionState) error {

@@ -407,3 +407,55 @@ func TestManualAssignment(t *testing.T) {
 		}
 	}
 }
+
+// TestLandedFindsAWriteWhoseAnswerWasLost: a partition write whose answer
+// never came (a context that ends with the request on the wire) may have
+// been stored; Landed reads the record and says whether it holds the
+// write, and the caller's cache takes it. A write that did not land, or
+// another one, is not mistaken for it.
+func TestLandedFindsAWriteWhoseAnswerWasLost(t *testing.T) {
+	srv := startNATS(t)
+	a := openStore(t, connect(t, srv), StoreConfig{Logger: quietLogger()})
+	b := openStore(t, connect(t, srv), StoreConfig{Logger: quietLogger()})
+	ctx := testCtx(t)
+	for id, s := range map[int32]*Store{1: a, 2: b} {
+		if err := s.RegisterBroker(ctx, broker(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.CreateTopicWithAssignment(ctx, "landed", [][]int32{{1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var cur PartitionState
+	eventually(t, 10*time.Second, "a leader", func() bool {
+		var ok bool
+		cur, ok = a.Partition("landed", 0)
+		return ok && cur.Leader >= 0
+	})
+	next := cur
+	next.ISR = []int32{cur.Leader}
+	if _, ok := a.Landed(ctx, next); ok {
+		t.Fatal("Landed before the write")
+	}
+	// The write, through the other store.
+	eventually(t, 10*time.Second, "b knows the partition", func() bool {
+		c, ok := b.Partition("landed", 0)
+		return ok && c.Revision == cur.Revision
+	})
+	if _, err := b.UpdatePartition(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := a.Landed(ctx, next)
+	if !ok || got.PartitionEpoch != cur.PartitionEpoch+1 || !slices.Equal(got.ISR, next.ISR) || got.Revision <= cur.Revision {
+		t.Fatalf("Landed after the write: %v %+v", ok, got)
+	}
+	if c, _ := a.Partition("landed", 0); c.Revision != got.Revision {
+		t.Fatalf("cache at revision %d, the landed write's %d", c.Revision, got.Revision)
+	}
+	other := cur
+	other.ISR = []int32{1, 2}
+	other.Leader = 2
+	if _, ok := a.Landed(ctx, other); ok {
+		t.Fatal("Landed took another write for this one")
+	}
+}
