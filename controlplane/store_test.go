@@ -423,6 +423,7 @@ func TestLandedFindsAWriteWhoseAnswerWasLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	eventually(t, 10*time.Second, "a knows both brokers", func() bool { return len(a.Brokers()) == 2 })
 	if _, err := a.CreateTopicWithAssignment(ctx, "landed", [][]int32{{1, 2}}, nil); err != nil {
 		t.Fatal(err)
 	}
