@@ -278,6 +278,21 @@ func (b *bucketOps) refill(ctx context.Context, tp TP) error {
 // it left to upload.
 func (b *bucketOps) uploaded(ctx context.Context, tp TP) (last int64, ok bool) {
 	last = -1
+	b.tierStatuses(ctx, tp, func(_ *Node, ps adminapi.TierPartitionStatus, err error) {
+		if err != nil {
+			return
+		}
+		last = max(last, ps.LastTieredOffset)
+		if ps.UploadLagSegments == 0 && ps.LastTieredOffset >= 0 {
+			ok = true
+		}
+	})
+	return last, ok
+}
+
+// tierStatuses calls fn with tp's tier status as each live node reports
+// it, or with the node's error.
+func (b *bucketOps) tierStatuses(ctx context.Context, tp TP, fn func(n *Node, ps adminapi.TierPartitionStatus, err error)) {
 	for _, n := range b.f.c.Nodes {
 		if !n.Alive() || n.Paused() {
 			continue
@@ -286,41 +301,27 @@ func (b *bucketOps) uploaded(ctx context.Context, tp TP) (last int64, ok bool) {
 		st, err := b.api.TierStatus(sctx, n.Admin, tp.Topic)
 		cancel()
 		if err != nil {
+			fn(n, adminapi.TierPartitionStatus{}, err)
 			continue
 		}
 		for _, ps := range st.Partitions {
-			if ps.Partition != tp.Partition {
-				continue
-			}
-			last = max(last, ps.LastTieredOffset)
-			if ps.UploadLagSegments == 0 && ps.LastTieredOffset >= 0 {
-				ok = true
+			if ps.Partition == tp.Partition {
+				fn(n, ps, nil)
 			}
 		}
 	}
-	return last, ok
 }
 
 // tierState describes what each live node reports of tp's tiering.
 func (b *bucketOps) tierState(ctx context.Context, tp TP) string {
 	var out []string
-	for _, n := range b.f.c.Nodes {
-		if !n.Alive() || n.Paused() {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := b.api.TierStatus(sctx, n.Admin, tp.Topic)
-		cancel()
+	b.tierStatuses(ctx, tp, func(n *Node, ps adminapi.TierPartitionStatus, err error) {
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", n.Name, err))
-			continue
+		} else {
+			out = append(out, fmt.Sprintf("%s: %+v", n.Name, ps))
 		}
-		for _, ps := range st.Partitions {
-			if ps.Partition == tp.Partition {
-				out = append(out, fmt.Sprintf("%s: %+v", n.Name, ps))
-			}
-		}
-	}
+	})
 	return strings.Join(out, "; ")
 }
 
@@ -776,22 +777,11 @@ func (b *bucketOps) quarantine(ctx context.Context, pick int, kill, purge bool) 
 // remote returns tp's remote segments and bytes, as the node reporting
 // the most sees them.
 func (b *bucketOps) remote(ctx context.Context, tp TP) (segs int, bytes int64) {
-	for _, n := range b.f.c.Nodes {
-		if !n.Alive() || n.Paused() {
-			continue
+	b.tierStatuses(ctx, tp, func(_ *Node, ps adminapi.TierPartitionStatus, err error) {
+		if err == nil && ps.RemoteSegments > segs {
+			segs, bytes = ps.RemoteSegments, ps.RemoteBytes
 		}
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := b.api.TierStatus(sctx, n.Admin, tp.Topic)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for _, ps := range st.Partitions {
-			if ps.Partition == tp.Partition && ps.RemoteSegments > segs {
-				segs, bytes = ps.RemoteSegments, ps.RemoteBytes
-			}
-		}
-	}
+	})
 	return segs, bytes
 }
 

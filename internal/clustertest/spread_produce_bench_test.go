@@ -178,9 +178,11 @@ func spreadProduce(b *testing.B, parts int32) {
 	req0, isr0 := produceTimes(b, c), isrChanges(c)
 	cpu0, self0, from, acked0, batches0 := nodesCPU(b, c), selfCPU(b), time.Now(), acked.Load(), batches.n.Load()
 	deadline := from.Add(spreadRun)
-	for time.Now().Before(deadline) && acked.Load()-acked0 < spreadMaxRecords && failed.Load() == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The measured window: until spreadRun passes, enough records are
+	// acknowledged or a produce fails.
+	_ = proctest.Poll(time.Until(deadline), 20*time.Millisecond, func() bool {
+		return acked.Load()-acked0 >= spreadMaxRecords || failed.Load() != 0
+	})
 	cpu1, self1, took, n, nb := nodesCPU(b, c), selfCPU(b), time.Since(from), acked.Load()-acked0, batches.n.Load()-batches0
 	req1 := produceTimes(b, c)
 	stop()
