@@ -145,10 +145,16 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...
 	if err := n.probeBucket(ctx); err != nil {
 		return nil, err
 	}
-	if err := n.startNATS(); err != nil {
+	// The control plane is waited for up to the registration timeout: each
+	// JetStream call takes the deadline, not the client's 5 s default, so a
+	// NATS that is busy or paused at the start delays the node instead of
+	// stopping it.
+	octx, ocancel := context.WithTimeout(ctx, cfg.InitialBrokerRegistrationTimeout)
+	defer ocancel()
+	if err := n.startNATS(octx); err != nil {
 		return nil, err
 	}
-	n.store, err = controlplane.Open(ctx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, BrokerTTL: cfg.BrokerSessionTimeout,
+	n.store, err = controlplane.Open(octx, n.nc, controlplane.StoreConfig{Replicas: cfg.NATSReplicas, BrokerTTL: cfg.BrokerSessionTimeout,
 		Logger: n.logger, Monitor: n.natsMon})
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
@@ -168,7 +174,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...
 	}
 	n.logReports.active = !clean
 	host, port := cfg.AdvertisedHostPort()
-	if err := n.register(ctx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, UncleanStart: !clean,
+	if err := n.register(octx, controlplane.Broker{NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, UncleanStart: !clean,
 		Listeners: cfg.AdvertisedListenerList()}); err != nil {
 		return nil, fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
 	}
@@ -291,7 +297,11 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...
 	return n, nil
 }
 
-func (n *Node) startNATS() error {
+// startNATS connects to the external NATS cluster, or starts the embedded
+// server and connects to it. An external cluster that does not answer is
+// tried again until ctx ends (the registration timeout): a node may start
+// before its NATS or while it restarts.
+func (n *Node) startNATS(ctx context.Context) error {
 	if n.cfg.NATS != "" {
 		opts := []nats.Option{nats.Name(fmt.Sprintf("shale-%d", n.cfg.NodeID)), nats.MaxReconnects(-1)}
 		if n.cfg.NATSCreds != "" {
@@ -306,12 +316,23 @@ func (n *Node) startNATS() error {
 		if n.cfg.NATSTLSCert != "" {
 			opts = append(opts, nats.ClientCert(n.cfg.NATSTLSCert, n.cfg.NATSTLSKey))
 		}
-		nc, err := nats.Connect(n.cfg.NATS, append(opts, n.natsMon.Options()...)...)
-		if err != nil {
-			return fmt.Errorf("connecting to NATS %s: %w", n.cfg.NATS, err)
+		opts = append(opts, n.natsMon.Options()...)
+		for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
+			nc, err := nats.Connect(n.cfg.NATS, opts...)
+			if err == nil {
+				n.nc = nc
+				return nil
+			}
+			if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) {
+				return fmt.Errorf("connecting to NATS %s: %w", n.cfg.NATS, err)
+			}
+			n.logger.Warn("NATS not reachable; trying again", "nats", n.cfg.NATS, "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("connecting to NATS %s: %w (gave up after initial_broker_registration_timeout)", n.cfg.NATS, err)
+			case <-time.After(wait):
+			}
 		}
-		n.nc = nc
-		return nil
 	}
 	host, portStr, err := net.SplitHostPort(n.cfg.NATSListen)
 	if err != nil {
@@ -334,14 +355,22 @@ func (n *Node) startNATS() error {
 // register registers this broker in the control plane. After a crash the
 // previous process's registration lives until its TTL runs out; like a Kafka
 // broker fenced until its old session expires, the node retries until then.
+// A control plane that does not answer is tried again until ctx ends (the
+// registration timeout): a registration is idempotent for its store.
 func (n *Node) register(ctx context.Context, b controlplane.Broker) error {
 	deadline := time.Now().Add(n.cfg.BrokerSessionTimeout + 5*time.Second)
 	for {
 		err := n.store.RegisterBroker(ctx, b)
-		if err == nil || !errors.Is(err, controlplane.ErrBrokerIDInUse) || time.Now().After(deadline) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return err
+		case controlplane.Unavailable(err):
+			n.logger.Warn("control plane unavailable; registering again", "err", err)
+		case errors.Is(err, controlplane.ErrBrokerIDInUse) && time.Now().Before(deadline):
+			n.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
+		default:
 			return err
 		}
-		n.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

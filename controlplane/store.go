@@ -167,7 +167,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.clusterID, err = loadClusterID(ctx, clusterKV); err != nil {
+	if err := whileUnavailable(ctx, s.log, "cluster id", func() (err error) {
+		s.clusterID, err = loadClusterID(ctx, clusterKV)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 
@@ -204,12 +207,18 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 
 // bucket creates a bucket or binds to an existing one. An existing bucket
 // whose settings differ from cfg is used as it is, with a warning.
+// A JetStream that is unavailable is waited for until ctx ends
+// (whileUnavailable).
 func (s *Store) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := s.js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		s.log.Warn("bucket exists with other settings; using it as is", "bucket", cfg.Bucket)
-		kv, err = s.js.KeyValue(ctx, cfg.Bucket)
-	}
+	var kv jetstream.KeyValue
+	err := whileUnavailable(ctx, s.log, "bucket "+cfg.Bucket, func() (err error) {
+		kv, err = s.js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			s.log.Warn("bucket exists with other settings; using it as is", "bucket", cfg.Bucket)
+			kv, err = s.js.KeyValue(ctx, cfg.Bucket)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: bucket %s: %w", cfg.Bucket, err)
 	}

@@ -86,6 +86,9 @@ type Broker struct {
 	BrokerSessionTimeout time.Duration `yaml:"broker_session_timeout" doc:"How long a broker registration lives without keepalive; a leader whose registration is this old steps down once the followers that could replace it stop fetching from it."`
 	ReplicaLagTimeMax    time.Duration `yaml:"replica_lag_time_max" doc:"replica.lag.time.max.ms: a follower not caught up for this long leaves the ISR."`
 	ControllerLease      time.Duration `yaml:"controller_lease" doc:"How long the controller lease lives without renewal; another node takes over within about this time."`
+	// InitialBrokerRegistrationTimeout bounds a node's start-up wait for the
+	// control plane, as Kafka's bounds a broker's wait for its controllers.
+	InitialBrokerRegistrationTimeout time.Duration `yaml:"initial_broker_registration_timeout" doc:"initial.broker.registration.timeout.ms: how long a starting node waits for the control plane (connecting to an external NATS, opening the broker registry, registering) before it gives up and exits; a NATS that is busy, paused or restarting meanwhile is waited for."`
 
 	AutoLeaderRebalanceEnable          bool          `yaml:"auto_leader_rebalance_enable" doc:"auto.leader.rebalance.enable: the controller moves leadership back to each partition's preferred (first assigned) replica when a broker's share of partitions led elsewhere is above leader_imbalance_per_broker_percentage, and only to a replica that is live, unfenced and in the ISR."`
 	LeaderImbalanceCheckInterval       time.Duration `yaml:"leader_imbalance_check_interval" doc:"leader.imbalance.check.interval.seconds: how often the controller checks the preferred-leader imbalance (the first check one interval after it takes the lease)."`
@@ -223,6 +226,7 @@ func Defaults() Broker {
 		NATSReplicas:                        1,
 		BrokerSessionTimeout:                6 * time.Second,
 		ControllerLease:                     3 * time.Second,
+		InitialBrokerRegistrationTimeout:    60 * time.Second,
 		AutoLeaderRebalanceEnable:           true,
 		LeaderImbalanceCheckInterval:        300 * time.Second,
 		LeaderImbalancePerBrokerPercentage:  10,
@@ -333,6 +337,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.BrokerSessionTimeout < time.Second || b.ControllerLease < time.Second {
 		return fmt.Errorf("%w: broker_session_timeout and controller_lease must be at least 1s", ErrInvalidConfig)
+	}
+	if b.InitialBrokerRegistrationTimeout < time.Second {
+		return fmt.Errorf("%w: initial_broker_registration_timeout %v: want at least 1s", ErrInvalidConfig, b.InitialBrokerRegistrationTimeout)
 	}
 	if b.LeaderImbalanceCheckInterval < time.Second {
 		return fmt.Errorf("%w: leader_imbalance_check_interval %v: want at least 1s", ErrInvalidConfig, b.LeaderImbalanceCheckInterval)
