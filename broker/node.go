@@ -198,6 +198,7 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...
 		LeaderImbalanceCheckInterval:       cfg.LeaderImbalanceCheckInterval,
 		LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
 		Balancer:                           n.balancerConfig(), // balancer.go
+		Dial:                               n.interBroker.DialContext,
 		Unclean: func(topic string) bool {
 			t, ok := n.store.Topic(topic)
 			return ok && n.replicas.TopicConfig(t).Bool(config.UncleanLeaderElection)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,6 +58,12 @@ type ControllerConfig struct {
 	// Balancer is the replica balancer (balancer.go, balancer_run.go).
 	// The zero value is off; the broker's configuration turns it on.
 	Balancer BalancerConfig
+
+	// Dial opens the liveness prober's tripwires (liveness.go): idle
+	// connections to the probed brokers' Kafka addresses, which end when
+	// their process does. The node passes its inter-broker dialer, so that
+	// a TLS listener sees a completed handshake. Nil: plain TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Controller is a node's candidacy for the controller role. Every node runs
@@ -99,8 +106,9 @@ type Controller struct {
 	fullAt time.Time
 	graced []int32
 	// For tests: the steps the loop finished, the partitions reconcile
-	// decided, and the balancer passes that planned.
-	steps, visits, plans atomic.Int64
+	// decided, the balancer passes that planned, and the liveness probes
+	// sent (liveness.go).
+	steps, visits, plans, probes atomic.Int64
 }
 
 // StartController joins the controller election.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,20 @@ import (
 // a node cut off from NATS, or a host that is gone, does not refuse
 // connections (the dial times out); those still wait for BrokerTTL, during
 // which the node itself steps down (broker.sessionLost).
+//
+// Probing every broker each 400 ms was most of an idle cluster's NATS
+// messages (a request and its reply each, from the controller to every
+// broker and from each candidate to the holder). So the prober keeps a
+// tripwire to each broker it watches: an idle connection to its Kafka
+// address, on which nothing is ever sent. While a tripwire is up, its
+// broker is not probed: the process holds the other end, and when the
+// process dies its kernel closes it, which ends the tripwire at once and
+// starts a probe round. A broker without a tripwire (its address did not
+// accept one, or it ended) is probed each round, as before, and a new
+// tripwire tried at most once a round. A tripwire ended by anything else
+// (the listener's idle timeout, a restart) only costs a probe. What a
+// tripwire cannot see, a paused process or a host cut off, needs the
+// session timeout either way.
 
 const (
 	livenessInterval = 400 * time.Millisecond
@@ -139,11 +154,19 @@ func (c *Controller) probeLoop(ctx context.Context) {
 	t := time.NewTicker(livenessInterval)
 	defer t.Stop()
 	misses := map[string]int{} // by node id and incarnation
+	trips := map[string]*tripwire{}
+	defer func() {
+		for _, tw := range trips {
+			tw.cancel()
+		}
+	}()
+	wake := make(chan struct{}, 1)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 		leading, holder := c.leading.Load(), c.holder.Load()
 		seen := map[string]bool{}
@@ -157,8 +180,16 @@ func (c *Controller) probeLoop(ctx context.Context) {
 			}
 			k := strconv.Itoa(int(id)) + "/" + r.incarnation
 			seen[k] = true
+			tw := trips[k]
+			if tw.up() {
+				continue // the process holds its end
+			}
+			c.probes.Add(1)
 			if !c.store.probeGone(ctx, r) {
 				delete(misses, k)
+				if tw.retry() {
+					trips[k] = c.armTripwire(ctx, r.broker, wake)
+				}
 				continue
 			}
 			if misses[k]++; misses[k] < livenessMisses || !listenerRefused(ctx, r.broker) {
@@ -189,7 +220,77 @@ func (c *Controller) probeLoop(ctx context.Context) {
 				delete(misses, k)
 			}
 		}
+		for k, tw := range trips {
+			if !seen[k] {
+				tw.cancel()
+				delete(trips, k)
+			}
+		}
 	}
+}
+
+// tripwire is an idle connection to a probed broker's Kafka address (see
+// above). A nil tripwire is none.
+type tripwire struct {
+	cancel context.CancelFunc
+	armed  atomic.Bool   // connected, and the connection has not ended
+	ended  chan struct{} // closed when the dial failed or the connection ended
+}
+
+// up reports whether tw is connected and its connection has not ended.
+func (tw *tripwire) up() bool { return tw != nil && tw.armed.Load() }
+
+// retry reports whether a new tripwire should replace tw: there is none,
+// or its dial failed, or its connection ended. (A dial is bounded by
+// livenessTimeout.)
+func (tw *tripwire) retry() bool {
+	if tw == nil {
+		return true
+	}
+	select {
+	case <-tw.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// armTripwire dials b's Kafka address and, once connected, waits on the
+// connection until it ends or ctx does; a connection that ends after it
+// was up wakes the prober (a dial that fails does not: the prober's next
+// round sees it, so a refusing address is tried once a round).
+func (c *Controller) armTripwire(ctx context.Context, b Broker, wake chan<- struct{}) *tripwire {
+	tctx, cancel := context.WithCancel(ctx)
+	tw := &tripwire{cancel: cancel, ended: make(chan struct{})}
+	dial := c.cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	go func() {
+		defer close(tw.ended)
+		dctx, dcancel := context.WithTimeout(tctx, livenessTimeout)
+		conn, err := dial(dctx, "tcp", addr)
+		dcancel()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		stop := context.AfterFunc(tctx, func() { conn.Close() })
+		defer stop()
+		tw.armed.Store(true)
+		var buf [1]byte
+		_, _ = conn.Read(buf[:]) // nothing is sent: any return is the end of it
+		tw.armed.Store(false)
+		if tctx.Err() == nil {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return tw
 }
 
 // removeLease deletes the controller lease if node holder still holds it.

@@ -57,3 +57,67 @@ func TestControllerRemovesDeadBrokerProcess(t *testing.T) {
 	ln.Close() // and now nothing listens there: the process is gone
 	eventually(t, 10*time.Second, "node 2's registration removed", func() bool { return !registered() })
 }
+
+// TestIdleProberSendsNoProbes: while a broker's process holds the other
+// end of the prober's tripwire, the controller sends it no probe (at 400 ms
+// a probe, the most of an idle cluster's NATS messages); when the process
+// ends (its listener and every connection it accepted close, as the kernel
+// closes a killed process's sockets), the tripwire starts a probe at once
+// and the broker's session is removed.
+func TestIdleProberSendsNoProbes(t *testing.T) {
+	srv := startNATS(t)
+	cfg := StoreConfig{BrokerTTL: 30 * time.Second, Logger: quietLogger()}
+	s1 := openStore(t, connect(t, srv), cfg)
+	if err := s1.RegisterBroker(testCtx(t), broker(1)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartController(testCtx(t), s1, ControllerConfig{NodeID: 1, LeaseTTL: time.Second, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	eventually(t, 10*time.Second, "node 1 controller", c.IsController)
+
+	// Broker 2's "process": a listener that accepts and holds what it accepts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn
+		}
+	}()
+	nc2 := connect(t, srv)
+	s2 := openStore(t, nc2, cfg)
+	b2 := Broker{NodeID: 2, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+	if err := s2.RegisterBroker(testCtx(t), b2); err != nil {
+		t.Fatal(err)
+	}
+	registered := func() bool {
+		return slices.ContainsFunc(s1.Brokers(), func(b Broker) bool { return b.NodeID == 2 })
+	}
+	eventually(t, 10*time.Second, "node 1 sees node 2 and holds a tripwire to it", func() bool {
+		return registered() && len(accepted) > 0
+	})
+	before := c.probes.Load()
+	if proctest.Poll(10*livenessInterval, livenessInterval/2, func() bool { return c.probes.Load() != before }) == nil {
+		t.Fatalf("probes sent to a broker whose tripwire is up: %d, then %d", before, c.probes.Load())
+	}
+
+	// The process ends: its NATS connection, its listener, its connections.
+	nc2.Close()
+	ln.Close()
+	for len(accepted) > 0 {
+		(<-accepted).Close()
+	}
+	eventually(t, 10*time.Second, "node 2's registration removed", func() bool { return !registered() })
+	if c.probes.Load() == before {
+		t.Fatal("the session was removed without a probe")
+	}
+}
