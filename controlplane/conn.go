@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,50 @@ type ConnMonitor struct {
 	// checkInterval is how often each watch's supervisor checks its
 	// subscription (tests shorten it).
 	checkInterval time.Duration
+	// soloHeartbeat is the watches' heartbeat on a NATS server that is not
+	// in a cluster (watchPace; tests that starve a consumer shorten it).
+	soloHeartbeat time.Duration
 
 	disconnects, reconnects, asyncErrors, watchRestarts atomic.Uint64
+
+	// reconnected tells the watches' supervisors of each reconnection.
+	reconnected broadcast
+}
+
+// broadcast wakes every subscriber of an event that happened (each has a
+// channel of one, so an event is never lost and never queued twice).
+type broadcast struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+// subscribe returns a channel that receives after each event from now on,
+// and the function that ends the subscription.
+func (b *broadcast) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[chan struct{}]struct{}{}
+	}
+	b.subs[ch] = struct{}{}
+	return ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.subs, ch)
+	}
+}
+
+// notify wakes every subscriber.
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // NewConnMonitor returns a monitor logging to log (slog.Default if nil).
@@ -30,7 +73,7 @@ func NewConnMonitor(log *slog.Logger) *ConnMonitor {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &ConnMonitor{log: log, checkInterval: defaultWatchCheck}
+	return &ConnMonitor{log: log, checkInterval: defaultWatchCheck, soloHeartbeat: soloHeartbeat}
 }
 
 // Options are the connection options that route the NATS client's events
@@ -63,6 +106,7 @@ func (m *ConnMonitor) Options() []nats.Option {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			m.reconnects.Add(1)
+			m.reconnected.notify()
 			log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted(), "server", nc.ConnectedServerName())
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {

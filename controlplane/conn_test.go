@@ -118,4 +118,12 @@ func TestConnMonitorAcrossNATSRestart(t *testing.T) {
 		}
 		return false
 	})
+	// The restart lost the watches' consumers; each watch asked right after
+	// the reconnection instead of waiting for missed heartbeats (5 s each
+	// on a server that is not in a cluster).
+	if !rec.has("WARN control-plane watch re-established", "reason=its consumer did not survive the NATS reconnection") {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		t.Errorf("no watch re-established after the reconnection; log:\n%s", strings.Join(*rec.lines, "\n"))
+	}
 }

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,11 +13,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// watchHeartbeat is the idle heartbeat of the bucket watchers. The KV
-// API's watchers use 5s, which leaves a watcher whose consumer lived on a
-// lost NATS node blind for 10-20s; a 1s heartbeat lets the client notice
-// and recreate the consumer within a few seconds.
+// watchHeartbeat is the idle heartbeat of the bucket watchers on a NATS
+// cluster. The KV API's watchers use 5s, which leaves a watcher whose
+// consumer lived on a lost NATS node blind for 10-20s; a 1s heartbeat lets
+// the client notice and recreate the consumer within a few seconds.
 const watchHeartbeat = time.Second
+
+// soloHeartbeat is the heartbeat on a NATS server that is not in a
+// cluster (the embedded server, or one external server), the KV API's:
+// there the consumer cannot be lost while the connection stays up, and
+// after a reconnection each watch asks at once whether its consumer
+// survived (checkAfterReconnect), so a fast heartbeat buys nothing. A
+// watch's heartbeats were most of an idle cluster's NATS messages.
+const soloHeartbeat = 5 * time.Second
 
 // defaultWatchCheck is how often a watch's supervisor checks that its
 // subscription is alive and keeps up with its bucket (ConnMonitor's
@@ -29,7 +38,10 @@ const defaultWatchCheck = 5 * time.Second
 // and a stream-info request (with its API advisory) per check; at idle the
 // cluster's watches were about half of NATS's messages, and these buckets
 // change only when an operator acts, and miss nothing while the client
-// recreates a consumer (they are re-read whole).
+// recreates a consumer (they are re-read whole). On a single NATS server
+// every watch's stream-info check runs at this pace (its subscription's
+// validity, which costs no request, is still checked at the check
+// interval).
 const settingsPace = 5
 
 // settingsBuckets are the buckets whose watches run at settingsPace: client
@@ -41,13 +53,18 @@ var settingsBuckets = map[string]bool{
 	BucketClientMetrics: true, BucketClientQuotas: true, BucketFeatures: true, BucketGroupConfigs: true,
 }
 
-// watchPace returns bucket's watch heartbeat and the interval of its
-// supervisor's checks, given the monitor's check interval.
-func watchPace(bucket string, check time.Duration) (heartbeat, every time.Duration) {
-	if settingsBuckets[bucket] {
-		return settingsPace * watchHeartbeat, settingsPace * check
+// watchPace returns bucket's watch heartbeat, the interval of its
+// supervisor's checks and how many checks make one that reads the stream
+// (stallEvery), given the monitor's check interval and solo heartbeat
+// (soloHeartbeat) and whether the connected NATS server is in a cluster.
+func watchPace(bucket string, check, solo time.Duration, clustered bool) (heartbeat, every time.Duration, stallEvery int) {
+	switch {
+	case settingsBuckets[bucket]:
+		return settingsPace * watchHeartbeat, settingsPace * check, 1
+	case !clustered:
+		return solo, check, settingsPace
 	}
-	return watchHeartbeat, check
+	return watchHeartbeat, check, 1
 }
 
 // watchRequestTimeout bounds each JetStream request of a supervisor.
@@ -62,9 +79,11 @@ const watchRequestTimeout = 5 * time.Second
 // The client gives up on a subscription when it cannot recreate the
 // consumer (an API error other than "not available now"): it unsubscribes
 // and tells only the connection's error handler. So a supervisor goroutine
-// checks every checkInterval that the subscription is valid and that it
-// keeps up with the bucket (its last applied stream sequence reaches the
-// stream's last one, or moves), and otherwise re-establishes the watch: a
+// checks every checkInterval that the subscription is valid, and every
+// stallEvery checks that it keeps up with the bucket (its last applied
+// stream sequence reaches the stream's last one, or moves); right after a
+// reconnection it asks whether the consumer survived; and otherwise it
+// re-establishes the watch: a
 // new subscription that delivers each key's latest value again, from which
 // the cache takes what it missed (older revisions are ignored), and after
 // which the keys this watch knew but the bucket no longer holds are applied
@@ -78,8 +97,9 @@ type bucketWatch struct {
 	js     nats.JetStreamContext
 	bucket string
 	prefix string // "$KV.<bucket>."
-	// heartbeat and check are the watch's pace (watchPace).
+	// heartbeat, check and stallEvery are the watch's pace (watchPace).
 	heartbeat, check time.Duration
+	stallEvery       int
 	apply            func(change)
 	log              *slog.Logger
 	mon              *ConnMonitor
@@ -121,8 +141,9 @@ func startWatch(nc *nats.Conn, bucket string, mon *ConnMonitor, apply func(chang
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: watch %s: %w", bucket, err)
 	}
-	heartbeat, check := watchPace(bucket, mon.checkInterval)
-	w := &bucketWatch{nc: nc, js: js, bucket: bucket, prefix: "$KV." + bucket + ".", apply: apply, heartbeat: heartbeat, check: check,
+	heartbeat, check, stallEvery := watchPace(bucket, mon.checkInterval, mon.soloHeartbeat, nc.ConnectedClusterName() != "")
+	w := &bucketWatch{nc: nc, js: js, bucket: bucket, prefix: "$KV." + bucket + ".", apply: apply,
+		heartbeat: heartbeat, check: check, stallEvery: stallEvery,
 		log: mon.log.With("component", "controlplane", "bucket", bucket), mon: mon,
 		ready: make(chan struct{}), done: make(chan struct{})}
 	w.mu.live = map[string]uint64{}
@@ -131,7 +152,11 @@ func startWatch(nc *nats.Conn, bucket string, mon *ConnMonitor, apply func(chang
 		w.cancel()
 		return nil, fmt.Errorf("controlplane: watch %s: %w", bucket, err)
 	}
-	go w.supervise(w.check)
+	reconnected, unsubscribe := mon.reconnected.subscribe()
+	go func() {
+		defer unsubscribe()
+		w.supervise(reconnected)
+	}()
 	return w, nil
 }
 
@@ -251,15 +276,19 @@ func (w *bucketWatch) markReadyLocked() {
 
 // supervise re-establishes the watch when its subscription ended or stalls,
 // until stop.
-func (w *bucketWatch) supervise(every time.Duration) {
+func (w *bucketWatch) supervise(reconnected <-chan struct{}) {
 	defer close(w.done)
-	t := time.NewTicker(every)
+	t := time.NewTicker(w.check)
 	defer t.Stop()
 	var prev watchProgress
-	for {
+	for checks := 0; ; {
 		select {
 		case <-w.ctx.Done():
 			return
+		case <-reconnected:
+			prev = watchProgress{}
+			w.checkAfterReconnect()
+			continue
 		case <-t.C:
 		}
 		if w.nc.IsClosed() {
@@ -279,6 +308,9 @@ func (w *bucketWatch) supervise(every time.Duration) {
 		case !sub.IsValid():
 			reason = "the NATS client ended its subscription"
 		default:
+			if checks++; checks%w.stallEvery != 0 {
+				continue // the stream is read every stallEvery checks
+			}
 			last, err := w.streamLastSeq()
 			if err != nil {
 				w.log.Debug("control-plane watch: reading the stream's state", "err", err)
@@ -293,6 +325,23 @@ func (w *bucketWatch) supervise(every time.Duration) {
 		}
 		prev = watchProgress{}
 		w.restart(reason)
+	}
+}
+
+// checkAfterReconnect asks, right after the connection came back, whether
+// the subscription's consumer survived (a restarted NATS server may have
+// lost it) and re-establishes the watch at once if not, instead of when
+// the client has missed its heartbeats.
+func (w *bucketWatch) checkAfterReconnect() {
+	w.mu.Lock()
+	sub := w.mu.sub
+	w.mu.Unlock()
+	if sub == nil || !sub.IsValid() {
+		w.restart("its subscription did not survive the NATS reconnection")
+		return
+	}
+	if _, err := sub.ConsumerInfo(); errors.Is(err, nats.ErrConsumerNotFound) {
+		w.restart("its consumer did not survive the NATS reconnection")
 	}
 }
 

@@ -119,6 +119,7 @@ func starveWatch(t *testing.T, js jetstream.JetStream, w *bucketWatch, seen func
 func fastMonitor() *ConnMonitor {
 	m := NewConnMonitor(quietLogger())
 	m.checkInterval = 100 * time.Millisecond
+	m.soloHeartbeat = watchHeartbeat // the client notices a starved consumer sooner
 	return m
 }
 
