@@ -12,38 +12,57 @@ import (
 // the bucket. A registration that expires leaves only a MaxAge marker,
 // which itself lives LimitMarkerTTL; a watcher that was cut off from NATS
 // for longer never sees it, and without this sweep would list the dead
-// broker for ever. It runs every BrokerTTL until Close.
+// broker for ever. A sweep lists the bucket (a consumer made and deleted:
+// a handful of NATS messages), so it runs at the first tick (every
+// BrokerTTL) after the connection was lost or a watch was re-established,
+// the ways a watcher is cut off, and otherwise every resyncGuard ticks, for
+// a cut-off that neither shows (a NATS server cut from its cluster while
+// the node's connection to it stays up). It runs until Close.
 func (s *Store) resyncBrokers() {
 	t := time.NewTicker(s.cfg.BrokerTTL)
 	defer t.Stop()
+	var seen uint64 // the monitor's reconnections and watch restarts at the last sweep
+	ticks := 0
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
+		st := s.cfg.Monitor.Stats()
+		n := st.Reconnects + st.WatchRestarts
+		if ticks++; n == seen && ticks < resyncGuard {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.BrokerTTL)
-		s.sweepBrokers(ctx)
+		if s.sweepBrokers(ctx) {
+			seen, ticks = n, 0
+		}
 		cancel()
 	}
 }
 
+// resyncGuard is how many BrokerTTL ticks may pass without a broker sweep
+// while nothing says a watcher was cut off (resyncBrokers).
+const resyncGuard = 5
+
 // sweepBrokers reads the stream's last revision first, then the live keys:
 // a key missing from the list is gone at that revision, and a registration
-// written after it carries a higher revision, so it wins in the cache.
-func (s *Store) sweepBrokers(ctx context.Context) {
+// written after it carries a higher revision, so it wins in the cache. It
+// reports whether it read the bucket.
+func (s *Store) sweepBrokers(ctx context.Context) bool {
 	st, err := s.brokersKV.Status(ctx)
 	if err != nil {
-		return
+		return false
 	}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
-		return
+		return false
 	}
 	last := bs.StreamInfo().State.LastSeq
 	lister, err := s.brokersKV.ListKeys(ctx)
 	if err != nil {
-		return
+		return false
 	}
 	var keys []string
 	for k := range lister.Keys() {
@@ -54,4 +73,5 @@ func (s *Store) sweepBrokers(ctx context.Context) {
 			s.apply((*cache).applyBroker, change{key: k, rev: last, deleted: true})
 		}
 	}
+	return true
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The brokers being decommissioned (drained) are one key of the cluster
@@ -26,15 +24,6 @@ type drainingRecord struct {
 	Brokers []int32 `json:"brokers"`
 }
 
-// clusterKV binds the cluster bucket (created by Open).
-func (s *Store) clusterKV(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := s.js.KeyValue(ctx, BucketCluster)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: bucket %s: %w", BucketCluster, err)
-	}
-	return kv, nil
-}
-
 // Draining returns the brokers being decommissioned and the revision of
 // the record (0 when there is none). It reads the control plane, not the
 // cache. The caller owns the map.
@@ -42,11 +31,7 @@ func (s *Store) Draining(ctx context.Context) (map[int32]bool, uint64, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
 	}
-	kv, err := s.clusterKV(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	e, err := kv.Get(ctx, drainingKey)
+	e, err := s.clusterBucket.Get(ctx, drainingKey)
 	if isKeyGone(err) {
 		return map[int32]bool{}, 0, nil
 	}
@@ -70,10 +55,7 @@ func (s *Store) Draining(ctx context.Context) (map[int32]bool, uint64, error) {
 // on the record read; a lost race reads and calls change again (a few
 // times, then ErrConflict). It returns the set written.
 func (s *Store) UpdateDraining(ctx context.Context, change func(cur map[int32]bool) (map[int32]bool, error)) (map[int32]bool, error) {
-	kv, err := s.clusterKV(ctx)
-	if err != nil {
-		return nil, err
-	}
+	kv := s.clusterBucket
 	for range 5 {
 		cur, rev, err := s.Draining(ctx)
 		if err != nil {

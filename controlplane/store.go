@@ -92,9 +92,12 @@ type Store struct {
 	registrationsKV jetstream.KeyValue
 	topicsKV        jetstream.KeyValue
 	partsKV         jetstream.KeyValue
-	clusterID       string
-	incarnation     string
-	bus             *eventBus
+	// clusterBucket is the cluster bucket (the cluster id, the draining
+	// brokers), bound once: binding asks NATS for the stream's info.
+	clusterBucket jetstream.KeyValue
+	clusterID     string
+	incarnation   string
+	bus           *eventBus
 
 	watches []*bucketWatch // set by Open, stopped by Close
 
@@ -167,6 +170,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.clusterBucket = clusterKV
 	if err := whileUnavailable(ctx, s.log, "cluster id", func() (err error) {
 		s.clusterID, err = loadClusterID(ctx, clusterKV)
 		return err
