@@ -17,6 +17,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/sdk"
 )
@@ -36,7 +37,7 @@ func TestAdminListenerTLSAndAuth(t *testing.T) {
 	const tokA, tokB = "ops-token-0123456789abcdef", "ops-token-rotated-0123456789"
 	tokens := filepath.Join(dir, "tokens")
 	writeRenamed(t, tokens, "# ops\n"+tokA+"\n")
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cfg := testnode.Config(filepath.Join(dir, "node"), func(c *config.Broker) {
 		c.AdminSSLCertificateLocation = testcerts.Write(t, dir, "admin.crt", cert)
 		c.AdminSSLKeyLocation = testcerts.Write(t, dir, "admin.key", key)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,70 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
-
-// aclNode is a node with the authorizer on: a PLAINTEXT inter-broker
-// listener, whose User:ANONYMOUS is a super user (as a Kafka cluster with a
-// PLAINTEXT inter-broker listener needs), and a SASL_PLAINTEXT listener
-// with PLAIN users admin (a super user), alice and bob.
-type aclNode struct {
-	n     *broker.Node
-	super *kgo.Client // over PLAINTEXT: User:ANONYMOUS, a super user
-	sasl  string      // the SASL_PLAINTEXT listener's address
-}
-
-func startACLNode(t *testing.T, opts ...testnode.Option) *aclNode {
-	t.Helper()
-	users := filepath.Join(t.TempDir(), "users")
-	if err := os.WriteFile(users, []byte("admin:admin-secret\nalice:alice-secret\nbob:bob-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	n := testnode.Start(t, t.TempDir(), append([]testnode.Option{func(c *config.Broker) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
-		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
-		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:ANONYMOUS;User:admin"
-		c.OffsetsTopicReplicationFactor = 1
-		c.DelegationTokenSecretKey = "acl-node-token-secret"
-	}}, opts...)...)
-	super, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(super.Close)
-	return &aclNode{n: n, super: super, sasl: n.ListenerAddr("SASL_PLAINTEXT")}
-}
-
-// client is a franz-go client logged in as user over SASL PLAIN.
-func (a *aclNode) client(t *testing.T, user string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.sasl),
-		kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-// addACLs stores ACLs through the super user and fails on any error.
-func (a *aclNode) addACLs(t *testing.T, ctx context.Context, b *kadm.ACLBuilder) {
-	t.Helper()
-	res, err := kadm.NewClient(a.super).CreateACLs(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			t.Fatalf("CreateACLs %s: %v %s", r.Principal, r.Err, r.ErrMessage)
-		}
-	}
-}
 
 func oneBatch(t *testing.T, value string) []byte {
 	t.Helper()
@@ -108,13 +47,13 @@ type fxState struct {
 	topics       int
 }
 
-func (a *aclNode) fixture(t *testing.T, ctx context.Context) {
+func writeFixture(t *testing.T, ctx context.Context, a *testnode.ACLNode) {
 	t.Helper()
-	adm := kadm.NewClient(a.super)
+	adm := kadm.NewClient(a.Super)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, fxTopic); err != nil {
 		t.Fatal(err)
 	}
-	txn, err := kgo.NewClient(kgo.SeedBrokers(a.n.KafkaAddr()), kgo.TransactionalID(fxTxnID), kgo.DefaultProduceTopic(fxTopic))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(a.N.KafkaAddr()), kgo.TransactionalID(fxTxnID), kgo.DefaultProduceTopic(fxTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,17 +74,17 @@ func (a *aclNode) fixture(t *testing.T, ctx context.Context) {
 	if r, err := adm.CommitOffsets(ctx, fxGroup, offs); err != nil || r.Error() != nil {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
 	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "carol-pass"}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// state reads, as the super user, everything the table's requests must
+// fixtureState reads, as the super user, everything the table's requests must
 // leave alone.
-func (a *aclNode) state(t *testing.T, ctx context.Context) fxState {
+func fixtureState(t *testing.T, ctx context.Context, a *testnode.ACLNode) fxState {
 	t.Helper()
-	adm := kadm.NewClient(a.super)
+	adm := kadm.NewClient(a.Super)
 	var s fxState
 	ends, err := adm.ListEndOffsets(ctx, fxTopic)
 	if err != nil {
@@ -886,21 +825,21 @@ func describeConfigsReq(resourceType kmsg.ConfigResourceType, name string) kmsg.
 // records and config, the group's offsets, the ACLs, the credentials) has
 // moved. An API registered without a row here fails the test.
 func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
-	a := startACLNode(t)
+	a := testnode.StartACLNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	a.fixture(t, ctx)
-	before := a.state(t, ctx)
+	writeFixture(t, ctx, a)
+	before := fixtureState(t, ctx, a)
 	if before.hw < 3 || before.committed != 2 || before.acls != 1 || before.scramUsers != 1 || before.groups != 1 {
 		t.Fatalf("fixture: %+v", before)
 	}
 
-	bob := a.client(t, "bob")
+	bob := a.Client(t, "bob")
 	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, bob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := authzCases(t, testnode.TopicID(t, a.super, fxTopic))
+	cases := authzCases(t, testnode.TopicID(t, a.Super, fxTopic))
 	served := map[kmsg.Key]bool{}
 	for _, k := range versions.ApiKeys {
 		key := kmsg.Key(k.ApiKey)
@@ -929,11 +868,11 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 			t.Errorf("authzCases has a row for %s, which the node does not serve", kmsg.NameForKey(int16(key)))
 		}
 	}
-	if after := a.state(t, ctx); after != before {
+	if after := fixtureState(t, ctx, a); after != before {
 		t.Errorf("bob's refused requests changed the node:\nbefore %+v\nafter  %+v", before, after)
 	}
 	// Each denial was audited: the metric counted them.
-	fams := testnode.Scrape(t, a.n)
+	fams := testnode.Scrape(t, a.N)
 	if v := testnode.MustMetric(t, fams, "kafka_security_authorizer_authorization_denied_total", "request", "Produce", "operation", "WRITE", "resource_type", "TOPIC"); v < 1 {
 		t.Errorf("denied Produce counted %v times", v)
 	}
@@ -946,20 +885,20 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 // ALLOW; a super user (admin over SASL) does anything; a change of the
 // ACLs applies at once without a restart.
 func TestACLsAllowWhatTheyName(t *testing.T) {
-	a := startACLNode(t)
+	a := testnode.StartACLNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(a.super)
+	adm := kadm.NewClient(a.Super)
 	for _, topic := range []string{"app-orders", "app-blocked", "other"} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").Groups("app-").
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("app-").Groups("app-").
 		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead, kadm.OpWrite))
-	a.addACLs(t, ctx, kadm.NewACLs().Deny("User:alice").DenyHosts().Topics("app-blocked").Operations(kadm.OpAll))
+	a.AddACLs(t, ctx, kadm.NewACLs().Deny("User:alice").DenyHosts().Topics("app-blocked").Operations(kadm.OpAll))
 
-	alice := a.client(t, "alice", kgo.ConsumeTopics("app-orders"), kgo.ConsumerGroup("app-consumers"), kgo.DefaultProduceTopic("app-orders"))
+	alice := a.Client(t, "alice", kgo.ConsumeTopics("app-orders"), kgo.ConsumerGroup("app-consumers"), kgo.DefaultProduceTopic("app-orders"))
 	for i := range 5 {
 		if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("order-%d", i))}).FirstErr(); err != nil {
 			t.Fatalf("alice produce: %v", err)
@@ -988,7 +927,7 @@ func TestACLsAllowWhatTheyName(t *testing.T) {
 		t.Fatalf("produce to the denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 
-	admin := a.client(t, "admin")
+	admin := a.Client(t, "admin")
 	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("the super user's produce: %v", err)
 	}
@@ -1023,11 +962,11 @@ func TestACLsAllowWhatTheyName(t *testing.T) {
 	}
 
 	// An ACL added now applies to bob's next request, with no restart.
-	bob := a.client(t, "bob")
+	bob := a.Client(t, "bob")
 	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("bob before his ACL: %v", err)
 	}
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().Topics("other").Operations(kadm.OpWrite))
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:bob").AllowHosts().Topics("other").Operations(kadm.OpWrite))
 	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("bob after his ACL: %v", err)
 	}
@@ -1044,17 +983,17 @@ func TestACLsAllowWhatTheyName(t *testing.T) {
 // TestAllowEveryoneIfNoACLFound: with allow_everyone_if_no_acl_found, bob
 // may use a topic no ACL names, and not one with an ACL for alice alone.
 func TestAllowEveryoneIfNoACLFound(t *testing.T) {
-	a := startACLNode(t, func(c *config.Broker) { c.AllowEveryoneIfNoACLFound = true })
+	a := testnode.StartACLNode(t, func(c *config.Broker) { c.AllowEveryoneIfNoACLFound = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(a.super)
+	adm := kadm.NewClient(a.Super)
 	for _, topic := range []string{"open", "alices"} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("alices").Operations(kadm.OpWrite))
-	bob := a.client(t, "bob")
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("alices").Operations(kadm.OpWrite))
+	bob := a.Client(t, "bob")
 	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "open", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("bob on a topic without ACLs: %v", err)
 	}

@@ -61,7 +61,7 @@ func TestClusterRolesAndElections(t *testing.T) {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = "ha", testnode.TopicID(t, cl, "ha")
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = mustBatch(t)
+	rp.Records = testnode.OneRecordBatch(t)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := direct.Broker(int(otherID(nodes, other))).Request(ctx, req)
@@ -148,13 +148,4 @@ func otherID(nodes []*broker.Node, n *broker.Node) int32 {
 		}
 	}
 	return -1
-}
-
-func mustBatch(t *testing.T) []byte {
-	t.Helper()
-	b, err := batchBuild()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -261,10 +261,10 @@ func TestDelegationTokensDisabled(t *testing.T) {
 // alice's tokens only with DescribeTokens on User:alice or Describe on the
 // token (KIP-373).
 func TestDelegationTokenACLs(t *testing.T) {
-	a := startACLNode(t)
+	a := testnode.StartACLNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	alice, bob := a.client(t, "alice"), a.client(t, "bob")
+	alice, bob := a.Client(t, "alice"), a.Client(t, "bob")
 	mine := createToken(ctx, t, alice, "")
 	if mine.ErrorCode != 0 {
 		t.Fatalf("alice creates her own token: %v", kerr.ErrorForCode(mine.ErrorCode))
@@ -290,7 +290,7 @@ func TestDelegationTokenACLs(t *testing.T) {
 		c.Principal, c.Host, c.Operation, c.PermissionType = "User:bob", "*", op, kmsg.ACLPermissionTypeAllow
 		req.Creations = append(req.Creations, c)
 	}
-	cr, err := req.RequestWith(ctx, a.super)
+	cr, err := req.RequestWith(ctx, a.Super)
 	if err != nil || len(cr.Results) != 2 || cr.Results[0].ErrorCode != 0 || cr.Results[1].ErrorCode != 0 {
 		t.Fatalf("CreateAcls on User:alice: %v %+v", err, cr)
 	}

@@ -242,7 +242,3 @@ func TestLongPollWokenByAppend(t *testing.T) {
 		t.Fatal("a one-minute long poll was not woken by the append")
 	}
 }
-
-func batchBuild() ([]byte, error) {
-	return batch.Build(nil, batch.NoProducer(), []batch.Record{{Value: []byte("x")}})
-}

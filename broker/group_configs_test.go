@@ -18,12 +18,12 @@ import (
 // GROUP_AUTHORIZATION_FAILED on another group (with no config written);
 // Describe on the group alone does not let her describe its configs.
 func TestGroupConfigACLs(t *testing.T) {
-	a := startACLNode(t)
+	a := testnode.StartACLNode(t)
 	ctx := proctest.Context(t, 60*time.Second)
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("app-cfg").
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("app-cfg").
 		Operations(kadm.OpAlterConfigs, kadm.OpDescribeConfigs))
-	a.addACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("other-cfg").Operations(kadm.OpDescribe))
-	alice := a.client(t, "alice")
+	a.AddACLs(t, ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("other-cfg").Operations(kadm.OpDescribe))
+	alice := a.Client(t, "alice")
 	if code, msg := testnode.AlterGroupConfigs(t, ctx, alice, "app-cfg", false, testnode.SetConfigOp("consumer.session.timeout.ms", "50000")); code != 0 {
 		t.Fatalf("alice altering app-cfg: %v %q", kerr.ErrorForCode(code), msg)
 	}
@@ -36,7 +36,7 @@ func TestGroupConfigACLs(t *testing.T) {
 	if vals, _, code := testnode.DescribeGroupConfigs(t, ctx, alice, "other-cfg"); code != kerr.GroupAuthorizationFailed.Code || len(vals) != 0 {
 		t.Fatalf("alice describing other-cfg: %v %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code), vals)
 	}
-	admin := a.client(t, "admin")
+	admin := a.Client(t, "admin")
 	if vals, srcs, code := testnode.DescribeGroupConfigs(t, ctx, admin, "other-cfg"); code != 0 || srcs["consumer.session.timeout.ms"] != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("other-cfg after alice's refused alteration: %v %v %v", kerr.ErrorForCode(code), vals, srcs)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -31,7 +32,7 @@ import (
 func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 	dir := t.TempDir()
 	srv := testnode.StartNATS(t, dir)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cfg := testnode.Config(filepath.Join(dir, "node"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1), func(c *config.Broker) {
 		c.Listeners, c.InterBrokerListenerName = "SASL_PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT"
 		c.SASLEnabledMechanisms, c.InterBrokerSASLUsername, c.InterBrokerSASLPassword = "SCRAM-SHA-512", "broker", "broker-secret"
@@ -66,7 +67,7 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 	}
 
 	// A second node on the same control plane, with another password.
-	logs2 := &syncBuffer{}
+	logs2 := &testlog.Buffer{}
 	cfg2 := testnode.Config(filepath.Join(dir, "node2"), testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(2), func(c *config.Broker) {
 		c.Listeners, c.InterBrokerListenerName = "SASL_PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT"
 		c.SASLEnabledMechanisms, c.InterBrokerSASLUsername, c.InterBrokerSASLPassword = "SCRAM-SHA-512", "broker", "another-password"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -28,7 +29,7 @@ func rawProduce(t *testing.T, ctx context.Context, cl *kgo.Client, id int32, top
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = topic, topicID
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = mustBatch(t)
+	rp.Records = testnode.OneRecordBatch(t)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := cl.Broker(int(id)).Request(ctx, req)
@@ -158,7 +159,7 @@ func TestLeaderDiscovery(t *testing.T) {
 	}
 
 	// A producer and a consumer that know the leader.
-	var logs syncBuffer
+	var logs testlog.Buffer
 	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic),
 		kgo.WithLogger(kgo.BasicLogger(&logs, kgo.LogLevelDebug, nil)))
 	cons := testnode.Client(t, nodes[0].KafkaAddr(), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))

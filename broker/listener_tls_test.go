@@ -17,6 +17,7 @@ import (
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -87,7 +88,7 @@ func TestPerListenerTLSSettings(t *testing.T) {
 // and not the one that requires certificates.
 func TestAnonymousSuperUserWarns(t *testing.T) {
 	ca := testcerts.NewCA(t, "shale-test-ca")
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cfg := testnode.Config(t.TempDir(), testnode.WithListeners("PLAINTEXT", "SSL", "MTLS"),
 		testnode.WithTLS(ca.ServerFiles(t, "broker-0"), "requested"), func(c *config.Broker) {
 			c.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL"

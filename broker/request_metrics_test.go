@@ -1,12 +1,10 @@
 package broker_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -92,24 +91,6 @@ func TestRequestStageMetrics(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the node's concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSlowRequestLogOnNode: request_log_slow_threshold reaches the node's
 // Kafka server: with a 1ns threshold an acks=all produce logs a slow-request
 // line with its stages.
@@ -118,7 +99,7 @@ func TestSlowRequestLogOnNode(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	ctx := proctest.Context(t, 60*time.Second)
 	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {

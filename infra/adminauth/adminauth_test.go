@@ -1,7 +1,6 @@
 package adminauth
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"log/slog"
@@ -10,32 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/shale-io/shale/internal/testlog"
 )
 
 const (
 	tokA = "token-a-0123456789abcdef"
 	tokB = "token-b-0123456789abcdef"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // writeFile replaces path by renaming a complete file over it, as an
 // operator rotating tokens should.
@@ -65,7 +48,7 @@ func tokensAt(t *testing.T, path string, now *time.Time, log *slog.Logger) *Toke
 func TestTokensFileAndReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "# the ops team\n  "+tokA+"  \n\n")
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	now := time.Now()
 	tk := tokensAt(t, path, &now, slog.New(slog.NewTextHandler(logs, nil)))
 	for tok, want := range map[string]bool{tokA: true, tokB: false, "": false, tokA[:len(tokA)-1]: false, tokA + "x": false,
@@ -123,7 +106,7 @@ func TestHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("secret data")) })
 	h := Handler(ok, Config{Tokens: tk, Open: []string{"/healthz"}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	for _, tc := range []struct {

@@ -27,7 +27,7 @@ var ranks = map[string]int{
 	"infra/objstore": 0, "infra/objstore/faultproxy": 0, "infra/config": 0, "infra/buildinfo": 0, "infra/freeport": 0,
 	"infra/tlsreload": 0, "infra/adminauth": 0, "deploy": 0,
 	"internal/invariants": 0, "internal/procstat": 0, "internal/testcerts": 0,
-	"internal/testjwt": 0, "internal/benchpair": 0,
+	"internal/testjwt": 0, "internal/benchpair": 0, "internal/testlog": 0,
 	// the process supervisor under the harnesses (on internal/procstat).
 	"internal/proctest/child": 1,
 	// the console's embedded single-page app: files only.

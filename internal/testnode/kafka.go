@@ -13,6 +13,7 @@ import (
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/partition"
+	"github.com/shale-io/shale/segment/batch"
 )
 
 // Client returns a franz-go client seeded with addr (a 20 s retry
@@ -186,4 +187,15 @@ func InternalShape(ctx context.Context, t testing.TB, adm *kadm.Client, topic st
 	if len(want) > 0 {
 		t.Fatalf("%s: configs %v not described", topic, want)
 	}
+}
+
+// OneRecordBatch is a record batch of one record, value "x", with no
+// producer id: a Produce body for raw requests.
+func OneRecordBatch(t testing.TB) []byte {
+	t.Helper()
+	b, err := batch.Build(nil, batch.NoProducer(), []batch.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/shale-io/shale/internal/testjwt"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
 )
@@ -62,9 +63,9 @@ func (a *authEvents) count(event string) int {
 
 // serveSASL serves l (with RegisterSASL and a DescribeCluster that answers
 // listener|principal in ClusterID) and returns its address and log.
-func serveSASL(t *testing.T, l kafka.Listener, obs kafka.AuthObserver) (string, *syncBuffer) {
+func serveSASL(t *testing.T, l kafka.Listener, obs kafka.AuthObserver) (string, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	reg := kafka.NewRegistry()
 	kafka.RegisterSASL(reg)
 	reg.Register(kmsg.DescribeCluster, 0, 1, func(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
@@ -110,7 +111,7 @@ func whoAmIAt(t *testing.T, addr string, m ksasl.Mechanism) (string, error) {
 
 // oauthServer serves OAUTHBEARER (tokens of key, issuer https://idp.example,
 // audience shale) and PLAIN (alice:alice-secret, bob:bob-secret).
-func oauthServer(t *testing.T, key *testjwt.Key, maxReauth time.Duration, obs kafka.AuthObserver) (string, *syncBuffer) {
+func oauthServer(t *testing.T, key *testjwt.Key, maxReauth time.Duration, obs kafka.AuthObserver) (string, *testlog.Buffer) {
 	t.Helper()
 	src, err := sasl.NewJWKSource(sasl.JWKSConfig{URL: jwksFile(t, t.TempDir(), "jwks.json", testjwt.JWKSOf(key))}, nil)
 	if err != nil {

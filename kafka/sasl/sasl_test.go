@@ -1,14 +1,12 @@
 package sasl_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,29 +19,12 @@ import (
 
 	"github.com/shale-io/shale/infra/tlsreload"
 	"github.com/shale-io/shale/internal/testcerts"
+	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
 )
 
 const testTimeout = 20 * time.Second
-
-// syncBuffer is a log destination safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // credentials is an in-memory credential store of both SCRAM mechanisms.
 type credentials map[string]sasl.Credential // mechanism + "/" + user
@@ -60,7 +41,7 @@ func (c credentials) lookup(mech string) sasl.CredentialLookup {
 
 type saslServer struct {
 	addr string
-	logs *syncBuffer
+	logs *testlog.Buffer
 	ca   *testcerts.CA // set on a TLS server
 }
 
@@ -95,7 +76,7 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 	}
 	mechs = append(mechs, sasl.PlainMechanism(sasl.PlainUsers{"alice": "alice-secret"}))
 
-	ss := &saslServer{logs: &syncBuffer{}}
+	ss := &saslServer{logs: &testlog.Buffer{}}
 	l := kafka.Listener{Name: "SASL_PLAINTEXT", SASL: mechs}
 	if withTLS {
 		ss.ca = testcerts.NewCA(t, "ca")
