@@ -1,4 +1,4 @@
-package broker_test
+package fetch_test
 
 import (
 	"context"

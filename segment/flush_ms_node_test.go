@@ -1,4 +1,4 @@
-package broker_test
+package segment_test
 
 import (
 	"os"
