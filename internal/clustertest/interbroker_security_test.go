@@ -115,41 +115,24 @@ func (c *secureCluster) client(user, pass string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// isrs returns each partition's leader and ISR as the cluster's metadata
-// names them.
-func isrs(ctx context.Context, adm *kadm.Client, topic string) (map[int32]kadm.PartitionDetail, error) {
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	m, err := adm.Metadata(rctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	td, ok := m.Topics[topic]
-	if !ok || td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %v", topic, td.Err)
-	}
-	return td.Partitions, nil
-}
-
 // waitISR waits until every one of parts partitions of topic has exactly
 // want as its ISR and a leader in it.
-func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, parts int, want []int32, d time.Duration) {
+func waitISR(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, parts int, want []int32, d time.Duration) {
 	t.Helper()
 	var last string
 	err := proctest.Poll(d, 100*time.Millisecond, func() bool {
-		ps, err := isrs(ctx, adm, topic)
+		v, err := proctest.AskPartitions(ctx, cl, topic)
 		if err != nil {
 			last = err.Error()
 			return false
 		}
-		if len(ps) != parts {
-			last = fmt.Sprintf("%d partitions", len(ps))
+		if len(v.Partitions) != parts {
+			last = fmt.Sprintf("%d partitions", len(v.Partitions))
 			return false
 		}
-		for p, pd := range ps {
-			isr := slices.Sorted(slices.Values(pd.ISR))
-			if !slices.Equal(isr, want) || !slices.Contains(want, pd.Leader) {
-				last = fmt.Sprintf("partition %d: leader %d ISR %v, want ISR %v", p, pd.Leader, isr, want)
+		for p, pv := range v.Partitions {
+			if !slices.Equal(pv.ISR, want) || !slices.Contains(want, pv.Leader) {
+				last = fmt.Sprintf("partition %d: leader %d ISR %v, want ISR %v", p, pv.Leader, pv.ISR, want)
 				return false
 			}
 		}
@@ -163,23 +146,23 @@ func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, 
 // waitOutOfISR waits until node id is in the ISR of no partition of topic
 // that it follows (it may lead some: the others fetch from it), and it
 // follows at least one.
-func waitOutOfISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, id int32, d time.Duration) {
+func waitOutOfISR(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, id int32, d time.Duration) {
 	t.Helper()
 	var last string
 	err := proctest.Poll(d, 100*time.Millisecond, func() bool {
-		ps, err := isrs(ctx, adm, topic)
+		v, err := proctest.AskPartitions(ctx, cl, topic)
 		if err != nil {
 			last = err.Error()
 			return false
 		}
 		followed := 0
-		for p, pd := range ps {
-			if pd.Leader == id || !slices.Contains(pd.Replicas, id) {
+		for p, pv := range v.Partitions {
+			if pv.Leader == id || !slices.Contains(pv.Replicas, id) {
 				continue
 			}
 			followed++
-			if slices.Contains(pd.ISR, id) {
-				last = fmt.Sprintf("partition %d: leader %d ISR %v", p, pd.Leader, pd.ISR)
+			if slices.Contains(pv.ISR, id) {
+				last = fmt.Sprintf("partition %d: leader %d ISR %v", p, pv.Leader, pv.ISR)
 				return false
 			}
 		}
@@ -221,7 +204,8 @@ func TestSASLSSLBetweenNodes(t *testing.T) {
 
 	// The first node created the inter-broker user; it creates the
 	// application's.
-	adm := kadm.NewClient(c.client(ibUser, ibPassword))
+	cl := c.client(ibUser, ibPassword)
+	adm := kadm.NewClient(cl)
 	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "app", Mechanism: kadm.ScramSha512,
 		Iterations: 4096, Password: "app-secret"}}); err != nil {
 		t.Fatal("creating the application's user as the inter-broker user: ", err)
@@ -230,7 +214,7 @@ func TestSASLSSLBetweenNodes(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
-	waitISR(ctx, t, adm, topic, parts, []int32{1, 2, 3}, 30*time.Second)
+	waitISR(ctx, t, cl, topic, parts, []int32{1, 2, 3}, 30*time.Second)
 
 	acked := map[string]bool{}
 	produce := func(cl *kgo.Client, from, n int) {
@@ -251,11 +235,11 @@ func TestSASLSSLBetweenNodes(t *testing.T) {
 	pcl := c.client("app", "app-secret", kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(60*time.Second))
 	produce(pcl, 0, n1)
 
-	ps, err := isrs(ctx, adm, topic)
+	v, err := proctest.AskPartitions(ctx, cl, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := c.nodes[ps[0].Leader]
+	victim := c.nodes[v.Partitions[0].Leader]
 	t.Logf("kill -9 node %d, leader of %s-0", victim.id, topic)
 	victim.Kill()
 	produce(pcl, n1, n2)
@@ -316,7 +300,7 @@ func TestSASLSSLBetweenNodes(t *testing.T) {
 	// The killed node comes back and its fetchers log in again.
 	victim.Start()
 	victim.WaitReady()
-	waitISR(ctx, t, adm, topic, parts, []int32{1, 2, 3}, 60*time.Second)
+	waitISR(ctx, t, cl, topic, parts, []int32{1, 2, 3}, 60*time.Second)
 	for id, n := range c.nodes {
 		fs, err := fetchers(ctx, n)
 		if err != nil {
@@ -350,7 +334,8 @@ func TestInterBrokerRefusalsAreVisible(t *testing.T) {
 	c.start(1, ibPassword)
 	c.start(2, ibPassword)
 	ctx := proctest.Context(t, 3*time.Minute)
-	adm := kadm.NewClient(c.client(ibUser, ibPassword))
+	cl := c.client(ibUser, ibPassword)
+	adm := kadm.NewClient(cl)
 
 	// checkRefused waits for node n's refusal, then checks that its
 	// fetchers keep retrying, with backoff.
@@ -396,7 +381,7 @@ func TestInterBrokerRefusalsAreVisible(t *testing.T) {
 		if got := n.CountLines(refusedMsg); got > 2 {
 			t.Fatalf("node %d: %d refusal lines in a few seconds, want them rate-limited", n.id, got)
 		}
-		waitOutOfISR(ctx, t, adm, topic, n.id, 20*time.Second)
+		waitOutOfISR(ctx, t, cl, topic, n.id, 20*time.Second)
 	}
 
 	// Run 1: the wrong password. The credential is already there (node 1
@@ -426,7 +411,7 @@ func TestInterBrokerRefusalsAreVisible(t *testing.T) {
 
 	// Run 3: right settings; node 3 catches up and joins the ISR.
 	good := c.start(3, ibPassword)
-	waitISR(ctx, t, adm, topic, parts, []int32{1, 2, 3}, 60*time.Second)
+	waitISR(ctx, t, cl, topic, parts, []int32{1, 2, 3}, 60*time.Second)
 	if got := good.CountLines(refusedMsg); got != 0 {
 		t.Fatalf("node 3 with the right settings logged %d refusals:\n%s", got, good.Tail())
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Partition is one partition as one node's Metadata shows it.
@@ -62,6 +64,29 @@ func (n *Node) Partitions(ctx context.Context, topic string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	return viewOf(resp, topic, n.name+"'s metadata")
+}
+
+// AskPartitions is Partitions through r (a client of a cluster whose
+// nodes this package cannot dial itself, such as a SASL_SSL-only one): the
+// view of whichever node r asks.
+func AskPartitions(ctx context.Context, r Requester, topic string) (View, error) {
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := r.Request(rctx, req)
+	if err != nil {
+		return View{}, err
+	}
+	return viewOf(resp.(*kmsg.MetadataResponse), topic, "the metadata")
+}
+
+// viewOf is resp's view of the cluster and topic; who names the answer
+// in an error.
+func viewOf(resp *kmsg.MetadataResponse, topic, who string) (View, error) {
 	v := View{Controller: resp.ControllerID, Partitions: map[int32]Partition{}}
 	for _, b := range resp.Brokers {
 		v.Brokers = append(v.Brokers, b.NodeID)
@@ -81,7 +106,7 @@ func (n *Node) Partitions(ctx context.Context, topic string) (View, error) {
 		}
 		return v, nil
 	}
-	return View{}, fmt.Errorf("topic %s not in %s's metadata", topic, n.name)
+	return View{}, fmt.Errorf("topic %s not in %s", topic, who)
 }
 
 // Partition asks this node, and only it, for partition p of topic
