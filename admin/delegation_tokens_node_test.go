@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -64,14 +65,9 @@ func TestDelegationTokens(t *testing.T) {
 	dir := t.TempDir()
 	opts := []testnode.Option{testnode.WithListeners("PLAINTEXT", "SASL_PLAINTEXT"), withTokenSecret("a-secret-of-the-cluster")}
 	nodes, srv := testnode.StartCluster(t, dir, 2, opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 
-	plain, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, nodes[0].KafkaAddr())
 	adm := kadm.NewClient(plain)
 	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-pass"},
@@ -226,13 +222,8 @@ func TestDelegationTokens(t *testing.T) {
 // token API answers DELEGATION_TOKEN_AUTH_DISABLED, as Kafka does.
 func TestDelegationTokensDisabled(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_PLAINTEXT"))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	ctx := proctest.Context(t, 60*time.Second)
+	plain := testnode.Client(t, n.KafkaAddr())
 	if _, err := kadm.NewClient(plain).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-pass"}}); err != nil {
 		t.Fatal(err)
@@ -262,8 +253,7 @@ func TestDelegationTokensDisabled(t *testing.T) {
 // token (KIP-373).
 func TestDelegationTokenACLs(t *testing.T) {
 	a := testnode.StartACLNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 	alice, bob := a.Client(t, "alice"), a.Client(t, "bob")
 	mine := createToken(ctx, t, alice, "")
 	if mine.ErrorCode != 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/adminapi"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 func TestURL(t *testing.T) {
@@ -57,8 +58,7 @@ func TestClient(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 30*time.Second)
 	var c adminapi.Client
 	node := strings.TrimPrefix(srv.URL, "http://")
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -826,8 +827,7 @@ func describeConfigsReq(resourceType kmsg.ConfigResourceType, name string) kmsg.
 // moved. An API registered without a row here fails the test.
 func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 	a := testnode.StartACLNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	writeFixture(t, ctx, a)
 	before := fixtureState(t, ctx, a)
 	if before.hw < 3 || before.committed != 2 || before.acls != 1 || before.scramUsers != 1 || before.groups != 1 {
@@ -886,8 +886,7 @@ func TestEveryAPIRefusesAnUnauthorizedPrincipal(t *testing.T) {
 // ACLs applies at once without a restart.
 func TestACLsAllowWhatTheyName(t *testing.T) {
 	a := testnode.StartACLNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	adm := kadm.NewClient(a.Super)
 	for _, topic := range []string{"app-orders", "app-blocked", "other"} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
@@ -984,8 +983,7 @@ func TestACLsAllowWhatTheyName(t *testing.T) {
 // may use a topic no ACL names, and not one with an ACL for alice alone.
 func TestAllowEveryoneIfNoACLFound(t *testing.T) {
 	a := testnode.StartACLNode(t, func(c *config.Broker) { c.AllowEveryoneIfNoACLFound = true })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 	adm := kadm.NewClient(a.Super)
 	for _, topic := range []string{"open", "alices"} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {

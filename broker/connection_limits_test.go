@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -48,14 +47,9 @@ func TestNodeConnectionSettings(t *testing.T) {
 	nc.Close()
 
 	// Up to 3 connections from 127.0.0.1: franz-go's one is served.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RequestRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RequestRetries(0))
 	ping := func(cl *kgo.Client) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
+		ctx := proctest.Context(t, 20*time.Second)
 		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 		return err
 	}

@@ -164,11 +164,7 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 	}
 
 	// A group with a member: refused with its state.
-	live, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.ConsumerGroup("live"), kgo.ConsumeTopics(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
+	live := testnode.Client(t, n.KafkaAddr(), kgo.ConsumerGroup("live"), kgo.ConsumeTopics(topic))
 	if err := proctest.Poll(30*time.Second, 50*time.Millisecond, func() bool {
 		d, err := adm.DescribeGroups(ctx, "live")
 		return err == nil && d["live"].State == "Stable" && len(d["live"].Members) == 1

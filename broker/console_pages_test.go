@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/internal/proctest"
@@ -33,11 +32,7 @@ func TestConsolePagesBoundedAt10000Partitions(t *testing.T) {
 	start := time.Now()
 	n := testnode.Start(t, filepath.Join(t.TempDir(), "node"))
 	ctx := proctest.Context(t, time.Duration(proctest.Rounds(3, 8))*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr())
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, int32(parts), 1, nil, "big"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}

@@ -57,11 +57,7 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 	if !strings.Contains(logs.String(), "principal User:broker is not in super_users") {
 		t.Fatalf("no warning naming the SASL inter-broker principal:\n%s", grepLines(logs.String(), "super_users"))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.SASL(scram.Auth{User: "broker", Pass: "broker-secret"}.AsSha512Mechanism()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.SASL(scram.Auth{User: "broker", Pass: "broker-secret"}.AsSha512Mechanism()))
 	if _, err := kadm.NewClient(cl).ListBrokers(ctx); err != nil {
 		t.Fatal("login as the seeded inter-broker user: ", err)
 	}

@@ -38,8 +38,7 @@ func TestPerListenerTLSSettings(t *testing.T) {
 				SSLClientAuth: "none", SSLCertificateLocation: saslCerts.Cert, SSLKeyLocation: saslCerts.Key,
 			}}
 		})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 
 	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {

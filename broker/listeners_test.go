@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -33,8 +33,7 @@ func TestSSLListenerWithClientCertificates(t *testing.T) {
 	if sslAddr == "" || plainAddr == "" || plainAddr != n.KafkaAddr() {
 		t.Fatalf("listeners: SSL %q PLAINTEXT %q, inter-broker %q", sslAddr, plainAddr, n.KafkaAddr())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 30*time.Second)
 
 	clientTLS := &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.ClientTLS(t, "app", "payments")}}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sslAddr), kgo.DialTLSConfig(clientTLS),
@@ -81,11 +80,7 @@ func TestSSLListenerWithClientCertificates(t *testing.T) {
 	if p := brokerPort(cl); p != port(t, sslAddr) {
 		t.Fatalf("Metadata over SSL advertises port %d, want the SSL listener's %s", p, sslAddr)
 	}
-	plain, err := kgo.NewClient(kgo.SeedBrokers(plainAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, plainAddr)
 	if p := brokerPort(plain); p != port(t, plainAddr) {
 		t.Fatalf("Metadata over PLAINTEXT advertises port %d, want %s", p, plainAddr)
 	}
@@ -126,8 +121,7 @@ func TestSASLSSLListenerWithSCRAM(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithListeners("PLAINTEXT", "SASL_SSL"),
 		testnode.WithTLS(ca.ServerFiles(t, "broker-0"), ""))
 	saslAddr := n.ListenerAddr("SASL_SSL")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 
 	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {

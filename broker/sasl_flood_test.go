@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -36,8 +36,7 @@ func TestFailedLoginFloodDoesNotStopOthers(t *testing.T) {
 		c.ConnectionFailedAuthenticationDelay = 0
 	})
 	addr := n.ListenerAddr("SASL_PLAINTEXT")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
 		t.Fatal(err)

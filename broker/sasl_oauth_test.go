@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testjwt"
 	"github.com/shale-io/shale/internal/testnode"
 )
@@ -51,8 +52,7 @@ func TestOAuthBearerListener(t *testing.T) {
 		c.ConnectionsMaxReauth = 1500 * time.Millisecond
 	})
 	addr := n.ListenerAddr("SASL_PLAINTEXT")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 
 	var tokens atomic.Int32
 	mech := oauth.Oauth(func(context.Context) (oauth.Auth, error) {

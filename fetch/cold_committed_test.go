@@ -38,8 +38,7 @@ func listOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 // them, and with read_uncommitted with every record.
 func TestColdReadCommitted(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithTiering(100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := proctest.Context(t, 2*time.Minute)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
 		t.Fatal(err)

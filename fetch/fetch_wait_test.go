@@ -141,8 +141,7 @@ func TestFetchWaitsAreRemoteTime(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
+		ctx := proctest.Context(t, 20*time.Second)
 		srv.Shutdown(ctx)
 	})
 	nc, err := net.Dial("tcp", ln.Addr().String())

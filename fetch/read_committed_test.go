@@ -103,8 +103,7 @@ func consumeMore(t *testing.T, addr, topic string, committed bool, want int, d, 
 
 func TestReadCommittedWithFranzGo(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
 	if err != nil {
 		t.Fatal(err)

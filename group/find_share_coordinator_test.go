@@ -1,7 +1,6 @@
 package group_test
 
 import (
-	"context"
 	"encoding/base64"
 	"testing"
 	"time"
@@ -27,8 +26,7 @@ func TestFindShareCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 
 	id := base64.RawURLEncoding.EncodeToString([]byte("0123456789abcdef"))
 	good := "sg:" + id + ":3"
@@ -75,11 +73,7 @@ func TestFindShareCoordinator(t *testing.T) {
 
 	v5 := kversion.V4_4_0()
 	v5.SetMaxKeyVersion(int16(kmsg.FindCoordinator), 5)
-	cl5, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(v5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl5.Close()
+	cl5 := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(v5))
 	version, got = find(cl5, 2, good)
 	if c := got[good]; version != 5 || c.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("share key at v%d: %+v, want INVALID_REQUEST", version, c)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -173,8 +174,7 @@ func TestProduceTimeoutSaysWhatItWaitsFor(t *testing.T) {
 	rp.Records = records(t, 2)
 	rt.Partitions = append(rt.Partitions, rp)
 	r.Topics = append(r.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 10*time.Second)
 	reply, err := h.handle(ctx, &kafka.Request{Key: r.Key(), Version: 9, Msg: r})
 	if err != nil || reply.Wait == nil {
 		t.Fatalf("handle: %v, wait %v", err, reply.Wait != nil)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // connCounts is a ConnObserver that counts.
@@ -146,8 +148,7 @@ func TestMaxConnections(t *testing.T) {
 	go func() { served <- s.ServeListener(clients, Listener{Name: "CLIENTS"}) }()
 	go func() { served <- s.ServeListener(brokers, Listener{Name: "BROKERS", InterBroker: true}) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
+		ctx := proctest.Context(t, testTimeout)
 		if err := s.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestKgoClient drives the server with a real franz-go client: its own
@@ -33,8 +35,7 @@ func TestKgoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 
 	kresp, err := cl.Request(ctx, kmsg.NewPtrApiVersionsRequest())
 	if err != nil {

@@ -42,8 +42,7 @@ func TestFetchConnLogsInAgainBeforeTheSessionEnds(t *testing.T) {
 	}
 	const lifetime = 2 * time.Second
 	go s.ServeListener(countingListener{ln, &logins}, kafka.Listener{Name: "SASL_PLAINTEXT", SASL: []kafka.SASLMechanism{mech}, MaxReauth: lifetime})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 30*time.Second)
 	defer s.Shutdown(ctx)
 
 	d, err := interbroker.New(interbroker.Config{Mechanism: interbroker.MechanismSCRAMSHA512, Username: "broker", Password: "broker-secret"})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/infra/interbroker"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
 	"github.com/shale-io/shale/txn"
@@ -35,8 +36,7 @@ func TestMarkersCarryARefusedLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	go s.ServeListener(ln, kafka.Listener{Name: "SASL_PLAINTEXT", SASL: []kafka.SASLMechanism{m}})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 20*time.Second)
 	defer s.Shutdown(ctx)
 
 	d, err := interbroker.New(interbroker.Config{Mechanism: interbroker.MechanismSCRAMSHA512, Username: "broker", Password: "wrong"})

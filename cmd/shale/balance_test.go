@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/internal/proctest"
@@ -42,11 +41,7 @@ func TestBalancerVerbs(t *testing.T) {
 		errb.Reset()
 		return run(append(args, "--admin", admin), &out, &errb)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(boot))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, boot)
 	adm := kadm.NewClient(cl)
 	replicasOf := func(topic string) map[int32][]int32 {
 		t.Helper()

@@ -2,27 +2,21 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
 func TestClusterStatus(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 20*time.Second)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "status"); err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,7 @@ func TestGroupDescribeShareInFlight(t *testing.T) {
 	with := func(args ...string) []string { return append(args, "--bootstrap", addr) }
 	const topic, group, member = "jobs-inflight", "ginflight", "holder-1"
 	cliOK(t, with("topic", "create", topic, "-p", "1")...)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, addr)
 	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
 	if err != nil || td[topic].Err != nil {
 		t.Fatalf("ListTopics: %v %v", err, td[topic].Err)

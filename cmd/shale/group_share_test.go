@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
 )
 
 // TestGroupVerbsShareGroup: shale group list shows a KIP-932 share group
@@ -21,21 +22,13 @@ func TestGroupVerbsShareGroup(t *testing.T) {
 	addr := startCLINode(t)
 	with := func(args ...string) []string { return append(args, "--bootstrap", addr) }
 	cliOK(t, with("topic", "create", "jobs-share", "-p", "1")...)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ShareGroup("gshare"), kgo.ConsumeTopics("jobs-share"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, addr, kgo.ShareGroup("gshare"), kgo.ConsumeTopics("jobs-share"))
 	ctx := proctest.Context(t, 90*time.Second)
 	go func() { // ends when cl closes
 		for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
 		}
 	}()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testnode.Client(t, addr)
 	var d []groupDescription
 	produced := false
 	if err := proctest.WaitFor(60*time.Second, func() bool {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -41,8 +40,7 @@ func TestTierQuarantineVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 	for i := range total {
 		cl.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "record-%03d-%s", i, strings.Repeat("x", 40))}, nil)
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
 )
 
 // TestTransactionVerbs: a transaction left open by its producer shows in
@@ -18,13 +20,8 @@ func TestTransactionVerbs(t *testing.T) {
 	with := func(args ...string) []string { return append(args, "--bootstrap", addr) }
 	cliOK(t, with("topic", "create", "orders", "-p", "1")...)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("hanging-app"), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx := proctest.Context(t, 60*time.Second)
+	cl := testnode.Client(t, addr, kgo.TransactionalID("hanging-app"), kgo.DefaultProduceTopic("orders"))
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/infra/tlsreload"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafka/sasl"
@@ -162,8 +163,7 @@ func principalByDial(ctx context.Context, t *testing.T, d *interbroker.Dialer, a
 }
 
 func TestDialerLogsInOverSASLSSL(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 	p := startPeer(t, true, true, tlsreload.ClientAuthNone)
 	for _, mech := range []string{interbroker.MechanismSCRAMSHA512, interbroker.MechanismPlain} {
 		d, err := interbroker.New(interbroker.Config{TLS: nodeTLS(t, p.ca, false), Mechanism: mech, Username: "broker", Password: "broker-secret"})
@@ -180,8 +180,7 @@ func TestDialerLogsInOverSASLSSL(t *testing.T) {
 }
 
 func TestDialerRefusals(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 	p := startPeer(t, true, true, tlsreload.ClientAuthNone)
 	other := testcerts.NewCA(t, "other-ca")
 	for _, tc := range []struct {
@@ -221,8 +220,7 @@ func TestDialerRefusals(t *testing.T) {
 // a server-only certificate (no clientAuth usage) is not offered, so the
 // handshake fails as a TLS refusal rather than being sent and rejected.
 func TestDialerClientCertificate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 	p := startPeer(t, true, false, tlsreload.ClientAuthRequired)
 	d, err := interbroker.New(interbroker.Config{TLS: nodeTLS(t, p.ca, true)})
 	if err != nil {
@@ -260,8 +258,7 @@ func TestNewRefusesIncompleteSASL(t *testing.T) {
 // the session a lifetime; Dial's Conn expires before it ends, so that the
 // replica fetchers log in again on a new connection in time.
 func TestDialerSessionLifetime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 	const lifetime = 3 * time.Second
 	p := startPeerReauth(t, false, true, tlsreload.ClientAuthNone, lifetime)
 	d, err := interbroker.New(interbroker.Config{Mechanism: interbroker.MechanismSCRAMSHA512, Username: "broker", Password: "broker-secret"})

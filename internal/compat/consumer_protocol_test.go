@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/infra/config"
@@ -159,11 +158,7 @@ func TestConfluentConsumerProtocol(t *testing.T) {
 	m1.close()
 	waitFor("the second member takes every partition", func() bool { return len(m2.partitions()) == 4 })
 	// The group is a KIP-848 one: ConsumerGroupDescribe knows it.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, addr)
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{grp}
 	resp, err := req.RequestWith(ctx, cl)

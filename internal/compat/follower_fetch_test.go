@@ -35,11 +35,7 @@ func TestFollowerFetching(t *testing.T) {
 	}
 	ctx := proctest.Context(t, 180*time.Second)
 	addr := nodes[0].KafkaAddr()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(20*time.Second), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, addr, kgo.DefaultProduceTopic(topic))
 	adm := kadm.NewClient(cl)
 	proctest.Eventually(t, 30*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)

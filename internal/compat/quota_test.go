@@ -6,7 +6,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
@@ -24,11 +23,7 @@ func TestConfluentProduceQuota(t *testing.T) {
 	ctx := proctest.Context(t, 90*time.Second)
 	const topic, clientID, q = "librdkafka-quota", "rdk-throttled", 50_000
 	createTopic(t, n.KafkaAddr(), topic, 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr())
 	name := clientID
 	res, err := kadm.NewClient(cl).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},

@@ -6,7 +6,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/proctest"
@@ -66,11 +65,7 @@ func TestConfluentSendOffsetsOnAFreshNode(t *testing.T) {
 		t.Fatalf("CommitTransaction: %v", err)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr())
 	// CommitTransaction returns once the coordinator has prepared the
 	// commit; the markers that make the offset committed follow, as in
 	// Kafka. A stable fetch (KIP-447) of the partition answers

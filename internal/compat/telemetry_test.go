@@ -28,11 +28,7 @@ func TestLibrdkafkaPushesTelemetry(t *testing.T) {
 	const topic = "telemetry"
 	n := testnode.Start(t, t.TempDir())
 	ctx := proctest.Context(t, 90*time.Second)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.ClientID("tele-franz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID("tele-franz"))
 	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}

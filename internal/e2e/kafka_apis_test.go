@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // apiRow is one row of docs/node.md's table of Kafka APIs served.
@@ -127,8 +128,7 @@ func TestKafkaAPIsAgree(t *testing.T) {
 	n.Start()
 	n.WaitReady()
 	cl := newClient(t, n.Kafka())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 30*time.Second)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "e2e", "1.0"
 	resp, err := req.RequestWith(ctx, cl)

@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shale-io/shale/internal/kcattest"
+	"github.com/shale-io/shale/internal/proctest"
 )
 
 // TestQuickstartKcat runs the README's quickstart against the binary:
@@ -27,8 +27,7 @@ func TestQuickstartKcat(t *testing.T) {
 
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
+		ctx := proctest.Context(t, 60*time.Second)
 		cmd := exec.CommandContext(ctx, kcat, args...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer

@@ -1,7 +1,6 @@
 package txntest
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -39,13 +39,8 @@ func TestAddPartitionsToTxnV4NeedsOnlyClusterAction(t *testing.T) {
 		c.SASLEnabledMechanisms, c.SASLPlainUsersFile = "PLAIN", users
 		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:ANONYMOUS"
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	super, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer super.Close()
+	ctx := proctest.Context(t, 60*time.Second)
+	super := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
 	as := func(user string, opts ...kgo.Opt) *kgo.Client {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.ListenerAddr("SASL_PLAINTEXT")),
 			kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism())}, opts...)...)

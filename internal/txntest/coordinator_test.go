@@ -113,13 +113,8 @@ func createTopic(t *testing.T, ctx context.Context, cl *kgo.Client, topic string
 func TestCoordinatorStates(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "out", 2, 1)
 
 	const id = "txn-states"
@@ -221,11 +216,7 @@ func TestCoordinatorStates(t *testing.T) {
 	closeCancel()
 	cl.Close()
 	n = testnode.Start(t, dir)
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl2.Close()
+	cl2 := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
 	if err := proctest.WaitFor(30*time.Second, func() bool {
 		st = describeTxn(t, ctx, cl2, id)
 		return !retriable(st.ErrorCode)

@@ -1,15 +1,14 @@
 package txntest
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -21,13 +20,8 @@ import (
 // which has no pattern: every id.
 func TestListTransactionsPattern(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr())
+	ctx := proctest.Context(t, 60*time.Second)
 	for _, id := range []string{"app-a", "app-b", "other-app"} {
 		if r := initPID(t, ctx, cl, id, -1, -1); r.ErrorCode != 0 {
 			t.Fatalf("InitProducerId %s: %v", id, kerr.ErrorForCode(r.ErrorCode))

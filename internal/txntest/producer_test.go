@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -20,13 +21,8 @@ import (
 // transaction, and its producer state shows no open transaction.
 func TestTransactionalProducerCommitAbort(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	ctx := proctest.Context(t, 90*time.Second)
+	admin := testnode.Client(t, n.KafkaAddr())
 	createTopic(t, ctx, admin, "events", 2, 1)
 
 	const id = "producer-commit-abort"

@@ -81,13 +81,8 @@ func lastStable(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 // (error code 0) and the LSO stayed at the made-up producer's batch.
 func TestProduceRefusesTransactionalBatchWithoutTransactionalID(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "noid", 1, 1)
 
 	empty := ""
@@ -144,13 +139,8 @@ func TestProduceRefusesTransactionalBatchWithoutTransactionalID(t *testing.T) {
 // CONCURRENT_TRANSACTIONS.
 func TestMarkerRefusedForANewerEpochIsDropped(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "fenced", 2, 1)
 	const id = "marker-victim"
 	init := initPID(t, ctx, cl, id, -1, -1)
@@ -204,14 +194,9 @@ func TestMarkerRefusedForANewerEpochIsDropped(t *testing.T) {
 // adds). Before the fix both answered PRODUCER_FENCED.
 func TestStaleEpochAfterAbortIsInvalidProducerEpoch(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 60*time.Second)
 
-	cl1, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl1.Close()
+	cl1 := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
 	createTopic(t, ctx, cl1, "stale", 2, 1)
 	const id1 = "stale-v1"
 	init := initPID(t, ctx, cl1, id1, -1, -1)
@@ -232,11 +217,7 @@ func TestStaleEpochAfterAbortIsInvalidProducerEpoch(t *testing.T) {
 		t.Fatalf("v1: a batch at the epoch before the abort to the aborted partition: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(code))
 	}
 
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl2.Close()
+	cl2 := testnode.Client(t, n.KafkaAddr())
 	const id2 = "stale-v2"
 	init = initPID(t, ctx, cl2, id2, -1, -1)
 	pid, epoch = init.ProducerID, init.ProducerEpoch

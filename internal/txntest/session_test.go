@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -113,13 +114,8 @@ func checkEpochBumps(t *testing.T, ctx context.Context, cl *kgo.Client, ends map
 // leaves every input's output committed exactly once in the output topic.
 func TestGroupTransactSessionOneNode(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx := proctest.Context(t, 120*time.Second)
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, ctx, cl, "in", 3, 1)
 	createTopic(t, ctx, cl, "out", 3, 1)
 	const total = 300

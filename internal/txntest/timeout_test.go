@@ -28,8 +28,7 @@ func TestTimeoutAbortAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	createTopic(t, ctx, cl, "abandoned", 1, 1)
 	const id = "vanished"
 	var init *kmsg.InitProducerIDResponse

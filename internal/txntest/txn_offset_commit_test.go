@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/shale-io/shale/group"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -96,13 +97,8 @@ func addOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pi
 // UNSTABLE_OFFSET_COMMIT.
 func TestTxnOffsetCommitIsVerified(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 90*time.Second)
 	createTopic(t, ctx, cl, "in", 1, 1)
 
 	// A producer first: __transaction_state exists (before it does, the
@@ -188,8 +184,7 @@ func TestTxnOffsetCommitV6(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	createTopic(t, ctx, cl, "in", 1, 1)
 	inID := topicIDOf(t, ctx, cl, "in")
 	unknownID := [16]byte{0xde, 0xad, 0xbe, 0xef}

@@ -51,8 +51,7 @@ func TestCoordinatorStatesV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cl.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 
 	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 	if err != nil {
@@ -231,8 +230,7 @@ func TestTransactionalIDExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cl.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := proctest.Context(t, 90*time.Second)
 	createTopic(t, ctx, cl, "exp", 1, 1)
 	idle := initPID(t, ctx, cl, "idle", -1, -1)
 	busy := initPID(t, ctx, cl, "busy", -1, -1)
@@ -285,13 +283,8 @@ func TestTransactionVersion1(t *testing.T) {
 	}{{1, 0}, {2, 4}} {
 		t.Run(fmt.Sprintf("transaction.version=%d", tc.level), func(t *testing.T) {
 			n := testnode.Start(t, t.TempDir(), func(c *config.Broker) { c.TransactionVersion = tc.level })
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close()
+			ctx := proctest.Context(t, 90*time.Second)
+			admin := testnode.Client(t, n.KafkaAddr())
 			av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, admin)
 			if err != nil {
 				t.Fatal(err)

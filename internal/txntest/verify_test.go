@@ -58,13 +58,8 @@ func produceTxnSeq(t *testing.T, ctx context.Context, cl *kgo.Client, id string,
 // only verifies (a Produce v12 adds the partition: TestCoordinatorStatesV2).
 func TestVerifyRefusesUnaddedPartition(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "v", 2, 1)
 	const id = "verify"
 	init := initPID(t, ctx, cl, id, -1, -1)

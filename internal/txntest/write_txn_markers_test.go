@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 )
 
@@ -41,13 +42,8 @@ func writeMarker(t *testing.T, ctx context.Context, cl *kgo.Client, pid int64, e
 // producer's epoch ends the transaction, as before v2.
 func TestWriteTxnMarkersV2(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(kversion.V3_9_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(kversion.V3_9_0()))
+	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "markers", 2, 1)
 	const id = "markers-v2"
 	init := initPID(t, ctx, cl, id, -1, -1)
@@ -64,11 +60,7 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 		}
 	}
 
-	v2, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v2.Close()
+	v2 := testnode.Client(t, n.KafkaAddr())
 	if v, code := writeMarker(t, ctx, v2, pid, epoch, 2, "markers", 0); v != 2 || code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("v%d transactions v2 marker at the open transaction's epoch: %v, want v2 INVALID_PRODUCER_EPOCH", v, kerr.ErrorForCode(code))
 	}
@@ -86,11 +78,7 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 
 	vs := kversion.V4_4_0()
 	vs.SetMaxKeyVersion(int16(kmsg.WriteTxnMarkers), 1)
-	v1, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.MaxVersions(vs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v1.Close()
+	v1 := testnode.Client(t, n.KafkaAddr(), kgo.MaxVersions(vs))
 	if v, code := writeMarker(t, ctx, v1, pid, epoch, 2, "markers", 1); v != 1 || code != 0 {
 		t.Fatalf("v%d marker at the producer's epoch: %v, want v1 taken", v, kerr.ErrorForCode(code))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testjwt"
 	"github.com/shale-io/shale/internal/testlog"
 	"github.com/shale-io/shale/kafka"
@@ -359,8 +360,7 @@ func TestExpiredSessionCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	ctx := proctest.Context(t, testTimeout)
 	for i := 0; obs.count("PLAIN reauth ok") < 3; i++ {
 		if ctx.Err() != nil || i > 20_000 {
 			t.Fatalf("%d re-authentications by franz-go before the deadline, want 3", obs.count("PLAIN reauth ok"))

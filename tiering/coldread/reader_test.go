@@ -258,8 +258,7 @@ func TestCallerDeadlineLeavesTheReadToFillTheCache(t *testing.T) {
 	fb.mu.Lock()
 	fb.gate = gate
 	fb.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
+	ctx := proctest.Context(t, 50*time.Millisecond)
 	if _, _, err := f.reader.Read(ctx, f.topic, 0, 0, 1000, true); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("read past its deadline: %v", err)
 	}
