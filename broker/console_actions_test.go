@@ -62,11 +62,7 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(cl)
 	const topic = "events"
 	if r, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil || r.Err != nil {
@@ -76,11 +72,7 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 	for i := range 100 {
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: []byte("v")})
 	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pcl.Close()
+	pcl := testnode.Client(t, n.KafkaAddr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

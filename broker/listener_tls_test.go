@@ -40,11 +40,7 @@ func TestPerListenerTLSSettings(t *testing.T) {
 		})
 	ctx := proctest.Context(t, 60*time.Second)
 
-	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, n.KafkaAddr())
 	altered, err := kadm.NewClient(plain).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "bob", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "bob-secret"},
 	})

@@ -123,11 +123,7 @@ func TestSASLSSLListenerWithSCRAM(t *testing.T) {
 	saslAddr := n.ListenerAddr("SASL_SSL")
 	ctx := proctest.Context(t, 60*time.Second)
 
-	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, n.KafkaAddr())
 	adm := kadm.NewClient(plain)
 	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-256"},

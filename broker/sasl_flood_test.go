@@ -37,11 +37,7 @@ func TestFailedLoginFloodDoesNotStopOthers(t *testing.T) {
 	})
 	addr := n.ListenerAddr("SASL_PLAINTEXT")
 	ctx := proctest.Context(t, 90*time.Second)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := testnode.Client(t, n.KafkaAddr())
 	if _, err := kadm.NewClient(admin).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "good", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "good-secret"}}); err != nil {
 		t.Fatal(err)

@@ -201,11 +201,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, 1, 3, nil, "audit"); err != nil || r.Err != nil {
 		t.Fatalf("create audit: %v %v", err, r.Err)
 	}
-	tx, err := kgo.NewClient(kgo.SeedBrokers(n1.KafkaAddr()), kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	tx := testnode.Client(t, n1.KafkaAddr(), kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := tx.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

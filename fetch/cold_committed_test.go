@@ -39,11 +39,7 @@ func listOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 func TestColdReadCommitted(t *testing.T) {
 	n := testnode.Start(t, t.TempDir(), testnode.WithTiering(100*time.Millisecond))
 	ctx := proctest.Context(t, 2*time.Minute)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := testnode.Client(t, n.KafkaAddr())
 	const topic = "cold-rc"
 	cfg := map[string]*string{"segment.bytes": new("2048"), "local.retention.bytes": new("1"), "remote.storage.enable": new("true")}
 	resp, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, cfg, topic)
@@ -53,11 +49,7 @@ func TestColdReadCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.TransactionalID("cold-rc"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.TransactionalID("cold-rc"), kgo.DefaultProduceTopic(topic))
 	pad := strings.Repeat("x", 200)
 	var committed, all []string
 	for i := range 12 {
@@ -82,11 +74,7 @@ func TestColdReadCommitted(t *testing.T) {
 	lastMarker := listOffset(t, ctx, admin, topic, -1) - 1
 	// Plain records after them, so that the segments holding every
 	// transaction roll, go to the bucket and leave the local disk.
-	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic))
 	for i := range 30 {
 		v := fmt.Sprintf("p%d-%s", i, pad)
 		if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {

@@ -104,19 +104,11 @@ func consumeMore(t *testing.T, addr, topic string, committed bool, want int, d, 
 func TestReadCommittedWithFranzGo(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	ctx := proctest.Context(t, 90*time.Second)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := testnode.Client(t, n.KafkaAddr())
 	const topic = "rc"
 	createTopic(t, ctx, admin, topic)
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.TransactionalID("rc-producer"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testnode.Client(t, n.KafkaAddr(), kgo.TransactionalID("rc-producer"), kgo.DefaultProduceTopic(topic))
 	txn := func(tag string, n int, end bool, commit bool) {
 		t.Helper()
 		if err := prod.BeginTransaction(); err != nil {
@@ -133,11 +125,7 @@ func TestReadCommittedWithFranzGo(t *testing.T) {
 			}
 		}
 	}
-	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := testnode.Client(t, n.KafkaAddr(), kgo.DefaultProduceTopic(topic))
 
 	txn("c1", 3, true, true)                                                                       // 0-2, commit marker 3
 	txn("a1", 2, true, false)                                                                      // 4-5, abort marker 6
@@ -171,7 +159,7 @@ func TestReadCommittedWithFranzGo(t *testing.T) {
 	if got := consumeUntil(t, n.KafkaAddr(), topic, true, len(committed), 20*time.Second); !slices.Equal(got, committed) {
 		t.Fatalf("read_committed after the commit: %q, want %q", got, committed)
 	}
-	err = proctest.WaitFor(10*time.Second, func() bool { return listLatest(t, ctx, admin, topic, 1) == 14 })
+	err := proctest.WaitFor(10*time.Second, func() bool { return listLatest(t, ctx, admin, topic, 1) == 14 })
 	if err != nil {
 		t.Fatalf("ListOffsets LATEST read_committed after the last commit: %d, want 14", listLatest(t, ctx, admin, topic, 1))
 	}

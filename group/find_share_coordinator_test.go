@@ -21,11 +21,7 @@ import (
 // keys are answered as before in the same batch.
 func TestFindShareCoordinator(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, n.KafkaAddr())
 	ctx := proctest.Context(t, 60*time.Second)
 
 	id := base64.RawURLEncoding.EncodeToString([]byte("0123456789abcdef"))
@@ -38,6 +34,7 @@ func TestFindShareCoordinator(t *testing.T) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorType, req.CoordinatorKeys = keyType, keys
 		var resp *kmsg.FindCoordinatorResponse
+		var err error
 		var byKey map[string]kmsg.FindCoordinatorResponseCoordinator
 		if perr := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 			resp, err = req.RequestWith(ctx, cl)

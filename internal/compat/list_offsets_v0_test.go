@@ -77,11 +77,7 @@ func TestListOffsetsV0(t *testing.T) {
 	n := testnode.Start(t, t.TempDir())
 	addr := n.KafkaAddr()
 	ctx := proctest.Context(t, 90*time.Second)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("v0"), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testnode.Client(t, addr, kgo.DefaultProduceTopic("v0"), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": new("4096")}, "v0")
 	if err == nil {
 		err = resp.Err
