@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
@@ -220,6 +221,23 @@ func (c *Coordinator) LeadershipChanged(p int32) { c.rt.LeadershipChanged(p) }
 // leadership notifications reach the coordinator, for the roles applied
 // before that.
 func (c *Coordinator) LoadLed() { c.rt.LoadLed() }
+
+// memberGroup is the group a member's request (Heartbeat, SyncGroup) names,
+// or the request's error code: INVALID_GROUP_ID for an empty name, the
+// lookup's error, or UNKNOWN_MEMBER_ID for a group this coordinator does
+// not hold.
+func (c *Coordinator) memberGroup(id string) (*runner, int16) {
+	rn, err := c.lookup(id, false)
+	switch {
+	case id == "":
+		return nil, kerr.InvalidGroupID.Code
+	case err != nil:
+		return nil, errorCode(err)
+	case rn == nil:
+		return nil, kerr.UnknownMemberID.Code
+	}
+	return rn, 0
+}
 
 // lookup returns the runner of group id. With create, an unknown group is
 // created (Empty). A nil runner and nil error: no such group. While the

@@ -30,16 +30,9 @@ func (c *Coordinator) handleHeartbeat(ctx context.Context, req *kafka.Request) (
 	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
-		rn, err := c.lookup(r.Group, false)
-		switch {
-		case r.Group == "":
-			resp.ErrorCode = kerr.InvalidGroupID.Code
-		case err != nil:
-			resp.ErrorCode = errorCode(err)
-		case rn == nil:
-			resp.ErrorCode = kerr.UnknownMemberID.Code
-		}
-		if resp.ErrorCode != 0 {
+		rn, code := c.memberGroup(r.Group)
+		if code != 0 {
+			resp.ErrorCode = code
 			return resp, nil
 		}
 		memberID, instanceID, generation := r.MemberID, r.InstanceID, r.Generation

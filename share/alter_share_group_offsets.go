@@ -21,11 +21,7 @@ func (c *Coordinator) handleAlterShareGroupOffsets(_ context.Context, req *kafka
 	r := req.Msg.(*kmsg.AlterShareGroupOffsetsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-		if !c.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(r.GroupID)) {
-			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-			return resp, nil
-		}
-		if code := c.groupCheck(r.GroupID, true); code != 0 {
+		if code := c.offsetsWriteCheck(req, acl.OpRead, r.GroupID); code != 0 {
 			resp.ErrorCode = code
 			return resp, nil
 		}

@@ -21,11 +21,7 @@ func (c *Coordinator) handleDeleteShareGroupOffsets(_ context.Context, req *kafk
 	r := req.Msg.(*kmsg.DeleteShareGroupOffsetsRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-		if !c.cfg.Authorizer.Authorize(req, acl.OpDelete, acl.Group(r.GroupID)) {
-			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-			return resp, nil
-		}
-		if code := c.groupCheck(r.GroupID, true); code != 0 {
+		if code := c.offsetsWriteCheck(req, acl.OpDelete, r.GroupID); code != 0 {
 			resp.ErrorCode = code
 			return resp, nil
 		}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/coordinator"
+	"github.com/shale-io/shale/kafka"
 )
 
 // What the share group admin APIs (DescribeShareGroupOffsets,
@@ -16,6 +18,17 @@ import (
 // the coordinator: the group's state and its share-partitions' persisted
 // state, read and written through the Persister (the share coordinators
 // of each share-partition).
+
+// offsetsWriteCheck is the group-level error code of a request that
+// rewrites an empty share group's offsets (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets): GROUP_AUTHORIZATION_FAILED without op on the
+// group, else groupCheck's.
+func (c *Coordinator) offsetsWriteCheck(req *kafka.Request, op acl.Operation, id string) int16 {
+	if !c.cfg.Authorizer.Authorize(req, op, acl.Group(id)) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	return c.groupCheck(id, true)
+}
 
 // groupCheck is 0 when id is a share group this node coordinates with no
 // members, else the error code for an admin write to it.
