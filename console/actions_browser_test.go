@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -249,30 +247,7 @@ func checkActions(t *testing.T, ctx context.Context, c cluster, cl *kgo.Client, 
 func checkReadOnly(t *testing.T, parent context.Context, base, cbase string) {
 	rctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
 	defer cancel()
-	auth, paused := chromedp.Events(rctx, fetch.AuthRequired), chromedp.Events(rctx, fetch.RequestPaused)
-	var asked atomic.Int32
-	go func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			chromedp.Call(rctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-		}
-	}()
-	go func() {
-		for ev, err := range auth {
-			if err != nil {
-				return
-			}
-			asked.Add(1)
-			chromedp.Call(rctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID,
-				AuthChallengeResponse: &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
-					Username: "viewer", Password: readToken}})
-		}
-	}()
-	if _, err := chromedp.Call(rctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: new(true)}); err != nil {
-		t.Fatalf("read-only browser: %v", err)
-	}
+	asked := answerBasicAuth(t, rctx, "read-only browser", "viewer", readToken)
 	open := func(url, page string) {
 		t.Helper()
 		if err := chromedp.Do(rctx, chromedp.Navigate(url)); err != nil {
@@ -291,7 +266,7 @@ func checkReadOnly(t *testing.T, parent context.Context, base, cbase string) {
 		return n
 	}
 	open(base+"/console/#/topic/"+topic, "topic")
-	if asked.Load() == 0 {
+	if asked() == 0 {
 		t.Fatal("read-only browser: not asked for credentials")
 	}
 	if role, err := chromedp.Run(rctx, chromedp.Text(chromedp.CSS("#role"))); err != nil || role != "read-only" {

@@ -102,6 +102,39 @@ func startCluster(t *testing.T) cluster {
 	return c
 }
 
+// answerBasicAuth has the browser of ctx answer every HTTP Basic challenge
+// as user with pass (as an operator typing the token into its prompt) and
+// let every other request through; what fails the test names what. It
+// returns how many challenges were answered so far.
+func answerBasicAuth(t *testing.T, ctx context.Context, what, user, pass string) func() int32 {
+	t.Helper()
+	var asked atomic.Int32
+	paused, auth := chromedp.Events(ctx, fetch.RequestPaused), chromedp.Events(ctx, fetch.AuthRequired)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	go func() {
+		for ev, err := range auth {
+			if err != nil {
+				return
+			}
+			asked.Add(1)
+			chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID,
+				AuthChallengeResponse: &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+					Username: user, Password: pass}})
+		}
+	}()
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: new(true)}); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return asked.Load
+}
+
 // getJSON GETs an admin path of node with the token and decodes it.
 func getJSON[T any](t *testing.T, ctx context.Context, node *broker.Node, path string) T {
 	t.Helper()
@@ -271,30 +304,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancel()
 	bctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	var challenges atomic.Int32
-	paused, auth := chromedp.Events(bctx, fetch.RequestPaused), chromedp.Events(bctx, fetch.AuthRequired)
-	go func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			chromedp.Call(bctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-		}
-	}()
-	go func() {
-		for ev, err := range auth {
-			if err != nil {
-				return
-			}
-			challenges.Add(1)
-			chromedp.Call(bctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID,
-				AuthChallengeResponse: &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
-					Username: "ops", Password: opsToken}})
-		}
-	}()
-	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: new(true)}); err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	challenges := answerBasicAuth(t, bctx, "chromium", "ops", opsToken)
 	shots := os.Getenv("SHALE_CONSOLE_SCREENSHOTS")
 	// show opens a page (a hash route of the console on base) and waits
 	// until the app has drawn it.
@@ -342,7 +352,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("%v: browser started", time.Since(start))
 	// Cluster: the node count and the controller the API reports.
 	show(base, "", "cluster")
-	if challenges.Load() == 0 {
+	if challenges() == 0 {
 		t.Fatal("the browser was served the console without being asked for credentials")
 	}
 	cc := getJSON[adminapi.ConsoleCluster](t, ctx, n1, adminapi.ConsoleClusterPath)

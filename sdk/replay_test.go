@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/sdk"
 )
 
@@ -179,19 +180,7 @@ func TestReplayTransactionalTopic(t *testing.T) {
 	defer cl.Close()
 	inTxn := func(partition int32, n int, end kgo.TransactionEndTry) {
 		t.Helper()
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		rs := make([]*kgo.Record, n)
-		for i := range rs {
-			rs[i] = &kgo.Record{Partition: partition, Value: fmt.Appendf(nil, "p%d-%d", partition, i)}
-		}
-		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.EndTransaction(ctx, end); err != nil {
-			t.Fatal(err)
-		}
+		testnode.ProduceInTxn(t, ctx, cl, partition, n, end)
 	}
 	inTxn(0, 10, kgo.TryCommit) // 0..9, COMMIT at 10
 	inTxn(1, 5, kgo.TryCommit)  // 0..4, COMMIT at 5

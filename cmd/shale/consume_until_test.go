@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -59,21 +58,9 @@ func consumeUntilEndOfTransactions(t *testing.T, addr, replicas string) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	inTxn := func(partition int32, n int, commit kgo.TransactionEndTry) {
+	inTxn := func(partition int32, n int, end kgo.TransactionEndTry) {
 		t.Helper()
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		rs := make([]*kgo.Record, n)
-		for i := range rs {
-			rs[i] = &kgo.Record{Partition: partition, Value: fmt.Appendf(nil, "p%d-%d", partition, i)}
-		}
-		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.EndTransaction(ctx, commit); err != nil {
-			t.Fatal(err)
-		}
+		testnode.ProduceInTxn(t, ctx, cl, partition, n, end)
 	}
 	inTxn(0, 100, kgo.TryCommit) // offsets 0..99, the COMMIT marker at 100
 	inTxn(1, 5, kgo.TryCommit)   // 0..4, COMMIT at 5

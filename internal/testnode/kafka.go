@@ -199,3 +199,23 @@ func OneRecordBatch(t testing.TB) []byte {
 	}
 	return b
 }
+
+// ProduceInTxn writes n records to partition (of cl's default produce
+// topic, with a manual partitioner) in one transaction of cl, ended with
+// end; the values are "p<partition>-<i>". It fails the test on any error.
+func ProduceInTxn(t testing.TB, ctx context.Context, cl *kgo.Client, partition int32, n int, end kgo.TransactionEndTry) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]*kgo.Record, n)
+	for i := range rs {
+		rs[i] = &kgo.Record{Partition: partition, Value: fmt.Appendf(nil, "p%d-%d", partition, i)}
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -24,22 +24,10 @@ func TestDeleteRecordsOnATieredTopicS3(t *testing.T) {
 	env := startS3(t)
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithS3(env.srv.Endpoint, env.bucket),
 		testnode.WithTiering(100*time.Millisecond), testnode.WithSession(3*time.Second))
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
 	ctx := ctxT(t, 3*time.Minute)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
 	const topic = "trimmed"
-	resp, err := adm.CreateTopic(ctx, 1, 3, tieredTopicConfig, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n, cut = 20_000, 10_000
-	produceRange(t, nodes[0].KafkaAddr(), topic, 0, n)
+	adm := tieredTopicRF3(t, ctx, nodes, topic, n)
 	leaderID := func() int32 {
 		m, err := adm.Metadata(ctx, topic)
 		if err != nil {

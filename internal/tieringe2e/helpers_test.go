@@ -306,3 +306,24 @@ func waitBucketMatches(t testing.TB, d time.Duration, n *broker.Node, mc *minio.
 		t.Fatalf("the bucket does not match the remote metadata after %v: %s\nrecords not CopyFinished: %v", d, last, recs)
 	}
 }
+
+// tieredTopicRF3 waits until the three nodes are registered, creates topic
+// (one partition, RF 3, tieredTopicConfig) and produces records 0 to n-1
+// to it through the first node; it returns an admin client of that node.
+func tieredTopicRF3(t testing.TB, ctx context.Context, nodes []*broker.Node, topic string, n int) *kadm.Client {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
+	waitFor(t, 20*time.Second, "3 brokers", func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	resp, err := adm.CreateTopic(ctx, 1, 3, tieredTopicConfig, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceRange(t, nodes[0].KafkaAddr(), topic, 0, n)
+	return adm
+}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/tiering"
@@ -23,22 +21,10 @@ import (
 func TestBrokersWithoutASharedBucketDoNotTier(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithTiering(100*time.Millisecond),
 		testnode.WithSession(3*time.Second))
-	adm := kadm.NewClient(newClient(t, nodes[0].KafkaAddr()))
 	ctx := ctxT(t, 90*time.Second)
-	waitFor(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
 	const topic = "apart"
-	resp, err := adm.CreateTopic(ctx, 1, 3, tieredTopicConfig, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20_000
-	produceRange(t, nodes[0].KafkaAddr(), topic, 0, n)
+	adm := tieredTopicRF3(t, ctx, nodes, topic, n)
 	// Several passes on every node, each seeing the conflict.
 	for i, nd := range nodes {
 		p0 := nd.Tiering().Stats().Passes
