@@ -52,25 +52,7 @@ func newTestCoordinator(t *testing.T, rep *partition.Replica, compactAfter int64
 // coordinator loads.
 func serve[R kmsg.Response](t *testing.T, h kafka.Handler, msg kmsg.Request, code func(R) int16) R {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		reply, err := h(ctx, &kafka.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := reply.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := resp.(R)
-		if code(r) != kerr.CoordinatorLoadInProgress.Code {
-			return r
-		}
-		if ctx.Err() != nil {
-			t.Fatal("coordinator never loaded")
-		}
-	}
+	return serveConn(t, nil, h, msg, code)
 }
 
 func commitOne(t *testing.T, c *Coordinator, grp, topic string, p int32, offset int64) {
@@ -91,16 +73,23 @@ func commitOne(t *testing.T, c *Coordinator, grp, topic string, p int32, offset 
 
 func fetchOne(t *testing.T, c *Coordinator, grp, topic string, p int32) int64 {
 	t.Helper()
-	req := kmsg.NewOffsetFetchRequest()
-	req.Version = 8
+	req := offsetFetchOne(8, grp, topic, p)
+	resp := serve(t, c.handleOffsetFetch, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
+	return resp.Groups[0].Topics[0].Partitions[0].Offset
+}
+
+// offsetFetchOne is an OffsetFetch at version of partition p of topic
+// (by name) in grp.
+func offsetFetchOne(version int16, grp, topic string, p int32) *kmsg.OffsetFetchRequest {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = version
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = grp
 	rt := kmsg.NewOffsetFetchRequestGroupTopic()
 	rt.Topic, rt.Partitions = topic, []int32{p}
 	rg.Topics = append(rg.Topics, rt)
 	req.Groups = append(req.Groups, rg)
-	resp := serve(t, c.handleOffsetFetch, &req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
-	return resp.Groups[0].Topics[0].Partitions[0].Offset
+	return req
 }
 
 // logRecords counts the records between the log start and the high

@@ -14,14 +14,7 @@ import (
 // fetchByName is OffsetFetch v9 (by name) of partition p of topic in grp.
 func fetchByName(t *testing.T, c *Coordinator, grp, topic string, p int32) int64 {
 	t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 9
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = grp
-	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{p}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
+	req := offsetFetchOne(9, grp, topic, p)
 	// A group left with nothing ends: a fetch that found it just before
 	// answers NOT_COORDINATOR, and the client asks again.
 	var resp *kmsg.OffsetFetchResponse

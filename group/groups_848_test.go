@@ -135,12 +135,8 @@ func TestConsumerGroup848ChurnExactlyOnce(t *testing.T) {
 	const topic, grp, per = "churn848", "churn848-group", 300
 	testnode.CreateTopic(t, adm, topic, 6)
 	seen := testnode.NewSeenSet()
-	ends := map[int32]int64{}
-	produce := func(tag string) {
-		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-			ends[p] = max(ends[p], e)
-		}
-	}
+	ends := testnode.Ends{}
+	produce := func(tag string) { ends.Produce(t, addr, topic, per, tag) }
 	desc := testnode.Client(t, addr)
 	m1 := start848Member(t, addr, grp, topic, seen)
 	m2 := start848Member(t, addr, grp, topic, seen)

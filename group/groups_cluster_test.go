@@ -171,12 +171,8 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 	})
 	createTopicRF(t, adm, topic, 4, 3)
 	seen := testnode.NewSeenSet()
-	ends := map[int32]int64{}
-	produce := func(addr, tag string) {
-		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-			ends[p] = max(ends[p], e)
-		}
-	}
+	ends := testnode.Ends{}
+	produce := func(addr, tag string) { ends.Produce(t, addr, topic, per, tag) }
 	// caughtUp reports whether every record of tags was consumed and every
 	// partition's commit reached its end.
 	caughtUp := func(adm *kadm.Client, tags ...string) bool {

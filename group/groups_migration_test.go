@@ -36,12 +36,8 @@ func TestClassicGroupMigratesOnline(t *testing.T) {
 			const per = 200
 			testnode.CreateTopic(t, adm, topic, 6)
 			seen := testnode.NewSeenSet()
-			ends := map[int32]int64{}
-			produce := func(tag string) {
-				for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-					ends[p] = max(ends[p], e)
-				}
-			}
+			ends := testnode.Ends{}
+			produce := func(tag string) { ends.Produce(t, addr, topic, per, tag) }
 			var classic []*testnode.Member
 			for range 3 {
 				classic = append(classic, testnode.StartMember(t, addr, grp, topic, c.balancer, seen))
@@ -91,12 +87,8 @@ func TestConsumerGroupDowngradesOnline(t *testing.T) {
 	const topic, grp, per = "downgrade", "downgrade-group", 200
 	testnode.CreateTopic(t, adm, topic, 6)
 	seen := testnode.NewSeenSet()
-	ends := map[int32]int64{}
-	produce := func(tag string) {
-		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-			ends[p] = max(ends[p], e)
-		}
-	}
+	ends := testnode.Ends{}
+	produce := func(tag string) { ends.Produce(t, addr, topic, per, tag) }
 	desc := testnode.Client(t, addr)
 	k1 := start848Member(t, addr, grp, topic, seen)
 	k2 := start848Member(t, addr, grp, topic, seen)

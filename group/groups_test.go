@@ -67,12 +67,8 @@ func TestGroupChurnAtLeastOnce(t *testing.T) {
 			testnode.CreateTopic(t, adm, topic, 4)
 			seen := testnode.NewSeenSet()
 			const per = 300
-			ends := map[int32]int64{}
-			produce := func(tag string) {
-				for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-					ends[p] = max(ends[p], e)
-				}
-			}
+			ends := testnode.Ends{}
+			produce := func(tag string) { ends.Produce(t, addr, topic, per, tag) }
 			m1 := testnode.StartMember(t, addr, grp, topic, tc.balancer, seen)
 			m2 := testnode.StartMember(t, addr, grp, topic, tc.balancer, seen)
 			produce("a")

@@ -44,9 +44,15 @@ func newByIDCoordinator(t *testing.T, az *authz.Authorizer) *Coordinator {
 // serveAs is serve for a request of principal (its connection's).
 func serveAs[R kmsg.Response](t *testing.T, principal string, h kafka.Handler, msg kmsg.Request, code func(R) int16) R {
 	t.Helper()
+	return serveConn(t, &kafka.ConnInfo{Principal: principal}, h, msg, code)
+}
+
+// serveConn sends msg to h on a connection conn (nil: none) until the
+// answer's code is not COORDINATOR_LOAD_IN_PROGRESS, for at most 20 s.
+func serveConn[R kmsg.Response](t *testing.T, conn *kafka.ConnInfo, h kafka.Handler, msg kmsg.Request, code func(R) int16) R {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn := &kafka.ConnInfo{Principal: principal}
 	for {
 		reply, err := h(ctx, &kafka.Request{Key: msg.Key(), Version: msg.GetVersion(), Msg: msg, Conn: conn})
 		if err != nil {

@@ -26,15 +26,9 @@ func txnCommitOne(t *testing.T, c *Coordinator, grp string, pid int64, epoch int
 // fetchStable is OffsetFetch with RequireStable: the offset and the code.
 func fetchStable(t *testing.T, c *Coordinator, grp, topic string, p int32) (int64, int16) {
 	t.Helper()
-	req := kmsg.NewOffsetFetchRequest()
-	req.Version, req.RequireStable = 8, true
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = grp
-	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{p}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp := serve(t, c.handleOffsetFetch, &req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
+	req := offsetFetchOne(8, grp, topic, p)
+	req.RequireStable = true
+	resp := serve(t, c.handleOffsetFetch, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.Groups[0].ErrorCode })
 	op := resp.Groups[0].Topics[0].Partitions[0]
 	return op.Offset, op.ErrorCode
 }

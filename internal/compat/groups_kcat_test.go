@@ -128,12 +128,8 @@ func TestGroupKcatAtLeastOnce(t *testing.T) {
 	adm := kadm.NewClient(testnode.Client(t, addr))
 	testnode.CreateTopic(t, adm, topic, 4)
 	seen := testnode.NewSeenSet()
-	ends := map[int32]int64{}
-	produce := func(tag string) {
-		for p, e := range testnode.ProduceN(t, addr, topic, per, tag) {
-			ends[p] = max(ends[p], e)
-		}
-	}
+	ends := testnode.Ends{}
+	produce := func(tag string) { ends.Produce(t, addr, topic, per, tag) }
 	atLeast := func(k *kcatMember, what string) {
 		proctest.Eventually(t, 30*time.Second, what, func() bool { return k.consumed() > 0 })
 	}

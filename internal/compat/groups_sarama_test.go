@@ -70,12 +70,8 @@ func TestGroupSaramaConsumerGroup(t *testing.T) {
 	adm := kadm.NewClient(testnode.Client(t, addr))
 	testnode.CreateTopic(t, adm, "sar", 4)
 	seen := testnode.NewSeenSet()
-	ends := map[int32]int64{}
-	produce := func(tag string) {
-		for p, e := range testnode.ProduceN(t, addr, "sar", 200, tag) {
-			ends[p] = max(ends[p], e)
-		}
-	}
+	ends := testnode.Ends{}
+	produce := func(tag string) { ends.Produce(t, addr, "sar", 200, tag) }
 	stop1 := startSarama(t, addr, "sarama-group", "sar", seen)
 	produce("a")
 	startSarama(t, addr, "sarama-group", "sar", seen)

@@ -127,6 +127,19 @@ func ProduceN(t testing.TB, addr, topic string, n int, tag string) map[int32]int
 	return ends
 }
 
+// Ends is each partition's end offset after the records produced through
+// Produce: what a group's commits must reach.
+type Ends map[int32]int64
+
+// Produce is ProduceN (n records tagged tag to topic through addr),
+// keeping each partition's highest end in e.
+func (e Ends) Produce(t testing.TB, addr, topic string, n int, tag string) {
+	t.Helper()
+	for p, end := range ProduceN(t, addr, topic, n, tag) {
+		e[p] = max(e[p], end)
+	}
+}
+
 // Committed fetches a group's committed offsets, retrying while the
 // coordinator loads.
 func Committed(t testing.TB, adm *kadm.Client, grp string) kadm.OffsetResponses {

@@ -62,11 +62,7 @@ func TestAddPartitionsToTxnV4NeedsOnlyClusterAction(t *testing.T) {
 	}
 	createTopic(t, ctx, super, "az", 1, 1)
 	const id = "az-txn"
-	init := initPID(t, ctx, super, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, super, id)
 	if code := addPartitions(t, ctx, super, id, pid, epoch, "az", 0); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}

@@ -44,6 +44,18 @@ func initPID(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid i
 	return resp
 }
 
+// newProducer is InitProducerId for transactional id id with no producer
+// yet (-1, -1): the producer id and epoch it gives. It fails the test on
+// an error code.
+func newProducer(t *testing.T, ctx context.Context, cl *kgo.Client, id string) (int64, int16) {
+	t.Helper()
+	init := initPID(t, ctx, cl, id, -1, -1)
+	if init.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %+v", init)
+	}
+	return init.ProducerID, init.ProducerEpoch
+}
+
 func addPartitions(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, topic string, p int32) int16 {
 	t.Helper()
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
@@ -260,7 +272,16 @@ func describeProducer(t *testing.T, ctx context.Context, cl *kgo.Client, topic s
 // endOffset is topic-p's log end (ListOffsets LATEST, read_uncommitted).
 func endOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32) int64 {
 	t.Helper()
+	return latestOffset(t, ctx, cl, topic, p, 0)
+}
+
+// latestOffset is topic-p's ListOffsets LATEST at isolation level level
+// (0 read_uncommitted: the log end; 1 read_committed: the last stable
+// offset).
+func latestOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32, level int8) int64 {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = level
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -272,7 +293,7 @@ func endOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, 
 		t.Fatal(err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("ListOffsets answer %+v", resp)
+		t.Fatalf("ListOffsets (isolation level %d) answer %+v", level, resp)
 	}
 	return resp.Topics[0].Partitions[0].Offset
 }

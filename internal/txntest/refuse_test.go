@@ -53,22 +53,7 @@ func produceRaw(t *testing.T, ctx context.Context, cl *kgo.Client, id *string, t
 // read_committed).
 func lastStable(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32) int64 {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.IsolationLevel = 1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp = p, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("ListOffsets read_committed answer %+v", resp)
-	}
-	return resp.Topics[0].Partitions[0].Offset
+	return latestOffset(t, ctx, cl, topic, p, 1)
 }
 
 // TestProduceRefusesTransactionalBatchWithoutTransactionalID: a Produce
@@ -105,11 +90,7 @@ func TestProduceRefusesTransactionalBatchWithoutTransactionalID(t *testing.T) {
 	// Another producer's id at a higher epoch, no transactional id: refused,
 	// and that producer's commit completes.
 	const id = "victim"
-	init := initPID(t, ctx, cl, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, cl, id)
 	if code := addPartitions(t, ctx, cl, id, pid, epoch, "noid", 0); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -143,11 +124,7 @@ func TestMarkerRefusedForANewerEpochIsDropped(t *testing.T) {
 	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "fenced", 2, 1)
 	const id = "marker-victim"
-	init := initPID(t, ctx, cl, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, cl, id)
 	for p := int32(0); p < 2; p++ {
 		if code := addPartitions(t, ctx, cl, id, pid, epoch, "fenced", p); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))

@@ -105,11 +105,7 @@ func TestTxnOffsetCommitIsVerified(t *testing.T) {
 	// leader cannot find a coordinator to ask, and answers
 	// COORDINATOR_NOT_AVAILABLE, as Kafka's does).
 	const id, real = "offsets-real", "g-real"
-	init := initPID(t, ctx, cl, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, cl, id)
 
 	const madeUp = int64(777777)
 	const grp = "g-made-up"

@@ -7,12 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/segment/batch"
 )
 
 // produceTxn sends one transactional batch of producer pid at epoch
@@ -25,29 +23,7 @@ func produceTxn(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pi
 // produceTxnSeq is produceTxn with the batch's base sequence.
 func produceTxnSeq(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, seq int32, topic string, p int32) int16 {
 	t.Helper()
-	opts := batch.NoProducer()
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = pid, epoch, seq, true
-	opts.FirstTimestamp = time.Now().UnixMilli()
-	b, err := batch.Build(nil, opts, []batch.Record{{Value: []byte("v")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	if rt.TopicID, err = proctest.TopicID(ctx, cl, topic); err != nil {
-		t.Fatal(err)
-	}
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = p, b
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	return produceRaw(t, ctx, cl, &id, true, pid, epoch, seq, topic, p)
 }
 
 // TestVerifyRefusesUnaddedPartition: KIP-890 part 1 on one node. A
@@ -62,11 +38,7 @@ func TestVerifyRefusesUnaddedPartition(t *testing.T) {
 	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "v", 2, 1)
 	const id = "verify"
-	init := initPID(t, ctx, cl, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, cl, id)
 	if code := addPartitions(t, ctx, cl, id, pid, epoch, "v", 0); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}

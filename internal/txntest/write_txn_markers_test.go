@@ -46,11 +46,7 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 	ctx := proctest.Context(t, 60*time.Second)
 	createTopic(t, ctx, cl, "markers", 2, 1)
 	const id = "markers-v2"
-	init := initPID(t, ctx, cl, id, -1, -1)
-	if init.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %+v", init)
-	}
-	pid, epoch := init.ProducerID, init.ProducerEpoch
+	pid, epoch := newProducer(t, ctx, cl, id)
 	for p := int32(0); p < 2; p++ {
 		if code := addPartitions(t, ctx, cl, id, pid, epoch, "markers", p); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
