@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
@@ -35,20 +37,15 @@ func failingDisks(n int, topic string, err error) ([]vfs.FS, []*atomic.Bool) {
 	return fss, on
 }
 
-// TestFsyncFailureMovesLeadership: on a topic with flush.messages=1 (every
-// append fsyncs), the leader's disk starts failing fsync. Its log goes
-// offline (no more appends, KAFKA_STORAGE_ERROR to producers), leadership
-// moves to another in-sync replica without waiting for a broker session
-// to expire, and the idempotent producer's record, retried there, is in
-// the partition exactly once.
-func TestFsyncFailureMovesLeadership(t *testing.T) {
-	const topic = "fsyncfail"
-	injected := errors.New("injected EIO")
-	disks, failing := failingDisks(3, topic, injected)
-	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second))
+// fsyncingTopic waits until the three nodes are registered, creates topic
+// on them (RF 3, flush.messages=1: every append fsyncs,
+// min.insync.replicas=2) and waits until its three replicas are in sync;
+// it returns the nodes' Kafka addresses, an admin client of them and the
+// partition's leader.
+func fsyncingTopic(t *testing.T, ctx context.Context, nodes []*broker.Node, topic string) ([]string, *kadm.Client, int32) {
+	t.Helper()
 	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
 	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := proctest.Context(t, 120*time.Second)
 	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
 		m, err := adm.Metadata(ctx)
 		return err == nil && len(m.Brokers) == 3
@@ -67,6 +64,22 @@ func TestFsyncFailureMovesLeadership(t *testing.T) {
 		leader = p.Leader
 		return p.Leader > 0 && len(p.ISR) == 3
 	})
+	return seeds, adm, leader
+}
+
+// TestFsyncFailureMovesLeadership: on a topic with flush.messages=1 (every
+// append fsyncs), the leader's disk starts failing fsync. Its log goes
+// offline (no more appends, KAFKA_STORAGE_ERROR to producers), leadership
+// moves to another in-sync replica without waiting for a broker session
+// to expire, and the idempotent producer's record, retried there, is in
+// the partition exactly once.
+func TestFsyncFailureMovesLeadership(t *testing.T) {
+	const topic = "fsyncfail"
+	injected := errors.New("injected EIO")
+	disks, failing := failingDisks(3, topic, injected)
+	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second))
+	ctx := proctest.Context(t, 120*time.Second)
+	seeds, adm, leader := fsyncingTopic(t, ctx, nodes, topic)
 	prod := testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -110,27 +123,8 @@ func TestFollowerLogOfflineStopsFollowing(t *testing.T) {
 	disks, failing := failingDisks(3, topic, errors.New("injected EIO"))
 	nodes, _ := testnode.StartClusterOnFS(t, t.TempDir(), disks, testnode.WithSession(30*time.Second),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 5 * time.Minute })
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	ctx := proctest.Context(t, 120*time.Second)
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
-	one, two := "1", "2"
-	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"flush.messages": &one, "min.insync.replicas": &two}, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create: %v %v", err, resp.Err)
-	}
-	var leader int32
-	proctest.Eventually(t, 30*time.Second, "3 in-sync replicas", func() bool {
-		m, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return false
-		}
-		p := m.Topics[topic].Partitions[0]
-		leader = p.Leader
-		return p.Leader > 0 && len(p.ISR) == 3
-	})
+	seeds, adm, leader := fsyncingTopic(t, ctx, nodes, topic)
 	follower := leader%3 + 1
 	fnode := nodes[follower-1]
 	fetching := func() bool {

@@ -59,11 +59,11 @@ func describeCluster(reg *Registry) {
 	})
 }
 
-// askCluster sends DescribeCluster with franz-go and returns the listener
-// that answered, or the error.
-func askCluster(t *testing.T, addr string) (string, error) {
+// askCluster sends DescribeCluster with franz-go (with opts) and returns
+// the listener that answered, or the error.
+func askCluster(t *testing.T, addr string, opts ...kgo.Opt) (string, error) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,18 +128,7 @@ func startServerOn(t testing.TB, ln net.Listener, cfg ServerConfig, register fun
 	}
 	logs := &logSink{}
 	s := NewServer(cfg, reg, slog.New(logs))
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != ErrServerClosed {
-			t.Errorf("Serve returned %v, want ErrServerClosed", err)
-		}
-	})
+	t.Cleanup(serveInBackground(t, s, "Serve", func() error { return s.Serve(ln) }))
 	return &testServer{Server: s, reg: reg, logs: logs, addr: ln.Addr().String()}
 }
 
@@ -304,18 +293,7 @@ func startServerListener(t testing.TB, ln net.Listener, cfg ServerConfig, l List
 	}
 	logs := &logSink{}
 	s := NewServer(cfg, reg, slog.New(logs))
-	served := make(chan error, 1)
-	go func() { served <- s.ServeListener(ln, l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != ErrServerClosed {
-			t.Errorf("ServeListener returned %v, want ErrServerClosed", err)
-		}
-	})
+	t.Cleanup(serveInBackground(t, s, "ServeListener", func() error { return s.ServeListener(ln, l) }))
 	return &testServer{Server: s, reg: reg, logs: logs, addr: ln.Addr().String()}
 }
 
@@ -330,3 +308,21 @@ func (a *authCounts) ObserveAuthentication(_, _ string, _ bool, err error) {
 	}
 }
 func (a *authCounts) ObserveExpiredSession(string) { a.expired.Add(1) }
+
+// serveInBackground runs serve (s.Serve or s.ServeListener, named what in
+// errors) in a goroutine and returns its stop: Shutdown of s, then a check
+// that serve returned ErrServerClosed.
+func serveInBackground(t testing.TB, s *Server, what string, serve func() error) (stop func()) {
+	served := make(chan error, 1)
+	go func() { served <- serve() }()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("%s returned %v, want ErrServerClosed", what, err)
+		}
+	}
+}

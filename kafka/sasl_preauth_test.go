@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -112,18 +111,9 @@ func TestSASLNoPipeliningBeforeAuthentication(t *testing.T) {
 		})
 		s := NewServer(ServerConfig{}, reg, slog.New(&logSink{}))
 		ln := newPipeListener()
-		served := make(chan error, 1)
-		go func() {
-			served <- s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{mech}})
-		}()
-		defer func() {
-			if err := s.Shutdown(context.Background()); err != nil {
-				t.Errorf("Shutdown: %v", err)
-			}
-			if err := <-served; !errors.Is(err, ErrServerClosed) {
-				t.Errorf("ServeListener: %v", err)
-			}
-		}()
+		defer serveInBackground(t, s, "ServeListener", func() error {
+			return s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{mech}})
+		})()
 		release, unhold := sync.OnceFunc(func() { close(mech.release) }), sync.OnceFunc(func() { close(held) })
 		defer unhold()
 		defer release() // before Shutdown, when the test fails early
@@ -222,18 +212,9 @@ func TestFailedAuthenticationAnswerIsDelayed(t *testing.T) {
 				obs := &authCounts{}
 				s := NewServer(ServerConfig{FailedAuthenticationDelay: tc.delay, AuthObserver: obs}, reg, slog.New(&logSink{}))
 				ln := newPipeListener()
-				served := make(chan error, 1)
-				go func() {
-					served <- s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{refuseMech{}}})
-				}()
-				defer func() {
-					if err := s.Shutdown(context.Background()); err != nil {
-						t.Errorf("Shutdown: %v", err)
-					}
-					if err := <-served; !errors.Is(err, ErrServerClosed) {
-						t.Errorf("ServeListener: %v", err)
-					}
-				}()
+				defer serveInBackground(t, s, "ServeListener", func() error {
+					return s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{refuseMech{}}})
+				})()
 				nc := ln.dial()
 				defer nc.Close()
 				c := newRawClient(t, nc)

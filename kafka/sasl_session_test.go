@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -61,18 +60,9 @@ func TestSessionServesWhatWasReadBeforeItsEnd(t *testing.T) {
 				obs := &expiredSessions{}
 				s := NewServer(ServerConfig{AuthObserver: obs}, reg, slog.New(&logSink{}))
 				ln := newPipeListener()
-				served := make(chan error, 1)
-				go func() {
-					served <- s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{loginMech{}}, MaxReauth: time.Second})
-				}()
-				defer func() {
-					if err := s.Shutdown(context.Background()); err != nil {
-						t.Errorf("Shutdown: %v", err)
-					}
-					if err := <-served; !errors.Is(err, ErrServerClosed) {
-						t.Errorf("ServeListener: %v", err)
-					}
-				}()
+				defer serveInBackground(t, s, "ServeListener", func() error {
+					return s.ServeListener(ln, Listener{Name: "SASL_PLAINTEXT", SASL: []SASLMechanism{loginMech{}}, MaxReauth: time.Second})
+				})()
 				nc := ln.dial()
 				defer nc.Close()
 				c := newRawClient(t, nc)

@@ -58,20 +58,9 @@ func startTLSServerWith(t *testing.T, auth tlsreload.ClientAuth, handshakeTimeou
 		t.Fatal(err)
 	}
 	ts.addr = ln.Addr().String()
-	served := make(chan error, 1)
-	go func() {
-		served <- s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig(), HandshakeTimeout: handshakeTimeout, PrincipalMapper: mapper})
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != ErrServerClosed {
-			t.Errorf("ServeListener returned %v, want ErrServerClosed", err)
-		}
-	})
+	t.Cleanup(serveInBackground(t, s, "ServeListener", func() error {
+		return s.ServeListener(ln, Listener{Name: "SSL", TLS: r.ServerConfig(), HandshakeTimeout: handshakeTimeout, PrincipalMapper: mapper})
+	}))
 	return ts
 }
 
@@ -79,19 +68,7 @@ func startTLSServerWith(t *testing.T, auth tlsreload.ClientAuth, handshakeTimeou
 // listener and principal it saw.
 func whoAmI(t *testing.T, addr string, cfg *tls.Config) (string, error) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTLSConfig(cfg), kgo.RequestRetries(0),
-		kgo.RetryTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	resp, err := cl.Request(ctx, kmsg.NewPtrDescribeClusterRequest())
-	if err != nil {
-		return "", err
-	}
-	return resp.(*kmsg.DescribeClusterResponse).ClusterID, nil
+	return askCluster(t, addr, kgo.DialTLSConfig(cfg))
 }
 
 func TestTLSListenerServesFranzGo(t *testing.T) {

@@ -94,9 +94,11 @@ func serveSASL(t *testing.T, l kafka.Listener, obs kafka.AuthObserver) (string, 
 	return ln.Addr().String(), logs
 }
 
-func whoAmIAt(t *testing.T, addr string, m ksasl.Mechanism) (string, error) {
+// whoAmIAt logs in to addr with m (and opts) and asks DescribeCluster:
+// the cluster id, or what the login or the request failed with.
+func whoAmIAt(t *testing.T, addr string, m ksasl.Mechanism, opts ...kgo.Opt) (string, error) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,22 +120,11 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 
 func (ss *saslServer) whoAmI(t *testing.T, m ksasl.Mechanism) (string, error) {
 	t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(ss.addr), kgo.SASL(m), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second)}
+	var opts []kgo.Opt
 	if ss.ca != nil {
 		opts = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: ss.ca.Pool()}))
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
-	if err != nil {
-		return "", err
-	}
-	return resp.ClusterID, nil
+	return whoAmIAt(t, ss.addr, m, opts...)
 }
 
 func TestFranzGoAuthenticates(t *testing.T) {
