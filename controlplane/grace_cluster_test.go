@@ -8,14 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -37,24 +35,8 @@ import (
 func TestControllerKeepsBrokersWhileTheirStreamElects(t *testing.T) {
 	const topic, parts = "elect", 6
 	dir := t.TempDir()
-	var mu sync.Mutex
-	proxies := map[[2]int]*proctest.Proxy{} // by (from, to) member
-	servers, err := natsembed.StartCluster(3, filepath.Join(dir, "nats"), natsembed.WithLogger(quietLogger()),
-		natsembed.WithRouteVia(func(from, to int, target string) string {
-			p := proctest.NewProxy(t, target)
-			mu.Lock()
-			proxies[[2]int{from, to}] = p
-			mu.Unlock()
-			return "nats://" + p.Addr()
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			s.Shutdown()
-		}
-	})
+	routes := proctest.StartRoutedNATS(t, filepath.Join(dir, "nats"), quietLogger())
+	servers := routes.Servers
 	urls := servers[1].ClientURL() + "," + servers[2].ClientURL()
 	dial := func() *nats.Conn {
 		nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
@@ -165,13 +147,7 @@ func TestControllerKeepsBrokersWhileTheirStreamElects(t *testing.T) {
 	}
 
 	cut := time.Now()
-	mu.Lock()
-	for k, p := range proxies {
-		if k[0] == 0 || k[1] == 0 {
-			p.Cut(true)
-		}
-	}
-	mu.Unlock()
+	routes.CutMember(0)
 	eventually(t, 10*time.Second, "member 0 loses its routes", func() bool { return servers[0].NumRoutes() == 0 })
 
 	// Until the brokers stream answers again, every broker is back by its

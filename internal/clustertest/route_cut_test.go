@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/adminapi"
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -37,24 +35,8 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 		session = 2 * time.Second // newNode's --broker-session-timeout
 	)
 	dir := t.TempDir()
-	var mu sync.Mutex
-	proxies := map[[2]int]*proctest.Proxy{} // by (from, to) member
-	servers, err := natsembed.StartCluster(3, filepath.Join(dir, "nats"), natsembed.WithLogger(quietLogger()),
-		natsembed.WithRouteVia(func(from, to int, target string) string {
-			p := proctest.NewProxy(t, target)
-			mu.Lock()
-			proxies[[2]int{from, to}] = p
-			mu.Unlock()
-			return "nats://" + p.Addr()
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			s.Shutdown()
-		}
-	})
+	routes := proctest.StartRoutedNATS(t, filepath.Join(dir, "nats"), quietLogger())
+	servers := routes.Servers
 	// Node i talks to NATS member i-1 only.
 	nodes := make([]*node, 3)
 	for i := range nodes {
@@ -89,13 +71,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	}
 
 	cut := time.Now()
-	mu.Lock()
-	for k, p := range proxies {
-		if k[0] == member || k[1] == member {
-			p.Cut(true)
-		}
-	}
-	mu.Unlock()
+	routes.CutMember(member)
 	if err := proctest.WaitFor(10*time.Second, func() bool { return servers[member].NumRoutes() == 0 }); err != nil {
 		t.Fatalf("NATS member %d keeps %d routes after the cut", member, servers[member].NumRoutes())
 	}
@@ -148,11 +124,7 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 	}
 
 	// Routes back: the node rejoins, as a follower of partition 0.
-	mu.Lock()
-	for _, p := range proxies {
-		p.Cut(false)
-	}
-	mu.Unlock()
+	routes.Heal()
 	var last string
 	if err := proctest.WaitFor(60*time.Second, func() bool {
 		v, err := viewFrom(ctx, victim, topic, parts)

@@ -2,9 +2,12 @@ package proctest
 
 import (
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/shale-io/shale/infra/natsembed"
 )
 
 // Proxy forwards TCP connections from a 127.0.0.1 port to a target and can
@@ -97,4 +100,58 @@ func (p *Proxy) IsCut() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cut
+}
+
+// RoutedNATS is a three-server NATS cluster whose every route goes
+// through a Proxy, so that a test can split the cluster.
+type RoutedNATS struct {
+	Servers []*natsembed.Server
+
+	mu      sync.Mutex
+	proxies map[[2]int]*Proxy // by the (from, to) member indexes of the route
+}
+
+// StartRoutedNATS starts a RoutedNATS under dir; the servers shut down
+// when the test ends.
+func StartRoutedNATS(t testing.TB, dir string, logger *slog.Logger) *RoutedNATS {
+	t.Helper()
+	r := &RoutedNATS{proxies: map[[2]int]*Proxy{}}
+	servers, err := natsembed.StartCluster(3, dir, natsembed.WithLogger(logger),
+		natsembed.WithRouteVia(func(from, to int, target string) string {
+			p := NewProxy(t, target)
+			r.mu.Lock()
+			r.proxies[[2]int{from, to}] = p
+			r.mu.Unlock()
+			return "nats://" + p.Addr()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+		}
+	})
+	r.Servers = servers
+	return r
+}
+
+// CutMember cuts every route to and from member m (Proxy.Cut).
+func (r *RoutedNATS) CutMember(m int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, p := range r.proxies {
+		if k[0] == m || k[1] == m {
+			p.Cut(true)
+		}
+	}
+}
+
+// Heal lets every route through again.
+func (r *RoutedNATS) Heal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.proxies {
+		p.Cut(false)
+	}
 }
