@@ -33,7 +33,7 @@ test: tools build
 	$(GO) build -tags shale_invariants -o $(BIN)/shale-invariants ./cmd/shale
 	PATH="$(BIN):$$PATH" SHALE_E2E_BIN=$(BIN)/shale-invariants $(GO) test -race -tags shale_invariants -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
-## chaos: the fault-loop scenario tests at full length (LONG=0 skips them), then one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1
+## chaos: the fault-loop scenario tests at full length (LONG=0 skips them), then one run of the chaos suite (bin/shale-chaos; docs/reliability.md): SCHEDULE, DURATION, SEED, TRANSACTIONS=1, WIDE=N (a topic of N partitions)
 SCHEDULE      ?= smoke
 DURATION      ?= 60s
 LONG          ?= 1
@@ -41,7 +41,7 @@ LONG_TESTS    := TestLeaderKillLoop|TestLeaderPauseLoop|TestKillLoopFailover|Tes
 chaos: tools build
 	$(if $(filter 1,$(LONG)),PATH="$(BIN):$$PATH" SHALE_LONG_TESTS=1 $(GO) test -race -tags shale_invariants -count=1 -timeout $(TEST_TIMEOUT) -run '^($(LONG_TESTS))$$' ./internal/clustertest ./internal/replicationtest ./broker)
 	$(GO) build -o $(BIN)/shale-chaos ./cmd/shale-chaos
-	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(TRANSACTIONS),--transactions) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
+	$(BIN)/shale-chaos run --schedule $(SCHEDULE) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(if $(TRANSACTIONS),--transactions) $(if $(WIDE),--wide $(WIDE)) --shale $(BIN)/shale --versitygw $(BIN)/versitygw
 
 ## bench: benchmarks, each figure beside its peer as a ratio
 bench: tools build
