@@ -26,8 +26,13 @@ import (
 	"github.com/shale-io/shale/internal/proctest"
 )
 
-// manyIdle is how long BenchmarkManyPartitions measures the idle nodes.
-const manyIdle = 10 * time.Second
+// manyIdle is how long BenchmarkManyPartitions measures the idle nodes by
+// default (SHALE_BENCH_MANY_IDLE sets another): 30 s, so that the window
+// holds one run of each idle pass with a 30 s period (retention, the
+// controller's full reconcile, the follower's full visit) wherever it
+// starts. With a 10 s window the figure moved by a third from one run to
+// the next with whether one of them fell in it.
+const manyIdle = 30 * time.Second
 
 // BenchmarkManyPartitions is issue 23's size figure, for `make bench`:
 // three shale processes on one NATS server (in this process) and one RF=3
@@ -46,9 +51,12 @@ const manyIdle = 10 * time.Second
 // nothing about time; each phase is bounded.
 //
 // SHALE_BENCH_MANY_PARTITIONS (comma separated) replaces the partition
-// counts; SHALE_BENCH_MANY_TOPICS=T spreads them over T topics. With SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
-// goroutines and a CPU profile of the idle window are written there
-// (many-<partitions>-node-<id>.pprof, -goroutines.txt), and the first
+// counts; SHALE_BENCH_MANY_TOPICS=T spreads them over T topics;
+// SHALE_BENCH_MANY_IDLE (a duration) replaces the idle window's 30 s. With
+// SHALE_BENCH_PROFILE_DIR set, each node serves pprof, and its
+// goroutines, a CPU profile of the idle window and what it allocated are
+// written there (many-<partitions>-node-<id>.pprof, -allocs.pprof,
+// -goroutines.txt), and the first
 // 20 s of the creation's (-create.pprof), and this process's idle profile
 // (the NATS server: many-<partitions>-nats.pprof).
 // SHALE_BENCH_MANY_TIMEOUTS=defaults runs the nodes at the product's own
@@ -87,6 +95,14 @@ func manyPartitions(b *testing.B, parts int32) {
 			parts, uint64(parts)*manyFDsPerPartition+1000, manyFDsPerPartition, lim.Cur)
 	}
 	profDir := os.Getenv("SHALE_BENCH_PROFILE_DIR")
+	idle := manyIdle
+	if v := os.Getenv("SHALE_BENCH_MANY_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			b.Fatalf("SHALE_BENCH_MANY_IDLE %q: want a duration of at least 1s", v)
+		}
+		idle = d
+	}
 	opts := []proctest.ClusterOption{proctest.ClusterName(fmt.Sprintf("many %d", parts))}
 	switch v := os.Getenv("SHALE_BENCH_MANY_TIMEOUTS"); v {
 	case "":
@@ -243,9 +259,14 @@ func manyPartitions(b *testing.B, parts int32) {
 			admin := c.Node(id).Admin()
 			base := filepath.Join(profDir, fmt.Sprintf("many-%d-node-%d", parts, id))
 			profs.Add(1)
+			profs.Add(1)
 			go func() {
 				defer profs.Done()
-				saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(manyIdle.Seconds())), base+".pprof")
+				saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(idle.Seconds())), base+".pprof")
+			}()
+			go func() { // what the idle window allocated (the garbage collector's work)
+				defer profs.Done()
+				saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", admin, int(idle.Seconds())), base+"-allocs.pprof")
 			}()
 			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", admin), base+"-goroutines.txt")
 		}
@@ -257,16 +278,19 @@ func manyPartitions(b *testing.B, parts int32) {
 		stopSelf = startSelfProfile(b, filepath.Join(profDir, fmt.Sprintf("many-%d-nats.pprof", parts)))
 		stopTally = tallySubjects(b, c.NATSURL(), filepath.Join(profDir, fmt.Sprintf("many-%d-nats-subjects.txt", parts)))
 	}
+	changes0 := changesLogged(c)
 	cpu0, self0 := nodeCPUs(b, c), selfCPU(b)
 	from := time.Now()
-	time.Sleep(manyIdle)
+	time.Sleep(idle) // the window measured
 	profs.Wait()
 	stopSelf()
 	stopTally()
 	cpu1, self1, took := nodeCPUs(b, c), selfCPU(b), time.Since(from)
-	busiest := time.Duration(0)
+	busiest, busiestSys := time.Duration(0), time.Duration(0)
 	for i := range cpu0 {
-		busiest = max(busiest, cpu1[i]-cpu0[i])
+		if d := cpu1[i].CPU - cpu0[i].CPU; d > busiest {
+			busiest, busiestSys = d, cpu1[i].System-cpu0[i].System
+		}
 	}
 	rss, goroutines, fds := int64(0), 0.0, 0
 	for _, id := range c.IDs() {
@@ -274,10 +298,14 @@ func manyPartitions(b *testing.B, parts int32) {
 		goroutines = max(goroutines, c.Node(id).Metrics()["go_goroutines"])
 		fds = max(fds, nodeOpenFiles(b, c.Node(id)))
 	}
+	// Whether the window was idle: the leadership and ISR changes the
+	// nodes logged in it (the balancer's moves, elections, ISR changes).
+	b.ReportMetric(float64(changesLogged(c)-changes0), "idle-changes")
 	b.ReportMetric(float64(ready.Milliseconds()), "ready-ms")
 	b.ReportMetric(float64(listed.Milliseconds()), "listed-ms")
 	b.ReportMetric(float64(created.Milliseconds()), "create-ms")
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
+	b.ReportMetric(100*busiestSys.Seconds()/took.Seconds(), "node-idle-sys-%") // of it, in the kernel
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
 	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
 	b.ReportMetric(goroutines/float64(parts), "goroutines/partition")
@@ -288,8 +316,8 @@ func manyPartitions(b *testing.B, parts int32) {
 }
 
 // nodeCPUs is the CPU time of each of the cluster's nodes, in c.IDs order.
-func nodeCPUs(b *testing.B, c *proctest.Cluster) []time.Duration {
-	var out []time.Duration
+func nodeCPUs(b *testing.B, c *proctest.Cluster) []procstat.Stat {
+	var out []procstat.Stat
 	for _, id := range c.IDs() {
 		cmd := c.Node(id).Cmd()
 		if cmd == nil || cmd.Process == nil {
@@ -299,7 +327,7 @@ func nodeCPUs(b *testing.B, c *proctest.Cluster) []time.Duration {
 		if err != nil {
 			b.Fatalf("node %d: %v", id, err)
 		}
-		out = append(out, st.CPU)
+		out = append(out, st)
 	}
 	return out
 }
@@ -416,4 +444,19 @@ func subjectShape(subject string) string {
 		t = append(t[:keep], "*")
 	}
 	return strings.Join(t, ".")
+}
+
+// changesLogged counts the lines of every node's output so far that report a
+// change of a partition's leadership or ISR.
+func changesLogged(c *proctest.Cluster) int {
+	n := 0
+	for _, id := range c.IDs() {
+		for _, l := range strings.Split(c.Node(id).Output(), "\n") {
+			if strings.Contains(l, `msg="balancer: move"`) || strings.Contains(l, `msg="ISR changed"`) ||
+				strings.Contains(l, `msg="became leader"`) {
+				n++
+			}
+		}
+	}
+	return n
 }

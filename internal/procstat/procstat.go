@@ -25,6 +25,9 @@ var ErrMalformed = errors.New("procstat: malformed /proc stat")
 type Stat struct {
 	State byte          // field 3: 'R', 'S', 'D', 'T' (stopped), 't' (traced), 'Z', ...
 	CPU   time.Duration // fields 14 and 15, utime+stime; a process's counts all its threads
+	// System is field 15, stime: the part of CPU spent in the kernel on the
+	// process's behalf (system calls, page faults).
+	System time.Duration
 }
 
 // Parse parses the text of a /proc/<pid>/stat (or /proc/<pid>/task/<tid>/stat)
@@ -39,15 +42,15 @@ func Parse(text string) (Stat, error) {
 	if len(f) < 13 || len(f[0]) != 1 {
 		return Stat{}, fmt.Errorf("%w: short %q", ErrMalformed, text)
 	}
-	var ticks int64
-	for _, s := range f[11:13] {
+	var ticks [2]int64
+	for i, s := range f[11:13] {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return Stat{}, fmt.Errorf("%w: field %q: %v", ErrMalformed, s, err)
 		}
-		ticks += v
+		ticks[i] = v
 	}
-	return Stat{State: f[0][0], CPU: time.Duration(ticks) * ClockTick}, nil
+	return Stat{State: f[0][0], CPU: time.Duration(ticks[0]+ticks[1]) * ClockTick, System: time.Duration(ticks[1]) * ClockTick}, nil
 }
 
 // Read reads and parses /proc/<pid>/stat.

@@ -15,8 +15,8 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != 'S' || st.CPU != 3250*time.Millisecond {
-		t.Fatalf("got state %q cpu %v, want 'S' and 3.25s (250+75 ticks)", st.State, st.CPU)
+	if st.State != 'S' || st.CPU != 3250*time.Millisecond || st.System != 750*time.Millisecond {
+		t.Fatalf("got state %q cpu %v system %v, want 'S', 3.25s (250+75 ticks) and 0.75s (75 ticks)", st.State, st.CPU, st.System)
 	}
 	for _, bad := range []string{"1234 (x) S 1 2", "garbage", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 u 7 0"} {
 		if _, err := Parse(bad); !errors.Is(err, ErrMalformed) {
