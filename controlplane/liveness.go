@@ -187,7 +187,7 @@ func (c *Controller) probeLoop(ctx context.Context) {
 			c.probes.Add(1)
 			if !c.store.probeGone(ctx, r) {
 				delete(misses, k)
-				if tw.retry() {
+				if tw.retry(time.Now()) {
 					trips[k] = c.armTripwire(ctx, r.broker, wake)
 				}
 				continue
@@ -235,21 +235,24 @@ type tripwire struct {
 	cancel context.CancelFunc
 	armed  atomic.Bool   // connected, and the connection has not ended
 	ended  chan struct{} // closed when the dial failed or the connection ended
+	at     time.Time     // when it was tried
 }
 
 // up reports whether tw is connected and its connection has not ended.
 func (tw *tripwire) up() bool { return tw != nil && tw.armed.Load() }
 
-// retry reports whether a new tripwire should replace tw: there is none,
-// or its dial failed, or its connection ended. (A dial is bounded by
-// livenessTimeout.)
-func (tw *tripwire) retry() bool {
+// retry reports whether a new tripwire should replace tw at now: there is
+// none, or its dial failed or its connection ended, at least a probe
+// interval after tw was tried (a peer that accepts and closes at once, as a
+// listener over its connection limit does, gets a probe and a new tripwire
+// a round, not a storm of them). A dial is bounded by livenessTimeout.
+func (tw *tripwire) retry(now time.Time) bool {
 	if tw == nil {
 		return true
 	}
 	select {
 	case <-tw.ended:
-		return true
+		return now.Sub(tw.at) >= livenessInterval
 	default:
 		return false
 	}
@@ -261,7 +264,7 @@ func (tw *tripwire) retry() bool {
 // round sees it, so a refusing address is tried once a round).
 func (c *Controller) armTripwire(ctx context.Context, b Broker, wake chan<- struct{}) *tripwire {
 	tctx, cancel := context.WithCancel(ctx)
-	tw := &tripwire{cancel: cancel, ended: make(chan struct{})}
+	tw := &tripwire{cancel: cancel, ended: make(chan struct{}), at: time.Now()}
 	dial := c.cfg.Dial
 	if dial == nil {
 		var d net.Dialer
