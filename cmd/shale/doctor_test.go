@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/natsembed"
@@ -24,6 +25,12 @@ import (
 // killed and one NATS server shut down: exit 1, and each of the three is
 // named in the output.
 func TestDoctor(t *testing.T) {
+	// The nodes' data dirs are on this machine's disk, whose use is not the
+	// cluster's health: the disk thresholds are TestDoctorDisk's. (At 85%
+	// used, as a shared test machine's disk can be, every node warned.)
+	lim := defaultDoctorLimits
+	defaultDoctorLimits.diskWarn, defaultDoctorLimits.diskError = 1.01, 1.02
+	t.Cleanup(func() { defaultDoctorLimits = lim })
 	t.Setenv("AWS_ACCESS_KEY_ID", objstoretest.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", objstoretest.SecretKey)
 	t.Setenv("AWS_REGION", objstoretest.Region)
@@ -119,4 +126,26 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	t.Logf("shale doctor:\n%s", out.String())
+}
+
+// TestDoctorDisk: a data disk is ok below diskWarn's used fraction, a
+// warning from it, an error from diskError or when tiering reports it full,
+// and a warning when its size is unknown.
+func TestDoctorDisk(t *testing.T) {
+	for _, tc := range []struct {
+		d    adminapi.DiskHealth
+		want string
+	}{
+		{adminapi.DiskHealth{Path: "/d", TotalBytes: 100, FreeBytes: 16}, sevOK},
+		{adminapi.DiskHealth{Path: "/d", TotalBytes: 100, FreeBytes: 15}, sevWarning},
+		{adminapi.DiskHealth{Path: "/d", TotalBytes: 100, FreeBytes: 5}, sevError},
+		{adminapi.DiskHealth{Path: "/d", TotalBytes: 100, FreeBytes: 90, Full: true}, sevError},
+		{adminapi.DiskHealth{Path: "/d"}, sevWarning},
+	} {
+		var got []string
+		doctorDisk(func(sev, check, subject, format string, args ...any) { got = append(got, sev) }, "node 1", tc.d, defaultDoctorLimits)
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%+v: findings %v, want one %s", tc.d, got, tc.want)
+		}
+	}
 }
