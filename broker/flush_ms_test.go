@@ -1,4 +1,4 @@
-package segment_test
+package broker_test
 
 import (
 	"os"
@@ -22,6 +22,11 @@ import (
 // flush.ms, and one given it later by IncrementalAlterConfigs while every
 // log was idle, both get their produced records flushed (the recovery
 // point, written by a flush, reaches the log end) with the node running.
+//
+// It is the node's wiring (broker.flushLoop) and needs a test process in
+// which every log goes idle: segment.AnyFlushDue counts the logs of the
+// whole process, and in package segment's tests the unit tests' own logs
+// kept it true (it failed there, waiting for every log idle).
 func TestFlushMsThroughTheNode(t *testing.T) {
 	dir := t.TempDir()
 	n := testnode.Start(t, dir)
