@@ -294,6 +294,11 @@ func manyPartitions(b *testing.B, parts int32) {
 	}
 	rss, goroutines, fds := int64(0), 0.0, 0
 	for _, id := range c.IDs() {
+		if m := c.Node(id).Metrics(); m["shale_balancer_moves_planned"] > 0 {
+			b.Logf("%d partitions: node %d's last balancer pass planned %v moves after the idle window", parts, id, m["shale_balancer_moves_planned"])
+		}
+	}
+	for _, id := range c.IDs() {
 		rss = max(rss, nodeRSS(b, c.Node(id)))
 		goroutines = max(goroutines, c.Node(id).Metrics()["go_goroutines"])
 		fds = max(fds, nodeOpenFiles(b, c.Node(id)))
