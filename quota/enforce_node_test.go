@@ -1,4 +1,4 @@
-package broker_test
+package quota_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package broker_test
+package authz_test
 
 import (
 	"context"
