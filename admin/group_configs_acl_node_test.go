@@ -1,4 +1,4 @@
-package broker_test
+package admin_test
 
 import (
 	"testing"
