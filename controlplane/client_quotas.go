@@ -3,11 +3,8 @@ package controlplane
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,12 +22,7 @@ const BucketClientQuotas = "shale_client_quotas"
 // bucket by compare-and-set, so concurrent alterations of one entity on
 // different nodes both apply. Safe for concurrent use.
 type ClientQuotas struct {
-	kv  jetstream.KeyValue
-	nc  *nats.Conn
-	mon *ConnMonitor
-
-	mu      sync.Mutex
-	watches []*bucketWatch
+	*watchedBucket
 }
 
 // OpenClientQuotas opens (creating it if absent) the client quota bucket
@@ -38,12 +30,12 @@ type ClientQuotas struct {
 // re-establishments of its watches (nil: not counted, logged to
 // slog.Default).
 func OpenClientQuotas(ctx context.Context, nc *nats.Conn, replicas int, mon *ConnMonitor) (*ClientQuotas, error) {
-	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: BucketClientQuotas, Replicas: replicas,
-		Description: "Shale client quotas"})
+	b, err := openWatchedBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: BucketClientQuotas, Replicas: replicas,
+		Description: "Shale client quotas"}, "client quotas", mon)
 	if err != nil {
-		return nil, fmt.Errorf("client quotas: %w", err)
+		return nil, err
 	}
-	return &ClientQuotas{kv: kv, nc: nc, mon: mon}, nil
+	return &ClientQuotas{b}, nil
 }
 
 // quotaKey encodes an entity as a key: "user.<n>", "client.<n>" or both,
@@ -106,46 +98,9 @@ func (q *ClientQuotas) Alter(ctx context.Context, e quota.Entity, change func(qu
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	key := quotaKey(e)
-	for attempt := 0; attempt < 20; attempt++ {
-		cur := quota.Values{}
-		var rev uint64
-		entry, err := q.kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return fmt.Errorf("controlplane: read client quota %s: %w", e, err)
-		default:
-			rev = entry.Revision()
-			if err := json.Unmarshal(entry.Value(), &cur); err != nil {
-				return fmt.Errorf("controlplane: client quota %s: %w", e, err)
-			}
-		}
-		next := change(cur)
-		switch {
-		case len(next) == 0 && rev == 0:
-			return nil
-		case len(next) == 0:
-			err = q.kv.Delete(ctx, key, jetstream.LastRevision(rev))
-		default:
-			data, merr := json.Marshal(next)
-			if merr != nil {
-				return merr
-			}
-			if rev == 0 {
-				_, err = q.kv.Create(ctx, key, data)
-			} else {
-				_, err = q.kv.Update(ctx, key, data, rev)
-			}
-		}
-		if err == nil {
-			return nil
-		}
-		if !isWrongLastSeq(err) {
-			return fmt.Errorf("controlplane: write client quota %s: %w", e, err)
-		}
-	}
-	return fmt.Errorf("controlplane: write client quota %s: lost 20 races", e)
+	_, _, err := alterJSON(ctx, q.kv, quotaKey(e), fmt.Sprintf("client quota %s", e), true,
+		func(cur quota.Values) (quota.Values, error) { return change(cur), nil })
+	return err
 }
 
 // List returns every entity's values.
@@ -160,16 +115,12 @@ func (q *ClientQuotas) List(ctx context.Context) (map[quota.Entity]quota.Values,
 		if err != nil {
 			continue
 		}
-		entry, err := q.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // deleted meanwhile
-		}
+		v, rev, err := getJSON[quota.Values](ctx, q.kv, key, fmt.Sprintf("client quota %s", e))
 		if err != nil {
-			return nil, fmt.Errorf("controlplane: read client quota %s: %w", e, err)
+			return nil, err
 		}
-		v := quota.Values{}
-		if err := json.Unmarshal(entry.Value(), &v); err != nil {
-			return nil, fmt.Errorf("controlplane: client quota %s: %w", e, err)
+		if rev == 0 {
+			continue // deleted meanwhile
 		}
 		out[e] = v
 	}
@@ -181,39 +132,13 @@ func (q *ClientQuotas) List(ctx context.Context) (map[quota.Entity]quota.Values,
 // goroutine, in revision order, until Close. It returns once the current
 // values have been applied, or when ctx ends first.
 func (q *ClientQuotas) Watch(ctx context.Context, apply func(quota.Entity, quota.Values)) error {
-	w, err := startWatch(q.nc, BucketClientQuotas, q.mon, func(ch change) {
+	return q.watch(ctx, func(ch change) {
 		e, err := parseQuotaKey(ch.key)
 		if err != nil {
 			return
 		}
-		var v quota.Values
-		if !ch.deleted {
-			if json.Unmarshal(ch.value, &v) != nil {
-				return
-			}
+		if v, ok := changedJSON[quota.Values](ch); ok {
+			apply(e, v)
 		}
-		apply(e, v)
 	})
-	if err != nil {
-		return err
-	}
-	q.mu.Lock()
-	q.watches = append(q.watches, w)
-	q.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("controlplane: client quotas initial load: %w", ctx.Err())
-	}
-}
-
-// Close stops the watches. Idempotent.
-func (q *ClientQuotas) Close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, w := range q.watches {
-		w.stop()
-	}
-	q.watches = nil
 }

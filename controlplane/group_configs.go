@@ -3,8 +3,6 @@ package controlplane
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -26,13 +24,10 @@ const BucketGroupConfigs = "shale_group_configs"
 // stored as given: package coordinator's GroupConfigRules validates them
 // before they are written. Safe for concurrent use.
 type GroupConfigs struct {
-	kv  jetstream.KeyValue
-	nc  *nats.Conn
-	mon *ConnMonitor
+	*watchedBucket
 
 	mu struct {
 		sync.Mutex
-		watches []*bucketWatch
 		// byGroup is the bucket as this node last saw it; its maps are
 		// never modified once stored.
 		byGroup map[string]map[string]string
@@ -47,91 +42,33 @@ type GroupConfigs struct {
 // with the given number of JetStream replicas. mon counts and logs the
 // re-establishments of its watches (nil: not counted).
 func OpenGroupConfigs(ctx context.Context, nc *nats.Conn, replicas int, mon *ConnMonitor) (*GroupConfigs, error) {
-	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: BucketGroupConfigs, Replicas: replicas,
-		Description: "Shale group configs (KIP-848, KIP-932)"})
+	b, err := openWatchedBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: BucketGroupConfigs, Replicas: replicas,
+		Description: "Shale group configs (KIP-848, KIP-932)"}, "group configs", mon)
 	if err != nil {
-		return nil, fmt.Errorf("group configs: %w", err)
+		return nil, err
 	}
-	g := &GroupConfigs{kv: kv, nc: nc, mon: mon}
+	g := &GroupConfigs{watchedBucket: b}
 	g.mu.byGroup = map[string]map[string]string{}
 	g.mu.revs = map[string]uint64{}
 	return g, nil
 }
-
-// groupConfigKey is a group id as a key: base64url, since a group id may
-// hold any character and keys only a few.
-func groupConfigKey(group string) string { return base64.RawURLEncoding.EncodeToString([]byte(group)) }
 
 // Alter applies change to the group's configs by compare-and-set: change
 // gets a copy of the current configs (empty when the group has none) and
 // returns the new ones, or an error that Alter returns unchanged; empty
 // new configs delete the key. It retries a lost race up to 20 times.
 func (g *GroupConfigs) Alter(ctx context.Context, group string, change func(map[string]string) (map[string]string, error)) error {
-	key := groupConfigKey(group)
-	for range 20 {
-		cur, rev, err := g.read(ctx, group)
-		if err != nil {
-			return err
-		}
-		if cur == nil {
-			cur = map[string]string{}
-		}
-		next, err := change(cur)
-		if err != nil {
-			return err
-		}
-		var newRev uint64
-		switch {
-		case len(next) == 0 && rev == 0:
-			return nil
-		case len(next) == 0:
-			// The delete's own revision is not returned; it is above rev,
-			// and no write of this key lies between them (compare-and-set).
-			err, newRev = g.kv.Delete(ctx, key, jetstream.LastRevision(rev)), rev+1
-		default:
-			data, merr := json.Marshal(next)
-			if merr != nil {
-				return merr
-			}
-			if rev == 0 {
-				newRev, err = g.kv.Create(ctx, key, data)
-			} else {
-				newRev, err = g.kv.Update(ctx, key, data, rev)
-			}
-		}
-		if err == nil {
-			g.remember(group, next, newRev)
-			return nil
-		}
-		if !isWrongLastSeq(err) {
-			return fmt.Errorf("controlplane: write group configs %q: %w", group, err)
-		}
+	next, rev, err := alterJSON(ctx, g.kv, nameKey(group), fmt.Sprintf("group configs %q", group), true, change)
+	if err == nil && rev > 0 {
+		g.remember(group, next, rev)
 	}
-	return fmt.Errorf("controlplane: write group configs %q: lost 20 races", group)
-}
-
-// read returns the group's stored configs and their revision (nil and 0
-// when it has none). A value that is not a JSON object of strings is an
-// error: the bucket is written only by Alter.
-func (g *GroupConfigs) read(ctx context.Context, group string) (map[string]string, uint64, error) {
-	entry, err := g.kv.Get(ctx, groupConfigKey(group))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("controlplane: read group configs %q: %w", group, err)
-	}
-	cur := map[string]string{}
-	if err := json.Unmarshal(entry.Value(), &cur); err != nil {
-		return nil, 0, fmt.Errorf("controlplane: group configs %q: %w", group, err)
-	}
-	return cur, entry.Revision(), nil
+	return err
 }
 
 // Get returns the group's stored configs, nil when it has none. It reads
 // the bucket, so a describe after an alteration on any node sees it.
 func (g *GroupConfigs) Get(ctx context.Context, group string) (map[string]string, error) {
-	cur, _, err := g.read(ctx, group)
+	cur, _, err := getJSON[map[string]string](ctx, g.kv, nameKey(group), fmt.Sprintf("group configs %q", group))
 	return cur, err
 }
 
@@ -142,19 +79,7 @@ func (g *GroupConfigs) Delete(ctx context.Context, group string) error {
 }
 
 // Names lists the groups that have configs (ListConfigResources).
-func (g *GroupConfigs) Names(ctx context.Context) ([]string, error) {
-	lister, err := g.kv.ListKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: list group configs: %w", err)
-	}
-	var out []string
-	for key := range lister.Keys() {
-		if b, err := base64.RawURLEncoding.DecodeString(key); err == nil {
-			out = append(out, string(b))
-		}
-	}
-	return out, nil
-}
+func (g *GroupConfigs) Names(ctx context.Context) ([]string, error) { return g.names(ctx) }
 
 // Configs returns the group's configs as this node last saw them (its
 // watch, or its own writes), nil when it has none. The caller must not
@@ -187,37 +112,13 @@ func (g *GroupConfigs) remember(group string, configs map[string]string, rev uin
 // order, until Close. It returns once the current configs are loaded, or
 // when ctx ends first. A value that does not decode is skipped.
 func (g *GroupConfigs) Watch(ctx context.Context) error {
-	w, err := startWatch(g.nc, BucketGroupConfigs, g.mon, func(ch change) {
+	return g.watch(ctx, func(ch change) {
 		b, err := base64.RawURLEncoding.DecodeString(ch.key)
 		if err != nil {
 			return
 		}
-		var v map[string]string
-		if !ch.deleted && json.Unmarshal(ch.value, &v) != nil {
-			return
+		if v, ok := changedJSON[map[string]string](ch); ok {
+			g.remember(string(b), v, ch.rev)
 		}
-		g.remember(string(b), v, ch.rev)
 	})
-	if err != nil {
-		return err
-	}
-	g.mu.Lock()
-	g.mu.watches = append(g.mu.watches, w)
-	g.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("controlplane: group configs initial load: %w", ctx.Err())
-	}
-}
-
-// Close stops the watches. Idempotent.
-func (g *GroupConfigs) Close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, w := range g.mu.watches {
-		w.stop()
-	}
-	g.mu.watches = nil
 }
