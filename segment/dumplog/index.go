@@ -2,10 +2,7 @@ package dumplog
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 )
 
 // Offset index: 8-byte entries, a 4-byte offset relative to the segment's
@@ -31,31 +28,12 @@ type IndexMismatch struct {
 }
 
 func dumpIndex(out *output, path string) error {
-	base, err := baseOffsetOf(path)
+	f, err := beginIndex(out, path, "index", true)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	logPath := logBeside(path)
-	cur, lf, err := openCursor(logPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cur, logPath = nil, ""
-	case err != nil:
-		return err
-	default:
-		defer lf.Close()
-	}
-
-	if out.json {
-		out.beginObject("file", path, "kind", "index", "baseOffset", base, "log", logPath)
-		out.beginArray("entries")
-	} else {
-		out.printf("Dumping %s\n", path)
-	}
+	defer f.close()
+	base, data, cur := f.base, f.data, f.cur
 	n := len(data) / indexEntrySize
 	var (
 		mismatches []IndexMismatch
@@ -88,25 +66,20 @@ func dumpIndex(out *output, path string) error {
 		}
 		prev = entry
 	}
-	unused, stray := trailer(data[entries*indexEntrySize:], indexEntrySize)
-
+	f.endEntries(out, path, entries, indexEntrySize)
 	if out.json {
-		out.endArray()
-		out.field("unusedEntries", unused)
-		out.field("strayBytes", stray)
 		out.field("mismatches", nonNil(mismatches))
 		out.endObject()
 		return nil
 	}
-	printTrailer(out, path, logPath, unused, stray)
 	if len(mismatches) > 0 {
 		out.printf("Mismatches in :%s\n", path)
 		for _, m := range mismatches {
 			out.printf("  Index offset: %d, log offset: %d (position %d: %s)\n", m.IndexOffset, m.LogOffset, m.Position, m.Reason)
 		}
 	}
-	if logPath != "" {
-		out.printf("Checked %d index entries against %s: %d mismatches\n", entries, logPath, len(mismatches))
+	if f.logPath != "" {
+		out.printf("Checked %d index entries against %s: %d mismatches\n", entries, f.logPath, len(mismatches))
 	}
 	return nil
 }
@@ -135,30 +108,6 @@ func checkIndexEntry(cur *batchCursor, e IndexEntry) (IndexMismatch, bool) {
 			fmt.Sprintf("batch holds offsets %d to %d", cur.h.BaseOffset, cur.h.LastOffset())}, true
 	}
 	return IndexMismatch{}, false
-}
-
-// trailer counts the unused entries after the last one and the bytes in
-// them that are not zero (plus a partial entry at the end).
-func trailer(rest []byte, size int) (unused, stray int) {
-	unused = len(rest) / size
-	for _, b := range rest[:unused*size] {
-		if b != 0 {
-			stray++
-		}
-	}
-	return unused, stray + len(rest)%size
-}
-
-func printTrailer(out *output, path, logPath string, unused, stray int) {
-	if unused > 0 {
-		out.printf("%d unused preallocated entries\n", unused)
-	}
-	if stray > 0 {
-		out.printf("Found %d stray bytes after the last entry of %s\n", stray, path)
-	}
-	if logPath == "" {
-		out.printf("No .log beside %s: entries not checked\n", path)
-	}
 }
 
 func nonNil[T any](s []T) []T {

@@ -1,11 +1,6 @@
 package dumplog
 
-import (
-	"encoding/binary"
-	"errors"
-	"io/fs"
-	"os"
-)
+import "encoding/binary"
 
 // Time index: 12-byte entries, an 8-byte timestamp and a 4-byte offset
 // relative to the base offset, big endian, preallocated like the offset
@@ -41,31 +36,12 @@ type OffsetNotFound struct {
 }
 
 func dumpTimeIndex(out *output, path string) error {
-	base, err := baseOffsetOf(path)
+	f, err := beginIndex(out, path, "timeindex", true)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	logPath := logBeside(path)
-	cur, lf, err := openCursor(logPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cur, logPath = nil, ""
-	case err != nil:
-		return err
-	default:
-		defer lf.Close()
-	}
-
-	if out.json {
-		out.beginObject("file", path, "kind", "timeindex", "baseOffset", base, "log", logPath)
-		out.beginArray("entries")
-	} else {
-		out.printf("Dumping %s\n", path)
-	}
+	defer f.close()
+	base, data, cur := f.base, f.data, f.cur
 	var (
 		mismatches []TimestampMismatch
 		disorder   []OutOfOrder
@@ -111,19 +87,14 @@ func dumpTimeIndex(out *output, path string) error {
 			mismatches = append(mismatches, TimestampMismatch{entry.Timestamp, cur.maxTS, entry.Offset})
 		}
 	}
-	unused, stray := trailer(data[entries*timeIndexEntrySize:], timeIndexEntrySize)
-
+	f.endEntries(out, path, entries, timeIndexEntrySize)
 	if out.json {
-		out.endArray()
-		out.field("unusedEntries", unused)
-		out.field("strayBytes", stray)
 		out.field("mismatches", nonNil(mismatches))
 		out.field("outOfOrder", nonNil(disorder))
 		out.field("notFound", nonNil(notFound))
 		out.endObject()
 		return nil
 	}
-	printTrailer(out, path, logPath, unused, stray)
 	if len(mismatches) > 0 {
 		out.printf("Found timestamp mismatch in :%s\n", path)
 		for _, m := range mismatches {
@@ -142,9 +113,9 @@ func dumpTimeIndex(out *output, path string) error {
 			out.printf("Indexed offset: %d, found log offset: %d\n", m.IndexedOffset, m.LogOffset)
 		}
 	}
-	if logPath != "" {
+	if f.logPath != "" {
 		out.printf("Checked %d time index entries against %s: %d mismatches, %d out of order, %d not found\n",
-			entries, logPath, len(mismatches), len(disorder), len(notFound))
+			entries, f.logPath, len(mismatches), len(disorder), len(notFound))
 	}
 	return nil
 }

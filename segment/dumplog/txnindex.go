@@ -1,9 +1,6 @@
 package dumplog
 
-import (
-	"encoding/binary"
-	"os"
-)
+import "encoding/binary"
 
 // Transaction index: 34-byte AbortedTxn entries, big endian: version int16,
 // producer id, first offset, last offset and last stable offset (int64
@@ -23,20 +20,11 @@ type AbortedTxn struct {
 // dumpTxnIndex prints each entry as Kafka's DumpLogSegments does, and
 // reports a torn tail (a partial entry) and entries of an unknown version.
 func dumpTxnIndex(out *output, path string) error {
-	base, err := baseOffsetOf(path)
+	f, err := beginIndex(out, path, "txnindex", false)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if out.json {
-		out.beginObject("file", path, "kind", "txnindex", "baseOffset", base)
-		out.beginArray("entries")
-	} else {
-		out.printf("Dumping %s\n", path)
-	}
+	data := f.data
 	var badVersions int
 	n := len(data) / txnIndexEntrySize
 	for i := range n {
