@@ -106,7 +106,8 @@ func (m *Manager) wakeLocked() {
 	m.mu.released = make(chan struct{})
 }
 
-// ReleaseMember releases every record member holds in group on this node.
+// ReleaseMember releases every record member holds in group on this node
+// and drops its share session here.
 func (m *Manager) ReleaseMember(group, member string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -20,30 +20,18 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz/acl"
 	"github.com/shale-io/shale/kafka"
 )
 
 func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	group, member := "", ""
-	if r.GroupID != nil {
-		group = *r.GroupID
-	}
-	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.group(group).limits.LockDurationMs)
-	if r.MemberID != nil {
-		member = *r.MemberID
-	}
-	if !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(group)) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return kafka.Reply{Response: resp}, nil
-	}
-	if group == "" || member == "" || len(member) > 36 {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	group, member, lockMs, code := m.checkMember(req, r.GroupID, r.MemberID)
+	resp.AcquisitionLockTimeoutMillis = lockMs
+	if code != 0 {
+		resp.ErrorCode = code
 		return kafka.Reply{Response: resp}, nil
 	}
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
@@ -87,15 +75,7 @@ func (m *Manager) handleShareAcknowledge(_ context.Context, req *kafka.Request) 
 			resp.Topics = append(resp.Topics, rt)
 		}
 		if r.ShareSessionEpoch == -1 {
-			m.mu.Lock()
-			for k, sp := range m.mu.parts {
-				if k.group == group && sp.st.ReleaseMember(member) {
-					m.wakeLocked()
-				}
-			}
-			m.dropSessionLocked(sk)
-			m.evictIdleLocked(group)
-			m.mu.Unlock()
+			m.ReleaseMember(group, member) // and closes the session
 		}
 		return resp, nil
 	}}, nil

@@ -151,23 +151,36 @@ type fetchPart struct {
 	ranges  []AcquiredRange
 }
 
+// checkMember is what ShareFetch and ShareAcknowledge check first: it
+// returns the request's group and member ids (nil as ""), the group's
+// acquisition lock timeout, which the response carries either way, and
+// the error code that answers the request at once: GROUP_AUTHORIZATION_FAILED
+// without Read on the group, INVALID_REQUEST without a group or a member id
+// or with a member id longer than 36; 0 lets it on.
+func (m *Manager) checkMember(req *kafka.Request, groupID, memberID *string) (group, member string, lockMs int32, code int16) {
+	if groupID != nil {
+		group = *groupID
+	}
+	if memberID != nil {
+		member = *memberID
+	}
+	lockMs = int32(m.cfg.group(group).limits.LockDurationMs)
+	switch {
+	case !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(group)):
+		code = kerr.GroupAuthorizationFailed.Code
+	case group == "" || member == "" || len(member) > 36:
+		code = kerr.InvalidRequest.Code
+	}
+	return group, member, lockMs, code
+}
+
 func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.ShareFetchRequest)
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
-	group, member := "", ""
-	if r.GroupID != nil {
-		group = *r.GroupID
-	}
-	resp.AcquisitionLockTimeoutMillis = int32(m.cfg.group(group).limits.LockDurationMs)
-	if r.MemberID != nil {
-		member = *r.MemberID
-	}
-	if !m.cfg.Authorizer.Authorize(req, acl.OpRead, acl.Group(group)) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return kafka.Reply{Response: resp}, nil
-	}
-	if group == "" || member == "" || len(member) > 36 {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	group, member, lockMs, code := m.checkMember(req, r.GroupID, r.MemberID)
+	resp.AcquisitionLockTimeoutMillis = lockMs
+	if code != 0 {
+		resp.ErrorCode = code
 		return kafka.Reply{Response: resp}, nil
 	}
 	renewOnly := r.Version >= 2 && r.IsRenewAck
@@ -239,15 +252,7 @@ func (m *Manager) handleShareFetch(_ context.Context, req *kafka.Request) (kafka
 			fp.ackErr = ackCode(err)
 		}
 		if r.ShareSessionEpoch == -1 {
-			m.mu.Lock()
-			for k, sp := range m.mu.parts {
-				if k.group == group && sp.st.ReleaseMember(member) {
-					m.wakeLocked()
-				}
-			}
-			m.dropSessionLocked(sk)
-			m.evictIdleLocked(group)
-			m.mu.Unlock()
+			m.ReleaseMember(group, member) // and closes the session
 		}
 		if r.ShareSessionEpoch != -1 && !renewOnly {
 			m.acquireAll(ctx, req.Draining(), member, r, order)
