@@ -6,8 +6,9 @@
 // end), unloads it when the leadership ends, tracks the coordinator's
 // goroutines and answers with one set of errors (ErrNotCoordinator,
 // ErrLoadInProgress, ErrCoordinatorNotAvailable, ErrClosed);
-// WaitCommitted is the append's wait for the commit. Each coordinator
-// keeps its own state machine and record codecs.
+// WaitCommitted is the append's wait for the commit; Replay is the read of
+// a partition, batch by batch, that each shard's Load replays. Each
+// coordinator keeps its own state machine and record codecs.
 //
 // It also holds what the coordinators share besides, below the group
 // coordinator (package group) and the transaction coordinator (package

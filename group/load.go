@@ -1,13 +1,13 @@
 package group
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -47,9 +47,6 @@ type loadedGroup struct {
 	share      map[string][]byte // live share group records, key -> value
 }
 
-// readLoadBytes bounds one read of the offsets partition at load.
-const readLoadBytes = 1 << 20
-
 // readPartition replays rep from its log start to its log end and returns
 // the live state per group: the last record per key wins, a tombstone
 // deletes. It reads to the log end, not the high watermark, as Kafka's
@@ -74,117 +71,100 @@ func readPartition(rep *partition.Replica) (groups map[string]*loadedGroup, skip
 	// txnGroups: per producer id, the groups with offsets of its open
 	// transaction, which its marker applies or drops.
 	txnGroups := map[int64]map[string]bool{}
-	l := rep.Log()
-	end := l.LogEndOffset()
-	for off := l.LogStartOffset(); off < end; {
-		b, err := l.ReadBytes(off, readLoadBytes, end, true)
-		if err != nil {
-			return nil, skipped, fmt.Errorf("reading %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
-		}
-		if len(b) == 0 {
-			break
-		}
-		next := off
-		err = batch.Split(b, func(h *batch.Header, one []byte) error {
-			next = h.NextOffset()
-			if h.Control() {
-				m, ok, err := batch.ParseEndTxnMarker(one)
-				if err != nil || !ok {
-					return nil // not a transaction marker: nothing of a group's
-				}
-				for id := range txnGroups[h.ProducerID] {
-					lg := groups[id]
-					if pend := lg.pendingTxn[h.ProducerID]; m.Commit {
-						for tp, e := range pend {
-							// A commit appended after the transaction's
-							// offset wins, as in Kafka.
-							if cur, ok := lg.offsets[tp]; !ok || cur.logOffset < e.logOffset {
-								lg.offsets[tp] = e
-							}
+	err = coordinator.Replay(rep, OffsetsTopic, func(h *batch.Header, one []byte) error {
+		if h.Control() {
+			m, ok, err := batch.ParseEndTxnMarker(one)
+			if err != nil || !ok {
+				return nil // not a transaction marker: nothing of a group's
+			}
+			for id := range txnGroups[h.ProducerID] {
+				lg := groups[id]
+				if pend := lg.pendingTxn[h.ProducerID]; m.Commit {
+					for tp, e := range pend {
+						// A commit appended after the transaction's
+						// offset wins, as in Kafka.
+						if cur, ok := lg.offsets[tp]; !ok || cur.logOffset < e.logOffset {
+							lg.offsets[tp] = e
 						}
 					}
-					delete(lg.pendingTxn, h.ProducerID)
 				}
-				delete(txnGroups, h.ProducerID)
+				delete(lg.pendingTxn, h.ProducerID)
+			}
+			delete(txnGroups, h.ProducerID)
+			return nil
+		}
+		return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
+			k, err := decodeKey(r.Key)
+			if err != nil {
+				skipped++
 				return nil
 			}
-			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
-				k, err := decodeKey(r.Key)
+			lg := get(k.group)
+			switch {
+			case k.kind == kindOffset && h.Transactional():
+				e, err := decodeOffsetValue(r.Value)
 				if err != nil {
 					skipped++
 					return nil
 				}
-				lg := get(k.group)
-				switch {
-				case k.kind == kindOffset && h.Transactional():
-					e, err := decodeOffsetValue(r.Value)
-					if err != nil {
-						skipped++
-						return nil
-					}
-					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
-					pend := lg.pendingTxn[h.ProducerID]
-					if pend == nil {
-						pend = map[topicPartition]offsetEntry{}
-						lg.pendingTxn[h.ProducerID] = pend
-					}
-					pend[k.tp] = e
-					if txnGroups[h.ProducerID] == nil {
-						txnGroups[h.ProducerID] = map[string]bool{}
-					}
-					txnGroups[h.ProducerID][k.group] = true
-				case k.kind == kindOffset && r.Value == nil:
-					// A tombstone drops the partition's pending
-					// transactional offsets too (group.forgetOffset).
-					delete(lg.offsets, k.tp)
-					for pid, pend := range lg.pendingTxn {
-						delete(pend, k.tp)
-						if len(pend) == 0 {
-							delete(lg.pendingTxn, pid)
-						}
-					}
-				case k.kind == kindOffset:
-					e, err := decodeOffsetValue(r.Value)
-					if err != nil {
-						skipped++
-						return nil
-					}
-					e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
-					lg.offsets[k.tp] = e
-				case k.kind == kindShare && r.Value == nil:
-					delete(lg.share, string(r.Key))
-				case k.kind == kindShare:
-					if lg.share == nil {
-						lg.share = map[string][]byte{}
-					}
-					lg.share[string(r.Key)] = r.Value
-				case k.kind >= kindConsumerGroupMetadata:
-					if lg.consumer == nil {
-						lg.consumer = newLoadedConsumer()
-					}
-					if err := lg.consumer.apply(k, r.Value); err != nil {
-						skipped++
-					}
-				case r.Value == nil:
-					lg.meta = nil
-				default:
-					v, err := decodeGroupValue(r.Value)
-					if err != nil {
-						skipped++
-						return nil
-					}
-					lg.meta = v
+				e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
+				pend := lg.pendingTxn[h.ProducerID]
+				if pend == nil {
+					pend = map[topicPartition]offsetEntry{}
+					lg.pendingTxn[h.ProducerID] = pend
 				}
-				return nil
-			})
+				pend[k.tp] = e
+				if txnGroups[h.ProducerID] == nil {
+					txnGroups[h.ProducerID] = map[string]bool{}
+				}
+				txnGroups[h.ProducerID][k.group] = true
+			case k.kind == kindOffset && r.Value == nil:
+				// A tombstone drops the partition's pending
+				// transactional offsets too (group.forgetOffset).
+				delete(lg.offsets, k.tp)
+				for pid, pend := range lg.pendingTxn {
+					delete(pend, k.tp)
+					if len(pend) == 0 {
+						delete(lg.pendingTxn, pid)
+					}
+				}
+			case k.kind == kindOffset:
+				e, err := decodeOffsetValue(r.Value)
+				if err != nil {
+					skipped++
+					return nil
+				}
+				e.logOffset = h.BaseOffset + int64(r.OffsetDelta)
+				lg.offsets[k.tp] = e
+			case k.kind == kindShare && r.Value == nil:
+				delete(lg.share, string(r.Key))
+			case k.kind == kindShare:
+				if lg.share == nil {
+					lg.share = map[string][]byte{}
+				}
+				lg.share[string(r.Key)] = r.Value
+			case k.kind >= kindConsumerGroupMetadata:
+				if lg.consumer == nil {
+					lg.consumer = newLoadedConsumer()
+				}
+				if err := lg.consumer.apply(k, r.Value); err != nil {
+					skipped++
+				}
+			case r.Value == nil:
+				lg.meta = nil
+			default:
+				v, err := decodeGroupValue(r.Value)
+				if err != nil {
+					skipped++
+					return nil
+				}
+				lg.meta = v
+			}
+			return nil
 		})
-		if err != nil {
-			return nil, skipped, fmt.Errorf("decoding %s-%d at %d: %w", OffsetsTopic, rep.Partition(), off, err)
-		}
-		if next <= off {
-			break
-		}
-		off = next
+	})
+	if err != nil {
+		return nil, skipped, err
 	}
 	for id, lg := range groups {
 		if lg.consumer != nil && !lg.consumer.exists {

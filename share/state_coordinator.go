@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/kafka"
 	"github.com/shale-io/shale/kafkaerr"
 	"github.com/shale-io/shale/partition"
@@ -140,39 +141,22 @@ func (c *StateCoordinator) shard(key StateKey) (*stateShard, error) {
 // loadStates replays a __share_group_state partition to its log end.
 func loadStates(rep *partition.Replica) (map[StateKey]*Snapshot, map[StateKey]uint16, error) {
 	states, snaps := map[StateKey]*Snapshot{}, map[StateKey]uint16{}
-	l := rep.Log()
-	end := l.LogEndOffset()
-	for off := l.LogStartOffset(); off < end; {
-		b, err := l.ReadBytes(off, 1<<20, end, true)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading %s-%d at %d: %w", StateTopic, rep.Partition(), off, err)
+	err := coordinator.Replay(rep, StateTopic, func(h *batch.Header, one []byte) error {
+		if h.Control() {
+			return nil
 		}
-		if len(b) == 0 {
-			break
-		}
-		next := off
-		err = batch.Split(b, func(h *batch.Header, one []byte) error {
-			next = h.NextOffset()
-			if h.Control() {
-				return nil
+		return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
+			rec, err := DecodeStateRecord(r.Key, r.Value)
+			if err != nil {
+				return nil // not a record of ours: skipped, as Kafka's loader does
 			}
-			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
-				rec, err := DecodeStateRecord(r.Key, r.Value)
-				if err != nil {
-					return nil // not a record of ours: skipped, as Kafka's loader does
-				}
-				Apply(states, rec)
-				snaps[rec.Key] = rec.SnapshotEpoch
-				return nil
-			})
+			Apply(states, rec)
+			snaps[rec.Key] = rec.SnapshotEpoch
+			return nil
 		})
-		if err != nil {
-			return nil, nil, err
-		}
-		if next <= off {
-			break
-		}
-		off = next
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return states, snaps, nil
 }

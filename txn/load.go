@@ -1,15 +1,12 @@
 package txn
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
-
-// readLoadBytes bounds one read of a state partition at load.
-const readLoadBytes = 1 << 20
 
 // readPartition replays rep from its log start to its log end (as the
 // group coordinator does, and for the same reason: everything up to the
@@ -18,48 +15,31 @@ const readLoadBytes = 1 << 20
 // are counted in skipped.
 func readPartition(rep *partition.Replica) (txns map[string]*txnMeta, skipped int, err error) {
 	txns = map[string]*txnMeta{}
-	l := rep.Log()
-	end := l.LogEndOffset()
-	for off := l.LogStartOffset(); off < end; {
-		b, err := l.ReadBytes(off, readLoadBytes, end, true)
-		if err != nil {
-			return nil, skipped, fmt.Errorf("reading %s-%d at %d: %w", StateTopic, rep.Partition(), off, err)
+	err = coordinator.Replay(rep, StateTopic, func(h *batch.Header, one []byte) error {
+		if h.Control() {
+			return nil
 		}
-		if len(b) == 0 {
-			break
-		}
-		next := off
-		err = batch.Split(b, func(h *batch.Header, one []byte) error {
-			next = h.NextOffset()
-			if h.Control() {
+		return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
+			id, err := decodeStateKey(r.Key)
+			if err != nil {
+				skipped++
 				return nil
 			}
-			return batch.ForEachRecord(one, 64<<20, func(r *batch.Record) error {
-				id, err := decodeStateKey(r.Key)
-				if err != nil {
-					skipped++
-					return nil
-				}
-				if r.Value == nil {
-					delete(txns, id)
-					return nil
-				}
-				m, err := decodeStateValue(id, r.Value)
-				if err != nil {
-					skipped++
-					return nil
-				}
-				txns[id] = m
+			if r.Value == nil {
+				delete(txns, id)
 				return nil
-			})
+			}
+			m, err := decodeStateValue(id, r.Value)
+			if err != nil {
+				skipped++
+				return nil
+			}
+			txns[id] = m
+			return nil
 		})
-		if err != nil {
-			return nil, skipped, fmt.Errorf("decoding %s-%d at %d: %w", StateTopic, rep.Partition(), off, err)
-		}
-		if next <= off {
-			break
-		}
-		off = next
+	})
+	if err != nil {
+		return nil, skipped, err
 	}
 	return txns, skipped, nil
 }
