@@ -45,27 +45,9 @@ func (n *Node) health(ctx context.Context) adminapi.NodeHealth {
 	h := adminapi.NodeHealth{NodeID: n.cfg.NodeID, KafkaAddress: n.cfg.Advertise, Version: buildinfo.Read().Line(),
 		NATS: n.natsHealth(ctx), Disk: n.diskHealth(), Certificates: n.certificateHealth()}
 	if n.store != nil && n.replicas != nil && n.ctrl != nil {
-		self := n.cfg.NodeID
-		h.Controller = n.controllerID() == self
+		h.Controller = n.controllerID() == n.cfg.NodeID
 		var leading []*partition.Replica
-		for _, rep := range n.replicas.All() {
-			if !rep.IsLeader() {
-				continue
-			}
-			leading = append(leading, rep)
-			if ps, ok := n.store.Partition(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
-				h.UnderReplicated++
-			}
-		}
-		if h.Controller {
-			for _, t := range n.store.Topics() {
-				for _, ps := range n.store.Partitions(t.Name) {
-					if ps.Leader < 0 {
-						h.Offline++
-					}
-				}
-			}
-		}
+		leading, h.UnderReplicated, h.Offline = n.countPartitions(h.Controller)
 		h.Bucket = n.bucketHealth(ctx, leading)
 	}
 	h.Time = time.Now()

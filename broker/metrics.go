@@ -164,27 +164,9 @@ func (n *Node) metricsState() metrics.NodeState {
 	if n.store == nil || n.replicas == nil {
 		return st
 	}
-	self := n.cfg.NodeID
-	st.ActiveController = n.ctrl != nil && n.controllerID() == self
-	var leading []*partition.Replica
-	for _, rep := range n.replicas.All() {
-		if !rep.IsLeader() {
-			continue
-		}
-		leading = append(leading, rep)
-		if ps, ok := n.store.Partition(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
-			st.UnderReplicatedPartitions++
-		}
-	}
-	if st.ActiveController {
-		for _, t := range n.store.Topics() {
-			for _, ps := range n.store.Partitions(t.Name) {
-				if ps.Leader < 0 {
-					st.OfflinePartitions++
-				}
-			}
-		}
-	}
+	st.ActiveController = n.ctrl != nil && n.controllerID() == n.cfg.NodeID
+	leading, under, offline := n.countPartitions(st.ActiveController)
+	st.UnderReplicatedPartitions, st.OfflinePartitions = under, offline
 	if rl := n.RemoteLog(); rl != nil {
 		remote := func(topic string, p int32) []controlplane.RemoteSegment {
 			t, ok := n.store.Topic(topic)
@@ -193,7 +175,7 @@ func (n *Node) metricsState() metrics.NodeState {
 			}
 			return rl.ListRemoteSegments(t.ID, p)
 		}
-		st.Topics = topicTiering(tierStatusOf(self, leading, remote, "").Partitions)
+		st.Topics = topicTiering(tierStatusOf(n.cfg.NodeID, leading, remote, "").Partitions)
 	}
 	if m := n.Tiering(); m != nil {
 		s := m.Stats()
@@ -252,4 +234,34 @@ func (n *Node) groupFigures() *metrics.GroupFigures {
 		}
 	}
 	return g
+}
+
+// countPartitions counts what the metrics and the health check report of
+// this node's partitions: the replicas it leads (in n.replicas.All's
+// order), how many of them the control plane shows under-replicated (an
+// ISR smaller than the replicas, with this node the leader), and, when
+// controller (only the active controller counts them, as in Kafka), the
+// partitions of the cluster without a leader (0 otherwise).
+// REQUIRES: n.store and n.replicas set.
+func (n *Node) countPartitions(controller bool) (leading []*partition.Replica, underReplicated, offline int) {
+	self := n.cfg.NodeID
+	for _, rep := range n.replicas.All() {
+		if !rep.IsLeader() {
+			continue
+		}
+		leading = append(leading, rep)
+		if ps, ok := n.store.Partition(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
+			underReplicated++
+		}
+	}
+	if controller {
+		for _, t := range n.store.Topics() {
+			for _, ps := range n.store.Partitions(t.Name) {
+				if ps.Leader < 0 {
+					offline++
+				}
+			}
+		}
+	}
+	return leading, underReplicated, offline
 }
