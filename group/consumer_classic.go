@@ -530,18 +530,10 @@ func (g *group) classicLeaveConsumer(ls []leaving) ([]int16, []record) {
 	codes := make([]int16, len(ls))
 	var recs []record
 	for i, l := range ls {
-		id := l.memberID
-		if l.instanceID != nil {
-			known, ok := cg.static[*l.instanceID]
-			switch {
-			case !ok:
-				codes[i] = kerr.UnknownMemberID.Code
-				continue
-			case id != "" && id != known:
-				codes[i] = kerr.FencedInstanceID.Code
-				continue
-			}
-			id = known
+		id, code := l.member(cg.static)
+		if code != 0 {
+			codes[i] = code
+			continue
 		}
 		m, ok := cg.members[id]
 		if !ok || m.classic == nil {

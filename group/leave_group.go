@@ -27,6 +27,25 @@ type leaving struct {
 	instanceID *string
 }
 
+// member is the id of the member l names, given the group's static
+// members (instance id -> member id, KIP-345): l's member id, or the one
+// its instance id holds. code is UNKNOWN_MEMBER_ID for an instance id the
+// group does not know and FENCED_INSTANCE_ID for one that holds another
+// member id than l's; 0 otherwise.
+func (l leaving) member(static map[string]string) (id string, code int16) {
+	if l.instanceID == nil {
+		return l.memberID, 0
+	}
+	known, ok := static[*l.instanceID]
+	switch {
+	case !ok:
+		return "", kerr.UnknownMemberID.Code
+	case l.memberID != "" && l.memberID != known:
+		return "", kerr.FencedInstanceID.Code
+	}
+	return known, 0
+}
+
 func (c *Coordinator) handleLeaveGroup(ctx context.Context, req *kafka.Request) (kafka.Reply, error) {
 	r := req.Msg.(*kmsg.LeaveGroupRequest)
 	if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
@@ -103,18 +122,10 @@ func (g *group) leave(ls []leaving) ([]int16, int64) {
 	codes := make([]int16, len(ls))
 	left := false
 	for i, l := range ls {
-		id := l.memberID
-		if l.instanceID != nil {
-			known, ok := g.static[*l.instanceID]
-			switch {
-			case !ok:
-				codes[i] = kerr.UnknownMemberID.Code
-				continue
-			case id != "" && id != known:
-				codes[i] = kerr.FencedInstanceID.Code
-				continue
-			}
-			id = known
+		id, code := l.member(g.static)
+		if code != 0 {
+			codes[i] = code
+			continue
 		}
 		if _, ok := g.pending[id]; ok {
 			delete(g.pending, id)
