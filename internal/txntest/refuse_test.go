@@ -91,12 +91,7 @@ func TestProduceRefusesTransactionalBatchWithoutTransactionalID(t *testing.T) {
 	// and that producer's commit completes.
 	const id = "victim"
 	pid, epoch := newProducer(t, ctx, cl, id)
-	if code := addPartitions(t, ctx, cl, id, pid, epoch, "noid", 0); code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	if code := produceTxn(t, ctx, cl, id, pid, epoch, "noid", 0); code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
+	writeInTxn(t, ctx, cl, id, pid, epoch, "noid", 0)
 	if code := produceRaw(t, ctx, cl, nil, true, pid, epoch+1, 0, "noid", 0); code != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("another producer's id at a higher epoch: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
@@ -125,14 +120,7 @@ func TestMarkerRefusedForANewerEpochIsDropped(t *testing.T) {
 	createTopic(t, ctx, cl, "fenced", 2, 1)
 	const id = "marker-victim"
 	pid, epoch := newProducer(t, ctx, cl, id)
-	for p := int32(0); p < 2; p++ {
-		if code := addPartitions(t, ctx, cl, id, pid, epoch, "fenced", p); code != 0 {
-			t.Fatal(kerr.ErrorForCode(code))
-		}
-		if code := produceTxn(t, ctx, cl, id, pid, epoch, "fenced", p); code != 0 {
-			t.Fatal(kerr.ErrorForCode(code))
-		}
-	}
+	writeInTxn(t, ctx, cl, id, pid, epoch, "fenced", 0, 1)
 	wm := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch+1, false, 0

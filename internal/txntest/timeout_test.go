@@ -41,12 +41,7 @@ func TestTimeoutAbortAfterRestart(t *testing.T) {
 		t.Fatalf("InitProducerId: %v %+v", err, init)
 	}
 	pid, epoch := init.ProducerID, init.ProducerEpoch
-	if code := addPartitions(t, ctx, cl, id, pid, epoch, "abandoned", 0); code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
-	if code := produceTxn(t, ctx, cl, id, pid, epoch, "abandoned", 0); code != 0 {
-		t.Fatal(kerr.ErrorForCode(code))
-	}
+	writeInTxn(t, ctx, cl, id, pid, epoch, "abandoned", 0)
 	cl.Close()
 	closeCtx, closeCancel := context.WithTimeout(ctx, 10*time.Second)
 	n.Close(closeCtx)

@@ -26,6 +26,21 @@ func produceTxnSeq(t *testing.T, ctx context.Context, cl *kgo.Client, id string,
 	return produceRaw(t, ctx, cl, &id, true, pid, epoch, seq, topic, p)
 }
 
+// writeInTxn adds each partition of topic to id's transaction and produces
+// one transactional batch to it (sequence 0), failing the test on any
+// error.
+func writeInTxn(t *testing.T, ctx context.Context, cl *kgo.Client, id string, pid int64, epoch int16, topic string, partitions ...int32) {
+	t.Helper()
+	for _, p := range partitions {
+		if code := addPartitions(t, ctx, cl, id, pid, epoch, topic, p); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+		if code := produceTxn(t, ctx, cl, id, pid, epoch, topic, p); code != 0 {
+			t.Fatal(kerr.ErrorForCode(code))
+		}
+	}
+}
+
 // TestVerifyRefusesUnaddedPartition: KIP-890 part 1 on one node. A
 // transactional batch for a partition its transaction does not include is
 // refused (INVALID_TXN_STATE) and opens no transaction there; after

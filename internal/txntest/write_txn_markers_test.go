@@ -47,14 +47,7 @@ func TestWriteTxnMarkersV2(t *testing.T) {
 	createTopic(t, ctx, cl, "markers", 2, 1)
 	const id = "markers-v2"
 	pid, epoch := newProducer(t, ctx, cl, id)
-	for p := int32(0); p < 2; p++ {
-		if code := addPartitions(t, ctx, cl, id, pid, epoch, "markers", p); code != 0 {
-			t.Fatal(kerr.ErrorForCode(code))
-		}
-		if code := produceTxn(t, ctx, cl, id, pid, epoch, "markers", p); code != 0 {
-			t.Fatal(kerr.ErrorForCode(code))
-		}
-	}
+	writeInTxn(t, ctx, cl, id, pid, epoch, "markers", 0, 1)
 
 	v2 := testnode.Client(t, n.KafkaAddr())
 	if v, code := writeMarker(t, ctx, v2, pid, epoch, 2, "markers", 0); v != 2 || code != kerr.InvalidProducerEpoch.Code {
