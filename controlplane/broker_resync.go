@@ -13,11 +13,14 @@ import (
 // which itself lives LimitMarkerTTL; a watcher that was cut off from NATS
 // for longer never sees it, and without this sweep would list the dead
 // broker for ever. A sweep lists the bucket (a consumer made and deleted:
-// a handful of NATS messages), so it runs at the first tick (every
-// BrokerTTL) after the connection was lost or a watch was re-established,
-// the ways a watcher is cut off, and otherwise every resyncGuard ticks, for
-// a cut-off that neither shows (a NATS server cut from its cluster while
-// the node's connection to it stays up). It runs until Close.
+// a handful of NATS messages). On a NATS cluster it runs every BrokerTTL:
+// there a server cut from its cluster, or a stream leader lost, can keep a
+// watcher from an expiry while its connection stays up (the nodes cut from
+// the lost leader's server see the broker expire through this sweep). On a
+// single server, where a watcher is cut off only with its connection, it
+// runs at the first tick after the connection came back or a watch was
+// re-established, and otherwise every resyncGuard ticks. It runs until
+// Close.
 func (s *Store) resyncBrokers() {
 	t := time.NewTicker(s.cfg.BrokerTTL)
 	defer t.Stop()
@@ -31,7 +34,7 @@ func (s *Store) resyncBrokers() {
 		}
 		st := s.cfg.Monitor.Stats()
 		n := st.Reconnects + st.WatchRestarts
-		if ticks++; n == seen && ticks < resyncGuard {
+		if ticks++; n == seen && ticks < resyncGuard && s.nc.ConnectedClusterName() == "" {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.BrokerTTL)
