@@ -47,6 +47,14 @@ func TestControllerDrainsABroker(t *testing.T) {
 		t.Fatalf("after refused decommissions: draining %v rev %d err %v", d, rev, err)
 	}
 
+	// Decommissioned before the controller starts: its first pass then
+	// plans the drain. (Started first, its first pass could find the
+	// topic's replicas skewed and move one off broker 1 as a skew move,
+	// leaving three drains: seen in a clean-clone run, 'started
+	// map[skew:1]' at pass 0.)
+	if d, err := st.Decommission(testCtx(t), []int32{1}); err != nil || !d[1] {
+		t.Fatalf("decommission 1: %v %v", d, err)
+	}
 	var passes []BalancePass
 	c, err := StartController(testCtx(t), st, ControllerConfig{NodeID: 3, LeaseTTL: time.Second, Logger: quietLogger(),
 		AutoLeaderRebalance: true, LeaderImbalanceCheckInterval: time.Hour, LeaderImbalancePerBrokerPercentage: 10,
@@ -56,9 +64,6 @@ func TestControllerDrainsABroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	if d, err := st.Decommission(testCtx(t), []int32{1}); err != nil || !d[1] {
-		t.Fatalf("decommission 1: %v %v", d, err)
-	}
 	c.Poke()
 	eventually(t, 10*time.Second, "broker 1 leads nothing", func() bool {
 		return !slices.ContainsFunc(st.Partitions("d"), func(p PartitionState) bool { return p.Leader == 1 })
@@ -103,9 +108,7 @@ func TestControllerDrainsABroker(t *testing.T) {
 		started += p.Started[MoveDrain]
 	}
 	if started < 4 {
-		// Seen once in a loaded clean-clone run (3 of 4, every partition
-		// drained): say what each pass reported, so that the next one
-		// tells which move went unreported.
+		// Say what each pass reported.
 		var lines []string
 		for i, p := range passes {
 			if len(p.Started) > 0 || len(p.Plan.Moves) > 0 {
