@@ -58,8 +58,9 @@ func TestStartWaitsForAPausedNATS(t *testing.T) {
 	n.pauseAll()
 	nd := newNode(t, dir, 1, n.URLs(), "--nats-replicas", "3")
 	nd.Start()
-	time.Sleep(natsStartPause)
-	if !nd.Alive() {
+	// The pause lasts natsStartPause; the node must outlive it (a start
+	// that gives up is seen as soon as it exits).
+	if proctest.Poll(natsStartPause, 100*time.Millisecond, func() bool { return !nd.Alive() }) == nil {
 		n.resumeAll()
 		t.Fatalf("the node exited while NATS was paused:\n%s", nd.Tail())
 	}
