@@ -186,7 +186,7 @@ func (n *Node) WaitReady() time.Duration {
 		case <-tick.C:
 		}
 		if time.Since(begin) > ReadyTimeout {
-			n.t.Fatalf("%s not ready after %v (last error %v):\n%s", n.name, ReadyTimeout, err, n.Tail())
+			n.t.Fatalf("%s not ready after %v (last error %v):\n%s%s", n.name, ReadyTimeout, err, n.Tail(), n.mainStack())
 		}
 	}
 }

@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 
 // childMain is the child the Node tests run (this test binary), told what
 // to do by mode: "serve" answers /readyz on PROCTEST_ADMIN and exits 0 on
-// SIGTERM; "exit3" exits 3 at once; "panic" panics.
+// SIGTERM; "exit3" exits 3 at once; "panic" panics; "hang" blocks in
+// childHangs, never ready.
 func childMain(mode string) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	shaleVars := 0
@@ -41,6 +42,8 @@ func childMain(mode string) {
 		os.Exit(3)
 	case "panic":
 		panic("child asked to panic")
+	case "hang":
+		childHangs()
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -54,6 +57,9 @@ func childMain(mode string) {
 	log.Info("stopped cleanly")
 	os.Exit(0)
 }
+
+// childHangs blocks forever, a start that never ends.
+func childHangs() { select {} }
 
 // testChild prepares this test binary as a child in mode.
 func testChild(t *testing.T, mode string, opts ...Option) *Node {
@@ -193,5 +199,39 @@ func TestServeArgs(t *testing.T) {
 	}
 	if n.Kafka() == n.Admin() || !strings.HasPrefix(n.Kafka(), "127.0.0.1:") || n.DataDir() != "/data" {
 		t.Fatalf("addresses %s, %s, data dir %s", n.Kafka(), n.Admin(), n.DataDir())
+	}
+}
+
+// TestMainStackOfAHangingRun: the failure of a run that never becomes ready
+// quotes where its main goroutine is blocked, from the dump SIGQUIT makes.
+func TestMainStackOfAHangingRun(t *testing.T) {
+	n := testChild(t, "hang")
+	n.Start()
+	if err := WaitFor(10*time.Second, func() bool { return n.CountLines("child started") == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	st := n.mainStack()
+	if !strings.HasPrefix(st, "\ngoroutine 1 ") || !strings.Contains(st, "childHangs") {
+		t.Fatalf("main stack:\n%s\noutput:\n%s", st, n.Tail())
+	}
+	if n.Alive() {
+		t.Fatal("alive after its dump")
+	}
+	if st := n.mainStack(); st != "" {
+		t.Fatalf("a second dump of an ended run: %q", st)
+	}
+}
+
+func TestGoroutineIn(t *testing.T) {
+	dump := "SIGQUIT: quit\n\ngoroutine 7 [running]:\nx()\n\ngoroutine 1 [select (no cases)]:\nmain.f()\n\tf.go:3\n\ngoroutine 9 [IO wait]:\n"
+	if got, want := goroutineIn(dump, 1), "goroutine 1 [select (no cases)]:\nmain.f()\n\tf.go:3"; got != want {
+		t.Errorf("goroutine 1: %q, want %q", got, want)
+	}
+	if got := goroutineIn(dump, 2); !strings.Contains(got, "no ") {
+		t.Errorf("goroutine 2: %q", got)
+	}
+	signalled := "goroutine 10 gp=0x2 m=nil [IO wait]:\ny()\n\ngoroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"
+	if got, want := goroutineIn(signalled, 1), "goroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"; got != want {
+		t.Errorf("signalled goroutine 1: %q, want %q", got, want)
 	}
 }

@@ -1,13 +1,18 @@
 package proctest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shale-io/shale/internal/proctest/child"
 )
 
 // crashMarks are what a Go program prints when it panics, dies of a fatal
 // runtime error, is dumped by SIGQUIT, or (built with -race) races.
-var crashMarks = []string{"panic:", "panicked", "fatal error:", "goroutine 1 [", "DATA RACE"}
+var crashMarks = []string{"panic:", "panicked", "fatal error:", "goroutine 1 [", "SIGQUIT: quit", "DATA RACE"}
 
 // Output is everything every run has printed so far, stdout and stderr
 // interleaved, each run headed by its marker line.
@@ -30,6 +35,35 @@ func (n *Node) CheckNoPanic() {
 	if mark, excerpt, ok := crashIn(n.out.String()); ok {
 		n.t.Fatalf("%s output contains %q:\n%s", n.name, mark, excerpt)
 	}
+}
+
+// mainStack ends a live run that hangs with SIGQUIT, for the Go runtime's
+// dump of every goroutine, and returns the stack of its main goroutine (the
+// one a start that never became ready is blocked in), which a tail of the
+// dump leaves out. It is for a failure message: "" if the run is gone.
+func (n *Node) mainStack() string {
+	before := len(n.out.String())
+	if _, err := n.proc.Stop(syscall.SIGQUIT, 5*time.Second); errors.Is(err, child.ErrNotRunning) {
+		return ""
+	}
+	return "\n" + goroutineIn(n.out.String()[before:], 1)
+}
+
+// goroutineIn is goroutine id's stack in the goroutine dump out, or a note
+// that it has none. A dump's header is "goroutine 1 [state]:", or with the
+// runtime's detail of a signal's dump "goroutine 1 gp=... m=... [state]:".
+func goroutineIn(out string, id int) string {
+	head := fmt.Sprintf("goroutine %d ", id)
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, head) && strings.Contains(line, "[") {
+			out = out[strings.Index(out, line):]
+			if j := strings.Index(out, "\n\n"); j >= 0 {
+				out = out[:j]
+			}
+			return out
+		}
+	}
+	return fmt.Sprintf("(no goroutine %d in the run's last output)", id)
 }
 
 // crashIn finds the first crash mark (in crashMarks' order) in out and
