@@ -145,10 +145,10 @@ func Start(ctx context.Context, cfg config.Broker, logger *slog.Logger, opts ...
 	if err := n.probeBucket(ctx); err != nil {
 		return nil, err
 	}
-	// The control plane is waited for up to the registration timeout: each
-	// JetStream call takes the deadline, not the client's 5 s default, so a
-	// NATS that is busy or paused at the start delays the node instead of
-	// stopping it.
+	// The control plane is waited for up to the registration timeout: a
+	// request unanswered within the store's RequestTimeout is sent again,
+	// so a NATS that is busy or paused at the start, or a lost reply,
+	// delays the node instead of stopping or wedging it.
 	octx, ocancel := context.WithTimeout(ctx, cfg.InitialBrokerRegistrationTimeout)
 	defer ocancel()
 	if err := n.startNATS(octx); err != nil {

@@ -15,10 +15,14 @@ import (
 // BrokerTTL. Calling it again replaces the registered details. It fails with
 // ErrBrokerIDInUse while another process's registration for b.NodeID is
 // alive (a restarted broker waits for its old key to expire, as in Kafka).
+// It waits at most RequestTimeout for an answer: a caller tries again while
+// the error is Unavailable.
 func (s *Store) RegisterBroker(ctx context.Context, b Broker) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
 	if b.NodeID < 0 || b.Host == "" || b.Port <= 0 {
 		return fmt.Errorf("%w: %+v", ErrInvalidBroker, b)
 	}

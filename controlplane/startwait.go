@@ -27,17 +27,21 @@ func Unavailable(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
-// whileUnavailable runs call until it returns an answer or ctx ends, trying
-// again after a growing wait while JetStream is unavailable. It is for the
-// control plane's opening at a node's start, which ctx bounds (the node's
-// initial_broker_registration_timeout): the buckets' creation and the
-// cluster id are idempotent, and a NATS that is busy, paused or electing
-// its meta leader is waited for rather than failing the start. A call's own
-// timeout counts as unavailable only while ctx lives.
-func whileUnavailable(ctx context.Context, log *slog.Logger, what string, call func() error) error {
+// whileUnavailable runs call until it returns an answer or ctx ends, each
+// try bounded by timeout (a request whose reply is lost, not only a slow
+// one, is sent again), trying again after a growing wait while JetStream is
+// unavailable. It is for the control plane's opening at a node's start,
+// which ctx bounds (the node's initial_broker_registration_timeout): the
+// buckets' creation and the cluster id are idempotent, and a NATS that is
+// busy, paused or electing its meta leader is waited for rather than
+// failing the start. A try's own timeout counts as unavailable only while
+// ctx lives.
+func whileUnavailable(ctx context.Context, log *slog.Logger, timeout time.Duration, what string, call func(context.Context) error) error {
 	wait := 100 * time.Millisecond
 	for {
-		err := call()
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		err := call(tctx)
+		cancel()
 		if err == nil || !Unavailable(err) || ctx.Err() != nil {
 			return err
 		}

@@ -37,6 +37,12 @@ type StoreConfig struct {
 	// KeepaliveInterval is how often RegisterBroker's loop refreshes the
 	// registration. Default BrokerTTL/3; must be below BrokerTTL.
 	KeepaliveInterval time.Duration
+	// RequestTimeout bounds one JetStream request of the store's opening
+	// and of RegisterBroker: a request unanswered by then is sent again
+	// while the caller's context lives (a reply lost, or a server paused
+	// or electing its meta leader). Default 5 s, the JetStream client's
+	// own default.
+	RequestTimeout time.Duration
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Monitor counts the re-establishments of the store's watches (and
@@ -56,6 +62,9 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 	if c.KeepaliveInterval == 0 {
 		c.KeepaliveInterval = c.BrokerTTL / 3
 	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -67,6 +76,8 @@ func (c StoreConfig) withDefaults() (StoreConfig, error) {
 		return c, fmt.Errorf("controlplane: Replicas %d: want 1..5", c.Replicas)
 	case c.BrokerTTL < time.Second:
 		return c, fmt.Errorf("controlplane: BrokerTTL %v: want at least 1s", c.BrokerTTL)
+	case c.RequestTimeout < 0:
+		return c, fmt.Errorf("controlplane: RequestTimeout %v: want positive", c.RequestTimeout)
 	case c.KeepaliveInterval <= 0 || c.KeepaliveInterval >= c.BrokerTTL:
 		return c, fmt.Errorf("controlplane: KeepaliveInterval %v: want between 0 and BrokerTTL %v", c.KeepaliveInterval, c.BrokerTTL)
 	}
@@ -171,7 +182,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 		return nil, err
 	}
 	s.clusterBucket = clusterKV
-	if err := whileUnavailable(ctx, s.log, "cluster id", func() (err error) {
+	if err := whileUnavailable(ctx, s.log, cfg.RequestTimeout, "cluster id", func(ctx context.Context) (err error) {
 		s.clusterID, err = loadClusterID(ctx, clusterKV)
 		return err
 	}); err != nil {
@@ -198,12 +209,21 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 		}
 		s.watches = append(s.watches, w)
 	}
+	// A start waiting here says so, and on what, every RequestTimeout.
+	tick := time.NewTicker(cfg.RequestTimeout)
+	defer tick.Stop()
 	for _, w := range s.watches {
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-			s.Close()
-			return nil, fmt.Errorf("controlplane: initial load: %w", ctx.Err())
+		for ready := false; !ready; {
+			select {
+			case <-w.ready:
+				ready = true
+			case <-tick.C:
+				received, initial := w.initialLoad()
+				s.log.Warn("waiting for a bucket's initial load", "bucket", w.bucket, "received", received, "of", initial)
+			case <-ctx.Done():
+				s.Close()
+				return nil, fmt.Errorf("controlplane: initial load of bucket %s: %w", w.bucket, ctx.Err())
+			}
 		}
 	}
 	return s, nil
@@ -215,7 +235,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 // (whileUnavailable).
 func (s *Store) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
-	err := whileUnavailable(ctx, s.log, "bucket "+cfg.Bucket, func() (err error) {
+	err := whileUnavailable(ctx, s.log, s.cfg.RequestTimeout, "bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
 		kv, err = s.js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			s.log.Warn("bucket exists with other settings; using it as is", "bucket", cfg.Bucket)

@@ -267,6 +267,14 @@ func (w *bucketWatch) reconcileLocked() {
 }
 
 // REQUIRES: w.mu held.
+// initialLoad is how many values the current subscription's initial
+// delivery has applied, of how many.
+func (w *bucketWatch) initialLoad() (received, initial uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.received, w.mu.initial
+}
+
 func (w *bucketWatch) markReadyLocked() {
 	if !w.mu.ready {
 		w.mu.ready = true
