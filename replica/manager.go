@@ -436,9 +436,13 @@ const defaultOpenParallelism = 8
 // openAll opens the replicas keys name, at most r.openParallelism at a time,
 // and returns when every one is open or failed. A replica that fails to open
 // is offline, not the node: it serves its other replicas, reports this one
-// (Offline) and leads or follows it no more in this run.
+// (Offline) and leads or follows it no more in this run. A follower starts
+// fetching soon after it opens (earlyFollow), not when the last of
+// thousands has: Reconcile's final fetchers.Update then finds it followed.
 // REQUIRES: reconcileMu held.
 func (r *Manager) openAll(keys []replicaKey, topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) {
+	early := r.startEarlyFollow()
+	defer early.stop()
 	forEachBounded(keys, r.openParallelism, func(k replicaKey) {
 		t, st := topics[k.topic], want[k]
 		if err := r.open(t, st); err != nil {
@@ -446,8 +450,85 @@ func (r *Manager) openAll(keys []replicaKey, topics map[string]controlplane.Topi
 			r.mu.Lock()
 			r.mu.failed[k] = failedOpen{topicID: t.ID, err: err}
 			r.mu.Unlock()
+			return
+		}
+		if st.Leader < 0 || st.Leader == r.nodeID {
+			return
+		}
+		r.mu.RLock()
+		rep, open := r.mu.replicas[k]
+		down := r.mu.steppedDown
+		r.mu.RUnlock()
+		if open && !down && rep.LogErr() == nil {
+			early.add(k, followed{rep: rep, leader: st.Leader, epoch: st.LeaderEpoch})
 		}
 	})
+}
+
+// earlyFollowEvery is how often openAll hands the followers opened since
+// to the fetchers, and earlyFollowBatch how many make it do so at once.
+const (
+	earlyFollowEvery = 250 * time.Millisecond
+	earlyFollowBatch = 512
+)
+
+// earlyFollow collects the followers openAll has opened and installs them
+// in the fetchers (fetchers.Patch) in batches: every earlyFollowEvery, at
+// earlyFollowBatch, and at stop. Its timer's Patch calls run inside
+// openAll's caller's hold of reconcileMu (stop waits for them), so the lock
+// order stands; a step-down meanwhile is undone by Reconcile's Update.
+type earlyFollow struct {
+	f    *fetchers
+	mu   sync.Mutex
+	next map[replicaKey]followed
+	quit chan struct{}
+	done chan struct{}
+}
+
+// startEarlyFollow starts the batches' timer; stop ends it and installs
+// the last batch.
+func (r *Manager) startEarlyFollow() *earlyFollow {
+	e := &earlyFollow{f: r.fetchers, next: map[replicaKey]followed{}, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		t := time.NewTicker(earlyFollowEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.quit:
+				return
+			case <-t.C:
+				e.flush()
+			}
+		}
+	}()
+	return e
+}
+
+func (e *earlyFollow) add(k replicaKey, f followed) {
+	e.mu.Lock()
+	e.next[k] = f
+	full := len(e.next) >= earlyFollowBatch
+	e.mu.Unlock()
+	if full {
+		e.flush()
+	}
+}
+
+func (e *earlyFollow) flush() {
+	e.mu.Lock()
+	batch := e.next
+	e.next = map[replicaKey]followed{}
+	e.mu.Unlock()
+	if len(batch) > 0 {
+		e.f.Patch(batch, nil)
+	}
+}
+
+func (e *earlyFollow) stop() {
+	close(e.quit)
+	<-e.done
+	e.flush()
 }
 
 // forEachBounded calls fn for every item, from at most limit goroutines at
