@@ -165,29 +165,15 @@ func (s *Store) keepalive() {
 // calls replace the report (a node drops an entry once it is back in the
 // partition's ISR). It fails if no broker is registered.
 func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	s.reg.Lock()
-	defer s.reg.Unlock()
-	if !s.reg.active {
-		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
-	}
-	prev := s.reg.logs
-	cp := slices.Clone(logs)
-	if cp == nil {
-		cp = []ReplicaLog{}
-	}
-	s.reg.logs = &cp
-	start := time.Now()
-	rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
-	if err != nil {
-		s.reg.logs = prev
-		return err
-	}
-	s.reg.rev = rev
-	s.setRenewed(start)
-	return nil
+	return s.republish(ctx, func(*Broker) (undo func()) {
+		prev := s.reg.logs
+		cp := slices.Clone(logs)
+		if cp == nil {
+			cp = []ReplicaLog{}
+		}
+		s.reg.logs = &cp
+		return func() { s.reg.logs = prev }
+	})
 }
 
 // ReportOfflineReplicas publishes, in this node's registration, the local
@@ -195,25 +181,11 @@ func (s *Store) ReportReplicaLogs(ctx context.Context, logs []ReplicaLog) error 
 // The controller treats the node as dead for exactly those partitions. It
 // fails if no broker is registered.
 func (s *Store) ReportOfflineReplicas(ctx context.Context, offline []OfflineReplica) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	s.reg.Lock()
-	defer s.reg.Unlock()
-	if !s.reg.active {
-		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
-	}
-	prev := s.reg.offline
-	s.reg.offline = slices.Clone(offline)
-	start := time.Now()
-	rev, err := s.putBroker(ctx, s.reg.broker, s.reg.rev)
-	if err != nil {
-		s.reg.offline = prev
-		return err
-	}
-	s.reg.rev = rev
-	s.setRenewed(start)
-	return nil
+	return s.republish(ctx, func(*Broker) (undo func()) {
+		prev := s.reg.offline
+		s.reg.offline = slices.Clone(offline)
+		return func() { s.reg.offline = prev }
+	})
 }
 
 // BeginControlledShutdown marks this node's registration as in controlled
@@ -222,6 +194,17 @@ func (s *Store) ReportOfflineReplicas(ctx context.Context, offline []OfflineRepl
 // any back. The mark lasts until the registration ends. It fails if no
 // broker is registered.
 func (s *Store) BeginControlledShutdown(ctx context.Context) error {
+	return s.republish(ctx, func(b *Broker) (undo func()) {
+		b.ControlledShutdown = true
+		return func() {}
+	})
+}
+
+// republish writes this node's registration again after change has
+// altered what it carries: b, the broker record written, or the reports
+// in s.reg (its replica logs, its offline replicas). A failed write undoes
+// the change. It fails if no broker is registered.
+func (s *Store) republish(ctx context.Context, change func(b *Broker) (undo func())) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -231,10 +214,11 @@ func (s *Store) BeginControlledShutdown(ctx context.Context) error {
 		return fmt.Errorf("%w: no broker registered", ErrInvalidBroker)
 	}
 	b := s.reg.broker
-	b.ControlledShutdown = true
+	undo := change(&b)
 	start := time.Now()
 	rev, err := s.putBroker(ctx, b, s.reg.rev)
 	if err != nil {
+		undo()
 		return err
 	}
 	s.reg.broker, s.reg.rev = b, rev
