@@ -104,39 +104,107 @@ const group848Name = "chaos-g848"
 // Run runs one chaos run and returns its verdict (also written to
 // cfg.Out). An error means the run could not be made (the cluster did not
 // start), not that it found violations.
+//
+// A run is its phases, in order: start the cluster, start the workload,
+// warm up, run the schedule's faults, heal, stop the workload, verify,
+// write the verdict.
 func Run(ctx context.Context, cfg Config) (*Verdict, error) {
+	sched, err := cfg.prepare()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: &cfg, sched: sched, rec: newRecorder(cfg.Log)}
+	defer r.close()
+	if err := r.startCluster(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startWorkload(); err != nil {
+		return nil, err
+	}
+	if err := r.warmUp(); err != nil {
+		return nil, err
+	}
+	plan := r.runFaults(ctx)
+	r.heal(ctx)
+	shareHist, etlHist := r.stopWorkload(ctx)
+	h, res := r.verify(ctx, shareHist, etlHist)
+	return r.writeVerdict(h, res, plan)
+}
+
+// prepare applies the defaults and the schedule named by cfg.Schedule to
+// cfg, and returns that schedule. It fails when the schedule is unknown,
+// needs more nodes than cfg.Nodes, or the run directory is missing or not
+// empty.
+func (cfg *Config) prepare() (Schedule, error) {
 	cfg.defaults()
 	sched, err := ScheduleNamed(cfg.Schedule)
 	if err != nil {
-		return nil, err
+		return Schedule{}, err
 	}
 	if cfg.Nodes == 0 {
 		cfg.Nodes = sched.Nodes
 	}
 	if cfg.Nodes < sched.Nodes {
-		return nil, fmt.Errorf("schedule %s needs %d nodes", sched.Name, sched.Nodes)
+		return Schedule{}, fmt.Errorf("schedule %s needs %d nodes", sched.Name, sched.Nodes)
 	}
 	cfg.NATSCluster = cfg.NATSCluster || sched.NATSCluster
 	cfg.Transactions = cfg.Transactions || sched.Transactions
 	cfg.ShareGroups = cfg.ShareGroups || sched.ShareGroups
 	cfg.needNet = slices.ContainsFunc(sched.Kinds, func(k FaultKind) bool { return k == PartNode || k == PartNATS || k == PartS3 })
 	if ents, err := os.ReadDir(cfg.Out); err != nil {
-		return nil, err
+		return Schedule{}, err
 	} else if len(ents) > 0 {
 		// A NATS store or bucket left by another run would be its state.
-		return nil, fmt.Errorf("run directory %s is not empty", cfg.Out)
+		return Schedule{}, fmt.Errorf("run directory %s is not empty", cfg.Out)
 	}
-	rec := newRecorder(cfg.Log)
+	return sched, nil
+}
+
+// run is one chaos run's state, handed from phase to phase. Only Run's
+// goroutine uses it.
+type run struct {
+	cfg   *Config
+	sched Schedule
+	rec   *recorder
+
+	// Set by startCluster.
+	c      *Cluster
+	f      *faulter
+	topics []topicSpec // the workload's topics
+	names  []string    // every topic created: topics, and the ETL's output
+
+	// Set by startWorkload once every goroutine of the workload runs.
+	w *workload
+}
+
+// close releases what the phases started, last first: it waits for the
+// workload's goroutines and cancels their contexts, closes the faulter's
+// admin client, then stops the cluster. It is Run's one deferred call.
+func (r *run) close() {
+	if r.w != nil {
+		r.w.close()
+	}
+	if r.f != nil {
+		r.f.close()
+	}
+	if r.c != nil {
+		r.c.Close()
+	}
+}
+
+// startCluster is the first phase: it starts the cluster (nodes, NATS,
+// the S3 server), creates the workload's topics with replication factor
+// min(3, nodes), makes the faulter and waits up to 60 s for the cluster to
+// settle, then sets up the schedule's bucket ops. An error means the run
+// cannot be made; whatever was started is left in r for close.
+func (r *run) startCluster(ctx context.Context) error {
+	cfg, rec := r.cfg, r.rec
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rec.logf("schedule %s seed %d duration %v nodes %d out %s", sched.Name, cfg.Seed, cfg.Duration, cfg.Nodes, cfg.Out)
-	c, err := startCluster(ctx, &cfg, log)
-	defer func() {
-		if c != nil {
-			c.Close()
-		}
-	}()
+	rec.logf("schedule %s seed %d duration %v nodes %d out %s", r.sched.Name, cfg.Seed, cfg.Duration, cfg.Nodes, cfg.Out)
+	c, err := startCluster(ctx, cfg, log)
+	r.c = c
 	if err != nil {
-		return nil, fmt.Errorf("starting the cluster: %w", err)
+		return fmt.Errorf("starting the cluster: %w", err)
 	}
 	if !c.net.ok {
 		rec.logf("network partitions unavailable: %s", c.net.why)
@@ -151,160 +219,63 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		created = append(slices.Clone(topics), etlOutputTopic(topics[0]))
 	}
 	if err := createTopics(ctx, c, created, int16(min(3, cfg.Nodes))); err != nil {
-		return nil, err
+		return err
 	}
 	var names []string
 	for _, t := range created {
 		names = append(names, t.name)
 	}
+	r.topics, r.names = topics, names
 	f, err := newFaulter(c, rec, names, groupName)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.close()
+	r.f = f
 	if _, err := f.waitSettled(ctx, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("cluster before the run: %w", err)
+		return fmt.Errorf("cluster before the run: %w", err)
 	}
-	if sched.TierOps {
+	if r.sched.TierOps {
 		f.bucket = newBucketOps(f)
 		if err := f.bucket.setup(ctx); err != nil {
-			return nil, fmt.Errorf("the bucket ops' topics: %w", err)
+			return fmt.Errorf("the bucket ops' topics: %w", err)
 		}
 	}
 	rec.logf("cluster up: %d nodes, NATS servers %d, network faults %v", len(c.Nodes), len(c.nats), c.net.ok)
+	return nil
+}
 
-	// Workload.
-	wctx, stopWork := context.WithCancel(context.Background())
-	defer stopWork()
-	var wg sync.WaitGroup
-	var producers []*producer
-	var strong, weak []topicSpec
-	for _, t := range topics {
-		if t.leaderAcks {
-			weak = append(weak, t)
-		} else {
-			strong = append(strong, t)
-		}
+// startWorkload is the second phase: it makes the workload's clients and
+// starts their goroutines, and lets the faulter suspend the group members.
+// On an error nothing of the workload runs.
+func (r *run) startWorkload() error {
+	w, err := newWorkload(r.cfg, r.c.seeds(), r.topics, r.rec)
+	if err != nil {
+		return err
 	}
-	for i := range cfg.Producers {
-		p, err := newProducer(fmt.Sprintf("p%d", i), c.seeds(), strong, cfg.Rate, false, rec)
-		if err != nil {
-			return nil, err
-		}
-		producers = append(producers, p)
-	}
-	if len(weak) > 0 {
-		p, err := newProducer("pa1", c.seeds(), weak, cfg.Rate, true, rec)
-		if err != nil {
-			return nil, err
-		}
-		producers = append(producers, p)
-	}
-	var consumers []*consumer
-	for _, t := range topics {
-		cn, err := newConsumer("c-"+t.name, c.seeds(), t, rec)
-		if err != nil {
-			return nil, err
-		}
-		consumers = append(consumers, cn)
-	}
-	// The classic group's member, and the KIP-848 group's two members.
-	var groups []*groupConsumer
-	for _, m := range []struct {
-		name, group string
-		kip848      bool
-		life        time.Duration
-	}{{"g0", groupName, false, memberLife}, {"k0", group848Name, true, 11 * time.Second}, {"k1", group848Name, true, 17 * time.Second}} {
-		gc, err := newGroupConsumer(m.name, m.group, c.seeds(), topics[0], rec, m.kip848, m.life)
-		if err != nil {
-			return nil, err
-		}
-		groups = append(groups, gc)
-	}
-	f.suspendGroup = func() (resume func()) {
-		var resumes []func()
-		for _, gc := range groups {
-			resumes = append(resumes, gc.suspend())
-		}
-		return func() {
-			for _, r := range resumes {
-				r()
-			}
-		}
-	}
-	var tx *etl
-	var adv *adversary
-	if cfg.Transactions {
-		if tx, err = newETL("etl", c.seeds(), topics[0], rec, etlDeliveryTimeout); err != nil {
-			return nil, err
-		}
-		if adv, err = newAdversary(c.seeds(), topics[0], rec, cfg.Seed); err != nil {
-			return nil, err
-		}
-	}
-	var shares *shareWorkload
-	sctx, stopShares := context.WithCancel(wctx)
-	defer stopShares()
-	var swg sync.WaitGroup
-	if cfg.ShareGroups {
-		// Two member slots on the plain topic; each member lives 13 s or
-		// 19 s, then a new one joins.
-		shares = newShareWorkload(c.seeds(), topics[0], rec)
-		for i, life := range []time.Duration{13 * time.Second, 19 * time.Second} {
-			swg.Add(1)
-			go func() { defer swg.Done(); shares.member(sctx, fmt.Sprintf("s%d", i), life) }()
-		}
-	}
-	pctx, stopProducers := context.WithCancel(wctx)
-	defer stopProducers()
-	cctx, stopConsumers := context.WithCancel(wctx)
-	defer stopConsumers()
-	for _, p := range producers {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.run(pctx) }()
-	}
-	for _, cn := range consumers {
-		wg.Add(1)
-		go func() { defer wg.Done(); cn.run(cctx) }()
-	}
-	ectx, stopETL := context.WithCancel(wctx)
-	defer stopETL()
-	if tx != nil {
-		wg.Add(2)
-		go func() { defer wg.Done(); tx.run(ectx) }()
-		go func() { defer wg.Done(); adv.run(pctx) }()
-	}
-	wg.Add(3)
-	trimmed := make(chan struct{})
-	go func() {
-		defer wg.Done()
-		defer close(trimmed)
-		trimRecords(pctx, c.seeds(), topics, rec, 10*time.Second)
-	}()
-	for _, gc := range groups {
-		wg.Add(1)
-		go func() { defer wg.Done(); gc.run(cctx) }()
-	}
-	go func() {
-		defer wg.Done()
-		watchCommits(cctx, c.seeds(), groupName, topics[0].name, rec, 200*time.Millisecond)
-	}()
-	go func() {
-		defer wg.Done()
-		watchCommits(cctx, c.seeds(), group848Name, topics[0].name, rec, 200*time.Millisecond)
-	}()
-	defer wg.Wait()
+	r.f.suspendGroup = w.suspendGroups
+	w.start(r.c.seeds(), r.topics, r.rec)
+	r.w = w
+	return nil
+}
 
-	// Warm-up: some acknowledged records first.
-	if !poll(60*time.Second, 100*time.Millisecond, func() bool { return len(rec.history().Acks) >= 50 }) {
-		return nil, fmt.Errorf("warm-up: fewer than 50 records acknowledged in 60 s")
+// warmUp waits up to 60 s for the first 50 acknowledged records, before
+// any fault.
+func (r *run) warmUp() error {
+	if !poll(60*time.Second, 100*time.Millisecond, func() bool { return len(r.rec.history().Acks) >= 50 }) {
+		return fmt.Errorf("warm-up: fewer than 50 records acknowledged in 60 s")
 	}
+	return nil
+}
 
-	// Faults.
-	plan := sched.Plan(cfg.Seed, cfg.Duration, c.net.ok)
-	rec.logf("plan: %d events: %s", len(plan), strings.Join(kindsIn(plan), " "))
+// runFaults plans the schedule for the seed and Config.Duration and runs
+// it: one goroutine a track, each applying and healing its events in
+// time. It returns when every track is done or Duration has passed, with
+// the plan it ran.
+func (r *run) runFaults(ctx context.Context) []Event {
+	plan := r.sched.Plan(r.cfg.Seed, r.cfg.Duration, r.c.net.ok)
+	r.rec.logf("plan: %d events: %s", len(plan), strings.Join(kindsIn(plan), " "))
 	phase := time.Now()
-	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
+	fctx, stopFaults := context.WithTimeout(ctx, r.cfg.Duration)
 	var fwg sync.WaitGroup
 	byTrack := map[string][]Event{}
 	for _, e := range plan {
@@ -312,18 +283,25 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	}
 	for _, evs := range byTrack {
 		fwg.Add(1)
-		go func() { defer fwg.Done(); f.runTrack(fctx, phase, evs) }()
+		go func() { defer fwg.Done(); r.f.runTrack(fctx, phase, evs) }()
 	}
 	fwg.Wait()
 	stopFaults()
+	return plan
+}
 
-	// Heal.
+// heal heals every fault still applied and waits for the cluster to settle
+// within Config.HealBound; a failure of either is the history's HealErr.
+// Then it waits up to Config.ResumeBound for every actor of the workload
+// to make progress again (the checker judges whether each did).
+func (r *run) heal(ctx context.Context) {
+	rec := r.rec
 	rec.logf("healing")
 	healBegin := time.Now()
-	healErr := f.healAll()
+	healErr := r.f.healAll()
 	rec.healed()
 	if healErr == nil {
-		_, healErr = f.waitSettled(ctx, cfg.HealBound-time.Since(healBegin))
+		_, healErr = r.f.waitSettled(ctx, r.cfg.HealBound-time.Since(healBegin))
 	}
 	if healErr != nil {
 		rec.mu.Lock()
@@ -341,20 +319,58 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		}
 		return true
 	}
-	poll(cfg.ResumeBound, 200*time.Millisecond, allResumed)
-	stopProducers()
-	for _, p := range producers {
+	poll(r.cfg.ResumeBound, 200*time.Millisecond, allResumed)
+}
+
+// stopWorkload stops the producers (and the trimmer with them), lets the
+// consumers read up to the end offsets, then stops them; drains the share
+// group and the ETL pipeline, when they run, and returns their histories
+// (nil when they do not).
+func (r *run) stopWorkload(ctx context.Context) (*ShareHistory, *ETLHistory) {
+	w, rec := r.w, r.rec
+	w.stopProducers()
+	for _, p := range w.producers {
 		<-p.done
 	}
-	<-trimmed // its last DeleteRecords answered: none runs beside the final read
+	<-w.trimmed // its last DeleteRecords answered: none runs beside the final read
 	rec.logf("producers stopped")
 
 	// The consumers read up to the end, then stop.
+	ends := r.endOffsets(ctx)
+	poll(60*time.Second, 200*time.Millisecond, func() bool {
+		for _, cn := range w.consumers {
+			if !cn.caughtUp(ends[cn.topic.name]) {
+				return false
+			}
+		}
+		return true
+	})
+	w.stopConsumers()
+	for _, cn := range w.consumers {
+		<-cn.done
+	}
+	var shareHist *ShareHistory
+	if w.shares != nil {
+		shareHist = r.drainShares()
+	}
+	for _, gc := range w.groups {
+		<-gc.done
+	}
+	var etlHist *ETLHistory
+	if w.tx != nil {
+		etlHist = r.drainETL(ctx, ends[r.topics[0].name])
+	}
+	return shareHist, etlHist
+}
+
+// endOffsets lists the end offsets of every topic created, by topic and
+// partition; on an error it logs it and returns what it has (nothing).
+func (r *run) endOffsets(ctx context.Context) map[string]map[int32]int64 {
 	ends := map[string]map[int32]int64{}
 	if err := func() error {
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		le, err := f.adm.ListEndOffsets(lctx, names...)
+		le, err := r.f.adm.ListEndOffsets(lctx, r.names...)
 		if err != nil {
 			return err
 		}
@@ -366,56 +382,59 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 		})
 		return nil
 	}(); err != nil {
-		rec.logf("end offsets: %v", err)
+		r.rec.logf("end offsets: %v", err)
 	}
-	poll(60*time.Second, 200*time.Millisecond, func() bool {
-		for _, cn := range consumers {
-			if !cn.caughtUp(ends[cn.topic.name]) {
-				return false
-			}
-		}
-		return true
-	})
-	stopConsumers()
-	for _, cn := range consumers {
-		<-cn.done
-	}
-	var shareHist *ShareHistory
-	if shares != nil {
-		// Records a member held when it closed, or whose acceptance a
-		// failover lost, come back after their lock (10 s).
-		acks := rec.history().Acks
-		drained := poll(90*time.Second, 200*time.Millisecond, func() bool { return shares.acceptedAll(acks) })
-		stopShares()
-		swg.Wait()
-		shareHist = shares.history(drained)
-		rec.logf("share group: %d deliveries, drained %v", len(shareHist.Deliveries), drained)
-	}
-	for _, gc := range groups {
-		<-gc.done
-	}
-	var etlHist *ETLHistory
-	if tx != nil {
-		etlHist = drainETL(ctx, tx, f.adm, ends[topics[0].name], stopETL)
-		rec.logf("etl: %d transactions committed, %d aborted, %d session restarts, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Restarts, etlHist.Drained)
-		<-adv.done // stopped with the producers
-		etlHist.Adversary = adv.history()
-		rec.logf("adversary: sent %v, refused %v, acknowledged %d", etlHist.Adversary.Sent, etlHist.Adversary.Refused, etlHist.Adversary.AcceptedTotal)
-		// The pipeline's last transaction, if its session stopped inside
-		// one, ends by its timeout (15 s) at the next abort check (10 s).
-		etlHist.Stable = stableOffsets(ctx, f.adm, []topicSpec{topics[0], tx.out}, 90*time.Second)
-		stuck := 0
-		for _, s := range etlHist.Stable {
-			if s.Err != "" || s.LSO != s.HW {
-				stuck++
-			}
-		}
-		rec.logf("last stable offsets: %d partitions checked, %d below their high watermark", len(etlHist.Stable), stuck)
-	}
+	return ends
+}
 
+// drainShares waits up to 90 s for the share group to accept every
+// acknowledged record, stops its members and returns its history.
+func (r *run) drainShares() *ShareHistory {
+	w := r.w
+	// Records a member held when it closed, or whose acceptance a
+	// failover lost, come back after their lock (10 s).
+	acks := r.rec.history().Acks
+	drained := poll(90*time.Second, 200*time.Millisecond, func() bool { return w.shares.acceptedAll(acks) })
+	w.stopShares()
+	w.swg.Wait()
+	shareHist := w.shares.history(drained)
+	r.rec.logf("share group: %d deliveries, drained %v", len(shareHist.Deliveries), drained)
+	return shareHist
+}
+
+// drainETL lets the ETL pipeline consume its input up to end (by
+// partition) and stops it, collects the adversary's history, and waits up
+// to 90 s for the last stable offsets of its input and output to reach
+// their high watermarks.
+func (r *run) drainETL(ctx context.Context, end map[int32]int64) *ETLHistory {
+	w, rec := r.w, r.rec
+	etlHist := drainETL(ctx, w.tx, r.f.adm, end, w.stopETL)
+	rec.logf("etl: %d transactions committed, %d aborted, %d session restarts, drained %v", etlHist.Commits, etlHist.Aborts, etlHist.Restarts, etlHist.Drained)
+	<-w.adv.done // stopped with the producers
+	etlHist.Adversary = w.adv.history()
+	rec.logf("adversary: sent %v, refused %v, acknowledged %d", etlHist.Adversary.Sent, etlHist.Adversary.Refused, etlHist.Adversary.AcceptedTotal)
+	// The pipeline's last transaction, if its session stopped inside
+	// one, ends by its timeout (15 s) at the next abort check (10 s).
+	etlHist.Stable = stableOffsets(ctx, r.f.adm, []topicSpec{r.topics[0], w.tx.out}, 90*time.Second)
+	stuck := 0
+	for _, s := range etlHist.Stable {
+		if s.Err != "" || s.LSO != s.HW {
+			stuck++
+		}
+	}
+	rec.logf("last stable offsets: %d partitions checked, %d below their high watermark", len(etlHist.Stable), stuck)
+	return etlHist
+}
+
+// verify completes the history with what the cluster holds once the
+// workload has stopped (the final read of every partition, each replica's
+// log, the ETL's committed output, the bucket ops' outcome, the bucket and
+// its metadata) and checks it.
+func (r *run) verify(ctx context.Context, shareHist *ShareHistory, etlHist *ETLHistory) (*History, Result) {
+	c, rec := r.c, r.rec
 	h := rec.history()
-	h.ResumeBound = cfg.ResumeBound
-	for _, t := range topics {
+	h.ResumeBound = r.cfg.ResumeBound
+	for _, t := range r.topics {
 		if t.compacted {
 			h.Compacted = append(h.Compacted, t.name)
 		}
@@ -425,35 +444,43 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	}
 	rec.logf("final read")
 	rec.logf("%d DeleteRecords acknowledged", len(h.Trims))
-	h.Final = finalRead(ctx, c, topics)
-	h.Replicas = replicaLogs(c, topics, h.Final)
+	h.Final = finalRead(ctx, c, r.topics)
+	h.Replicas = replicaLogs(c, r.topics, h.Final)
 	if etlHist != nil {
-		etlHist.Outputs = readCommitted(ctx, c.seeds(), f.adm, tx.out)
+		etlHist.Outputs = readCommitted(ctx, c.seeds(), r.f.adm, r.w.tx.out)
 		h.ETL = etlHist
 	}
 	h.Share = shareHist
-	if f.bucket != nil {
-		h.TierOps = f.bucket.final(ctx)
+	if r.f.bucket != nil {
+		h.TierOps = r.f.bucket.final(ctx)
 		rec.logf("bucket ops: %s", h.TierOps.Summary())
 	}
+	var err error
 	h.Bucket, h.Referenced, err = bucketAndMetadata(ctx, c)
 	if err != nil {
 		rec.logf("bucket check skipped: %v", err)
 		h.Bucket = nil
 	}
 	// The reconciler deletes an orphan on its next pass past the grace.
-	h.OrphanGrace = cfg.OrphanGrace + 10*time.Second
-	res := Check(h)
+	h.OrphanGrace = r.cfg.OrphanGrace + 10*time.Second
+	return h, Check(h)
+}
 
-	f.mu.Lock()
-	windows := slices.Clone(f.windows)
-	f.mu.Unlock()
-	v := newVerdict(&cfg, sched, h, res, windows, rec, plan, c)
-	if err := v.write(cfg.Out, h, rec); err != nil {
+// writeVerdict makes the verdict of the checked history and writes it to
+// Config.Out with the history and the timeline; a clean run's node data
+// dirs are removed unless Config.KeepData. The verdict is returned also
+// when writing it failed.
+func (r *run) writeVerdict(h *History, res Result, plan []Event) (*Verdict, error) {
+	cfg := r.cfg
+	r.f.mu.Lock()
+	windows := slices.Clone(r.f.windows)
+	r.f.mu.Unlock()
+	v := newVerdict(cfg, r.sched, h, res, windows, r.rec, plan, r.c)
+	if err := v.write(cfg.Out, h, r.rec); err != nil {
 		return v, err
 	}
 	if !cfg.KeepData && v.Total == 0 {
-		for _, n := range c.Nodes {
+		for _, n := range r.c.Nodes {
 			os.RemoveAll(n.Dir)
 		}
 	}

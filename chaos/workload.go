@@ -47,6 +47,171 @@ func workloadTopics() []topicSpec {
 	}
 }
 
+// workload is the run's clients and the goroutines that drive them.
+type workload struct {
+	producers []*producer
+	consumers []*consumer
+	groups    []*groupConsumer // the classic group's member, the KIP-848 group's two
+	tx        *etl             // nil without Config.Transactions
+	adv       *adversary       // nil without Config.Transactions
+	shares    *shareWorkload   // nil without Config.ShareGroups
+
+	// Set by start.
+	wg      sync.WaitGroup // every goroutine but the share members
+	swg     sync.WaitGroup // the share members
+	trimmed chan struct{}  // closed when trimRecords has returned
+
+	stopWork, stopShares, stopProducers, stopConsumers, stopETL context.CancelFunc
+}
+
+// newWorkload makes the workload's clients; none runs yet. The
+// idempotent producers write the topics with acks=all, one more producer
+// (acks=1) the leaderAcks topics; a consumer reads each topic; the group
+// members, the ETL pipeline with its adversary (Config.Transactions) and
+// the share group (Config.ShareGroups) use the first topic.
+func newWorkload(cfg *Config, seeds []string, topics []topicSpec, rec *recorder) (*workload, error) {
+	w := &workload{}
+	var strong, weak []topicSpec
+	for _, t := range topics {
+		if t.leaderAcks {
+			weak = append(weak, t)
+		} else {
+			strong = append(strong, t)
+		}
+	}
+	for i := range cfg.Producers {
+		p, err := newProducer(fmt.Sprintf("p%d", i), seeds, strong, cfg.Rate, false, rec)
+		if err != nil {
+			return nil, err
+		}
+		w.producers = append(w.producers, p)
+	}
+	if len(weak) > 0 {
+		p, err := newProducer("pa1", seeds, weak, cfg.Rate, true, rec)
+		if err != nil {
+			return nil, err
+		}
+		w.producers = append(w.producers, p)
+	}
+	for _, t := range topics {
+		cn, err := newConsumer("c-"+t.name, seeds, t, rec)
+		if err != nil {
+			return nil, err
+		}
+		w.consumers = append(w.consumers, cn)
+	}
+	// The classic group's member, and the KIP-848 group's two members.
+	for _, m := range []struct {
+		name, group string
+		kip848      bool
+		life        time.Duration
+	}{{"g0", groupName, false, memberLife}, {"k0", group848Name, true, 11 * time.Second}, {"k1", group848Name, true, 17 * time.Second}} {
+		gc, err := newGroupConsumer(m.name, m.group, seeds, topics[0], rec, m.kip848, m.life)
+		if err != nil {
+			return nil, err
+		}
+		w.groups = append(w.groups, gc)
+	}
+	if cfg.Transactions {
+		var err error
+		if w.tx, err = newETL("etl", seeds, topics[0], rec, etlDeliveryTimeout); err != nil {
+			return nil, err
+		}
+		if w.adv, err = newAdversary(seeds, topics[0], rec, cfg.Seed); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ShareGroups {
+		w.shares = newShareWorkload(seeds, topics[0], rec)
+	}
+	return w, nil
+}
+
+// start starts the workload's goroutines, in this order and each on a
+// context that one of w's stop functions cancels: the share members
+// (stopShares), the producers (stopProducers), the consumers
+// (stopConsumers), the ETL pipeline (stopETL) and its adversary
+// (stopProducers), the trimmer (stopProducers), the group members and the
+// two groups' commit watchers (stopConsumers). stopWork cancels them all.
+func (w *workload) start(seeds []string, topics []topicSpec, rec *recorder) {
+	wctx, stopWork := context.WithCancel(context.Background())
+	w.stopWork = stopWork
+	sctx, stopShares := context.WithCancel(wctx)
+	w.stopShares = stopShares
+	if w.shares != nil {
+		// Two member slots on the plain topic; each member lives 13 s or
+		// 19 s, then a new one joins.
+		for i, life := range []time.Duration{13 * time.Second, 19 * time.Second} {
+			w.swg.Add(1)
+			go func() { defer w.swg.Done(); w.shares.member(sctx, fmt.Sprintf("s%d", i), life) }()
+		}
+	}
+	pctx, stopProducers := context.WithCancel(wctx)
+	w.stopProducers = stopProducers
+	cctx, stopConsumers := context.WithCancel(wctx)
+	w.stopConsumers = stopConsumers
+	for _, p := range w.producers {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); p.run(pctx) }()
+	}
+	for _, cn := range w.consumers {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); cn.run(cctx) }()
+	}
+	ectx, stopETL := context.WithCancel(wctx)
+	w.stopETL = stopETL
+	if w.tx != nil {
+		w.wg.Add(2)
+		go func() { defer w.wg.Done(); w.tx.run(ectx) }()
+		go func() { defer w.wg.Done(); w.adv.run(pctx) }()
+	}
+	w.wg.Add(3)
+	w.trimmed = make(chan struct{})
+	go func() {
+		defer w.wg.Done()
+		defer close(w.trimmed)
+		trimRecords(pctx, seeds, topics, rec, 10*time.Second)
+	}()
+	for _, gc := range w.groups {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); gc.run(cctx) }()
+	}
+	go func() {
+		defer w.wg.Done()
+		watchCommits(cctx, seeds, groupName, topics[0].name, rec, 200*time.Millisecond)
+	}()
+	go func() {
+		defer w.wg.Done()
+		watchCommits(cctx, seeds, group848Name, topics[0].name, rec, 200*time.Millisecond)
+	}()
+}
+
+// suspendGroups takes the group members out (the faulter's suspendGroup,
+// for a coordinator fault) and returns the function that brings them back.
+func (w *workload) suspendGroups() (resume func()) {
+	var resumes []func()
+	for _, gc := range w.groups {
+		resumes = append(resumes, gc.suspend())
+	}
+	return func() {
+		for _, r := range resumes {
+			r()
+		}
+	}
+}
+
+// close waits for the workload's goroutines (all but the share members),
+// then cancels every context of the workload. The phases have stopped
+// them by then; on an early return they have not, and close waits on.
+func (w *workload) close() {
+	w.wg.Wait()
+	w.stopETL()
+	w.stopConsumers()
+	w.stopProducers()
+	w.stopShares()
+	w.stopWork()
+}
+
 const valueFill = 100
 
 // producer is one franz-go producer writing unique values (name:seq:filler)
