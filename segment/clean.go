@@ -28,6 +28,49 @@ import (
 func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	l.writer.Lock()
 	defer l.writer.Unlock()
+	idx, old, err := l.replaceableSegment(base)
+	if err != nil {
+		return err
+	}
+	aborts, err := checkCleaned(cleaned, base, old.next)
+	if err != nil {
+		return err
+	}
+	// Crash safety, as Kafka's cleaner: the new bytes are written and
+	// fsynced as .log.cleaned (a stray one is removed at open), then
+	// committed by renaming to .log.swap (Open completes a swap it finds),
+	// and only then do the old files step aside and the swap take the name.
+	// A .txnindex that loses entries goes the same way, one step ahead:
+	// .txnindex.cleaned, then .txnindex.swap before the .log.swap, so that
+	// Open, completing the log's swap, completes the index's too (an empty
+	// .txnindex.swap stands for no file); without a .log.swap it is a stray.
+	l.mu.RLock()
+	oldTxns := old.txns
+	l.mu.RUnlock()
+	kept, txnChanged := keptTxnEntries(oldTxns, aborts)
+	if err := l.writeCleanedSwap(old, cleaned, kept, txnChanged); err != nil {
+		return err
+	}
+	if err := l.completeCleanedSwap(old, txnChanged); err != nil {
+		return err
+	}
+	s, err := l.openCleaned(base)
+	if err != nil {
+		return err
+	}
+	l.dropFlushes(func(x *segment) bool { return x == old })
+	l.lockState()
+	l.mu.segments[idx] = s
+	l.mu.Unlock()
+	l.logger.Info("segment cleaned", "base", base, "bytes_before", old.size, "bytes_after", s.size)
+	return l.retireReplaced(old)
+}
+
+// replaceableSegment returns the segment at base and its place in
+// l.mu.segments, or why it cannot be replaced: the log is closed, no
+// segment starts at base, or it is the active segment.
+// REQUIRES: writer lock held.
+func (l *Log) replaceableSegment(base int64) (int, *segment, error) {
 	l.mu.RLock()
 	closed := l.mu.closed
 	idx := -1
@@ -44,14 +87,21 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	l.mu.RUnlock()
 	switch {
 	case closed:
-		return ErrClosed
+		return 0, nil, ErrClosed
 	case idx < 0:
-		return fmt.Errorf("%w: no segment at %d", ErrOffsetOutOfRange, base)
+		return 0, nil, fmt.Errorf("%w: no segment at %d", ErrOffsetOutOfRange, base)
 	case idx == last:
-		return fmt.Errorf("segment: the active segment %d cannot be replaced", base)
+		return 0, nil, fmt.Errorf("segment: the active segment %d cannot be replaced", base)
 	}
+	return idx, old, nil
+}
+
+// checkCleaned checks that cleaned is whole batches with good CRCs that
+// follow each other from base to end, and returns the ABORT markers it
+// holds: offset -> producer id.
+func checkCleaned(cleaned []byte, base, end int64) (aborts map[int64]int64, err error) {
 	next := base
-	aborts := map[int64]int64{} // the ABORT markers left: offset -> producer id
+	aborts = map[int64]int64{}
 	if err := batch.Split(cleaned, func(h *batch.Header, b []byte) error {
 		if h.BaseOffset != next {
 			return fmt.Errorf("%w: cleaned batch at %d, expected %d", ErrNonContiguous, h.BaseOffset, next)
@@ -67,33 +117,37 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 		next = h.NextOffset()
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	if next != old.next {
-		return fmt.Errorf("%w: cleaned segment ends at %d, the segment at %d", ErrNonContiguous, next, old.next)
+	if next != end {
+		return nil, fmt.Errorf("%w: cleaned segment ends at %d, the segment at %d", ErrNonContiguous, next, end)
 	}
-	// Crash safety, as Kafka's cleaner: the new bytes are written and
-	// fsynced as .log.cleaned (a stray one is removed at open), then
-	// committed by renaming to .log.swap (Open completes a swap it finds),
-	// and only then do the old files step aside and the swap take the name.
-	// A .txnindex that loses entries goes the same way, one step ahead:
-	// .txnindex.cleaned, then .txnindex.swap before the .log.swap, so that
-	// Open, completing the log's swap, completes the index's too (an empty
-	// .txnindex.swap stands for no file); without a .log.swap it is a stray.
-	tmp := old.path(logSuffix + cleanedSuffix)
-	swap := old.path(logSuffix + swapSuffix)
-	l.mu.RLock()
-	oldTxns := old.txns
-	l.mu.RUnlock()
-	var kept []byte
+	return aborts, nil
+}
+
+// keptTxnEntries rebuilds the replaced segment's .txnindex: the encoded
+// entries of txns whose ABORT marker (its producer's, at its last offset)
+// is among aborts, and whether any entry was dropped.
+func keptTxnEntries(txns []AbortedTxn, aborts map[int64]int64) (kept []byte, changed bool) {
 	nkept := 0
-	for _, a := range oldTxns {
+	for _, a := range txns {
 		if pid, ok := aborts[a.LastOffset]; ok && pid == a.ProducerID {
 			kept = a.AppendTo(kept)
 			nkept++
 		}
 	}
-	txnChanged := nkept != len(oldTxns)
+	return kept, nkept != len(txns)
+}
+
+// writeCleanedSwap writes and fsyncs the cleaned bytes beside old's files
+// as .log.cleaned and, when the .txnindex changed, its entries kept as
+// .txnindex.swap (writeTxnSwap); then it commits the replacement by
+// renaming .log.cleaned to .log.swap and fsyncing the directory. A failure
+// before the rename removes what it wrote.
+// REQUIRES: writer lock held.
+func (l *Log) writeCleanedSwap(old *segment, cleaned, kept []byte, txnChanged bool) error {
+	tmp := old.path(logSuffix + cleanedSuffix)
+	swap := old.path(logSuffix + swapSuffix)
 	txnSwap := old.path(txnIndexSuffix + swapSuffix)
 	// No .txnindex.swap of a failed earlier call may ride along with this
 	// .log.swap.
@@ -124,9 +178,14 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return err
 	}
-	if err := cleanCrashPoint("log swapped"); err != nil {
-		return err
-	}
+	return cleanCrashPoint("log swapped")
+}
+
+// completeCleanedSwap finishes a committed replacement, as Open would: the
+// .txnindex.swap (when the .txnindex changed) takes its place, old's other
+// files are renamed .deleted, and the .log.swap takes the .log's name.
+// REQUIRES: writer lock held.
+func (l *Log) completeCleanedSwap(old *segment, txnChanged bool) error {
 	if txnChanged {
 		if err := completeTxnSwap(l.fs, l.dir, old.path(txnIndexSuffix)); err != nil {
 			return err
@@ -143,37 +202,44 @@ func (l *Log) ReplaceSegment(base int64, cleaned []byte) error {
 	if err := old.renameDeletedExcept(txnIndexSuffix); err != nil {
 		return err
 	}
-	if err := l.fs.Rename(swap, old.path(logSuffix)); err != nil {
-		return err
-	}
+	return l.fs.Rename(old.path(logSuffix+swapSuffix), old.path(logSuffix))
+}
+
+// openCleaned opens the cleaned segment at base, rebuilds its indexes from
+// its batches and fsyncs them and the directory; the caller owns the
+// segment returned, which it closes on a failure.
+// REQUIRES: writer lock held.
+func (l *Log) openCleaned(base int64) (*segment, error) {
 	s, err := openSegment(l.fs, l.dir, base, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := l.recoverSegment(s, false); err != nil {
 		s.close(false)
-		return err
+		return nil, err
 	}
 	if err := s.idx.resize(0); err != nil {
 		s.close(false)
-		return err
+		return nil, err
 	}
 	if err := s.tidx.resize(0); err != nil {
 		s.close(false)
-		return err
+		return nil, err
 	}
 	s.synced.Store(true)
 	if err := syncDir(l.fs, l.dir); err != nil {
 		s.close(false)
-		return err
+		return nil, err
 	}
-	l.dropFlushes(func(x *segment) bool { return x == old })
-	l.lockState()
-	l.mu.segments[idx] = s
-	l.mu.Unlock()
-	l.logger.Info("segment cleaned", "base", base, "bytes_before", old.size, "bytes_after", s.size)
-	// The old files are already renamed .deleted (scheduleDelete would
-	// rename again, now the new segment's files): queue them as they are.
+	return s, nil
+}
+
+// retireReplaced queues the replaced segment old, whose files are already
+// renamed .deleted (scheduleDelete would rename again, now the new
+// segment's files), for removal after file.delete.delay; with no delay it
+// removes them now.
+// REQUIRES: writer lock held; old is no longer in l.mu.segments.
+func (l *Log) retireReplaced(old *segment) error {
 	due := l.cfg.Now().Add(l.cfg.FileDeleteDelay)
 	l.w.pendingDeletes = append(l.w.pendingDeletes, pendingDelete{seg: old, due: due})
 	if l.cfg.FileDeleteDelay == 0 {
