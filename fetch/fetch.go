@@ -285,7 +285,11 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 		return kafka.Reply{Body: encodeFetch(req.Version, nil, fc.errCode, invalidSessionID, nil)}, nil
 	}
 	fc.unknown = unknown
-	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	// The fetch's clock: read here, after each read pass and after each
+	// wait, and handed down (readPlan.now, the quota's now) rather than
+	// read again by each partition or check.
+	now := time.Now()
+	deadline := now.Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	fq := h.quotaFor(req, r)
 	maxBytes := fq.maxBytes(int(r.MaxBytes))
 	if maxBytes <= 0 {
@@ -293,9 +297,9 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 	}
 	if fc.kind == sessionFull {
 		fc.watch = partition.NewWatcher()
-		fc.watch.Fetched(time.Now())
+		fc.watch.Fetched(now)
 	}
-	plan := &readPlan{listener: req.ListenerName(), watch: fc.watch}
+	plan := &readPlan{listener: req.ListenerName(), watch: fc.watch, now: now}
 	if fc.kind == sessionIncremental {
 		// Every topic of the session is checked, read or not: a refusal
 		// is news for each of its partitions.
@@ -312,28 +316,30 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// change of any of its partitions.
 			waits = waitSet{chans: []<-chan struct{}{fc.watch.C()}}
 		}
-		if fq.admitCold(req, cold) {
+		now = time.Now() // the pass is done
+		if fq.admitCold(req, cold, now) {
 			// Over the cold-read quota: the remote partitions stay empty
 			// and the fetch is answered at once, throttled.
-			return h.answer(req, r, fc, fq, res, nil), nil
+			return h.answer(req, r, fc, fq, res, nil, now), nil
 		}
 		if len(cold) > 0 {
 			coldDeadline := deadline
-			if d := time.Now().Add(h.opts.remoteMinWait); d.After(coldDeadline) {
+			if d := now.Add(h.opts.remoteMinWait); d.After(coldDeadline) {
 				coldDeadline = d
 			}
-			req.Waited(h.readCold(ctx, res, cold, coldDeadline))
-			fq.recordCold(req, cold)
-			return h.answer(req, r, fc, fq, res, cold), nil
+			waited, end := h.readCold(ctx, res, cold, coldDeadline)
+			req.Waited(waited)
+			fq.recordCold(req, cold, end)
+			return h.answer(req, r, fc, fq, res, cold, end), nil
 		}
-		if total >= int(r.MinBytes) || failed || len(waits.chans) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
-			return h.answer(req, r, fc, fq, res, nil), nil
+		if total >= int(r.MinBytes) || failed || len(waits.chans) == 0 || !now.Before(deadline) || ctx.Err() != nil {
+			return h.answer(req, r, fc, fq, res, nil, now), nil
 		}
 		// The long poll is a wait for data, not work: Kafka's DelayedFetch,
 		// counted in the request's remote time.
-		waitFrom := time.Now()
-		woken := waitAny(ctx, req.Draining(), waits.chans, time.Until(deadline))
-		req.Waited(time.Since(waitFrom))
+		woken := waitAny(ctx, req.Draining(), waits.chans, deadline.Sub(now))
+		plan.now = time.Now() // the next pass's time
+		req.Waited(plan.now.Sub(now))
 		if fc.kind == sessionIncremental {
 			// Read again what was read, and what changed since.
 			fc.parts = fc.sess.more(fc.parts)
@@ -343,7 +349,7 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			// that moved below the local log start meanwhile is read from
 			// remote at the next fetch.)
 			res, _, _, _, _ = h.readAll(r, fc.parts, maxBytes, true, plan)
-			return h.answer(req, r, fc, fq, res, nil), nil
+			return h.answer(req, r, fc, fq, res, nil, plan.now), nil
 		}
 		if fc.kind == sessionIncremental {
 			res, total, waits, failed, cold = h.readAll(r, fc.parts, maxBytes, true, plan)
@@ -362,6 +368,10 @@ type readPlan struct {
 	// watch, when set, is registered with every replica read, before it
 	// is read (a fetch session's Watcher).
 	watch *partition.Watcher
+	// now is the time of the read pass, read once by the handler for all
+	// its partitions (a follower's fetch time, a preferred replica's
+	// choice), as Kafka's readFromLog takes one fetchTimeMs.
+	now time.Time
 }
 
 // waitSet is what a long poll waits on: a channel for each partition read
@@ -426,10 +436,10 @@ func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topic
 }
 
 // answer encodes the response to a fetch, counting it against the
-// consumer's quota. With a session, the fetch's partitions are recorded in
+// consumer's quota at now. With a session, the fetch's partitions are recorded in
 // it (a full fetch's new session) or only those with news are answered (an
 // incremental fetch; session_cache.go).
-func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetchContext, fq *fetchQuota, res []topicResult, cold []*coldRead) kafka.Reply {
+func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetchContext, fq *fetchQuota, res []topicResult, cold []*coldRead, now time.Time) kafka.Reply {
 	errCode, sessionID := int16(0), invalidSessionID
 	switch fc.kind {
 	case sessionFull:
@@ -442,7 +452,7 @@ func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetc
 			errCode, sessionID = errInvalidFetchSessionEpoch, fc.sess.id
 		}
 	}
-	fq.record(req, res)
+	fq.record(req, res, now)
 	h.observe(res, r.ReplicaID >= 0)
 	res = append(res, fc.unknown...)
 	endpoints := h.discover(req, req.Version, res)
@@ -470,9 +480,10 @@ func (h *fetchHandler) observe(res []topicResult, follower bool) {
 
 // readCold runs the cold reads concurrently until each finishes or the
 // deadline passes, and stores their batches or errors in res. It returns
-// how long it waited for them: a wait for the bucket, Kafka's
-// DelayedRemoteFetch, which the handler reports as remote time.
-func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*coldRead, deadline time.Time) (waited time.Duration) {
+// how long it waited for them (a wait for the bucket, Kafka's
+// DelayedRemoteFetch, which the handler reports as remote time) and when
+// the wait ended.
+func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*coldRead, deadline time.Time) (waited time.Duration, end time.Time) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -500,7 +511,8 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 	}
 	waitFrom := time.Now()
 	wg.Wait()
-	waited = time.Since(waitFrom)
+	end = time.Now()
+	waited = end.Sub(waitFrom)
 	for _, c := range cold {
 		pr := &res[c.ti].parts[c.pi]
 		if c.err != nil {
@@ -522,7 +534,7 @@ func (h *fetchHandler) readCold(ctx context.Context, res []topicResult, cold []*
 			pr.size += len(b)
 		}
 	}
-	return waited
+	return waited, end
 }
 
 // deniedTopics returns the topics of parts that req's principal may not read
@@ -572,7 +584,7 @@ func (h *fetchHandler) deniedTopicNames(req *kafka.Request, follower bool, topic
 // should hear about it at once).
 func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes int, minOne bool, plan *readPlan) (res []topicResult, total int, waits waitSet, failed bool, cold []*coldRead) {
 	if plan == nil {
-		plan = &readPlan{}
+		plan = &readPlan{now: time.Now()}
 	}
 	for i := 0; i < len(parts); {
 		// One topicResult for each run of partitions of one topic, in the
@@ -623,7 +635,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 				// the high watermark; it reads past the high watermark, up to
 				// the log end, and only what is local (section "Replication"
 				// in docs/replication.md).
-				hw, err := rep.FollowerFetchWatched(r.ReplicaID, p.fetchOffset, p.lastFetchedEpoch, time.Now(), plan.watch)
+				hw, err := rep.FollowerFetchWatched(r.ReplicaID, p.fetchOffset, p.lastFetchedEpoch, plan.now, plan.watch)
 				if plan.watch != nil {
 					// After the fetch is counted, which may move the high
 					// watermark (no news for this session: it is read
@@ -675,7 +687,7 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 			}
 			if h.opts.selector != nil && r.Version >= 11 {
 				inRemote := rs >= 0 && rs <= p.fetchOffset && p.fetchOffset <= h.opts.remote.LastTieredOffset(topic, p.partition)
-				if id, ok := h.opts.selector.preferredReplica(rep, plan.listener, r.Rack, p.fetchOffset, inRemote, time.Now()); ok {
+				if id, ok := h.opts.selector.preferredReplica(rep, plan.listener, r.Rack, p.fetchOffset, inRemote, plan.now); ok {
 					// KIP-392: answered at once, no records; the consumer
 					// goes to the replica in its rack.
 					pr.preferred, failed = &id, true

@@ -56,12 +56,12 @@ func (fq *fetchQuota) maxBytes(maxBytes int) int {
 // over its cold-read quota (the fetch is then answered at once, those
 // partitions empty, with the throttle), else each bounded by what one
 // response may read from remote segments. It reports whether the cold
-// reads were held back.
-func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead) (held bool) {
+// reads were held back. now is the fetch's time.
+func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead, now time.Time) (held bool) {
 	if fq == nil || len(cold) == 0 {
 		return false
 	}
-	if d := fq.q.Throttled(quota.RemoteFetch, fq.user, fq.clientID, time.Now()); d > 0 {
+	if d := fq.q.Throttled(quota.RemoteFetch, fq.user, fq.clientID, now); d > 0 {
 		req.Throttle(d)
 		return true
 	}
@@ -74,9 +74,9 @@ func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead) (held bool
 }
 
 // recordCold counts the bytes the cold reads returned against the
-// principal's cold-read quota; the response keeps them and the client is
-// throttled after it.
-func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead) {
+// principal's cold-read quota at now (when the reads ended); the response
+// keeps them and the client is throttled after it.
+func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead, now time.Time) {
 	if fq == nil {
 		return
 	}
@@ -87,7 +87,7 @@ func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead) {
 		}
 	}
 	if n > 0 {
-		req.Throttle(fq.q.Record(quota.RemoteFetch, fq.user, fq.clientID, float64(n), time.Now()))
+		req.Throttle(fq.q.Record(quota.RemoteFetch, fq.user, fq.clientID, float64(n), now))
 	}
 }
 
@@ -97,8 +97,9 @@ func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead) {
 // the response keeps them: it carries at most one window of the quota
 // (maxBytes), so the consumer goes over by at most that, while an empty
 // answer costs it a round trip and a throttle per window (measured: 0.7-0.8
-// of the quota, against about 1 this way).
-func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) {
+// of the quota, against about 1 this way). now is the fetch's time at its
+// answer.
+func (fq *fetchQuota) record(req *kafka.Request, res []topicResult, now time.Time) {
 	if fq == nil {
 		return
 	}
@@ -108,7 +109,7 @@ func (fq *fetchQuota) record(req *kafka.Request, res []topicResult) {
 			n += p.size
 		}
 	}
-	req.Throttle(fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), time.Now()))
+	req.Throttle(fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), now))
 }
 
 // SetThrottle sets the response's throttle_time_ms, its first field
