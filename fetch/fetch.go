@@ -86,7 +86,9 @@ package fetch
 // shale.remote_fetch_byte_rate gets its remote partitions answered empty,
 // at once, throttled, and no remote read starts; within it, each remote
 // read is bounded by one response's share of the quota, and the bytes read
-// count after the response.
+// count after the response. The quotas that apply are taken once, at the
+// fetch's start: one set or removed during its long poll applies from the
+// next fetch.
 //
 // With an authorizer (WithAuthorizer): a consumer's fetch needs Read on each
 // topic, a follower's (replica id >= 0) ClusterAction on the cluster; a
@@ -329,7 +331,6 @@ func (h *fetchHandler) handle(ctx context.Context, req *kafka.Request) (kafka.Re
 			}
 			waited, end := h.readCold(ctx, res, cold, coldDeadline)
 			req.Waited(waited)
-			fq.recordCold(req, cold, end)
 			return h.answer(req, r, fc, fq, res, cold, end), nil
 		}
 		if total >= int(r.MinBytes) || failed || len(waits.chans) == 0 || !now.Before(deadline) || ctx.Err() != nil {
@@ -435,10 +436,11 @@ func (h *fetchHandler) reread(r *kmsg.FetchRequest, parts []partReq, res []topic
 	return res, others + subTotal, keep, failed, nil
 }
 
-// answer encodes the response to a fetch, counting it against the
-// consumer's quota at now. With a session, the fetch's partitions are recorded in
-// it (a full fetch's new session) or only those with news are answered (an
-// incremental fetch; session_cache.go).
+// answer encodes the response to a fetch, counting it (and what its cold
+// reads returned) against the consumer's quotas at now. With a session,
+// the fetch's partitions are recorded in it (a full fetch's new session)
+// or only those with news are answered (an incremental fetch;
+// session_cache.go).
 func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetchContext, fq *fetchQuota, res []topicResult, cold []*coldRead, now time.Time) kafka.Reply {
 	errCode, sessionID := int16(0), invalidSessionID
 	switch fc.kind {
@@ -452,7 +454,7 @@ func (h *fetchHandler) answer(req *kafka.Request, r *kmsg.FetchRequest, fc *fetc
 			errCode, sessionID = errInvalidFetchSessionEpoch, fc.sess.id
 		}
 	}
-	fq.record(req, res, now)
+	fq.record(req, res, cold, now)
 	h.observe(res, r.ReplicaID >= 0)
 	res = append(res, fc.unknown...)
 	endpoints := h.discover(req, req.Version, res)

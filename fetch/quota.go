@@ -12,12 +12,14 @@ import (
 
 // Quotas are the consumer byte-rate and cold-read quotas a fetch is held
 // to (quota.Manager). Safe for concurrent use. Any reports whether some
-// quota is configured; while none is, a fetch measures nothing.
+// quota is configured (one atomic load); while none is, a fetch measures
+// nothing. Else a fetch takes its principal's Limits once and bounds,
+// checks and records against them.
 type Quotas interface {
 	Any() bool
-	Record(t quota.Type, user, clientID string, value float64, now time.Time) time.Duration
-	Throttled(t quota.Type, user, clientID string, now time.Time) time.Duration
-	PerWindow(t quota.Type, user, clientID string) float64
+	Limits(user, clientID string) (quota.Limits, bool)
+	ThrottledFor(l *quota.Limits, t quota.Type, now time.Time) time.Duration
+	RecordFor(l *quota.Limits, t quota.Type, value float64, now time.Time) time.Duration
 }
 
 // WithQuotas holds consumers' fetches to their consumer_byte_rate and
@@ -27,17 +29,23 @@ func WithQuotas(q Quotas) Option {
 }
 
 // fetchQuota is the quota state of one consumer fetch; nil for a follower,
-// without quotas, or while none is configured.
+// without quotas, or while none is configured. Its limits are taken once,
+// at the fetch's start: a quota set during a long poll applies from the
+// next fetch.
 type fetchQuota struct {
-	q              Quotas
-	user, clientID string
+	q      Quotas
+	limits quota.Limits
 }
 
 func (h *fetchHandler) quotaFor(req *kafka.Request, r *kmsg.FetchRequest) *fetchQuota {
 	if h.opts.quotas == nil || r.ReplicaID >= 0 || !h.opts.quotas.Any() {
 		return nil
 	}
-	return &fetchQuota{q: h.opts.quotas, user: quota.UserOf(req.Conn.Principal), clientID: req.ClientID}
+	l, ok := h.opts.quotas.Limits(quota.UserOf(req.Conn.Principal), req.ClientID)
+	if !ok {
+		return nil
+	}
+	return &fetchQuota{q: h.opts.quotas, limits: l}
 }
 
 // maxBytes bounds a fetch's max bytes by one window of the consumer's
@@ -46,7 +54,7 @@ func (fq *fetchQuota) maxBytes(maxBytes int) int {
 	if fq == nil {
 		return maxBytes
 	}
-	if m := fq.q.PerWindow(quota.Fetch, fq.user, fq.clientID); m < float64(maxBytes) {
+	if m := fq.limits.PerWindow(quota.Fetch); m < float64(maxBytes) {
 		maxBytes = max(int(m), 1)
 	}
 	return maxBytes
@@ -61,11 +69,11 @@ func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead, now time.T
 	if fq == nil || len(cold) == 0 {
 		return false
 	}
-	if d := fq.q.Throttled(quota.RemoteFetch, fq.user, fq.clientID, now); d > 0 {
+	if d := fq.q.ThrottledFor(&fq.limits, quota.RemoteFetch, now); d > 0 {
 		req.Throttle(d)
 		return true
 	}
-	if m := fq.q.PerWindow(quota.RemoteFetch, fq.user, fq.clientID); !math.IsInf(m, 1) {
+	if m := fq.limits.PerWindow(quota.RemoteFetch); !math.IsInf(m, 1) {
 		for _, c := range cold {
 			c.budget = min(c.budget, max(int(m), 1))
 		}
@@ -73,35 +81,28 @@ func (fq *fetchQuota) admitCold(req *kafka.Request, cold []*coldRead, now time.T
 	return false
 }
 
-// recordCold counts the bytes the cold reads returned against the
-// principal's cold-read quota at now (when the reads ended); the response
-// keeps them and the client is throttled after it.
-func (fq *fetchQuota) recordCold(req *kafka.Request, cold []*coldRead, now time.Time) {
+// record counts, at now (the fetch's time at its answer), the bytes its
+// cold reads returned (cold) against the principal's cold-read quota and
+// the response's record bytes against the consumer's quota, and throttles
+// the fetch when they put the consumer over either (by the longer
+// throttle: kafka.Request.Throttle keeps the longest). Unlike Kafka, which answers a fetch over the consumer's quota
+// without records (and takes the bytes back), the response keeps them: it
+// carries at most one window of the quota (maxBytes), so the consumer goes
+// over by at most that, while an empty answer costs it a round trip and a
+// throttle per window (measured: 0.7-0.8 of the quota, against about 1
+// this way).
+func (fq *fetchQuota) record(req *kafka.Request, res []topicResult, cold []*coldRead, now time.Time) {
 	if fq == nil {
 		return
 	}
-	n := 0
+	coldBytes := 0
 	for _, c := range cold {
 		for _, b := range c.batches {
-			n += len(b)
+			coldBytes += len(b)
 		}
 	}
-	if n > 0 {
-		req.Throttle(fq.q.Record(quota.RemoteFetch, fq.user, fq.clientID, float64(n), now))
-	}
-}
-
-// record counts the response's record bytes against the consumer's quota
-// and throttles the fetch when they put the consumer over it. Unlike Kafka,
-// which answers such a fetch without records (and takes the bytes back),
-// the response keeps them: it carries at most one window of the quota
-// (maxBytes), so the consumer goes over by at most that, while an empty
-// answer costs it a round trip and a throttle per window (measured: 0.7-0.8
-// of the quota, against about 1 this way). now is the fetch's time at its
-// answer.
-func (fq *fetchQuota) record(req *kafka.Request, res []topicResult, now time.Time) {
-	if fq == nil {
-		return
+	if coldBytes > 0 {
+		req.Throttle(fq.q.RecordFor(&fq.limits, quota.RemoteFetch, float64(coldBytes), now))
 	}
 	n := 0
 	for _, t := range res {
@@ -109,7 +110,7 @@ func (fq *fetchQuota) record(req *kafka.Request, res []topicResult, now time.Tim
 			n += p.size
 		}
 	}
-	req.Throttle(fq.q.Record(quota.Fetch, fq.user, fq.clientID, float64(n), now))
+	req.Throttle(fq.q.RecordFor(&fq.limits, quota.Fetch, float64(n), now))
 }
 
 // SetThrottle sets the response's throttle_time_ms, its first field

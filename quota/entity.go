@@ -92,14 +92,7 @@ type sensorKey struct {
 }
 
 func sensorFor(t Type, matched Entity, user, clientID string) sensorKey {
-	k := sensorKey{typ: t}
-	if matched.User.Set {
-		k.user = user
-	}
-	if matched.ClientID.Set {
-		k.clientID = clientID
-	}
-	return k
+	return resolvedOf(0, matched, true).sensor(t, user, clientID)
 }
 
 // UserOf returns the user name of a principal ("User:alice" is "alice"), as

@@ -112,7 +112,11 @@ func copyValues(v Values) Values {
 // with Kafka's precedence (the most specific entity with a quota of t
 // wins), and the entity it comes from; ok is false when none applies.
 func (m *Manager) Resolve(t Type, user, clientID string) (limit float64, from Entity, ok bool) {
-	configs := *m.configs.Load()
+	return resolveIn(*m.configs.Load(), t, user, clientID)
+}
+
+// resolveIn is Resolve in configs, one snapshot of the configurations.
+func resolveIn(configs map[Entity]Values, t Type, user, clientID string) (limit float64, from Entity, ok bool) {
 	if len(configs) == 0 {
 		return 0, Entity{}, false
 	}
@@ -136,9 +140,15 @@ func (m *Manager) Record(t Type, user, clientID string, value float64, now time.
 	if !ok {
 		return 0
 	}
-	k := sensorFor(t, from, user, clientID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.recordLocked(t, resolvedOf(limit, from, ok), user, clientID, value, now)
+}
+
+// recordLocked is Record against the quota q of t (found: q.ok).
+// REQUIRES: m.mu held.
+func (m *Manager) recordLocked(t Type, q resolved, user, clientID string, value float64, now time.Time) time.Duration {
+	k := q.sensor(t, user, clientID)
 	m.sweepLocked(now)
 	r := m.mu.rates[k]
 	if r == nil {
@@ -147,7 +157,7 @@ func (m *Manager) Record(t Type, user, clientID string, value float64, now time.
 	}
 	r.record(m.cfg, value, now)
 	observed, span := r.measure(m.cfg, now)
-	d := throttleTime(observed, limit, span)
+	d := throttleTime(observed, q.limit, span)
 	if t == Request {
 		// Kafka's ClientRequestQuotaManager bounds a request-time throttle
 		// to one window: handler time comes in small amounts.
@@ -189,12 +199,18 @@ func (m *Manager) Throttled(t Type, user, clientID string, now time.Time) time.D
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.mu.rates[sensorFor(t, from, user, clientID)]
+	return m.throttledLocked(t, resolvedOf(limit, from, ok), user, clientID, now)
+}
+
+// throttledLocked is Throttled against the quota q of t (found: q.ok).
+// REQUIRES: m.mu held.
+func (m *Manager) throttledLocked(t Type, q resolved, user, clientID string, now time.Time) time.Duration {
+	r := m.mu.rates[q.sensor(t, user, clientID)]
 	if r == nil {
 		return 0
 	}
 	observed, span := r.measure(m.cfg, now)
-	d := throttleTime(observed, limit, span)
+	d := throttleTime(observed, q.limit, span)
 	m.observe(t, d)
 	return d
 }
