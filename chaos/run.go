@@ -177,9 +177,10 @@ type run struct {
 	w *workload
 }
 
-// close releases what the phases started, last first: it waits for the
-// workload's goroutines and cancels their contexts, closes the faulter's
-// admin client, then stops the cluster. It is Run's one deferred call.
+// close releases what the phases started, last first: it stops the
+// workload (cancels its contexts, waits for its goroutines), closes the
+// faulter's admin client, then stops the cluster. It is Run's one
+// deferred call.
 func (r *run) close() {
 	if r.w != nil {
 		r.w.close()

@@ -200,16 +200,17 @@ func (w *workload) suspendGroups() (resume func()) {
 	}
 }
 
-// close waits for the workload's goroutines (all but the share members),
-// then cancels every context of the workload. The phases have stopped
-// them by then; on an early return they have not, and close waits on.
+// close cancels every context of the workload, then waits for its
+// goroutines (all but the share members, which stopShares ends). After a
+// whole run the phases have stopped them all already; a run that ends
+// early (a failed warm-up) is stopped here.
 func (w *workload) close() {
-	w.wg.Wait()
 	w.stopETL()
 	w.stopConsumers()
 	w.stopProducers()
 	w.stopShares()
 	w.stopWork()
+	w.wg.Wait()
 }
 
 const valueFill = 100
