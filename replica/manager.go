@@ -450,6 +450,9 @@ const defaultOpenParallelism = 8
 // restart, against 17-23 s (BenchmarkISRRejoin, four runs each).
 // REQUIRES: reconcileMu held.
 func (r *Manager) openAll(keys []replicaKey, topics map[string]controlplane.Topic, want map[replicaKey]controlplane.PartitionState) {
+	if len(keys) == 0 {
+		return // most Reconciles: no timer to start
+	}
 	early := r.startEarlyFollow()
 	defer early.stop()
 	forEachBounded(keys, r.openParallelism, func(k replicaKey) {
