@@ -66,15 +66,18 @@ func TestLogFileRestartAndTerminate(t *testing.T) {
 // waitLines waits up to 10 s for n runs' lines in the log.
 func waitLines(t *testing.T, log string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		b, _ := os.ReadFile(log)
 		if strings.Count(string(b), "run of hello") >= n {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("fewer than %d runs wrote to the log:\n%s", n, b)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
