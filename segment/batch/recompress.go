@@ -15,38 +15,57 @@ import (
 // records decode to its count (see Records); decompression is bounded by
 // maxDecompressed (ErrTooLarge). The caller owns the result.
 func Recompress(dst, b []byte, to Codec, maxDecompressed int) ([]byte, error) {
+	dst, _, err := recompress(dst, b, nil, to, maxDecompressed)
+	return dst, err
+}
+
+// recompress is Recompress, which also returns the new batch's header;
+// h is b's parsed header, or nil to parse it.
+func recompress(dst, b []byte, h *Header, to Codec, maxDecompressed int) ([]byte, Header, error) {
 	if to < CodecNone || to > CodecZstd {
-		return dst, fmt.Errorf("%w: unknown codec %d", ErrCodec, int8(to))
+		return dst, Header{}, fmt.Errorf("%w: unknown codec %d", ErrCodec, int8(to))
 	}
 	if err := VerifyCRC(b); err != nil {
-		return dst, err
+		return dst, Header{}, err
 	}
 	sp := scratchPool.Get().(*[]byte)
 	defer putScratch(sp)
-	h, payload, err := openPayload(b, *sp, maxDecompressed)
-	if err != nil {
-		return dst, err
+	var (
+		nh      Header
+		payload []byte
+		err     error
+	)
+	if h == nil {
+		nh, payload, err = openPayload(b, *sp, maxDecompressed)
+	} else {
+		nh = *h
+		payload, err = openParsedPayload(h, b, *sp, maxDecompressed)
 	}
-	if h.Codec() != CodecNone {
+	if err != nil {
+		return dst, Header{}, err
+	}
+	if nh.Codec() != CodecNone {
 		*sp = payload[:0]
 	}
-	if err := walkRecords(&h, payload, func(*Record) error { return nil }); err != nil {
-		return dst, err
+	if err := walkRecords(&nh, payload, func(*Record) error { return nil }); err != nil {
+		return dst, Header{}, err
 	}
 
 	start := len(dst)
 	dst = append(dst, b[:HeaderSize]...)
 	if dst, err = Compress(to, dst, payload); err != nil {
-		return dst[:start], err
+		return dst[:start], Header{}, err
 	}
 	if len(dst)-start-LogOverhead > math.MaxInt32 {
-		return dst[:start], fmt.Errorf("%w: batch of %d bytes", ErrTooLarge, len(dst)-start)
+		return dst[:start], Header{}, fmt.Errorf("%w: batch of %d bytes", ErrTooLarge, len(dst)-start)
 	}
 	out := dst[start:]
 	be := binary.BigEndian
-	attrs := be.Uint16(out[offAttributes:])&^attrCodecMask | uint16(to)
-	be.PutUint16(out[offAttributes:], attrs)
-	be.PutUint32(out[offLength:], uint32(len(out)-LogOverhead))
-	be.PutUint32(out[offCRC:], ComputeCRC(out))
-	return dst, nil
+	nh.Attributes = int16(uint16(nh.Attributes)&^attrCodecMask | uint16(to))
+	nh.Length = int32(len(out) - LogOverhead)
+	be.PutUint16(out[offAttributes:], uint16(nh.Attributes))
+	be.PutUint32(out[offLength:], uint32(nh.Length))
+	nh.CRC = ComputeCRC(out)
+	be.PutUint32(out[offCRC:], nh.CRC)
+	return dst, nh, nil
 }

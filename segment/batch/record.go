@@ -85,16 +85,23 @@ func openPayload(b, scratch []byte, maxDecompressed int) (Header, []byte, error)
 	if err != nil {
 		return h, nil, err
 	}
+	payload, err := openParsedPayload(&h, b, scratch, maxDecompressed)
+	return h, payload, err
+}
+
+// openParsedPayload is openPayload for a batch whose header h is parsed.
+func openParsedPayload(h *Header, b, scratch []byte, maxDecompressed int) ([]byte, error) {
 	if h.Size() != len(b) {
-		return h, nil, fmt.Errorf("%w: batch length says %d bytes, have %d", ErrCorrupt, h.Size(), len(b))
+		return nil, fmt.Errorf("%w: batch length says %d bytes, have %d", ErrCorrupt, h.Size(), len(b))
 	}
 	payload := b[HeaderSize:]
 	if c := h.Codec(); c != CodecNone {
+		var err error
 		if payload, err = Decompress(c, scratch[:0], payload, maxDecompressed); err != nil {
-			return h, nil, err
+			return nil, err
 		}
 	}
-	return h, payload, nil
+	return payload, nil
 }
 
 // walkRecords decodes the uncompressed records in payload for header h.
