@@ -42,6 +42,22 @@ type BatchInfo struct {
 // AppendInfo with the error (wrapping ErrSyncFailed). After an fsync
 // failure (Err) every append fails with it and writes nothing.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	var one [1]batch.Checked // a produce request's partition holds one batch
+	return l.appendLeader(one[:0], batches, leaderEpoch)
+}
+
+// AppendChecked is Append for batches the caller has parsed: bs as
+// batch.ParseAll returns them, changed since only through batch.Checked's
+// stampers, so that each Header is its Raw's. It parses no header. Base
+// offsets and epochs are stamped through the same stampers, so on return
+// each batch's Header is what the log holds for it; the caller keeps
+// ownership of bs and the bytes. Errors are as for Append.
+func (l *Log) AppendChecked(bs []batch.Checked, leaderEpoch int32) (AppendInfo, error) {
+	return l.appendLeader(bs, nil, leaderEpoch)
+}
+
+// appendLeader is Append of the batches bs followed by those in raw.
+func (l *Log) appendLeader(bs []batch.Checked, raw []byte, leaderEpoch int32) (AppendInfo, error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -50,17 +66,11 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err := l.flushErr(); err != nil {
 		return AppendInfo{}, err
 	}
-	next := l.mu.leo
-	n, err := l.checkBatches(batches, func(b []byte, h batch.Header) error {
-		batch.SetBaseOffset(b, next)
-		batch.SetPartitionLeaderEpoch(b, leaderEpoch)
-		next += int64(h.LastOffsetDelta) + 1
-		return nil
-	})
+	bs, err := l.checkBatches(bs, raw, &appendWalk{next: l.mu.leo, epoch: leaderEpoch})
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	return l.write(batches, n)
+	return l.write(bs)
 }
 
 // AppendAsFollower appends batches fetched from the leader as they are:
@@ -69,6 +79,19 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 // ErrNonContiguous and nothing is written. Errors after the write are as
 // for Append.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	var one [1]batch.Checked
+	return l.appendFollower(one[:0], batches)
+}
+
+// AppendCheckedAsFollower is AppendAsFollower for batches the caller has
+// parsed, as for AppendChecked. It parses no header and changes no batch.
+func (l *Log) AppendCheckedAsFollower(bs []batch.Checked) (AppendInfo, error) {
+	return l.appendFollower(bs, nil)
+}
+
+// appendFollower is AppendAsFollower of the batches bs followed by those
+// in raw.
+func (l *Log) appendFollower(bs []batch.Checked, raw []byte) (AppendInfo, error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -77,74 +100,103 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	if err := l.flushErr(); err != nil {
 		return AppendInfo{}, err
 	}
-	next := l.mu.leo
-	n, err := l.checkBatches(batches, func(_ []byte, h batch.Header) error {
-		if h.BaseOffset != next {
-			return fmt.Errorf("%w: batch base offset %d, log end offset %d", ErrNonContiguous, h.BaseOffset, next)
-		}
-		next = h.NextOffset()
-		return nil
-	})
+	bs, err := l.checkBatches(bs, raw, &appendWalk{next: l.mu.leo, follower: true})
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	return l.write(batches, n)
+	return l.write(bs)
 }
 
-// checkBatches walks the batches, calls fn on each (which may stamp it) and
-// returns their count.
-// REQUIRES: writer lock held.
-func (l *Log) checkBatches(b []byte, fn func(b []byte, h batch.Header) error) (int, error) {
-	n := 0
-	for len(b) > 0 {
-		h, err := batch.ParseHeader(b)
-		if err != nil {
-			return n, err
+// appendWalk is what an append does to each batch once it is checked: a
+// leader append stamps the next offset and its leader epoch into it (through
+// batch.Checked's stampers), a follower append requires that it start at
+// the next offset. next is the offset after the batches walked so far.
+type appendWalk struct {
+	next     int64
+	follower bool
+	epoch    int32 // a leader append's
+}
+
+// checkBatches checks each batch of bs and then each of the concatenated
+// batches in raw, in order, and walks each (w). The batches of raw are
+// parsed as the walk reaches them, so that a malformed one fails after the
+// checks of those before it, and appended to bs, which checkBatches
+// returns. REQUIRES: writer lock held.
+func (l *Log) checkBatches(bs []batch.Checked, raw []byte, w *appendWalk) ([]batch.Checked, error) {
+	for i := range bs {
+		c := &bs[i]
+		if c.Header.Size() != len(c.Raw) {
+			return nil, fmt.Errorf("%w: header says %d bytes, the checked batch holds %d", batch.ErrCorrupt, c.Header.Size(), len(c.Raw))
 		}
-		size := h.Size()
-		if size > len(b) {
-			return n, fmt.Errorf("%w: batch of %d bytes, %d left", batch.ErrCorrupt, size, len(b))
+		if err := l.checkBatch(c, w); err != nil {
+			return nil, err
 		}
-		if int64(size) > l.cfg.SegmentBytes {
-			return n, fmt.Errorf("%w: the record batch is %d bytes in append to partition %s, more than segment.bytes %d: a batch must fit in one segment (raise segment.bytes or lower the producer's batch size)",
-				ErrTooLarge, size, filepath.Base(l.dir), l.cfg.SegmentBytes)
-		}
-		if err := fn(b[:size], h); err != nil {
-			return n, err
-		}
-		n++
-		b = b[size:]
 	}
-	return n, nil
+	for len(raw) > 0 {
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			return nil, err
+		}
+		size := h.Size()
+		if size > len(raw) {
+			return nil, fmt.Errorf("%w: batch of %d bytes, %d left", batch.ErrCorrupt, size, len(raw))
+		}
+		bs = append(bs, batch.Checked{Header: h, Raw: raw[:size]})
+		if err := l.checkBatch(&bs[len(bs)-1], w); err != nil {
+			return nil, err
+		}
+		raw = raw[size:]
+	}
+	return bs, nil
 }
 
-// write appends n checked batches, rolling where needed: one positioned
-// write per batch (produce requests carry one batch per partition).
+// checkBatch checks that the whole batch c fits in a segment and walks it.
 // REQUIRES: writer lock held.
-func (l *Log) write(b []byte, n int) (AppendInfo, error) {
+func (l *Log) checkBatch(c *batch.Checked, w *appendWalk) error {
+	if size := len(c.Raw); int64(size) > l.cfg.SegmentBytes {
+		return fmt.Errorf("%w: the record batch is %d bytes in append to partition %s, more than segment.bytes %d: a batch must fit in one segment (raise segment.bytes or lower the producer's batch size)",
+			ErrTooLarge, size, filepath.Base(l.dir), l.cfg.SegmentBytes)
+	}
+	if w.follower {
+		if c.Header.BaseOffset != w.next {
+			return fmt.Errorf("%w: batch base offset %d, log end offset %d", ErrNonContiguous, c.Header.BaseOffset, w.next)
+		}
+		w.next = c.Header.NextOffset()
+		return nil
+	}
+	c.SetBaseOffset(w.next)
+	c.SetPartitionLeaderEpoch(w.epoch)
+	w.next += int64(c.Header.LastOffsetDelta) + 1
+	return nil
+}
+
+// write appends the checked batches bs, rolling where needed: one
+// positioned write per batch (produce requests carry one batch per
+// partition). It parses no header: each batch's Header is its Raw's.
+// REQUIRES: writer lock held.
+func (l *Log) write(bs []batch.Checked) (AppendInfo, error) {
 	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1,
-		Batches: make([]BatchInfo, 0, n)}
+		Batches: make([]BatchInfo, 0, len(bs))}
 	var records int64
-	for len(b) > 0 {
-		h, _ := batch.ParseHeader(b) // checked by checkBatches
-		size := h.Size()
-		if err := l.maybeRoll(&h); err != nil {
+	for i := range bs {
+		h, raw := &bs[i].Header, bs[i].Raw
+		if err := l.maybeRoll(h); err != nil {
 			return info, err
 		}
-		if err := l.noteEpoch(&h); err != nil {
+		if err := l.noteEpoch(h); err != nil {
 			return info, err
 		}
 		s := l.active()
 		pos := s.size
-		if _, err := s.log.WriteAt(b[:size], pos); err != nil {
+		if _, err := s.log.WriteAt(raw, pos); err != nil {
 			return info, err
 		}
 		l.lockState()
-		s.applyBatch(&h, pos, int64(l.cfg.IndexIntervalBytes))
+		s.applyBatch(h, pos, int64(l.cfg.IndexIntervalBytes))
 		if s.tail == nil {
 			s.tail = new(tailRing)
 		}
-		s.tail.add(&h, pos)
+		s.tail.add(h, pos)
 		l.mu.leo = s.next
 		l.mu.Unlock()
 
@@ -159,7 +211,6 @@ func (l *Log) write(b []byte, n int) (AppendInfo, error) {
 			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
 			LastSequence: h.LastSequence(), Transactional: h.Transactional(), Control: h.Control()})
 		records += int64(h.LastOffsetDelta) + 1
-		b = b[size:]
 	}
 	l.w.unflushed += records
 	l.maybeWriteback()
