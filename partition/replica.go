@@ -133,7 +133,7 @@ type Replica struct {
 	// pending is the follower append in progress and pendingNext the end of
 	// its batches applied to producers so far (applyPendingBelow).
 	// REQUIRES: appendMu held.
-	pending     []byte
+	pending     []batch.Checked
 	pendingNext int64
 	// txnDone are the transactions completed by the batches applied since
 	// the last publishTxnStateLocked. REQUIRES: appendMu held.
@@ -511,14 +511,14 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 		return AppendResult{}, err
 	}
 
+	// The header Validate parsed travels down with the bytes: every change
+	// below goes through batch.Checked, which keeps the two in step, and
+	// the log parses no header again (checkHandedDown).
+	one := [1]batch.Checked{{Header: h, Raw: records}}
+	c := &one[0]
 	// Compression: the topic's compression.type wins unless it is "producer".
-	if want, ok := targetCodec(tc.String(config.CompressionType)); ok && want != h.Codec() {
-		out, err := batch.Recompress(nil, records, want, r.maxDecomp)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		records = out
-		if h, err = batch.ParseHeader(records); err != nil {
+	if want, ok := targetCodec(tc.String(config.CompressionType)); ok && want != c.Header.Codec() {
+		if err := c.Recompress(want, r.maxDecomp); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -529,10 +529,10 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 	// reply is written). Not copying saves an allocation and a copy per
 	// batch on the hot path.
 	if logAppendTime >= 0 {
-		batch.SetLogAppendTime(records, logAppendTime)
 		// Producer state keeps the batch's max timestamp as written, as
-		// the replay of the log and the followers see it.
-		h.MaxTimestamp = logAppendTime
+		// the replay of the log and the followers see it: the stamper
+		// sets it in the header too.
+		c.SetLogAppendTime(logAppendTime)
 	}
 
 	r.appendMu.Lock()
@@ -546,30 +546,32 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 	if !leader {
 		return AppendResult{}, ErrNotLeader
 	}
-	dup, err := r.producers.Check(&h)
+	dup, err := r.producers.Check(&c.Header)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := r.checkGuardLocked(&h, guard, dup != nil); err != nil {
+	if err := r.checkGuardLocked(&c.Header, guard, dup != nil); err != nil {
 		return AppendResult{}, err
 	}
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: logAppendTime,
 			LogStartOffset: r.LogStartOffset(), Duplicate: true, LeaderEpoch: epoch}, nil
 	}
-	info, err := r.log.Append(records, epoch)
+	info, err := r.log.AppendChecked(one[:], epoch)
+	if invariants.Enabled {
+		r.checkHandedDown(one[:len(info.Batches)])
+	}
 	// A batch that landed is in producer state whatever the append
 	// answers (a flush that failed after the write): otherwise the
 	// producer's retry would be written again. It is also replicated
-	// from here, like any batch in the log.
+	// from here, like any batch in the log. The log stamped its offsets
+	// into the header.
 	for i := range info.Batches {
-		bi := &info.Batches[i]
-		h.BaseOffset = bi.BaseOffset
-		r.producers.Update(&h)
+		r.producers.Update(&one[i].Header)
 	}
 	if len(info.Batches) > 0 {
 		r.mu.Lock()
-		if h.Transactional() {
+		if c.Header.Transactional() {
 			r.publishTxnStateLocked()
 		}
 		r.signalAppendLocked()
@@ -581,6 +583,18 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 	}
 	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: logAppendTime,
 		LogStartOffset: r.LogStartOffset(), LeaderEpoch: epoch}, nil
+}
+
+// checkHandedDown checks the invariant of the append paths that hand a
+// parsed batch down (batch.Checked): each header, parsed once at the top
+// and stamped since through the Checked's stampers, is what ParseHeader
+// reads from the bytes the log wrote.
+func (r *Replica) checkHandedDown(bs []batch.Checked) {
+	for i := range bs {
+		h, err := batch.ParseHeader(bs[i].Raw)
+		invariants.Check(err == nil && h == bs[i].Header, "%s-%d: batch handed down with header %+v, its bytes %+v (%v)",
+			r.topic, r.partition, bs[i].Header, h, err)
+	}
 }
 
 func targetCodec(compressionType string) (batch.Codec, bool) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 	"github.com/shale-io/shale/segment/vfs"
@@ -511,27 +512,32 @@ func (r *Replica) ProposeISRChange(now time.Time, lagMax time.Duration) ISRChang
 // append in progress (r.pending) that end at or below offset and were not
 // applied yet. appendMu is held.
 func (r *Replica) applyPendingBelow(offset int64) {
-	if r.pending == nil {
-		return
-	}
-	batch.Split(r.pending, func(h *batch.Header, raw []byte) error {
-		if next := h.NextOffset(); next > r.pendingNext && next <= offset {
-			r.applyBatchLocked(h, raw)
+	for i := range r.pending {
+		c := &r.pending[i]
+		if next := c.Header.NextOffset(); next > r.pendingNext && next <= offset {
+			r.applyBatchLocked(&c.Header, c.Raw)
 			r.pendingNext = next
 		}
-		return nil
-	})
+	}
 }
 
 // startAtLeaderBatchLocked handles a follower whose log is empty and starts
 // inside the leader's first batch (it restarted at a log start that
 // DeleteRecords put in the middle of a batch): the leader can only send the
 // whole batch, which starts below this log's end, so the log restarts at
-// the batch's base offset, as Kafka's follower does. REQUIRES: appendMu.
-func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
-	h, err := batch.ParseHeader(records)
-	if err != nil {
-		return nil // AppendAsFollower reports it
+// the batch's base offset, as Kafka's follower does. bs are the batches of
+// records that parse whole (batch.ParseAll); when the first does not, its
+// header alone decides, and AppendAsFollower reports the batch.
+// REQUIRES: appendMu.
+func (r *Replica) startAtLeaderBatchLocked(bs []batch.Checked, records []byte) error {
+	var h batch.Header
+	if len(bs) > 0 {
+		h = bs[0].Header
+	} else {
+		var err error
+		if h, err = batch.ParseHeader(records); err != nil {
+			return nil // AppendAsFollower reports it
+		}
 	}
 	leo := r.log.LogEndOffset()
 	if leo != r.log.LogStartOffset() || h.BaseOffset >= leo || h.LastOffset() < leo {
@@ -544,6 +550,10 @@ func (r *Replica) startAtLeaderBatchLocked(records []byte) error {
 	r.logger.Info("empty follower log restarted at the leader's batch", "from", leo, "to", h.BaseOffset)
 	return nil
 }
+
+// followerBatchesHint is the room a follower append makes for its parsed
+// batches at first: a fetch answer with more grows the slice.
+const followerBatchesHint = 8
 
 // AppendFollower appends batches fetched from the leader, keeping their
 // offsets and epochs, updates idempotent-producer state from them (so a new
@@ -565,13 +575,26 @@ func (r *Replica) AppendFollower(records []byte, leaderHW int64) error {
 		return ErrDiskFull
 	}
 	if len(records) > 0 {
-		if err := r.startAtLeaderBatchLocked(records); err != nil {
+		// Each header is parsed once, here, and handed down with its
+		// batch to the log and to producer state.
+		bs, perr := batch.ParseAll(make([]batch.Checked, 0, followerBatchesHint), records)
+		if err := r.startAtLeaderBatchLocked(bs, records); err != nil {
 			return err
 		}
 		// A roll inside this append snapshots producer state at the new
 		// segment's base: onRoll applies the batches below it first.
-		r.pending, r.pendingNext = records, -1
-		_, err := r.log.AppendAsFollower(records)
+		r.pending, r.pendingNext = bs, -1
+		var err error
+		if perr == nil {
+			_, err = r.log.AppendCheckedAsFollower(bs)
+		} else {
+			// A malformed batch: the log reports it where its walk
+			// reaches it (a gap before it first), writing nothing.
+			_, err = r.log.AppendAsFollower(records)
+		}
+		if invariants.Enabled && perr == nil {
+			r.checkHandedDown(bs)
+		}
 		// What landed is in producer state even when the append then
 		// failed (a flush after the write).
 		r.applyPendingBelow(r.log.LogEndOffset())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/shale-io/shale/internal/invariants"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -95,14 +96,17 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 	if err := r.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.TransactionVersion); err != nil {
 		return AppendResult{}, err
 	}
-	info, err := r.log.Append(records, epoch)
+	var one [1]batch.Checked
+	bs, err := batch.ParseAll(one[:0], records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	info, err := r.log.AppendChecked(bs, epoch)
+	if invariants.Enabled {
+		r.checkHandedDown(bs[:len(info.Batches)])
+	}
 	for i := range info.Batches {
-		h, perr := batch.ParseHeader(records)
-		if perr != nil {
-			break
-		}
-		h.BaseOffset = info.Batches[i].BaseOffset
-		r.applyTxnMarkerLocked(&h, marker)
+		r.applyTxnMarkerLocked(&bs[i].Header, marker) // the log stamped its offsets into the header
 		if g, ok := r.guards[m.ProducerID]; ok && (!g.v2 || m.ProducerEpoch > g.epoch) {
 			delete(r.guards, m.ProducerID) // a verification before the marker is void
 		}
