@@ -3,6 +3,8 @@
 //
 // The hot path touches only the fixed 61-byte header (ParseHeader, VerifyCRC,
 // the Set* stampers); records are decoded only when a caller asks (Records).
+// The append paths parse each header once and hand it down with its bytes
+// as a Checked, whose stampers keep the two in step.
 // Every function that reads outside bytes returns a typed error rather than
 // panicking. The package imports no other Shale package.
 package batch
