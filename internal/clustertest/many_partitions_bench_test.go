@@ -117,6 +117,11 @@ func manyPartitions(b *testing.B, parts int32) {
 	if profDir != "" {
 		opts = append(opts, proctest.NodeEnv("SHALE_ADMIN_PPROF_ENABLE=true"))
 	}
+	if v := os.Getenv("SHALE_BENCH_MANY_NODE_ENV"); v != "" {
+		// Settings for an experiment, as KEY=VALUE,...: for example
+		// SHALE_TIERING_INTERVAL=10m to see what the tiering passes cost.
+		opts = append(opts, proctest.NodeEnv(strings.Split(v, ",")...))
+	}
 	c := proctest.StartCluster(b, shaleBin, []int32{1, 2, 3}, opts...)
 	ctx := proctest.Context(b, 15*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(1).Kafka()), kgo.MetadataMinAge(20*time.Millisecond),
@@ -255,10 +260,22 @@ func manyPartitions(b *testing.B, parts int32) {
 	createProfs.Wait()
 
 	changes0 := changesLogged(c)
+	allocs0 := nodeAllocs(b, c)
 	cpu0, self0 := nodeCPUs(b, c), selfCPU(b)
 	from := time.Now()
 	time.Sleep(idle) // the window measured
 	cpu1, self1, took := nodeCPUs(b, c), selfCPU(b), time.Since(from)
+	allocs1 := nodeAllocs(b, c)
+	// What the busiest allocator allocated and collected in the window:
+	// unlike CPU time, neither depends on what else the machine runs, so
+	// they show a change to the idle work on a loaded machine too. (They
+	// include one /metrics scrape's own allocations.)
+	allocRate, gcs := 0.0, 0.0
+	for i := range allocs0 {
+		if d := (allocs1[i][0] - allocs0[i][0]) / took.Seconds(); d > allocRate {
+			allocRate, gcs = d, allocs1[i][1]-allocs0[i][1]
+		}
+	}
 	busiest, busiestSys := time.Duration(0), time.Duration(0)
 	for i := range cpu0 {
 		if d := cpu1[i].CPU - cpu0[i].CPU; d > busiest {
@@ -285,6 +302,8 @@ func manyPartitions(b *testing.B, parts int32) {
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
 	b.ReportMetric(100*busiestSys.Seconds()/took.Seconds(), "node-idle-sys-%") // of it, in the kernel
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
+	b.ReportMetric(allocRate/1024, "node-idle-alloc-KiB/s")
+	b.ReportMetric(gcs*60/took.Seconds(), "node-idle-gcs/min")
 	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
 	b.ReportMetric(goroutines/float64(parts), "goroutines/partition")
 	b.ReportMetric(goroutines, "goroutines")
@@ -297,7 +316,7 @@ func manyPartitions(b *testing.B, parts int32) {
 }
 
 // profileIdle profiles a second idle window of the same length, after the
-// measured one: each node's CPU profile, what it allocated and its
+// measured one: each node's CPU profile, its heap at both ends and its
 // goroutines, this process's profile (the NATS server) and the window's
 // messages by subject. The figures come from the first window: the
 // profiler's signals cost a node kernel time (at 10,000 partitions a
@@ -311,8 +330,16 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 		profs.Go(func() {
 			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, int(idle.Seconds())), base+".pprof")
 		})
-		profs.Go(func() { // what the idle window allocated (the garbage collector's work)
-			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", admin, int(idle.Seconds())), base+"-allocs.pprof")
+		// What the idle window allocated (the garbage collector's work):
+		// two heap profiles, each after a collection, for
+		// `go tool pprof -sample_index=alloc_space -base A B`. (A delta
+		// allocs profile is published at collections, up to two cycles
+		// late: at an idle node's few collections a minute it showed
+		// the window before.)
+		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", admin), base+"-heap-start.pprof")
+		profs.Go(func() {
+			time.Sleep(idle)
+			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", admin), base+"-heap-end.pprof")
 		})
 		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", admin), base+"-goroutines.txt")
 	}
@@ -324,6 +351,20 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 	profs.Wait()
 	stopSelf()
 	stopTally()
+}
+
+// nodeAllocs is each node's bytes allocated so far and garbage
+// collections run, in c.IDs order, from its /metrics.
+func nodeAllocs(b *testing.B, c *proctest.Cluster) [][2]float64 {
+	var out [][2]float64
+	for _, id := range c.IDs() {
+		m := c.Node(id).Metrics()
+		if _, ok := m["go_memstats_alloc_bytes_total"]; !ok {
+			b.Fatalf("node %d: no go_memstats_alloc_bytes_total in /metrics", id)
+		}
+		out = append(out, [2]float64{m["go_memstats_alloc_bytes_total"], m["go_gc_duration_seconds_count"]})
+	}
+	return out
 }
 
 // nodeCPUs is the CPU time of each of the cluster's nodes, in c.IDs order.
