@@ -188,6 +188,9 @@ func (l *Log) write(bs []batch.Checked) (AppendInfo, error) {
 		}
 		s := l.active()
 		pos := s.size
+		if err := l.materializeIndexes(s); err != nil {
+			return info, err
+		}
 		if _, err := s.log.WriteAt(raw, pos); err != nil {
 			return info, err
 		}

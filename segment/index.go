@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"os"
 
 	"github.com/shale-io/shale/segment/vfs"
@@ -39,6 +40,18 @@ type mmapIndex struct {
 	// flusher takes it with flusher.syncing held; writers touch it again
 	// only after dropFlushes (see flusher.go).
 	pending vfs.File
+	// absent: the file does not exist yet. An empty active segment found
+	// without its index files (a new log, or one restarted before its
+	// first batch) makes them at its first batch (materialize), as
+	// Kafka's lazy indexes do: an idle partition then costs two inodes and
+	// two mappings less (issue 23: creating 10,000 partitions was mostly
+	// the kernel's inode allocation). want is the size to make it at, as
+	// resizes asked meanwhile. Invariant: absent only while the segment
+	// holds no batch (Log.write materializes before writing one), so
+	// nothing needs an entry of it, a roll never meets it (an empty
+	// segment is not rolled) and neither does an upload.
+	absent bool
+	want   int
 }
 
 // openIndex opens or creates the index at path and maps it; the file is
@@ -48,8 +61,18 @@ type mmapIndex struct {
 // prealloc > 0 (the active segment's segment.index.bytes) maps an empty
 // file at that size at once, as resizeSync(prealloc, false) would after it:
 // a new partition's indexes are then opened once each, not twice.
-func openIndex(fs vfs.FS, path string, entrySize, prealloc int) (*mmapIndex, error) {
-	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+//
+// lazy leaves a missing file missing (absent): the caller's segment is
+// empty.
+func openIndex(fs vfs.FS, path string, entrySize, prealloc int, lazy bool) (*mmapIndex, error) {
+	flags := os.O_RDWR | os.O_CREATE
+	if lazy {
+		flags = os.O_RDWR
+	}
+	f, err := fs.OpenFile(path, flags, 0o644)
+	if lazy && errors.Is(err, os.ErrNotExist) {
+		return &mmapIndex{fs: fs, path: path, entrySize: entrySize, absent: true, want: prealloc}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +155,9 @@ func (x *mmapIndex) resize(maxBytes int) error { return x.resizeSync(maxBytes, t
 // recovery point is still below its segment. The file stays open (pending)
 // for that fsync.
 func (x *mmapIndex) trimNoSync() error {
+	if x.absent {
+		return nil
+	}
 	if x.pending == nil {
 		f, err := x.fs.OpenFile(x.path, os.O_RDWR, 0)
 		if err != nil {
@@ -146,6 +172,10 @@ func (x *mmapIndex) trimNoSync() error {
 // truncation) only when sync is set. A synced resize also closes a pending
 // file: nothing is left for the flusher to make durable.
 func (x *mmapIndex) resizeSync(maxBytes int, sync bool) error {
+	if x.absent {
+		x.want = maxBytes // made at that size by materialize
+		return nil
+	}
 	size := int64(maxBytes - maxBytes%x.entrySize)
 	if used := int64(x.n * x.entrySize); size < used {
 		size = used
@@ -189,9 +219,32 @@ func (x *mmapIndex) closePending() error {
 	return err
 }
 
+// materialize makes an absent index's file at the size asked (want) and
+// maps it; an index that exists is left as it is. The caller holds the
+// locks a remap needs (see mmapIndex).
+func (x *mmapIndex) materialize() error {
+	if !x.absent {
+		return nil
+	}
+	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := x.mapSize(f, int64(x.want-x.want%x.entrySize), false); err != nil {
+		return err
+	}
+	x.absent = false
+	return nil
+}
+
 // fsyncFile fsyncs the index file through a descriptor (the pending one,
-// else one opened for it) and closes it.
+// else one opened for it) and closes it. An absent index has nothing to
+// sync: recovery rebuilds a missing index from its log.
 func (x *mmapIndex) fsyncFile() error {
+	if x.absent {
+		return nil
+	}
 	f, owned, err := x.file()
 	if err != nil {
 		return err

@@ -56,8 +56,9 @@ func (s *segment) path(suffix string) string {
 // openSegment opens (creating when missing) the three files of the segment at
 // base. The indexes are opened as found; the loader checks or rebuilds them.
 //
-// indexBytes > 0 preallocates the indexes of a segment that has none yet
-// (openIndex): the active segment of a new log.
+// indexBytes > 0 is the active segment's: an empty one's missing indexes
+// are made at its first batch (materializeIndexes), any other's
+// preallocated at that size (openIndex).
 func openSegment(fs vfs.FS, dir string, base int64, indexBytes int) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, base: base, next: base, maxTs: -1, offMaxTs: base, firstTs: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644)
@@ -71,12 +72,14 @@ func openSegment(fs vfs.FS, dir string, base int64, indexBytes int) (*segment, e
 		return nil, err
 	}
 	s.size = st.Size()
-	idx, err := openIndex(fs, s.path(indexSuffix), offsetIndexEntrySize, indexBytes)
+	// An empty segment's missing indexes wait for its first batch.
+	lazy := indexBytes > 0 && s.size == 0
+	idx, err := openIndex(fs, s.path(indexSuffix), offsetIndexEntrySize, indexBytes, lazy)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(fs, s.path(timeIndexSuffix), timeIndexEntrySize, indexBytes)
+	tidx, err := openIndex(fs, s.path(timeIndexSuffix), timeIndexEntrySize, indexBytes, lazy)
 	if err != nil {
 		idx.close(false)
 		f.Close()
@@ -170,6 +173,21 @@ func (s *segment) applyBatch(h *batch.Header, pos int64, interval int64) {
 	s.bytesSinceIndex += int64(h.Size())
 	s.size = pos + int64(h.Size())
 	s.next = h.NextOffset()
+}
+
+// materializeIndexes makes the indexes an empty active segment left
+// absent, before its first batch is written.
+// REQUIRES: writer lock held; takes l.mu for the remap (see mmapIndex).
+func (l *Log) materializeIndexes(s *segment) error {
+	if !s.idx.absent && !s.tidx.absent {
+		return nil
+	}
+	l.lockState()
+	defer l.mu.Unlock()
+	if err := s.idx.materialize(); err != nil {
+		return err
+	}
+	return s.tidx.materialize()
 }
 
 // timeIndexFull keeps the last slot free for the final entry written when
