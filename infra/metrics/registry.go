@@ -90,7 +90,12 @@ func New(state func() NodeState) *Registry {
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{state: state})
 	}
-	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Besides the default series, the runtime's estimate of where its CPU
+	// time goes (go_cpu_classes_*: user code, GC, scavenging, idle):
+	// what an idle node's CPU is made of (issue 23).
+	r.reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/.*`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
 

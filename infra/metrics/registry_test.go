@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -227,3 +228,25 @@ func TestNames(t *testing.T) {
 		t.Error("scrape-time series named without a state")
 	}
 }
+
+// The runtime's CPU classes are exposed beside the default Go series: an
+// idle node's CPU split into user code, collection and scavenging.
+func TestGoCPUClassesSeries(t *testing.T) {
+	r := New(nil)
+	for range 3 {
+		sink = make([]byte, 1<<20) // something to collect
+	}
+	runtime.GC()
+	fams := scrape(t, r.Handler())
+	for _, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_scavenge_total_cpu_seconds_total",
+		"go_cpu_classes_user_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total", "go_memstats_alloc_bytes_total", "go_gc_duration_seconds"} {
+		if fams[name] == nil {
+			t.Errorf("no series %s", name)
+		}
+	}
+	if gc, _ := sample(fams, "go_cpu_classes_gc_total_cpu_seconds_total"); gc <= 0 {
+		t.Errorf("go_cpu_classes_gc_total_cpu_seconds_total = %v after a collection; want it above 0", gc)
+	}
+}
+
+var sink []byte

@@ -70,6 +70,8 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)"},
 	{label: "partitions idle, busiest node CPU", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-idle-cpu-%", peerDesc: "8 partitions (same run)"},
+	{label: "partitions idle, busiest allocator", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
+		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-idle-alloc-KiB/s", peerDesc: "8 partitions (same run)"},
 	{label: "partitions idle, largest node RSS", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "rss-mb", peerDesc: "8 partitions (same run)"},
 }
@@ -78,7 +80,7 @@ var rows = []pairRow{
 // times and costs (CPU seconds per GB).
 func lowerIsBetter(unit string) bool {
 	return unit == "ns/op" || strings.HasSuffix(unit, "-ms") || strings.HasSuffix(unit, "/GB") ||
-		strings.HasSuffix(unit, "-%") || strings.HasSuffix(unit, "-mb")
+		strings.HasSuffix(unit, "-%") || strings.HasSuffix(unit, "-mb") || strings.HasSuffix(unit, "-KiB/s")
 }
 
 // lookup returns the benchmarks of pkg named name or name/<sub>, by sub-name

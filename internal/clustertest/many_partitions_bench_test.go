@@ -276,10 +276,14 @@ func manyPartitions(b *testing.B, parts int32) {
 			allocRate, gcs = d, allocs1[i][1]-allocs0[i][1]
 		}
 	}
-	busiest, busiestSys := time.Duration(0), time.Duration(0)
+	// Of the busiest node's CPU, gcCPU is what the runtime puts down to
+	// garbage collection and returning memory to the kernel (its own
+	// estimate).
+	busiest, busiestSys, gcCPU := time.Duration(0), time.Duration(0), 0.0
 	for i := range cpu0 {
 		if d := cpu1[i].CPU - cpu0[i].CPU; d > busiest {
 			busiest, busiestSys = d, cpu1[i].System-cpu0[i].System
+			gcCPU = allocs1[i][2] - allocs0[i][2]
 		}
 	}
 	rss, goroutines, fds := int64(0), 0.0, 0
@@ -304,6 +308,7 @@ func manyPartitions(b *testing.B, parts int32) {
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
 	b.ReportMetric(allocRate/1024, "node-idle-alloc-KiB/s")
 	b.ReportMetric(gcs*60/took.Seconds(), "node-idle-gcs/min")
+	b.ReportMetric(100*gcCPU/took.Seconds(), "node-idle-gc-cpu-%") // of node-idle-cpu-%
 	b.ReportMetric(float64(rss)/(1<<20), "rss-mb")
 	b.ReportMetric(goroutines/float64(parts), "goroutines/partition")
 	b.ReportMetric(goroutines, "goroutines")
@@ -353,16 +358,18 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 	stopTally()
 }
 
-// nodeAllocs is each node's bytes allocated so far and garbage
-// collections run, in c.IDs order, from its /metrics.
-func nodeAllocs(b *testing.B, c *proctest.Cluster) [][2]float64 {
-	var out [][2]float64
+// nodeAllocs is each node's bytes allocated so far, garbage collections
+// run and CPU seconds the runtime counts as collection and scavenging, in
+// c.IDs order, from its /metrics.
+func nodeAllocs(b *testing.B, c *proctest.Cluster) [][3]float64 {
+	var out [][3]float64
 	for _, id := range c.IDs() {
 		m := c.Node(id).Metrics()
 		if _, ok := m["go_memstats_alloc_bytes_total"]; !ok {
 			b.Fatalf("node %d: no go_memstats_alloc_bytes_total in /metrics", id)
 		}
-		out = append(out, [2]float64{m["go_memstats_alloc_bytes_total"], m["go_gc_duration_seconds_count"]})
+		out = append(out, [3]float64{m["go_memstats_alloc_bytes_total"], m["go_gc_duration_seconds_count"],
+			m["go_cpu_classes_gc_total_cpu_seconds_total"] + m["go_cpu_classes_scavenge_total_cpu_seconds_total"]})
 	}
 	return out
 }
