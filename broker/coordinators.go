@@ -11,6 +11,7 @@ import (
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/interbroker"
 	"github.com/shale-io/shale/kafka"
+	"github.com/shale-io/shale/replica"
 	"github.com/shale-io/shale/txn"
 )
 
@@ -138,6 +139,10 @@ func (cs *coordinators) LeadershipChanged(topic string, p int32) {
 		cs.txns.LeadershipChanged(p)
 	}
 }
+
+// The coordinators' runtimes pass over partitions whose slot is settled
+// when their Leaders can name local replicas (coordinator.Runtime.LoadLed).
+var _ coordinator.LocalReplicas = (*replica.Manager)(nil)
 
 // LoadLed starts loading every coordinator partition this node leads
 // already: the roles applied before LeadershipChanged was wired.

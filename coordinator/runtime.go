@@ -194,10 +194,41 @@ func (r *Runtime[S]) LeadershipChanged(p int32) {
 // loaded (LeadershipChanged for each): for the roles applied before the
 // node's leadership notifications reached the coordinator, and to retry a
 // load that failed.
+//
+// When Leaders can also name a local replica whatever its role
+// (LocalReplicas, as the replica manager does), a partition whose slot
+// already matches what this node holds is passed over without the
+// errors slotFor would build: the transaction coordinator sweeps every
+// second, and for the partitions it does not lead that was most of an
+// idle node's allocations (issue 23).
 func (r *Runtime[S]) LoadLed() {
+	local, _ := r.cfg.Leaders.(LocalReplicas)
 	for p := range r.cfg.Partitions {
+		if local != nil && r.settled(local, p) {
+			continue
+		}
 		r.LeadershipChanged(p)
 	}
+}
+
+// LocalReplicas names a local replica of a partition whatever its role.
+type LocalReplicas interface {
+	Local(topic string, p int32) (*partition.Replica, bool)
+}
+
+// settled reports whether p's slot already is what slotFor would leave:
+// none while this node does not lead p, or one for the replica and leader
+// epoch it leads in now.
+func (r *Runtime[S]) settled(local LocalReplicas, p int32) bool {
+	rep, ok := local.Local(r.cfg.Topic, p)
+	leads := ok && rep.IsLeader()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.mu.slots[p]
+	if !leads {
+		return s == nil
+	}
+	return s != nil && s.part.Replica == rep && s.part.Epoch == rep.LeaderEpoch()
 }
 
 // Shard returns the loaded shard of partition p: ErrLoadInProgress while

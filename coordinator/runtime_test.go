@@ -162,3 +162,96 @@ func waitShard(t *testing.T, rt *Runtime[*recordingShard], s *recordingShard) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// localLeaders holds one replica per partition, leader or not, and counts
+// the Leader lookups.
+type localLeaders struct {
+	reps    map[int32]*partition.Replica
+	lookups atomic.Int64
+}
+
+func (l *localLeaders) Leader(topic string, p int32) (*partition.Replica, error) {
+	l.lookups.Add(1)
+	rep, ok := l.reps[p]
+	switch {
+	case topic != "t" || !ok:
+		return nil, partition.ErrUnknownTopicOrPartition
+	case !rep.IsLeader():
+		return nil, partition.ErrNotLeader
+	}
+	return rep, nil
+}
+
+func (l *localLeaders) Local(topic string, p int32) (*partition.Replica, bool) {
+	rep, ok := l.reps[p]
+	return rep, ok && topic == "t"
+}
+
+// LoadLed's sweep looks a partition up only when its slot may change: one
+// led in an epoch not loaded, or one that stopped leading with a slot
+// left; every other partition, led and loaded or not led here, costs no
+// lookup, and the loads and unloads are those LeadershipChanged makes.
+func TestLoadLedPassesOverSettledPartitions(t *testing.T) {
+	open := func(p int32) *partition.Replica {
+		rep, err := partition.Open(partition.Options{Dir: t.TempDir(), Topic: "t", Partition: p,
+			Config: config.ResolveTopic(nil, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rep.Close() })
+		return rep
+	}
+	led, followed := open(0), open(1)
+	led.SetLeadership(true, 3)
+	followed.SetLeadership(false, 3)
+	leaders := &localLeaders{reps: map[int32]*partition.Replica{0: led, 1: followed}} // 2: not here
+	made := make(chan *recordingShard, 4)
+	rt := New(Config[*recordingShard]{Topic: "t", Partitions: 3, Leaders: leaders,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		NewShard: func(p *Partition) *recordingShard {
+			s := &recordingShard{part: p, release: make(chan struct{})}
+			close(s.release)
+			made <- s
+			return s
+		}})
+	t.Cleanup(rt.Close)
+	sweep := func(wantLookups int64) {
+		t.Helper()
+		before := leaders.lookups.Load()
+		rt.LoadLed()
+		if got := leaders.lookups.Load() - before; got != wantLookups {
+			t.Fatalf("LoadLed looked up %d partitions, want %d", got, wantLookups)
+		}
+	}
+
+	sweep(1) // partition 0 led, no slot yet
+	first := <-made
+	waitShard(t, rt, first)
+	sweep(0)
+	sweep(0)
+
+	led.SetLeadership(true, 4) // a new leader epoch: a new shard
+	sweep(1)
+	second := <-made
+	if second.part.Epoch != 4 {
+		t.Fatalf("new shard's epoch %d, want 4", second.part.Epoch)
+	}
+	waitShard(t, rt, second)
+	if h := first.history(); len(h) != 3 || h[2] != "unload" {
+		t.Fatalf("first shard: %v, want load, activate, unload", h)
+	}
+	sweep(0)
+
+	led.SetLeadership(false, 5) // led elsewhere: its shard unloads
+	sweep(1)
+	if h := second.history(); len(h) != 3 || h[2] != "unload" {
+		t.Fatalf("second shard: %v, want load, activate, unload", h)
+	}
+	if _, err := rt.Shard(0); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("Shard without leadership: %v, want ErrNotCoordinator", err)
+	}
+	sweep(0)
+	if len(made) != 0 {
+		t.Fatalf("%d shards made for partitions not led", len(made))
+	}
+}
