@@ -342,10 +342,6 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 		// late: at an idle node's few collections a minute it showed
 		// the window before.)
 		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", admin), base+"-heap-start.pprof")
-		profs.Go(func() {
-			time.Sleep(idle)
-			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", admin), base+"-heap-end.pprof")
-		})
 		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", admin), base+"-goroutines.txt")
 	}
 	// This process is the NATS server: its idle profile too, and what the
@@ -353,6 +349,10 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 	stopSelf := startSelfProfile(b, filepath.Join(profDir, fmt.Sprintf("many-%d-nats.pprof", parts)))
 	stopTally := tallySubjects(b, c.NATSURL(), filepath.Join(profDir, fmt.Sprintf("many-%d-nats-subjects.txt", parts)))
 	time.Sleep(idle) // the profiles' window
+	for _, id := range c.IDs() {
+		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", c.Node(id).Admin()),
+			filepath.Join(profDir, fmt.Sprintf("many-%d-node-%d-heap-end.pprof", parts, id)))
+	}
 	profs.Wait()
 	stopSelf()
 	stopTally()
