@@ -3,7 +3,8 @@ package group_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,13 +35,30 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	seen := testnode.NewSeenSet()
 	static := func(id string) kgo.Opt { return kgo.InstanceID(id) }
 
-	var bAssigned atomic.Int32 // rebalances member b took part in
+	var (
+		bMu       sync.Mutex
+		bAssigned int    // rebalances member b took part in
+		bLast     string // the partitions b's last assignment gave it
+	)
+	bSeen := func() (int, string) {
+		bMu.Lock()
+		defer bMu.Unlock()
+		return bAssigned, bLast
+	}
 	a := testnode.StartMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("a"))
 	testnode.StartMember(t, addr, "sg", "static", kgo.RangeBalancer(), seen, static("b"),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { bAssigned.Add(1) }))
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+			bMu.Lock()
+			defer bMu.Unlock()
+			bAssigned++
+			bLast = sortedParts(got["static"])
+		}))
 	testnode.WaitStable(t, adm, "sg", 2)
-	rebalancesBefore := bAssigned.Load()
 	before := describeOne(t, adm, "sg")
+	// The group is stable once its leader has synced; b's client runs its
+	// assignment callback a moment after its own SyncGroup returns. Count
+	// b's rebalances only once that callback has seen b's assignment.
+	rebalancesBefore := waitCallback(t, before, "b", bSeen)
 	var aID string
 	var aAssigned []int32
 	for _, m := range before.Members {
@@ -72,7 +90,7 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 			t.Fatalf("instance a's assignment moved from %v to %v", aAssigned, ca.Topics[0].Partitions)
 		}
 	}
-	if got := bAssigned.Load(); got != rebalancesBefore {
+	if got, _ := bSeen(); got != rebalancesBefore {
 		t.Fatalf("member b was assigned %d more times: a's restart rebalanced the group", got-rebalancesBefore)
 	}
 	// Both keep consuming: everything is seen and committed.
@@ -125,4 +143,40 @@ func waitRejoined(t *testing.T, adm *kadm.Client, grp, instance, oldID string) k
 		}
 		<-tick.C
 	}
+}
+
+// waitCallback waits until the member of d with the given instance id has
+// had its assignment callback run with the partitions d lists for it
+// (seen reports the callback's count and last partitions), and returns
+// the count.
+func waitCallback(t *testing.T, d kadm.DescribedGroup, instance string, seen func() (int, string)) int {
+	t.Helper()
+	want := ""
+	for _, m := range d.Members {
+		if m.InstanceID != nil && *m.InstanceID == instance {
+			ca, _ := m.Assigned.AsConsumer()
+			want = sortedParts(ca.Topics[0].Partitions)
+		}
+	}
+	if want == "" {
+		t.Fatalf("no member with instance id %s: %+v", instance, d.Members)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, last := seen()
+		if last == want {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s's assignment callback last saw %s, its assignment is %s", instance, last, want)
+		}
+		<-tick.C
+	}
+}
+
+// sortedParts prints ps sorted, so that two listings of one assignment compare equal.
+func sortedParts(ps []int32) string {
+	return fmt.Sprint(slices.Sorted(slices.Values(ps)))
 }
