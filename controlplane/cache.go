@@ -80,7 +80,7 @@ func (c *cache) applyBroker(log *slog.Logger, ch change) []Event {
 	}
 	c.brokers[id] = &entry[brokerRecord]{val: rec, rev: ch.rev}
 	if cur == nil || cur.deleted || cur.val.broker() != rec.broker() || cur.val.Incarnation != rec.Incarnation ||
-		cur.val.LogsReported != rec.LogsReported || len(cur.val.Logs) != len(rec.Logs) ||
+		cur.val.LogsReported != rec.LogsReported || !slices.Equal(cur.val.Logs, rec.Logs) ||
 		!slices.Equal(cur.val.Offline, rec.Offline) {
 		return []Event{{Kind: BrokerUp, Broker: rec.broker()}}
 	}

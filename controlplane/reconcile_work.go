@@ -12,7 +12,9 @@ import (
 // unclean.leader.election.enable changed dynamically). Everything that
 // does publish one (a broker registering, expiring or changing its
 // report, a topic created or changed, a partition's state) is reconciled
-// at once, from the events (reconcileWork).
+// at once, from the events (reconcileWork). A due pass whose inputs are
+// those of the last one that changed nothing passes over the partitions
+// (Controller.quiet).
 const reconcileFullInterval = 30 * time.Second
 
 // reconcileWorkMax bounds the partitions reconcileWork remembers: past it

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -92,6 +93,82 @@ func TestControllerIdleVisitsNoPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "a pass over every partition", func() bool { return c.visits.Load() >= v+1+parts })
+}
+
+// TestControllerSafetyNetPassesOverAnUnchangedCluster: the pass over every
+// partition due each ReconcileInterval decides none while nothing it reads
+// has changed since the last such pass changed nothing, and decides every
+// partition again after a change that publishes no event (a topic's
+// election settings, read through ControllerConfig) or one that does.
+func TestControllerSafetyNetPassesOverAnUnchangedCluster(t *testing.T) {
+	const parts = 200
+	srv := startNATS(t)
+	s := openStore(t, connect(t, srv), StoreConfig{Logger: quietLogger()})
+	if err := s.RegisterBroker(testCtx(t), broker(1)); err != nil {
+		t.Fatal(err)
+	}
+	var unclean atomic.Bool
+	c, err := StartController(testCtx(t), s, ControllerConfig{NodeID: 1, LeaseTTL: time.Second, Logger: quietLogger(),
+		ReconcileInterval: time.Nanosecond, // every step is due a pass over every partition
+		Unclean:           func(string) bool { return unclean.Load() },
+		MinISR:            func(string) int { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	eventually(t, 10*time.Second, "the controller", c.IsController)
+	if _, err := s.CreateTopic(testCtx(t), "net", parts, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "every partition led", func() bool {
+		sts := s.Partitions("net")
+		for _, st := range sts {
+			if st.Leader != 1 || st.LeaderIncarnation == "" {
+				return false
+			}
+		}
+		return len(sts) == parts
+	})
+	// stepVisits runs one whole controller step begun after the call and
+	// returns the partitions it decided.
+	stepVisits := func() int64 {
+		t.Helper()
+		before, v := c.steps.Load(), c.visits.Load()
+		c.Poke()
+		eventually(t, 10*time.Second, "a controller step", func() bool { return c.steps.Load() >= before+2 })
+		return c.visits.Load() - v
+	}
+	settle := func(what string) {
+		t.Helper()
+		for range 50 {
+			if stepVisits() == 0 {
+				return
+			}
+		}
+		t.Fatalf("%s: the due passes still decided partitions after 50 steps with nothing changing", what)
+	}
+	settle("after the creation")
+	for i := range 10 {
+		if n := stepVisits(); n != 0 {
+			t.Fatalf("idle step %d, a pass over every partition due: %d partitions decided, want 0", i, n)
+		}
+	}
+
+	// A topic's unclean.leader.election.enable changes with no event: the
+	// next due pass decides every partition.
+	unclean.Store(true)
+	if n := stepVisits() + stepVisits(); n < parts {
+		t.Fatalf("after a settings change: %d partitions decided, want every one of %d", n, parts)
+	}
+	settle("after the settings change")
+
+	// A partition record is written again (a store event): every
+	// partition is decided again, as the pass is due.
+	st, _ := s.Partition("net", 7)
+	if _, err := s.UpdatePartition(testCtx(t), st); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a pass over every partition", func() bool { return stepVisits() >= parts })
 }
 
 // TestReconcileWork: partition events mark their partition, broker and
