@@ -23,10 +23,23 @@ import (
 // could replace it must have stopped fetching from it
 // (replica.Manager.StepDownSilent). It resumes, and reconciles with the
 // control plane's view, once the registration is renewed.
+//
+// While the registration is fresh the loop looks again only when it could
+// first have expired (each renewal moves that on), not on a fixed tick: an
+// idle node's wake-ups are what its idle CPU is made of (issue 23). While
+// it has expired, or the node has stepped down, it looks every
+// sessionPoll.
 func (n *Node) sessionLoop(ctx context.Context) {
 	stepped := false
 	session := n.cfg.BrokerSessionTimeout
-	every(ctx, 250*time.Millisecond, func() {
+	t := time.NewTimer(sessionPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		now := time.Now()
 		renewed, _ := n.store.RegistrationRenewed()
 		expired := sessionExpired(now, renewed, session)
@@ -41,7 +54,23 @@ func (n *Node) sessionLoop(ctx context.Context) {
 			n.reconcile()
 			stepped = false
 		}
-	})
+		t.Reset(nextSessionLook(now, renewed, session, expired || stepped))
+	}
+}
+
+// sessionPoll is how often sessionLoop looks while the registration has
+// expired or the node has stepped down.
+const sessionPoll = 250 * time.Millisecond
+
+// nextSessionLook is how long after now sessionLoop looks again: at the
+// moment a registration renewed at renewed could first have expired (just
+// past renewed+session), or after sessionPoll while it has expired or the
+// node is stepped down (waiting) or the wait would be shorter.
+func nextSessionLook(now, renewed time.Time, session time.Duration, waiting bool) time.Duration {
+	if waiting {
+		return sessionPoll
+	}
+	return max(renewed.Add(session).Sub(now)+time.Millisecond, sessionPoll)
 }
 
 // sessionExpired reports whether this node's registration, last renewed by
