@@ -356,6 +356,15 @@ func profileIdle(b *testing.B, c *proctest.Cluster, profDir string, parts int32,
 	profs.Wait()
 	stopSelf()
 	stopTally()
+	// Then 10 s of each node's execution trace: what woke which goroutine
+	// (`go tool trace -d=parsed`, or its scheduler latency profile).
+	for _, id := range c.IDs() {
+		profs.Go(func() {
+			saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/trace?seconds=10", c.Node(id).Admin()),
+				filepath.Join(profDir, fmt.Sprintf("many-%d-node-%d.trace", parts, id)))
+		})
+	}
+	profs.Wait()
 }
 
 // nodeAllocs is each node's bytes allocated so far, garbage collections
