@@ -28,8 +28,11 @@ func (r *Manager) isrSoon() {
 // all of them (issue 23). Kafka sends them in one AlterPartition request.
 const isrCommitParallelism = 32
 
-// isrLoop is the leader's side of ISR management: every quarter of
-// replica.lag.time.max.ms, and as soon as a follower outside the ISR has
+// isrLoop is the leader's side of ISR management: every half of
+// replica.lag.time.max.ms (Kafka's isr-expiration period: a follower is
+// dropped between one and one and a half lag times after it fell behind;
+// at 10,000 partitions each pass visits a node's 3,333 leaders, 0.1% of a
+// core at a quarter), and as soon as a follower outside the ISR has
 // caught up (isrSoon, as Kafka expands the ISR at the fetch that reaches
 // the high watermark), it asks each local leader replica which followers
 // should leave (lagging past replica.lag.time.max.ms) or join (caught up)
@@ -40,7 +43,7 @@ const isrCommitParallelism = 32
 // EndISRChange), and installs a committed ISR at once.
 func (r *Manager) isrLoop(ctx context.Context) {
 	lag := r.lagMax
-	t := time.NewTicker(max(lag/4, 100*time.Millisecond))
+	t := time.NewTicker(max(lag/2, 100*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {

@@ -67,7 +67,7 @@ func TestFollowerStartsWhenLeaderRegistersLater(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(n1dir, broker.CleanShutdownFile), []byte("clean shutdown\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Its ISR checks (a quarter of
+	// Its ISR checks (half of
 	// replica_lag_time_max) would change the partition state, and with it
 	// start the fetcher by another path: keep them out of the test's time.
 	n1 := testnode.Start(t, n1dir, testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
