@@ -82,8 +82,13 @@ func (m *Manager) diskUsage() (float64, error) {
 	return DiskUsage(m.cfg.DataDir)
 }
 
-// checkDisk applies the disk high-water mark to every replica.
-func (m *Manager) checkDisk(reps []*partition.Replica) {
+// checkDisk applies the disk high-water mark to every replica (replicas
+// lists them). While the disk is full it marks every replica each time,
+// the ones opened since included; once below the mark it clears them
+// all, and while it stays below there is nothing to clear (a replica
+// opens unmarked), so it does not list them (at 10,000 partitions a
+// listing every TieringInterval was a node's largest idle allocation).
+func (m *Manager) checkDisk(replicas func() []*partition.Replica) {
 	if m.cfg.DiskHighWatermark <= 0 || m.cfg.DataDir == "" {
 		return
 	}
@@ -93,10 +98,14 @@ func (m *Manager) checkDisk(reps []*partition.Replica) {
 		return
 	}
 	full := used > m.cfg.DiskHighWatermark
-	if full != m.stats.diskFull.Swap(full) {
+	was := m.stats.diskFull.Swap(full)
+	if full != was {
 		m.log.Warn("disk high-water mark", "used", used, "high_watermark", m.cfg.DiskHighWatermark, "refusing_produce", full)
 	}
-	for _, rep := range reps {
+	if !full && !was {
+		return
+	}
+	for _, rep := range replicas() {
 		rep.SetDiskFull(full)
 	}
 }

@@ -210,7 +210,7 @@ func (m *Manager) diskLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.checkDisk(m.cfg.Replicas())
+			m.checkDisk(m.cfg.Replicas)
 		}
 	}
 }
