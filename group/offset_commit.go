@@ -77,18 +77,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 	r := req.Msg.(*kmsg.OffsetCommitRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
-		// names[i] is r.Topics[i]'s name: its id's topic from v10, "" for
-		// an unknown id (answered UNKNOWN_TOPIC_ID, not committed).
-		byID := req.Version >= 10
-		view := c.topicView()
-		names := make([]string, len(r.Topics))
-		for i, t := range r.Topics {
-			names[i] = t.Topic
-			if byID {
-				names[i] = view.byID[t.TopicID]
-			}
-		}
-		unknown := func(i int) bool { return byID && names[i] == "" }
+		ct := c.resolveCommitTopics(req.Version >= 10, len(r.Topics), func(i int) (string, topicID) { return r.Topics[i].Topic, r.Topics[i].TopicID })
 		failAll := func(code int16) kmsg.Response {
 			resp.Topics = resp.Topics[:0]
 			for _, t := range r.Topics {
@@ -109,37 +98,18 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 		if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
-		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
-			for i, name := range names {
-				if !unknown(i) && !yield(name) {
-					return
-				}
-			}
-		})
-		// refused is the code of partition p of r.Topics[i] when it is
-		// not committed, else 0.
-		refused := func(i int, p int32) int16 {
-			switch {
-			case unknown(i):
-				return kerr.UnknownTopicID.Code
-			case denied[names[i]]:
-				return kerr.TopicAuthorizationFailed.Code
-			case c.missing(view, names[i], p):
-				return kerr.UnknownTopicOrPartition.Code
-			}
-			return 0
-		}
+		ct.deny(req)
 		committable := false
 		for i, t := range r.Topics {
 			for _, p := range t.Partitions {
-				committable = committable || refused(i, p.Partition) == 0
+				committable = committable || ct.refused(i, p.Partition) == 0
 			}
 		}
 		if len(r.Topics) > 0 && !committable {
 			failAll(0)
 			for ti, t := range resp.Topics {
 				for pi, p := range t.Partitions {
-					resp.Topics[ti].Partitions[pi].ErrorCode = refused(ti, p.Partition)
+					resp.Topics[ti].Partitions[pi].ErrorCode = ct.refused(ti, p.Partition)
 				}
 			}
 			return resp, nil
@@ -152,32 +122,16 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 		case rn == nil:
 			return failAll(kerr.UnknownMemberID.Code), nil // a member's commit to a group that does not exist
 		}
-		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation, version: req.Version}
-		if len(view.byName) > 0 {
-			cr.topicIDs = map[string]topicID{}
-			for i, name := range names {
-				if !unknown(i) {
-					cr.topicIDs[name] = view.byName[name].ID
-				}
-			}
-		}
+		cr := commitRequest{memberID: r.MemberID, instanceID: r.InstanceID, generation: r.Generation, version: req.Version, topicIDs: ct.topicIDs()}
 		if req.Version < 1 {
 			cr.generation = -1
 		}
 		for i, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if refused(i, p.Partition) != 0 {
+				if ct.refused(i, p.Partition) != 0 {
 					continue // answered UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION, not committed
 				}
-				md := ""
-				if p.Metadata != nil {
-					md = *p.Metadata
-				}
-				epoch := p.LeaderEpoch
-				if req.Version < 6 {
-					epoch = -1
-				}
-				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{names[i], p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
+				cr.offsets = append(cr.offsets, newCommitOffset(ct.names[i], p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 6, p.Metadata))
 			}
 		}
 		var written map[topicPartition]offsetEntry // set on the group's goroutine, read by then
@@ -189,7 +143,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			failAll(0)
 			for ti, t := range resp.Topics {
 				for pi, p := range t.Partitions {
-					if code := refused(ti, p.Partition); code != 0 {
+					if code := ct.refused(ti, p.Partition); code != 0 {
 						resp.Topics[ti].Partitions[pi].ErrorCode = code
 						continue
 					}
@@ -244,6 +198,29 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 			return all(kerr.RebalanceInProgress.Code)
 		}
 	}
+	recs, entries, tps := g.offsetRecords(cr, codes)
+	if len(recs) == 0 {
+		return codes, nil, -1
+	}
+	hw, err := g.persist(recs)
+	if err != nil {
+		failUnset(codes, err)
+		return codes, nil, -1
+	}
+	g.counters.committed(len(entries))
+	written := make(map[topicPartition]offsetEntry, len(entries))
+	for i, e := range entries {
+		e.logOffset = hw // later in the request wins, as in the log
+		written[tps[i]] = e
+		g.unreplicated[tps[i]] = e
+	}
+	return codes, written, hw
+}
+
+// offsetRecords is the records that commit cr's offsets, with their
+// entries and partitions in order; an offset whose metadata is over
+// the limit gets OFFSET_METADATA_TOO_LARGE in codes and no record.
+func (g *group) offsetRecords(cr commitRequest, codes []int16) ([]record, []offsetEntry, []topicPartition) {
 	var recs []record
 	var entries []offsetEntry
 	var tps []topicPartition
@@ -256,26 +233,17 @@ func (g *group) commit(cr commitRequest) ([]int16, map[topicPartition]offsetEntr
 		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(e)})
 		entries, tps = append(entries, e), append(tps, o.tp)
 	}
-	if len(recs) == 0 {
-		return codes, nil, -1
-	}
-	hw, err := g.persist(recs)
-	if err != nil {
-		for i := range codes {
-			if codes[i] == 0 {
-				codes[i] = errorCode(err)
-			}
+	return recs, entries, tps
+}
+
+// failUnset gives each offset not already refused err's code (an append
+// that failed).
+func failUnset(codes []int16, err error) {
+	for i := range codes {
+		if codes[i] == 0 {
+			codes[i] = errorCode(err)
 		}
-		return codes, nil, -1
 	}
-	g.counters.committed(len(entries))
-	written := make(map[topicPartition]offsetEntry, len(entries))
-	for i, e := range entries {
-		e.logOffset = hw // later in the request wins, as in the log
-		written[tps[i]] = e
-		g.unreplicated[tps[i]] = e
-	}
-	return codes, written, hw
 }
 
 // applyReplicated applies commits whose append is replicated. An entry

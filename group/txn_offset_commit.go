@@ -74,20 +74,7 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 	r := req.Msg.(*kmsg.TxnOffsetCommitRequest)
 	return kafka.Reply{Wait: func(ctx context.Context) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		// names[i] is r.Topics[i]'s name: its id's topic from v6, "" for
-		// an unknown id (answered UNKNOWN_TOPIC_ID, not committed).
-		names := make([]string, len(r.Topics))
-		unknown := func(i int) bool { return req.Version >= 6 && names[i] == "" }
-		var view *topicView
-		if req.Version >= 6 {
-			view = c.topicView()
-		}
-		for i, t := range r.Topics {
-			names[i] = t.Topic
-			if req.Version >= 6 {
-				names[i] = view.byID[t.TopicID]
-			}
-		}
+		ct := c.resolveCommitTopics(req.Version >= 6, len(r.Topics), func(i int) (string, topicID) { return r.Topics[i].Topic, r.Topics[i].TopicID })
 		failAll := func(code int16) kmsg.Response {
 			resp.Topics = resp.Topics[:0]
 			for _, t := range r.Topics {
@@ -111,29 +98,10 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		if !c.allowed(req, acl.OpRead, acl.Group(r.Group)) {
 			return failAll(kerr.GroupAuthorizationFailed.Code), nil
 		}
-		denied := c.deniedTopics(req, acl.OpRead, func(yield func(string) bool) {
-			for i, name := range names {
-				if !unknown(i) && !yield(name) {
-					return
-				}
-			}
-		})
-		cr := commitRequest{memberID: "", generation: -1}
+		ct.deny(req)
+		cr := commitRequest{memberID: "", generation: -1, topicIDs: ct.topicIDs()}
 		if req.Version >= 3 {
 			cr.memberID, cr.instanceID, cr.generation = r.MemberID, r.InstanceID, r.Generation
-		}
-		if view == nil {
-			view = c.topicView()
-		}
-		// The topics' ids: written with the offsets (KAFKA-19141), and a
-		// consumer group member's ownership check.
-		if len(view.byName) > 0 {
-			cr.topicIDs = map[string]topicID{}
-			for i, name := range names {
-				if !unknown(i) {
-					cr.topicIDs[name] = view.byName[name].ID
-				}
-			}
 		}
 		simple := cr.memberID == "" && cr.generation < 0
 		rn, err := c.lookup(r.Group, simple)
@@ -146,22 +114,11 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			return failAll(kerr.IllegalGeneration.Code), nil // what v0-v5 answer for it
 		}
 		for i, t := range r.Topics {
-			if unknown(i) || denied[names[i]] {
-				continue // answered UNKNOWN_TOPIC_ID or TOPIC_AUTHORIZATION_FAILED, not committed
-			}
 			for _, p := range t.Partitions {
-				if c.missing(view, names[i], p.Partition) {
-					continue // answered UNKNOWN_TOPIC_OR_PARTITION, not committed
+				if ct.refused(i, p.Partition) != 0 {
+					continue // answered UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_OR_PARTITION, not committed
 				}
-				md := ""
-				if p.Metadata != nil {
-					md = *p.Metadata
-				}
-				epoch := p.LeaderEpoch
-				if req.Version < 2 {
-					epoch = -1
-				}
-				cr.offsets = append(cr.offsets, commitOffset{tp: topicPartition{names[i], p.Partition}, offset: p.Offset, leaderEpoch: epoch, metadata: md})
+				cr.offsets = append(cr.offsets, newCommitOffset(ct.names[i], p.Partition, p.Offset, p.LeaderEpoch, req.Version >= 2, p.Metadata))
 			}
 		}
 		guard, code := c.verifyOffsetsPartition(ctx, r, req.Version >= 5)
@@ -175,16 +132,8 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 			i := 0
 			for ti := range resp.Topics {
 				for pi := range resp.Topics[ti].Partitions {
-					if unknown(ti) {
-						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.UnknownTopicID.Code
-						continue
-					}
-					if denied[names[ti]] {
-						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
-						continue
-					}
-					if c.missing(view, names[ti], resp.Topics[ti].Partitions[pi].Partition) {
-						resp.Topics[ti].Partitions[pi].ErrorCode = kerr.UnknownTopicOrPartition.Code
+					if code := ct.refused(ti, resp.Topics[ti].Partitions[pi].Partition); code != 0 {
+						resp.Topics[ti].Partitions[pi].ErrorCode = code
 						continue
 					}
 					code := codes[i]

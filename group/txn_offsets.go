@@ -70,28 +70,13 @@ func (g *group) txnCommit(cr commitRequest, producer txnProducer) ([]int16, int6
 		}
 		g.touch(m)
 	}
-	var recs []record
-	var entries []offsetEntry
-	var tps []topicPartition
-	for i, o := range cr.offsets {
-		if len(o.metadata) > g.limits.MaxMetadataBytes {
-			codes[i] = kerr.OffsetMetadataTooLarge.Code
-			continue
-		}
-		e := offsetEntry{offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata, commitTimestamp: g.now.UnixMilli(), topicID: cr.topicIDs[o.tp.topic]}
-		recs = append(recs, record{key: offsetKey(g.id, o.tp), value: offsetValue(e)})
-		entries, tps = append(entries, e), append(tps, o.tp)
-	}
+	recs, entries, tps := g.offsetRecords(cr, codes)
 	if len(recs) == 0 {
 		return codes, -1
 	}
 	last, err := g.persistTxn(producer, recs)
 	if err != nil {
-		for i := range codes {
-			if codes[i] == 0 {
-				codes[i] = errorCode(err)
-			}
-		}
+		failUnset(codes, err)
 		return codes, -1
 	}
 	// Pending from the append on, as in Kafka: if the append is never
