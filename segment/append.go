@@ -58,19 +58,7 @@ func (l *Log) AppendChecked(bs []batch.Checked, leaderEpoch int32) (AppendInfo, 
 
 // appendLeader is Append of the batches bs followed by those in raw.
 func (l *Log) appendLeader(bs []batch.Checked, raw []byte, leaderEpoch int32) (AppendInfo, error) {
-	l.writer.Lock()
-	defer l.writer.Unlock()
-	if l.mu.closed {
-		return AppendInfo{}, ErrClosed
-	}
-	if err := l.flushErr(); err != nil {
-		return AppendInfo{}, err
-	}
-	bs, err := l.checkBatches(bs, raw, &appendWalk{next: l.mu.leo, epoch: leaderEpoch})
-	if err != nil {
-		return AppendInfo{}, err
-	}
-	return l.write(bs)
+	return l.appendWalked(bs, raw, appendWalk{epoch: leaderEpoch})
 }
 
 // AppendAsFollower appends batches fetched from the leader as they are:
@@ -92,6 +80,13 @@ func (l *Log) AppendCheckedAsFollower(bs []batch.Checked) (AppendInfo, error) {
 // appendFollower is AppendAsFollower of the batches bs followed by those
 // in raw.
 func (l *Log) appendFollower(bs []batch.Checked, raw []byte) (AppendInfo, error) {
+	return l.appendWalked(bs, raw, appendWalk{follower: true})
+}
+
+// appendWalked checks the batches bs followed by those in raw with walk,
+// starting at the log end offset, and writes them: the leader's and the
+// follower's append.
+func (l *Log) appendWalked(bs []batch.Checked, raw []byte, walk appendWalk) (AppendInfo, error) {
 	l.writer.Lock()
 	defer l.writer.Unlock()
 	if l.mu.closed {
@@ -100,7 +95,8 @@ func (l *Log) appendFollower(bs []batch.Checked, raw []byte) (AppendInfo, error)
 	if err := l.flushErr(); err != nil {
 		return AppendInfo{}, err
 	}
-	bs, err := l.checkBatches(bs, raw, &appendWalk{next: l.mu.leo, follower: true})
+	walk.next = l.mu.leo
+	bs, err := l.checkBatches(bs, raw, &walk)
 	if err != nil {
 		return AppendInfo{}, err
 	}

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -17,7 +18,20 @@ var gzipWriters = sync.Pool{New: func() any {
 }}
 
 func compressGzip(dst, src []byte) ([]byte, error) {
-	w := gzipWriters.Get().(*gzip.Writer)
+	return compressStream(&gzipWriters, CodecGzip, dst, src)
+}
+
+// streamWriter is a pooled stream encoder: gzip's or lz4's writer.
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressStream appends src compressed under codec to dst with a
+// streamWriter from pool, reset onto dst and back to nil before it
+// returns to the pool.
+func compressStream(pool *sync.Pool, codec Codec, dst, src []byte) ([]byte, error) {
+	w := pool.Get().(streamWriter)
 	out := &bytesWriter{b: dst}
 	w.Reset(out)
 	_, err := w.Write(src)
@@ -25,9 +39,9 @@ func compressGzip(dst, src []byte) ([]byte, error) {
 		err = w.Close()
 	}
 	w.Reset(nil)
-	gzipWriters.Put(w)
+	pool.Put(w)
 	if err != nil {
-		return dst, codecErr(CodecGzip, err)
+		return dst, codecErr(codec, err)
 	}
 	return out.b, nil
 }
@@ -60,19 +74,7 @@ var lz4Writers = sync.Pool{New: func() any {
 }}
 
 func compressLZ4(dst, src []byte) ([]byte, error) {
-	w := lz4Writers.Get().(*lz4.Writer)
-	out := &bytesWriter{b: dst}
-	w.Reset(out)
-	_, err := w.Write(src)
-	if err == nil {
-		err = w.Close()
-	}
-	w.Reset(nil)
-	lz4Writers.Put(w)
-	if err != nil {
-		return dst, codecErr(CodecLZ4, err)
-	}
-	return out.b, nil
+	return compressStream(&lz4Writers, CodecLZ4, dst, src)
 }
 
 type lz4Reader struct {
