@@ -60,25 +60,16 @@ const maxRestoreRequestBytes = 1 << 20
 
 // serveRestore runs a restore from the node's bucket into its cluster.
 func (n *Node) serveRestore(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
 	var req adminapi.RestoreRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRestoreRequestBytes)).Decode(&req); err != nil {
-		http.Error(w, "bad restore request: "+err.Error(), http.StatusBadRequest)
+	rs := n.restorer(w, r, "restore", &req, func() string {
+		if !req.All && len(req.Topics) == 0 {
+			return "name topics or ask for all"
+		}
+		return ""
+	})
+	if rs == nil {
 		return
 	}
-	if !req.All && len(req.Topics) == 0 {
-		http.Error(w, "name topics or ask for all", http.StatusBadRequest)
-		return
-	}
-	if n.tiering == nil {
-		http.Error(w, restore.ErrNoBucket.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	rs := restore.New(n.tiering.bucket, n.cfg.S3Prefix,
-		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", "restore"))
 	rep, err := rs.Run(r.Context(), req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -87,28 +78,46 @@ func (n *Node) serveRestore(w http.ResponseWriter, r *http.Request) {
 	writeAdminJSON(w, rep)
 }
 
-// serveFork makes a point-in-time fork of a topic from the node's bucket
-// metadata (restore.Restorer.Fork): 409 with the reason when refused.
-func (n *Node) serveFork(w http.ResponseWriter, r *http.Request) {
+// restorer decodes the JSON body of a POST (at most
+// maxRestoreRequestBytes) into req and returns a restore.Restorer from the
+// node's bucket into its cluster, logging as what ("restore", "fork"). It
+// answers and returns nil when the method is not POST (405), the body does
+// not decode or refused says what is missing from it (400), or the node
+// has no bucket (503).
+func (n *Node) restorer(w http.ResponseWriter, r *http.Request, what string, req any, refused func() string) *restore.Restorer {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
+		return nil
 	}
-	var req adminapi.ForkRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRestoreRequestBytes)).Decode(&req); err != nil {
-		http.Error(w, "bad fork request: "+err.Error(), http.StatusBadRequest)
-		return
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRestoreRequestBytes)).Decode(req); err != nil {
+		http.Error(w, "bad "+what+" request: "+err.Error(), http.StatusBadRequest)
+		return nil
 	}
-	if req.Source == "" || req.Name == "" {
-		http.Error(w, "name the source topic and the new one", http.StatusBadRequest)
-		return
+	if msg := refused(); msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return nil
 	}
 	if n.tiering == nil {
 		http.Error(w, restore.ErrNoBucket.Error(), http.StatusServiceUnavailable)
+		return nil
+	}
+	return restore.New(n.tiering.bucket, n.cfg.S3Prefix,
+		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", what))
+}
+
+// serveFork makes a point-in-time fork of a topic from the node's bucket
+// metadata (restore.Restorer.Fork): 409 with the reason when refused.
+func (n *Node) serveFork(w http.ResponseWriter, r *http.Request) {
+	var req adminapi.ForkRequest
+	rs := n.restorer(w, r, "fork", &req, func() string {
+		if req.Source == "" || req.Name == "" {
+			return "name the source topic and the new one"
+		}
+		return ""
+	})
+	if rs == nil {
 		return
 	}
-	rs := restore.New(n.tiering.bucket, n.cfg.S3Prefix,
-		restore.Target{Store: n.store, Meta: n.tiering.meta, ProducerIDs: n.pids}, n.logger.With("component", "fork"))
 	rep, err := rs.Fork(r.Context(), req)
 	switch {
 	case errors.Is(err, restore.ErrForkRefused) || errors.Is(err, controlplane.ErrTopicExists) || errors.Is(err, controlplane.ErrInvalidTopicName):
