@@ -38,3 +38,31 @@ func TestFollowerAppendRefusedAboveDiskHighWatermark(t *testing.T) {
 		t.Fatalf("log end %d, want 10", e)
 	}
 }
+
+// TestLeaderAppendsRefusedWhenNotWritable: a produce batch and a
+// transaction marker are refused alike above disk_high_watermark
+// (ErrDiskFull), on a follower (ErrNotLeader) and once the replica is
+// closed (ErrClosed), and neither writes anything.
+func TestLeaderAppendsRefusedWhenNotWritable(t *testing.T) {
+	leader, _ := pair(t, "1")
+	check := func(what string, want error) {
+		t.Helper()
+		if _, err := leader.AppendLeader(build(t, batch.NoProducer(), 1)); !errors.Is(err, want) {
+			t.Fatalf("append %s: %v, want %v", what, err, want)
+		}
+		if _, err := leader.AppendTxnMarker(TxnMarker{ProducerID: 7, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true}); !errors.Is(err, want) {
+			t.Fatalf("marker %s: %v, want %v", what, err, want)
+		}
+		if e := leader.Log().LogEndOffset(); e != 0 {
+			t.Fatalf("log end %d after the refusals %s", e, what)
+		}
+	}
+	leader.SetDiskFull(true)
+	check("with the disk full", ErrDiskFull)
+	leader.SetDiskFull(false)
+	leader.SetLeadership(false, 1)
+	check("on a follower", ErrNotLeader)
+	leader.SetLeadership(true, 2)
+	leader.Close()
+	check("once closed", ErrClosed)
+}

@@ -465,6 +465,25 @@ type AppendResult struct {
 	LeaderEpoch int32
 }
 
+// leaderWritable returns the topic config of a replica that may take a
+// leader's append now: else ErrClosed, ErrNotLeader, ErrDiskFull, or the
+// log's error once it is offline (then not even a duplicate is
+// acknowledged).
+func (r *Replica) leaderWritable() (*config.TopicConfig, error) {
+	r.mu.Lock()
+	tc, leader, closed := r.mu.cfg, r.mu.leader, r.mu.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !leader:
+		return nil, ErrNotLeader
+	case r.diskFull.Load():
+		return nil, ErrDiskFull
+	}
+	return tc, r.log.Err()
+}
+
 // AppendLeader validates one producer's record set (exactly one batch),
 // modifying records in place (offsets, leader epoch, LogAppendTime),
 // applies the topic's compression and timestamp type, checks idempotence,
@@ -476,20 +495,9 @@ func (r *Replica) AppendLeader(records []byte) (AppendResult, error) {
 
 // appendLeader is AppendLeader; a non-zero guard is AppendLeaderVerified's.
 func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendResult, error) {
-	r.mu.Lock()
-	tc, leader, closed := r.mu.cfg, r.mu.leader, r.mu.closed
-	r.mu.Unlock()
-	if closed {
-		return AppendResult{}, ErrClosed
-	}
-	if !leader {
-		return AppendResult{}, ErrNotLeader
-	}
-	if r.diskFull.Load() {
-		return AppendResult{}, ErrDiskFull
-	}
-	if err := r.log.Err(); err != nil {
-		return AppendResult{}, err // offline: not even a duplicate is acknowledged
+	tc, err := r.leaderWritable()
+	if err != nil {
+		return AppendResult{}, err
 	}
 	h, err := batch.Validate(records, int(tc.Int64(config.MaxMessageBytes)))
 	if err != nil {

@@ -61,19 +61,7 @@ type txnRange struct{ First, Last int64 }
 // producer's last marker's is ErrCoordinatorFenced. A replica that does
 // not lead is ErrNotLeader. Safe for concurrent use.
 func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
-	r.mu.Lock()
-	leader, closed := r.mu.leader, r.mu.closed
-	r.mu.Unlock()
-	if closed {
-		return AppendResult{}, ErrClosed
-	}
-	if !leader {
-		return AppendResult{}, ErrNotLeader
-	}
-	if r.diskFull.Load() {
-		return AppendResult{}, ErrDiskFull
-	}
-	if err := r.log.Err(); err != nil {
+	if _, err := r.leaderWritable(); err != nil {
 		return AppendResult{}, err
 	}
 	if m.ProducerID < 0 {
