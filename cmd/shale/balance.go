@@ -55,23 +55,11 @@ func newBrokerDecommissionCmd() *cobra.Command {
 	wait := cmd.Flags().Bool("wait", false, "wait until the brokers host no replica and lead no partition")
 	waitTimeout := cmd.Flags().Duration("wait-timeout", 10*time.Minute, "with --wait: how long to wait")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ids, err := parseBrokerIDs(args)
-		if err != nil {
+		client, node, ids, err := changeDrain(cmd, args, admins, *timeout, "decommission", adminapi.Client.Decommission)
+		if err != nil || !*wait {
 			return err
 		}
-		client, addrs, err := admins.client(*timeout)
-		if err != nil {
-			return err
-		}
-		st, err := client.Decommission(cmd.Context(), addrs[0], ids)
-		if err != nil {
-			return drainErr("decommission", err)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "draining: %v\n", st.Draining)
-		if !*wait {
-			return nil
-		}
-		return waitDrained(cmd.Context(), cmd.OutOrStdout(), client, addrs[0], ids, *waitTimeout)
+		return waitDrained(cmd.Context(), cmd.OutOrStdout(), client, node, ids, *waitTimeout)
 	}
 	return cmd
 }
@@ -84,22 +72,32 @@ func newBrokerRecommissionCmd() *cobra.Command {
 	admins := addAdmin(cmd, "admin HTTP address of a node (host:port or URL)")
 	timeout := cmd.Flags().Duration("timeout", defaultTimeout, "request timeout")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ids, err := parseBrokerIDs(args)
-		if err != nil {
-			return err
-		}
-		client, addrs, err := admins.client(*timeout)
-		if err != nil {
-			return err
-		}
-		st, err := client.Recommission(cmd.Context(), addrs[0], ids)
-		if err != nil {
-			return drainErr("recommission", err)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "draining: %v\n", st.Draining)
-		return nil
+		_, _, _, err := changeDrain(cmd, args, admins, *timeout, "recommission", adminapi.Client.Recommission)
+		return err
 	}
 	return cmd
+}
+
+// changeDrain sends change (verb: decommission or recommission) of the
+// broker ids in args to the first admin address and prints the draining
+// set it answers; it returns the client, the node asked and the ids, for
+// a wait.
+func changeDrain(cmd *cobra.Command, args []string, admins *adminAddrs, timeout time.Duration, verb string,
+	change func(adminapi.Client, context.Context, string, []int32) (adminapi.DrainState, error)) (adminapi.Client, string, []int32, error) {
+	ids, err := parseBrokerIDs(args)
+	if err != nil {
+		return adminapi.Client{}, "", nil, err
+	}
+	client, addrs, err := admins.client(timeout)
+	if err != nil {
+		return adminapi.Client{}, "", nil, err
+	}
+	st, err := change(client, cmd.Context(), addrs[0], ids)
+	if err != nil {
+		return adminapi.Client{}, "", nil, drainErr(verb, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "draining: %v\n", st.Draining)
+	return client, addrs[0], ids, nil
 }
 
 // drainErr words a refused drain change: the node's reason alone.
