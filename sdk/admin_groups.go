@@ -243,6 +243,17 @@ func (a *Admin) PlanOffsetReset(ctx context.Context, group string, pos Position,
 	if err != nil {
 		return nil, err
 	}
+	return a.planReset(ctx, pos, topics, partitions, func(topic string, _ []int32) (map[int32]int64, error) {
+		return committed[topic], nil
+	})
+}
+
+// planReset is the plan of a reset to pos of the named partitions of each
+// of topics, or of every partition when none is named, sorted by topic
+// and partition; old(topic, partitions) is where the group is on them now
+// (a partition left out, or negative: nowhere, Old -1).
+func (a *Admin) planReset(ctx context.Context, pos Position, topics []string, partitions []int32,
+	old func(topic string, partitions []int32) (map[int32]int64, error)) ([]OffsetReset, error) {
 	plan := []OffsetReset{}
 	for _, topic := range slices.Sorted(slices.Values(topics)) {
 		ranges, err := offsetRanges(ctx, a.adm, topic, partitions)
@@ -253,10 +264,15 @@ func (a *Admin) PlanOffsetReset(ctx context.Context, group string, pos Position,
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range slices.Sorted(maps.Keys(next)) {
+		parts := slices.Sorted(maps.Keys(next))
+		at, err := old(topic, parts)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
 			r := OffsetReset{Topic: topic, Partition: p, Old: -1, New: next[p], End: ranges[p].End}
-			if c, ok := committed[topic][p]; ok && c >= 0 {
-				r.Old = c
+			if o, ok := at[p]; ok && o >= 0 {
+				r.Old = o
 			}
 			r.Lag = max(r.End-r.New, 0)
 			plan = append(plan, r)

@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,31 +92,9 @@ func (a *Admin) PlanShareOffsetReset(ctx context.Context, group string, pos Posi
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	plan := []OffsetReset{}
-	for _, topic := range slices.Sorted(slices.Values(topics)) {
-		ranges, err := offsetRanges(ctx, a.adm, topic, partitions)
-		if err != nil {
-			return nil, err
-		}
-		next, err := resolveIn(ctx, a.adm, topic, pos, ranges)
-		if err != nil {
-			return nil, err
-		}
-		parts := slices.Sorted(maps.Keys(next))
-		starts, err := a.ShareStartOffsets(ctx, group, topic, parts)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range parts {
-			r := OffsetReset{Topic: topic, Partition: p, Old: -1, New: next[p], End: ranges[p].End}
-			if s, ok := starts[p]; ok && s >= 0 {
-				r.Old = s
-			}
-			r.Lag = max(r.End-r.New, 0)
-			plan = append(plan, r)
-		}
-	}
-	return plan, nil
+	return a.planReset(ctx, pos, topics, partitions, func(topic string, parts []int32) (map[int32]int64, error) {
+		return a.ShareStartOffsets(ctx, group, topic, parts)
+	})
 }
 
 // CommitShareOffsetReset moves plan's share-partitions of share group to
