@@ -34,25 +34,15 @@ func (h *Handlers) alterClientMetrics(ctx context.Context, name string, validate
 	if h.clientMetrics == nil {
 		return kerr.InvalidRequest.Code, errMessage(errNoClientMetrics)
 	}
-	check := func(cur map[string]string) (map[string]string, error) {
-		next, err := apply(cur)
-		if err != nil {
-			return nil, err
-		}
+	err := h.clientMetrics.Alter(ctx, name, checkedChange(apply, validateOnly, func(next map[string]string) error {
 		for k, v := range next {
 			if v == "" && k != clientmetrics.ConfigInterval {
 				delete(next, k) // an empty list is the default
 			}
 		}
-		if _, err := clientmetrics.Parse(name, next); err != nil {
-			return nil, err
-		}
-		if validateOnly {
-			return maps.Clone(cur), errValidated
-		}
-		return next, nil
-	}
-	err := h.clientMetrics.Alter(ctx, name, check)
+		_, err := clientmetrics.Parse(name, next)
+		return err
+	}))
 	switch {
 	case err == nil, errors.Is(err, errValidated):
 		return 0, nil
@@ -66,6 +56,26 @@ func (h *Handlers) alterClientMetrics(ctx context.Context, name string, validate
 
 // errValidated stops a ValidateOnly alteration after its checks passed.
 var errValidated = errors.New("validated only")
+
+// checkedChange is the change an alteration stores by compare-and-set:
+// apply to the current configs, then check (which may drop what it
+// normalizes away) the result. With validateOnly it keeps the current
+// configs and stops with errValidated once the checks pass.
+func checkedChange(apply func(old map[string]string) (map[string]string, error), validateOnly bool, check func(next map[string]string) error) func(map[string]string) (map[string]string, error) {
+	return func(cur map[string]string) (map[string]string, error) {
+		next, err := apply(cur)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(next); err != nil {
+			return nil, err
+		}
+		if validateOnly {
+			return maps.Clone(cur), errValidated
+		}
+		return next, nil
+	}
+}
 
 // describeClientMetrics lists a subscription's configs; a name with no
 // subscription lists the defaults, as Kafka describes any name.

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,20 +47,7 @@ func (h *Handlers) alterGroupConfigs(ctx context.Context, group string, validate
 	if group == "" {
 		return kerr.InvalidRequest.Code, kmsg.StringPtr(emptyGroupName)
 	}
-	check := func(cur map[string]string) (map[string]string, error) {
-		next, err := apply(cur)
-		if err != nil {
-			return nil, err
-		}
-		if err := h.groupRules.Validate(next); err != nil {
-			return nil, err
-		}
-		if validateOnly {
-			return maps.Clone(cur), errValidated
-		}
-		return next, nil
-	}
-	err := h.groupConfigs.Alter(ctx, group, check)
+	err := h.groupConfigs.Alter(ctx, group, checkedChange(apply, validateOnly, h.groupRules.Validate))
 	switch {
 	case err == nil, errors.Is(err, errValidated):
 		return 0, nil
