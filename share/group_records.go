@@ -128,23 +128,20 @@ func currentAssignmentValue(m *member) []byte {
 	b = kbin.AppendInt32(b, m.epoch)
 	b = kbin.AppendInt32(b, m.prevEpoch)
 	b = kbin.AppendInt8(b, 0) // stable
-	ids := sortedIDs(m.assigned)
-	b = kbin.AppendCompactArrayLen(b, len(ids))
-	for _, id := range ids {
-		b = kbin.AppendUuid(b, id)
-		ps := partitionRange(m.assigned[id])
-		b = kbin.AppendCompactArrayLen(b, len(ps))
-		for _, p := range ps {
-			b = kbin.AppendInt32(b, p)
-		}
-		b = kbin.AppendUvarint(b, 0)
-	}
+	b = appendAssigned(b, m)
 	return kbin.AppendUvarint(b, 0)
 }
 
 // targetMemberValue is m's target assignment: its assigned partitions.
 func targetMemberValue(m *member) []byte {
 	b := kbin.AppendInt16(nil, 0)
+	b = appendAssigned(b, m)
+	return kbin.AppendUvarint(b, 0)
+}
+
+// appendAssigned appends m's assigned partitions as an array of (topic
+// id, partitions), what readPartitions reads.
+func appendAssigned(b []byte, m *member) []byte {
 	ids := sortedIDs(m.assigned)
 	b = kbin.AppendCompactArrayLen(b, len(ids))
 	for _, id := range ids {
@@ -156,7 +153,7 @@ func targetMemberValue(m *member) []byte {
 		}
 		b = kbin.AppendUvarint(b, 0)
 	}
-	return kbin.AppendUvarint(b, 0)
+	return b
 }
 
 // readPartitions reads an array of (topic id, partitions) as a member's
