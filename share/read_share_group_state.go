@@ -27,16 +27,9 @@ func (c *StateCoordinator) handleReadShareGroupState(_ context.Context, req *kaf
 		for _, p := range t.Partitions {
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition, rp.StartOffset = p.Partition, -1
-			if denied {
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			s, err := c.Read(StateKey{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition})
-			switch {
-			case err != nil:
-				rp.ErrorCode = stateErrCode(err)
-			case s != nil:
+			s, code := c.readFor(denied, StateKey{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition})
+			rp.ErrorCode = code
+			if s != nil {
 				rp.StateEpoch, rp.StartOffset = s.StateEpoch, s.StartOffset
 				for _, b := range s.Batches {
 					sb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
@@ -49,4 +42,18 @@ func (c *StateCoordinator) handleReadShareGroupState(_ context.Context, req *kaf
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return kafka.Reply{Response: resp}, nil
+}
+
+// readFor reads a share-partition's state for ReadShareGroupState and
+// ReadShareGroupStateSummary: the state (nil when it has none) and the
+// code to answer, CLUSTER_AUTHORIZATION_FAILED when denied.
+func (c *StateCoordinator) readFor(denied bool, key StateKey) (*Snapshot, int16) {
+	if denied {
+		return nil, kerr.ClusterAuthorizationFailed.Code
+	}
+	s, err := c.Read(key)
+	if err != nil {
+		return nil, stateErrCode(err)
+	}
+	return s, 0
 }

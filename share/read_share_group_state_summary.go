@@ -9,7 +9,6 @@ package share
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/authz/acl"
@@ -26,16 +25,9 @@ func (c *StateCoordinator) handleReadShareGroupStateSummary(_ context.Context, r
 		for _, p := range t.Partitions {
 			rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
 			rp.Partition, rp.StartOffset, rp.LeaderEpoch = p.Partition, -1, -1
-			if denied {
-				rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
-			s, err := c.Read(StateKey{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition})
-			switch {
-			case err != nil:
-				rp.ErrorCode = stateErrCode(err)
-			case s != nil:
+			s, code := c.readFor(denied, StateKey{Group: r.GroupID, TopicID: t.TopicID, Partition: p.Partition})
+			rp.ErrorCode = code
+			if s != nil {
 				rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = s.StateEpoch, s.LeaderEpoch, s.StartOffset
 				for _, b := range s.Batches {
 					if b.State == Acknowledged || b.State == Archived {
