@@ -30,6 +30,14 @@ func logStartKey(id TopicID, p int32) string { return logStartKeyPrefix + partit
 // moves up (a lower start is a no-op) and is fenced by leader epoch like a
 // segment write (ErrFenced). Concurrent writers retry on ErrConflict.
 func (rl *RemoteLog) RaiseLogStart(ctx context.Context, id TopicID, p int32, start int64, leaderEpoch int32) error {
+	return rl.moveLogStart(ctx, id, p, start, leaderEpoch, true)
+}
+
+// moveLogStart is RaiseLogStart (up) and LowerLogStart (!up): it sets the
+// partition's log start record to start by compare-and-set unless the
+// record is already at or past start in that direction. With no record,
+// raising creates one and lowering leaves none.
+func (rl *RemoteLog) moveLogStart(ctx context.Context, id TopicID, p int32, start int64, leaderEpoch int32, up bool) error {
 	if err := rl.store.checkOpen(); err != nil {
 		return err
 	}
@@ -42,6 +50,8 @@ func (rl *RemoteLog) RaiseLogStart(ctx context.Context, id TopicID, p int32, sta
 		cur, err := rl.kv.Get(ctx, key)
 		var rev uint64
 		switch {
+		case isKeyGone(err) && !up:
+			return nil
 		case isKeyGone(err):
 			rev, err = rl.kv.Create(ctx, key, data)
 		case err != nil:
@@ -51,7 +61,7 @@ func (rl *RemoteLog) RaiseLogStart(ctx context.Context, id TopicID, p int32, sta
 			if err := json.Unmarshal(cur.Value(), &old); err != nil {
 				return fmt.Errorf("controlplane: decode log start %s: %w", key, err)
 			}
-			if old.LogStart >= start {
+			if up && old.LogStart >= start || !up && old.LogStart <= start {
 				rl.apply(change{key: key, rev: cur.Revision(), value: cur.Value()})
 				return nil
 			}
@@ -148,39 +158,5 @@ func (rl *RemoteLog) LogStartPartitions() map[TopicID][]int32 {
 // RaiseLogStart. Only the restore of quarantined segments calls it:
 // nothing else ever moves a log start back.
 func (rl *RemoteLog) LowerLogStart(ctx context.Context, id TopicID, p int32, start int64, leaderEpoch int32) error {
-	if err := rl.store.checkOpen(); err != nil {
-		return err
-	}
-	if err := rl.fence(ctx, RemoteSegment{TopicID: id, Partition: p, LeaderEpoch: leaderEpoch}); err != nil {
-		return err
-	}
-	key := logStartKey(id, p)
-	data := mustJSON(logStartRecord{LogStart: start, LeaderEpoch: leaderEpoch, UpdatedAt: time.Now().UTC()})
-	for range 5 {
-		cur, err := rl.kv.Get(ctx, key)
-		if isKeyGone(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("controlplane: read log start %s: %w", key, err)
-		}
-		var old logStartRecord
-		if err := json.Unmarshal(cur.Value(), &old); err != nil {
-			return fmt.Errorf("controlplane: decode log start %s: %w", key, err)
-		}
-		if old.LogStart <= start {
-			rl.apply(change{key: key, rev: cur.Revision(), value: cur.Value()})
-			return nil
-		}
-		rev, err := rl.kv.Update(ctx, key, data, cur.Revision())
-		if err != nil {
-			if isWrongLastSeq(err) {
-				continue
-			}
-			return fmt.Errorf("controlplane: write log start %s: %w", key, err)
-		}
-		rl.apply(change{key: key, rev: rev, value: data})
-		return nil
-	}
-	return fmt.Errorf("%w: log start %s kept changing", ErrConflict, key)
+	return rl.moveLogStart(ctx, id, p, start, leaderEpoch, false)
 }
