@@ -40,15 +40,27 @@ func (n *Node) mountConsoleGroups(mux *http.ServeMux) {
 // brokers whose ListGroups failed.
 func listGroups(ctx context.Context, a *sdk.Admin) ([]kadm.ListedGroup, []string, error) {
 	listed, err := a.Kadm().ListGroups(ctx)
-	var failed []string
-	if se := (*kadm.ShardErrors)(nil); errors.As(err, &se) && !se.AllFailed {
-		for _, e := range se.Errs {
-			failed = append(failed, fmt.Sprintf("node %d: %v", e.Broker.NodeID, e.Err))
-		}
-	} else if err != nil {
+	failed, err := partialFailures(err)
+	if err != nil {
 		return nil, nil, err
 	}
 	return listed.Sorted(), failed, nil
+}
+
+// partialFailures splits the error of a request kadm sends to every
+// broker: when some brokers answered, the others' failures ("node N:
+// error") and nil; else nil and err (nil, or the whole request's
+// failure).
+func partialFailures(err error) ([]string, error) {
+	se := (*kadm.ShardErrors)(nil)
+	if !errors.As(err, &se) || se.AllFailed {
+		return nil, err
+	}
+	var failed []string
+	for _, e := range se.Errs {
+		failed = append(failed, fmt.Sprintf("node %d: %v", e.Broker.NodeID, e.Err))
+	}
+	return failed, nil
 }
 
 func (n *Node) consoleGroups(r *http.Request) (any, error) {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -34,11 +33,7 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
 	defer cancel()
 	listed, err := a.Kadm().ListTransactions(ctx, nil, nil)
-	if se := (*kadm.ShardErrors)(nil); errors.As(err, &se) && !se.AllFailed {
-		for _, e := range se.Errs {
-			out.ListErrors = append(out.ListErrors, fmt.Sprintf("node %d: %v", e.Broker.NodeID, e.Err))
-		}
-	} else if err != nil {
+	if out.ListErrors, err = partialFailures(err); err != nil {
 		return nil, fmt.Errorf("transactions: %w", err)
 	}
 	cursor := r.URL.Query().Get("cursor")
