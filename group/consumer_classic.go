@@ -392,20 +392,7 @@ func (g *group) classicJoinConsumer(j joinRequest, w *waiter) {
 	if m.instanceID != nil {
 		cg.static[*m.instanceID] = m.id
 	}
-	sub2 := cg.subscriptionMetadata(v)
-	if !slices.Equal(sub2, cg.subscription) {
-		cg.subscription = sub2
-		bump = true
-		recs = append(recs, record{key: consumerKey(keyConsumerPartitionMetadata, g.id), value: partitionMetadataValue(sub2)})
-	}
-	if bump {
-		cg.epoch++
-		recs = append(recs, record{key: consumerKey(keyConsumerGroupMetadata, g.id), value: consumerEpochValue(cg.epoch)})
-	}
-	if cg.epoch > cg.assignmentEpoch {
-		g.counters.consumerRebalanced()
-		recs = append(recs, cg.computeTarget(g.id, v)...)
-	}
+	recs = append(recs, cg.advance(g, v, bump)...)
 	recs = append(recs, g.reconcileMember(m, &old, ownedFromSubscription(sub, v))...)
 	m.expiresAt = g.now.Add(m.classic.sessionTimeout())
 	m.timers.joinDeadline = time.Time{}

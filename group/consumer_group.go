@@ -427,22 +427,7 @@ func (g *group) consumerHeartbeat(h *consumerHeartbeat, resp *kmsg.ConsumerGroup
 	if m.instanceID != nil {
 		cg.static[*m.instanceID] = m.id
 	}
-	// The subscribed topics' metadata: a new topic, a topic gone or more
-	// partitions bump the group epoch too.
-	sub := cg.subscriptionMetadata(h.topics)
-	if !slices.Equal(sub, cg.subscription) {
-		cg.subscription = sub
-		bump = true
-		recs = append(recs, record{key: consumerKey(keyConsumerPartitionMetadata, g.id), value: partitionMetadataValue(sub)})
-	}
-	if bump {
-		cg.epoch++
-		recs = append(recs, record{key: consumerKey(keyConsumerGroupMetadata, g.id), value: consumerEpochValue(cg.epoch)})
-	}
-	if cg.epoch > cg.assignmentEpoch {
-		g.counters.consumerRebalanced()
-		recs = append(recs, cg.computeTarget(g.id, h.topics)...)
-	}
+	recs = append(recs, cg.advance(g, h.topics, bump)...)
 	recs = append(recs, g.reconcileMember(m, &old, h.owned)...)
 	session, interval := g.limits.consumerTimeouts(g.id)
 	m.expiresAt = g.now.Add(session)
@@ -597,6 +582,30 @@ func (cg *consumerGroup) removeMember(group string, m *consumerMember) []record 
 		{key: consumerKey(keyConsumerTargetMember, group, m.id)},
 		{key: consumerKey(keyConsumerMemberMetadata, group, m.id)},
 	}
+}
+
+// advance returns the records of what a change of the group's members
+// (bump: one that moves the group epoch) leads to: the subscribed topics'
+// metadata when it changed (a new topic, a topic gone or more partitions
+// bump the group epoch too), the new group epoch, and a new target
+// assignment once the group epoch is past the assignment's.
+func (cg *consumerGroup) advance(g *group, v *topicView, bump bool) []record {
+	var recs []record
+	sub := cg.subscriptionMetadata(v)
+	if !slices.Equal(sub, cg.subscription) {
+		cg.subscription = sub
+		bump = true
+		recs = append(recs, record{key: consumerKey(keyConsumerPartitionMetadata, g.id), value: partitionMetadataValue(sub)})
+	}
+	if bump {
+		cg.epoch++
+		recs = append(recs, record{key: consumerKey(keyConsumerGroupMetadata, g.id), value: consumerEpochValue(cg.epoch)})
+	}
+	if cg.epoch > cg.assignmentEpoch {
+		g.counters.consumerRebalanced()
+		recs = append(recs, cg.computeTarget(g.id, v)...)
+	}
+	return recs
 }
 
 // subscriptionMetadata is the metadata of every topic some member
