@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/shale-io/shale/authz"
 	"github.com/shale-io/shale/authz/acl"
 )
 
@@ -19,17 +18,11 @@ import (
 // the one committed code that is not 0).
 func TestCommitRefusalsLineUp(t *testing.T) {
 	const alice = "User:alice"
-	az := authz.New(authz.Config{SuperUsers: []string{"User:admin"}})
-	allow := func(rt acl.ResourceType, name string, op acl.Operation) acl.Binding {
-		return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: acl.PatternLiteral,
-			Principal: alice, Host: acl.WildcardHost, Operation: op, Permission: acl.Allow}
-	}
-	az.SetBindings(acl.NewSet([]acl.Binding{
-		allow(acl.ResourceGroup, "g", acl.OpRead),
-		allow(acl.ResourceTopic, "orders", acl.OpRead),
-		allow(acl.ResourceTransactionalID, "tx", acl.OpWrite),
-	}))
-	c := newByIDCoordinator(t, az)
+	c := newByIDCoordinator(t, allowing(alice,
+		allowed{acl.ResourceGroup, "g", acl.OpRead},
+		allowed{acl.ResourceTopic, "orders", acl.OpRead},
+		allowed{acl.ResourceTransactionalID, "tx", acl.OpWrite},
+	))
 	large := strings.Repeat("m", 4097) // over the default 4096 bytes
 	type part struct {
 		topic    string

@@ -41,6 +41,26 @@ func newByIDCoordinator(t *testing.T, az *authz.Authorizer) *Coordinator {
 	return c
 }
 
+// allowed is an operation on a resource, by its literal name.
+type allowed struct {
+	rt   acl.ResourceType
+	name string
+	op   acl.Operation
+}
+
+// allowing is an authorizer (User:admin a super user) that allows
+// principal the operations of allows and nothing else.
+func allowing(principal string, allows ...allowed) *authz.Authorizer {
+	az := authz.New(authz.Config{SuperUsers: []string{"User:admin"}})
+	var bs []acl.Binding
+	for _, a := range allows {
+		bs = append(bs, acl.Binding{ResourceType: a.rt, ResourceName: a.name, PatternType: acl.PatternLiteral,
+			Principal: principal, Host: acl.WildcardHost, Operation: a.op, Permission: acl.Allow})
+	}
+	az.SetBindings(acl.NewSet(bs))
+	return az
+}
+
 // serveAs is serve for a request of principal (its connection's).
 func serveAs[R kmsg.Response](t *testing.T, principal string, h kafka.Handler, msg kmsg.Request, code func(R) int16) R {
 	t.Helper()
@@ -230,15 +250,10 @@ func TestOffsetCommitFetchV10(t *testing.T) {
 // committed nor, asked for every offset, answered.
 func TestOffsetsV10Authorized(t *testing.T) {
 	const alice = "User:alice"
-	az := authz.New(authz.Config{SuperUsers: []string{"User:admin"}})
-	allow := func(rt acl.ResourceType, name string, op acl.Operation) acl.Binding {
-		return acl.Binding{ResourceType: rt, ResourceName: name, PatternType: acl.PatternLiteral,
-			Principal: alice, Host: acl.WildcardHost, Operation: op, Permission: acl.Allow}
-	}
-	az.SetBindings(acl.NewSet([]acl.Binding{
-		allow(acl.ResourceGroup, "g", acl.OpRead),
-		allow(acl.ResourceTopic, "orders", acl.OpRead), // Read implies Describe
-	}))
+	az := allowing(alice,
+		allowed{acl.ResourceGroup, "g", acl.OpRead},
+		allowed{acl.ResourceTopic, "orders", acl.OpRead}, // Read implies Describe
+	)
 	c := newByIDCoordinator(t, az)
 
 	resp := commitV10(t, c, alice, "g", 9, idOrders, idRefunds, idNobody)
