@@ -21,6 +21,16 @@ type topicResult struct {
 	Error string `json:"error,omitempty"`
 }
 
+// topicResultOf is the result of a topic's creation or deletion, its
+// error worded by errText.
+func topicResultOf(topic string, err error, msg string) topicResult {
+	res := topicResult{Topic: topic}
+	if err != nil {
+		res.Error = errText(err, msg)
+	}
+	return res
+}
+
 // printTopicResults prints results and returns an error if any topic failed.
 func printTopicResults(g *cliGlobals, stdout io.Writer, results []topicResult, okWord string) error {
 	sort.Slice(results, func(i, j int) bool { return results[i].Topic < results[j].Topic })
@@ -91,11 +101,7 @@ func topicCreate(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []
 	}
 	var results []topicResult
 	for _, r := range resp {
-		res := topicResult{Topic: r.Topic}
-		if r.Err != nil {
-			res.Error = errText(r.Err, r.ErrMessage)
-		}
-		results = append(results, res)
+		results = append(results, topicResultOf(r.Topic, r.Err, r.ErrMessage))
 	}
 	return printTopicResults(g, stdout, results, "created")
 }
@@ -127,11 +133,7 @@ func topicDelete(ctx context.Context, g *cliGlobals, stdout io.Writer, topics []
 	}
 	var results []topicResult
 	for _, r := range resp {
-		res := topicResult{Topic: r.Topic}
-		if r.Err != nil {
-			res.Error = errText(r.Err, r.ErrMessage)
-		}
-		results = append(results, res)
+		results = append(results, topicResultOf(r.Topic, r.Err, r.ErrMessage))
 	}
 	return printTopicResults(g, stdout, results, "deleted")
 }

@@ -52,6 +52,10 @@ func TestTopicVerbs(t *testing.T) {
 	if _, errOut, code := cliRun(t, append([]string{"topic", "describe", "audit"}, bs...)...); code != 1 || !strings.Contains(errOut, "unknown topic") {
 		t.Fatalf("describe deleted: exit %d: %s", code, errOut)
 	}
+	// Deleting it again fails with the broker's error on its row.
+	if out, _, code := cliRun(t, append([]string{"topic", "delete", "audit"}, bs...)...); code != 1 || !strings.Contains(out, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("delete deleted: exit %d\n%s", code, out)
+	}
 	for _, args := range [][]string{{"topic"}, {"topic", "frob"}, {"topic", "create"}, {"topic", "describe", "a", "b"},
 		{"topic", "create", "x", "-c", "novalue"}, {"topic", "alter-config", "orders"}, {"topic", "list", "--output", "yaml"}} {
 		if _, _, code := cliRun(t, append(args, bs...)...); code != 2 {
