@@ -484,6 +484,20 @@ func (r *Replica) leaderWritable() (*config.TopicConfig, error) {
 	return tc, r.log.Err()
 }
 
+// appendEpoch is the leader epoch a leader's append writes in, or
+// ErrNotLeader. SetLeadership records a new epoch in the log under
+// appendMu: the role is read again under it, so that no batch of an older
+// epoch lands after the new epoch's start in the history.
+// REQUIRES: r.appendMu held.
+func (r *Replica) appendEpoch() (int32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.mu.leader {
+		return 0, ErrNotLeader
+	}
+	return r.mu.leaderEpoch, nil
+}
+
 // AppendLeader validates one producer's record set (exactly one batch),
 // modifying records in place (offsets, leader epoch, LogAppendTime),
 // applies the topic's compression and timestamp type, checks idempotence,
@@ -545,14 +559,9 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
-	// SetLeadership records a new epoch in the log under appendMu: read
-	// the role again, so that no batch of an older epoch lands after the
-	// new epoch's start in the history.
-	r.mu.Lock()
-	epoch, leader := r.mu.leaderEpoch, r.mu.leader
-	r.mu.Unlock()
-	if !leader {
-		return AppendResult{}, ErrNotLeader
+	epoch, err := r.appendEpoch()
+	if err != nil {
+		return AppendResult{}, err
 	}
 	dup, err := r.producers.Check(&c.Header)
 	if err != nil {

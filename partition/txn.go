@@ -75,11 +75,9 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 
 	r.appendMu.Lock()
 	defer r.appendMu.Unlock()
-	r.mu.Lock()
-	epoch, leader := r.mu.leaderEpoch, r.mu.leader
-	r.mu.Unlock()
-	if !leader {
-		return AppendResult{}, ErrNotLeader
+	epoch, err := r.appendEpoch()
+	if err != nil {
+		return AppendResult{}, err
 	}
 	if err := r.producers.CheckMarker(m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.TransactionVersion); err != nil {
 		return AppendResult{}, err
