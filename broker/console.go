@@ -85,6 +85,24 @@ func consoleLimit(r *http.Request) (int, error) {
 	return v, nil
 }
 
+// pageAfter is the page of at most limit items that follow cursor (from
+// the first when cursor is ""), items being sorted by key, and the key of
+// the page's last item when more follow ("" when none do): a console
+// list's page and its next cursor.
+func pageAfter[T any](items []T, key func(T) string, cursor string, limit int) ([]T, string) {
+	var page []T
+	for _, it := range items {
+		if cursor != "" && key(it) <= cursor {
+			continue
+		}
+		if len(page) == limit {
+			return page, key(page[limit-1])
+		}
+		page = append(page, it)
+	}
+	return page, ""
+}
+
 func (n *Node) consoleCluster(r *http.Request) (any, error) {
 	out := adminapi.ConsoleCluster{NodeID: n.cfg.NodeID, ClusterID: n.store.ClusterID(), Controller: -1, Nodes: []adminapi.ConsoleNode{}}
 	if n.ctrl != nil {

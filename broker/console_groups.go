@@ -81,17 +81,8 @@ func (n *Node) consoleGroups(r *http.Request) (any, error) {
 		return nil, err
 	}
 	out := adminapi.ConsoleGroups{NodeID: n.cfg.NodeID, Total: len(all), Groups: []adminapi.ConsoleGroup{}, ListErrors: failed}
-	var page []kadm.ListedGroup
-	for _, g := range all { // sorted by name
-		if cursor != "" && g.Group <= cursor {
-			continue
-		}
-		if len(page) == limit {
-			out.Next = page[limit-1].Group
-			break
-		}
-		page = append(page, g)
-	}
+	page, next := pageAfter(all, func(g kadm.ListedGroup) string { return g.Group }, cursor, limit) // all is sorted by name
+	out.Next = next
 	for _, d := range n.describeGroups(ctx, a, page) {
 		out.Groups = append(out.Groups, d.line)
 	}

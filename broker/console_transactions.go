@@ -36,22 +36,15 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	if out.ListErrors, err = partialFailures(err); err != nil {
 		return nil, fmt.Errorf("transactions: %w", err)
 	}
-	cursor := r.URL.Query().Get("cursor")
-	var page []kadm.ListedTransaction
-	for _, l := range listed.Sorted() { // by id
-		out.Total++
+	all := listed.Sorted() // by id
+	out.Total = len(all)
+	for _, l := range all {
 		if l.State == "Ongoing" {
 			out.Ongoing++
 		}
-		if cursor != "" && l.TxnID <= cursor {
-			continue
-		}
-		if len(page) == limit {
-			out.Next = page[limit-1].TxnID
-			continue
-		}
-		page = append(page, l)
 	}
+	page, next := pageAfter(all, func(l kadm.ListedTransaction) string { return l.TxnID }, r.URL.Query().Get("cursor"), limit)
+	out.Next = next
 	if len(page) > 0 {
 		ids := make([]string, len(page))
 		for i, l := range page {
