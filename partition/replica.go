@@ -586,9 +586,18 @@ func (r *Replica) appendLeader(records []byte, guard VerificationGuard) (AppendR
 	for i := range info.Batches {
 		r.producers.Update(&one[i].Header)
 	}
+	return r.appended(info, err, c.Header.Transactional(), logAppendTime, epoch)
+}
+
+// appended ends a leader's append of info in epoch (err: the log's, with
+// what it wrote): when something was written it wakes what waits on the
+// log and moves the high watermark, publishing the transaction state
+// first when txn; then it answers err, or the append's result.
+// REQUIRES: r.appendMu held.
+func (r *Replica) appended(info segment.AppendInfo, err error, txn bool, logAppendTime int64, epoch int32) (AppendResult, error) {
 	if len(info.Batches) > 0 {
 		r.mu.Lock()
-		if c.Header.Transactional() {
+		if txn {
 			r.publishTxnStateLocked()
 		}
 		r.signalAppendLocked()

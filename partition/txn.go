@@ -100,18 +100,7 @@ func (r *Replica) AppendTxnMarker(m TxnMarker) (AppendResult, error) {
 	if ierr := r.writeAbortedLocked(); err == nil {
 		err = ierr
 	}
-	if len(info.Batches) > 0 {
-		r.mu.Lock()
-		r.publishTxnStateLocked()
-		r.signalAppendLocked()
-		r.maybeAdvanceHWLocked()
-		r.mu.Unlock()
-	}
-	if err != nil {
-		return AppendResult{}, err
-	}
-	return AppendResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, LogAppendTime: -1,
-		LogStartOffset: r.LogStartOffset(), LeaderEpoch: epoch}, nil
+	return r.appended(info, err, true, -1, epoch)
 }
 
 // applyBatchLocked records one batch of the log (h with its offsets, raw
