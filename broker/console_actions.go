@@ -97,14 +97,12 @@ func consoleAction[Req any](n *Node, run func(context.Context, *sdk.Admin, Req) 
 			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		a, err := n.consoleAdmin()
+		a, ctx, done, err := n.consoleAdmin(r.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		defer a.Close()
-		ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
-		defer cancel()
+		defer done()
 		v, err := run(ctx, a, req)
 		var ae errAction
 		switch {
@@ -120,16 +118,23 @@ func consoleAction[Req any](n *Node, run func(context.Context, *sdk.Admin, Req) 
 }
 
 // consoleAdmin is a Kafka admin client of the node's own inter-broker
-// listener, with its inter-broker identity; the caller closes it.
-func (n *Node) consoleAdmin() (*sdk.Admin, error) {
+// listener, with its inter-broker identity, and a context of parent
+// bounded by consoleActionTimeout; the caller calls done, which ends the
+// context and closes the client.
+func (n *Node) consoleAdmin(parent context.Context) (a *sdk.Admin, ctx context.Context, done func(), err error) {
 	if n.interBroker == nil {
-		return nil, errors.New("the node has not joined the cluster yet")
+		return nil, nil, nil, errors.New("the node has not joined the cluster yet")
 	}
 	addr, ok := n.selfKafkaAddr()
 	if !ok {
-		return nil, errors.New("the node is not registered")
+		return nil, nil, nil, errors.New("the node is not registered")
 	}
-	return sdk.NewAdmin(sdk.WithSeeds(addr), sdk.WithClientID("shale-console"), sdk.WithKgoOptions(n.interBroker.KgoOpts()...))
+	a, err = sdk.NewAdmin(sdk.WithSeeds(addr), sdk.WithClientID("shale-console"), sdk.WithKgoOptions(n.interBroker.KgoOpts()...))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(parent, consoleActionTimeout)
+	return a, ctx, func() { cancel(); a.Close() }, nil
 }
 
 // selfKafkaAddr is the host:port this node registered, the address the

@@ -69,13 +69,11 @@ func (n *Node) consoleGroups(r *http.Request) (any, error) {
 		return nil, err
 	}
 	cursor := r.URL.Query().Get("cursor")
-	a, err := n.consoleAdmin()
+	a, ctx, done, err := n.consoleAdmin(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
-	ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
-	defer cancel()
+	defer done()
 	all, failed, err := listGroups(ctx, a)
 	if err != nil {
 		return nil, err
@@ -102,13 +100,11 @@ func (n *Node) consoleGroup(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := n.consoleAdmin()
+	a, ctx, done, err := n.consoleAdmin(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
-	ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
-	defer cancel()
+	defer done()
 	all, _, err := listGroups(ctx, a)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,13 +24,11 @@ func (n *Node) consoleTransactions(r *http.Request) (any, error) {
 	}
 	out := adminapi.ConsoleTransactions{NodeID: n.cfg.NodeID, Transactions: []adminapi.ConsoleTransaction{},
 		MaxTimeoutMs: n.cfg.TransactionMaxTimeout.Milliseconds(), Open: []adminapi.ConsoleOpenTransaction{}}
-	a, err := n.consoleAdmin()
+	a, ctx, done, err := n.consoleAdmin(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
-	ctx, cancel := context.WithTimeout(r.Context(), consoleActionTimeout)
-	defer cancel()
+	defer done()
 	listed, err := a.Kadm().ListTransactions(ctx, nil, nil)
 	if out.ListErrors, err = partialFailures(err); err != nil {
 		return nil, fmt.Errorf("transactions: %w", err)
