@@ -130,6 +130,11 @@ func isrRejoin(b *testing.B, parts int32) {
 			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.Node(id).Admin(), int(rejoinProfile.Seconds()))
 			path := filepath.Join(profDir, fmt.Sprintf("rejoin-%d-node-%d-failover.pprof", parts, id))
 			profs.Go(func() { saveProfile(b, url, path) })
+			// And 4 s of its execution trace: where the elections and
+			// their application wait (`go tool trace`).
+			turl := fmt.Sprintf("http://%s/debug/pprof/trace?seconds=4", c.Node(id).Admin())
+			tpath := filepath.Join(profDir, fmt.Sprintf("rejoin-%d-node-%d-failover.trace", parts, id))
+			profs.Go(func() { saveProfile(b, turl, tpath) })
 		}
 		// This process runs the NATS server.
 		f, err := os.Create(filepath.Join(profDir, fmt.Sprintf("rejoin-%d-nats-failover.pprof", parts)))
