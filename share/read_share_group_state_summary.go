@@ -29,6 +29,7 @@ func (c *StateCoordinator) handleReadShareGroupStateSummary(_ context.Context, r
 			rp.ErrorCode = code
 			if s != nil {
 				rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = s.StateEpoch, s.LeaderEpoch, s.StartOffset
+				rp.DeliveryCompleteCount = 0 // counted below; -1 (the default) says unknown
 				for _, b := range s.Batches {
 					if b.State == Acknowledged || b.State == Archived {
 						rp.DeliveryCompleteCount += int32(b.Last - b.First + 1)

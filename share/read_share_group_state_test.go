@@ -87,13 +87,12 @@ func TestReadShareGroupStateAndSummary(t *testing.T) {
 	}
 	sr := serve(c.handleReadShareGroupStateSummary, "User:broker", sum).(*kmsg.ReadShareGroupStateSummaryResponse)
 	gs := sr.Topics[0].Partitions
-	// DeliveryCompleteCount is not checked here: it counts from the
-	// response's default of -1 (4 for the 5 records done above), which
-	// is a question for its own change, not for this test of the read.
-	if p := gs[0]; p.ErrorCode != 0 || p.StateEpoch != 2 || p.LeaderEpoch != 3 || p.StartOffset != 5 {
+	// DeliveryCompleteCount: the 5 records acknowledged or archived above;
+	// -1 (unknown) for a share-partition without state.
+	if p := gs[0]; p.ErrorCode != 0 || p.StateEpoch != 2 || p.LeaderEpoch != 3 || p.StartOffset != 5 || p.DeliveryCompleteCount != 5 {
 		t.Fatalf("summary of the written state: %+v", p)
 	}
-	if p := gs[1]; p.Partition != 1 || p.ErrorCode != 0 || p.StartOffset != -1 || p.LeaderEpoch != -1 || p.StateEpoch != 0 {
+	if p := gs[1]; p.Partition != 1 || p.ErrorCode != 0 || p.StartOffset != -1 || p.LeaderEpoch != -1 || p.StateEpoch != 0 || p.DeliveryCompleteCount != -1 {
 		t.Fatalf("summary of a share-partition without state: %+v", p)
 	}
 
