@@ -46,6 +46,32 @@ type change struct {
 	rev     uint64
 	deleted bool
 	value   []byte
+	// part is a partition record's value decoded before the Store's lock
+	// is taken (decodeAhead): at 10,000 partitions the elections' writes,
+	// decoded under the lock, held up every reader and writer of the
+	// cache (issue 23). Nil: applyPartition decodes it.
+	part *decodedPartition
+}
+
+// decodedPartition is a partition record decoded, and the clone of it
+// that its event carries.
+type decodedPartition struct {
+	st, ev PartitionState
+	err    error
+}
+
+// decodeAhead decodes a partition change's value, to be applied under the
+// Store's lock without decoding there.
+func decodeAhead(ch change) change {
+	if ch.deleted || ch.part != nil {
+		return ch
+	}
+	d := &decodedPartition{}
+	if d.st, d.err = decodePartition(ch.value, ch.rev); d.err == nil {
+		d.ev = d.st.clone()
+	}
+	ch.part = d
+	return ch
 }
 
 func changeFromEntry(e jetstream.KeyValueEntry) change {
@@ -149,13 +175,13 @@ func (c *cache) applyPartition(log *slog.Logger, ch change) []Event {
 		parts[p].val = cur.val
 		return []Event{{Kind: PartitionDeleted, Partition: cur.val.clone()}}
 	}
-	st, err := decodePartition(ch.value, ch.rev)
-	if err != nil {
-		log.Warn("ignoring partition value", "key", ch.key, "err", err)
+	d := decodeAhead(ch).part // at once, when the caller did not
+	if d.err != nil {
+		log.Warn("ignoring partition value", "key", ch.key, "err", d.err)
 		return nil
 	}
-	parts[p] = &entry[PartitionState]{val: st, rev: ch.rev}
-	return []Event{{Kind: PartitionChanged, Partition: st.clone()}}
+	parts[p] = &entry[PartitionState]{val: d.st, rev: ch.rev}
+	return []Event{{Kind: PartitionChanged, Partition: d.ev}}
 }
 
 // REQUIRES: Store.mu held (read is enough).

@@ -76,7 +76,7 @@ func (s *Store) CreateRestoredTopic(ctx context.Context, t Topic) (Topic, error)
 			return Topic{}, fmt.Errorf("controlplane: create restored partition %d of %q: %w", p, t.Name, err)
 		}
 		if err == nil {
-			s.apply((*cache).applyPartition, change{key: key, rev: rev, value: data})
+			s.apply((*cache).applyPartition, decodeAhead(change{key: key, rev: rev, value: data}))
 		}
 	}
 	data := encodeTopic(t)

@@ -192,17 +192,19 @@ func Open(ctx context.Context, nc *nats.Conn, cfg StoreConfig) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(func() { s.bus.run(s.ctx) })
 	s.wg.Go(s.resyncBrokers)
+	keep := func(ch change) change { return ch }
 	watched := []struct {
-		name  string
-		apply func(*cache, *slog.Logger, change) []Event
+		name    string
+		prepare func(change) change // outside the Store's lock
+		apply   func(*cache, *slog.Logger, change) []Event
 	}{
-		{BucketBrokers, (*cache).applyBroker},
-		{BucketBrokerRegistrations, (*cache).applyRegistration},
-		{BucketTopics, (*cache).applyTopic},
-		{BucketPartitions, (*cache).applyPartition},
+		{BucketBrokers, keep, (*cache).applyBroker},
+		{BucketBrokerRegistrations, keep, (*cache).applyRegistration},
+		{BucketTopics, keep, (*cache).applyTopic},
+		{BucketPartitions, decodeAhead, (*cache).applyPartition},
 	}
 	for _, b := range watched {
-		w, err := startWatch(nc, b.name, cfg.Monitor, func(ch change) { s.apply(b.apply, ch) })
+		w, err := startWatch(nc, b.name, cfg.Monitor, func(ch change) { s.apply(b.apply, b.prepare(ch)) })
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -106,7 +106,7 @@ func (s *Store) createPartitions(ctx context.Context, t Topic, first int32, assi
 	}
 	revs, err := kvCreateMany(ctx, s.js, s.partsKV, BucketPartitions, keys, values)
 	for i, rev := range revs {
-		s.apply((*cache).applyPartition, change{key: keys[i], rev: rev, value: values[i]})
+		s.apply((*cache).applyPartition, decodeAhead(change{key: keys[i], rev: rev, value: values[i]}))
 	}
 	if err != nil {
 		s.removePartitionStates(ctx, t.ID, first, first+int32(len(assignment)))
