@@ -324,7 +324,7 @@ func (c *Controller) reconcile(ctx context.Context) {
 		all = true
 	}
 	c.graced = graced
-	var topics map[string]topicSettings
+	topics := map[string]topicSettings{}
 	if all {
 		c.fullAt = now
 		topics = c.topicSettings()
@@ -335,7 +335,7 @@ func (c *Controller) reconcile(ctx context.Context) {
 		return
 	}
 	c.quiet = quietPass{}
-	complete, changed := c.reconcileParts(ctx, graced, all, parts)
+	complete, changed := c.reconcileParts(ctx, graced, all, parts, topics)
 	if all && complete && changed == 0 {
 		c.quiet = quietPass{ok: true, gen: gen, graced: graced, topics: topics}
 	}
@@ -388,10 +388,19 @@ func (q quietPass) holds(gen uint64, graced []int32, topics map[string]topicSett
 
 // reconcileParts decides every partition (all) or those in parts, writing
 // the changed ones with up to reconcileWrites in flight (each partition is
-// its own key, written at the revision it was decided from). It reports
-// whether it decided every partition it was asked to, and how many
-// decisions changed a partition (written or not).
-func (c *Controller) reconcileParts(ctx context.Context, graced []int32, all bool, parts map[PartitionKey]struct{}) (complete bool, changed int) {
+// its own key, written at the revision it was decided from), with the
+// topics' election settings in topics (read into it for a topic not in
+// it). It reports whether it decided every partition it was asked to, and
+// how many decisions changed a partition (written or not).
+func (c *Controller) reconcileParts(ctx context.Context, graced []int32, all bool, parts map[PartitionKey]struct{}, topics map[string]topicSettings) (complete bool, changed int) {
+	settings := func(topic string) topicSettings {
+		ts, ok := topics[topic]
+		if !ok {
+			ts = topicSettings{c.cfg.Unclean(topic), c.cfg.MinISR(topic)}
+			topics[topic] = ts
+		}
+		return ts
+	}
 	views := c.store.electionViews(graced)
 	sem := make(chan struct{}, reconcileWrites)
 	var wg sync.WaitGroup
@@ -441,27 +450,22 @@ func (c *Controller) reconcileParts(ctx context.Context, graced []int32, all boo
 	}
 	if all {
 		for _, t := range c.store.Topics() {
-			unclean, minISR := c.cfg.Unclean(t.Name), c.cfg.MinISR(t.Name)
+			ts := settings(t.Name)
 			for _, st := range c.store.Partitions(t.Name) {
-				if !decide(st, unclean, minISR) {
+				if !decide(st, ts.unclean, ts.minISR) {
 					return false, changed
 				}
 			}
 		}
 		return true, changed
 	}
-	configs := map[string]topicSettings{}
 	for k := range parts {
 		st, ok := c.store.Partition(k.Topic, k.Partition)
 		if !ok {
 			continue // deleted since
 		}
-		tc, ok := configs[k.Topic]
-		if !ok {
-			tc = topicSettings{c.cfg.Unclean(k.Topic), c.cfg.MinISR(k.Topic)}
-			configs[k.Topic] = tc
-		}
-		if !decide(st, tc.unclean, tc.minISR) {
+		ts := settings(k.Topic)
+		if !decide(st, ts.unclean, ts.minISR) {
 			return false, changed
 		}
 	}
