@@ -179,9 +179,7 @@ func (l *Log) write(bs []batch.Checked) (AppendInfo, error) {
 		if err := l.maybeRoll(h); err != nil {
 			return info, err
 		}
-		if err := l.noteEpoch(h); err != nil {
-			return info, err
-		}
+		l.noteEpoch(h)
 		s := l.active()
 		pos := s.size
 		if err := l.materializeIndexes(s); err != nil {
@@ -219,20 +217,21 @@ func (l *Log) write(bs []batch.Checked) (AppendInfo, error) {
 	return info, nil
 }
 
-// noteEpoch records a new leader epoch in the cache and its checkpoint
-// before the batch that starts it is written. The checkpoint's fsync waits
-// for the next flush (installEpochsDeferred): a crash before it re-reads
-// the batch and assigns its epoch again. (A follower taking over thousands
-// of partitions' new epochs at once fsynced twice per partition in its
-// fetch round, one partition after another.)
+// noteEpoch records a new leader epoch in the history before the batch
+// that starts it is written. The checkpoint file follows later
+// (installEpochsDeferred): a crash before it re-reads the batch and
+// assigns its epoch again. (A follower taking over thousands of
+// partitions' new epochs at once fsynced twice per partition in its fetch
+// round, one partition after another; later it still made a temp file for
+// each.)
 // REQUIRES: writer lock held.
-func (l *Log) noteEpoch(h *batch.Header) error {
+func (l *Log) noteEpoch(h *batch.Header) {
 	if last, ok := l.mu.epochs.latest(); ok && h.PartitionLeaderEpoch <= last.Epoch || h.PartitionLeaderEpoch < 0 {
-		return nil
+		return
 	}
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-	return l.installEpochsDeferred(epochs)
+	l.installEpochsDeferred(epochs)
 }
 
 // maybeRoll rolls the active segment before the batch h when Kafka would:

@@ -10,11 +10,16 @@ import (
 	"github.com/shale-io/shale/segment/vfs"
 )
 
-// checkEpochs checks the history in memory and in the checkpoint on disk.
+// checkEpochs checks the history in memory and, after a flush, in the
+// checkpoint on disk (an epoch's entry reaches the file at the next flush,
+// or when the flusher moves the recovery point past it).
 func checkEpochs(t *testing.T, l *Log, want []EpochEntry) {
 	t.Helper()
 	if got := l.Epochs(); !slices.Equal(got, want) {
 		t.Fatalf("epochs %v, want %v", got, want)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	disk, err := readEpochCheckpoint(vfs.Default, l.Dir())
 	if err != nil {
@@ -26,8 +31,8 @@ func checkEpochs(t *testing.T, l *Log, want []EpochEntry) {
 }
 
 // TestAssignEpochAtLogEnd: a new leader's epoch enters the history at the
-// log end before any write (Kafka's maybeAssignEpochStartOffset), written
-// through to the checkpoint; OffsetForLeaderEpoch places the new epoch and
+// log end before any write (Kafka's maybeAssignEpochStartOffset), and the
+// checkpoint at the next flush; OffsetForLeaderEpoch places the new epoch and
 // the epochs between at the log end; the first append in the epoch adds no
 // second entry; an epoch not newer than the latest changes nothing.
 func TestAssignEpochAtLogEnd(t *testing.T) {
@@ -77,8 +82,8 @@ func TestAssignEpochAtLogEnd(t *testing.T) {
 	checkEpochs(t, l, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 5}, {Epoch: 6, StartOffset: 7}})
 }
 
-// TestAssignEpochReopen: the assignment is on disk as soon as AssignEpoch
-// returns. An empty log keeps it across reopens (the entry at its log
+// TestAssignEpochReopen: the assignment is on disk once flushed. An empty
+// log keeps it across reopens (the entry at its log
 // start); a non-empty log drops an entry with no batch after it when it
 // reopens, as Kafka's LogLoader does (truncateFromEnd(nextOffset)), and a
 // replica that leads again assigns it again.

@@ -412,3 +412,126 @@ func TestErrorFSFailedRecoveryPointSyncStopsAppends(t *testing.T) {
 		t.Fatalf("Append after a failed fsync: %v", err)
 	}
 }
+
+// TestCrashAfterRolledEpochKeepsItsHistory: a new leader epoch's first
+// batches, then a roll whose background flush raises the recovery point
+// past them, then a crash. The recovered history must hold the epoch, read
+// from the checkpoint: the open must read no more than the same log's open
+// with no new epoch (a recovery point passes an epoch's start only once the
+// checkpoint holding it is durable; a checkpoint lost in the crash made
+// the open rebuild the history from every batch).
+func TestCrashAfterRolledEpochKeepsItsHistory(t *testing.T) {
+	run := func(epoch int32) ([]EpochEntry, int64) {
+		fs := newCrashFS(t)
+		l := openLog(t, crashDir, crashConfig(fs))
+		defer l.Close()
+		b := buildBatch(t, batchSpec{records: 3, valueSize: 100})
+		for range 3 {
+			mustAppend(t, l, b, 0)
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, b, epoch) // a new epoch's first batch
+		mustAppend(t, l, b, epoch)
+		end := l.LogEndOffset()
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		if err := proctest.WaitFor(5*time.Second, func() bool { return l.RecoveryPoint() == end }); err != nil {
+			t.Fatalf("the background flusher did not raise the recovery point to %d: %d", end, l.RecoveryPoint())
+		}
+		before := Recovery()
+		r, err := Open(crashDir, crashConfig(fs.CrashClone()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return r.Epochs(), Recovery().Bytes - before.Bytes
+	}
+	_, same := run(0)
+	got, read := run(1)
+	want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 9}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recovered history %v, want %v", got, want)
+	}
+	if read != same {
+		t.Fatalf("the open read %d bytes; with no new epoch, %d", read, same)
+	}
+}
+
+// TestCrashTwiceKeepsARecoveredEpoch: a new epoch's batches, a roll, and a
+// crash once the flusher has synced the rolled segment but before it moved
+// the recovery point: the open re-reads the batches and assigns the epoch
+// again. A second crash after a flush has moved the recovery point past
+// them must still find the epoch: the open writes what recovery assigned
+// to the checkpoint before any flush passes those batches.
+func TestCrashTwiceKeepsARecoveredEpoch(t *testing.T) {
+	fs := newCrashFS(t)
+	l := openLog(t, crashDir, crashConfig(fs))
+	defer l.Close()
+	b := buildBatch(t, batchSpec{records: 3, valueSize: 100})
+	mustAppend(t, l, b, 0)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, b, 1)
+	end := l.LogEndOffset()
+	var (
+		mu      sync.Mutex
+		img     *vfs.MemFS
+		segSync bool
+	)
+	saved := fsync
+	t.Cleanup(func() { fsync = saved })
+	fsync = func(f vfs.File) error {
+		mu.Lock()
+		if path.Ext(f.Name()) == logSuffix {
+			segSync = true
+		} else if segSync && img == nil {
+			img = fs.CrashClone() // the rolled segment is durable, nothing after it
+		}
+		mu.Unlock()
+		return saved(f)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := proctest.WaitFor(5*time.Second, func() bool { return l.RecoveryPoint() == end }); err != nil {
+		t.Fatalf("the background flusher did not raise the recovery point to %d: %d", end, l.RecoveryPoint())
+	}
+	fsync = saved
+	mu.Lock()
+	defer mu.Unlock()
+	if img == nil {
+		t.Fatal("no fsync followed the rolled segment's")
+	}
+	want := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 3}}
+	r, err := Open(crashDir, crashConfig(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Epochs(); !slices.Equal(got, want) {
+		t.Fatalf("after the first crash: history %v, want %v", got, want)
+	}
+	// More of the epoch, then a flush: the recovered batches now lie in a
+	// sealed segment below the recovery point, which a second open
+	// does not re-read.
+	mustAppend(t, r, b, 1)
+	if err := r.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	again := img.CrashClone()
+	r.Close()
+	r2, err := Open(crashDir, crashConfig(again))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if got := r2.Epochs(); !slices.Equal(got, want) {
+		t.Fatalf("after the second crash: history %v, want %v", got, want)
+	}
+}

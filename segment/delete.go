@@ -78,7 +78,7 @@ func (l *Log) deleteSegmentsBefore(newLogStart int64, cutEpochs bool) (deleted i
 	// two writes must leave the cut history, not the old start with it.
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	if cutEpochs && epochs.truncateFromStart(start) {
-		if err := epochs.write(l.fs, l.dir); err != nil {
+		if err := l.writeEpochs(epochs); err != nil {
 			return 0, err
 		}
 	}

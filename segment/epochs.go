@@ -116,9 +116,8 @@ func (c epochCache) endOffsetFor(requested int32, leo int64) (int32, int64) {
 // log's latest epoch (a leader re-elected in its epoch, a stale call) or is
 // negative. Otherwise entries starting at or after the log end are dropped
 // first (an epoch assigned earlier and never written in; an empty log's
-// entry at its start, as the first append would drop it) and the
-// checkpoint is written (temp file, fsync, rename) before the history in
-// memory changes; on an error the history is unchanged.
+// entry at its start, as the first append would drop it). The checkpoint
+// file gets the entry later (installEpochsDeferred).
 //
 // An entry with no batch after it does not survive Open of a non-empty log
 // (Open cuts the history at the log end, as Kafka's LogLoader does): the
@@ -133,7 +132,8 @@ func (l *Log) AssignEpoch(epoch int32) (bool, error) {
 	if !epochs.assign(epoch, l.mu.leo) {
 		return false, nil
 	}
-	return true, l.installEpochsDeferred(epochs)
+	l.installEpochsDeferred(epochs)
+	return true, nil
 }
 
 // DropUnwrittenEpochs drops the history entries that start at or after the
@@ -161,12 +161,24 @@ func (l *Log) DropUnwrittenEpochs() (bool, error) {
 // installEpochs writes epochs to the checkpoint, then makes it the history.
 // REQUIRES: writer lock held.
 func (l *Log) installEpochs(epochs epochCache) error {
-	if err := epochs.write(l.fs, l.dir); err != nil {
+	if err := l.writeEpochs(epochs); err != nil {
 		return err
 	}
 	l.lockState()
 	l.mu.epochs = epochs
 	l.mu.Unlock()
+	return nil
+}
+
+// writeEpochs writes epochs, the whole history as it is or is about to be,
+// to the checkpoint (temp file, fsync, rename, directory fsync): the file
+// then holds every entry.
+// REQUIRES: writer lock held.
+func (l *Log) writeEpochs(epochs epochCache) error {
+	if err := epochs.write(l.fs, l.dir); err != nil {
+		return err
+	}
+	l.epochsUnsaved.Store(0)
 	return nil
 }
 
@@ -185,45 +197,49 @@ func (c epochCache) write(fs vfs.FS, dir string) error {
 	return writeFileAtomic(fs, dir, epochCheckpointFile, c.encode())
 }
 
-// installEpochsDeferred makes epochs the history, its checkpoint replaced
-// without an fsync; flushLocked syncs it before the recovery point passes
-// anything written in the new epoch. This is safe where the change only
-// adds an epoch at or past the log end (an epoch's first batch, a leader's
-// AssignEpoch): after a crash that lost the checkpoint, recovery re-reads
-// the batches from the recovery point and assigns their epochs again, an
-// unreadable checkpoint is rebuilt from every batch, and an entry past the
-// recovered log end is cut at open. An epoch assigned with no batch yet can
-// be lost that way; its leader's next process leads in a newer epoch (the
-// controller fences a re-registered leader). As Kafka since 3.7
-// (KAFKA-15046), whose fsync of this file on the append path stalled
-// produce. Truncations stay synchronous (installEpochs): they must never be
-// undone by a crash.
+// installEpochsDeferred makes epochs the history without writing the
+// checkpoint; the file is written (and synced) before the recovery point
+// passes the new entry: by flushLocked, or by the background flusher before
+// it raises the recovery point past it (flushNextRolled), which otherwise
+// stops below it. This is safe where the change only adds an epoch at or
+// past the log end (an epoch's first batch, a leader's AssignEpoch): after
+// a crash, recovery re-reads the batches from the recovery point, which is
+// at or below the entry's start, and assigns their epochs again. An epoch
+// assigned with no batch yet is lost that way; its leader's next process
+// leads in a newer epoch (the controller fences a re-registered leader).
+// Kafka since 3.7 (KAFKA-15046) writes this file without an fsync on the
+// append path, whose fsync had stalled produce; Shale defers the write as
+// well: a new leader of thousands of partitions, and its followers, made a
+// temp file and renamed it for each partition's new epoch (a third of the
+// nodes' CPU during a failover at 10,000 partitions). Truncations stay
+// synchronous (installEpochs): they must never be undone by a crash.
 // REQUIRES: writer lock held.
-func (l *Log) installEpochsDeferred(epochs epochCache) error {
-	if err := replaceFileNoSync(l.fs, l.dir, epochCheckpointFile, epochs.encode()); err != nil {
-		return err
+func (l *Log) installEpochsDeferred(epochs epochCache) {
+	if last, ok := epochs.latest(); ok {
+		if u := l.epochsUnsaved.Load(); u == 0 || last.StartOffset+1 < u {
+			l.epochsUnsaved.Store(last.StartOffset + 1)
+		}
 	}
-	l.w.epochsDirty = true
 	l.lockState()
 	l.mu.epochs = epochs
 	l.mu.Unlock()
-	return nil
 }
 
-// syncEpochs makes a checkpoint installEpochsDeferred replaced durable.
+// unsavedEpochFrom is the start offset of the first history entry the
+// checkpoint lacks; ok is false when it holds them all.
+func (l *Log) unsavedEpochFrom() (offset int64, ok bool) {
+	u := l.epochsUnsaved.Load()
+	return u - 1, u != 0
+}
+
+// syncEpochs writes the checkpoint when the history has entries it lacks
+// (installEpochsDeferred).
 // REQUIRES: writer lock held.
 func (l *Log) syncEpochs() error {
-	if !l.w.epochsDirty {
+	if _, ok := l.unsavedEpochFrom(); !ok {
 		return nil
 	}
-	if err := syncNamed(l.fs, l.dir, epochCheckpointFile); err != nil {
-		return err
-	}
-	if err := syncDir(l.fs, l.dir); err != nil {
-		return err
-	}
-	l.w.epochsDirty = false
-	return nil
+	return l.writeEpochs(l.mu.epochs)
 }
 
 // readEpochCheckpoint parses the checkpoint in dir. A missing file is an

@@ -176,7 +176,11 @@ func (l *Log) flushNextRolled() bool {
 		job.seg.synced.Store(true)
 		// Jobs run in roll order and each earlier one is synced (or its
 		// segment left the log), so everything below job.end is durable.
-		err = l.raiseRecoveryPoint(job.end)
+		var end int64
+		end, err = l.savedEpochsBelow(job.end)
+		if err == nil {
+			err = l.raiseRecoveryPoint(end)
+		}
 	}
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
@@ -229,6 +233,35 @@ func (l *Log) flushErr() error {
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
 	return l.bg.err
+}
+
+// savedEpochsBelow is how far the flusher may raise the recovery point
+// towards end: to end once the leader-epoch checkpoint holds every entry
+// starting below it, else to the first entry it lacks (recovery must
+// re-read that entry's batches to assign it again). When the checkpoint
+// lacks one, the flusher writes it if the writer lock is free at once; it
+// never waits for the writer (a writer waits for the flusher in
+// dropFlushes), and a busy writer leaves it to the next roll's job or
+// flush.
+func (l *Log) savedEpochsBelow(end int64) (int64, error) {
+	from, ok := l.unsavedEpochFrom()
+	if !ok || from >= end {
+		return end, nil
+	}
+	if l.writer.TryLock() {
+		var err error
+		if !l.mu.closed {
+			err = l.syncEpochs()
+		}
+		l.writer.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
+	if from, ok := l.unsavedEpochFrom(); ok {
+		return min(end, from), nil
+	}
+	return end, nil
 }
 
 // raiseRecoveryPoint moves the recovery point up to v (the file first); a

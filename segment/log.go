@@ -24,7 +24,8 @@ import (
 // Locks, in the order they are taken (a goroutine holding one takes only
 // those below it):
 //
-//	writer      a mutation, held across its disk I/O; never taken by the flusher
+//	writer      a mutation, held across its disk I/O; the flusher only tries it
+//	            (TryLock, to write the leader-epoch checkpoint: savedEpochsBelow)
 //	bg.syncing  the flusher's current job (fsync or writeback), and dropFlushes under writer
 //	mu, bg.mu, rp  leaves: each held briefly, and no lock is taken while holding one
 //	               (mu: readers' state; bg.mu: the flusher's queue and sticky error;
@@ -41,12 +42,8 @@ type Log struct {
 	// writer serializes mutations; w is the state only mutations touch.
 	writer sync.Mutex
 	w      struct {
-		unflushed int64     // records appended since the last flush
-		lastFlush time.Time // clock time of the last flush
-		// epochsDirty: the leader-epoch checkpoint was replaced without an
-		// fsync (an epoch's first batch, AssignEpoch); the next flush
-		// syncs it before it moves the recovery point.
-		epochsDirty    bool
+		unflushed      int64     // records appended since the last flush
+		lastFlush      time.Time // clock time of the last flush
 		pendingDeletes []pendingDelete
 		scans          int // segments recovered by a full batch scan (tests)
 		// wbSeg and wbFrom: the segment and position up to which writeback
@@ -64,6 +61,13 @@ type Log struct {
 		point int64
 	}
 	bg flusher
+
+	// epochsUnsaved is 1 + the start offset of the first leader-epoch
+	// history entry that the checkpoint file does not hold yet (an epoch's
+	// first batch, AssignEpoch: installEpochsDeferred), or 0 when the file
+	// holds the history. Written under the writer lock; the flusher reads
+	// it to keep the recovery point below an epoch the file lacks.
+	epochsUnsaved atomic.Int64
 
 	// flushIdle: MaybeFlush has nothing to do until a segment is scheduled
 	// for deletion or the settings change (no flush.ms, no deleted segment

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -175,6 +176,7 @@ func (l *Log) load(clean bool) error {
 		epochs = nil
 	}
 	l.mu.epochs = epochs
+	fromFile := slices.Clone(epochs)
 	recoverFrom := len(bases)
 	if !clean {
 		rp, _ := readOffsetFile(l.fs, l.dir, recoveryPointFile)
@@ -230,12 +232,12 @@ func (l *Log) load(clean bool) error {
 		}
 		next = s.next
 	}
-	return l.finishLoad(clean, epochsOK)
+	return l.finishLoad(clean, epochsOK, fromFile)
 }
 
 // finishLoad sets offsets, fixes the epoch cache and readies the active segment.
 // REQUIRES: writer lock and l.mu held.
-func (l *Log) finishLoad(clean, epochsOK bool) error {
+func (l *Log) finishLoad(clean, epochsOK bool, fromFile epochCache) error {
 	segs := l.mu.segments
 	for _, s := range segs[:len(segs)-1] {
 		s.sealTimeIndex()
@@ -286,9 +288,12 @@ func (l *Log) finishLoad(clean, epochsOK bool) error {
 	// the log start stay: DeleteSegmentsBefore cut them before it moved the
 	// start, and DeleteLocalSegmentsBefore and ResetToWithHistory keep them
 	// on purpose (older offsets in remote storage).
+	// Recovery may also have assigned epochs the file lacks (their entries
+	// were deferred, installEpochsDeferred): the file gets them before the
+	// flush below moves the recovery point past their batches.
 	c1 := l.mu.epochs.truncateFromEnd(max(l.mu.leo, l.mu.logStart+1))
-	if !epochsOK || c1 {
-		if err := l.mu.epochs.write(l.fs, l.dir); err != nil {
+	if !epochsOK || c1 || !slices.Equal(l.mu.epochs, fromFile) {
+		if err := l.writeEpochs(l.mu.epochs); err != nil {
 			return err
 		}
 	}

@@ -97,7 +97,7 @@ func (l *Log) resetTo(offset int64, epochs []EpochEntry, cutAtOffset bool) error
 	}
 	// 2. The new history, before any segment can pair with it.
 	if err == nil {
-		err = cache.write(l.fs, l.dir)
+		err = l.writeEpochs(cache)
 	}
 	if err == nil {
 		err = resetStep("history")

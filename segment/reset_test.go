@@ -22,6 +22,9 @@ func resetFixture(t *testing.T, dir string) (*Log, []byte, []EpochEntry) {
 	if n := len(l.Segments()); n < 4 {
 		t.Fatalf("fixture has %d segments, want several", n)
 	}
+	if err := l.Flush(); err != nil { // the history durable, as in a log that ran a while
+		t.Fatal(err)
+	}
 	return l, readAll(t, l, 0), l.Epochs()
 }
 

@@ -110,7 +110,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	epochs := append(epochCache(nil), l.mu.epochs...)
 	if epochs.truncateFromEnd(newEnd) {
-		if err := epochs.write(l.fs, l.dir); err != nil {
+		if err := l.writeEpochs(epochs); err != nil {
 			return err
 		}
 	}
@@ -263,7 +263,7 @@ func (l *Log) startEmptyLocked(offset int64) (*segment, error) {
 		err = writeOffsetFile(l.fs, l.dir, logStartOffsetFile, offset)
 	}
 	if err == nil {
-		err = (epochCache(nil)).write(l.fs, l.dir)
+		err = l.writeEpochs(nil)
 	}
 	if err != nil {
 		s.close(false)
