@@ -143,7 +143,9 @@ func (h *Handlers) handleMetadata(ctx context.Context, req *kafka.Request) (kafk
 		if req.Version >= 8 && r.IncludeTopicAuthorizedOperations {
 			mt.AuthorizedOperations = h.authz.AuthorizedOperations(req, acl.Topic(name))
 		}
-		for _, st := range h.store.Partitions(name) {
+		parts := h.store.PartitionsShared(name)
+		mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(parts))
+		for _, st := range parts {
 			mt.Partitions = append(mt.Partitions, partitionMetadata(st, req.Version, registered, listed))
 		}
 		resp.Topics = append(resp.Topics, mt)

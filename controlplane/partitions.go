@@ -39,6 +39,16 @@ func (s *Store) Partitions(topic string) []PartitionState {
 	return out
 }
 
+// PartitionsShared is Partitions without the deep copies: the states share
+// their slices (replicas, ISR, ELR, ...) with the cache, which never changes
+// a stored entry in place, so the caller must only read them. For readers of
+// thousands of partitions that change nothing: a Metadata answer of a
+// 10,000-partition topic cloned every state, and clients ask for it again
+// and again while leaders move.
+func (s *Store) PartitionsShared(topic string) []PartitionState {
+	return s.partitionsShallow(topic)
+}
+
 // partitionsShallow is Partitions' copy of the states under the lock,
 // sharing their slices with the cache.
 func (s *Store) partitionsShallow(topic string) []PartitionState {

@@ -592,8 +592,12 @@ func (h *fetchHandler) readAll(r *kmsg.FetchRequest, parts []partReq, maxBytes i
 		// One topicResult for each run of partitions of one topic, in the
 		// order of parts (as Kafka's response groups them).
 		topic := parts[i].topic
-		tr := topicResult{topic: topic}
-		for ; i < len(parts) && parts[i].topic == topic; i++ {
+		run := i + 1
+		for run < len(parts) && parts[run].topic == topic {
+			run++
+		}
+		tr := topicResult{topic: topic, parts: make([]partResult, 0, run-i)}
+		for ; i < run; i++ {
 			p := parts[i]
 			h.partReads.Add(1)
 			pr := partResult{partition: p.partition, hw: -1, lso: -1, logStart: -1}

@@ -32,7 +32,9 @@ import (
 // SHALE_BENCH_REJOIN_PARTITIONS (comma separated) replaces the partition
 // counts. With SHALE_BENCH_PROFILE_DIR set, nodes 1 and 2 serve pprof and
 // their CPU profiles of the first 10 s from the kill are written there
-// (rejoin-<partitions>-node-<id>-failover.pprof), with this process's (the
+// (rejoin-<partitions>-node-<id>-failover.pprof, with heap profiles before
+// the kill and once every partition is served, -heap-start.pprof and
+// -heap-end.pprof), with this process's (the
 // NATS server's and the client's: rejoin-<partitions>-nats-failover.pprof). One iteration is the whole workload: run it with -benchtime 1x.
 func BenchmarkISRRejoin(b *testing.B) {
 	for _, parts := range partitionCounts(b, "SHALE_BENCH_REJOIN_PARTITIONS", 8, 1000) {
@@ -152,6 +154,10 @@ func isrRejoin(b *testing.B, parts int32) {
 			})
 		}
 		time.Sleep(100 * time.Millisecond) // the nodes' profiles have started
+		// What the failover allocates (the collector's work in it): the
+		// surviving nodes' heap profiles before the kill and once every
+		// partition is served, compared with -base.
+		saveHeaps(b, c, profDir, parts, "start")
 	}
 	start := time.Now()
 	n.Kill()
@@ -169,6 +175,9 @@ func isrRejoin(b *testing.B, parts int32) {
 		b.Fatalf("produce to the killed leader's %d partitions: %v", len(led3), err)
 	}
 	served := time.Since(start)
+	if profDir != "" {
+		saveHeaps(b, c, profDir, parts, "end")
+	}
 	profs.Wait()
 	logElections(b, c, start)
 	start = time.Now()
@@ -213,5 +222,14 @@ func logElections(b *testing.B, c *proctest.Cluster, killed time.Time) {
 			}
 			b.Logf("node %d elected %d leaders from %v to %v after the kill; per 250 ms: %s", id, n, first.Sub(killed), last.Sub(killed), strings.Join(buckets, " "))
 		}
+	}
+}
+
+// saveHeaps writes the heap profiles of nodes 1 and 2 to
+// rejoin-<partitions>-node-<id>-heap-<at>.pprof.
+func saveHeaps(b *testing.B, c *proctest.Cluster, profDir string, parts int32, at string) {
+	for _, id := range []int32{1, 2} {
+		saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/heap", c.Node(id).Admin()),
+			filepath.Join(profDir, fmt.Sprintf("rejoin-%d-node-%d-heap-%s.pprof", parts, id, at)))
 	}
 }
