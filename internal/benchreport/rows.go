@@ -70,6 +70,8 @@ var rows = []pairRow{
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "ready-ms", peerDesc: "8 partitions (same run)"},
 	{label: "partitions idle, busiest node CPU", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-idle-cpu-%", peerDesc: "8 partitions (same run)"},
+	{label: "partitions idle a window on, busiest node CPU", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
+		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-steady-cpu-%", peerDesc: "8 partitions (same run)"},
 	{label: "partitions idle, busiest allocator", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},
 		peers: []string{"BenchmarkManyPartitions/partitions-8"}, unit: "node-idle-alloc-KiB/s", peerDesc: "8 partitions (same run)"},
 	{label: "partitions idle, largest node RSS", pkg: "internal/clustertest", names: []string{"BenchmarkManyPartitions"},

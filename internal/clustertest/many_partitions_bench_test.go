@@ -43,7 +43,9 @@ const manyIdle = 30 * time.Second
 // its followers in its term (ready-ms, from the nodes' replication
 // status); then, with no client traffic for manyIdle, the CPU of the
 // busiest node in percent of one core (node-idle-cpu-%) and of this
-// process (the NATS server, nats-idle-cpu-%), the largest resident memory
+// process (the NATS server, nats-idle-cpu-%), the same over the next window
+// of the same length (node-steady-cpu-%, nats-steady-cpu-%: the creation's
+// aftermath a window behind), the largest resident memory
 // of a node (rss-mb, anonymous plus file-backed), the goroutines of the
 // node with the most (goroutines) and its open descriptors (fds), also per
 // partition (each node holds
@@ -286,6 +288,18 @@ func manyPartitions(b *testing.B, parts int32) {
 			gcCPU = allocs1[i][2] - allocs0[i][2]
 		}
 	}
+	// The next window of the same length: the idle cluster once the
+	// creation's aftermath (the runtime returning its heap to the kernel,
+	// the first passes over the new partitions) is a window behind it,
+	// what a cluster that has stood idle costs.
+	cpu2, self2 := nodeCPUs(b, c), selfCPU(b)
+	from = time.Now()
+	time.Sleep(idle)
+	cpu3, self3, took2 := nodeCPUs(b, c), selfCPU(b), time.Since(from)
+	steady := time.Duration(0)
+	for i := range cpu2 {
+		steady = max(steady, cpu3[i].CPU-cpu2[i].CPU)
+	}
 	rss, goroutines, fds := int64(0), 0.0, 0
 	for _, id := range c.IDs() {
 		if m := c.Node(id).Metrics(); m["shale_balancer_moves_planned"] > 0 {
@@ -306,6 +320,8 @@ func manyPartitions(b *testing.B, parts int32) {
 	b.ReportMetric(100*busiest.Seconds()/took.Seconds(), "node-idle-cpu-%")
 	b.ReportMetric(100*busiestSys.Seconds()/took.Seconds(), "node-idle-sys-%") // of it, in the kernel
 	b.ReportMetric(100*(self1-self0).Seconds()/took.Seconds(), "nats-idle-cpu-%")
+	b.ReportMetric(100*steady.Seconds()/took2.Seconds(), "node-steady-cpu-%")
+	b.ReportMetric(100*(self3-self2).Seconds()/took2.Seconds(), "nats-steady-cpu-%")
 	b.ReportMetric(allocRate/1024, "node-idle-alloc-KiB/s")
 	b.ReportMetric(gcs*60/took.Seconds(), "node-idle-gcs/min")
 	b.ReportMetric(100*gcCPU/took.Seconds(), "node-idle-gc-cpu-%") // of node-idle-cpu-%
