@@ -105,20 +105,6 @@ func replaceFileNoSync(fs vfs.FS, dir, name string, data []byte) error {
 	return fs.Rename(tmp, filepath.Join(dir, name))
 }
 
-// syncNamed fsyncs the existing file dir/name (through fsync, which the
-// crash tests hook).
-func syncNamed(fs vfs.FS, dir, name string) error {
-	f, err := fs.OpenFile(filepath.Join(dir, name), os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = fsync(f)
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	return err
-}
-
 // syncDir makes renames, creations and removals in dir durable.
 func syncDir(fs vfs.FS, dir string) error {
 	d, err := fs.OpenDir(dir)
