@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The background flusher fsyncs rolled segments off the append path, as
@@ -54,6 +55,12 @@ type flusher struct {
 	// wb is the writeback the writer asked for and the flusher has not
 	// started yet (writeback.go); zero when none. Guarded by mu.
 	wb writebackJob
+
+	// epochsWait: the head job is synced and waits for the leader-epoch
+	// checkpoint, which the writer's lock was too busy to let the flusher
+	// write (flushNextRolled); runFlusher tries again after a backoff.
+	// Guarded by mu.
+	epochsWait bool
 
 	// running: a flusher goroutine runs and will look at pending and wb
 	// again before it returns. stopped: Close began; none is started any
@@ -123,6 +130,7 @@ func (l *Log) stopFlusher() {
 // rest queued for good), then returns.
 func (l *Log) runFlusher() {
 	defer l.bg.wg.Done()
+	backoff := time.Duration(0)
 	for {
 		for l.flushNextRolled() {
 		}
@@ -133,9 +141,29 @@ func (l *Log) runFlusher() {
 			l.bg.mu.Unlock()
 			return
 		}
+		wait := l.bg.epochsWait
+		l.bg.epochsWait = false
 		l.bg.mu.Unlock()
+		if !wait {
+			backoff = 0
+			continue
+		}
+		// The head job waits for the leader-epoch checkpoint, which needs
+		// the writer lock (savedEpochsBelow): try again shortly, never
+		// blocking on the writer, which may be waiting for this flusher.
+		backoff = min(max(2*backoff, time.Millisecond), epochsRetryMax)
+		t := time.NewTimer(backoff)
+		select {
+		case <-l.bg.stop:
+			t.Stop()
+		case <-t.C:
+		}
 	}
 }
+
+// epochsRetryMax bounds the flusher's backoff while its next job waits for
+// the writer lock to write the leader-epoch checkpoint.
+const epochsRetryMax = 100 * time.Millisecond
 
 // queueFlush hands the rolled segment s, ending at end, to the flusher.
 // REQUIRES: writer lock held.
@@ -165,13 +193,17 @@ func (l *Log) flushNextRolled() bool {
 	job := l.bg.pending[0]
 	l.bg.mu.Unlock()
 
-	if bgSyncHook != nil {
-		bgSyncHook(job.seg.base)
+	var err error
+	if !job.seg.synced.Load() { // synced already when the job waits for the epochs
+		if bgSyncHook != nil {
+			bgSyncHook(job.seg.base)
+		}
+		err = job.seg.sync()
 	}
-	err := job.seg.sync()
 	if err == nil {
 		err = l.syncPendingDir()
 	}
+	epochsSaved := true
 	if err == nil {
 		job.seg.synced.Store(true)
 		// Jobs run in roll order and each earlier one is synced (or its
@@ -179,11 +211,19 @@ func (l *Log) flushNextRolled() bool {
 		var end int64
 		end, err = l.savedEpochsBelow(job.end)
 		if err == nil {
+			epochsSaved = end == job.end
 			err = l.raiseRecoveryPoint(end)
 		}
 	}
 	l.bg.mu.Lock()
 	defer l.bg.mu.Unlock()
+	if err == nil && !epochsSaved {
+		// The writer was busy (a roll hands over its job while it still
+		// holds the lock): the job stays queued, its segment synced, and
+		// the flusher comes back for the checkpoint (runFlusher).
+		l.bg.epochsWait = true
+		return false
+	}
 	if err != nil {
 		if l.bg.err == nil {
 			failedLogs.Add(1)
@@ -241,8 +281,8 @@ func (l *Log) flushErr() error {
 // re-read that entry's batches to assign it again). When the checkpoint
 // lacks one, the flusher writes it if the writer lock is free at once; it
 // never waits for the writer (a writer waits for the flusher in
-// dropFlushes), and a busy writer leaves it to the next roll's job or
-// flush.
+// dropFlushes, and Close stops the flusher holding it): with the writer
+// busy, the job stays queued and the flusher tries again (runFlusher).
 func (l *Log) savedEpochsBelow(end int64) (int64, error) {
 	from, ok := l.unsavedEpochFrom()
 	if !ok || from >= end {
