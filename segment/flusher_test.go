@@ -1,12 +1,9 @@
 package segment
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -299,23 +296,7 @@ func TestReopenRescansUnflushedRoll(t *testing.T) {
 		t.Skip("spawns a process")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestUnflushedRollChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), unflushedEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	cmd, lines := startChild(t, "TestUnflushedRollChild", unflushedEnv, dir)
 	var ready string
 	for line := range lines {
 		if strings.HasPrefix(line, "ready") || strings.HasPrefix(line, "error") {
@@ -323,10 +304,7 @@ func TestReopenRescansUnflushedRoll(t *testing.T) {
 			break
 		}
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	for range lines {
-	}
-	cmd.Wait()
+	killChild(cmd, lines)
 	if ready != "ready 6 18" {
 		t.Fatalf("child said %q, want %q", ready, "ready 6 18")
 	}

@@ -1,13 +1,17 @@
 package segment
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"hash/crc32"
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,3 +202,38 @@ var errNoData = errorString("read returned no data below the LEO")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// startChild runs this test binary again, with only the test named child
+// and the environment variable env set to dir, and returns the process and
+// the lines of its standard output (closed when the output ends). End it
+// with killChild.
+func startChild(t *testing.T, child, env, dir string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, lines
+}
+
+// killChild kills a startChild process with SIGKILL, reads what is left of
+// its output and waits for it.
+func killChild(cmd *exec.Cmd, lines <-chan string) {
+	cmd.Process.Signal(syscall.SIGKILL)
+	for range lines {
+	}
+	cmd.Wait()
+}

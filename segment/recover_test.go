@@ -1,16 +1,13 @@
 package segment
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -210,23 +207,7 @@ func TestCrashRecovery(t *testing.T) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	var prevLEO int64
 	for iter := 0; iter < 20; iter++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
+		cmd, lines := startChild(t, "TestCrashChild", crashEnv, dir)
 		want := 1 + rng.Intn(12) // flushes to wait for before the kill
 		var flushed int64 = -1
 		deadline := time.After(30 * time.Second)
@@ -247,10 +228,7 @@ func TestCrashRecovery(t *testing.T) {
 				break wait
 			}
 		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		for range lines {
-		}
-		cmd.Wait()
+		killChild(cmd, lines)
 		if flushed < 0 {
 			t.Fatalf("iteration %d: child reported no flush", iter)
 		}
