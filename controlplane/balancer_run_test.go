@@ -18,14 +18,7 @@ import (
 func TestControllerDrainsABroker(t *testing.T) {
 	srv := startNATS(t)
 	cfg := StoreConfig{BrokerTTL: 2 * time.Second, KeepaliveInterval: 300 * time.Millisecond, Logger: quietLogger()}
-	var stores []*Store
-	for id := int32(1); id <= 3; id++ {
-		s := openStore(t, connect(t, srv), cfg)
-		if err := s.RegisterBroker(testCtx(t), broker(id)); err != nil {
-			t.Fatal(err)
-		}
-		stores = append(stores, s)
-	}
+	stores := registeredStores(t, srv, cfg, 3)
 	st := stores[2]
 	if _, err := st.CreateTopicWithAssignment(testCtx(t), "d", [][]int32{{1, 2}, {2, 1}, {1, 2}, {2, 1}}, nil); err != nil {
 		t.Fatal(err)

@@ -52,6 +52,21 @@ func openStore(t testing.TB, nc *nats.Conn, cfg StoreConfig) *Store {
 	return st
 }
 
+// registeredStores opens n Stores on srv, each on its own connection with
+// cfg, and registers them as brokers 1 to n (stores[i] is broker i+1).
+func registeredStores(t testing.TB, srv *natsembed.Server, cfg StoreConfig, n int32) []*Store {
+	t.Helper()
+	var stores []*Store
+	for id := int32(1); id <= n; id++ {
+		s := openStore(t, connect(t, srv), cfg)
+		if err := s.RegisterBroker(testCtx(t), broker(id)); err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	return stores
+}
+
 // testCtx is a proctest.Context of 30 s.
 func testCtx(t testing.TB) context.Context { return proctest.Context(t, 30*time.Second) }
 

@@ -13,14 +13,7 @@ import (
 func TestControllerBalancesLeadersButNotToShuttingDown(t *testing.T) {
 	srv := startNATS(t)
 	cfg := StoreConfig{BrokerTTL: 2 * time.Second, KeepaliveInterval: 300 * time.Millisecond, Logger: quietLogger()}
-	var stores []*Store
-	for id := int32(1); id <= 3; id++ {
-		s := openStore(t, connect(t, srv), cfg)
-		if err := s.RegisterBroker(testCtx(t), broker(id)); err != nil {
-			t.Fatal(err)
-		}
-		stores = append(stores, s)
-	}
+	stores := registeredStores(t, srv, cfg, 3)
 	ctrlStore := stores[2]
 	if err := stores[0].BeginControlledShutdown(testCtx(t)); err != nil {
 		t.Fatal(err)
