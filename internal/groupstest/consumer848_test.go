@@ -172,26 +172,8 @@ func TestConsumerGroup848CoordinatorKilled(t *testing.T) {
 	p := c.createWithCoordinator(t, ctx, adm, grp, topic)
 
 	// The producer writes total records, acks=all, a batch at a time.
-	var acked sync.Map
-	prodCtx, stopProd := context.WithCancel(ctx)
-	prodDone := make(chan struct{})
-	go func() { // ends after total records or on stopProd
-		defer close(prodDone)
-		pcl := c.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(60*time.Second))
-		for i := 0; i < total && prodCtx.Err() == nil; i += 50 {
-			recs := make([]*kgo.Record, 0, 50)
-			for j := i; j < i+50; j++ {
-				recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v-%d", j))})
-			}
-			for _, r := range pcl.ProduceSync(prodCtx, recs...) {
-				if r.Err == nil {
-					acked.Store(string(r.Record.Value), true)
-				}
-			}
-			sleepCtx(prodCtx, 30*time.Millisecond)
-		}
-	}()
-	defer func() { stopProd(); <-prodDone }()
+	prod := c.startProducer(ctx, topic, total, nil)
+	defer prod.stop()
 
 	seen := &seen848{m: map[string]int{}}
 	m1 := c.start848Member(t, grp, topic, seen)
@@ -218,11 +200,10 @@ func TestConsumerGroup848CoordinatorKilled(t *testing.T) {
 	c.start848Member(t, grp, topic, seen)
 	c.node(victim).Start()
 	c.node(victim).WaitReady()
-	<-prodDone
+	<-prod.done
 	c.stable848(t, grp, 3)
 
-	var want []string
-	acked.Range(func(k, _ any) bool { want = append(want, k.(string)); return true })
+	want := prod.ackedValues()
 	if len(want) < total/2 {
 		t.Fatalf("only %d of %d records acknowledged", len(want), total)
 	}

@@ -166,30 +166,15 @@ func TestShareGroupCoordinatorKilled(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	p := c.createWithCoordinator(t, ctx, adm, grp, topic)
 
-	var acked sync.Map
-	prodCtx, stopProd := context.WithCancel(ctx)
-	prodDone := make(chan struct{})
-	go func() { // ends after total records or on stopProd
-		defer close(prodDone)
-		pcl := c.Client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(60*time.Second))
-		for i := 0; i < total && prodCtx.Err() == nil; i += 50 {
-			recs := make([]*kgo.Record, 0, 52)
-			for j := i; j < i+50; j++ {
-				recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v-%d", j))})
-			}
-			if i%500 == 0 {
-				recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("rel-%d", i))},
-					&kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("rej-%d", i))})
-			}
-			for _, r := range pcl.ProduceSync(prodCtx, recs...) {
-				if r.Err == nil {
-					acked.Store(string(r.Record.Value), true)
-				}
-			}
-			sleepCtx(prodCtx, 30*time.Millisecond)
+	// The producer writes total records, and at every 500th a record each
+	// member releases and one it rejects.
+	prod := c.startProducer(ctx, topic, total, func(i int) []*kgo.Record {
+		if i%500 != 0 {
+			return nil
 		}
-	}()
-	defer func() { stopProd(); <-prodDone }()
+		return []*kgo.Record{{Topic: topic, Value: []byte(fmt.Sprintf("rel-%d", i))}, {Topic: topic, Value: []byte(fmt.Sprintf("rej-%d", i))}}
+	})
+	defer prod.stop()
 
 	log := newShareLog()
 	c.startShareMember(t, "m1", grp, topic, log, false)
@@ -237,12 +222,11 @@ func TestShareGroupCoordinatorKilled(t *testing.T) {
 		t.Errorf("after the move: group epoch %d members %v; before: %d %v", after.GroupEpoch, epochs(after), before.GroupEpoch, epochs(before))
 	}
 	t.Logf("the new coordinator has group epoch %d, members %v", after.GroupEpoch, epochs(after))
-	<-prodDone
+	<-prod.done
 	c.node(victim).Start()
 	c.node(victim).WaitReady()
 
-	var want []string
-	acked.Range(func(k, _ any) bool { want = append(want, k.(string)); return true })
+	want := prod.ackedValues()
 	if len(want) < total/2 {
 		t.Fatalf("only %d of %d records acknowledged by the producer", len(want), total)
 	}
