@@ -20,18 +20,8 @@ import (
 // (RF=2, min.insync.replicas=2) and 400 records written to it with
 // acks=all by the producer it returns.
 func sessionsCluster(t *testing.T, topic string, parts int32) ([]*broker.Node, context.Context, *kgo.Client) {
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2)
-	ctx := proctest.Context(t, 120*time.Second)
-	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
-	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	two := "2"
-	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
-		t.Fatal(err)
-	}
-	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	t.Helper()
+	nodes, ctx, _, prod := replicatedTopic(t, 2, topic, parts, 120*time.Second)
 	if err := prod.ProduceSync(ctx, testnode.Records(topic, 400, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,6 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
@@ -46,20 +43,9 @@ func TestReplicaFetcherSettings(t *testing.T) {
 		c.ReplicaFetchMaxBytes = 123456
 		c.ReplicaFetchResponseMaxBytes = 2345678
 	}
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 2, settings)
-	ctx := proctest.Context(t, 90*time.Second)
-	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
-	proctest.Eventually(t, 20*time.Second, "2 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 2
-	})
-	two := "2"
-	if _, err := adm.CreateTopic(ctx, parts, 2, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
-		t.Fatal(err)
-	}
+	nodes, ctx, adm, prod := replicatedTopic(t, 2, topic, parts, 90*time.Second, settings)
 	// acks=all with min.insync.replicas=2: every partition's follower
 	// fetches it.
-	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err := prod.ProduceSync(ctx, testnode.Records(topic, 200, "a")...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

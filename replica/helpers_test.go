@@ -2,16 +2,43 @@ package replica_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
 	"github.com/shale-io/shale/replica"
 )
+
+// replicatedTopic starts n nodes with opts and, once the first sees all n
+// brokers, creates topic on them: parts partitions of n replicas each,
+// min.insync.replicas=2. It returns the nodes, a proctest.Context of
+// timeout, an admin client and a client that produces to topic with
+// acks=all, both on node 1.
+func replicatedTopic(t *testing.T, n int, topic string, parts int32, timeout time.Duration, opts ...testnode.Option) ([]*broker.Node, context.Context, *kadm.Client, *kgo.Client) {
+	t.Helper()
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), n, opts...)
+	ctx := proctest.Context(t, timeout)
+	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
+	proctest.Eventually(t, 20*time.Second, fmt.Sprintf("%d brokers", n), func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == n
+	})
+	two := "2"
+	if _, err := adm.CreateTopic(ctx, parts, int16(n), map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	return nodes, ctx, adm, prod
+}
 
 // natsStore starts a NATS server with its store under dir and opens a
 // control-plane store on it, registering broker id (at a port nothing

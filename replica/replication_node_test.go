@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/broker"
@@ -19,18 +18,7 @@ import (
 // watermark, stops the leader, and checks that nothing acknowledged is lost
 // and nothing is duplicated across the failover.
 func TestReplicationRF3(t *testing.T) {
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	ctx := proctest.Context(t, 90*time.Second)
-	adm := kadm.NewClient(testnode.Client(t, nodes[0].KafkaAddr()))
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
-	two := "2"
-	if _, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"min.insync.replicas": &two}, "rep"); err != nil {
-		t.Fatal(err)
-	}
-	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic("rep"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	nodes, ctx, adm, prod := replicatedTopic(t, 3, "rep", 2, 90*time.Second, testnode.WithSession(2*time.Second))
 	first := testnode.Records("rep", 400, "a")
 	if err := prod.ProduceSync(ctx, first...).FirstErr(); err != nil {
 		t.Fatal(err)
