@@ -26,21 +26,28 @@ func crashCopy(t *testing.T, dir string) string {
 		if e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			// A temp file the log's background flusher renamed away after
-			// ReadDir (recovery-point.tmp): the copy is the crash before that
-			// rename, which the earlier-listed file already holds.
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		crashCopyFile(t, filepath.Join(dir, e.Name()), filepath.Join(to, e.Name()))
 	}
 	return to
+}
+
+// crashCopyFile copies the file from to the file to as it is now. A file
+// gone since the caller listed its directory is left out: it is a temp
+// file renamed onto its target meanwhile (the log's background flusher's
+// recovery-point.tmp, the shared HW checkpoint's), and the copy holds the
+// target as read, as a crash before or after the rename would leave it.
+func crashCopyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReopenAfterCrashKeepsCheckpointedHW is issue 15 item 4 on one

@@ -58,20 +58,8 @@ func crashCopyLogDir(t *testing.T, logDir string) string {
 			}
 			continue
 		}
-		b, err := os.ReadFile(src)
-		if os.IsNotExist(err) {
-			// A temporary file renamed since the listing (replicas write
-			// the shared checkpoint while the copy runs): the copy holds
-			// its target as read, as a crash before or after the rename
-			// would leave it.
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// Replicas write the shared checkpoint while the copy runs.
+		crashCopyFile(t, src, filepath.Join(to, e.Name()))
 	}
 	return to
 }
