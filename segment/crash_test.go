@@ -298,25 +298,24 @@ func TestCrashAfterFlushKeepsTheLog(t *testing.T) {
 	r.Close()
 }
 
-// TestErrorFSFailedSyncStopsAppends: a directory fsync that fails (on the
-// error-injecting FS) makes Flush fail with ErrSyncFailed, and the log
-// takes no more appends.
-func TestErrorFSFailedSyncStopsAppends(t *testing.T) {
-	mem := newCrashFS(t)
-	var fail sync.Mutex
-	failing := false
-	errDisk := errors.New("injected EIO")
-	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
-		fail.Lock()
-		defer fail.Unlock()
-		if failing && op.Kind == vfs.OpSync && op.Path == crashDir {
-			return errDisk
+// errDirSync is the error of rolledLogFailingDirSync's directory fsyncs.
+var errDirSync = errors.New("injected EIO")
+
+// rolledLogFailingDirSync opens a log on a crashable FS behind an
+// error-injecting one, appends batch b, flushes, rolls and appends b
+// again. Once failing is set, every fsync of the log's directory fails
+// with errDirSync. The caller closes the log.
+func rolledLogFailingDirSync(t *testing.T) (l *Log, b []byte, failing *atomic.Bool) {
+	t.Helper()
+	failing = new(atomic.Bool)
+	fs := vfs.WithErrors(newCrashFS(t), func(op vfs.Op) error {
+		if failing.Load() && op.Kind == vfs.OpSync && op.Path == crashDir {
+			return errDirSync
 		}
 		return nil
 	})
-	l := openLog(t, crashDir, crashConfig(fs))
-	defer l.Close()
-	b := buildBatch(t, batchSpec{records: 2})
+	l = openLog(t, crashDir, crashConfig(fs))
+	b = buildBatch(t, batchSpec{records: 2})
 	mustAppend(t, l, b, 0)
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
@@ -325,10 +324,17 @@ func TestErrorFSFailedSyncStopsAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, b, 0)
-	fail.Lock()
-	failing = true
-	fail.Unlock()
-	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDisk) {
+	return l, b, failing
+}
+
+// TestErrorFSFailedSyncStopsAppends: a directory fsync that fails (on the
+// error-injecting FS) makes Flush fail with ErrSyncFailed, and the log
+// takes no more appends.
+func TestErrorFSFailedSyncStopsAppends(t *testing.T) {
+	l, b, failing := rolledLogFailingDirSync(t)
+	defer l.Close()
+	failing.Store(true)
+	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDirSync) {
 		t.Fatalf("Flush with a failing directory fsync: %v", err)
 	}
 	if _, err := l.Append(b, 0); !errors.Is(err, ErrSyncFailed) {
@@ -377,26 +383,8 @@ func TestNewLogOpensWithoutFsync(t *testing.T) {
 // it came back bare and the log went on taking appends: the race behind a
 // failure of TestErrorFSFailedSyncStopsAppends in a clean-clone make test.
 func TestErrorFSFailedRecoveryPointSyncStopsAppends(t *testing.T) {
-	mem := newCrashFS(t)
-	var failing atomic.Bool
-	errDisk := errors.New("injected EIO")
-	fs := vfs.WithErrors(mem, func(op vfs.Op) error {
-		if failing.Load() && op.Kind == vfs.OpSync && op.Path == crashDir {
-			return errDisk
-		}
-		return nil
-	})
-	l := openLog(t, crashDir, crashConfig(fs))
+	l, b, failing := rolledLogFailingDirSync(t)
 	defer l.Close()
-	b := buildBatch(t, batchSpec{records: 2})
-	mustAppend(t, l, b, 0)
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Roll(); err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, l, b, 0)
 	if err := proctest.WaitFor(10*time.Second, func() bool {
 		l.bg.mu.Lock()
 		defer l.bg.mu.Unlock()
@@ -405,7 +393,7 @@ func TestErrorFSFailedRecoveryPointSyncStopsAppends(t *testing.T) {
 		t.Fatal("the background flusher did not sync the rolled segment")
 	}
 	failing.Store(true)
-	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDisk) {
+	if err := l.Flush(); !errors.Is(err, ErrSyncFailed) || !errors.Is(err, errDirSync) {
 		t.Fatalf("Flush with a failing recovery-point directory fsync: %v", err)
 	}
 	if _, err := l.Append(b, 0); !errors.Is(err, ErrSyncFailed) {
