@@ -23,16 +23,7 @@ import (
 func TestPreferredLeaderRebalance(t *testing.T) {
 	c := startClusterFlags(t, []string{"--leader-imbalance-check-interval", "1s"}, 1, 2, 3)
 	assign := [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
-	if err := c.createAssigned("skew", assign, -1, -1); err != nil {
-		t.Fatalf("create skew: %v", err)
-	}
-	offsets := make([][]int64, len(assign))
-	for p := range assign {
-		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
-			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
-		})
-		offsets[p] = c.produce("skew", int32(p), 100)
-	}
+	offsets := c.createSkew(assign)
 
 	n1 := c.nodes[1]
 	n1.Stop(30 * time.Second)
@@ -45,12 +36,7 @@ func TestPreferredLeaderRebalance(t *testing.T) {
 	n1.WaitReady()
 	c.waitBrokers(1, 2, 3)
 
-	for p := range assign {
-		c.WaitPartition("skew", int32(p), 60*time.Second, func(pv proctest.Partition) bool {
-			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
-		})
-		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 200, 100)...)
-	}
+	c.producePreferred(assign, 60*time.Second, 200, offsets)
 	for p := range assign {
 		c.checkRecords("skew", int32(p), offsets[p])
 	}
@@ -74,16 +60,7 @@ func TestPreferredElectionVerb(t *testing.T) {
 	c := startClusterFlags(t, []string{"--auto-leader-rebalance-enable=false", "--leader-imbalance-check-interval", "1s",
 		"--balancer-enable=false"}, 1, 2, 3)
 	assign := [][]int32{{1, 2, 3}, {2, 3, 1}, {1, 3, 2}}
-	if err := c.createAssigned("skew", assign, -1, -1); err != nil {
-		t.Fatalf("create skew: %v", err)
-	}
-	offsets := make([][]int64, len(assign))
-	for p := range assign {
-		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
-			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
-		})
-		offsets[p] = c.produce("skew", int32(p), 100)
-	}
+	offsets := c.createSkew(assign)
 	n1 := c.nodes[1]
 	n1.Stop(30 * time.Second)
 	c.waitBrokers(2, 3)
@@ -106,11 +83,36 @@ func TestPreferredElectionVerb(t *testing.T) {
 	if got := strings.Count(string(out), "elected"); got != 2 {
 		t.Fatalf("elect-preferred moved %d partitions, want 2:\n%s", got, out)
 	}
+	c.producePreferred(assign, 30*time.Second, 200, offsets)
 	for p := range assign {
-		c.WaitPartition("skew", int32(p), 30*time.Second, func(pv proctest.Partition) bool {
+		c.checkRecords("skew", int32(p), offsets[p])
+	}
+}
+
+// createSkew creates topic skew with the replicas of assign (a
+// partition's first replica is its preferred leader) and, as
+// producePreferred, writes each partition the records 0 to 99, whose
+// offsets it returns by partition.
+func (c *cluster) createSkew(assign [][]int32) [][]int64 {
+	c.t.Helper()
+	if err := c.createAssigned("skew", assign, -1, -1); err != nil {
+		c.t.Fatalf("create skew: %v", err)
+	}
+	offsets := make([][]int64, len(assign))
+	c.producePreferred(assign, 30*time.Second, 0, offsets)
+	return offsets
+}
+
+// producePreferred waits, for each partition p of skew in turn, until
+// assign[p][0] leads it with all three replicas in the ISR (for up to d),
+// and writes it the records from to from+99 with acks=all, adding their
+// offsets to offsets[p].
+func (c *cluster) producePreferred(assign [][]int32, d time.Duration, from int, offsets [][]int64) {
+	c.t.Helper()
+	for p := range assign {
+		c.WaitPartition("skew", int32(p), d, func(pv proctest.Partition) bool {
 			return pv.Leader == assign[p][0] && len(pv.ISR) == 3
 		})
-		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), 200, 100)...)
-		c.checkRecords("skew", int32(p), offsets[p])
+		offsets[p] = append(offsets[p], c.produceFrom("skew", int32(p), from, 100)...)
 	}
 }
