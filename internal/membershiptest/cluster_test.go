@@ -20,6 +20,20 @@ type node struct {
 	id int32
 }
 
+// pause pauses n (SIGSTOP) and returns the function that resumes it; only
+// its first call does. A test calls it where n is to run again and defers
+// it too, so that a test that ends before does not leave n stopped.
+func (n *node) pause() (resume func()) {
+	n.Pause()
+	resumed := false
+	return func() {
+		if !resumed {
+			n.Resume()
+			resumed = true
+		}
+	}
+}
+
 // partitionDir is the directory of one partition's log on this node.
 func (n *node) partitionDir(topic string, p int32) string {
 	return filepath.Join(n.DataDir(), "logs", fmt.Sprintf("%s-%d", topic, p))

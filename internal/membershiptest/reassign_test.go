@@ -126,21 +126,14 @@ func TestReassignAwayFromLeader(t *testing.T) {
 func TestReassignThenPreferredElection(t *testing.T) {
 	const topic = "move-preferred"
 	c, old, offsets := startMoveCluster(t, topic)
-	n4 := c.nodes[4]
-	n4.Pause()
-	resumed := false
-	defer func() {
-		if !resumed {
-			n4.Resume()
-		}
-	}()
+	resume4 := c.nodes[4].pause()
+	defer resume4()
 	target := []int32{4, old[0], old[1]}
 	if err := c.reassign(topic, target); err != nil {
 		t.Fatal(err)
 	}
 	early := c.electPreferred(topic)
-	n4.Resume()
-	resumed = true
+	resume4()
 	c.waitMoved(topic, old, target)
 	if err := proctest.WaitFor(20*time.Second, func() bool {
 		err := c.electPreferred(topic)
@@ -180,14 +173,8 @@ func (c *cluster) electPreferred(topic string) error {
 func TestReassignmentInProgressAndCancelled(t *testing.T) {
 	const topic = "move-cancel"
 	c, old, offsets := startMoveCluster(t, topic)
-	n4 := c.nodes[4]
-	n4.Pause()
-	resumed := false
-	defer func() {
-		if !resumed {
-			n4.Resume()
-		}
-	}()
+	resume4 := c.nodes[4].pause()
+	defer resume4()
 	target := []int32{4, old[1], old[2]}
 	if err := c.reassign(topic, target); err != nil {
 		t.Fatal(err)
@@ -215,8 +202,7 @@ func TestReassignmentInProgressAndCancelled(t *testing.T) {
 	if r, inProgress, err := c.reassignment(topic); err != nil || inProgress {
 		t.Fatalf("after cancelling: in progress %v %+v (%v)", inProgress, r, err)
 	}
-	n4.Resume()
-	resumed = true
+	resume4()
 	c.waitMoved(topic, []int32{1, 2, 3, 4}, old)
 	c.checkRecords(topic, 0, offsets)
 	c.CheckNoPanic()
