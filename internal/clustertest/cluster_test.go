@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/shale-io/shale/internal/proctest"
 )
 
@@ -90,6 +92,25 @@ func checkEpochs(t *testing.T, nodes []*node) int {
 		byID[n.id] = n.Node
 	}
 	return proctest.CheckEpochs(t, byID)
+}
+
+// createInStep waits up to wait until node 1's Metadata lists three
+// brokers and a controller, creates topic there (parts partitions of three
+// replicas, with configs), and waits until its replicas are in step
+// (waitInStep, up to 30 s).
+func createInStep(ctx context.Context, t *testing.T, nodes []*node, wait time.Duration, topic string, parts int, configs map[string]*string) {
+	t.Helper()
+	adm := kadm.NewClient(nodes[0].Client())
+	if err := proctest.WaitFor(wait, func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
+	}); err != nil {
+		t.Fatal("three brokers and a controller: ", err)
+	}
+	if _, err := adm.CreateTopic(ctx, int32(parts), 3, configs, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitInStep(ctx, t, nodes, topic, parts, 30*time.Second)
 }
 
 // waitInStep waits until every live node's Metadata lists exactly the live

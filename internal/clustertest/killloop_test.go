@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/internal/proctest"
 )
@@ -54,17 +52,7 @@ func TestKillLoopFailover(t *testing.T) {
 	ctx := proctest.Context(t, loopBudget+60*time.Second)
 
 	unclean := "true"
-	adm := kadm.NewClient(nodes[0].Client())
-	if err := proctest.WaitFor(20*time.Second, func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
-	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"unclean.leader.election.enable": &unclean}, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitInStep(ctx, t, nodes, topic, parts, 30*time.Second)
+	createInStep(ctx, t, nodes, 20*time.Second, topic, parts, map[string]*string{"unclean.leader.election.enable": &unclean})
 
 	var all, ctrlKills, leaderKills []time.Duration
 	loopEnd := time.Now().Add(loopBudget)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/internal/proctest"
@@ -46,18 +45,8 @@ func startBlipCluster(t *testing.T, topic string) *blipCluster {
 	c := &blipCluster{t: t, nats: n, topic: topic,
 		nodes: startNodesInTurn(t, dir, n.URLs(), 3, "--nats-replicas", "3")}
 	ctx := proctest.Context(t, time.Minute)
-	adm := kadm.NewClient(c.nodes[0].Client())
-	if err := proctest.WaitFor(30*time.Second, func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
 	two := "2"
-	if _, err := adm.CreateTopic(ctx, blipParts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitInStep(ctx, t, c.nodes, topic, blipParts, 30*time.Second)
+	createInStep(ctx, t, c.nodes, 30*time.Second, topic, blipParts, map[string]*string{"min.insync.replicas": &two})
 	c.waitFullISR(30 * time.Second)
 	return c
 }

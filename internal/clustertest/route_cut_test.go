@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shale-io/shale/adminapi"
@@ -45,18 +44,8 @@ func TestLeaderStepsDownWhenItsNATSServerIsCut(t *testing.T) {
 		nodes[i].WaitReady()
 	}
 	ctx := proctest.Context(t, 4*time.Minute)
-	adm := kadm.NewClient(nodes[0].Client())
-	if err := proctest.WaitFor(30*time.Second, func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3 && m.Controller > 0
-	}); err != nil {
-		t.Fatal("three brokers and a controller: ", err)
-	}
 	two := "2"
-	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitInStep(ctx, t, nodes, topic, parts, 30*time.Second)
+	createInStep(ctx, t, nodes, 30*time.Second, topic, parts, map[string]*string{"min.insync.replicas": &two})
 	before, err := viewFrom(ctx, nodes[0], topic, parts)
 	if err != nil {
 		t.Fatal(err)
