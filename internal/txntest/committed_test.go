@@ -23,6 +23,20 @@ type logView struct {
 	markers            int
 }
 
+// countCommitted is how many committed records partitions 0 to parts-1 of
+// topic hold (readLog), or -1 when one of them could not be read.
+func countCommitted(ctx context.Context, cl *kgo.Client, topic string, parts int32) int {
+	committed := 0
+	for p := range parts {
+		v, err := readLog(ctx, cl, topic, p)
+		if err != nil {
+			return -1
+		}
+		committed += len(v.committed)
+	}
+	return committed
+}
+
 // readLog reads topic-p from offset 0 to its log end with raw Fetch
 // requests and sorts its records out by their transaction markers. It
 // depends only on the log as written (the markers), not on the broker's

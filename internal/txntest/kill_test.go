@@ -86,17 +86,7 @@ func TestExactlyOnceUnderKills(t *testing.T) {
 		}
 	}
 	produceChunk(0)
-	committedOut := func() int {
-		committed := 0
-		for p := range int32(3) {
-			v, err := readLog(ctx, cl, "out", p)
-			if err != nil {
-				return -1
-			}
-			committed += len(v.committed)
-		}
-		return committed
-	}
+	committedOut := func() int { return countCommitted(ctx, cl, "out", 3) }
 
 	done := make(chan struct{})
 	stop := func() bool {

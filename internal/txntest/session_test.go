@@ -131,17 +131,7 @@ func TestGroupTransactSessionOneNode(t *testing.T) {
 			}
 		}
 	}
-	committedOut := func() int {
-		committed := 0
-		for p := range int32(3) {
-			v, err := readLog(ctx, cl, "out", p)
-			if err != nil {
-				return -1
-			}
-			committed += len(v.committed)
-		}
-		return committed
-	}
+	committedOut := func() int { return countCommitted(ctx, cl, "out", 3) }
 	ends := map[string]int{}
 	// Two phases: one session alone until a third of the outputs are
 	// committed, then two fresh ones, which start from the group's
