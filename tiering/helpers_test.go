@@ -148,6 +148,13 @@ func bucketKeys(t *testing.T, b objstore.Bucket) []string {
 // record and every such record's objects exist.
 func (f *fixture) checkNoOrphans(t *testing.T) {
 	t.Helper()
+	f.checkReferenced(t, nil)
+}
+
+// checkReferenced asserts that every record is CopyFinished, that every
+// object is one of a record's or of also, and that each of those exists.
+func (f *fixture) checkReferenced(t *testing.T, also []string) {
+	t.Helper()
 	ref := map[string]bool{}
 	for _, rec := range f.meta.ListRemoteSegments(f.topic.ID, 0) {
 		if rec.State != controlplane.CopyFinished {
@@ -158,6 +165,12 @@ func (f *fixture) checkNoOrphans(t *testing.T) {
 			if _, err := f.fs.Stat(context.Background(), k); err != nil {
 				t.Errorf("object %s of record %s: %v", k, rec.SegmentID, err)
 			}
+		}
+	}
+	for _, k := range also {
+		ref[k] = true
+		if _, err := f.fs.Stat(context.Background(), k); err != nil {
+			t.Errorf("referenced object %s: %v", k, err)
 		}
 	}
 	for _, k := range bucketKeys(t, f.fs) {

@@ -45,28 +45,7 @@ func (f *fixture) setTopicConfig(t *testing.T, name, value string) {
 // counted as referenced (and required to exist).
 func (f *fixture) checkNoOrphansWithQuarantine(t *testing.T) {
 	t.Helper()
-	ref := map[string]bool{}
-	for _, rec := range f.meta.ListRemoteSegments(f.topic.ID, 0) {
-		if rec.State != controlplane.CopyFinished {
-			t.Errorf("record %s left in %v", rec.SegmentID, rec.State)
-		}
-		for _, k := range rec.Objects {
-			ref[k] = true
-		}
-	}
-	for _, k := range f.meta.QuarantinedObjects() {
-		ref[k] = true
-	}
-	for k := range ref {
-		if _, err := f.fs.Stat(context.Background(), k); err != nil {
-			t.Errorf("referenced object %s: %v", k, err)
-		}
-	}
-	for _, k := range bucketKeys(t, f.fs) {
-		if !ref[k] {
-			t.Errorf("unreferenced object %s", k)
-		}
-	}
+	f.checkReferenced(t, f.meta.QuarantinedObjects())
 }
 
 // remoteRecords reads every record of the partition's remote segments from
