@@ -256,18 +256,8 @@ type requestTimes struct{ count, total, queue, local, remote, respQueue float64 
 
 func produceTimes(b *testing.B, c *proctest.Cluster) requestTimes {
 	var s requestTimes
-	hc := &http.Client{Timeout: 5 * time.Second}
 	for _, id := range c.IDs() {
-		resp, err := hc.Get("http://" + c.Node(id).Admin() + "/metrics")
-		if err != nil {
-			b.Fatalf("scraping node %d: %v", id, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			b.Fatalf("scraping node %d: %v", id, err)
-		}
-		for _, line := range strings.Split(string(body), "\n") {
+		for _, line := range c.Node(id).MetricLines(b) {
 			name, rest, ok := strings.Cut(line, `{request="Produce"} `)
 			if !ok {
 				continue

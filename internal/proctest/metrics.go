@@ -3,10 +3,12 @@ package proctest
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -30,6 +32,22 @@ func (n *Node) Metrics() map[string]float64 {
 		}
 	}
 	return out
+}
+
+// MetricLines scrapes the live run's /metrics and returns the exposition's
+// lines, failing tb when the node does not answer.
+func (n *Node) MetricLines(tb testing.TB) []string {
+	tb.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + n.admin + "/metrics")
+	if err != nil {
+		tb.Fatalf("scraping %s: %v", n.admin, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		tb.Fatalf("scraping %s: %v", n.admin, err)
+	}
+	return strings.Split(string(body), "\n")
 }
 
 // RSSFile is the live run's file-backed resident memory in bytes

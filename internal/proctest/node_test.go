@@ -2,11 +2,13 @@ package proctest
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,9 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 // childMain is the child the Node tests run (this test binary), told what
-// to do by mode: "serve" answers /readyz on PROCTEST_ADMIN and exits 0 on
-// SIGTERM; "exit3" exits 3 at once; "panic" panics; "hang" blocks in
-// childHangs, never ready.
+// to do by mode: "serve" answers /readyz and /metrics (childMetrics) on
+// PROCTEST_ADMIN and exits 0 on SIGTERM; "exit3" exits 3 at once; "panic"
+// panics; "hang" blocks in childHangs, never ready.
 func childMain(mode string) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	shaleVars := 0
@@ -52,11 +54,18 @@ func childMain(mode string) {
 		log.Error("listen", "err", err)
 		os.Exit(1)
 	}
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			io.WriteString(w, childMetrics)
+		}
+	}))
 	<-term
 	log.Info("stopped cleanly")
 	os.Exit(0)
 }
+
+// childMetrics is what a "serve" child answers on /metrics.
+const childMetrics = "# TYPE kafka_requests_total counter\nkafka_requests_total{request=\"Produce\"} 3\ngo_goroutines 7\n"
 
 // childHangs blocks forever, a start that never ends.
 func childHangs() { select {} }
@@ -233,5 +242,21 @@ func TestGoroutineIn(t *testing.T) {
 	signalled := "goroutine 10 gp=0x2 m=nil [IO wait]:\ny()\n\ngoroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"
 	if got, want := goroutineIn(signalled, 1), "goroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"; got != want {
 		t.Errorf("signalled goroutine 1: %q, want %q", got, want)
+	}
+}
+
+// TestMetricLines: MetricLines returns a live run's /metrics exposition
+// line by line, labelled series included.
+func TestMetricLines(t *testing.T) {
+	n := testChild(t, "serve")
+	n.Start()
+	n.WaitReady()
+	got := n.MetricLines(t)
+	want := strings.Split(childMetrics, "\n")
+	if !slices.Equal(got, want) {
+		t.Fatalf("MetricLines %q, want %q", got, want)
+	}
+	if m := n.Metrics(); m["go_goroutines"] != 7 || len(m) != 1 {
+		t.Fatalf("Metrics %v, want only go_goroutines 7", m)
 	}
 }

@@ -3,9 +3,7 @@ package replicationtest
 import (
 	"crypto/rand"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -334,18 +332,8 @@ func (s produceSample) p99Bound(from produceSample) float64 {
 // histograms' counts and sums.
 func produceStages(b *testing.B, c *cluster) produceSample {
 	s := produceSample{buckets: map[float64]float64{}}
-	hc := &http.Client{Timeout: 5 * time.Second}
 	for _, n := range c.nodes {
-		resp, err := hc.Get("http://" + n.Admin() + "/metrics")
-		if err != nil {
-			b.Fatalf("scraping %s: %v", n.Admin(), err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			b.Fatalf("scraping %s: %v", n.Admin(), err)
-		}
-		for _, line := range strings.Split(string(body), "\n") {
+		for _, line := range n.MetricLines(b) {
 			if le, v, ok := produceBucket(line); ok {
 				s.buckets[le] += v
 				continue
