@@ -37,29 +37,9 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 	writeRenamed(t, tokens, "# ops\n"+adminTok+"\n"+readTok+" read\n")
 	n := testnode.Start(t, filepath.Join(dir, "node"), func(c *config.Broker) { c.AdminAuthTokensFile = tokens })
 	ctx := proctest.Context(t, 90*time.Second)
-	base := "http://" + n.AdminAddr()
 	do := func(method, path, token string, body any) (int, string) {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd = bytes.NewReader(b)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return consoleDoAs(t, ctx, n.AdminAddr(), token, method, path, body)
 	}
 
 	cl := testnode.Client(t, n.KafkaAddr())
@@ -174,6 +154,12 @@ func TestAdminRolesAndConsoleActions(t *testing.T) {
 // addr, without a token, and returns the status and the body.
 func consoleDo(t *testing.T, ctx context.Context, addr, method, path string, body any) (int, string) {
 	t.Helper()
+	return consoleDoAs(t, ctx, addr, "", method, path, body)
+}
+
+// consoleDoAs is consoleDo with token as the bearer token ("": none).
+func consoleDoAs(t *testing.T, ctx context.Context, addr, token, method, path string, body any) (int, string) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -185,6 +171,9 @@ func consoleDo(t *testing.T, ctx context.Context, addr, method, path string, bod
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
