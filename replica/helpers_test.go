@@ -3,6 +3,8 @@ package replica_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
+	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/replica"
 )
 
@@ -38,6 +41,60 @@ func replicatedTopic(t *testing.T, n int, topic string, parts int32, timeout tim
 	}
 	prod := testnode.Client(t, nodes[0].KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	return nodes, ctx, adm, prod
+}
+
+// followNode1 makes partition 0 of topic, created through st2 (node 2's
+// store), name node 1 its leader, with replicas and ISR {1, 2}, and runs
+// node 2's replica.Manager on st2 with its logs under dir/n2. It returns
+// the manager and node 2's replica, which must be an open follower.
+func followNode1(t *testing.T, ctx context.Context, st2 *controlplane.Store, dir, topic string) (*replica.Manager, *partition.Replica) {
+	t.Helper()
+	ps, ok := st2.Partition(topic, 0)
+	if !ok {
+		t.Fatal("no partition state after CreateTopic")
+	}
+	ps.Replicas, ps.ISR, ps.Leader = []int32{1, 2}, []int32{1, 2}, 1
+	if _, err := st2.UpdatePartition(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	m := replica.New(managerConfig(2, "", filepath.Join(dir, "n2", "logs")), st2)
+	runManager(t, m)
+	follower, ok := m.Local(topic, 0)
+	if !ok || follower.IsLeader() {
+		t.Fatalf("node 2 replica of %s-0: open %v; want an open follower", topic, ok)
+	}
+	return m, follower
+}
+
+// cleanlyStoppedDir returns dir/n1, made the data directory of a node that
+// stopped cleanly (broker.CleanShutdownFile), so that the node started on
+// it registers trusted with its log (KIP-966).
+func cleanlyStoppedDir(t *testing.T, dir string) string {
+	t.Helper()
+	n1dir := filepath.Join(dir, "n1")
+	if err := os.MkdirAll(n1dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n1dir, broker.CleanShutdownFile), []byte("clean shutdown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n1dir
+}
+
+// produceToNode1 writes 50 records tagged tag to partition 0 of topic on
+// n, node 1, with acks=1, and returns the log end of n's replica, which
+// must lead.
+func produceToNode1(t *testing.T, ctx context.Context, n *broker.Node, topic, tag string) int64 {
+	t.Helper()
+	cl := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err := cl.ProduceSync(ctx, testnode.Records(topic, 50, tag)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	leader := testnode.Replica(n, topic, 0)
+	if leader == nil || !leader.IsLeader() {
+		t.Fatalf("node 1 does not lead %s-0", topic)
+	}
+	return leader.Log().LogEndOffset()
 }
 
 // natsStore starts a NATS server with its store under dir and opens a

@@ -1,19 +1,14 @@
 package replica_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testnode"
-	"github.com/shale-io/shale/replica"
 )
 
 // TestLeaderRestartOnNewAddress: the leader of a partition stops cleanly
@@ -42,46 +37,14 @@ func TestLeaderRestartOnNewAddress(t *testing.T) {
 	if err := st2.DeregisterBroker(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ps, ok := st2.Partition("moved", 0)
-	if !ok {
-		t.Fatal("no partition state after CreateTopic")
-	}
-	ps.Replicas, ps.ISR, ps.Leader = []int32{1, 2}, []int32{1, 2}, 1
-	if _, err := st2.UpdatePartition(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
+	_, follower := followNode1(t, ctx, st2, dir, "moved")
 
-	m := replica.New(managerConfig(2, "", filepath.Join(dir, "n2", "logs")), st2)
-	runManager(t, m)
-	follower, ok := m.Local("moved", 0)
-	if !ok || follower.IsLeader() {
-		t.Fatalf("node 2 replica of moved-0: open %v; want an open follower", ok)
-	}
-
-	n1dir := filepath.Join(dir, "n1")
-	if err := os.MkdirAll(n1dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// A node that stopped cleanly: trusted with its log (KIP-966).
-	if err := os.WriteFile(filepath.Join(n1dir, broker.CleanShutdownFile), []byte("clean shutdown\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	n1dir := cleanlyStoppedDir(t, dir)
 	opts := []testnode.Option{testnode.WithNATS(srv.ClientURL()), testnode.WithNodeID(1),
 		func(c *config.Broker) { c.ReplicaLagTimeMax = 10 * time.Minute }}
 	n1 := testnode.Start(t, n1dir, opts...)
-	produce := func(n *broker.Node, tag string) int64 {
-		t.Helper()
-		cl := testnode.Client(t, n.KafkaAddr(), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-		if err := cl.ProduceSync(ctx, testnode.Records("moved", 50, tag)...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		leader := testnode.Replica(n, "moved", 0)
-		if leader == nil || !leader.IsLeader() {
-			t.Fatal("node 1 does not lead moved-0")
-		}
-		return leader.Log().LogEndOffset()
-	}
-	end := produce(n1, "first")
+	end := produceToNode1(t, ctx, n1, "moved", "first")
 	proctest.Eventually(t, 20*time.Second, "the follower to copy the leader's log", func() bool {
 		return follower.Log().LogEndOffset() == end
 	})
@@ -102,7 +65,7 @@ func TestLeaderRestartOnNewAddress(t *testing.T) {
 		ps, _ := st2.Partition("moved", 0)
 		return ps.Leader == 1 && ps.LeaderEpoch > before.LeaderEpoch
 	})
-	end = produce(n1, "second")
+	end = produceToNode1(t, ctx, n1, "moved", "second")
 	proctest.Eventually(t, 20*time.Second, "the follower to fetch from the leader's new address", func() bool {
 		return follower.Log().LogEndOffset() == end
 	})
