@@ -245,30 +245,14 @@ func (r *rawIdempotent) produce(ctx context.Context, n *node, topic string, p, s
 	if err != nil {
 		return 0, err
 	}
-	id, err := proctest.TopicID(ctx, b, topic)
+	rp, err := produceBatch(ctx, b, topic, p, -1, 5000, records)
 	if err != nil {
 		return 0, err
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = topic, id
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = p, records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	kresp, err := b.Request(ctx, req)
-	if err != nil {
-		return 0, err
+	if rp.ErrorCode != 0 {
+		return 0, fmt.Errorf("produce: error %d", rp.ErrorCode)
 	}
-	resp := kresp.(*kmsg.ProduceResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return 0, errors.New("malformed produce response")
-	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		return 0, fmt.Errorf("produce: error %d", code)
-	}
-	return resp.Topics[0].Partitions[0].BaseOffset, nil
+	return rp.BaseOffset, nil
 }
 
 // listOffsetOn asks n (its own partition's leader) ListOffsets for one

@@ -31,12 +31,23 @@ func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks 
 	if err != nil {
 		return 0, 0, err
 	}
-	id, err := proctest.TopicID(ctx, b, topic)
+	r, err := produceBatch(ctx, b, topic, p, acks, 2000, records)
 	if err != nil {
 		return 0, 0, err
 	}
+	return r.ErrorCode, r.BaseOffset, nil
+}
+
+// produceBatch sends b one ProduceRequest (topic named by id too) of
+// records to partition p of topic, with acks and timeoutMillis, and
+// returns the partition's answer.
+func produceBatch(ctx context.Context, b *kgo.Broker, topic string, p int32, acks int16, timeoutMillis int32, records []byte) (kmsg.ProduceResponseTopicPartition, error) {
+	id, err := proctest.TopicID(ctx, b, topic)
+	if err != nil {
+		return kmsg.ProduceResponseTopicPartition{}, err
+	}
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = acks, 2000
+	req.Acks, req.TimeoutMillis = acks, timeoutMillis
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewProduceRequestTopicPartition()
@@ -45,14 +56,13 @@ func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks 
 	req.Topics = append(req.Topics, rt)
 	kresp, err := b.Request(ctx, req)
 	if err != nil {
-		return 0, 0, err
+		return kmsg.ProduceResponseTopicPartition{}, err
 	}
 	resp := kresp.(*kmsg.ProduceResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return 0, 0, errors.New("malformed produce response")
+		return kmsg.ProduceResponseTopicPartition{}, errors.New("malformed produce response")
 	}
-	r := resp.Topics[0].Partitions[0]
-	return r.ErrorCode, r.BaseOffset, nil
+	return resp.Topics[0].Partitions[0], nil
 }
 
 // rawReplicaFetch sends b a Fetch of partition p from offset as replica
