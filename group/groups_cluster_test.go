@@ -79,13 +79,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var survivors []string
-	for i, s := range seeds {
-		if int32(i+1) != victim {
-			survivors = append(survivors, s)
-		}
-	}
-	adm2 := kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
+	survivors, adm2 := survivorsOf(t, seeds, victim)
 	var newCoord int32
 	proctest.Eventually(t, 60*time.Second, "a new coordinator that leads the offsets partition", func() bool {
 		c := adm2.FindGroupCoordinators(ctx, grp)[grp]
@@ -206,13 +200,7 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 	if err := nodes[victim-1].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var survivors []string
-	for i, s := range seeds {
-		if int32(i+1) != victim {
-			survivors = append(survivors, s)
-		}
-	}
-	adm2 := kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
+	survivors, adm2 := survivorsOf(t, seeds, victim)
 	produce(survivors[0], "b")
 	proctest.Eventually(t, 90*time.Second, "a and b consumed and committed through the new coordinator", func() bool {
 		return caughtUp(adm2, "a", "b")
@@ -221,4 +209,17 @@ func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 		t.Fatalf("coordinator after failover: node %d, %v", c.NodeID, c.Err)
 	}
 	testnode.WaitStable(t, adm2, grp, 2)
+}
+
+// survivorsOf returns the addresses in seeds (node i+1's at i) but
+// victim's, and an admin client seeded with them.
+func survivorsOf(t *testing.T, seeds []string, victim int32) ([]string, *kadm.Client) {
+	t.Helper()
+	var survivors []string
+	for i, s := range seeds {
+		if int32(i+1) != victim {
+			survivors = append(survivors, s)
+		}
+	}
+	return survivors, kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
 }
