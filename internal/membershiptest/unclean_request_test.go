@@ -28,12 +28,8 @@ func TestUncleanElectionRequestSkipsANewDisk(t *testing.T) {
 	c := startCluster(t, 1, 2, 3)
 	h := c.hooks()
 	const topic = "unclean-request"
-	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "1"})
-	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
-		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
-	})
-	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, followers := c.nodes[pv.Order[0]], []*node{c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]}
+	order, offsets := c.createLastISRTopic(topic, "1")
+	leader, followers := order[0], order[1:]
 	for _, f := range followers {
 		f.Kill()
 	}

@@ -15,6 +15,20 @@ import (
 // write.
 const lastISRRecords = 1000
 
+// createLastISRTopic creates topic (one partition, three replicas,
+// min.insync.replicas minISR), waits until its first replica leads it with
+// all three in the ISR, and writes it lastISRRecords records. It returns
+// the partition's replicas in their order and the records' offsets.
+func (c *cluster) createLastISRTopic(topic, minISR string) ([]*node, []int64) {
+	c.t.Helper()
+	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": minISR})
+	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
+		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
+	})
+	offsets := c.produce(topic, 0, lastISRRecords)
+	return []*node{c.nodes[pv.Order[0]], c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]}, offsets
+}
+
 // TestLastISRMemberReturnsWithEmptyDisk: with every record acknowledged by
 // the three replicas, the two followers are killed (the ISR shrinks to the
 // leader), then the leader; the leader's data dir is deleted; the followers
@@ -84,12 +98,8 @@ func testLastISRMemberReturns(t *testing.T, topic string, damage func(*testing.T
 	// registration ends only when a controller proves its process gone.
 	c := startClusterFlags(t, []string{"--broker-session-timeout", "120s"}, 1, 2, 3)
 	h := c.hooks()
-	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
-	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
-		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
-	})
-	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, followers := c.nodes[pv.Order[0]], []*node{c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]}
+	order, offsets := c.createLastISRTopic(topic, "2")
+	leader, followers := order[0], order[1:]
 	for _, f := range followers {
 		f.Kill()
 	}
@@ -138,12 +148,8 @@ func TestCleanlyStoppedLeaderStaysEligible(t *testing.T) {
 	const topic = "stopped"
 	c := startCluster(t, 1, 2, 3)
 	h := c.hooks()
-	c.createTopic(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
-	pv := c.WaitPartition(topic, 0, 30*time.Second, func(pv proctest.Partition) bool {
-		return len(pv.Order) == 3 && pv.Leader == pv.Order[0] && len(pv.ISR) == 3
-	})
-	offsets := c.produce(topic, 0, lastISRRecords)
-	leader, next, other := c.nodes[pv.Order[0]], c.nodes[pv.Order[1]], c.nodes[pv.Order[2]]
+	order, offsets := c.createLastISRTopic(topic, "2")
+	leader, next, other := order[0], order[1], order[2]
 	other.Stop(30 * time.Second)
 	h.partition(topic, 0, 30*time.Second, func(st controlplane.PartitionState) bool {
 		return st.Leader == leader.id && len(st.ISR) == 2 && !slices.Contains(st.ISR, other.id)
