@@ -73,14 +73,7 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 		t.Fatalf("zombie produce: %v", r.err)
 	}
 	t.Logf("zombie %d answered acks=all with code %d (%v)", zid, r.code, kerr.ErrorForCode(r.code))
-	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
-		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
-	}
-	c.waitSettled(60 * time.Second)
-	lp.waitAcked(200, 30*time.Second)
-	lp.stop()
-	n, extras := lp.checkAcked(t)
-	c.checkReplicasIdentical(30 * time.Second)
+	n, extras := c.zombieRejoined(t, zid, newEpoch, lp)
 	off, kept := extras["x-zombie"]
 	switch {
 	case r.code == 0 && (!kept || off != r.offset):
@@ -93,6 +86,24 @@ func TestZombieLeaderStaleEpoch(t *testing.T) {
 	t.Logf("read back %d records; %s", n, lp.summary())
 	proctest.CheckEpochs(t, c.Nodes())
 	c.CheckNoPanic()
+}
+
+// zombieRejoined waits until the zombie, node zid, follows partition 0 in
+// newEpoch or later and the cluster has settled, lets lp have 200 more
+// records acknowledged and stops it, and checks every acknowledged record
+// (lp.checkAcked, whose figures it returns) and that the replicas are
+// identical.
+func (c *cluster) zombieRejoined(t *testing.T, zid, newEpoch int32, lp *loadProducer) (int, map[string]int64) {
+	t.Helper()
+	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(c.node(zid), c.topic, 0, newEpoch) }); err != nil {
+		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
+	}
+	c.waitSettled(60 * time.Second)
+	lp.waitAcked(200, 30*time.Second)
+	lp.stop()
+	n, extras := lp.checkAcked(t)
+	c.checkReplicasIdentical(30 * time.Second)
+	return n, extras
 }
 
 // TestZombieLeaderCutFromControlPlane cuts a partition leader's NATS
@@ -147,14 +158,7 @@ func TestZombieLeaderCutFromControlPlane(t *testing.T) {
 	close(stop)
 	<-done
 	c.Proxy(zid).Cut(false)
-	if err := proctest.WaitFor(30*time.Second, func() bool { return followedSince(zombie, c.topic, 0, newEpoch) }); err != nil {
-		t.Fatalf("zombie %d never became follower in epoch >= %d", zid, newEpoch)
-	}
-	c.waitSettled(60 * time.Second)
-	lp.waitAcked(200, 30*time.Second)
-	lp.stop()
-	n, extras := lp.checkAcked(t)
-	c.checkReplicasIdentical(30 * time.Second)
+	n, extras := c.zombieRejoined(t, zid, newEpoch, lp)
 	codes := map[int16]int{}
 	for _, z := range zacks {
 		codes[z.code]++
