@@ -57,22 +57,19 @@ func TestCrashAtEverySyncOfReplaceSegment(t *testing.T) {
 		cleaned = append(cleaned, b...)
 	}
 
-	saved := fsync
-	t.Cleanup(func() { fsync = saved })
-	fsync = func(f vfs.File) error {
+	restoreFsync := beforeFsync(t, func(f vfs.File) {
 		mu.Lock()
 		at := "before fsync of " + path.Base(f.Name()) + " in " + phase
 		mu.Unlock()
 		snap(at)
-		return saved(f)
-	}
+	})
 	snap("before the replacement")
 	phase = "replace"
 	if err := l.ReplaceSegment(0, cleaned); err != nil {
 		t.Fatal(err)
 	}
 	snap("after the replacement")
-	fsync = saved
+	restoreFsync()
 	got, err := l.ReadBytes(0, 1<<20, l.LogEndOffset(), true)
 	if err != nil {
 		t.Fatal(err)

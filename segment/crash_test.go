@@ -23,6 +23,19 @@ import (
 
 const crashDir = "/data/t-0"
 
+// beforeFsync makes fn run before each fsync of a file or directory the
+// logs make, until the returned restore is called or the test ends.
+func beforeFsync(t *testing.T, fn func(f vfs.File)) (restore func()) {
+	saved := fsync
+	restore = func() { fsync = saved }
+	t.Cleanup(restore)
+	fsync = func(f vfs.File) error {
+		fn(f)
+		return saved(f)
+	}
+	return restore
+}
+
 // newCrashFS returns a MemFS holding crashDir durably (as the broker's
 // data directory would be before any log opens).
 func newCrashFS(t *testing.T) *vfs.MemFS {
@@ -198,15 +211,12 @@ func TestCrashAtEverySync(t *testing.T) {
 			images = append(images, crashImage{fs: fs.CrashClone(), durable: durable, at: at})
 		}
 	}
-	saved := fsync
-	t.Cleanup(func() { fsync = saved })
-	fsync = func(f vfs.File) error {
+	restoreFsync := beforeFsync(t, func(f vfs.File) {
 		mu.Lock()
 		at := "before fsync of " + path.Base(f.Name()) + " in " + phase
 		mu.Unlock()
 		snap(at)
-		return saved(f)
-	}
+	})
 	l := openLog(t, crashDir, crashConfig(fs))
 	want := map[int64][][]byte{}
 	crashScript(t, l, func(what string) {
@@ -234,7 +244,7 @@ func TestCrashAtEverySync(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fsync = saved
+	restoreFsync()
 	if len(images) < 20 {
 		t.Fatalf("only %d crash images", len(images))
 	}
@@ -349,12 +359,7 @@ func TestErrorFSFailedSyncStopsAppends(t *testing.T) {
 func TestNewLogOpensWithoutFsync(t *testing.T) {
 	fs := newCrashFS(t)
 	var syncs []string
-	saved := fsync
-	t.Cleanup(func() { fsync = saved })
-	fsync = func(f vfs.File) error {
-		syncs = append(syncs, path.Base(f.Name()))
-		return saved(f)
-	}
+	beforeFsync(t, func(f vfs.File) { syncs = append(syncs, path.Base(f.Name())) })
 	l := openLog(t, crashDir, crashConfig(fs))
 	if len(syncs) != 0 {
 		t.Fatalf("opening a new log fsynced %v", syncs)
@@ -470,9 +475,7 @@ func TestCrashTwiceKeepsARecoveredEpoch(t *testing.T) {
 		img     *vfs.MemFS
 		segSync bool
 	)
-	saved := fsync
-	t.Cleanup(func() { fsync = saved })
-	fsync = func(f vfs.File) error {
+	restoreFsync := beforeFsync(t, func(f vfs.File) {
 		mu.Lock()
 		if path.Ext(f.Name()) == logSuffix {
 			segSync = true
@@ -480,15 +483,14 @@ func TestCrashTwiceKeepsARecoveredEpoch(t *testing.T) {
 			img = fs.CrashClone() // the rolled segment is durable, nothing after it
 		}
 		mu.Unlock()
-		return saved(f)
-	}
+	})
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
 	if err := proctest.WaitFor(5*time.Second, func() bool { return l.RecoveryPoint() == end }); err != nil {
 		t.Fatalf("the background flusher did not raise the recovery point to %d: %d", end, l.RecoveryPoint())
 	}
-	fsync = saved
+	restoreFsync()
 	mu.Lock()
 	defer mu.Unlock()
 	if img == nil {
