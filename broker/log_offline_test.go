@@ -44,12 +44,7 @@ func failingDisks(n int, topic string, err error) ([]vfs.FS, []*atomic.Bool) {
 // partition's leader.
 func fsyncingTopic(t *testing.T, ctx context.Context, nodes []*broker.Node, topic string) ([]string, *kadm.Client, int32) {
 	t.Helper()
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
+	seeds, adm := testnode.SeededAdmin(t, ctx, nodes)
 	one, two := "1", "2"
 	if resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"flush.messages": &one, "min.insync.replicas": &two}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)

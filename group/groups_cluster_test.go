@@ -1,6 +1,7 @@
 package group_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
@@ -23,15 +25,7 @@ import (
 // lost) and nothing produced later is skipped.
 func TestGroupCoordinatorFailover(t *testing.T) {
 	const topic, grp = "fo", "fog"
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
-		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := proctest.Context(t, 120*time.Second)
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
+	nodes, seeds, adm, ctx := startCoordinatorCluster(t)
 	createTopicRF(t, adm, topic, 3, 3)
 	ends := testnode.ProduceN(t, seeds[0], topic, 150, "v")
 
@@ -154,15 +148,7 @@ func createTopicRF(t *testing.T, adm *kadm.Client, topic string, partitions int3
 // before and after the failover is consumed (at least once) and committed.
 func TestGroupCoordinatorFailoverLiveMembers(t *testing.T) {
 	const topic, grp, per = "folive", "folive-g", 200
-	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
-		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	ctx := proctest.Context(t, 120*time.Second)
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
+	nodes, seeds, adm, ctx := startCoordinatorCluster(t)
 	createTopicRF(t, adm, topic, 4, 3)
 	seen := testnode.NewSeenSet()
 	ends := testnode.Ends{}
@@ -222,4 +208,18 @@ func survivorsOf(t *testing.T, seeds []string, victim int32) ([]string, *kadm.Cl
 		}
 	}
 	return survivors, kadm.NewClient(testnode.Client(t, survivors[0], kgo.SeedBrokers(survivors...)))
+}
+
+// startCoordinatorCluster starts three nodes (2 s broker sessions, a
+// default replication factor of 3, so that __consumer_offsets has three
+// replicas) and waits until node 1 sees them all. It returns the nodes,
+// their Kafka addresses (node i+1's at i), an admin client seeded with
+// them and a proctest.Context of 120 s.
+func startCoordinatorCluster(t *testing.T) ([]*broker.Node, []string, *kadm.Client, context.Context) {
+	t.Helper()
+	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second),
+		func(c *config.Broker) { c.DefaultReplicationFactor = 3 })
+	ctx := proctest.Context(t, 120*time.Second)
+	seeds, adm := testnode.SeededAdmin(t, ctx, nodes)
+	return nodes, seeds, adm, ctx
 }

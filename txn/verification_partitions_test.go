@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -27,13 +26,8 @@ import (
 // delivery timeout (the test failed on ProduceSync).
 func TestTxnVerificationUsesTheCoordinatorsPartitionCount(t *testing.T) {
 	nodes, _ := testnode.StartCluster(t, t.TempDir(), 3, testnode.WithSession(2*time.Second))
-	seeds := []string{nodes[0].KafkaAddr(), nodes[1].KafkaAddr(), nodes[2].KafkaAddr()}
-	adm := kadm.NewClient(testnode.Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	ctx := proctest.Context(t, 120*time.Second)
-	proctest.Eventually(t, 20*time.Second, "3 brokers", func() bool {
-		m, err := adm.Metadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
+	seeds, adm := testnode.SeededAdmin(t, ctx, nodes)
 	if _, err := adm.CreateTopic(ctx, -1, -1, nil, txn.StateTopic); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,19 @@
 package testnode
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/natsembed"
+	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/segment/vfs"
 )
 
@@ -64,6 +70,23 @@ func startCluster(t testing.TB, dir string, fss []vfs.FS, opts ...Option) ([]*br
 		nodes[i] = start(t, filepath.Join(dir, "node", string(rune('a'+i))), so, o...)
 	}
 	return nodes, srv
+}
+
+// SeededAdmin waits (up to 20 s) until node 1's Metadata lists every node
+// of nodes as a broker, and returns their Kafka addresses (node i+1's at
+// i) and an admin client seeded with all of them.
+func SeededAdmin(t testing.TB, ctx context.Context, nodes []*broker.Node) ([]string, *kadm.Client) {
+	t.Helper()
+	seeds := make([]string, len(nodes))
+	for i, n := range nodes {
+		seeds[i] = n.KafkaAddr()
+	}
+	adm := kadm.NewClient(Client(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	proctest.Eventually(t, 20*time.Second, fmt.Sprintf("%d brokers", len(nodes)), func() bool {
+		m, err := adm.Metadata(ctx)
+		return err == nil && len(m.Brokers) == len(nodes)
+	})
+	return seeds, adm
 }
 
 // WithRack sets the node's rack (broker.rack).
