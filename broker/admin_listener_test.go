@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -46,19 +45,8 @@ func TestAdminListenerTLSAndAuth(t *testing.T) {
 		c.AdminAuthTokensFile = tokens
 		c.AdminHealthUnauthenticated = true
 	})
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	ctx := proctest.Context(t, 60*time.Second)
-	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n.Close(cctx)
-	})
+	n := testnode.StartConfig(t, ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	base := "https://" + n.AdminAddr()
 
 	httpsClient := func(certs ...tls.Certificate) *http.Client {

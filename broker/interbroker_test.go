@@ -38,19 +38,8 @@ func TestSASLInterBrokerUserSeededAndChecked(t *testing.T) {
 		c.SASLEnabledMechanisms, c.InterBrokerSASLUsername, c.InterBrokerSASLPassword = "SCRAM-SHA-512", "broker", "broker-secret"
 		c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:admin"
 	})
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	ctx := proctest.Context(t, 60*time.Second)
-	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n.Close(cctx)
-	}()
+	n := testnode.StartConfig(t, ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if !strings.Contains(logs.String(), "created the inter-broker user's SCRAM credential") {
 		t.Fatalf("no seeding line:\n%s", logs)
 	}

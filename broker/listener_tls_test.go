@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"crypto/tls"
 	"log/slog"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testcerts"
@@ -90,18 +88,7 @@ func TestAnonymousSuperUserWarns(t *testing.T) {
 			c.ListenerName = map[string]config.ListenerSettings{"MTLS": {SSLClientAuth: "required"}}
 			c.Authorizer, c.SuperUsers = config.AuthorizerStandard, "User:admin;User:ANONYMOUS"
 		})
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	n, err := broker.Start(proctest.Context(t, 60*time.Second), cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n.Close(cctx)
-	}()
+	testnode.StartConfig(t, proctest.Context(t, 60*time.Second), cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if !strings.Contains(logs.String(), "super_users names User:ANONYMOUS") || !strings.Contains(logs.String(), "listeners=PLAINTEXT,SSL\n") {
 		t.Fatalf("no warning naming the listeners PLAINTEXT,SSL:\n%s", grepLines(logs.String(), "ANONYMOUS"))
 	}

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/internal/proctest"
 	"github.com/shale-io/shale/internal/testlog"
@@ -102,20 +100,9 @@ func TestRequestStageMetrics(t *testing.T) {
 // line with its stages.
 func TestSlowRequestLogOnNode(t *testing.T) {
 	cfg := testnode.Config(t.TempDir(), func(c *config.Broker) { c.RequestLogSlowThreshold = time.Nanosecond })
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	var logs testlog.Buffer
 	ctx := proctest.Context(t, 60*time.Second)
-	n, err := broker.Start(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		n.Close(cctx)
-	})
+	n := testnode.StartConfig(t, ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	cl := testnode.Client(t, n.KafkaAddr(), kgo.ClientID("slow-test"), kgo.AllowAutoTopicCreation())
 	// The client's first requests may use up the second's lines (at most
 	// five per second): produce again each round until a Produce line shows.

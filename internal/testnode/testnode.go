@@ -105,13 +105,20 @@ func Start(t testing.TB, dir string, opts ...Option) *broker.Node {
 
 func start(t testing.TB, dir string, so []broker.StartOption, opts ...Option) *broker.Node {
 	t.Helper()
-	cfg := Config(dir, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return StartConfig(t, ctx, Config(dir, opts...), testLogger(t, "node "+dir), so...)
+}
+
+// StartConfig validates cfg, starts a node on it within ctx, logging to
+// log, and stops it when the test ends: Start for a test that builds the
+// configuration (Config) or reads the node's log itself.
+func StartConfig(t testing.TB, ctx context.Context, cfg config.Broker, log *slog.Logger, so ...broker.StartOption) *broker.Node {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := broker.Start(ctx, cfg, testLogger(t, "node "+dir), so...)
+	n, err := broker.Start(ctx, cfg, log, so...)
 	if err != nil {
 		t.Fatal(err)
 	}
