@@ -28,7 +28,7 @@ func (s *Store) Partition(topic string, p int32) (PartitionState, bool) {
 // cache, sorted by partition; nil for an unknown topic. The caller owns the
 // result.
 func (s *Store) Partitions(topic string) []PartitionState {
-	out := s.partitionsShallow(topic)
+	out := s.PartitionsShared(topic)
 	// The cache's entries are never changed once stored (a change
 	// replaces the entry), so the copies are made deep outside the lock:
 	// at 10,000 partitions cloning under it held up every write the
@@ -44,14 +44,9 @@ func (s *Store) Partitions(topic string) []PartitionState {
 // a stored entry in place, so the caller must only read them. For readers of
 // thousands of partitions that change nothing: a Metadata answer of a
 // 10,000-partition topic cloned every state, and clients ask for it again
-// and again while leaders move.
+// and again while leaders move. Partitions copies its states under the lock
+// this way, then deepens the copies outside it.
 func (s *Store) PartitionsShared(topic string) []PartitionState {
-	return s.partitionsShallow(topic)
-}
-
-// partitionsShallow is Partitions' copy of the states under the lock,
-// sharing their slices with the cache.
-func (s *Store) partitionsShallow(topic string) []PartitionState {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, ok := s.mu.c.liveTopic(topic)
