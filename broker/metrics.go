@@ -169,7 +169,7 @@ func (n *Node) metricsState() metrics.NodeState {
 	st.UnderReplicatedPartitions, st.OfflinePartitions = under, offline
 	if rl := n.RemoteLog(); rl != nil {
 		remote := func(topic string, p int32) []controlplane.RemoteSegment {
-			t, ok := n.store.Topic(topic)
+			t, ok := n.store.TopicShared(topic) // read only: each partition of a scrape
 			if !ok {
 				return nil
 			}
@@ -250,13 +250,13 @@ func (n *Node) countPartitions(controller bool) (leading []*partition.Replica, u
 			continue
 		}
 		leading = append(leading, rep)
-		if ps, ok := n.store.Partition(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
+		if ps, ok := n.store.PartitionShared(rep.Topic(), rep.Partition()); ok && ps.Leader == self && len(ps.ISR) < len(ps.Replicas) {
 			underReplicated++
 		}
 	}
 	if controller {
 		for _, t := range n.store.Topics() {
-			for _, ps := range n.store.Partitions(t.Name) {
+			for _, ps := range n.store.PartitionsShared(t.Name) {
 				if ps.Leader < 0 {
 					offline++
 				}

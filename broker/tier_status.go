@@ -40,7 +40,7 @@ func (n *Node) tierStatusHandler() http.Handler {
 		var remote func(topic string, p int32) []controlplane.RemoteSegment
 		if rl := n.RemoteLog(); rl != nil {
 			remote = func(topic string, p int32) []controlplane.RemoteSegment {
-				t, ok := n.store.Topic(topic)
+				t, ok := n.store.TopicShared(topic) // read only: each partition of a scrape
 				if !ok {
 					return nil
 				}

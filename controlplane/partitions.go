@@ -24,6 +24,24 @@ func (s *Store) Partition(topic string, p int32) (PartitionState, bool) {
 	return e.val.clone(), true
 }
 
+// PartitionShared is Partition without the deep copy: the state shares its
+// slices with the cache, so the caller must only read them
+// (PartitionsShared). For passes that look at every partition of the node
+// each few seconds (the tiering loop).
+func (s *Store) PartitionShared(topic string, p int32) (PartitionState, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.mu.c.liveTopic(topic)
+	if !ok {
+		return PartitionState{}, false
+	}
+	e := s.mu.c.partitions[t.val.ID][p]
+	if e == nil || e.deleted {
+		return PartitionState{}, false
+	}
+	return e.val, true
+}
+
 // Partitions returns the states of the named topic's partitions from the
 // cache, sorted by partition; nil for an unknown topic. The caller owns the
 // result.

@@ -353,13 +353,13 @@ func (rl *RemoteLog) RestoreRemoteSegment(ctx context.Context, seg RemoteSegment
 // applyQuarantine is apply for a "_q." key.
 func (rl *RemoteLog) applyQuarantine(ch change) {
 	rest := strings.TrimPrefix(ch.key, quarantineKeyPrefix)
-	if _, _, _, err := parseRemoteSegmentKey(rest); err != nil {
+	id, p, _, err := parseRemoteSegmentKey(rest)
+	if err != nil {
 		rl.log.Warn("ignoring quarantine key", "key", ch.key, "err", err)
 		return
 	}
 	var e QuarantineEntry
 	if !ch.deleted {
-		var err error
 		if e, err = decodeQuarantine(ch.value, ch.rev); err != nil {
 			rl.log.Warn("ignoring quarantine value", "key", ch.key, "err", err)
 			return
@@ -378,4 +378,5 @@ func (rl *RemoteLog) applyQuarantine(ch change) {
 		rl.refsAddLocked(e.TopicID, quarantineKeys(e), 1)
 	}
 	rl.mu.quarantine[rest] = &entry[QuarantineEntry]{val: e, rev: ch.rev, deleted: ch.deleted}
+	rl.changedLocked(id, p)
 }

@@ -163,14 +163,44 @@ type RemoteLog struct {
 		segs map[TopicID]map[int32]map[string]*entry[RemoteSegment]
 		// tiers: the brokers' cold-tier records, by node id.
 		tiers map[int32]*entry[ColdTier]
-		// starts: the partitions' log start records, by partition key.
-		starts map[string]*entry[int64]
+		// starts: the partitions' log start records.
+		starts map[partID]*entry[int64]
 		// quarantine: the quarantine entries, by "<partition key>.<id>".
 		quarantine map[string]*entry[QuarantineEntry]
 		// refs: by object key, how many live records and quarantine
 		// entries of each topic list it (remote_log_refs.go).
 		refs map[string]map[TopicID]int
+		// gens: by partition, the generation of its last change to
+		// segs, starts or quarantine (PartitionGen); gen is the last
+		// one given out.
+		gens map[partID]uint64
+		gen  uint64
 	}
+}
+
+// partID names a partition by its topic's id (a map key that needs no
+// string, unlike partitionKey).
+type partID struct {
+	id TopicID
+	p  int32
+}
+
+// changedLocked gives the partition a new generation. rl.mu is held for
+// writing.
+func (rl *RemoteLog) changedLocked(id TopicID, p int32) {
+	rl.mu.gen++
+	rl.mu.gens[partID{id, p}] = rl.mu.gen
+}
+
+// PartitionGen returns the partition's generation in the cache: it changes
+// whenever the partition's remote segment records, its log start record or
+// its quarantine entries change, and is 0 for a partition with none ever
+// seen. A reader that read those at generation g may keep what it read
+// while PartitionGen is still g (the tiering pass over idle partitions).
+func (rl *RemoteLog) PartitionGen(id TopicID, p int32) uint64 {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	return rl.mu.gens[partID{id, p}]
 }
 
 // OpenRemoteLog creates the bucket if absent, starts its watch and waits
@@ -188,7 +218,8 @@ func OpenRemoteLog(ctx context.Context, s *Store) (*RemoteLog, error) {
 	rl := &RemoteLog{store: s, kv: kv, log: s.log.With("bucket", BucketRemoteSegments)}
 	rl.mu.segs = map[TopicID]map[int32]map[string]*entry[RemoteSegment]{}
 	rl.mu.tiers = map[int32]*entry[ColdTier]{}
-	rl.mu.starts = map[string]*entry[int64]{}
+	rl.mu.starts = map[partID]*entry[int64]{}
+	rl.mu.gens = map[partID]uint64{}
 	rl.mu.quarantine = map[string]*entry[QuarantineEntry]{}
 	rl.mu.refs = map[string]map[TopicID]int{}
 	rl.watch, err = startWatch(s.js.Conn(), BucketRemoteSegments, s.cfg.Monitor, rl.apply)
@@ -272,6 +303,7 @@ func (rl *RemoteLog) apply(ch change) {
 		rl.refsAddLocked(id, seg.Objects, 1)
 	}
 	segs[segID] = &entry[RemoteSegment]{val: seg, rev: ch.rev, deleted: ch.deleted}
+	rl.changedLocked(id, p)
 }
 
 // ListRemoteSegments returns the partition's records in every state, sorted

@@ -84,7 +84,7 @@ func (rl *RemoteLog) moveLogStart(ctx context.Context, id TopicID, p int32, star
 func (rl *RemoteLog) RemoteLogStart(id TopicID, p int32) (int64, bool) {
 	rl.mu.RLock()
 	defer rl.mu.RUnlock()
-	e := rl.mu.starts[partitionKey(id, p)]
+	e := rl.mu.starts[partID{id, p}]
 	if e == nil || e.deleted {
 		return 0, false
 	}
@@ -99,8 +99,9 @@ func (rl *RemoteLog) DeleteRemoteLogStart(ctx context.Context, id TopicID, p int
 		return fmt.Errorf("controlplane: delete log start %s: %w", key, err)
 	}
 	rl.mu.Lock()
-	if e := rl.mu.starts[partitionKey(id, p)]; e != nil {
+	if e := rl.mu.starts[partID{id, p}]; e != nil {
 		e.deleted = true
+		rl.changedLocked(id, p)
 	}
 	rl.mu.Unlock()
 	return nil
@@ -108,8 +109,8 @@ func (rl *RemoteLog) DeleteRemoteLogStart(ctx context.Context, id TopicID, p int
 
 // applyLogStart is apply for a "_start." key.
 func (rl *RemoteLog) applyLogStart(ch change) {
-	pk := strings.TrimPrefix(ch.key, logStartKeyPrefix)
-	if _, _, err := parsePartitionKey(pk); err != nil {
+	id, p, err := parsePartitionKey(strings.TrimPrefix(ch.key, logStartKeyPrefix))
+	if err != nil {
 		rl.log.Warn("ignoring log start key", "key", ch.key, "err", err)
 		return
 	}
@@ -122,10 +123,12 @@ func (rl *RemoteLog) applyLogStart(ch change) {
 	}
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
+	pk := partID{id, p}
 	if cur := rl.mu.starts[pk]; cur != nil && ch.rev <= cur.rev {
 		return
 	}
 	rl.mu.starts[pk] = &entry[int64]{val: r.LogStart, rev: ch.rev, deleted: ch.deleted}
+	rl.changedLocked(id, p)
 }
 
 // LogStartPartitions returns the partitions that have a log start record,
@@ -137,14 +140,9 @@ func (rl *RemoteLog) LogStartPartitions() map[TopicID][]int32 {
 	defer rl.mu.RUnlock()
 	out := map[TopicID][]int32{}
 	for pk, e := range rl.mu.starts {
-		if e.deleted {
-			continue
+		if !e.deleted {
+			out[pk.id] = append(out[pk.id], pk.p)
 		}
-		id, p, err := parsePartitionKey(pk)
-		if err != nil {
-			continue
-		}
-		out[id] = append(out[id], p)
 	}
 	for _, ps := range out {
 		slices.Sort(ps)

@@ -317,6 +317,22 @@ func (s *Store) Topic(name string) (Topic, bool) {
 	return e.val.clone(), true
 }
 
+// TopicShared is Topic without the deep copy: its configs map and
+// assignment are the cache's, which never changes a stored entry in place,
+// so the caller must only read them (PartitionsShared). For passes that
+// look up the topic of every partition of the node each few seconds: a
+// copy of the configs each time was most of what an idle tiering pass
+// allocated.
+func (s *Store) TopicShared(name string) (Topic, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.mu.c.liveTopic(name)
+	if !ok {
+		return Topic{}, false
+	}
+	return e.val, true
+}
+
 // TopicByID returns the topic with the given id from the cache.
 func (s *Store) TopicByID(id TopicID) (Topic, bool) {
 	s.mu.RLock()

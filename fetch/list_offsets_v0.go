@@ -81,7 +81,7 @@ func (h *listOffsetsHandler) oldStyleOffsets(rep *partition.Replica, ts int64, m
 	} else {
 		var points []offsetTime
 		logStart := l.LogStartOffset()
-		segs := l.Segments()
+		segs := l.SegmentsModified()
 		for _, s := range segs {
 			points = append(points, offsetTime{offset: max(s.BaseOffset, logStart), millis: s.LastModified.UnixMilli()})
 		}

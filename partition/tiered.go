@@ -162,7 +162,7 @@ func (r *Replica) applyTieredRetention(now time.Time, tc *config.TopicConfig) er
 	start := int64(-1)
 	if r.log.SegmentCount() > 1 {
 		// The active segment is never deleted: a log of one segment
-		// needs no plan (nor Segments' stat of every file).
+		// needs no plan (nor a copy of its segment list).
 		start = TieredRetentionPlan(r.log.Segments(), now, tc.LocalRetentionMs(), tc.LocalRetentionBytes(),
 			tc.Int64(config.RetentionMs), tc.Int64(config.RetentionBytes), s.CopiedNext)
 	}

@@ -152,21 +152,40 @@ func (l *Log) Size() int64 {
 // SegmentInfo describes one segment for retention and tiering.
 type SegmentInfo struct {
 	BaseOffset   int64
-	NextOffset   int64 // offset after the segment's last batch
-	Size         int64 // bytes in .log
-	MaxTimestamp int64 // largest batch max timestamp; -1 when empty
-	LastModified time.Time
+	NextOffset   int64     // offset after the segment's last batch
+	Size         int64     // bytes in .log
+	MaxTimestamp int64     // largest batch max timestamp; -1 when empty
+	LastModified time.Time // the .log file's; set by SegmentsModified only
 	Active       bool
 }
 
-// Segments lists the segments in offset order. The caller owns the slice.
+// Segments lists the segments in offset order, from memory (LastModified
+// is zero: the tiering and retention passes read every partition's
+// segments each pass, and a stat of every file was most of an idle pass at
+// 10,000 partitions). The caller owns the slice.
 func (l *Log) Segments() []SegmentInfo {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.segmentsLocked()
+}
+
+func (l *Log) segmentsLocked() []SegmentInfo {
 	out := make([]SegmentInfo, len(l.mu.segments))
 	for i, s := range l.mu.segments {
 		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.next, Size: s.size,
 			MaxTimestamp: s.maxTs, Active: i == len(l.mu.segments)-1}
+	}
+	return out
+}
+
+// SegmentsModified is Segments with each segment's LastModified, its .log
+// file's modification time (a stat of each file): what ListOffsets v0's
+// offsets by time are made of, as Kafka's segment lastModified.
+func (l *Log) SegmentsModified() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := l.segmentsLocked()
+	for i, s := range l.mu.segments {
 		if st, err := s.log.Stat(); err == nil {
 			out[i].LastModified = st.ModTime()
 		}

@@ -11,23 +11,34 @@ import (
 // them and they are past local retention, as on the leader, so followers
 // too keep only the hot tail (KIP-405). Followers never upload or delete
 // remote data.
-func (m *Manager) followerPass(rep *partition.Replica) {
+//
+// Pass n passes over a replica whose last visit settled and whose inputs
+// are the same (quiet.go).
+func (m *Manager) followerPass(rep *partition.Replica, n uint64) {
 	if !rep.Config().Bool(config.RemoteStorageEnable) {
 		return
 	}
-	top, ok := m.cfg.Store.Topic(rep.Topic())
+	top, ok := m.cfg.Store.TopicShared(rep.Topic()) // read only
 	if !ok || (top.Internal && !TieredInternal(top.Name, rep.Config())) {
 		return
 	}
-	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())
+	st, ok := m.cfg.Store.PartitionShared(rep.Topic(), rep.Partition()) // read only
 	if !ok || st.Leader == m.cfg.NodeID {
 		return // led here: partitionPass's (or not yet known)
 	}
+	in := m.inputs(rep, top.ID, false)
+	if m.passOver(rep, in, n) {
+		m.stats.passedOver.Add(1)
+		return
+	}
 	m.applyLogStart(rep, top.ID) // DeleteRecords on the leader
 	remote := m.meta.ListRemoteSegments(top.ID, rep.Partition())
+	local := rep.Log().Segments()
 	rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, m.recordedStart(top.ID, rep.Partition())),
-		CopiedNext: CopiedNext(rep.Log().Segments(), remote, rep.Log().Epochs())})
+		CopiedNext: CopiedNext(local, remote, rep.Log().Epochs())})
 	if err := rep.ApplyRetention(m.now()); err != nil {
 		m.log.Warn("follower local retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
+		return
 	}
+	m.settled(rep, in, retentionDue(local, remote, in.cfg), n)
 }

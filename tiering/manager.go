@@ -80,11 +80,14 @@ type Stats struct {
 	// BucketUnreachable: the last bucket request of an upload or remote
 	// delete failed (ErrBucket); uploads wait and local segments are kept.
 	BucketUnreachable bool
+	// PassedOver counts the partitions passes did not visit: nothing had
+	// changed since a visit that did all it had to (quiet.go).
+	PassedOver uint64
 }
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
-	quarantined, purged, restored, sharedKept                                              atomic.Uint64
+	quarantined, purged, restored, sharedKept, passedOver                                  atomic.Uint64
 	diskFull, coldTierConflict                                                             atomic.Bool
 }
 
@@ -110,6 +113,7 @@ type Manager struct {
 	stats  counters
 
 	passMu sync.Mutex // serialises passes
+	quiet  quietSet   // the partitions' settled visits (quiet.go)
 
 	health bucketHealth
 
@@ -191,7 +195,7 @@ func (m *Manager) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.pass(ctx, m.stats.passes.Load()%uint64(m.cfg.ReconcileEvery) == 0)
+			m.pass(ctx, reconcilePhased)
 		}
 	}
 }
@@ -217,7 +221,22 @@ func (m *Manager) diskLoop(ctx context.Context) {
 
 // RunOnce runs one pass now: uploads, remote retention, local retention, and
 // with reconcile the bucket listing and orphan removal.
-func (m *Manager) RunOnce(ctx context.Context, reconcile bool) { m.pass(ctx, reconcile) }
+func (m *Manager) RunOnce(ctx context.Context, reconcile bool) {
+	if reconcile {
+		m.pass(ctx, reconcileAll)
+		return
+	}
+	m.pass(ctx, reconcileNone)
+}
+
+// reconcileMode is which partitions a pass reconciles with the bucket.
+type reconcileMode int
+
+const (
+	reconcileNone   reconcileMode = iota
+	reconcileAll                  // every led partition, and the controller's cleanups
+	reconcilePhased               // the loop's: each partition every ReconcileEvery passes (reconcilePhase)
+)
 
 // Stats returns the counters.
 func (m *Manager) Stats() Stats {
@@ -226,7 +245,7 @@ func (m *Manager) Stats() Stats {
 		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
 		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown(),
 		Quarantined: m.stats.quarantined.Load(), QuarantinePurged: m.stats.purged.Load(), QuarantineRestored: m.stats.restored.Load(),
-		SharedObjectsKept: m.stats.sharedKept.Load()}
+		SharedObjectsKept: m.stats.sharedKept.Load(), PassedOver: m.stats.passedOver.Load()}
 }
 
 // bucketFailed records a failed upload or remote delete. For a bucket
@@ -276,32 +295,57 @@ func (m *Manager) LogStartOffset(topic string, p int32) (int64, bool) {
 	return 0, false
 }
 
-func (m *Manager) pass(ctx context.Context, reconcile bool) {
+func (m *Manager) pass(ctx context.Context, mode reconcileMode) {
 	m.passMu.Lock()
 	defer m.passMu.Unlock()
 	defer m.stats.passes.Add(1)
+	n := m.stats.passes.Load()
 	reps := m.cfg.Replicas()
 	if !m.coldTierOK(ctx, reps) {
 		return
 	}
+	// Workers goroutines for the whole pass, not one per led partition:
+	// each new goroutine grew its stack again (a sixth of an idle pass at
+	// 10,000 partitions).
+	type visit struct {
+		t         target
+		in        visitInputs
+		reconcile bool
+		restores  []controlplane.QuarantineEntry
+	}
+	restores := m.restoreRequests()
+	work := make(chan visit)
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, m.cfg.Workers) // the worker pool's bound
+	for range m.cfg.Workers {
+		wg.Go(func() {
+			for v := range work {
+				if due, ok := m.partitionPass(ctx, v.t, v.reconcile, v.restores); ok {
+					m.settled(v.t.rep, v.in, due, n)
+				}
+			}
+		})
+	}
 	for _, rep := range reps {
 		t, ok := m.target(rep)
 		if !ok {
-			m.followerPass(rep)
+			m.followerPass(rep, n)
 			continue
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			m.partitionPass(ctx, t, reconcile)
-		})
+		v := visit{t: t, in: m.inputs(rep, t.id, true), restores: restores[partKey{t.id, rep.Partition()}],
+			reconcile: mode == reconcileAll || (mode == reconcilePhased && m.reconcilePhase(n, t.id, rep.Partition()))}
+		if !v.reconcile && len(v.restores) == 0 && m.passOver(rep, v.in, n) {
+			m.stats.passedOver.Add(1)
+			continue
+		}
+		work <- v
 	}
+	close(work)
 	wg.Wait()
+	m.forgetUnseen(n)
 	if m.cfg.IsController() {
 		m.purgeExpired(ctx)
 	}
+	reconcile := mode == reconcileAll || (mode == reconcilePhased && n%uint64(m.cfg.ReconcileEvery) == 0)
 	if reconcile && m.cfg.IsController() {
 		m.cleanDeletedTopics(ctx)
 		m.abortCutUploads(ctx)
@@ -316,11 +360,11 @@ func (m *Manager) target(rep *partition.Replica) (target, bool) {
 	if !rep.Config().Bool(config.RemoteStorageEnable) {
 		return target{}, false
 	}
-	top, ok := m.cfg.Store.Topic(rep.Topic())
+	top, ok := m.cfg.Store.TopicShared(rep.Topic()) // read only
 	if !ok || (top.Internal && !TieredInternal(top.Name, rep.Config())) {
 		return target{}, false
 	}
-	st, ok := m.cfg.Store.Partition(rep.Topic(), rep.Partition())
+	st, ok := m.cfg.Store.PartitionShared(rep.Topic(), rep.Partition()) // read only
 	if !ok || st.Leader != m.cfg.NodeID {
 		return target{}, false
 	}

@@ -2,6 +2,7 @@ package tiering
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
@@ -13,9 +14,11 @@ import (
 
 // partitionPass is one pass over one led partition: upload, report the
 // remote state to the replica, total retention on the remote segments,
-// local retention, and optionally the bucket reconciliation.
-func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
-	logger := m.log.With("topic", t.rep.Topic(), "partition", t.rep.Partition())
+// local retention, and optionally the bucket reconciliation. settled is
+// whether it did all it had to (nothing failed, no restore asked for), and
+// due when time-based retention can next delete something (quiet.go).
+func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool, restores []controlplane.QuarantineEntry) (due time.Time, settled bool) {
+	logger := partLogger{m.log, t.rep.Topic(), t.rep.Partition()}
 	prefix := PartitionPrefix(m.cfg.Prefix, t.rep.Topic(), t.id, t.rep.Partition())
 	p := t.rep.Partition()
 	// Segments are uploaded only below the last stable offset (at most the
@@ -43,7 +46,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 		m.bucketOK()
 	}
 	if cleaned {
-		m.restoreRequested(ctx, t, logger)
+		m.restoreRequested(ctx, t, restores, logger)
 		remote = m.meta.ListRemoteSegments(t.id, p)
 		recorded = m.recordedStart(t.id, p)
 	}
@@ -51,9 +54,10 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 	if !cleaned {
 		plan = nil
 	}
+	settled = cleaned && len(restores) == 0
 	for _, seg := range plan {
 		if ctx.Err() != nil {
-			return
+			return time.Time{}, false
 		}
 		if invariants.Enabled {
 			// Tiering sees only offsets below the high watermark, and remote
@@ -71,6 +75,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 			} else {
 				logger.Warn("segment upload failed; local segments kept", "base_offset", seg.BaseOffset, "err", err)
 			}
+			settled = false
 			break // later segments wait: uploads go in offset order
 		}
 		m.bucketOK()
@@ -86,6 +91,7 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 				if !m.bucketFailed(err) {
 					logger.Warn("removing a remote copy outside the epoch lineage failed", "segment", rec.SegmentID, "err", err)
 				}
+				settled = false
 				break
 			}
 			logger.Info("removed a remote copy outside the epoch lineage", "segment", rec.SegmentID,
@@ -105,20 +111,41 @@ func (m *Manager) partitionPass(ctx context.Context, t target, reconcile bool) {
 				if !m.bucketFailed(err) {
 					logger.Warn("remote segment deletion failed", "segment", rec.SegmentID, "err", err)
 				}
+				settled = false
 				break
 			}
 			m.stats.remoteDeleted.Add(1)
 		}
 	}
-	if reconcile {
-		m.reconcilePartition(ctx, t, prefix, logger)
+	if reconcile && !m.reconcilePartition(ctx, t, prefix, logger) {
+		settled = false
 	}
 	remote = m.meta.ListRemoteSegments(t.id, p)
+	local = t.rep.Log().Segments()
 	t.rep.SetRemoteState(partition.RemoteState{LogStart: remoteStart(remote, recorded),
-		CopiedNext: CopiedNext(t.rep.Log().Segments(), remote, t.rep.Log().Epochs())})
+		CopiedNext: CopiedNext(local, remote, t.rep.Log().Epochs())})
 	if err := t.rep.ApplyRetention(m.now()); err != nil {
 		logger.Warn("local retention failed", "err", err)
+		return time.Time{}, false
 	}
+	return retentionDue(local, remote, tc), settled && ctx.Err() == nil
+}
+
+// partLogger logs for one partition's pass, with its topic and partition.
+// It adds them only to what it logs: slog's With made a handler for each
+// partition of each pass, which almost never logs.
+type partLogger struct {
+	log   *slog.Logger
+	topic string
+	p     int32
+}
+
+func (l partLogger) Debug(msg string, args ...any) { l.log.Debug(msg, l.with(args)...) }
+func (l partLogger) Info(msg string, args ...any)  { l.log.Info(msg, l.with(args)...) }
+func (l partLogger) Warn(msg string, args ...any)  { l.log.Warn(msg, l.with(args)...) }
+
+func (l partLogger) with(args []any) []any {
+	return append([]any{"topic", l.topic, "partition", l.p}, args...)
 }
 
 // InterruptedDeletes returns the records in DeleteStarted or

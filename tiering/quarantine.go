@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path"
 	"slices"
 	"strings"
@@ -263,16 +262,33 @@ func (m *Manager) RequestRestore(ctx context.Context, sel QuarantineSelector) ([
 	return out, nil
 }
 
+// partKey names a partition by its topic's id.
+type partKey struct {
+	id controlplane.TopicID
+	p  int32
+}
+
+// restoreRequests is the entries in Restoring, by partition: read once a
+// pass, not once for each led partition.
+func (m *Manager) restoreRequests() map[partKey][]controlplane.QuarantineEntry {
+	out := map[partKey][]controlplane.QuarantineEntry{}
+	for _, e := range m.meta.QuarantineEntries() {
+		if e.State == controlplane.Restoring && e.Segment != nil {
+			k := partKey{e.TopicID, e.Partition}
+			out[k] = append(out[k], e)
+		}
+	}
+	return out
+}
+
 // restoreRequested completes the restores requested for a led partition
-// (entries in Restoring), in one piece: all come back, or none, each
-// marked Quarantined again with the reason.
-func (m *Manager) restoreRequested(ctx context.Context, t target, logger *slog.Logger) {
+// (its entries in Restoring, entries), in one piece: all come back, or
+// none, each marked Quarantined again with the reason.
+func (m *Manager) restoreRequested(ctx context.Context, t target, entries []controlplane.QuarantineEntry, logger partLogger) {
 	p := t.rep.Partition()
 	requests := map[string][]controlplane.QuarantineEntry{}
-	for _, e := range m.meta.QuarantineEntries() {
-		if e.TopicID == t.id && e.Partition == p && e.State == controlplane.Restoring && e.Segment != nil {
-			requests[e.Request] = append(requests[e.Request], e)
-		}
+	for _, e := range entries {
+		requests[e.Request] = append(requests[e.Request], e)
 	}
 	var want []controlplane.QuarantineEntry
 	for _, es := range requests {

@@ -3,7 +3,6 @@ package tiering
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path"
 
 	"github.com/shale-io/shale/controlplane"
@@ -23,8 +22,10 @@ import (
 // never commit it (PutRemoteSegment fences CopyFinished by epoch), so it
 // would only wait out the grace. An object such a writer still puts after
 // the record is gone is unreferenced and goes after the grace.
-func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix string, logger *slog.Logger) {
-	now := m.now()
+//
+// It returns whether it did all it had to: false when a request failed.
+func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix string, logger partLogger) (done bool) {
+	now, done := m.now(), true
 	for _, rec := range m.meta.ListRemoteSegments(t.id, t.rep.Partition()) {
 		stale := rec.State == controlplane.CopyStarted && (now.Sub(rec.UpdatedAt) > m.cfg.OrphanGrace || rec.LeaderEpoch < t.epoch)
 		if !stale && rec.State != controlplane.DeleteStarted && rec.State != controlplane.DeleteFinished {
@@ -32,6 +33,7 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 		}
 		if err := m.deleteRemote(ctx, t.epoch, rec); err != nil {
 			logger.Warn("reconciler: removing an abandoned remote segment failed", "segment", rec.SegmentID, "err", err)
+			done = false
 			continue
 		}
 		if stale {
@@ -58,13 +60,13 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 	})
 	if err != nil {
 		logger.Warn("reconciler: listing the bucket failed", "prefix", prefix, "err", err)
-		return
+		return false
 	}
 	grace := deleteGrace(t.rep.Config())
 	for _, k := range orphans {
 		if err := m.removeObject(ctx, t.id, t.rep.Partition(), k, controlplane.ReasonOrphanObject, grace); err != nil {
 			logger.Warn("reconciler: deleting an orphan failed", "key", k, "err", err)
-			return
+			return false
 		}
 		if grace > 0 {
 			logger.Info("reconciler: quarantined unreferenced object", "key", k)
@@ -73,6 +75,7 @@ func (m *Manager) reconcilePartition(ctx context.Context, t target, prefix strin
 		}
 		m.stats.orphansDeleted.Add(1)
 	}
+	return done
 }
 
 // cleanDeletedTopics removes the objects and records of topics that no

@@ -1,0 +1,180 @@
+package tiering
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/infra/config"
+	"github.com/shale-io/shale/partition"
+)
+
+// passOnce runs one pass without reconciling and returns how many
+// partitions it passed over.
+func passOnce(t *testing.T, m *Manager) uint64 {
+	t.Helper()
+	before := m.Stats().PassedOver
+	m.RunOnce(testCtx(t), false)
+	return m.Stats().PassedOver - before
+}
+
+// A led partition whose last visit settled is passed over until something
+// its visit reads changes: its log, its remote records (a DeleteRecords
+// log start here), its config, or the clock past its retention.ms; each
+// change is acted on at the next pass.
+func TestQuietLeaderIsPassedOverUntilItChanges(t *testing.T) {
+	f := newFixture(t, map[string]string{config.RetentionMs: "3600000"})
+	f.produce(t, 100)
+	m := f.manager(t, nil)
+	if n := passOnce(t, m); n != 0 {
+		t.Fatalf("first pass passed over %d partitions", n)
+	}
+	uploaded := m.Stats().SegmentsUploaded
+	if uploaded == 0 {
+		t.Fatal("nothing uploaded")
+	}
+	// The first pass's uploads changed what it read: the second visits,
+	// finds nothing to do and settles; the third passes over.
+	if n := passOnce(t, m); n != 0 {
+		t.Fatalf("the pass after uploads passed over %d partitions", n)
+	}
+	if n := passOnce(t, m); n != 1 {
+		t.Fatalf("an unchanged partition: passed over %d, want 1", n)
+	}
+
+	// New records: the log changed, the next pass uploads.
+	f.produce(t, 30)
+	if n := passOnce(t, m); n != 0 || m.Stats().SegmentsUploaded == uploaded {
+		t.Fatalf("after new records: passed over %d, uploads %d (before %d)", n, m.Stats().SegmentsUploaded, uploaded)
+	}
+	passOnce(t, m)
+	if n := passOnce(t, m); n != 1 {
+		t.Fatalf("settled again: passed over %d, want 1", n)
+	}
+
+	// A log start recorded elsewhere (DeleteRecords through another
+	// node): the remote metadata changed, the next pass applies it.
+	start := f.meta.ListRemoteSegments(f.topic.ID, 0)[0].EndOffset + 1 // the first remote segment goes
+	if err := f.meta.RaiseLogStart(testCtx(t), f.topic.ID, 0, start, f.rep.LeaderEpoch()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { got, ok := f.meta.RemoteLogStart(f.topic.ID, 0); return ok && got == start })
+	if n := passOnce(t, m); n != 0 || f.rep.LogStartOffset() != start {
+		t.Fatalf("after a recorded log start %d: passed over %d, log start %d", start, n, f.rep.LogStartOffset())
+	}
+	passOnce(t, m)
+	if n := passOnce(t, m); n != 1 {
+		t.Fatalf("settled again: passed over %d, want 1", n)
+	}
+
+	// A config change: visited again.
+	f.setTopicConfig(t, config.RetentionMs, "7200000")
+	if n := passOnce(t, m); n != 0 {
+		t.Fatalf("after a config change: passed over %d", n)
+	}
+	if n := passOnce(t, m); n != 1 {
+		t.Fatalf("settled again: passed over %d, want 1", n)
+	}
+
+	// The clock past retention.ms of the remote segments: due, visited,
+	// and they go.
+	remote, deleted := len(f.meta.ListRemoteSegments(f.topic.ID, 0)), m.Stats().RemoteSegmentsDeleted
+	f.now = f.now.Add(3 * time.Hour)
+	if n := passOnce(t, m); n != 0 {
+		t.Fatalf("past retention.ms: passed over %d", n)
+	}
+	if got := m.Stats().RemoteSegmentsDeleted - deleted; got != uint64(remote) || remote == 0 {
+		t.Fatalf("past retention.ms: deleted %d of %d remote segments", got, remote)
+	}
+}
+
+// A follower's replica is passed over the same way, and visited again when
+// the leader's uploads change the partition's remote records: then its
+// local segments that the uploads cover go (local.retention.bytes=0).
+func TestQuietFollowerIsVisitedWhenTheLeaderUploads(t *testing.T) {
+	cfgs := map[string]string{config.RemoteStorageEnable: "true", config.SegmentBytes: "2048",
+		config.LocalRetentionBytes: "0", config.RemoteDeleteGraceMs: "0"}
+	f := newFixture(t, cfgs)
+	f.produce(t, 100)
+	follower := f.follow(t, cfgs, 1<<20)
+	m2 := f.manager(t, func(c *Config) {
+		c.NodeID = 2
+		c.Replicas = func() []*partition.Replica { return []*partition.Replica{follower} }
+	})
+	segs := len(follower.Log().Segments())
+	passOnce(t, m2) // nothing uploaded yet: keeps every segment
+	if n := passOnce(t, m2); n != 1 {
+		t.Fatalf("an unchanged follower: passed over %d, want 1", n)
+	}
+	if got := len(follower.Log().Segments()); got != segs {
+		t.Fatalf("follower kept %d of %d segments before any upload", got, segs)
+	}
+	leader := f.manager(t, nil)
+	leader.RunOnce(testCtx(t), false)
+	if leader.Stats().SegmentsUploaded == 0 {
+		t.Fatal("the leader uploaded nothing")
+	}
+	waitFor(t, func() bool { return len(f.meta.ListRemoteSegments(f.topic.ID, 0)) > 0 })
+	if n := passOnce(t, m2); n != 0 {
+		t.Fatalf("after the leader's uploads: passed over %d", n)
+	}
+	if got := len(follower.Log().Segments()); got >= segs {
+		t.Fatalf("follower kept %d of %d segments after the uploads", got, segs)
+	}
+}
+
+// The loop's passes reconcile each partition every ReconcileEvery passes,
+// in the partition's phase: an orphan past the grace goes at the one pass
+// of ReconcileEvery whose phase is the partition's, and a pass in another
+// phase passes the quiet partition over.
+func TestReconcileInThePartitionsPhase(t *testing.T) {
+	f := newFixture(t, nil)
+	f.produce(t, 50)
+	m := f.manager(t, func(c *Config) { c.ReconcileEvery = 4 })
+	m.RunOnce(testCtx(t), true)
+	m.RunOnce(testCtx(t), true)
+	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
+	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	phase := -1
+	for i := range 4 {
+		n := m.stats.passes.Load()
+		due := m.reconcilePhase(n, f.topic.ID, 0)
+		before := m.Stats()
+		m.pass(testCtx(t), reconcilePhased)
+		after := m.Stats()
+		deleted := after.OrphansDeleted - before.OrphansDeleted
+		switch {
+		case due && (deleted != 1 || after.PassedOver != before.PassedOver):
+			t.Fatalf("pass %d (its phase): deleted %d orphans, passed over %d", i, deleted, after.PassedOver-before.PassedOver)
+		case !due && (deleted != 0 || after.PassedOver != before.PassedOver+1):
+			t.Fatalf("pass %d (not its phase): deleted %d orphans, passed over %d", i, deleted, after.PassedOver-before.PassedOver)
+		}
+		if due {
+			phase = i
+		}
+	}
+	if phase < 0 {
+		t.Fatal("no pass of 4 was the partition's phase")
+	}
+	f.checkNoOrphans(t)
+}
+
+// waitFor polls cond until it holds, for at most 10 s (the remote log's
+// cache applies its own writes through the watch).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		<-tick.C
+	}
+}
