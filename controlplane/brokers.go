@@ -326,12 +326,7 @@ func (s *Store) DeregisterBroker(ctx context.Context) error {
 func (s *Store) Brokers() []Broker {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Broker, 0, len(s.mu.c.brokers))
-	for _, e := range s.mu.c.brokers {
-		if !e.deleted {
-			out = append(out, e.val.broker())
-		}
-	}
+	out := appendLive(make([]Broker, 0, len(s.mu.c.brokers)), s.mu.c.brokers, brokerRecord.broker)
 	slices.SortFunc(out, func(a, b Broker) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	return out
 }

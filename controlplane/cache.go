@@ -30,6 +30,18 @@ type entry[T any] struct {
 	deleted bool
 }
 
+// appendLive appends to out, through val, the value of each entry of m
+// that is not deleted, in map order (the caller sorts). val makes what the
+// caller owns (a clone, or the public form of a record).
+func appendLive[K comparable, V, T any](out []T, m map[K]*entry[V], val func(V) T) []T {
+	for _, e := range m {
+		if !e.deleted {
+			out = append(out, val(e.val))
+		}
+	}
+	return out
+}
+
 func newCache() cache {
 	return cache{
 		brokers:       map[int32]*entry[brokerRecord]{},

@@ -157,12 +157,7 @@ func decodeQuarantine(b []byte, rev uint64) (QuarantineEntry, error) {
 func (rl *RemoteLog) QuarantineEntries() []QuarantineEntry {
 	rl.mu.RLock()
 	defer rl.mu.RUnlock()
-	var out []QuarantineEntry
-	for _, e := range rl.mu.quarantine {
-		if !e.deleted {
-			out = append(out, e.val.clone())
-		}
-	}
+	out := appendLive(nil, rl.mu.quarantine, QuarantineEntry.clone)
 	slices.SortFunc(out, func(a, b QuarantineEntry) int {
 		return cmp.Or(strings.Compare(a.TopicID.Hex(), b.TopicID.Hex()), cmp.Compare(a.Partition, b.Partition),
 			cmp.Compare(a.baseOffset(), b.baseOffset()), strings.Compare(a.ID, b.ID))

@@ -312,12 +312,7 @@ func (rl *RemoteLog) apply(ch change) {
 func (rl *RemoteLog) ListRemoteSegments(id TopicID, p int32) []RemoteSegment {
 	rl.mu.RLock()
 	defer rl.mu.RUnlock()
-	var out []RemoteSegment
-	for _, e := range rl.mu.segs[id][p] {
-		if !e.deleted {
-			out = append(out, e.val.clone())
-		}
-	}
+	out := appendLive(nil, rl.mu.segs[id][p], RemoteSegment.clone)
 	slices.SortFunc(out, compareRemoteSegments)
 	return out
 }

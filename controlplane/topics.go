@@ -353,12 +353,7 @@ func (s *Store) TopicByID(id TopicID) (Topic, bool) {
 func (s *Store) Topics() []Topic {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Topic, 0, len(s.mu.c.topicNames))
-	for _, e := range s.mu.c.topics {
-		if !e.deleted {
-			out = append(out, e.val.clone())
-		}
-	}
+	out := appendLive(make([]Topic, 0, len(s.mu.c.topicNames)), s.mu.c.topics, Topic.clone)
 	slices.SortFunc(out, func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
