@@ -53,17 +53,17 @@ func (h *Handlers) handleAlterUserSCRAMCredentials(ctx context.Context, req *kaf
 	// Kafka answers one result per user; a user named twice fails whole.
 	count := map[string]int{}
 	var order []string
-	for _, d := range r.Deletions {
-		if count[d.Name] == 0 {
-			order = append(order, d.Name)
+	note := func(user string) {
+		if count[user] == 0 {
+			order = append(order, user)
 		}
-		count[d.Name]++
+		count[user]++
+	}
+	for _, d := range r.Deletions {
+		note(d.Name)
 	}
 	for _, u := range r.Upsertions {
-		if count[u.Name] == 0 {
-			order = append(order, u.Name)
-		}
-		count[u.Name]++
+		note(u.Name)
 	}
 	failed := map[string]*kerr.Error{}
 	msgs := map[string]string{}
@@ -82,41 +82,44 @@ func (h *Handlers) handleAlterUserSCRAMCredentials(ctx context.Context, req *kaf
 			fail(user, kerr.DuplicateResource, "a user may appear once per request")
 		}
 	}
-	for _, d := range r.Deletions {
-		mech, ok := scramMechanisms[d.Mechanism]
+	// mechanism is the mechanism a deletion or upsertion of user names,
+	// false when the user has failed: an empty name or an unknown
+	// mechanism fails it here.
+	mechanism := func(user string, code int8) (string, bool) {
+		mech, ok := scramMechanisms[code]
 		switch {
-		case d.Name == "":
-			fail(d.Name, kerr.UnacceptableCredential, "empty user name")
+		case user == "":
+			fail(user, kerr.UnacceptableCredential, "empty user name")
 		case !ok:
-			fail(d.Name, kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism")
-		case failed[d.Name] != nil:
-		default:
-			err := h.scram.Delete(ctx, mech, d.Name)
-			if errors.Is(err, controlplane.ErrNoSCRAMCredential) {
-				fail(d.Name, kerr.ResourceNotFound, "no such credential")
-			} else if err != nil {
-				fail(d.Name, kerr.UnknownServerError, err.Error())
-			}
+			fail(user, kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism")
+		}
+		return mech, failed[user] == nil
+	}
+	for _, d := range r.Deletions {
+		mech, ok := mechanism(d.Name, d.Mechanism)
+		if !ok {
+			continue
+		}
+		err := h.scram.Delete(ctx, mech, d.Name)
+		if errors.Is(err, controlplane.ErrNoSCRAMCredential) {
+			fail(d.Name, kerr.ResourceNotFound, "no such credential")
+		} else if err != nil {
+			fail(d.Name, kerr.UnknownServerError, err.Error())
 		}
 	}
 	for _, u := range r.Upsertions {
-		mech, ok := scramMechanisms[u.Mechanism]
-		switch {
-		case u.Name == "":
-			fail(u.Name, kerr.UnacceptableCredential, "empty user name")
-		case !ok:
-			fail(u.Name, kerr.UnsupportedSaslMechanism, "unknown SCRAM mechanism")
-		case failed[u.Name] != nil:
-		default:
-			c, err := sasl.CredentialFromSaltedPassword(mech, u.Salt, u.SaltedPassword, int(u.Iterations))
-			if err != nil {
-				fail(u.Name, kerr.UnacceptableCredential, err.Error())
-				continue
-			}
-			if err := h.scram.Put(ctx, controlplane.SCRAMCredential{User: u.Name, Mechanism: mech, Salt: c.Salt,
-				Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}); err != nil {
-				fail(u.Name, kerr.UnknownServerError, err.Error())
-			}
+		mech, ok := mechanism(u.Name, u.Mechanism)
+		if !ok {
+			continue
+		}
+		c, err := sasl.CredentialFromSaltedPassword(mech, u.Salt, u.SaltedPassword, int(u.Iterations))
+		if err != nil {
+			fail(u.Name, kerr.UnacceptableCredential, err.Error())
+			continue
+		}
+		if err := h.scram.Put(ctx, controlplane.SCRAMCredential{User: u.Name, Mechanism: mech, Salt: c.Salt,
+			Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}); err != nil {
+			fail(u.Name, kerr.UnknownServerError, err.Error())
 		}
 	}
 	for _, user := range order {
