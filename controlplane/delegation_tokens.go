@@ -105,9 +105,7 @@ type DelegationTokens struct {
 // OpenDelegationTokens opens (creating it if absent) the tokens bucket with
 // the given number of JetStream replicas.
 func OpenDelegationTokens(ctx context.Context, nc *nats.Conn, replicas int) (*DelegationTokens, error) {
-	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{
-		Bucket: "shale_delegation_tokens", History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
-	})
+	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: "shale_delegation_tokens", Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,7 @@ type ProducerIDs struct {
 // OpenProducerIDs opens (creating it if absent) the producer id bucket with
 // the given number of JetStream replicas.
 func OpenProducerIDs(ctx context.Context, nc *nats.Conn, replicas int) (*ProducerIDs, error) {
-	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{
-		Bucket: "shale_producer_ids", History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
-	})
+	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: "shale_producer_ids", Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}

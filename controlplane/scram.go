@@ -40,9 +40,7 @@ type SCRAMCredentials struct {
 // OpenSCRAMCredentials opens (creating it if absent) the credentials bucket
 // with the given number of JetStream replicas.
 func OpenSCRAMCredentials(ctx context.Context, nc *nats.Conn, replicas int) (*SCRAMCredentials, error) {
-	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{
-		Bucket: "shale_scram_credentials", History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
-	})
+	kv, err := OpenBucket(ctx, nc, jetstream.KeyValueConfig{Bucket: "shale_scram_credentials", Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
