@@ -224,45 +224,16 @@ func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
 
 	// The share group consumes everything, accepting each record, then
 	// its member leaves: every start offset is 10.
-	startOffsets := func() map[int32]int64 {
-		t.Helper()
-		out := map[int32]int64{}
-		o, err := adm.DescribeShareGroupOffsets(ctx, shareGroup)
-		if err != nil {
-			return out
-		}
-		for p, so := range o[shareGroup].Offsets[topic] {
-			if so.Err == nil {
-				out[p] = so.StartOffset
-			}
-		}
-		return out
-	}
-	member := func() (*kgo.Client, func()) {
-		m := testnode.Client(t, addrs[1], kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for mctx.Err() == nil {
-				fs := m.PollRecords(mctx, 100)
-				if fs.IsClientClosed() {
-					return
-				}
-				fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
-			}
-		}()
-		return m, func() { cancel(); <-done; m.Close() }
-	}
-	_, stop := member()
+	startOffsets := func() map[int32]int64 { return testnode.ShareStartOffsets(ctx, adm, shareGroup, topic) }
+	member := testnode.StartShareAcceptor(t, addrs[1], shareGroup, topic)
 	if err := proctest.Poll(60*time.Second, 100*time.Millisecond, func() bool {
 		s := startOffsets()
 		return len(s) == 3 && s[0] == 10 && s[1] == 10 && s[2] == 10
 	}); err != nil {
-		stop()
+		member.Stop()
 		t.Fatalf("the share group never consumed the 30 records: %v", startOffsets())
 	}
-	stop()
+	member.Stop()
 	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 		d, err := adm.DescribeShareGroups(ctx, shareGroup)
 		return err == nil && d[shareGroup].GroupState == "Empty"
@@ -362,8 +333,7 @@ func TestConsoleGroupsClusterWideAndShareReset(t *testing.T) {
 	}
 
 	// With a member: refused, naming its state.
-	_, stop = member()
-	defer stop()
+	defer testnode.StartShareAcceptor(t, addrs[1], shareGroup, topic).Stop()
 	if err := proctest.Poll(30*time.Second, 100*time.Millisecond, func() bool {
 		d, err := adm.DescribeShareGroups(ctx, shareGroup)
 		return err == nil && d[shareGroup].GroupState == "Stable" && len(d[shareGroup].Members) == 1

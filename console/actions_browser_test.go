@@ -18,6 +18,7 @@ import (
 	"github.com/shale-io/shale/adminapi"
 	"github.com/shale-io/shale/broker"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
 )
 
 // browser is TestConsoleInBrowser's page, with the admin token.
@@ -304,17 +305,7 @@ const (
 // shareStartOffsets is the share group's start offset of each partition
 // of shareTopic (DescribeShareGroupOffsets).
 func shareStartOffsets(ctx context.Context, adm *kadm.Client) map[int32]int64 {
-	out := map[int32]int64{}
-	o, err := adm.DescribeShareGroupOffsets(ctx, shareGroup)
-	if err != nil {
-		return out
-	}
-	for p, so := range o[shareGroup].Offsets[shareTopic] {
-		if so.Err == nil {
-			out[p] = so.StartOffset
-		}
-	}
-	return out
+	return testnode.ShareStartOffsets(ctx, adm, shareGroup, shareTopic)
 }
 
 // startShared has a franz-go share consumer of shareGroup accept every
@@ -333,35 +324,14 @@ func startShared(t *testing.T, ctx context.Context, n1 *broker.Node, cl *kgo.Cli
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce %s: %v", shareTopic, err)
 	}
-	m, err := kgo.NewClient(kgo.SeedBrokers(n1.KafkaAddr()), kgo.ShareGroup(shareGroup), kgo.ConsumeTopics(shareTopic), kgo.FetchMaxWait(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for mctx.Err() == nil {
-			fs := m.PollRecords(mctx, 100)
-			if fs.IsClientClosed() {
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
-		}
-	}()
-	stop := func() {
-		cancel()
-		<-done
-		m.Close()
-	}
-	t.Cleanup(stop) // idempotent
+	m := testnode.StartShareAcceptor(t, n1.KafkaAddr(), shareGroup, shareTopic)
 	return func() int32 {
 		t.Helper()
 		err := proctest.Poll(60*time.Second, 100*time.Millisecond, func() bool {
 			s := shareStartOffsets(ctx, adm)
 			return len(s) == 3 && s[0] == sharePer && s[1] == sharePer && s[2] == sharePer
 		})
-		stop()
+		m.Stop()
 		if err != nil {
 			t.Fatalf("the share group never accepted %s's records: %v", shareTopic, shareStartOffsets(ctx, adm))
 		}

@@ -148,6 +148,35 @@ func StartMember(t testing.TB, addr, grp, topic string, balancer kgo.GroupBalanc
 	})
 }
 
+// StartShareAcceptor runs a franz-go share consumer of topic in group
+// (KIP-932) that accepts every record it gets; it leaves the group when
+// stopped (Member.Stop) or when the test ends.
+func StartShareAcceptor(t testing.TB, addr, group, topic string) *Member {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second),
+		kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300 * time.Millisecond)}
+	return RunMember(t, opts, func(ctx context.Context, cl *kgo.Client) {
+		cl.PollRecords(ctx, 100).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
+	})
+}
+
+// ShareStartOffsets is share group's start offset of each partition of
+// topic (DescribeShareGroupOffsets), leaving out a partition answered
+// with an error; empty while the group cannot be described.
+func ShareStartOffsets(ctx context.Context, adm *kadm.Client, group, topic string) map[int32]int64 {
+	out := map[int32]int64{}
+	o, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		return out
+	}
+	for p, so := range o[group].Offsets[topic] {
+		if so.Err == nil {
+			out[p] = so.StartOffset
+		}
+	}
+	return out
+}
+
 // Stop leaves the group (a graceful member) and closes the client; a
 // second call does nothing.
 func (m *Member) Stop() {
