@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -75,23 +74,7 @@ func serveSASL(t *testing.T, l kafka.Listener, obs kafka.AuthObserver) (string, 
 		return kafka.Reply{Response: resp}, nil
 	})
 	s := kafka.NewServer(kafka.ServerConfig{AuthObserver: obs}, reg, slog.New(slog.NewTextHandler(logs, nil)))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.ServeListener(ln, l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, kafka.ErrServerClosed) {
-			t.Errorf("ServeListener: %v", err)
-		}
-	})
-	return ln.Addr().String(), logs
+	return serve(t, s, l), logs
 }
 
 // whoAmIAt logs in to addr with m (and opts) and asks DescribeCluster:

@@ -98,11 +98,18 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 		return kafka.Reply{Response: resp}, nil
 	})
 	s := kafka.NewServer(kafka.ServerConfig{}, reg, slog.New(slog.NewTextHandler(ss.logs, nil)))
+	ss.addr = serve(t, s, l)
+	return ss
+}
+
+// serve serves l on s at a new local address, returned, until the test
+// ends; then it shuts s down and checks that it stopped cleanly.
+func serve(t *testing.T, s *kafka.Server, l kafka.Listener) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss.addr = ln.Addr().String()
 	served := make(chan error, 1)
 	go func() { served <- s.ServeListener(ln, l) }()
 	t.Cleanup(func() {
@@ -115,7 +122,7 @@ func startSASLServer(t *testing.T, withTLS bool) *saslServer {
 			t.Errorf("ServeListener: %v", err)
 		}
 	})
-	return ss
+	return ln.Addr().String()
 }
 
 func (ss *saslServer) whoAmI(t *testing.T, m ksasl.Mechanism) (string, error) {
