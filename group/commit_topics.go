@@ -69,6 +69,21 @@ func (ct *commitTopics) refused(i int, p int32) int16 {
 	return 0
 }
 
+// answers hands out the code of each partition of the request in turn:
+// its refused code, else the next of codes, the group's codes for the
+// partitions committed, in request order. Call it once per partition of
+// the request, in request order.
+func (ct *commitTopics) answers(codes []int16) func(i int, p int32) int16 {
+	next := 0
+	return func(i int, p int32) int16 {
+		if code := ct.refused(i, p); code != 0 {
+			return code
+		}
+		next++
+		return codes[next-1]
+	}
+}
+
 // topicIDs is the ids of the known topics by name, written with the
 // offsets (KAFKA-19141) and a consumer group member's ownership check;
 // nil when the cluster lists no topics.

@@ -139,16 +139,11 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, req *kafka.Request
 			var codes []int16
 			var hw int64
 			codes, written, hw = g.commit(cr)
-			i := 0
+			answer := ct.answers(codes)
 			failAll(0)
 			for ti, t := range resp.Topics {
 				for pi, p := range t.Partitions {
-					if code := ct.refused(ti, p.Partition); code != 0 {
-						resp.Topics[ti].Partitions[pi].ErrorCode = code
-						continue
-					}
-					resp.Topics[ti].Partitions[pi].ErrorCode = codes[i]
-					i++
+					resp.Topics[ti].Partitions[pi].ErrorCode = answer(ti, p.Partition)
 				}
 			}
 			send(resp, hw)

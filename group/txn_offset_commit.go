@@ -128,20 +128,15 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, req *kafka.Requ
 		producer := txnProducer{id: r.ProducerID, epoch: r.ProducerEpoch, guard: guard}
 		return c.call(ctx, rn, func(g *group, send replyFn) {
 			codes, hw := g.txnCommit(cr, producer)
+			answer := ct.answers(codes)
 			failAll(0)
-			i := 0
-			for ti := range resp.Topics {
-				for pi := range resp.Topics[ti].Partitions {
-					if code := ct.refused(ti, resp.Topics[ti].Partitions[pi].Partition); code != 0 {
-						resp.Topics[ti].Partitions[pi].ErrorCode = code
-						continue
-					}
-					code := codes[i]
+			for ti, t := range resp.Topics {
+				for pi, p := range t.Partitions {
+					code := answer(ti, p.Partition) // a refused partition's code is never INVALID_PRODUCER_EPOCH
 					if code == kerr.InvalidProducerEpoch.Code && req.Version >= 3 {
 						code = kerr.ProducerFenced.Code
 					}
 					resp.Topics[ti].Partitions[pi].ErrorCode = code
-					i++
 				}
 			}
 			send(resp, hw)
