@@ -34,15 +34,9 @@ var (
 	ErrNotShareGroup = errors.New("group: not a share group")
 )
 
-// codes is the node's error table with the coordinator's own errors in
-// front: an append that failed below (disk full, too large, not leader) is
-// wrapped with ErrNotCoordinator, so the client looks for the coordinator
-// again, as Kafka's coordinator answers its storage errors.
-var codes = kafkaerr.Table.With(
-	kafka.Translation{Err: ErrLoadInProgress, Kafka: kerr.CoordinatorLoadInProgress},
-	kafka.Translation{Err: ErrCoordinatorNotAvailable, Kafka: kerr.CoordinatorNotAvailable},
-	kafka.Translation{Err: ErrNotCoordinator, Kafka: kerr.NotCoordinator},
-	kafka.Translation{Err: ErrClosed, Kafka: kerr.NotCoordinator},
+// codes is the coordinators' error table (the runtime's errors over the
+// node's) with the group coordinator's own in front.
+var codes = kafkaerr.Coordinators.With(
 	kafka.Translation{Err: ErrNotShareGroup, Kafka: kerr.GroupIDNotFound},
 )
 

@@ -6,15 +6,17 @@
 // The rules (first match wins, what unknown errors become, which codes are
 // retriable) are kafka.ErrorTable's; this package lists the translations of
 // the sentinel errors of the packages below the handlers. It sits above
-// segment, partition, tiering/coldread, infra and controlplane, and below
-// the handler packages; a handler package with errors of its own extends
-// Table with kafka.ErrorTable.With (the group coordinator does).
+// segment, partition, tiering/coldread, infra, controlplane and the
+// coordinator runtime, and below the handler packages; a handler package
+// with errors of its own extends Table with kafka.ErrorTable.With, and a
+// coordinator on the runtime extends Coordinators.
 package kafkaerr
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/kafka"
@@ -89,3 +91,16 @@ var Table = kafka.NewErrorTable(
 
 // Code returns Table's Kafka error code for err, 0 for nil.
 func Code(err error) int16 { return Table.Code(err) }
+
+// Coordinators is Table with the coordinator runtime's errors in front
+// (package coordinator), for the coordinators on the runtime (group, txn)
+// to extend with their own: an append that failed below (disk full, too
+// large, not leader) is wrapped with coordinator.ErrNotCoordinator, so the
+// client looks for the coordinator again, as Kafka's coordinators answer
+// their storage errors; a closed coordinator is NOT_COORDINATOR too.
+var Coordinators = Table.With(
+	kafka.Translation{Err: coordinator.ErrLoadInProgress, Kafka: kerr.CoordinatorLoadInProgress},
+	kafka.Translation{Err: coordinator.ErrCoordinatorNotAvailable, Kafka: kerr.CoordinatorNotAvailable},
+	kafka.Translation{Err: coordinator.ErrNotCoordinator, Kafka: kerr.NotCoordinator},
+	kafka.Translation{Err: coordinator.ErrClosed, Kafka: kerr.NotCoordinator},
+)

@@ -53,10 +53,9 @@ var (
 	ErrCorruptRecord = errors.New("txn: corrupt __transaction_state record")
 )
 
-var codes = kafkaerr.Table.With(
-	kafka.Translation{Err: ErrNotCoordinator, Kafka: kerr.NotCoordinator},
-	kafka.Translation{Err: ErrLoadInProgress, Kafka: kerr.CoordinatorLoadInProgress},
-	kafka.Translation{Err: ErrCoordinatorNotAvailable, Kafka: kerr.CoordinatorNotAvailable},
+// codes is the coordinators' error table (the runtime's errors over the
+// node's) with the transaction coordinator's own in front.
+var codes = kafkaerr.Coordinators.With(
 	kafka.Translation{Err: ErrConcurrentTransactions, Kafka: kerr.ConcurrentTransactions},
 	kafka.Translation{Err: ErrProducerFenced, Kafka: kerr.ProducerFenced},
 	kafka.Translation{Err: ErrInvalidProducerIDMapping, Kafka: kerr.InvalidProducerIDMapping},
@@ -64,7 +63,6 @@ var codes = kafkaerr.Table.With(
 	kafka.Translation{Err: ErrInvalidTimeout, Kafka: kerr.InvalidTransactionTimeout},
 	kafka.Translation{Err: ErrNotFound, Kafka: kerr.TransactionalIDNotFound},
 	kafka.Translation{Err: ErrInvalidRequest, Kafka: kerr.InvalidRequest},
-	kafka.Translation{Err: ErrClosed, Kafka: kerr.NotCoordinator},
 )
 
 // ErrorCode translates an error of this package (or below) to a Kafka

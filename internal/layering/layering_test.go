@@ -45,11 +45,12 @@ var ranks = map[string]int{
 	"tiering": 3, "tiering/coldread": 3,
 	// 4: restores from the bucket, over the cold tier they read.
 	"restore": 4,
-	// 4: the replica manager; the error table, which knows every layer's
-	// errors below the handlers.
-	"replica": 4, "kafkaerr": 4,
-	// 5: what the coordinators share.
-	"coordinator": 5,
+	// 4: the replica manager; what the coordinators share (their runtime,
+	// over the partitions of their internal topics).
+	"replica": 4, "coordinator": 4,
+	// 5: the error table, which knows every layer's errors below the
+	// handlers.
+	"kafkaerr": 5,
 	// 6: the API handlers and coordinators, siblings: the metadata and
 	// admin APIs (admin) know the coordinators only through the shapes of
 	// their topics, which broker hands it.
