@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -257,30 +255,13 @@ type requestTimes struct{ count, total, queue, local, remote, respQueue float64 
 func produceTimes(b *testing.B, c *proctest.Cluster) requestTimes {
 	var s requestTimes
 	for _, id := range c.IDs() {
-		for _, line := range c.Node(id).MetricLines(b) {
-			name, rest, ok := strings.Cut(line, `{request="Produce"} `)
-			if !ok {
-				continue
-			}
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				b.Fatalf("node %d: %q: %v", id, line, err)
-			}
-			switch name {
-			case "kafka_network_requestmetrics_total_time_seconds_count":
-				s.count += v
-			case "kafka_network_requestmetrics_total_time_seconds_sum":
-				s.total += v
-			case "kafka_network_requestmetrics_request_queue_time_seconds_sum":
-				s.queue += v
-			case "kafka_network_requestmetrics_local_time_seconds_sum":
-				s.local += v
-			case "kafka_network_requestmetrics_remote_time_seconds_sum":
-				s.remote += v
-			case "kafka_network_requestmetrics_response_queue_time_seconds_sum":
-				s.respQueue += v
-			}
-		}
+		m := proctest.RequestSamples(b, c.Node(id).MetricLines(b), "Produce")
+		s.count += m["kafka_network_requestmetrics_total_time_seconds_count"]
+		s.total += m["kafka_network_requestmetrics_total_time_seconds_sum"]
+		s.queue += m["kafka_network_requestmetrics_request_queue_time_seconds_sum"]
+		s.local += m["kafka_network_requestmetrics_local_time_seconds_sum"]
+		s.remote += m["kafka_network_requestmetrics_remote_time_seconds_sum"]
+		s.respQueue += m["kafka_network_requestmetrics_response_queue_time_seconds_sum"]
 	}
 	return s
 }

@@ -50,6 +50,28 @@ func (n *Node) MetricLines(tb testing.TB) []string {
 	return strings.Split(string(body), "\n")
 }
 
+// RequestSamples is the samples of lines (an exposition, as MetricLines
+// returns it) whose only label is request=api, by metric name: the request
+// metrics of one API, kafka_network_requestmetrics_*{request="Produce"} 12.
+// A value that does not parse fails tb.
+func RequestSamples(tb testing.TB, lines []string, api string) map[string]float64 {
+	tb.Helper()
+	out := map[string]float64{}
+	suffix := `{request="` + api + `"} `
+	for _, line := range lines {
+		name, rest, ok := strings.Cut(line, suffix)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(rest, 64)
+		if err != nil {
+			tb.Fatalf("%q: %v", line, err)
+		}
+		out[name] += v
+	}
+	return out
+}
+
 // RSSFile is the live run's file-backed resident memory in bytes
 // (RssFile in /proc/<pid>/status: mapped file pages it touched), or -1.
 func (n *Node) RSSFile() int64 {

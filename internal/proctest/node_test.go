@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -242,6 +243,32 @@ func TestGoroutineIn(t *testing.T) {
 	signalled := "goroutine 10 gp=0x2 m=nil [IO wait]:\ny()\n\ngoroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"
 	if got, want := goroutineIn(signalled, 1), "goroutine 1 gp=0x1 m=nil [select (no cases)]:\nmain.f()\n"; got != want {
 		t.Errorf("signalled goroutine 1: %q, want %q", got, want)
+	}
+}
+
+// TestRequestSamples: RequestSamples sums, by name, the samples labelled
+// only with the API's request, and leaves out other APIs, other labels
+// and unlabelled samples.
+func TestRequestSamples(t *testing.T) {
+	lines := []string{
+		"# TYPE kafka_network_requestmetrics_total_time_seconds histogram",
+		`kafka_network_requestmetrics_total_time_seconds_bucket{le="0.005",request="Produce"} 12`,
+		`kafka_network_requestmetrics_total_time_seconds_sum{request="Produce"} 0.25`,
+		`kafka_network_requestmetrics_total_time_seconds_count{request="Produce"} 40`,
+		`kafka_network_requestmetrics_total_time_seconds_count{request="Fetch"} 7`,
+		`kafka_network_requestmetrics_remote_time_seconds_sum{request="Produce"} 0.125`,
+		`kafka_network_requestmetrics_remote_time_seconds_sum{request="Produce"} 0.125`,
+		"go_goroutines 7",
+		"",
+	}
+	got := RequestSamples(t, lines, "Produce")
+	want := map[string]float64{
+		"kafka_network_requestmetrics_total_time_seconds_sum":   0.25,
+		"kafka_network_requestmetrics_total_time_seconds_count": 40,
+		"kafka_network_requestmetrics_remote_time_seconds_sum":  0.25,
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("RequestSamples %v, want %v", got, want)
 	}
 }
 

@@ -333,28 +333,16 @@ func (s produceSample) p99Bound(from produceSample) float64 {
 func produceStages(b *testing.B, c *cluster) produceSample {
 	s := produceSample{buckets: map[float64]float64{}}
 	for _, n := range c.nodes {
-		for _, line := range n.MetricLines(b) {
+		lines := n.MetricLines(b)
+		for _, line := range lines {
 			if le, v, ok := produceBucket(line); ok {
 				s.buckets[le] += v
-				continue
-			}
-			name, rest, ok := strings.Cut(line, `{request="Produce"} `)
-			if !ok {
-				continue
-			}
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				b.Fatalf("scraping %s: %q: %v", n.Admin(), line, err)
-			}
-			switch name {
-			case "kafka_network_requestmetrics_total_time_seconds_count":
-				s.count += v
-			case "kafka_network_requestmetrics_total_time_seconds_sum":
-				s.total += v
-			case "kafka_network_requestmetrics_remote_time_seconds_sum":
-				s.remote += v
 			}
 		}
+		m := proctest.RequestSamples(b, lines, "Produce")
+		s.count += m["kafka_network_requestmetrics_total_time_seconds_count"]
+		s.total += m["kafka_network_requestmetrics_total_time_seconds_sum"]
+		s.remote += m["kafka_network_requestmetrics_remote_time_seconds_sum"]
 	}
 	return s
 }
