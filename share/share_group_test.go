@@ -99,15 +99,8 @@ func startShareMember(t *testing.T, addrs []string, name, grp, topic string, see
 			fs := cl.PollRecords(ctx, 50)
 			fs.EachRecord(func(r *kgo.Record) {
 				seen.add(name, r)
-				v := string(r.Value)
-				switch {
-				case holding:
-				case strings.HasPrefix(v, "rel-"):
-					r.Ack(kgo.AckRelease)
-				case strings.HasPrefix(v, "rej-"):
-					r.Ack(kgo.AckReject)
-				default:
-					r.Ack(kgo.AckAccept)
+				if !holding {
+					r.Ack(testnode.ShareAck(string(r.Value)))
 				}
 			})
 			if holding && fs.NumRecords() > 0 {

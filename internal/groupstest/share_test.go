@@ -15,6 +15,7 @@ import (
 
 	"github.com/shale-io/shale/group"
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/internal/testnode"
 )
 
 // shareLog records every delivery to share members (value -> delivery
@@ -83,15 +84,13 @@ func (c *cluster) startShareMember(t *testing.T, name, grp, topic string, log *s
 			var accepted []string
 			fs.EachRecord(func(r *kgo.Record) {
 				log.add(name, r)
+				if holding {
+					return
+				}
 				v := string(r.Value)
-				switch {
-				case holding:
-				case strings.HasPrefix(v, "rel-"):
-					r.Ack(kgo.AckRelease)
-				case strings.HasPrefix(v, "rej-"):
-					r.Ack(kgo.AckReject)
-				default:
-					r.Ack(kgo.AckAccept)
+				ack := testnode.ShareAck(v)
+				r.Ack(ack)
+				if ack == kgo.AckAccept {
 					accepted = append(accepted, v)
 				}
 			})

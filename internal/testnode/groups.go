@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,6 +159,19 @@ func StartShareAcceptor(t testing.TB, addr, group, topic string) *Member {
 	return RunMember(t, opts, func(ctx context.Context, cl *kgo.Client) {
 		cl.PollRecords(ctx, 100).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept) })
 	})
+}
+
+// ShareAck is how the share group tests acknowledge a record, by its
+// value: one starting "rel-" is released (delivered again), "rej-"
+// rejected (archived), any other accepted.
+func ShareAck(value string) kgo.AckStatus {
+	switch {
+	case strings.HasPrefix(value, "rel-"):
+		return kgo.AckRelease
+	case strings.HasPrefix(value, "rej-"):
+		return kgo.AckReject
+	}
+	return kgo.AckAccept
 }
 
 // ShareStartOffsets is share group's start offset of each partition of
