@@ -172,12 +172,8 @@ func TestReplayTransactionalTopic(t *testing.T) {
 	a := newAdmin(t)
 	ctx := ctxT(t, 60*time.Second)
 	createTopic(t, a, "replay-txn", 3, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.TransactionalID("replay-txn"), kgo.DefaultProduceTopic("replay-txn"),
+	cl := testnode.Client(t, seed, kgo.TransactionalID("replay-txn"), kgo.DefaultProduceTopic("replay-txn"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	inTxn := func(partition int32, n int, end kgo.TransactionEndTry) {
 		t.Helper()
 		testnode.ProduceInTxn(t, ctx, cl, partition, n, end)

@@ -52,12 +52,8 @@ func consumeUntilEndOfTransactions(t *testing.T, addr, replicas string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("until-end"), kgo.DefaultProduceTopic("txns"),
+	cl := testnode.Client(t, addr, kgo.TransactionalID("until-end"), kgo.DefaultProduceTopic("txns"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	inTxn := func(partition int32, n int, end kgo.TransactionEndTry) {
 		t.Helper()
 		testnode.ProduceInTxn(t, ctx, cl, partition, n, end)
