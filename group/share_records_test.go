@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/shale-io/shale/internal/proctest"
+	"github.com/shale-io/shale/partition"
 )
 
 // shareGroupsSeen records what the coordinator hands to ShareGroups.
@@ -148,5 +150,22 @@ func TestShareGroupRefusedByOtherProtocols(t *testing.T) {
 	}
 	if lg := listGroupsOnce(t, c); len(lg.Groups) != 0 {
 		t.Errorf("the share group became a classic or consumer group: %+v", lg.Groups)
+	}
+}
+
+// TestErrorCodes: the group coordinator's codes put its own errors and
+// the runtime's over the node's table, each wrapped as the coordinator
+// wraps it.
+func TestErrorCodes(t *testing.T) {
+	for err, want := range map[error]*kerr.Error{
+		ErrLoadInProgress: kerr.CoordinatorLoadInProgress,
+		ErrClosed:         kerr.NotCoordinator,
+		fmt.Errorf("%w: %q", ErrNotShareGroup, "g"):                                                                 kerr.GroupIDNotFound,
+		fmt.Errorf("%w: appending to %s-%d: %w", ErrNotCoordinator, OffsetsTopic, 3, partition.ErrDiskFull):         kerr.NotCoordinator,
+		fmt.Errorf("%w: creating %s: %w", ErrCoordinatorNotAvailable, OffsetsTopic, partition.ErrNotEnoughReplicas): kerr.CoordinatorNotAvailable,
+	} {
+		if got := errorCode(err); got != want.Code {
+			t.Errorf("errorCode(%v) = %v, want %v", err, kerr.ErrorForCode(got), want)
+		}
 	}
 }

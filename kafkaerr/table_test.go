@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/shale-io/shale/controlplane"
+	"github.com/shale-io/shale/coordinator"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment"
@@ -57,6 +58,30 @@ func TestTable(t *testing.T) {
 		}
 		if got := Table.Retriable(c.err); got != c.retriable {
 			t.Errorf("%v: retriable %v, want %v", c.err, got, c.retriable)
+		}
+	}
+}
+
+// TestCoordinators pins what the coordinators on the runtime (group, txn)
+// answer for the runtime's errors, wrapped as they wrap them: a failed
+// append or a lost leadership is NOT_COORDINATOR (the client looks for
+// the coordinator again) whatever it wraps; the rest is Table's.
+func TestCoordinators(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{coordinator.ErrNotCoordinator, kerr.NotCoordinator},
+		{coordinator.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
+		{coordinator.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+		{coordinator.ErrClosed, kerr.NotCoordinator},
+		{fmt.Errorf("%w: appending to __consumer_offsets-3: %w", coordinator.ErrNotCoordinator, partition.ErrDiskFull), kerr.NotCoordinator},
+		{fmt.Errorf("%w: %w", coordinator.ErrNotCoordinator, partition.ErrNotLeader), kerr.NotCoordinator},
+		{fmt.Errorf("%w: %w", coordinator.ErrCoordinatorNotAvailable, partition.ErrNotEnoughReplicas), kerr.CoordinatorNotAvailable},
+		{partition.ErrNotLeader, kerr.NotLeaderForPartition},
+	} {
+		if got := Coordinators.Error(c.err); got != c.want {
+			t.Errorf("%v: %v, want %v", c.err, got, c.want)
 		}
 	}
 }

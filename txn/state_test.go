@@ -6,7 +6,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/shale-io/shale/partition"
 )
 
 func meta(state kmsg.TransactionState, tps ...TopicPartition) *txnMeta {
@@ -281,5 +284,29 @@ func TestMarkerTransactionVersion(t *testing.T) {
 	got, err := decodeStateValue("t", stateValue(end2))
 	if err != nil || got.markerTV != 0 {
 		t.Fatalf("loaded Prepare state: %+v %v", got, err)
+	}
+}
+
+// TestErrorCodes: the transaction coordinator's codes put its own errors
+// and the runtime's over the node's table, each wrapped as the coordinator
+// wraps it.
+func TestErrorCodes(t *testing.T) {
+	for err, want := range map[error]*kerr.Error{
+		ErrLoadInProgress: kerr.CoordinatorLoadInProgress,
+		ErrClosed:         kerr.NotCoordinator,
+		fmt.Errorf("%w: aborting the open transaction of %q first", ErrConcurrentTransactions, "tx"): kerr.ConcurrentTransactions,
+		ErrProducerFenced:           kerr.ProducerFenced,
+		ErrInvalidProducerIDMapping: kerr.InvalidProducerIDMapping,
+		ErrInvalidTxnState:          kerr.InvalidTxnState,
+		ErrInvalidTimeout:           kerr.InvalidTransactionTimeout,
+		ErrNotFound:                 kerr.TransactionalIDNotFound,
+		ErrInvalidRequest:           kerr.InvalidRequest,
+		fmt.Errorf("%w: appending to %s-%d: %w", ErrNotCoordinator, StateTopic, 3, partition.ErrDiskFull): kerr.NotCoordinator,
+		fmt.Errorf("%w: %w", ErrNotCoordinator, partition.ErrNotLeader):                                   kerr.NotCoordinator,
+		fmt.Errorf("%w: %w", ErrCoordinatorNotAvailable, partition.ErrNotEnoughReplicas):                  kerr.CoordinatorNotAvailable,
+	} {
+		if got := ErrorCode(err); got != want.Code {
+			t.Errorf("ErrorCode(%v) = %v, want %v", err, kerr.ErrorForCode(got), want)
+		}
 	}
 }
