@@ -221,29 +221,9 @@ func committedOffsets(ctx context.Context, adm *kadm.Client, in topicSpec) (map[
 // stable offset: holes (markers, aborted records) are expected, so it stops
 // once it has seen the last record below the LSO, or after quiet polls.
 func readCommitted(ctx context.Context, seeds []string, adm *kadm.Client, t topicSpec) []FinalRead {
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	starts, err1 := adm.ListStartOffsets(lctx, t.name)
-	lsos, err2 := adm.ListCommittedOffsets(lctx, t.name)
-	cancel()
-	var out []FinalRead
-	for p := range t.parts {
-		fr := FinalRead{TP: TP{t.name, p}}
-		s, ok1 := starts.Lookup(t.name, p)
-		e, ok2 := lsos.Lookup(t.name, p)
-		if err1 != nil || err2 != nil || !ok1 || !ok2 || s.Err != nil || e.Err != nil {
-			fr.Err = fmt.Sprintf("list offsets: %v %v", err1, err2)
-			out = append(out, fr)
-			continue
-		}
-		fr.LogStart, fr.HW = s.Offset, e.Offset
-		recs, err := readCommittedPartition(ctx, seeds, fr.TP, fr.LogStart, fr.HW)
-		fr.Records = recs
-		if err != nil {
-			fr.Err = err.Error()
-		}
-		out = append(out, fr)
-	}
-	return out
+	return readToEnd(ctx, adm, t, adm.ListCommittedOffsets, func(tp TP, from, end int64) ([]Rec, error) {
+		return readCommittedPartition(ctx, seeds, tp, from, end)
+	})
 }
 
 func readCommittedPartition(ctx context.Context, seeds []string, tp TP, from, end int64) ([]Rec, error) {

@@ -530,26 +530,40 @@ func finalRead(ctx context.Context, c *Cluster, topics []topicSpec) []FinalRead 
 	adm := kadm.NewClient(cl)
 	var out []FinalRead
 	for _, t := range topics {
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		starts, err1 := adm.ListStartOffsets(lctx, t.name)
-		ends, err2 := adm.ListEndOffsets(lctx, t.name)
-		cancel()
-		for p := range t.parts {
-			fr := FinalRead{TP: TP{t.name, p}}
-			s, ok1 := starts.Lookup(t.name, p)
-			e, ok2 := ends.Lookup(t.name, p)
-			if err := errors.Join(err1, err2, s.Err, e.Err); err != nil || !ok1 || !ok2 {
-				fr.Err = fmt.Sprintf("list offsets: %v", err)
-				out = append(out, fr)
-				continue
-			}
-			fr.LogStart, fr.HW = s.Offset, e.Offset
-			fr.Records, err = readPartition(ctx, c.seeds(), fr.TP, fr.LogStart, fr.HW)
-			if err != nil {
-				fr.Err = err.Error()
-			}
+		out = append(out, readToEnd(ctx, adm, t, adm.ListEndOffsets, func(tp TP, from, end int64) ([]Rec, error) {
+			return readPartition(ctx, c.seeds(), tp, from, end)
+		})...)
+	}
+	return out
+}
+
+// readToEnd reads each partition of t with read, from its log start to
+// the end listEnds lists for it (ListEndOffsets: the high watermark;
+// ListCommittedOffsets: the last stable offset). A partition whose
+// offsets cannot be listed is a FinalRead with only that error.
+func readToEnd(ctx context.Context, adm *kadm.Client, t topicSpec, listEnds func(context.Context, ...string) (kadm.ListedOffsets, error),
+	read func(tp TP, from, end int64) ([]Rec, error)) []FinalRead {
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	starts, err1 := adm.ListStartOffsets(lctx, t.name)
+	ends, err2 := listEnds(lctx, t.name)
+	cancel()
+	var out []FinalRead
+	for p := range t.parts {
+		fr := FinalRead{TP: TP{t.name, p}}
+		s, ok1 := starts.Lookup(t.name, p)
+		e, ok2 := ends.Lookup(t.name, p)
+		if err := errors.Join(err1, err2, s.Err, e.Err); err != nil || !ok1 || !ok2 {
+			fr.Err = fmt.Sprintf("list offsets: %v", err)
 			out = append(out, fr)
+			continue
 		}
+		fr.LogStart, fr.HW = s.Offset, e.Offset
+		var err error
+		fr.Records, err = read(fr.TP, fr.LogStart, fr.HW)
+		if err != nil {
+			fr.Err = err.Error()
+		}
+		out = append(out, fr)
 	}
 	return out
 }
