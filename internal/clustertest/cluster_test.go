@@ -163,3 +163,32 @@ func waitHealed(ctx context.Context, t *testing.T, nodes []*node, topic string, 
 		t.Fatalf("cluster not in step after %v: %s", d, last)
 	}
 }
+
+// createRF3 creates topic with parts partitions, three replicas each and
+// min.insync.replicas=2, the benchmarks' topic, failing tb otherwise.
+func createRF3(tb testing.TB, ctx context.Context, adm *kadm.Client, topic string, parts int32) {
+	tb.Helper()
+	two := "2"
+	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		tb.Fatalf("creating %d partitions: %v", parts, err)
+	}
+}
+
+// everyPartition reports whether md lists topic with its parts
+// partitions, each without an error and satisfying ok.
+func everyPartition(md kadm.Metadata, topic string, parts int32, ok func(kadm.PartitionDetail) bool) bool {
+	td, found := md.Topics[topic]
+	if !found || td.Err != nil || int32(len(td.Partitions)) != parts {
+		return false
+	}
+	for _, pd := range td.Partitions {
+		if pd.Err != nil || !ok(pd) {
+			return false
+		}
+	}
+	return true
+}

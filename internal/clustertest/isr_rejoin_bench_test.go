@@ -73,14 +73,7 @@ func isrRejoin(b *testing.B, parts int32) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	two := "2"
-	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		b.Fatalf("creating %d partitions: %v", parts, err)
-	}
+	createRF3(b, ctx, adm, topic, parts)
 	recs := make([]*kgo.Record, parts)
 	for p := range parts {
 		recs[p] = &kgo.Record{Topic: topic, Partition: p, Value: []byte("before")}
@@ -91,19 +84,7 @@ func isrRejoin(b *testing.B, parts int32) {
 	// every reports whether each partition's metadata satisfies ok.
 	every := func(ok func(kadm.PartitionDetail) bool) bool {
 		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return false
-		}
-		td, found := md.Topics[topic]
-		if !found || td.Err != nil || int32(len(td.Partitions)) != parts {
-			return false
-		}
-		for _, pd := range td.Partitions {
-			if pd.Err != nil || !ok(pd) {
-				return false
-			}
-		}
-		return true
+		return err == nil && everyPartition(md, topic, parts, ok)
 	}
 	if err := proctest.WaitFor(5*time.Minute, func() bool {
 		return every(func(pd kadm.PartitionDetail) bool { return len(pd.ISR) == 3 })

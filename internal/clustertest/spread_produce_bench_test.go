@@ -86,30 +86,11 @@ func spreadProduce(b *testing.B, parts int32) {
 	}
 	defer mcl.Close()
 	adm := kadm.NewClient(mcl) // Metadata answered from a cache younger than 20 ms, not 5 s
-	two := "2"
-	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": &two}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		b.Fatalf("creating %d partitions: %v", parts, err)
-	}
+	createRF3(b, ctx, adm, topic, parts)
 	// Every partition led and with a full ISR before the clock starts.
 	if err := proctest.WaitFor(5*time.Minute, func() bool {
 		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			return false
-		}
-		td, ok := md.Topics[topic]
-		if !ok || td.Err != nil || int32(len(td.Partitions)) != parts {
-			return false
-		}
-		for _, pd := range td.Partitions {
-			if pd.Err != nil || pd.Leader < 0 || len(pd.ISR) != 3 {
-				return false
-			}
-		}
-		return true
+		return err == nil && everyPartition(md, topic, parts, func(pd kadm.PartitionDetail) bool { return pd.Leader >= 0 && len(pd.ISR) == 3 })
 	}); err != nil {
 		b.Fatalf("full ISRs: %v", err)
 	}
