@@ -71,67 +71,42 @@ func (d *deliveries) missing(tag string, n int) int {
 
 // shareMember is a franz-go share group consumer (kgo.ShareGroup) in a
 // goroutine: it releases records whose value starts with "rel-", rejects
-// "rej-" ones and accepts the rest; a holding member acknowledges nothing
-// and, on its first records, dies (its connections cut, never closed).
+// "rej-" ones and accepts the rest (testnode.ShareAck); a holding member
+// acknowledges nothing and, on its first records, dies (its connections
+// cut, never closed). Stop closes it cleanly: its acknowledgements are
+// sent, its share sessions closed and it leaves the group; one still
+// running when the test ends is crashed (nothing it sends then reaches
+// the broker).
 type shareMember struct {
-	name   string
-	cl     *kgo.Client
-	dialer *testnode.CrashDialer
-	cancel context.CancelFunc
-	done   chan struct{}
-	got    chan struct{} // closed once a holding member has records
-	once   sync.Once
+	*testnode.Member
+	got  chan struct{} // closed once a holding member has records
+	once sync.Once
 }
 
 func startShareMember(t *testing.T, addrs []string, name, grp, topic string, seen *deliveries, holding bool) *shareMember {
 	t.Helper()
 	d := &testnode.CrashDialer{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.Dialer(d.Dial), kgo.RetryTimeout(10*time.Second),
-		kgo.ShareGroup(grp), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &shareMember{name: name, cl: cl, dialer: d, cancel: cancel, done: make(chan struct{}), got: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			fs := cl.PollRecords(ctx, 50)
-			fs.EachRecord(func(r *kgo.Record) {
-				seen.add(name, r)
-				if !holding {
-					r.Ack(testnode.ShareAck(string(r.Value)))
-				}
-			})
-			if holding && fs.NumRecords() > 0 {
-				// Die holding the locks: no acknowledgement, no session
-				// close, no leave.
-				d.Crash()
-				m.once.Do(func() { close(m.got) })
-				<-ctx.Done()
-				return
+	m := &shareMember{got: make(chan struct{})}
+	opts := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.RetryTimeout(10 * time.Second),
+		kgo.ShareGroup(grp), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(300 * time.Millisecond)}
+	m.Member = testnode.RunMemberOn(t, d, opts, func(ctx context.Context, cl *kgo.Client) {
+		fs := cl.PollRecords(ctx, 50)
+		fs.EachRecord(func(r *kgo.Record) {
+			seen.add(name, r)
+			if !holding {
+				r.Ack(testnode.ShareAck(string(r.Value)))
 			}
+		})
+		if holding && fs.NumRecords() > 0 {
+			// Die holding the locks: no acknowledgement, no session
+			// close, no leave.
+			d.Crash()
+			m.once.Do(func() { close(m.got) })
+			<-ctx.Done()
 		}
-	}()
-	t.Cleanup(m.kill)
+	})
+	t.Cleanup(m.Crash) // before RunMemberOn's Stop, which then only closes the client
 	return m
-}
-
-// stop closes the member cleanly: its acknowledgements are sent, its share
-// sessions closed and it leaves the group.
-func (m *shareMember) stop() {
-	m.cancel()
-	<-m.done
-	m.cl.Close()
-}
-
-// kill ends the member's goroutine and client (after a crash nothing it
-// sends reaches the broker).
-func (m *shareMember) kill() {
-	m.cancel()
-	<-m.done
-	m.dialer.Crash()
-	m.cl.Close()
 }
 
 // waitShared polls until cond holds, failing after d with what() says.
@@ -206,8 +181,8 @@ func runShareScenario(t *testing.T, addrs []string, topic, grp string, between f
 
 	// A member dies holding records: once its locks time out another
 	// member gets them, with delivery count 2.
-	m1.stop()
-	m2.stop()
+	m1.Stop()
+	m2.Stop()
 	dying := startShareMember(t, addrs, "dying", grp, topic, seen, true)
 	testnode.ProduceN(t, addrs[0], topic, 50, "c")
 	select {
@@ -270,7 +245,7 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	testnode.ProduceN(t, addr, "shared-restart", 100, "a")
 	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 100) == 0 },
 		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 100)) })
-	m.stop() // sends the last acknowledgements and closes the share session
+	m.Stop() // sends the last acknowledgements and closes the share session
 	adm.Close()
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -396,7 +371,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	if code := alter(10); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("AlterShareGroupOffsets of a group with a member: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
 	}
-	m.stop()
+	m.Stop()
 	waitShared(t, 30*time.Second, func() bool {
 		ps := shareOffsets(t, cl, grp, topic, 1)
 		return ps[0].ErrorCode == 0 && ps[0].StartOffset == 50 && ps[0].Lag == 0
@@ -419,7 +394,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		}
 		return true
 	}, func() string { return "records 10-49 not delivered again after the alter" })
-	m2.stop()
+	m2.Stop()
 
 	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
 	req.GroupID = grp
@@ -552,7 +527,7 @@ func TestShareGroupStateTopicIsInternal(t *testing.T) {
 	m := startShareMember(t, []string{addr}, "m1", grp, topic, seen, false)
 	waitShared(t, 60*time.Second, func() bool { return seen.missing("a", 20) == 0 },
 		func() string { return fmt.Sprintf("%d of a never delivered", seen.missing("a", 20)) })
-	m.stop() // its acceptances are written to __share_group_state
+	m.Stop() // its acceptances are written to __share_group_state
 
 	meta := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()

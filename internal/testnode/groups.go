@@ -108,7 +108,13 @@ type Member struct {
 // stops when the test ends.
 func RunMember(t testing.TB, opts []kgo.Opt, poll func(ctx context.Context, cl *kgo.Client)) *Member {
 	t.Helper()
-	d := &CrashDialer{}
+	return RunMemberOn(t, &CrashDialer{}, opts, poll)
+}
+
+// RunMemberOn is RunMember dialling through d, which poll may crash: a
+// member that dies on its own, at a moment of its choosing.
+func RunMemberOn(t testing.TB, d *CrashDialer, opts []kgo.Opt, poll func(ctx context.Context, cl *kgo.Client)) *Member {
+	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.Dialer(d.Dial)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
