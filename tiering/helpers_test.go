@@ -13,9 +13,9 @@ import (
 
 	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/infra/objstore/fsbucket"
+	"github.com/shale-io/shale/internal/controlplanetest"
 	"github.com/shale-io/shale/partition"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -44,29 +44,7 @@ type fixture struct {
 func newFixture(t *testing.T, configs map[string]string) *fixture {
 	t.Helper()
 	ctx := testCtx(t)
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 1, Host: "127.0.0.1", Port: 9092}); err != nil {
-		t.Fatal(err)
-	}
-	meta, err := controlplane.OpenRemoteLog(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(meta.Close)
+	st, meta := controlplanetest.Open(t, ctx, 9092)
 	fs, err := fsbucket.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,8 @@ var ranks = map[string]int{
 	"infra/objstore/fsbucket": 1, "infra/objstore/s3bucket": 1, "infra/objstore/objstoretest": 1,
 	"infra/interbroker": 1, "infra/metrics": 1, "infra/natsembed": 1,
 	"controlplane": 1, "sdk": 1, "lag": 1,
+	// 2: a control plane for the unit tests of the packages above it.
+	"internal/controlplanetest": 2,
 	// 2: one replica of one partition.
 	"partition": 2,
 	// 3: the cold tier.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/shale-io/shale/controlplane"
-	"github.com/shale-io/shale/infra/natsembed"
 	"github.com/shale-io/shale/infra/objstore"
 	"github.com/shale-io/shale/infra/objstore/fsbucket"
+	"github.com/shale-io/shale/internal/controlplanetest"
 	"github.com/shale-io/shale/segment"
 	"github.com/shale-io/shale/segment/batch"
 )
@@ -32,34 +32,12 @@ func testCtx(t testing.TB) context.Context {
 // the topic, and a RemoteLog.
 func controlPlane(t testing.TB, topic string) (*controlplane.Store, *controlplane.RemoteLog, controlplane.Topic) {
 	t.Helper()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: t.TempDir(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
 	ctx := testCtx(t)
-	st, err := controlplane.Open(ctx, nc, controlplane.StoreConfig{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterBroker(ctx, controlplane.Broker{NodeID: 1, Host: "127.0.0.1", Port: 9091}); err != nil {
-		t.Fatal(err)
-	}
+	st, rl := controlplanetest.Open(t, ctx, 9091)
 	top, err := st.CreateTopic(ctx, topic, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := controlplane.OpenRemoteLog(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rl.Close)
 	return st, rl, top
 }
 
