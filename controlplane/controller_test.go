@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -59,6 +60,13 @@ func TestControllerFailover(t *testing.T) {
 	if victim == ctrlID {
 		victim = 2
 	}
+	// The controller's cache has the topic a moment after the creation on
+	// node 1: a snapshot taken before that missed partitions, which then
+	// read as led by node 0 at epoch 0.
+	eventually(t, 10*time.Second, "the controller's cache has every partition", func() bool {
+		sts := stores[ctrlID-1].Partitions("ha")
+		return len(sts) == 6 && !slices.ContainsFunc(sts, func(st PartitionState) bool { return st.Leader <= 0 })
+	})
 	before := map[int32]PartitionState{}
 	for _, st := range stores[ctrlID-1].Partitions("ha") {
 		before[st.Partition] = st
