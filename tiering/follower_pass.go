@@ -27,7 +27,7 @@ func (m *Manager) followerPass(rep *partition.Replica, n uint64) {
 		return // led here: partitionPass's (or not yet known)
 	}
 	in := m.inputs(rep, top.ID, false)
-	if m.passOver(rep, in, n) {
+	if quiet, _ := m.look(rep, in, n); quiet {
 		m.stats.passedOver.Add(1)
 		return
 	}
@@ -40,5 +40,5 @@ func (m *Manager) followerPass(rep *partition.Replica, n uint64) {
 		m.log.Warn("follower local retention failed", "topic", rep.Topic(), "partition", rep.Partition(), "err", err)
 		return
 	}
-	m.settled(rep, in, retentionDue(local, remote, in.cfg), n)
+	m.settled(rep, in, retentionDue(local, remote, in.cfg))
 }

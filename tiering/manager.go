@@ -235,7 +235,7 @@ type reconcileMode int
 const (
 	reconcileNone   reconcileMode = iota
 	reconcileAll                  // every led partition, and the controller's cleanups
-	reconcilePhased               // the loop's: each partition every ReconcileEvery passes (reconcilePhase)
+	reconcilePhased               // the loop's: each partition in its phase (reconcileDue)
 )
 
 // Stats returns the counters.
@@ -320,7 +320,7 @@ func (m *Manager) pass(ctx context.Context, mode reconcileMode) {
 		wg.Go(func() {
 			for v := range work {
 				if due, ok := m.partitionPass(ctx, v.t, v.reconcile, v.restores); ok {
-					m.settled(v.t.rep, v.in, due, n)
+					m.settled(v.t.rep, v.in, due)
 				}
 			}
 		})
@@ -331,9 +331,10 @@ func (m *Manager) pass(ctx context.Context, mode reconcileMode) {
 			m.followerPass(rep, n)
 			continue
 		}
-		v := visit{t: t, in: m.inputs(rep, t.id, true), restores: restores[partKey{t.id, rep.Partition()}],
-			reconcile: mode == reconcileAll || (mode == reconcilePhased && m.reconcilePhase(n, t.id, rep.Partition()))}
-		if !v.reconcile && len(v.restores) == 0 && m.passOver(rep, v.in, n) {
+		v := visit{t: t, in: m.inputs(rep, t.id, true), restores: restores[partKey{t.id, rep.Partition()}]}
+		quiet, recent := m.look(rep, v.in, n)
+		v.reconcile = mode == reconcileAll || (mode == reconcilePhased && m.reconcileDue(n, t.id, rep.Partition(), recent))
+		if !v.reconcile && len(v.restores) == 0 && quiet {
 			m.stats.passedOver.Add(1)
 			continue
 		}

@@ -25,13 +25,30 @@ import (
 //     come due (retentionDue),
 //   - no restore from quarantine is asked for it, its topic is not
 //     compacted,
-//   - and its reconcile is not due: the loop lists each partition's bucket
-//     prefix every ReconcileEvery passes, each partition in its own phase
-//     (reconcilePhase), so that a pass lists a share of them, not all.
+//   - and its reconcile is not due (reconcileDue).
 // A visit that failed (the bucket down, an upload or delete refused) is not
 // remembered: the next pass visits again, as before. A visit's own changes
 // (an upload, a deletion) change the generations it read before it, so the
 // pass after it visits again and remembers that one.
+//
+// The loop lists each partition's bucket prefix for orphans every
+// ReconcileEvery passes, each partition in a phase of its own, so that a
+// pass lists a share of them, not all; and once a partition's inputs have
+// not changed for longer than the orphan grace and two such rounds, only
+// every quietReconcileEvery rounds. Orphans come from uploads and deletes
+// cut off (a crash, a change of leader), each of which changes the
+// partition's remote records or its leader epoch, and are removed once
+// older than the grace: the rounds after a change find them. Listing every
+// partition's prefix every minute was 10,000 LIST requests a minute at
+// 10,000 partitions, idle or not.
+
+// quietReconcileEvery is how many reconcile rounds (ReconcileEvery passes
+// each) a partition quiet for longer than the orphan grace waits between
+// listings: about an hour at the defaults (5 s passes, rounds of 12). It
+// stays as a safety net, for an object put without a record the partition
+// could see (a writer that outlived its record's removal by more than the
+// grace).
+const quietReconcileEvery = 60
 
 // visitInputs is what a visit's work depends on, read before it.
 type visitInputs struct {
@@ -42,15 +59,19 @@ type visitInputs struct {
 	cfg               *config.TopicConfig
 }
 
-// visitMemo is a settled visit: its inputs, and when time-based retention
-// can first delete something (zero: never, with these inputs).
+// visitMemo is what the passes know of one partition: the inputs the last
+// pass read, whether a visit with those inputs settled and when
+// time-based retention can first delete something then (zero: never, with
+// these inputs), and when the inputs last changed.
 type visitMemo struct {
-	in   visitInputs
-	due  time.Time
-	seen uint64 // the last pass that looked at the partition
+	in        visitInputs
+	settled   bool
+	due       time.Time
+	changedAt time.Time
+	seen      uint64 // the last pass that looked at the partition
 }
 
-// quietSet holds the settled visits, by replica.
+// quietSet holds the memos, by replica.
 type quietSet struct {
 	mu sync.Mutex
 	m  map[*partition.Replica]*visitMemo
@@ -66,36 +87,45 @@ func (m *Manager) inputs(rep *partition.Replica, id controlplane.TopicID, leader
 	return in
 }
 
-// passOver reports whether pass n may pass rep over, its inputs being in;
-// either way it records that pass n looked at it.
-func (m *Manager) passOver(rep *partition.Replica, in visitInputs, n uint64) bool {
-	m.quiet.mu.Lock()
-	defer m.quiet.mu.Unlock()
-	memo := m.quiet.m[rep]
-	if memo == nil {
-		return false
-	}
-	memo.seen = n
-	if memo.in != in || (!memo.due.IsZero() && !m.now().Before(memo.due)) {
-		delete(m.quiet.m, rep)
-		return false
-	}
-	return true
-}
-
-// settled remembers a visit of rep at pass n that did all it had to, with
-// the inputs read before it and its retention due time. A compacted topic
-// is never remembered: its cleaning has timings of its own.
-func (m *Manager) settled(rep *partition.Replica, in visitInputs, due time.Time, n uint64) {
-	if strings.Contains(in.cfg.String(config.CleanupPolicy), "compact") {
-		return
-	}
+// look records that pass n looked at rep, its inputs being in, and
+// reports whether the pass may pass it over (quiet) and whether its inputs
+// changed within the orphan grace and two reconcile rounds (recent; a
+// partition first seen counts as changed).
+func (m *Manager) look(rep *partition.Replica, in visitInputs, n uint64) (quiet, recent bool) {
+	now := m.now()
 	m.quiet.mu.Lock()
 	defer m.quiet.mu.Unlock()
 	if m.quiet.m == nil {
 		m.quiet.m = map[*partition.Replica]*visitMemo{}
 	}
-	m.quiet.m[rep] = &visitMemo{in: in, due: due, seen: n}
+	memo := m.quiet.m[rep]
+	if memo == nil {
+		memo = &visitMemo{in: in, changedAt: now}
+		m.quiet.m[rep] = memo
+	}
+	memo.seen = n
+	if memo.in != in {
+		memo.in, memo.settled, memo.changedAt = in, false, now
+	}
+	quiet = memo.settled && (memo.due.IsZero() || now.Before(memo.due))
+	round := time.Duration(m.cfg.ReconcileEvery) * m.cfg.Interval
+	recent = now.Sub(memo.changedAt) < m.cfg.OrphanGrace+2*round
+	return quiet, recent
+}
+
+// settled records that a visit of rep with the inputs in did all it had
+// to, and when time-based retention can next delete something. Nothing is
+// recorded when the inputs changed since (the next pass visits again), nor
+// for a compacted topic: its cleaning has timings of its own.
+func (m *Manager) settled(rep *partition.Replica, in visitInputs, due time.Time) {
+	if strings.Contains(in.cfg.String(config.CleanupPolicy), "compact") {
+		return
+	}
+	m.quiet.mu.Lock()
+	defer m.quiet.mu.Unlock()
+	if memo := m.quiet.m[rep]; memo != nil && memo.in == in {
+		memo.settled, memo.due = true, due
+	}
 }
 
 // forgetUnseen drops the visits of replicas pass n did not look at (gone,
@@ -110,12 +140,16 @@ func (m *Manager) forgetUnseen(n uint64) {
 	}
 }
 
-// reconcilePhase reports whether the loop's pass n lists the partition's
-// bucket prefix: every ReconcileEvery passes, in a phase of the
-// partition's own, so that each pass lists about one partition in
-// ReconcileEvery rather than every partition in one pass.
-func (m *Manager) reconcilePhase(n uint64, id controlplane.TopicID, p int32) bool {
+// reconcileDue reports whether the loop's pass n lists the partition's
+// bucket prefix: every ReconcileEvery passes while it changed recently
+// (look), every quietReconcileEvery times as many once it is quiet, in a
+// phase of the partition's own, so that each pass lists its share of the
+// partitions rather than every partition in one pass.
+func (m *Manager) reconcileDue(n uint64, id controlplane.TopicID, p int32, recent bool) bool {
 	every := uint64(m.cfg.ReconcileEvery)
+	if !recent {
+		every *= quietReconcileEvery
+	}
 	return (n+uint64(binary.BigEndian.Uint32(id[:4]))+uint64(uint32(p)))%every == 0
 }
 

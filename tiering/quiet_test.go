@@ -125,14 +125,16 @@ func TestQuietFollowerIsVisitedWhenTheLeaderUploads(t *testing.T) {
 	}
 }
 
-// The loop's passes reconcile each partition every ReconcileEvery passes,
-// in the partition's phase: an orphan past the grace goes at the one pass
-// of ReconcileEvery whose phase is the partition's, and a pass in another
-// phase passes the quiet partition over.
+// The loop's passes reconcile a partition that changed recently every
+// ReconcileEvery passes, in the partition's phase: an orphan past the grace
+// goes at the one pass of ReconcileEvery whose phase is the partition's,
+// and a pass in another phase passes the quiet partition over.
 func TestReconcileInThePartitionsPhase(t *testing.T) {
 	f := newFixture(t, nil)
 	f.produce(t, 50)
-	m := f.manager(t, func(c *Config) { c.ReconcileEvery = 4 })
+	// Passes of a minute: the 2 minutes the clock moves below stay within
+	// the grace (1 minute) and two rounds of 4 passes since the change.
+	m := f.manager(t, func(c *Config) { c.ReconcileEvery, c.Interval = 4, time.Minute })
 	m.RunOnce(testCtx(t), true)
 	m.RunOnce(testCtx(t), true)
 	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
@@ -143,7 +145,7 @@ func TestReconcileInThePartitionsPhase(t *testing.T) {
 	phase := -1
 	for i := range 4 {
 		n := m.stats.passes.Load()
-		due := m.reconcilePhase(n, f.topic.ID, 0)
+		due := m.reconcileDue(n, f.topic.ID, 0, true)
 		before := m.Stats()
 		m.pass(testCtx(t), reconcilePhased)
 		after := m.Stats()
@@ -160,6 +162,51 @@ func TestReconcileInThePartitionsPhase(t *testing.T) {
 	}
 	if phase < 0 {
 		t.Fatal("no pass of 4 was the partition's phase")
+	}
+	f.checkNoOrphans(t)
+}
+
+// A partition whose inputs have not changed for longer than the grace and
+// two rounds is listed only every quietReconcileEvery rounds: an orphan
+// past the grace then goes at the partition's quiet phase, and the passes
+// of its short phase before that pass it over.
+func TestQuietPartitionIsReconciledRarely(t *testing.T) {
+	f := newFixture(t, nil)
+	f.produce(t, 50)
+	m := f.manager(t, func(c *Config) { c.ReconcileEvery, c.Interval = 2, time.Second })
+	m.RunOnce(testCtx(t), true)
+	m.RunOnce(testCtx(t), true)
+	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
+	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(2 * time.Minute) // past the grace (1 minute) and two rounds (4 s)
+	shortPhases, listed := 0, -1
+	for i := range 2 * quietReconcileEvery {
+		n := m.stats.passes.Load()
+		before := m.Stats()
+		m.pass(testCtx(t), reconcilePhased)
+		deleted := m.Stats().OrphansDeleted - before.OrphansDeleted
+		quietPhase := m.reconcileDue(n, f.topic.ID, 0, false)
+		switch {
+		case quietPhase && deleted != 1:
+			t.Fatalf("pass %d (its quiet phase): deleted %d orphans, want 1", i, deleted)
+		case !quietPhase && deleted != 0:
+			t.Fatalf("pass %d (not its quiet phase): deleted %d orphans", i, deleted)
+		case quietPhase:
+			listed = i
+		case m.reconcileDue(n, f.topic.ID, 0, true) && listed < 0:
+			shortPhases++
+		}
+		if listed >= 0 {
+			break
+		}
+	}
+	if listed < 0 {
+		t.Fatalf("no pass of %d listed the quiet partition", 2*quietReconcileEvery)
+	}
+	if shortPhases == 0 && listed >= 2 {
+		t.Fatalf("no short phase before pass %d", listed)
 	}
 	f.checkNoOrphans(t)
 }
