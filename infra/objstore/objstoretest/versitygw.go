@@ -35,6 +35,15 @@ type S3Server struct {
 	addr      string
 	cert, key string // TLS files, "" for plain HTTP
 	stop      func() // kills the running process; nil while stopped
+	pid       int    // the running process's; 0 while stopped
+}
+
+// Pid is the running server process's id (for a benchmark that measures
+// its CPU), 0 while stopped.
+func (s *S3Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
 }
 
 // VersityGWPath finds the versitygw binary: $SHALE_VERSITYGW, then bin/ at
@@ -156,7 +165,7 @@ func (s *S3Server) run() error {
 		}
 	}
 	s.mu.Lock()
-	s.stop = stop
+	s.stop, s.pid = stop, cmd.Process.Pid
 	s.mu.Unlock()
 	return nil
 }
@@ -166,7 +175,7 @@ func (s *S3Server) run() error {
 func (s *S3Server) Stop() {
 	s.mu.Lock()
 	stop := s.stop
-	s.stop = nil
+	s.stop, s.pid = nil, 0
 	s.mu.Unlock()
 	if stop != nil {
 		stop()
