@@ -37,8 +37,9 @@ import (
 // not changed for longer than the orphan grace and two such rounds, only
 // every quietReconcileEvery rounds. Orphans come from uploads and deletes
 // cut off (a crash, a change of leader), each of which changes the
-// partition's remote records or its leader epoch, and are removed once
-// older than the grace: the rounds after a change find them. Listing every
+// partition's remote records or its leader epoch (an upload starts with
+// its CopyStarted record), and are removed once older than the grace: the
+// rounds after a change find them. Listing every
 // partition's prefix every minute was 10,000 LIST requests a minute at
 // 10,000 partitions, idle or not.
 
@@ -90,7 +91,8 @@ func (m *Manager) inputs(rep *partition.Replica, id controlplane.TopicID, leader
 // look records that pass n looked at rep, its inputs being in, and
 // reports whether the pass may pass it over (quiet) and whether its inputs
 // changed within the orphan grace and two reconcile rounds (recent; a
-// partition first seen counts as changed).
+// partition first seen counts as changed, one with no remote record ever
+// in the cache never does).
 func (m *Manager) look(rep *partition.Replica, in visitInputs, n uint64) (quiet, recent bool) {
 	now := m.now()
 	m.quiet.mu.Lock()
@@ -108,8 +110,12 @@ func (m *Manager) look(rep *partition.Replica, in visitInputs, n uint64) (quiet,
 		memo.in, memo.settled, memo.changedAt = in, false, now
 	}
 	quiet = memo.settled && (memo.due.IsZero() || now.Before(memo.due))
+	// A partition the remote metadata has never had a record of (its
+	// generation 0) has had no upload to cut off: right after a creation
+	// or a node's start, 10,000 new partitions were otherwise all listed
+	// each round for the grace and two rounds.
 	round := time.Duration(m.cfg.ReconcileEvery) * m.cfg.Interval
-	recent = now.Sub(memo.changedAt) < m.cfg.OrphanGrace+2*round
+	recent = in.remoteGen != 0 && now.Sub(memo.changedAt) < m.cfg.OrphanGrace+2*round
 	return quiet, recent
 }
 

@@ -211,6 +211,26 @@ func TestQuietPartitionIsReconciledRarely(t *testing.T) {
 	f.checkNoOrphans(t)
 }
 
+// A partition with no remote record ever is not listed at the short
+// cadence, however new: nothing was uploaded to be cut off. Once its first
+// upload's records are in, it is.
+func TestNeverTieredPartitionIsNotRecent(t *testing.T) {
+	f := newFixture(t, nil)
+	m := f.manager(t, nil)
+	if _, recent := m.look(f.rep, m.inputs(f.rep, f.topic.ID, true), 0); recent {
+		t.Fatal("a new partition with no remote record counts as changed recently")
+	}
+	f.produce(t, 50)
+	m.RunOnce(testCtx(t), false)
+	if m.Stats().SegmentsUploaded == 0 {
+		t.Fatal("nothing uploaded")
+	}
+	waitFor(t, func() bool { return m.meta.PartitionGen(f.topic.ID, 0) != 0 })
+	if _, recent := m.look(f.rep, m.inputs(f.rep, f.topic.ID, true), 1); !recent {
+		t.Fatal("a partition right after its uploads does not count as changed recently")
+	}
+}
+
 // waitFor polls cond until it holds, for at most 10 s (the remote log's
 // cache applies its own writes through the watch).
 func waitFor(t *testing.T, cond func() bool) {
