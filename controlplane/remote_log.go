@@ -192,6 +192,14 @@ func (rl *RemoteLog) changedLocked(id TopicID, p int32) {
 	rl.mu.gens[partID{id, p}] = rl.mu.gen
 }
 
+// Gen returns the cache's last generation given out: it moves whenever any
+// partition's PartitionGen does.
+func (rl *RemoteLog) Gen() uint64 {
+	rl.mu.RLock()
+	defer rl.mu.RUnlock()
+	return rl.mu.gen
+}
+
 // PartitionGen returns the partition's generation in the cache: it changes
 // whenever the partition's remote segment records, its log start record or
 // its quarantine entries change, and is 0 for a partition with none ever

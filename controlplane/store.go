@@ -290,6 +290,12 @@ func (s *Store) apply(fn func(*cache, *slog.Logger, change) []Event, ch change) 
 	s.bus.publish(evs...)
 }
 
+// Gen returns the count of changes applied to the cache that published an
+// event (topics, partition states, brokers' registrations; a keepalive
+// publishes none): what a reader derived from the cache holds while Gen
+// has not moved.
+func (s *Store) Gen() uint64 { return s.gen.Load() }
+
 // ClusterID returns the cluster's id, created by the first node to open the
 // store (Kafka's cluster id form: 22 base64url characters).
 func (s *Store) ClusterID() string { return s.clusterID }

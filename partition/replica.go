@@ -405,6 +405,7 @@ func (r *Replica) SetConfig(tc *config.TopicConfig) {
 	r.mu.Lock()
 	r.mu.cfg = tc
 	r.cfg.Store(tc)
+	replicaChanges.Add(1)
 	r.wakeLocked() // acks=all waiters check min.insync.replicas again
 	r.mu.Unlock()
 	segCfg := SegmentConfig(tc, r.now, r.logger)
@@ -436,6 +437,17 @@ func (r *Replica) HWChanged() <-chan struct{} {
 	return r.mu.hwChanged
 }
 
+// replicaChanges counts the changes of every replica of the process to its
+// high watermark, role, leader epoch or config (ReplicaChanges).
+var replicaChanges atomic.Uint64
+
+// ReplicaChanges returns a count that moves whenever any replica of the
+// process changes its high watermark (so its last stable offset), its role,
+// its leader epoch or its config. With segment.StateChanges (the logs) it
+// tells a pass over every replica whether anything it reads has changed
+// (the tiering pass over idle partitions).
+func ReplicaChanges() uint64 { return replicaChanges.Load() }
+
 // setHW moves the high watermark and wakes waiters.
 // REQUIRES: r.mu held.
 func (r *Replica) setHW(hw int64) {
@@ -447,6 +459,7 @@ func (r *Replica) setHW(hw int64) {
 		invariants.Check(hw <= leo, "%s-%d: high watermark %d past the log end %d", r.topic, r.partition, hw, leo)
 	}
 	r.mu.hw = hw
+	replicaChanges.Add(1)
 	r.ckpts.changed()
 	close(r.mu.hwChanged)
 	r.mu.hwChanged = make(chan struct{})

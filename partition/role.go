@@ -54,6 +54,7 @@ func (r *Replica) SetLeadership(leader bool, epoch int32) bool {
 	}
 	r.mu.pendingISR = nil // a proposal of the old term is fenced by its epoch
 	r.mu.leader, r.mu.leaderEpoch = leader, epoch
+	replicaChanges.Add(1)
 	// The HW moves now if the ISR allows (Kafka's makeLeader:
 	// maybeIncrementLeaderHW): with this replica alone in an ISR that
 	// meets min.insync.replicas, it is its log end.

@@ -81,13 +81,14 @@ type Stats struct {
 	// delete failed (ErrBucket); uploads wait and local segments are kept.
 	BucketUnreachable bool
 	// PassedOver counts the partitions passes did not visit: nothing had
-	// changed since a visit that did all it had to (quiet.go).
-	PassedOver uint64
+	// changed since a visit that did all it had to (quiet.go); WalksSkipped
+	// the passes that did not look at any partition (skipWalk).
+	PassedOver, WalksSkipped uint64
 }
 
 type counters struct {
 	segmentsUploaded, bytesUploaded, uploadFailures, remoteDeleted, orphansDeleted, passes atomic.Uint64
-	quarantined, purged, restored, sharedKept, passedOver                                  atomic.Uint64
+	quarantined, purged, restored, sharedKept, passedOver, walksSkipped                    atomic.Uint64
 	diskFull, coldTierConflict                                                             atomic.Bool
 }
 
@@ -245,7 +246,8 @@ func (m *Manager) Stats() Stats {
 		OrphansDeleted: m.stats.orphansDeleted.Load(), Passes: m.stats.passes.Load(), DiskFull: m.stats.diskFull.Load(),
 		ColdTierConflict: m.stats.coldTierConflict.Load(), BucketUnreachable: m.bucketDown(),
 		Quarantined: m.stats.quarantined.Load(), QuarantinePurged: m.stats.purged.Load(), QuarantineRestored: m.stats.restored.Load(),
-		SharedObjectsKept: m.stats.sharedKept.Load(), PassedOver: m.stats.passedOver.Load()}
+		SharedObjectsKept: m.stats.sharedKept.Load(), PassedOver: m.stats.passedOver.Load(),
+		WalksSkipped: m.stats.walksSkipped.Load()}
 }
 
 // bucketFailed records a failed upload or remote delete. For a bucket
@@ -304,6 +306,12 @@ func (m *Manager) pass(ctx context.Context, mode reconcileMode) {
 	if !m.coldTierOK(ctx, reps) {
 		return
 	}
+	w := m.readWorld() // before the walk: a change during it is seen next time
+	if mode == reconcilePhased && m.skipWalk(n, w, reps) {
+		m.stats.walksSkipped.Add(1)
+		m.controllerWork(ctx, mode, n)
+		return
+	}
 	// Workers goroutines for the whole pass, not one per led partition:
 	// each new goroutine grew its stack again (a sixth of an idle pass at
 	// 10,000 partitions).
@@ -342,7 +350,14 @@ func (m *Manager) pass(ctx context.Context, mode reconcileMode) {
 	}
 	close(work)
 	wg.Wait()
-	m.forgetUnseen(n)
+	m.endWalk(n, w, reps)
+	m.controllerWork(ctx, mode, n)
+}
+
+// controllerWork is pass n's work on the controller node: the quarantine
+// purge every pass, and on reconciling passes the cleanups of deleted
+// topics, cut multipart uploads and removed brokers' tiers.
+func (m *Manager) controllerWork(ctx context.Context, mode reconcileMode, n uint64) {
 	if m.cfg.IsController() {
 		m.purgeExpired(ctx)
 	}

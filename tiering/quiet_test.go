@@ -231,6 +231,67 @@ func TestNeverTieredPartitionIsNotRecent(t *testing.T) {
 	}
 }
 
+// The loop's pass skips the walk over the replicas while nothing any
+// visit reads has changed, except at the start of a reconcile round; a new
+// record, or the clock past a retention due, brings the walk back.
+func TestIdleWalkIsSkippedUntilSomethingChanges(t *testing.T) {
+	f := newFixture(t, map[string]string{config.RetentionMs: "3600000"})
+	f.produce(t, 50)
+	m := f.manager(t, func(c *Config) { c.ReconcileEvery, c.Interval = 4, time.Second })
+	m.RunOnce(testCtx(t), false)
+	m.RunOnce(testCtx(t), false)
+	f.now = f.now.Add(2 * time.Minute) // past the grace and two rounds: quiet, not recent
+	// pass runs one loop pass and reports whether it skipped its walk;
+	// align runs passes until the next one does not start a round (a pass
+	// that starts one always walks).
+	pass := func() bool {
+		n, before := m.stats.passes.Load(), m.Stats().WalksSkipped
+		m.pass(testCtx(t), reconcilePhased)
+		skipped := m.Stats().WalksSkipped != before
+		if skipped && n%4 == 0 {
+			t.Fatalf("pass %d starts a round and skipped its walk", n)
+		}
+		return skipped
+	}
+	align := func() {
+		for m.stats.passes.Load()%4 == 0 {
+			pass()
+		}
+	}
+	align()
+	pass() // a walk that finds every partition quiet
+	align()
+	if !pass() {
+		t.Fatal("an idle pass walked")
+	}
+	uploaded := m.Stats().SegmentsUploaded
+	align()
+	f.produce(t, 30)
+	if pass() {
+		t.Fatal("the pass after new records skipped its walk")
+	}
+	if m.Stats().SegmentsUploaded == uploaded {
+		t.Fatal("the walk after new records uploaded nothing")
+	}
+	pass()                             // settles after its own uploads
+	f.now = f.now.Add(2 * time.Minute) // and is no longer recent
+	align()
+	pass()
+	align()
+	if !pass() {
+		t.Fatal("idle again, the pass walked")
+	}
+	deleted := m.Stats().RemoteSegmentsDeleted
+	align()
+	f.now = f.now.Add(2 * time.Hour) // past retention.ms
+	if pass() {
+		t.Fatal("a pass past a retention due skipped its walk")
+	}
+	if m.Stats().RemoteSegmentsDeleted == deleted {
+		t.Fatal("the walk past retention.ms deleted nothing")
+	}
+}
+
 // waitFor polls cond until it holds, for at most 10 s (the remote log's
 // cache applies its own writes through the watch).
 func waitFor(t *testing.T, cond func() bool) {
