@@ -11,17 +11,11 @@ import (
 // Partition returns the state of partition p of the named topic from the
 // cache.
 func (s *Store) Partition(topic string, p int32) (PartitionState, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	t, ok := s.mu.c.liveTopic(topic)
+	st, ok := s.PartitionShared(topic, p)
 	if !ok {
 		return PartitionState{}, false
 	}
-	e := s.mu.c.partitions[t.val.ID][p]
-	if e == nil || e.deleted {
-		return PartitionState{}, false
-	}
-	return e.val.clone(), true
+	return st.clone(), true // the entry is never changed in place: cloned outside the lock
 }
 
 // PartitionShared is Partition without the deep copy: the state shares its

@@ -308,13 +308,11 @@ func (s *Store) createPartitionsAssigned(ctx context.Context, name string, newCo
 
 // Topic returns the named topic from the cache.
 func (s *Store) Topic(name string) (Topic, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	e, ok := s.mu.c.liveTopic(name)
+	t, ok := s.TopicShared(name)
 	if !ok {
 		return Topic{}, false
 	}
-	return e.val.clone(), true
+	return t.clone(), true // the entry is never changed in place: cloned outside the lock
 }
 
 // TopicShared is Topic without the deep copy: its configs map and
