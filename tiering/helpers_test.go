@@ -108,6 +108,17 @@ func (f *fixture) produce(t *testing.T, n int) {
 	}
 }
 
+// putStray puts an object no record references (an orphan) under the
+// partition's prefix, as an upload cut off would leave, and returns its key.
+func (f *fixture) putStray(t *testing.T) string {
+	t.Helper()
+	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
+	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	return stray
+}
+
 // bucketKeys lists every object in the bucket, sorted.
 func bucketKeys(t *testing.T, b objstore.Bucket) []string {
 	t.Helper()

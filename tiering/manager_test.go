@@ -167,10 +167,7 @@ func TestUnreferencedObjectRemovedAfterGrace(t *testing.T) {
 	f.produce(t, 50)
 	m := f.manager(t, nil)
 	m.RunOnce(testCtx(t), true)
-	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
-	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
-		t.Fatal(err)
-	}
+	stray := f.putStray(t)
 	m.RunOnce(testCtx(t), true)
 	if _, err := f.fs.Stat(context.Background(), stray); err != nil {
 		t.Fatalf("a fresh unreferenced object went before the grace period: %v", err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -293,10 +292,7 @@ func TestUnreferencedObjectQuarantined(t *testing.T) {
 	ctx := testCtx(t)
 	f.produce(t, 30)
 	m.RunOnce(ctx, true)
-	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
-	if err := f.fs.Put(ctx, stray, strings.NewReader("x"), 1); err != nil {
-		t.Fatal(err)
-	}
+	stray := f.putStray(t)
 	f.now = f.now.Add(2 * time.Minute) // past OrphanGrace
 	m.RunOnce(ctx, true)
 	q := f.meta.QuarantineEntries()

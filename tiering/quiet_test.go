@@ -1,12 +1,9 @@
 package tiering
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/shale-io/shale/controlplane"
 	"github.com/shale-io/shale/infra/config"
 	"github.com/shale-io/shale/partition"
 )
@@ -137,10 +134,7 @@ func TestReconcileInThePartitionsPhase(t *testing.T) {
 	m := f.manager(t, func(c *Config) { c.ReconcileEvery, c.Interval = 4, time.Minute })
 	m.RunOnce(testCtx(t), true)
 	m.RunOnce(testCtx(t), true)
-	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
-	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
-		t.Fatal(err)
-	}
+	f.putStray(t)
 	f.now = f.now.Add(2 * time.Minute)
 	phase := -1
 	for i := range 4 {
@@ -176,10 +170,7 @@ func TestQuietPartitionIsReconciledRarely(t *testing.T) {
 	m := f.manager(t, func(c *Config) { c.ReconcileEvery, c.Interval = 2, time.Second })
 	m.RunOnce(testCtx(t), true)
 	m.RunOnce(testCtx(t), true)
-	stray := SegmentKey(PartitionPrefix("tier", "events", f.topic.ID, 0), 0, 0, controlplane.NewSegmentID(), KindLog)
-	if err := f.fs.Put(context.Background(), stray, strings.NewReader("x"), 1); err != nil {
-		t.Fatal(err)
-	}
+	f.putStray(t)
 	f.now = f.now.Add(2 * time.Minute) // past the grace (1 minute) and two rounds (4 s)
 	shortPhases, listed := 0, -1
 	for i := range 2 * quietReconcileEvery {
